@@ -1,0 +1,94 @@
+// Package apierr is the domain error type: handlers return it, the central error handler
+// renders it in the shape SPEC.md gives for its status.
+package apierr
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// FieldError is one entry of a VALIDATION_ERROR's details.
+type FieldError struct {
+	Field   string `json:"field"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error is an error with an HTTP status, a stable code and optional details. Details is
+// []FieldError for validation errors and map[string]any otherwise. Extra holds the top-level
+// fields of the flat 401/403 shape (required_permission, required_role, your_role).
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Details any
+	Extra   map[string]string
+	Headers map[string]string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+// New builds an error with a status, code and message.
+func New(status int, code, message string) *Error {
+	return &Error{Status: status, Code: code, Message: message}
+}
+
+// WithDetails returns e with context details.
+func (e *Error) WithDetails(d map[string]any) *Error { e.Details = d; return e }
+
+// Validation is 400 VALIDATION_ERROR with one entry per field.
+func Validation(fields ...FieldError) *Error {
+	msg := "the request is invalid"
+	if len(fields) == 1 {
+		msg = fields[0].Field + ": " + fields[0].Message
+	} else if len(fields) > 1 {
+		msg = fmt.Sprintf("the request has %d invalid fields", len(fields))
+	}
+	return &Error{Status: http.StatusBadRequest, Code: "VALIDATION_ERROR", Message: msg, Details: fields}
+}
+
+// Field is a one-field validation error.
+func Field(field, code, message string) *Error {
+	return Validation(FieldError{Field: field, Code: code, Message: message})
+}
+
+// NotFound is 404 NOT_FOUND naming the kind of resource.
+func NotFound(kind, id string) *Error {
+	return (&Error{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: kind + " not found"}).
+		WithDetails(map[string]any{"resource": kind, "id": id})
+}
+
+// Conflict is 409 CONFLICT on a field.
+func Conflict(field, message string) *Error {
+	return (&Error{Status: http.StatusConflict, Code: "CONFLICT", Message: message}).
+		WithDetails(map[string]any{"field": field})
+}
+
+// AuthRequired is 401 AUTH_REQUIRED.
+func AuthRequired(message string) *Error {
+	return &Error{Status: http.StatusUnauthorized, Code: "AUTH_REQUIRED", Message: message}
+}
+
+// TokenExpired is 401 TOKEN_EXPIRED.
+func TokenExpired() *Error {
+	return &Error{Status: http.StatusUnauthorized, Code: "TOKEN_EXPIRED", Message: "the access token has expired; refresh it or sign in again"}
+}
+
+// PermissionDenied is 403 PERMISSION_DENIED naming the missing permission.
+func PermissionDenied(permission string) *Error {
+	return &Error{Status: http.StatusForbidden, Code: "PERMISSION_DENIED",
+		Message: "this action needs the permission " + permission,
+		Extra:   map[string]string{"required_permission": permission}}
+}
+
+// InsufficientRole is 403 INSUFFICIENT_PERMISSIONS naming the organization role needed.
+func InsufficientRole(required, yours string) *Error {
+	return &Error{Status: http.StatusForbidden, Code: "INSUFFICIENT_PERMISSIONS",
+		Message: "this action needs the organization role " + required + " (yours is " + yours + ")",
+		Extra:   map[string]string{"required_role": required, "your_role": yours}}
+}
+
+// Forbidden is a 403 PERMISSION_DENIED without a single permission to name.
+func Forbidden(message string) *Error {
+	return &Error{Status: http.StatusForbidden, Code: "PERMISSION_DENIED", Message: message}
+}

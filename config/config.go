@@ -1,0 +1,148 @@
+// Package config reads the service configuration from the environment (flags mirror it).
+package config
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole runtime configuration. Field comments name the environment variable.
+type Config struct {
+	Addr              string        // DP_ADDR
+	DatabaseURL       string        // DATABASE_URL; empty: embedded cluster under DataDir/postgres
+	DataDir           string        // DP_DATA_DIR
+	BaseURL           string        // DP_BASE_URL
+	AdminEmail        string        // DP_ADMIN_EMAIL
+	AdminPassword     string        // DP_ADMIN_PASSWORD
+	MaxUploadBytes    int64         // DP_MAX_UPLOAD_BYTES
+	MaxBodyBytes      int64         // DP_MAX_BODY_BYTES: JSON request bodies
+	CORSOrigins       []string      // DP_CORS_ORIGINS
+	AccessTokenTTL    time.Duration // DP_ACCESS_TOKEN_TTL
+	RefreshTokenTTL   time.Duration // DP_REFRESH_TOKEN_TTL
+	BcryptCost        int           // DP_BCRYPT_COST
+	OIDCIssuer        string        // DP_OIDC_ISSUER
+	OIDCClientID      string        // DP_OIDC_CLIENT_ID
+	OIDCClientSecret  string        // DP_OIDC_CLIENT_SECRET
+	OIDCRedirectURL   string        // DP_OIDC_REDIRECT_URL
+	RedisURL          string        // REDIS_URL
+	RateLimits        string        // DP_RATE_LIMITS: overrides, "category=N/period,..."
+	LogLevel          string        // DP_LOG_LEVEL
+	LogRequests       bool          // DP_LOG_REQUESTS
+	ShutdownTimeout   time.Duration // DP_SHUTDOWN_TIMEOUT
+}
+
+// Defaults returns the configuration with nothing set.
+func Defaults() Config {
+	return Config{
+		Addr:            ":8080",
+		DataDir:         "./data",
+		BaseURL:         "http://localhost:8080",
+		MaxUploadBytes:  1 << 30,
+		MaxBodyBytes:    1 << 20,
+		AccessTokenTTL:  time.Hour,
+		RefreshTokenTTL: 30 * 24 * time.Hour,
+		BcryptCost:      12,
+		LogLevel:        "info",
+		LogRequests:     true,
+		ShutdownTimeout: 20 * time.Second,
+	}
+}
+
+// Load reads the environment, then flags of fs (which mirror the variables) over it.
+func Load(fs *flag.FlagSet, args []string) (Config, error) {
+	c := Defaults()
+	env := func(name string, dst *string) {
+		if v, ok := os.LookupEnv(name); ok {
+			*dst = v
+		}
+	}
+	var cors, maxUpload, maxBody, accessTTL, refreshTTL, bcryptCost, logReq, shutdown string
+	env("DP_ADDR", &c.Addr)
+	env("DATABASE_URL", &c.DatabaseURL)
+	env("DP_DATA_DIR", &c.DataDir)
+	env("DP_BASE_URL", &c.BaseURL)
+	env("DP_ADMIN_EMAIL", &c.AdminEmail)
+	env("DP_ADMIN_PASSWORD", &c.AdminPassword)
+	env("DP_CORS_ORIGINS", &cors)
+	env("DP_MAX_UPLOAD_BYTES", &maxUpload)
+	env("DP_MAX_BODY_BYTES", &maxBody)
+	env("DP_ACCESS_TOKEN_TTL", &accessTTL)
+	env("DP_REFRESH_TOKEN_TTL", &refreshTTL)
+	env("DP_BCRYPT_COST", &bcryptCost)
+	env("DP_OIDC_ISSUER", &c.OIDCIssuer)
+	env("DP_OIDC_CLIENT_ID", &c.OIDCClientID)
+	env("DP_OIDC_CLIENT_SECRET", &c.OIDCClientSecret)
+	env("DP_OIDC_REDIRECT_URL", &c.OIDCRedirectURL)
+	env("REDIS_URL", &c.RedisURL)
+	env("DP_RATE_LIMITS", &c.RateLimits)
+	env("DP_LOG_LEVEL", &c.LogLevel)
+	env("DP_LOG_REQUESTS", &logReq)
+	env("DP_SHUTDOWN_TIMEOUT", &shutdown)
+
+	if fs != nil {
+		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (DP_ADDR)")
+		fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL; empty starts the embedded cluster (DATABASE_URL)")
+		fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "data directory (DP_DATA_DIR)")
+		fs.StringVar(&c.BaseURL, "base-url", c.BaseURL, "public base URL (DP_BASE_URL)")
+		fs.StringVar(&cors, "cors-origins", cors, "allowed CORS origins, comma separated (DP_CORS_ORIGINS)")
+		fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL for shared rate limits (REDIS_URL)")
+		fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (DP_LOG_LEVEL)")
+		if err := fs.Parse(args); err != nil {
+			return c, err
+		}
+	}
+
+	var err error
+	for _, o := range strings.Split(cors, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			c.CORSOrigins = append(c.CORSOrigins, o)
+		}
+	}
+	if maxUpload != "" {
+		if c.MaxUploadBytes, err = strconv.ParseInt(maxUpload, 10, 64); err != nil || c.MaxUploadBytes <= 0 {
+			return c, fmt.Errorf("DP_MAX_UPLOAD_BYTES: want a positive number of bytes, got %q", maxUpload)
+		}
+	}
+	if maxBody != "" {
+		if c.MaxBodyBytes, err = strconv.ParseInt(maxBody, 10, 64); err != nil || c.MaxBodyBytes <= 0 {
+			return c, fmt.Errorf("DP_MAX_BODY_BYTES: want a positive number of bytes, got %q", maxBody)
+		}
+	}
+	for _, d := range []struct {
+		name, v string
+		dst     *time.Duration
+	}{{"DP_ACCESS_TOKEN_TTL", accessTTL, &c.AccessTokenTTL}, {"DP_REFRESH_TOKEN_TTL", refreshTTL, &c.RefreshTokenTTL}, {"DP_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout}} {
+		if d.v == "" {
+			continue
+		}
+		if *d.dst, err = time.ParseDuration(d.v); err != nil || *d.dst <= 0 {
+			return c, fmt.Errorf("%s: want a positive duration such as 1h or 720h, got %q", d.name, d.v)
+		}
+	}
+	if bcryptCost != "" {
+		if c.BcryptCost, err = strconv.Atoi(bcryptCost); err != nil || c.BcryptCost < 4 || c.BcryptCost > 31 {
+			return c, fmt.Errorf("DP_BCRYPT_COST: want 4 to 31, got %q", bcryptCost)
+		}
+	}
+	if logReq != "" {
+		if c.LogRequests, err = strconv.ParseBool(logReq); err != nil {
+			return c, fmt.Errorf("DP_LOG_REQUESTS: want true or false, got %q", logReq)
+		}
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if c.OIDCIssuer != "" && (c.OIDCClientID == "" || c.OIDCRedirectURL == "") {
+		return c, fmt.Errorf("DP_OIDC_ISSUER is set: DP_OIDC_CLIENT_ID and DP_OIDC_REDIRECT_URL are needed too")
+	}
+	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// OIDCEnabled reports whether an external identity provider is configured.
+func (c Config) OIDCEnabled() bool { return c.OIDCIssuer != "" }

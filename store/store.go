@@ -1,0 +1,113 @@
+// Package store is the data access layer: sqlx over PostgreSQL, the embedded goose migrations,
+// and the queries of each area. Time comparisons take the application's clock as a parameter
+// so that expiry behaves the same in tests that move the clock.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store wraps the database handle.
+type Store struct {
+	DB *sqlx.DB
+}
+
+// Open connects and checks the connection.
+func Open(ctx context.Context, url string) (*Store, error) {
+	db, err := sqlx.Open("postgres", url)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(40)
+	db.SetMaxIdleConns(40)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return &Store{DB: db}, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() error { return s.DB.Close() }
+
+// Migrate applies every pending migration. A session lock keeps concurrent replicas in line.
+func Migrate(ctx context.Context, db *sql.DB) error {
+	fsys, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx)
+	return err
+}
+
+// Tx runs fn in a transaction, committing when it returns nil.
+func (s *Store) Tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.DB.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// ErrNotFound is returned when a row does not exist (or is not visible to the caller).
+var ErrNotFound = errors.New("not found")
+
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// UniqueViolation returns the constraint name when err is a unique violation.
+func UniqueViolation(err error) (string, bool) {
+	var pe *pq.Error
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return pe.Constraint, true
+	}
+	return "", false
+}
+
+const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// NewID returns prefix_ followed by 20 random lowercase letters and digits (103 bits).
+func NewID(prefix string) string {
+	b := make([]byte, 20)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	for i := range b {
+		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	}
+	return prefix + "_" + string(b)
+}
