@@ -1505,7 +1505,7 @@ type OauthAuthorizeResponseObject interface {
 }
 
 type OauthAuthorize302ResponseHeaders struct {
-	Location *string
+	Location string
 }
 
 type OauthAuthorize302Response struct {
@@ -1513,9 +1513,7 @@ type OauthAuthorize302Response struct {
 }
 
 func (response OauthAuthorize302Response) VisitOauthAuthorizeResponse(w http.ResponseWriter) error {
-	if response.Headers.Location != nil {
-		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
-	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
 	w.WriteHeader(302)
 	return nil
 }

@@ -610,7 +610,7 @@ type TokenUser struct {
 	Roles          []MemberRole `json:"roles"`
 }
 
-// UpdateOrganizationRequest defines model for UpdateOrganizationRequest.
+// UpdateOrganizationRequest Fields left out keep their value; an empty string clears description, website or logo_url.
 type UpdateOrganizationRequest struct {
 	Description *string `json:"description,omitempty"`
 	LogoUrl     *string `json:"logo_url,omitempty"`
@@ -1426,7 +1426,7 @@ type CreateOrganizationResponseObject interface {
 }
 
 type CreateOrganization201ResponseHeaders struct {
-	Location *string
+	Location string
 }
 
 type CreateOrganization201JSONResponse struct {
@@ -1441,9 +1441,7 @@ func (response CreateOrganization201JSONResponse) VisitCreateOrganizationRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.Location != nil {
-		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
-	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err

@@ -160,7 +160,7 @@ type Project struct {
 // ProjectId Example: prj_3n8b5v1c7x2z9l4k6j0h
 type ProjectId = string
 
-// UpdateProjectRequest defines model for UpdateProjectRequest.
+// UpdateProjectRequest Fields left out keep their value; an empty description clears it.
 type UpdateProjectRequest struct {
 	Description *string `json:"description,omitempty"`
 	Name        *string `json:"name,omitempty"`
@@ -610,7 +610,7 @@ type CreateProjectResponseObject interface {
 }
 
 type CreateProject201ResponseHeaders struct {
-	Location *string
+	Location string
 }
 
 type CreateProject201JSONResponse struct {
@@ -625,9 +625,7 @@ func (response CreateProject201JSONResponse) VisitCreateProjectResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.Location != nil {
-		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
-	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err

@@ -1,0 +1,29 @@
+package apierr
+
+// Doc documents one error code; the documentation_url of an error body points at it.
+type Doc struct {
+	Status      int    `json:"status"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+}
+
+// Catalog lists every error code the service answers with.
+var Catalog = map[string]Doc{
+	"VALIDATION_ERROR":         {400, "Validation error", "The request is malformed or violates the published schema: bad JSON, a wrong content type, an unknown or duplicated field, or a value out of its bounds. `details` has one entry per field with `field`, `code` (required, minLength, maxLength, format, enum, pattern, minimum, maximum, type, unknown_field, duplicate, invalid_json) and `message`. Nothing was changed."},
+	"AUTH_REQUIRED":            {401, "Authentication required", "Credentials are missing or invalid. Send `Authorization: Bearer <access token>` or `X-API-Key: <key>`."},
+	"TOKEN_EXPIRED":            {401, "Token expired", "The access token has expired. Exchange the refresh token at /api/v1/auth/refresh or sign in again."},
+	"PERMISSION_DENIED":        {403, "Permission denied", "The caller lacks the permission named in `required_permission` (for an API key: the key's permissions, within its owner's role)."},
+	"INSUFFICIENT_PERMISSIONS": {403, "Insufficient organization role", "The action needs the organization role in `required_role`; `your_role` is the caller's."},
+	"NOT_FOUND":                {404, "Not found", "The resource does not exist, or it belongs to an organization the caller is not a member of."},
+	"INVITATION_NOT_FOUND":     {404, "Invitation not found", "The invitation token is unknown, withdrawn or already used."},
+	"METHOD_NOT_ALLOWED":       {405, "Method not allowed", "The path exists but not with this method; the Allow header lists the methods it has."},
+	"CONFLICT":                 {409, "Conflict", "The request conflicts with the current state, e.g. a name or slug already taken (`details.field`), or removing the last owner."},
+	"INVITATION_EXPIRED":       {410, "Invitation expired", "The invitation has expired; ask for a new one."},
+	"PAYLOAD_TOO_LARGE":        {413, "Payload too large", "The request body exceeds the limit for this endpoint."},
+	"PLAN_LIMIT_EXCEEDED":      {422, "Plan limit exceeded", "The organization's plan does not allow more; `details` names the current count, the plan limit and a plan that allows more."},
+	"RATE_LIMIT_EXCEEDED":      {429, "Rate limit exceeded", "Too many requests in the current window for this category. Wait `X-RateLimit-Reset-After` seconds."},
+	"INTERNAL_ERROR":           {500, "Internal error", "Something failed on the server. The request id identifies it in the logs."},
+	"OIDC_NOT_CONFIGURED":      {501, "Identity provider not configured", "No OpenID Connect provider is configured (DP_OIDC_ISSUER)."},
+	"OIDC_ERROR":               {502, "Identity provider error", "The identity provider could not be reached or answered something unusable."},
+	"SERVICE_UNAVAILABLE":      {503, "Service unavailable", "A dependency such as the database is not available."},
+}

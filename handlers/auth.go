@@ -1,0 +1,280 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/gen/authapi"
+	"dataplatform/store"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/oapi-codegen/runtime/types"
+)
+
+// Auth implements sign-in, tokens and API keys.
+type Auth struct{ *Handlers }
+
+var _ authapi.StrictServerInterface = (*Auth)(nil)
+
+var errBadLogin = apierr.AuthRequired("invalid email or password")
+
+func (a *Auth) Login(ctx context.Context, req authapi.LoginRequestObject) (authapi.LoginResponseObject, error) {
+	b := req.Body
+	u, err := store.UserByEmail(ctx, a.Store.DB, string(b.Email))
+	hash := ""
+	if err == nil && u.Status == "active" {
+		hash = deref(u.PasswordHash)
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	if !a.Passwords.Check(hash, b.Password) {
+		return nil, errBadLogin
+	}
+	var tr authapi.TokenResponse
+	err = a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		tr, err = a.signIn(ctx, tx, u, deref(b.OrganizationId), "password")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return authapi.Login200JSONResponse(tr), nil
+}
+
+// signIn issues an access token and a new refresh-token family for u in organization orgID
+// (default: the user's oldest membership; none when the user has no organization).
+func (h *Handlers) signIn(ctx context.Context, tx *sqlx.Tx, u *store.User, orgID, method string) (authapi.TokenResponse, error) {
+	orgID, role, err := h.tokenOrg(ctx, tx, u.ID, orgID)
+	if err != nil {
+		return authapi.TokenResponse{}, err
+	}
+	access, claims, err := h.accessToken(u, orgID, role)
+	if err != nil {
+		return authapi.TokenResponse{}, err
+	}
+	refresh, err := h.newRefreshToken(ctx, tx, u.ID, orgID, store.NewID("rtf"))
+	if err != nil {
+		return authapi.TokenResponse{}, err
+	}
+	if err := h.audit(auth.WithPrincipal(ctx, &auth.Principal{UserID: u.ID, Email: u.Email}), tx, orgID, "auth.login", "user", u.ID, u.Name,
+		map[string]any{"method": method}); err != nil {
+		return authapi.TokenResponse{}, err
+	}
+	_ = h.Store.TouchUser(ctx, u.ID, h.now())
+	tu := authapi.TokenUser{Id: u.ID, Email: u.Email, Name: u.Name, Roles: []authapi.MemberRole{}}
+	if orgID != "" {
+		tu.OrganizationId = &orgID
+		tu.Roles = []authapi.MemberRole{authapi.MemberRole(role)}
+	}
+	return authapi.TokenResponse{
+		AccessToken: access, RefreshToken: refresh, TokenType: authapi.TokenResponseTokenTypeBearer,
+		ExpiresIn:        int(claims.ExpiresAt.Sub(claims.IssuedAt).Seconds()),
+		RefreshExpiresIn: ptr(int(h.Config.RefreshTokenTTL.Seconds())),
+		User:             tu,
+	}, nil
+}
+
+// tokenOrg picks the organization a token is for and the user's role there.
+func (h *Handlers) tokenOrg(ctx context.Context, q sqlx.QueryerContext, userID, orgID string) (string, string, error) {
+	if orgID != "" {
+		role, err := store.Role(ctx, q, orgID, userID)
+		if errors.Is(err, store.ErrNotFound) {
+			return "", "", apierr.AuthRequired("you are not an active member of organization " + orgID)
+		}
+		return orgID, role, err
+	}
+	orgs, err := h.Store.UserOrganizations(ctx, userID)
+	if err != nil || len(orgs) == 0 {
+		return "", "", err
+	}
+	return orgs[0].OrgID, orgs[0].Role, nil
+}
+
+func (h *Handlers) accessToken(u *store.User, orgID, role string) (string, *auth.AccessClaims, error) {
+	c := &auth.AccessClaims{UserID: u.ID, Email: u.Email, Org: orgID}
+	if role != "" {
+		c.Roles, c.Permissions = []string{role}, auth.RolePermissions(role)
+	}
+	tok, err := h.Tokens.Issue(c)
+	return tok, c, err
+}
+
+func (h *Handlers) newRefreshToken(ctx context.Context, tx *sqlx.Tx, userID, orgID, family string) (string, error) {
+	raw := auth.NewOpaqueToken()
+	now := h.now()
+	t := &store.RefreshToken{ID: store.NewID("rt"), TokenHash: auth.HashSecret(raw), FamilyID: family, UserID: userID,
+		ExpiresAt: now.Add(h.Config.RefreshTokenTTL), CreatedAt: now}
+	if orgID != "" {
+		t.OrgID = &orgID
+	}
+	return raw, store.CreateRefreshToken(ctx, tx, t)
+}
+
+var errBadRefresh = apierr.AuthRequired("invalid, expired or revoked refresh token")
+
+func (a *Auth) RefreshToken(ctx context.Context, req authapi.RefreshTokenRequestObject) (authapi.RefreshTokenResponseObject, error) {
+	var out authapi.RefreshResponse
+	var reuse bool
+	err := a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		t, err := store.RefreshTokenForUpdate(ctx, tx, auth.HashSecret(req.Body.RefreshToken))
+		if errors.Is(err, store.ErrNotFound) {
+			return errBadRefresh
+		} else if err != nil {
+			return err
+		}
+		now := a.now()
+		if t.RevokedAt != nil {
+			return errBadRefresh
+		}
+		if t.UsedAt != nil {
+			// A spent token came back: someone holds a copy. Revoke the whole family (and
+			// commit that) so that neither copy works any more.
+			reuse = true
+			if err := store.RevokeRefreshFamily(ctx, tx, t.FamilyID, now); err != nil {
+				return err
+			}
+			return a.audit(auth.WithPrincipal(ctx, &auth.Principal{UserID: t.UserID}), tx, deref(t.OrgID), "auth.refresh_reuse", "user", t.UserID, "",
+				map[string]any{"family_id": t.FamilyID})
+		}
+		if !now.Before(t.ExpiresAt) {
+			return errBadRefresh
+		}
+		u, err := store.UserByID(ctx, tx, t.UserID)
+		if err != nil || u.Status != "active" {
+			return errBadRefresh
+		}
+		if err := store.SpendRefreshToken(ctx, tx, t.ID, now); err != nil {
+			return err
+		}
+		orgID, role, err := a.tokenOrg(ctx, tx, u.ID, deref(t.OrgID))
+		if err != nil {
+			// No longer a member of the token's organization: fall back to the default one.
+			if orgID, role, err = a.tokenOrg(ctx, tx, u.ID, ""); err != nil {
+				return err
+			}
+		}
+		access, claims, err := a.accessToken(u, orgID, role)
+		if err != nil {
+			return err
+		}
+		refresh, err := a.newRefreshToken(ctx, tx, u.ID, orgID, t.FamilyID)
+		if err != nil {
+			return err
+		}
+		_ = a.Store.TouchUser(ctx, u.ID, now)
+		out = authapi.RefreshResponse{AccessToken: access, RefreshToken: refresh, TokenType: authapi.RefreshResponseTokenTypeBearer,
+			ExpiresIn: int(claims.ExpiresAt.Sub(claims.IssuedAt).Seconds()), RefreshExpiresIn: ptr(int(a.Config.RefreshTokenTTL.Seconds()))}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if reuse {
+		return nil, apierr.AuthRequired("this refresh token was already used; every token of its sign-in has been revoked, sign in again")
+	}
+	return authapi.RefreshToken200JSONResponse(out), nil
+}
+
+func (a *Auth) Logout(ctx context.Context, req authapi.LogoutRequestObject) (authapi.LogoutResponseObject, error) {
+	err := a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		t, err := store.RefreshTokenForUpdate(ctx, tx, auth.HashSecret(req.Body.RefreshToken))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := store.RevokeRefreshFamily(ctx, tx, t.FamilyID, a.now()); err != nil {
+			return err
+		}
+		return a.audit(auth.WithPrincipal(ctx, &auth.Principal{UserID: t.UserID}), tx, deref(t.OrgID), "auth.logout", "user", t.UserID, "", nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return authapi.Logout204Response{}, nil
+}
+
+func (a *Auth) GetCurrentUser(ctx context.Context, _ authapi.GetCurrentUserRequestObject) (authapi.GetCurrentUserResponseObject, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, err := store.UserByID(ctx, a.Store.DB, p.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.AuthRequired("the user of this token no longer exists")
+	} else if err != nil {
+		return nil, err
+	}
+	orgs, err := a.Store.UserOrganizations(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := authapi.CurrentUser{Id: u.ID, Email: u.Email, Name: u.Name, AuthMethod: authapi.CurrentUserAuthMethod(p.Method)}
+	if p.KeyID != "" {
+		out.ApiKeyId = &p.KeyID
+	}
+	for _, o := range orgs {
+		acc := auth.AccessFor(p, o.OrgID, o.Role)
+		perms := make([]authapi.Permission, len(acc.Permissions))
+		for i, x := range acc.Permissions {
+			perms[i] = authapi.Permission(x)
+		}
+		out.Organizations = append(out.Organizations, struct {
+			Id          authapi.OrganizationId `json:"id"`
+			Name        string                 `json:"name"`
+			Permissions []authapi.Permission   `json:"permissions"`
+			Role        authapi.MemberRole     `json:"role"`
+			Slug        string                 `json:"slug"`
+		}{o.OrgID, o.Name, perms, authapi.MemberRole(o.Role), o.Slug})
+	}
+	if out.Organizations == nil {
+		out.Organizations = out.Organizations[:0]
+	}
+	return authapi.GetCurrentUser200JSONResponse(out), nil
+}
+
+var errNoOIDC = apierr.New(http.StatusNotImplemented, "OIDC_NOT_CONFIGURED", "no OpenID Connect identity provider is configured (DP_OIDC_ISSUER)")
+
+func (a *Auth) OauthAuthorize(ctx context.Context, req authapi.OauthAuthorizeRequestObject) (authapi.OauthAuthorizeResponseObject, error) {
+	if a.OIDC == nil {
+		return nil, errNoOIDC
+	}
+	u, err := a.OIDC.AuthorizeURL(ctx, deref(req.Params.Scope))
+	if err != nil {
+		return nil, err
+	}
+	return authapi.OauthAuthorize302Response{Headers: authapi.OauthAuthorize302ResponseHeaders{Location: u}}, nil
+}
+
+func (a *Auth) OauthCallback(ctx context.Context, req authapi.OauthCallbackRequestObject) (authapi.OauthCallbackResponseObject, error) {
+	if a.OIDC == nil {
+		return nil, errNoOIDC
+	}
+	p := req.Params
+	if p.Error != nil {
+		return nil, apierr.AuthRequired("the identity provider refused the sign-in: " + *p.Error + " " + deref(p.ErrorDescription))
+	}
+	if p.Code == nil || *p.Code == "" {
+		return nil, apierr.Field("query.code", "required", "code is required when error is absent")
+	}
+	u, err := a.OIDC.Callback(ctx, *p.Code, p.State)
+	if err != nil {
+		return nil, err
+	}
+	var tr authapi.TokenResponse
+	err = a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		tr, err = a.signIn(ctx, tx, u, "", "oidc")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return authapi.OauthCallback200JSONResponse(tr), nil
+}
+
+var _ = types.Email("")

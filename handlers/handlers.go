@@ -1,0 +1,147 @@
+// Package handlers implements the generated server interfaces: decode, authorize, call the
+// store, encode. Errors are returned as *apierr.Error and rendered centrally.
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/config"
+	"dataplatform/reqmeta"
+	"dataplatform/store"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Handlers holds what every area's handlers need.
+type Handlers struct {
+	Store     *store.Store
+	Config    config.Config
+	Clock     func() time.Time
+	Log       *slog.Logger
+	Tokens    *auth.Tokens
+	Keys      *auth.KeyStore
+	Passwords *auth.Passwords
+	OIDC      *auth.OIDC // nil when no identity provider is configured
+}
+
+func (h *Handlers) now() time.Time { return h.Clock().UTC().Truncate(time.Microsecond) }
+
+// access resolves what the caller may do in an organization. Not being an active member of it
+// is indistinguishable from the organization not existing (404).
+func (h *Handlers) access(ctx context.Context, q sqlx.QueryerContext, orgID string) (*auth.Principal, auth.Access, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, auth.Access{}, err
+	}
+	role, err := store.Role(ctx, q, orgID, p.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, auth.Access{}, apierr.NotFound("organization", orgID)
+	} else if err != nil {
+		return nil, auth.Access{}, err
+	}
+	return p, auth.AccessFor(p, orgID, role), nil
+}
+
+// audit writes an audit entry for the caller in transaction tx.
+func (h *Handlers) audit(ctx context.Context, tx sqlx.ExecerContext, orgID, action, resType, resID, resName string, details map[string]any) error {
+	m := reqmeta.From(ctx)
+	e := store.AuditEntry{OrgID: orgID, Action: action, ResourceType: resType, ResourceID: resID, ResourceName: resName,
+		Details: details, IP: m.IP, UserAgent: m.UserAgent, At: h.now()}
+	if p := auth.FromContext(ctx); p != nil {
+		e.ActorID, e.ActorEmail = p.UserID, p.Email
+		if p.KeyID != "" {
+			if e.Details == nil {
+				e.Details = map[string]any{}
+			}
+			e.Details["api_key_id"] = p.KeyID
+		}
+	}
+	return store.Audit(ctx, tx, e)
+}
+
+// page turns the optional page and limit parameters into values and an offset.
+func page(p, l *int) (pg, limit, offset int) {
+	pg, limit = 1, 20
+	if p != nil {
+		pg = *p
+	}
+	if l != nil {
+		limit = *l
+	}
+	return pg, limit, (pg - 1) * limit
+}
+
+// pagination mirrors the generated Pagination types (identical fields, so each area converts it
+// to its own).
+type pagination struct {
+	FirstPageUrl *string `json:"first_page_url,omitempty"`
+	HasNext      bool    `json:"has_next"`
+	HasPrev      bool    `json:"has_prev"`
+	LastPageUrl  *string `json:"last_page_url,omitempty"`
+	Limit        int     `json:"limit"`
+	NextCursor   *string `json:"next_cursor,omitempty"`
+	NextPageUrl  *string `json:"next_page_url,omitempty"`
+	Page         int     `json:"page"`
+	Pages        int     `json:"pages"`
+	PrevCursor   *string `json:"prev_cursor,omitempty"`
+	PrevPageUrl  *string `json:"prev_page_url,omitempty"`
+	Total        int     `json:"total"`
+}
+
+// paginate builds the pagination object with relative page URLs that keep the request's other
+// query parameters.
+func paginate(ctx context.Context, pg, limit, total int) pagination {
+	pages := (total + limit - 1) / limit
+	m := reqmeta.From(ctx)
+	link := func(n int) *string {
+		q := url.Values{}
+		for k, v := range m.Query {
+			q[k] = v
+		}
+		q.Set("page", strconv.Itoa(n))
+		q.Set("limit", strconv.Itoa(limit))
+		s := m.Path + "?" + q.Encode()
+		return &s
+	}
+	last := pages
+	if last < 1 {
+		last = 1
+	}
+	p := pagination{Page: pg, Limit: limit, Total: total, Pages: pages, HasNext: pg < pages, HasPrev: pg > 1 && total > 0,
+		FirstPageUrl: link(1), LastPageUrl: link(last)}
+	if p.HasNext {
+		p.NextPageUrl = link(pg + 1)
+	}
+	if p.HasPrev {
+		p.PrevPageUrl = link(min(pg-1, last))
+	}
+	return p
+}
+
+// conflictOn maps a unique violation to a 409 on field; other errors pass through.
+func conflictOn(err error, field, message string) error {
+	if _, ok := store.UniqueViolation(err); ok {
+		return apierr.Conflict(field, message)
+	}
+	return err
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func errf(format string, a ...any) error { return fmt.Errorf(format, a...) }

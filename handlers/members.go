@@ -1,0 +1,355 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/gen/authapi"
+	"dataplatform/gen/orgapi"
+	"dataplatform/store"
+
+	"github.com/jmoiron/sqlx"
+)
+
+func orgUserOut(u *store.OrgUser) orgapi.OrganizationUser {
+	return orgapi.OrganizationUser{Id: u.ID, Name: u.Name, Email: u.Email, AvatarUrl: u.AvatarURL, Role: orgapi.MemberRole(u.Role),
+		Status: orgapi.OrganizationUserStatus(u.Status), JoinedAt: u.JoinedAt, LastActiveAt: u.LastActiveAt,
+		TwoFactorEnabled: u.TwoFactorEnabled, Teams: []struct {
+			Id   string `json:"id"`
+			Name string `json:"name"`
+			Role string `json:"role"`
+		}{}}
+}
+
+// manager checks that the caller administers users of the organization: organization role
+// admin and, for API keys, the users:manage permission.
+func (o *Orgs) manager(ctx context.Context, tx *sqlx.Tx, orgID string) (*auth.Principal, auth.Access, error) {
+	p, acc, err := o.access(ctx, tx, orgID)
+	if err != nil {
+		return nil, acc, err
+	}
+	if err := acc.NeedRole("admin"); err != nil {
+		return nil, acc, err
+	}
+	return p, acc, acc.Need("users:manage")
+}
+
+func (o *Orgs) ListOrganizationUsers(ctx context.Context, req orgapi.ListOrganizationUsersRequestObject) (orgapi.ListOrganizationUsersResponseObject, error) {
+	_, acc, err := o.access(ctx, o.Store.DB, req.OrganizationId)
+	if err != nil {
+		return nil, err
+	}
+	if err := acc.Need("datasets:list"); err != nil {
+		return nil, err
+	}
+	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
+	out := orgapi.ListOrganizationUsers200JSONResponse{Users: []orgapi.OrganizationUser{}}
+	if req.Params.TeamId != nil {
+		// Teams do not exist yet: nobody is in any team.
+		out.Pagination = orgapi.Pagination(paginate(ctx, pg, limit, 0))
+		return out, nil
+	}
+	f := store.UserFilter{Search: deref(req.Params.Search), Role: string(deref(req.Params.Role)), Status: string(deref(req.Params.Status))}
+	users, total, err := o.Store.ListOrgUsers(ctx, req.OrganizationId, f, limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	for i := range users {
+		out.Users = append(out.Users, orgUserOut(&users[i]))
+	}
+	out.Pagination = orgapi.Pagination(paginate(ctx, pg, limit, total))
+	return out, nil
+}
+
+func (o *Orgs) UpdateOrganizationUser(ctx context.Context, req orgapi.UpdateOrganizationUserRequestObject) (orgapi.UpdateOrganizationUserResponseObject, error) {
+	var out *store.OrgUser
+	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		_, acc, err := o.manager(ctx, tx, req.OrganizationId)
+		if err != nil {
+			return err
+		}
+		if err := store.LockOrganization(ctx, tx, req.OrganizationId); err != nil {
+			return err
+		}
+		target, err := store.OrgUserByID(ctx, tx, req.OrganizationId, req.UserId)
+		if errors.Is(err, store.ErrNotFound) {
+			return apierr.NotFound("user", req.UserId)
+		} else if err != nil {
+			return err
+		}
+		role := string(req.Body.Role)
+		if role == "owner" || target.Role == "owner" {
+			if err := acc.NeedRole("owner"); err != nil {
+				return err
+			}
+		}
+		if target.Role == "owner" && role != "owner" && target.Status == "active" {
+			if err := o.keepAnOwner(ctx, tx, req.OrganizationId); err != nil {
+				return err
+			}
+		}
+		if err := store.SetMemberRole(ctx, tx, req.OrganizationId, req.UserId, role); err != nil {
+			return err
+		}
+		if err := o.audit(ctx, tx, req.OrganizationId, "user.role_change", "user", target.ID, target.Name,
+			map[string]any{"from": target.Role, "to": role}); err != nil {
+			return err
+		}
+		target.Role = role
+		out = target
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return orgapi.UpdateOrganizationUser200JSONResponse(orgUserOut(out)), nil
+}
+
+// keepAnOwner refuses a change that would leave the organization without an active owner.
+func (o *Orgs) keepAnOwner(ctx context.Context, tx *sqlx.Tx, orgID string) error {
+	n, err := store.OwnerCount(ctx, tx, orgID)
+	if err != nil {
+		return err
+	}
+	if n <= 1 {
+		return apierr.Conflict("role", "an organization needs at least one owner: make someone else owner first, or delete the organization")
+	}
+	return nil
+}
+
+func (o *Orgs) RemoveOrganizationUser(ctx context.Context, req orgapi.RemoveOrganizationUserRequestObject) (orgapi.RemoveOrganizationUserResponseObject, error) {
+	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		p, acc, err := o.access(ctx, tx, req.OrganizationId)
+		if err != nil {
+			return err
+		}
+		self := p.UserID == req.UserId && p.KeyID == ""
+		if !self {
+			if err := acc.NeedRole("admin"); err != nil {
+				return err
+			}
+			if err := acc.Need("users:manage"); err != nil {
+				return err
+			}
+		}
+		if err := store.LockOrganization(ctx, tx, req.OrganizationId); err != nil {
+			return err
+		}
+		target, err := store.OrgUserByID(ctx, tx, req.OrganizationId, req.UserId)
+		if errors.Is(err, store.ErrNotFound) {
+			return apierr.NotFound("user", req.UserId)
+		} else if err != nil {
+			return err
+		}
+		if target.Role == "owner" && target.Status == "active" {
+			if !self {
+				if err := acc.NeedRole("owner"); err != nil {
+					return err
+				}
+			}
+			if err := o.keepAnOwner(ctx, tx, req.OrganizationId); err != nil {
+				return err
+			}
+		}
+		if err := store.RemoveMember(ctx, tx, req.OrganizationId, req.UserId); err != nil {
+			return err
+		}
+		action := "user.remove"
+		if self {
+			action = "user.leave"
+		}
+		if err := o.audit(ctx, tx, req.OrganizationId, action, "user", target.ID, target.Name, map[string]any{"role": target.Role, "status": target.Status}); err != nil {
+			return err
+		}
+		return store.Emit(ctx, tx, "user.removed", req.OrganizationId, map[string]any{"organization_id": req.OrganizationId, "user_id": target.ID}, o.now())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return orgapi.RemoveOrganizationUser204Response{}, nil
+}
+
+func (o *Orgs) CreateInvitation(ctx context.Context, req orgapi.CreateInvitationRequestObject) (orgapi.CreateInvitationResponseObject, error) {
+	b := req.Body
+	email := strings.TrimSpace(string(b.Email))
+	role := "viewer"
+	if b.Role != nil {
+		role = string(*b.Role)
+	}
+	days := 7
+	if b.ExpiresInDays != nil {
+		days = *b.ExpiresInDays
+	}
+	token := auth.NewOpaqueToken()
+	now := o.now()
+	inv := &store.Invitation{ID: store.NewID("inv"), OrgID: req.OrganizationId, Email: email, Name: b.Name, Role: role,
+		Message: b.Message, TokenHash: auth.HashSecret(token), Status: "pending", ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour), CreatedAt: now}
+	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		p, _, err := o.manager(ctx, tx, req.OrganizationId)
+		if err != nil {
+			return err
+		}
+		inv.InvitedBy = &p.UserID
+		if err := store.LockOrganization(ctx, tx, req.OrganizationId); err != nil {
+			return err
+		}
+		u, err := store.UserByEmail(ctx, tx, email)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			name := deref(b.Name)
+			if name == "" {
+				name, _, _ = strings.Cut(email, "@")
+			}
+			u = &store.User{ID: store.NewID("usr"), Email: email, Name: name, Status: "invited", CreatedAt: now, UpdatedAt: now}
+			if err := store.CreateUser(ctx, tx, u); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		}
+		inv.UserID = u.ID
+		existing, err := store.OrgUserByID(ctx, tx, req.OrganizationId, u.ID)
+		if err == nil && existing.Status == "active" {
+			return apierr.Conflict("email", email+" is already a member of this organization")
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if errors.Is(err, store.ErrNotFound) { // a new seat: check the plan
+			if err := o.checkUserLimit(ctx, tx, req.OrganizationId); err != nil {
+				return err
+			}
+		}
+		if err := store.AddMembership(ctx, tx, req.OrganizationId, u.ID, role, "invited", nil, now); err != nil {
+			return err
+		}
+		if err := store.CreateInvitation(ctx, tx, inv); err != nil {
+			return err
+		}
+		if err := o.audit(ctx, tx, req.OrganizationId, "user.invite", "user", u.ID, u.Name,
+			map[string]any{"email": email, "role": role, "invitation_id": inv.ID, "expires_at": inv.ExpiresAt}); err != nil {
+			return err
+		}
+		return store.Emit(ctx, tx, "user.invited", req.OrganizationId,
+			map[string]any{"organization_id": req.OrganizationId, "invitation_id": inv.ID, "email": email, "role": role}, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return orgapi.CreateInvitation201JSONResponse{InvitationId: inv.ID, OrganizationId: inv.OrgID, UserId: &inv.UserID, Email: inv.Email,
+		Name: inv.Name, Role: orgapi.MemberRole(inv.Role), Status: orgapi.InvitationStatusPending, ExpiresAt: inv.ExpiresAt,
+		InvitationUrl: o.Config.BaseURL + "/api/v1/invitations/" + token, CreatedAt: inv.CreatedAt}, nil
+}
+
+func (o *Orgs) checkUserLimit(ctx context.Context, tx *sqlx.Tx, orgID string) error {
+	org, err := store.OrganizationForUser(ctx, tx, orgID, auth.FromContext(ctx).UserID)
+	if err != nil {
+		return err
+	}
+	n, err := store.CountMembers(ctx, tx, orgID)
+	if err != nil {
+		return err
+	}
+	p := planOf(org.PlanTier)
+	if n >= p.Users {
+		return apierr.New(http.StatusUnprocessableEntity, "PLAN_LIMIT_EXCEEDED",
+			"the "+p.Name+" plan allows "+strconv.Itoa(p.Users)+" users (members and pending invitations)").
+			WithDetails(map[string]any{"current_users": n, "plan_limit": p.Users, "suggested_plan": p.Next})
+	}
+	return nil
+}
+
+// invitation finds a pending, unexpired invitation by its token.
+func (o *Orgs) invitation(ctx context.Context, q sqlx.QueryerContext, token string, lock bool) (*store.Invitation, error) {
+	inv, err := store.InvitationByToken(ctx, q, auth.HashSecret(token), lock)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && inv.Status != "pending") {
+		return nil, apierr.New(http.StatusNotFound, "INVITATION_NOT_FOUND", "no pending invitation with this token (it may have been used or withdrawn)")
+	} else if err != nil {
+		return nil, err
+	}
+	if !o.now().Before(inv.ExpiresAt) {
+		return nil, apierr.New(http.StatusGone, "INVITATION_EXPIRED", "this invitation expired on "+inv.ExpiresAt.Format(time.RFC3339)+"; ask for a new one")
+	}
+	return inv, nil
+}
+
+func (o *Orgs) GetInvitation(ctx context.Context, req orgapi.GetInvitationRequestObject) (orgapi.GetInvitationResponseObject, error) {
+	inv, err := o.invitation(ctx, o.Store.DB, req.Token, false)
+	if err != nil {
+		return nil, err
+	}
+	u, err := store.UserByID(ctx, o.Store.DB, inv.UserID)
+	if err != nil {
+		return nil, err
+	}
+	return orgapi.GetInvitation200JSONResponse{OrganizationId: inv.OrgID, OrganizationName: inv.OrgName, Email: inv.Email, Name: inv.Name,
+		Role: orgapi.MemberRole(inv.Role), Status: orgapi.InvitationInfoStatusPending, ExpiresAt: inv.ExpiresAt,
+		ExistingUser: u.Status != "invited", Message: inv.Message}, nil
+}
+
+func (o *Orgs) AcceptInvitation(ctx context.Context, req orgapi.AcceptInvitationRequestObject) (orgapi.AcceptInvitationResponseObject, error) {
+	b := req.Body
+	var tr authapi.TokenResponse
+	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		inv, err := o.invitation(ctx, tx, req.Token, true)
+		if err != nil {
+			return err
+		}
+		u, err := store.UserByID(ctx, tx, inv.UserID)
+		if err != nil {
+			return err
+		}
+		now := o.now()
+		switch u.Status {
+		case "invited": // a new person: set up the account
+			if b.Name == nil {
+				return apierr.Field("body.name", "required", "name is required to create your account")
+			}
+			hash, err := o.Passwords.Hash(b.Password)
+			if err != nil {
+				return apierr.Field("body.password", "maxLength", "the password must be at most 72 bytes")
+			}
+			if err := store.ActivateUser(ctx, tx, u.ID, *b.Name, hash, now); err != nil {
+				return err
+			}
+			u.Name, u.Status = *b.Name, "active"
+		case "active": // an existing account proves it is theirs
+			if !o.Passwords.Check(deref(u.PasswordHash), b.Password) {
+				return apierr.AuthRequired("this email already has an account: accept with its current password")
+			}
+		default:
+			return apierr.AuthRequired("this account is disabled")
+		}
+		if err := store.AddMembership(ctx, tx, inv.OrgID, u.ID, inv.Role, "active", &now, now); err != nil {
+			return err
+		}
+		if err := store.AcceptInvitation(ctx, tx, inv.ID, now); err != nil {
+			return err
+		}
+		actx := auth.WithPrincipal(ctx, &auth.Principal{UserID: u.ID, Email: u.Email})
+		if err := o.audit(actx, tx, inv.OrgID, "user.join", "user", u.ID, u.Name, map[string]any{"invitation_id": inv.ID, "role": inv.Role}); err != nil {
+			return err
+		}
+		if err := store.Emit(ctx, tx, "user.joined", inv.OrgID, map[string]any{"organization_id": inv.OrgID, "user_id": u.ID, "role": inv.Role}, now); err != nil {
+			return err
+		}
+		tr, err = o.signIn(ctx, tx, u, inv.OrgID, "invitation")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return acceptResponse{tr}, nil
+}
+
+// acceptResponse answers an accepted invitation with the same sign-in body as login.
+type acceptResponse struct{ authapi.TokenResponse }
+
+func (r acceptResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+	return authapi.Login200JSONResponse(r.TokenResponse).VisitLoginResponse(w)
+}

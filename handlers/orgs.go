@@ -1,0 +1,303 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/gen/orgapi"
+	"dataplatform/store"
+
+	"github.com/jmoiron/sqlx"
+	openapi_types "github.com/oapi-codegen/runtime/types"
+)
+
+// Orgs implements organizations, their users and invitations.
+type Orgs struct{ *Handlers }
+
+var _ orgapi.StrictServerInterface = (*Orgs)(nil)
+
+func (o *Orgs) orgOut(org *store.Organization, detail bool) (orgapi.Organization, error) {
+	p := planOf(org.PlanTier)
+	out := orgapi.Organization{
+		Id: org.ID, Name: org.Name, Slug: org.Slug, Description: org.Description, LogoUrl: org.LogoURL, Website: org.Website,
+		Industry: org.Industry, Size: org.Size, CreatedAt: org.CreatedAt, UpdatedAt: org.UpdatedAt,
+		UserRole: orgapi.MemberRole(org.Role), UserCount: org.UserCount, ProjectCount: org.ProjectCount,
+		Plan: orgapi.Plan{Name: p.Name, Tier: orgapi.PlanTier(p.Tier)},
+	}
+	if !detail {
+		return out, nil
+	}
+	out.Plan.PriceMonthly = ptr(float32(p.PriceMonthly))
+	out.Plan.BillingCycle = ptr(orgapi.Monthly)
+	if d := nextBillingDate(p, o.now()); d != nil {
+		out.Plan.NextBillingDate = &openapi_types.Date{Time: *d}
+	}
+	var settings orgapi.OrganizationSettings
+	b, _ := json.Marshal(mergeSettings(defaultSettings(o.OIDC != nil), org.Settings))
+	if err := json.Unmarshal(b, &settings); err != nil {
+		return out, err
+	}
+	out.Settings = &settings
+	usage := struct {
+		Projects orgapi.UsageCount `json:"projects"`
+		Queries  struct {
+			LimitMonthly int `json:"limit_monthly"`
+			ThisMonth    int `json:"this_month"`
+		} `json:"queries"`
+		Storage struct {
+			LimitBytes int64 `json:"limit_bytes"`
+			UsedBytes  int64 `json:"used_bytes"`
+		} `json:"storage"`
+		Users orgapi.UsageCount `json:"users"`
+	}{}
+	usage.Users = orgapi.UsageCount{Count: org.UserCount, Limit: p.Users}
+	usage.Projects = orgapi.UsageCount{Count: org.ProjectCount, Limit: p.Projects}
+	usage.Storage.LimitBytes = p.StorageBytes
+	usage.Queries.LimitMonthly = p.QueriesMonthly
+	out.Usage = &usage
+	return out, nil
+}
+
+func (o *Orgs) ListOrganizations(ctx context.Context, req orgapi.ListOrganizationsRequestObject) (orgapi.ListOrganizationsResponseObject, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
+	orgs, total, err := o.Store.ListOrganizations(ctx, p.UserID, string(deref(req.Params.Role)), limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	out := orgapi.ListOrganizations200JSONResponse{Organizations: []orgapi.Organization{}, Pagination: orgapi.Pagination(paginate(ctx, pg, limit, total))}
+	for i := range orgs {
+		x, err := o.orgOut(&orgs[i], false)
+		if err != nil {
+			return nil, err
+		}
+		out.Organizations = append(out.Organizations, x)
+	}
+	return out, nil
+}
+
+var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
+
+// slugFrom derives a URL name from an organization name.
+func slugFrom(name string) string {
+	s := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if len(s) > 50 {
+		s = strings.TrimRight(s[:50], "-")
+	}
+	if len(s) < 3 {
+		s = strings.TrimLeft(s+"-org", "-")
+	}
+	return s
+}
+
+func (o *Orgs) CreateOrganization(ctx context.Context, req orgapi.CreateOrganizationRequestObject) (orgapi.CreateOrganizationResponseObject, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.KeyID != "" {
+		return nil, apierr.Forbidden("organizations are created by a signed-in user, not with an API key")
+	}
+	b := req.Body
+	now := o.now()
+	org := &store.Organization{ID: store.NewID("org"), Name: b.Name, Description: b.Description, Website: b.Website,
+		Industry: b.Industry, PlanTier: "free", CreatedAt: now, UpdatedAt: now, Role: "owner", UserCount: 1}
+	if b.Size != nil {
+		org.Size = ptr(string(*b.Size))
+	}
+	var owner *store.User
+	err = o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		if owner, err = store.UserByID(ctx, tx, p.UserID); err != nil {
+			return err
+		}
+		if b.Slug != nil {
+			org.Slug = *b.Slug
+		} else {
+			base := slugFrom(b.Name)
+			org.Slug = base
+			for i := 0; ; i++ {
+				taken, err := store.SlugTaken(ctx, tx, org.Slug)
+				if err != nil || !taken {
+					break
+				}
+				org.Slug = base + "-" + store.NewID("x")[2:7]
+			}
+		}
+		if err := store.CreateOrganization(ctx, tx, org, p.UserID); err != nil {
+			return conflictOn(err, "slug", "the slug "+org.Slug+" is already taken")
+		}
+		if err := o.audit(ctx, tx, org.ID, "organization.create", "organization", org.ID, org.Name, map[string]any{"slug": org.Slug}); err != nil {
+			return err
+		}
+		return store.Emit(ctx, tx, "organization.created", org.ID, map[string]any{"id": org.ID, "name": org.Name, "slug": org.Slug, "owner_id": p.UserID}, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := o.orgOut(org, true)
+	if err != nil {
+		return nil, err
+	}
+	resp := orgapi.CreateOrganization201JSONResponse{Body: out, Headers: orgapi.CreateOrganization201ResponseHeaders{Location: "/api/v1/organizations/" + org.ID}}
+	resp.Body.Owner = &struct {
+		Email string        `json:"email"`
+		Id    orgapi.UserId `json:"id"`
+		Name  string        `json:"name"`
+	}{owner.Email, owner.ID, owner.Name}
+	return resp, nil
+}
+
+func (o *Orgs) GetOrganization(ctx context.Context, req orgapi.GetOrganizationRequestObject) (orgapi.GetOrganizationResponseObject, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	org, err := store.OrganizationForUser(ctx, o.Store.DB, req.OrganizationId, p.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.NotFound("organization", req.OrganizationId)
+	} else if err != nil {
+		return nil, err
+	}
+	if err := auth.AccessFor(p, org.ID, org.Role).Need("datasets:list"); err != nil {
+		return nil, err
+	}
+	out, err := o.orgOut(org, true)
+	if err != nil {
+		return nil, err
+	}
+	return orgapi.GetOrganization200JSONResponse(out), nil
+}
+
+func (o *Orgs) UpdateOrganization(ctx context.Context, req orgapi.UpdateOrganizationRequestObject) (orgapi.UpdateOrganizationResponseObject, error) {
+	var org *store.Organization
+	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		p, acc, err := o.access(ctx, tx, req.OrganizationId)
+		if err != nil {
+			return err
+		}
+		if err := acc.NeedRole("admin"); err != nil {
+			return err
+		}
+		if err := acc.Need("organizations:manage"); err != nil {
+			return err
+		}
+		if err := store.LockOrganization(ctx, tx, req.OrganizationId); err != nil {
+			return err
+		}
+		if org, err = store.OrganizationForUser(ctx, tx, req.OrganizationId, p.UserID); err != nil {
+			return err
+		}
+		b := req.Body
+		changed := map[string]any{}
+		if b.Name != nil {
+			org.Name, changed["name"] = *b.Name, *b.Name
+		}
+		set := func(dst **string, v *string, name string) {
+			if v == nil {
+				return
+			}
+			changed[name] = *v
+			if *v == "" {
+				*dst = nil
+			} else {
+				*dst = v
+			}
+		}
+		set(&org.Description, b.Description, "description")
+		set(&org.Website, b.Website, "website")
+		set(&org.LogoURL, b.LogoUrl, "logo_url")
+		org.UpdatedAt = o.now()
+		if err := store.UpdateOrganization(ctx, tx, org); err != nil {
+			return err
+		}
+		if err := o.audit(ctx, tx, org.ID, "organization.update", "organization", org.ID, org.Name, map[string]any{"changes": changed}); err != nil {
+			return err
+		}
+		return store.Emit(ctx, tx, "organization.updated", org.ID, map[string]any{"id": org.ID, "changes": changed}, org.UpdatedAt)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := o.orgOut(org, true)
+	if err != nil {
+		return nil, err
+	}
+	return orgapi.UpdateOrganization200JSONResponse(out), nil
+}
+
+func (o *Orgs) DeleteOrganization(ctx context.Context, req orgapi.DeleteOrganizationRequestObject) (orgapi.DeleteOrganizationResponseObject, error) {
+	var out orgapi.DeleteOrganization200JSONResponse
+	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		p, acc, err := o.access(ctx, tx, req.OrganizationId)
+		if err != nil {
+			return err
+		}
+		if err := acc.NeedRole("owner"); err != nil {
+			return err
+		}
+		if err := acc.Need("organizations:delete"); err != nil {
+			return err
+		}
+		org, err := store.OrganizationForUser(ctx, tx, req.OrganizationId, p.UserID)
+		if err != nil {
+			return err
+		}
+		b := req.Body
+		if b.Confirmation != org.Slug {
+			return apierr.Field("body.confirmation", "mismatch", "confirmation must equal the organization's slug ("+org.Slug+")")
+		}
+		target := deref(b.TransferTo)
+		if target == org.ID {
+			return apierr.Field("body.transfer_to", "invalid", "transfer_to must be another organization")
+		}
+		if target != "" {
+			_, tacc, err := o.access(ctx, tx, target)
+			if err != nil {
+				var ae *apierr.Error
+				if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+					return apierr.Field("body.transfer_to", "not_found", "no organization "+target+" where you are a member")
+				}
+				return err
+			}
+			if err := tacc.NeedRole("admin"); err != nil {
+				return err
+			}
+			if err := store.LockOrganization(ctx, tx, target); err != nil {
+				return err
+			}
+		}
+		now := o.now()
+		moved, deleted, err := store.DeleteOrganization(ctx, tx, org.ID, target, now)
+		if err != nil {
+			return err
+		}
+		details := map[string]any{"slug": org.Slug, "reason": deref(b.Reason), "transfer_to": target, "projects_transferred": moved, "projects_deleted": deleted}
+		if err := o.audit(ctx, tx, org.ID, "organization.delete", "organization", org.ID, org.Name, details); err != nil {
+			return err
+		}
+		if target != "" {
+			if err := o.audit(ctx, tx, target, "organization.receive_projects", "organization", target, "", map[string]any{"from": org.ID, "projects": moved}); err != nil {
+				return err
+			}
+		}
+		out = orgapi.DeleteOrganization200JSONResponse{Message: "organization " + org.Slug + " deleted", DeletedAt: now,
+			ProjectsTransferred: moved, ProjectsDeleted: deleted}
+		if target != "" {
+			out.TransferredTo = &target
+		}
+		return store.Emit(ctx, tx, "organization.deleted", org.ID, map[string]any{"id": org.ID, "slug": org.Slug, "transfer_to": target}, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

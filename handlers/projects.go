@@ -1,0 +1,153 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/gen/projectapi"
+	"dataplatform/store"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Projects implements projects.
+type Projects struct{ *Handlers }
+
+var _ projectapi.StrictServerInterface = (*Projects)(nil)
+
+func projectOut(p *store.Project) projectapi.Project {
+	return projectapi.Project{Id: p.ID, OrganizationId: p.OrgID, Name: p.Name, Description: p.Description, CreatedBy: p.CreatedBy,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, DatasetCount: p.DatasetCount}
+}
+
+// project loads a project the caller can see and checks perm in its organization.
+func (h *Projects) project(ctx context.Context, q sqlx.QueryerContext, id, perm string) (*store.Project, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prj, err := store.ProjectForUser(ctx, q, id, p.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.NotFound("project", id)
+	} else if err != nil {
+		return nil, err
+	}
+	return prj, auth.AccessFor(p, prj.OrgID, prj.Role).Need(perm)
+}
+
+func (h *Projects) ListProjects(ctx context.Context, req projectapi.ListProjectsRequestObject) (projectapi.ListProjectsResponseObject, error) {
+	_, acc, err := h.access(ctx, h.Store.DB, req.OrganizationId)
+	if err != nil {
+		return nil, err
+	}
+	if err := acc.Need("datasets:list"); err != nil {
+		return nil, err
+	}
+	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
+	ps, total, err := h.Store.ListProjects(ctx, req.OrganizationId, deref(req.Params.Search), limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	out := projectapi.ListProjects200JSONResponse{Projects: []projectapi.Project{}, Pagination: projectapi.Pagination(paginate(ctx, pg, limit, total))}
+	for i := range ps {
+		out.Projects = append(out.Projects, projectOut(&ps[i]))
+	}
+	return out, nil
+}
+
+func (h *Projects) CreateProject(ctx context.Context, req projectapi.CreateProjectRequestObject) (projectapi.CreateProjectResponseObject, error) {
+	now := h.now()
+	prj := &store.Project{ID: store.NewID("prj"), OrgID: req.OrganizationId, Name: req.Body.Name, CreatedAt: now, UpdatedAt: now}
+	if d := deref(req.Body.Description); d != "" {
+		prj.Description = &d
+	}
+	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		p, acc, err := h.access(ctx, tx, req.OrganizationId)
+		if err != nil {
+			return err
+		}
+		if err := acc.Need("datasets:write"); err != nil {
+			return err
+		}
+		prj.CreatedBy = &p.UserID
+		if err := store.LockOrganization(ctx, tx, req.OrganizationId); err != nil {
+			return err
+		}
+		org, err := store.OrganizationForUser(ctx, tx, req.OrganizationId, p.UserID)
+		if err != nil {
+			return err
+		}
+		if pl := planOf(org.PlanTier); org.ProjectCount >= pl.Projects {
+			return apierr.New(http.StatusUnprocessableEntity, "PLAN_LIMIT_EXCEEDED", "the "+pl.Name+" plan allows "+strconv.Itoa(pl.Projects)+" projects").
+				WithDetails(map[string]any{"current_projects": org.ProjectCount, "plan_limit": pl.Projects, "suggested_plan": pl.Next})
+		}
+		if err := store.CreateProject(ctx, tx, prj); err != nil {
+			return conflictOn(err, "name", "a project named "+prj.Name+" already exists in this organization")
+		}
+		return h.audit(ctx, tx, prj.OrgID, "project.create", "project", prj.ID, prj.Name, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return projectapi.CreateProject201JSONResponse{Body: projectOut(prj),
+		Headers: projectapi.CreateProject201ResponseHeaders{Location: "/api/v1/projects/" + prj.ID}}, nil
+}
+
+func (h *Projects) GetProject(ctx context.Context, req projectapi.GetProjectRequestObject) (projectapi.GetProjectResponseObject, error) {
+	prj, err := h.project(ctx, h.Store.DB, req.ProjectId, "datasets:list")
+	if err != nil {
+		return nil, err
+	}
+	return projectapi.GetProject200JSONResponse(projectOut(prj)), nil
+}
+
+func (h *Projects) UpdateProject(ctx context.Context, req projectapi.UpdateProjectRequestObject) (projectapi.UpdateProjectResponseObject, error) {
+	var prj *store.Project
+	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		if prj, err = h.project(ctx, tx, req.ProjectId, "datasets:write"); err != nil {
+			return err
+		}
+		changes := map[string]any{}
+		if req.Body.Name != nil {
+			prj.Name, changes["name"] = *req.Body.Name, *req.Body.Name
+		}
+		if d := req.Body.Description; d != nil {
+			changes["description"] = *d
+			prj.Description = d
+			if *d == "" {
+				prj.Description = nil
+			}
+		}
+		prj.UpdatedAt = h.now()
+		if err := store.UpdateProject(ctx, tx, prj); err != nil {
+			return conflictOn(err, "name", "a project named "+prj.Name+" already exists in this organization")
+		}
+		return h.audit(ctx, tx, prj.OrgID, "project.update", "project", prj.ID, prj.Name, map[string]any{"changes": changes})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return projectapi.UpdateProject200JSONResponse(projectOut(prj)), nil
+}
+
+func (h *Projects) DeleteProject(ctx context.Context, req projectapi.DeleteProjectRequestObject) (projectapi.DeleteProjectResponseObject, error) {
+	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		prj, err := h.project(ctx, tx, req.ProjectId, "datasets:delete")
+		if err != nil {
+			return err
+		}
+		if err := store.DeleteProject(ctx, tx, prj.ID); err != nil {
+			return err
+		}
+		return h.audit(ctx, tx, prj.OrgID, "project.delete", "project", prj.ID, prj.Name, map[string]any{"dataset_count": prj.DatasetCount})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return projectapi.DeleteProject204Response{}, nil
+}

@@ -1,0 +1,64 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/gen/spec"
+	"dataplatform/gen/systemapi"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// System serves health, metrics, keys and the published description.
+type System struct{ *Handlers }
+
+var _ systemapi.ServerInterface = (*System)(nil)
+
+var metricsHandler = promhttp.Handler()
+
+func (s *System) Healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, systemapi.Health{Status: systemapi.Ok})
+}
+
+func (s *System) Readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Store.DB.PingContext(ctx); err != nil {
+		checks := map[string]string{"database": "unavailable"}
+		return c.JSON(http.StatusServiceUnavailable, systemapi.Health{Status: systemapi.Unavailable, Checks: &checks})
+	}
+	checks := map[string]string{"database": "ok"}
+	return c.JSON(http.StatusOK, systemapi.Health{Status: systemapi.Ok, Checks: &checks})
+}
+
+func (s *System) Metrics(c echo.Context) error {
+	metricsHandler.ServeHTTP(c.Response(), c.Request())
+	return nil
+}
+
+func (s *System) Jwks(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "public, max-age=300")
+	return c.JSON(http.StatusOK, s.Keys.PublicSet())
+}
+
+func (s *System) GetOpenAPIJSON(c echo.Context) error {
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, spec.JSON)
+}
+
+func (s *System) GetOpenAPIYAML(c echo.Context) error {
+	return c.Blob(http.StatusOK, "application/yaml", spec.YAML)
+}
+
+func (s *System) GetErrorDoc(c echo.Context, code string) error {
+	code = strings.ToUpper(code)
+	d, ok := apierr.Catalog[code]
+	if !ok {
+		return apierr.NotFound("error code", code)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"code": code, "status": d.Status, "title": d.Title, "description": d.Description})
+}

@@ -1,0 +1,30 @@
+// Package reqmeta carries facts about the HTTP request (id, client address, user agent, URL)
+// to code that sees only a context: audit entries and pagination links.
+package reqmeta
+
+import (
+	"context"
+	"net/url"
+)
+
+// Meta describes the current request.
+type Meta struct {
+	RequestID string
+	IP        string
+	UserAgent string
+	Path      string
+	Query     url.Values
+}
+
+type key struct{}
+
+// With stores m in ctx.
+func With(ctx context.Context, m *Meta) context.Context { return context.WithValue(ctx, key{}, m) }
+
+// From returns the request's Meta (an empty one outside a request).
+func From(ctx context.Context) *Meta {
+	if m, ok := ctx.Value(key{}).(*Meta); ok {
+		return m
+	}
+	return &Meta{Query: url.Values{}}
+}

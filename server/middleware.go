@@ -1,0 +1,213 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/reqmeta"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+func (s *Server) route(c echo.Context) *route {
+	return s.routes[c.Request().Method+" "+c.Path()]
+}
+
+func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				s.log.Error("panic", "request_id", requestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = apierr.New(http.StatusInternalServerError, "INTERNAL_ERROR", "internal error (request "+requestID(c)+")")
+			}
+		}()
+		return next(c)
+	}
+}
+
+var clientRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+func requestID(c echo.Context) string {
+	id, _ := c.Get("request_id").(string)
+	return id
+}
+
+// requestMeta assigns the request id (a well-formed X-Request-Id from the client is kept) and
+// puts the request's facts in its context.
+func (s *Server) requestMeta(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		id := req.Header.Get(echo.HeaderXRequestID)
+		if !clientRequestID.MatchString(id) {
+			b := make([]byte, 12)
+			_, _ = rand.Read(b)
+			id = "req_" + hex.EncodeToString(b)
+		}
+		c.Set("request_id", id)
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		m := &reqmeta.Meta{RequestID: id, IP: c.RealIP(), UserAgent: req.UserAgent(), Path: req.URL.Path, Query: req.URL.Query()}
+		c.SetRequest(req.WithContext(reqmeta.With(req.Context(), m)))
+		return next(c)
+	}
+}
+
+// securityHeaders sets the response headers of SPEC.md (Authentication §12) on every answer.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-XSS-Protection", "1; mode=block")
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+		h.Set("Content-Security-Policy", "default-src 'self'")
+		return next(c)
+	}
+}
+
+// cors allows the configured origins with credentials. Methods, headers and max age are those
+// of SPEC.md, plus PATCH (the API has PATCH operations a browser client must be able to call)
+// and the headers a client needs to read back.
+func cors(origins []string) echo.MiddlewareFunc {
+	return middleware.CORSWithConfig(middleware.CORSConfig{
+		AllowOrigins:     origins,
+		AllowMethods:     []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions},
+		AllowHeaders:     []string{"Origin", "Content-Type", "Accept", "Authorization", "X-API-Key"},
+		AllowCredentials: true,
+		MaxAge:           86400,
+		ExposeHeaders: []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
+			"X-RateLimit-Reset-After", "Location", "ETag"},
+	})
+}
+
+var (
+	httpRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "dataplatform_http_requests_total", Help: "HTTP requests by route, method and status.",
+	}, []string{"method", "route", "status"})
+	httpDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "dataplatform_http_request_duration_seconds", Help: "HTTP request latency by route and method.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"method", "route"})
+)
+
+// observe records metrics and writes one structured log line per request.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // render now, so the status below is the one sent
+		}
+		status := c.Response().Status
+		routePath := c.Path()
+		if s.route(c) == nil {
+			routePath = "unmatched"
+		}
+		d := time.Since(start)
+		httpRequests.WithLabelValues(c.Request().Method, routePath, strconv.Itoa(status)).Inc()
+		httpDuration.WithLabelValues(c.Request().Method, routePath).Observe(d.Seconds())
+		if s.cfg.LogRequests {
+			attrs := []any{"request_id", requestID(c), "method", c.Request().Method, "path", c.Request().URL.Path,
+				"route", routePath, "status", status, "duration_ms", float64(d.Microseconds()) / 1000, "ip", c.RealIP()}
+			if p := auth.FromContext(c.Request().Context()); p != nil {
+				attrs = append(attrs, "user_id", p.UserID, "auth", string(p.Method))
+			}
+			s.log.Info("request", attrs...)
+		}
+		return nil
+	}
+}
+
+// bodyLimit caps request bodies at DP_MAX_BODY_BYTES (routes with their own limit, such as
+// uploads, set it themselves).
+func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.ContentLength > s.cfg.MaxBodyBytes {
+			return apierr.New(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
+				fmt.Sprintf("the request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+		}
+		if req.Body != nil {
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.MaxBodyBytes)
+		}
+		return next(c)
+	}
+}
+
+// authenticate requires credentials on every operation that the description does not mark
+// public (security: []).
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rt := s.route(c)
+		if rt == nil || rt.public {
+			return next(c)
+		}
+		p, err := s.authn.Authenticate(c.Request())
+		if err != nil {
+			return err
+		}
+		c.SetRequest(c.Request().WithContext(auth.WithPrincipal(c.Request().Context(), p)))
+		return next(c)
+	}
+}
+
+// rateLimit counts the request against its category, per principal (per client address for
+// public operations), and sets the X-RateLimit headers.
+func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rt := s.route(c)
+		if rt == nil || rt.category == "" {
+			return next(c)
+		}
+		key := "ip:" + c.RealIP()
+		if p := auth.FromContext(c.Request().Context()); p != nil {
+			key = p.Subject()
+		}
+		r, err := s.limiter.Take(c.Request().Context(), rt.category, key)
+		if err != nil {
+			// A rate-limit store outage must not take the API down: let the request through.
+			s.log.Warn("rate limiter unavailable", "error", err)
+			return next(c)
+		}
+		after := r.Reset - time.Now().Unix()
+		if after < 0 {
+			after = 0
+		}
+		h := c.Response().Header()
+		h.Set("X-RateLimit-Limit", strconv.FormatInt(r.Limit, 10))
+		h.Set("X-RateLimit-Remaining", strconv.FormatInt(r.Remaining, 10))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(r.Reset, 10))
+		h.Set("X-RateLimit-Reset-After", strconv.FormatInt(after, 10))
+		if r.Reached {
+			h.Set("Retry-After", strconv.FormatInt(after, 10))
+			return (&apierr.Error{Status: http.StatusTooManyRequests, Code: "RATE_LIMIT_EXCEEDED",
+				Message: fmt.Sprintf("rate limit of %d requests exceeded for %s; retry in %d seconds", r.Limit, rt.category, after)}).
+				WithDetails(map[string]any{"category": rt.category, "limit": r.Limit, "reset_after_seconds": after})
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if rt := s.route(c); rt != nil {
+			if err := s.validate(c, rt); err != nil {
+				return err
+			}
+		}
+		return next(c)
+	}
+}

@@ -1,0 +1,185 @@
+// Package server assembles the HTTP service: echo with the middleware chain of the
+// architecture (request id, recover, security headers, CORS, body limit, authentication, rate
+// limit, validation against the published description), the handlers, and the central error
+// handler.
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"dataplatform/auth"
+	"dataplatform/config"
+	"dataplatform/gen/authapi"
+	"dataplatform/gen/orgapi"
+	"dataplatform/gen/projectapi"
+	"dataplatform/gen/spec"
+	"dataplatform/gen/systemapi"
+	"dataplatform/handlers"
+	"dataplatform/ratelimit"
+	"dataplatform/store"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/labstack/echo/v4"
+)
+
+// Deps are what the server is built from.
+type Deps struct {
+	Config config.Config
+	Store  *store.Store
+	Logger *slog.Logger
+	Clock  func() time.Time // nil: time.Now
+}
+
+// Server is the assembled service.
+type Server struct {
+	cfg     config.Config
+	log     *slog.Logger
+	echo    *echo.Echo
+	routes  map[string]*route // "METHOD echo-path"
+	authn   *auth.Authenticator
+	limiter *ratelimit.Limiter
+	Keys    *auth.KeyStore
+	H       *handlers.Handlers
+}
+
+// route is what the middleware needs to know about an operation of the description.
+type route struct {
+	opID     string
+	public   bool
+	category string
+	op       *openapi3.Operation
+	kin      *routers.Route
+}
+
+// categories maps operations to rate-limit categories (see ratelimit.Defaults); operations not
+// listed count as default, public ones as auth.
+var categories = map[string]string{
+	"createOrganization":     "org_write",
+	"updateOrganization":     "org_write",
+	"deleteOrganization":     "org_write",
+	"updateOrganizationUser": "org_write",
+	"removeOrganizationUser": "org_write",
+	"createInvitation":       "invitations",
+	"createApiKey":           "api_keys",
+	"rotateApiKey":           "api_keys",
+	// Service endpoints are not limited.
+	"healthz": "", "readyz": "", "metrics": "", "jwks": "", "getOpenAPIJSON": "", "getOpenAPIYAML": "", "getErrorDoc": "",
+}
+
+// New builds the server: loads the signing keys, the description, the rate limiter and the
+// handlers.
+func New(ctx context.Context, d Deps) (*Server, error) {
+	if d.Clock == nil {
+		d.Clock = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	keys, err := auth.NewKeyStore(ctx, d.Store, d.Clock, d.Config.AccessTokenTTL+auth.ClockSkew)
+	if err != nil {
+		return nil, fmt.Errorf("signing keys: %w", err)
+	}
+	tokens := &auth.Tokens{Keys: keys, Issuer: d.Config.BaseURL, TTL: d.Config.AccessTokenTTL, Clock: d.Clock}
+	lim, err := ratelimit.New(d.Config.RedisURL, d.Config.RateLimits)
+	if err != nil {
+		return nil, err
+	}
+	h := &handlers.Handlers{
+		Store: d.Store, Config: d.Config, Clock: d.Clock, Log: d.Logger,
+		Tokens: tokens, Keys: keys, Passwords: auth.NewPasswords(d.Config.BcryptCost),
+	}
+	authn := &auth.Authenticator{Tokens: tokens, Store: d.Store, Clock: d.Clock}
+	if d.Config.OIDCEnabled() {
+		oidc, err := auth.NewOIDC(ctx, auth.OIDCConfig{
+			Issuer: d.Config.OIDCIssuer, ClientID: d.Config.OIDCClientID,
+			ClientSecret: d.Config.OIDCClientSecret, RedirectURL: d.Config.OIDCRedirectURL,
+		}, d.Store, d.Clock)
+		if err != nil {
+			return nil, fmt.Errorf("OpenID Connect provider %s: %w", d.Config.OIDCIssuer, err)
+		}
+		h.OIDC, authn.External = oidc, oidc
+	}
+	s := &Server{cfg: d.Config, log: d.Logger, authn: authn, limiter: lim, Keys: keys, H: h}
+	if err := s.loadRoutes(); err != nil {
+		return nil, err
+	}
+	s.echo = s.buildEcho()
+	return s, nil
+}
+
+func (s *Server) loadRoutes() error {
+	doc, err := openapi3.NewLoader().LoadFromData(spec.YAML)
+	if err != nil {
+		return fmt.Errorf("load description: %w", err)
+	}
+	s.routes = map[string]*route{}
+	for path, item := range doc.Paths.Map() {
+		echoPath := path
+		for strings.Contains(echoPath, "{") {
+			i, j := strings.Index(echoPath, "{"), strings.Index(echoPath, "}")
+			echoPath = echoPath[:i] + ":" + echoPath[i+1:j] + echoPath[j+1:]
+		}
+		for method, op := range item.Operations() {
+			cat, listed := categories[op.OperationID]
+			public := op.Security != nil && len(*op.Security) == 0
+			if !listed {
+				cat = "default"
+				if public {
+					cat = "auth"
+				}
+			}
+			s.routes[method+" "+echoPath] = &route{
+				opID: op.OperationID, public: public, category: cat, op: op,
+				kin: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op},
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) buildEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.errorHandler
+	// Client addresses (rate limits of public endpoints, audit) come from the connection, not
+	// from X-Forwarded-For, which any client can write.
+	e.IPExtractor = echo.ExtractIPDirect()
+	e.Use(s.requestMeta, securityHeaders, s.observe, s.recoverer)
+	if len(s.cfg.CORSOrigins) > 0 {
+		e.Use(cors(s.cfg.CORSOrigins))
+	}
+	e.Use(s.bodyLimit, s.authenticate, s.rateLimit, s.validateRequest)
+
+	authapi.RegisterHandlers(e, authapi.NewStrictHandler(&handlers.Auth{Handlers: s.H}, nil))
+	orgapi.RegisterHandlers(e, orgapi.NewStrictHandler(&handlers.Orgs{Handlers: s.H}, nil))
+	projectapi.RegisterHandlers(e, projectapi.NewStrictHandler(&handlers.Projects{Handlers: s.H}, nil))
+	systemapi.RegisterHandlers(e, &handlers.System{Handlers: s.H})
+	return e
+}
+
+// Handler is the HTTP handler of the service.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// HTTPServer is an http.Server with timeouts, so a slow client cannot hold a connection
+// forever. Streaming routes (later) extend their own deadlines with http.ResponseController.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Addr:              s.cfg.Addr,
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// Close releases what the server holds (not the store).
+func (s *Server) Close() error { return s.limiter.Close() }

@@ -1,0 +1,219 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/mail"
+	"regexp"
+	"sort"
+	"strings"
+
+	"dataplatform/apierr"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+)
+
+func init() {
+	// kin-openapi leaves `email` unchecked unless told; use the standard library's RFC 5322
+	// parser, and refuse display names ("Bob <bob@x>") and addresses without a dotless domain.
+	openapi3.DefineStringFormatValidator("email", openapi3.NewCallbackValidator(func(v string) error {
+		a, err := mail.ParseAddress(v)
+		if err != nil || a.Address != v || a.Name != "" {
+			return errors.New("not an email address")
+		}
+		return nil
+	}))
+	openapi3.DefineStringFormatValidator("uri", openapi3.NewCallbackValidator(func(v string) error {
+		if !absURL.MatchString(v) {
+			return errors.New("not an absolute http(s) URL")
+		}
+		return nil
+	}))
+}
+
+var absURL = regexp.MustCompile(`^https?://[^\s/?#]+[^\s]*$`)
+
+// validate checks the request against the operation of the published description: parameters,
+// content type and body (with defaults applied, and the validated value kept so the handler
+// binds exactly what was checked). Duplicate JSON keys are refused first: encoding/json would
+// keep the last one silently.
+func (s *Server) validate(c echo.Context, rt *route) error {
+	req := c.Request()
+	if req.Body != nil && req.Body != http.NoBody && rt.op.RequestBody != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return echo.NewHTTPError(http.StatusRequestEntityTooLarge)
+			}
+			return apierr.Field("body", "invalid_body", "could not read the request body")
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		if ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type")); len(body) > 0 && (ct == "application/json" || strings.HasSuffix(ct, "+json")) {
+			if fe := checkJSON(body); fe != nil {
+				return apierr.Validation(*fe)
+			}
+		}
+	}
+	params := make(map[string]string, len(c.ParamNames()))
+	for i, n := range c.ParamNames() {
+		params[n] = c.ParamValues()[i]
+	}
+	in := &openapi3filter.RequestValidationInput{
+		Request:    req,
+		PathParams: params,
+		Route:      rt.kin,
+		Options: &openapi3filter.Options{
+			MultiError:         true,
+			KeepValidatedValue: true,
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+		},
+	}
+	if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
+		return apierr.Validation(fieldErrors(err)...)
+	}
+	return nil
+}
+
+// checkJSON reports malformed JSON and duplicate object keys.
+func checkJSON(b []byte) *apierr.FieldError {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var walk func(path string) error
+	walk = func(path string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		d, ok := tok.(json.Delim)
+		if !ok {
+			return nil
+		}
+		switch d {
+		case '{':
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				k := kt.(string)
+				if seen[k] {
+					return dupErr{join(path, k)}
+				}
+				seen[k] = true
+				if err := walk(join(path, k)); err != nil {
+					return err
+				}
+			}
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if err := walk(fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = dec.Token() // closing delimiter
+		return err
+	}
+	err := walk("body")
+	if err == nil {
+		if _, err2 := dec.Token(); err2 != io.EOF {
+			err = errors.New("unexpected data after the JSON value")
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	var de dupErr
+	if errors.As(err, &de) {
+		return &apierr.FieldError{Field: de.path, Code: "duplicate", Message: "the key appears more than once"}
+	}
+	return &apierr.FieldError{Field: "body", Code: "invalid_json", Message: "malformed JSON: " + err.Error()}
+}
+
+type dupErr struct{ path string }
+
+func (d dupErr) Error() string { return "duplicate key " + d.path }
+
+func join(path, k string) string { return path + "." + k }
+
+var unsupportedProp = regexp.MustCompile(`property "([^"]*)" is unsupported`)
+
+// fieldErrors flattens kin-openapi's errors into one entry per field. It matches concrete
+// types level by level (errors.As would skip a RequestError in favour of the MultiError it wraps
+// and lose which parameter or body it was about).
+func fieldErrors(err error) []apierr.FieldError {
+	var out []apierr.FieldError
+	var walk func(prefix string, err error)
+	walk = func(prefix string, err error) {
+		switch e := err.(type) {
+		case openapi3.MultiError:
+			for _, x := range e {
+				walk(prefix, x)
+			}
+		case *openapi3filter.RequestError:
+			p := prefix
+			if e.Parameter != nil {
+				p = e.Parameter.In + "." + e.Parameter.Name
+			} else if e.RequestBody != nil {
+				p = "body"
+			}
+			msg := e.Reason
+			if e.Err != nil {
+				msg = e.Err.Error()
+			}
+			switch {
+			case strings.Contains(msg, "Content-Type"):
+				out = append(out, apierr.FieldError{Field: "header.Content-Type", Code: "content_type", Message: msg})
+			case e.Err == nil:
+				code := "invalid"
+				if strings.Contains(e.Reason, "required") {
+					code = "required"
+				}
+				out = append(out, apierr.FieldError{Field: p, Code: code, Message: e.Reason})
+			default:
+				walk(p, e.Err)
+			}
+		case *openapi3.SchemaError:
+			field, code := prefix, e.SchemaField
+			for _, k := range e.JSONPointer() {
+				field = join(field, k)
+			}
+			if m := unsupportedProp.FindStringSubmatch(e.Reason); m != nil {
+				field, code = join(field, m[1]), "unknown_field"
+			} else if code == "" {
+				code = "invalid"
+			}
+			out = append(out, apierr.FieldError{Field: field, Code: code, Message: e.Reason})
+		case *openapi3filter.ParseError:
+			code := "type"
+			if prefix == "body" {
+				code = "invalid_json"
+			}
+			out = append(out, apierr.FieldError{Field: prefix, Code: code, Message: e.Error()})
+		case *openapi3filter.SecurityRequirementsError:
+			// Authentication is the authenticate middleware's business.
+		default:
+			if errors.Is(err, openapi3filter.ErrInvalidRequired) {
+				out = append(out, apierr.FieldError{Field: prefix, Code: "required", Message: err.Error()})
+				return
+			}
+			if u := errors.Unwrap(err); u != nil {
+				walk(prefix, u)
+				return
+			}
+			out = append(out, apierr.FieldError{Field: prefix, Code: "invalid", Message: err.Error()})
+		}
+	}
+	walk("request", err)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out
+}

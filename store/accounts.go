@@ -1,0 +1,144 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// User is a person with an account.
+type User struct {
+	ID               string     `db:"id"`
+	Email            string     `db:"email"`
+	Name             string     `db:"name"`
+	PasswordHash     *string    `db:"password_hash"`
+	Status           string     `db:"status"`
+	AvatarURL        *string    `db:"avatar_url"`
+	TwoFactorEnabled bool       `db:"two_factor_enabled"`
+	LastActiveAt     *time.Time `db:"last_active_at"`
+	CreatedAt        time.Time  `db:"created_at"`
+	UpdatedAt        time.Time  `db:"updated_at"`
+}
+
+const userCols = `id, email, name, password_hash, status, avatar_url, two_factor_enabled, last_active_at, created_at, updated_at`
+
+// UserByEmail finds a user by email, case-insensitively.
+func UserByEmail(ctx context.Context, q sqlx.QueryerContext, email string) (*User, error) {
+	var u User
+	err := sqlx.GetContext(ctx, q, &u, `SELECT `+userCols+` FROM platform.users WHERE lower(email) = lower($1)`, email)
+	return &u, notFound(err)
+}
+
+// UserByID finds a user.
+func UserByID(ctx context.Context, q sqlx.QueryerContext, id string) (*User, error) {
+	var u User
+	err := sqlx.GetContext(ctx, q, &u, `SELECT `+userCols+` FROM platform.users WHERE id = $1`, id)
+	return &u, notFound(err)
+}
+
+// CreateUser inserts u.
+func CreateUser(ctx context.Context, q sqlx.ExtContext, u *User) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.users (`+userCols+`)
+		VALUES (:id, :email, :name, :password_hash, :status, :avatar_url, :two_factor_enabled, :last_active_at, :created_at, :updated_at)`, u)
+	return err
+}
+
+// TouchUser records activity (sign-in, refresh).
+func (s *Store) TouchUser(ctx context.Context, id string, now time.Time) error {
+	_, err := s.DB.ExecContext(ctx, `UPDATE platform.users SET last_active_at = $2 WHERE id = $1`, id, now)
+	return err
+}
+
+// CountUsers counts every account.
+func (s *Store) CountUsers(ctx context.Context) (int, error) {
+	var n int
+	err := s.DB.GetContext(ctx, &n, `SELECT count(*) FROM platform.users`)
+	return n, err
+}
+
+// Role is the user's role in an organization where the membership is active.
+func Role(ctx context.Context, q sqlx.QueryerContext, orgID, userID string) (string, error) {
+	var role string
+	err := sqlx.GetContext(ctx, q, &role, `SELECT role FROM platform.memberships
+		WHERE organization_id = $1 AND user_id = $2 AND status = 'active'`, orgID, userID)
+	return role, notFound(err)
+}
+
+// OrgMembership is one organization of a user.
+type OrgMembership struct {
+	OrgID string `db:"organization_id"`
+	Name  string `db:"name"`
+	Slug  string `db:"slug"`
+	Role  string `db:"role"`
+}
+
+// UserOrganizations lists the active memberships of a user, oldest first.
+func (s *Store) UserOrganizations(ctx context.Context, userID string) ([]OrgMembership, error) {
+	var ms []OrgMembership
+	err := s.DB.SelectContext(ctx, &ms, `SELECT m.organization_id, o.name, o.slug, m.role
+		FROM platform.memberships m JOIN platform.organizations o ON o.id = m.organization_id
+		WHERE m.user_id = $1 AND m.status = 'active' ORDER BY m.joined_at, o.created_at`, userID)
+	return ms, err
+}
+
+// AddMembership inserts or replaces a membership.
+func AddMembership(ctx context.Context, q sqlx.ExecerContext, orgID, userID, role, status string, joined *time.Time, now time.Time) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO platform.memberships (organization_id, user_id, role, status, joined_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (organization_id, user_id) DO UPDATE SET role = EXCLUDED.role, status = EXCLUDED.status, joined_at = EXCLUDED.joined_at`,
+		orgID, userID, role, status, joined, now)
+	return err
+}
+
+// AuditEntry is one row of the audit log.
+type AuditEntry struct {
+	OrgID        string
+	ActorID      string
+	ActorName    string
+	ActorEmail   string
+	Action       string
+	ResourceType string
+	ResourceID   string
+	ResourceName string
+	Details      map[string]any
+	IP           string
+	UserAgent    string
+	At           time.Time
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Audit writes e; call it in the transaction of the change it records.
+func Audit(ctx context.Context, q sqlx.ExecerContext, e AuditEntry) error {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	d, err := json.Marshal(e.Details)
+	if err != nil {
+		return err
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO platform.audit_log (organization_id, actor_id, actor_name, actor_email, action,
+		resource_type, resource_id, resource_name, details, ip_address, user_agent, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		nullable(e.OrgID), nullable(e.ActorID), nullable(e.ActorName), nullable(e.ActorEmail), e.Action, e.ResourceType,
+		nullable(e.ResourceID), nullable(e.ResourceName), d, nullable(e.IP), nullable(e.UserAgent), e.At)
+	return err
+}
+
+// Emit writes an event to the outbox; call it in the transaction of the change.
+func Emit(ctx context.Context, q sqlx.ExecerContext, eventType, orgID string, payload any, at time.Time) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO platform.outbox (event_type, organization_id, payload, created_at) VALUES ($1, $2, $3, $4)`,
+		eventType, nullable(orgID), b, at)
+	return err
+}

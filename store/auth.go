@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// SigningKey is an RS256 key that signs access tokens.
+type SigningKey struct {
+	Kid        string     `db:"kid"`
+	PrivatePEM string     `db:"private_pem"`
+	CreatedAt  time.Time  `db:"created_at"`
+	RetiredAt  *time.Time `db:"retired_at"`
+}
+
+// SigningKeys returns the active key(s) and the keys retired after since, newest first.
+func (s *Store) SigningKeys(ctx context.Context, since time.Time) ([]SigningKey, error) {
+	var ks []SigningKey
+	err := s.DB.SelectContext(ctx, &ks, `SELECT kid, private_pem, created_at, retired_at FROM platform.signing_keys
+		WHERE retired_at IS NULL OR retired_at > $1 ORDER BY created_at DESC`, since)
+	return ks, err
+}
+
+// AddSigningKey stores a new key. With retireOthers, every other active key is retired now
+// (rotation); without it the key is only added when no active key exists (first start, safe
+// when several replicas start at once). It reports whether the key was added.
+func (s *Store) AddSigningKey(ctx context.Context, k SigningKey, retireOthers bool) (bool, error) {
+	added := false
+	err := s.Tx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('platform.signing_keys'))`); err != nil {
+			return err
+		}
+		if retireOthers {
+			if _, err := tx.ExecContext(ctx, `UPDATE platform.signing_keys SET retired_at = $1 WHERE retired_at IS NULL`, k.CreatedAt); err != nil {
+				return err
+			}
+		} else {
+			var n int
+			if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM platform.signing_keys WHERE retired_at IS NULL`); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+		}
+		added = true
+		_, err := tx.ExecContext(ctx, `INSERT INTO platform.signing_keys (kid, private_pem, created_at) VALUES ($1, $2, $3)`, k.Kid, k.PrivatePEM, k.CreatedAt)
+		return err
+	})
+	return added, err
+}
+
+// APIKeyOwner is what authenticating with an API key needs.
+type APIKeyOwner struct {
+	KeyID       string         `db:"id"`
+	UserID      string         `db:"user_id"`
+	Email       string         `db:"email"`
+	Permissions pq.StringArray `db:"permissions"`
+}
+
+// APIKeyByHash finds a live key (not revoked, not expired at now) of an active user.
+func (s *Store) APIKeyByHash(ctx context.Context, hash []byte, now time.Time) (*APIKeyOwner, error) {
+	var o APIKeyOwner
+	err := s.DB.GetContext(ctx, &o, `SELECT k.id, k.user_id, u.email, k.permissions
+		FROM platform.api_keys k JOIN platform.users u ON u.id = k.user_id
+		WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $2)
+		  AND u.status = 'active'`, hash, now)
+	return &o, notFound(err)
+}
+
+// TouchAPIKey records a use of the key.
+func (s *Store) TouchAPIKey(ctx context.Context, id string, now time.Time) error {
+	_, err := s.DB.ExecContext(ctx, `UPDATE platform.api_keys SET last_used_at = $2 WHERE id = $1`, id, now)
+	return err
+}

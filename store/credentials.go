@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// APIKey is a user API key (never its secret).
+type APIKey struct {
+	ID          string         `db:"id"`
+	UserID      string         `db:"user_id"`
+	Name        string         `db:"name"`
+	Description *string        `db:"description"`
+	KeyHash     []byte         `db:"key_hash"`
+	KeyPreview  string         `db:"key_preview"`
+	Permissions pq.StringArray `db:"permissions"`
+	ExpiresAt   *time.Time     `db:"expires_at"`
+	RevokedAt   *time.Time     `db:"revoked_at"`
+	RotatedTo   *string        `db:"rotated_to"`
+	LastUsedAt  *time.Time     `db:"last_used_at"`
+	CreatedAt   time.Time      `db:"created_at"`
+}
+
+const apiKeyCols = `id, user_id, name, description, key_hash, key_preview, permissions, expires_at, revoked_at, rotated_to, last_used_at, created_at`
+
+// CreateAPIKey inserts k.
+func CreateAPIKey(ctx context.Context, q sqlx.ExtContext, k *APIKey) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.api_keys (`+apiKeyCols+`)
+		VALUES (:id, :user_id, :name, :description, :key_hash, :key_preview, :permissions, :expires_at, :revoked_at, :rotated_to, :last_used_at, :created_at)`, k)
+	return err
+}
+
+// ListAPIKeys pages through a user's keys that are not revoked, newest first.
+func (s *Store) ListAPIKeys(ctx context.Context, userID string, limit, offset int) ([]APIKey, int, error) {
+	var total int
+	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.api_keys WHERE user_id = $1 AND revoked_at IS NULL`, userID); err != nil {
+		return nil, 0, err
+	}
+	var out []APIKey
+	err := s.DB.SelectContext(ctx, &out, `SELECT `+apiKeyCols+` FROM platform.api_keys WHERE user_id = $1 AND revoked_at IS NULL
+		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, userID, limit, offset)
+	return out, total, err
+}
+
+// APIKeyForUpdate locks a user's key that is not revoked.
+func APIKeyForUpdate(ctx context.Context, q sqlx.QueryerContext, userID, id string) (*APIKey, error) {
+	var k APIKey
+	err := sqlx.GetContext(ctx, q, &k, `SELECT `+apiKeyCols+` FROM platform.api_keys WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL FOR UPDATE`, id, userID)
+	return &k, notFound(err)
+}
+
+// RevokeAPIKey revokes a key now.
+func RevokeAPIKey(ctx context.Context, q sqlx.ExecerContext, id string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.api_keys SET revoked_at = $2 WHERE id = $1`, id, now)
+	return err
+}
+
+// EndAPIKeyAt sets when a rotated key stops working and what replaced it.
+func EndAPIKeyAt(ctx context.Context, q sqlx.ExecerContext, id, rotatedTo string, end time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.api_keys SET expires_at = LEAST(COALESCE(expires_at, $3), $3), rotated_to = $2 WHERE id = $1`, id, rotatedTo, end)
+	return err
+}
+
+// RefreshToken is a stored (hashed) refresh token.
+type RefreshToken struct {
+	ID        string     `db:"id"`
+	TokenHash []byte     `db:"token_hash"`
+	FamilyID  string     `db:"family_id"`
+	UserID    string     `db:"user_id"`
+	OrgID     *string    `db:"organization_id"`
+	ExpiresAt time.Time  `db:"expires_at"`
+	UsedAt    *time.Time `db:"used_at"`
+	RevokedAt *time.Time `db:"revoked_at"`
+	CreatedAt time.Time  `db:"created_at"`
+}
+
+// CreateRefreshToken inserts t.
+func CreateRefreshToken(ctx context.Context, q sqlx.ExtContext, t *RefreshToken) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.refresh_tokens (id, token_hash, family_id, user_id, organization_id, expires_at, created_at)
+		VALUES (:id, :token_hash, :family_id, :user_id, :organization_id, :expires_at, :created_at)`, t)
+	return err
+}
+
+// RefreshTokenForUpdate locks the token with this hash.
+func RefreshTokenForUpdate(ctx context.Context, q sqlx.QueryerContext, hash []byte) (*RefreshToken, error) {
+	var t RefreshToken
+	err := sqlx.GetContext(ctx, q, &t, `SELECT id, token_hash, family_id, user_id, organization_id, expires_at, used_at, revoked_at, created_at
+		FROM platform.refresh_tokens WHERE token_hash = $1 FOR UPDATE`, hash)
+	return &t, notFound(err)
+}
+
+// SpendRefreshToken marks a token used.
+func SpendRefreshToken(ctx context.Context, q sqlx.ExecerContext, id string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.refresh_tokens SET used_at = $2 WHERE id = $1`, id, now)
+	return err
+}
+
+// RevokeRefreshFamily revokes every token of a family.
+func RevokeRefreshFamily(ctx context.Context, q sqlx.ExecerContext, familyID string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.refresh_tokens SET revoked_at = $2 WHERE family_id = $1 AND revoked_at IS NULL`, familyID, now)
+	return err
+}
+
+// Invitation is an invitation to join an organization.
+type Invitation struct {
+	ID         string     `db:"id"`
+	OrgID      string     `db:"organization_id"`
+	UserID     string     `db:"user_id"`
+	Email      string     `db:"email"`
+	Name       *string    `db:"name"`
+	Role       string     `db:"role"`
+	Message    *string    `db:"message"`
+	TokenHash  []byte     `db:"token_hash"`
+	InvitedBy  *string    `db:"invited_by"`
+	Status     string     `db:"status"`
+	ExpiresAt  time.Time  `db:"expires_at"`
+	AcceptedAt *time.Time `db:"accepted_at"`
+	CreatedAt  time.Time  `db:"created_at"`
+	OrgName    string     `db:"organization_name"`
+}
+
+const invitationCols = `i.id, i.organization_id, i.user_id, i.email, i.name, i.role, i.message, i.token_hash, i.invited_by,
+	i.status, i.expires_at, i.accepted_at, i.created_at, o.name AS organization_name`
+
+// CreateInvitation inserts inv, withdrawing earlier pending invitations of the same user to the
+// same organization.
+func CreateInvitation(ctx context.Context, q sqlx.ExtContext, inv *Invitation) error {
+	if _, err := q.ExecContext(ctx, `UPDATE platform.invitations SET status = 'revoked' WHERE organization_id = $1 AND user_id = $2 AND status = 'pending'`,
+		inv.OrgID, inv.UserID); err != nil {
+		return err
+	}
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.invitations (id, organization_id, user_id, email, name, role, message, token_hash,
+		invited_by, status, expires_at, created_at)
+		VALUES (:id, :organization_id, :user_id, :email, :name, :role, :message, :token_hash, :invited_by, :status, :expires_at, :created_at)`, inv)
+	return err
+}
+
+// InvitationByToken finds an invitation by the hash of its token; lock takes a row lock.
+func InvitationByToken(ctx context.Context, q sqlx.QueryerContext, hash []byte, lock bool) (*Invitation, error) {
+	var inv Invitation
+	qs := `SELECT ` + invitationCols + ` FROM platform.invitations i JOIN platform.organizations o ON o.id = i.organization_id WHERE i.token_hash = $1`
+	if lock {
+		qs += ` FOR UPDATE OF i`
+	}
+	err := sqlx.GetContext(ctx, q, &inv, qs, hash)
+	return &inv, notFound(err)
+}
+
+// AcceptInvitation marks an invitation used.
+func AcceptInvitation(ctx context.Context, q sqlx.ExecerContext, id string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.invitations SET status = 'accepted', accepted_at = $2 WHERE id = $1`, id, now)
+	return err
+}
+
+// ActivateUser sets an invited placeholder's name and password and makes it active.
+func ActivateUser(ctx context.Context, q sqlx.ExecerContext, id, name, passwordHash string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.users SET name = $2, password_hash = $3, status = 'active', updated_at = $4 WHERE id = $1`,
+		id, name, passwordHash, now)
+	return err
+}

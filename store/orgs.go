@@ -1,0 +1,204 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Organization is an organization as one member sees it.
+type Organization struct {
+	ID           string    `db:"id"`
+	Name         string    `db:"name"`
+	Slug         string    `db:"slug"`
+	Description  *string   `db:"description"`
+	LogoURL      *string   `db:"logo_url"`
+	Website      *string   `db:"website"`
+	Industry     *string   `db:"industry"`
+	Size         *string   `db:"size"`
+	PlanTier     string    `db:"plan_tier"`
+	Settings     []byte    `db:"settings"`
+	CreatedAt    time.Time `db:"created_at"`
+	UpdatedAt    time.Time `db:"updated_at"`
+	Role         string    `db:"role"`
+	UserCount    int       `db:"user_count"`
+	ProjectCount int       `db:"project_count"`
+}
+
+const orgSelect = `SELECT o.id, o.name, o.slug, o.description, o.logo_url, o.website, o.industry, o.size, o.plan_tier,
+	o.settings, o.created_at, o.updated_at, m.role,
+	(SELECT count(*) FROM platform.memberships x WHERE x.organization_id = o.id AND x.status = 'active') AS user_count,
+	(SELECT count(*) FROM platform.projects p WHERE p.organization_id = o.id) AS project_count
+	FROM platform.organizations o JOIN platform.memberships m ON m.organization_id = o.id AND m.user_id = $1 AND m.status = 'active'`
+
+// ListOrganizations pages through the organizations where userID is an active member;
+// orgRole filters by organization role (owner, admin, member).
+func (s *Store) ListOrganizations(ctx context.Context, userID, orgRole string, limit, offset int) ([]Organization, int, error) {
+	cond := ` WHERE ($2 = '' OR ($2 = 'member' AND m.role NOT IN ('owner', 'admin')) OR m.role = $2)`
+	var total int
+	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.organizations o
+		JOIN platform.memberships m ON m.organization_id = o.id AND m.user_id = $1 AND m.status = 'active'`+cond, userID, orgRole); err != nil {
+		return nil, 0, err
+	}
+	var out []Organization
+	err := s.DB.SelectContext(ctx, &out, orgSelect+cond+` ORDER BY m.joined_at, o.id LIMIT $3 OFFSET $4`, userID, orgRole, limit, offset)
+	return out, total, err
+}
+
+// OrganizationForUser is the organization if userID is an active member of it.
+func OrganizationForUser(ctx context.Context, q sqlx.QueryerContext, orgID, userID string) (*Organization, error) {
+	var o Organization
+	err := sqlx.GetContext(ctx, q, &o, orgSelect+` WHERE o.id = $2`, userID, orgID)
+	return &o, notFound(err)
+}
+
+// CreateOrganization inserts o and makes ownerID its owner.
+func CreateOrganization(ctx context.Context, q sqlx.ExtContext, o *Organization, ownerID string) error {
+	if o.Settings == nil {
+		o.Settings = []byte(`{}`)
+	}
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.organizations
+		(id, name, slug, description, logo_url, website, industry, size, plan_tier, settings, created_at, updated_at)
+		VALUES (:id, :name, :slug, :description, :logo_url, :website, :industry, :size, :plan_tier, :settings, :created_at, :updated_at)`, o)
+	if err != nil {
+		return err
+	}
+	return AddMembership(ctx, q, o.ID, ownerID, "owner", "active", &o.CreatedAt, o.CreatedAt)
+}
+
+// SlugTaken reports whether an organization already uses slug.
+func SlugTaken(ctx context.Context, q sqlx.QueryerContext, slug string) (bool, error) {
+	var n int
+	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM platform.organizations WHERE slug = $1`, slug)
+	return n > 0, err
+}
+
+// UpdateOrganization writes the changeable fields of o.
+func UpdateOrganization(ctx context.Context, q sqlx.ExtContext, o *Organization) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.organizations SET name = :name, description = :description,
+		website = :website, logo_url = :logo_url, updated_at = :updated_at WHERE id = :id`, o)
+	return err
+}
+
+// DeleteOrganization removes an organization with everything that cascades from it. With
+// transferTo set, its projects (and their datasets) move there first. It returns the number
+// of projects moved and deleted.
+func DeleteOrganization(ctx context.Context, q sqlx.ExtContext, id, transferTo string, now time.Time) (moved, deleted int, err error) {
+	if transferTo != "" {
+		// Names are unique per organization: a moved project whose name is taken gets a suffix.
+		res, err := q.ExecContext(ctx, `UPDATE platform.projects p SET organization_id = $2, updated_at = $3,
+			name = CASE WHEN EXISTS (SELECT 1 FROM platform.projects t WHERE t.organization_id = $2 AND lower(t.name) = lower(p.name))
+			            THEN p.name || ' (' || (SELECT slug FROM platform.organizations WHERE id = $1) || ')' ELSE p.name END
+			WHERE organization_id = $1`, id, transferTo, now)
+		if err != nil {
+			return 0, 0, err
+		}
+		n, _ := res.RowsAffected()
+		moved = int(n)
+		if _, err := q.ExecContext(ctx, `UPDATE platform.datasets SET organization_id = $2 WHERE organization_id = $1`, id, transferTo); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := sqlx.GetContext(ctx, q, &deleted, `SELECT count(*) FROM platform.projects WHERE organization_id = $1`, id); err != nil {
+		return 0, 0, err
+	}
+	_, err = q.ExecContext(ctx, `DELETE FROM platform.organizations WHERE id = $1`, id)
+	return moved, deleted, err
+}
+
+// OwnerCount counts the active owners of an organization.
+func OwnerCount(ctx context.Context, q sqlx.QueryerContext, orgID string) (int, error) {
+	var n int
+	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM platform.memberships WHERE organization_id = $1 AND role = 'owner' AND status = 'active'`, orgID)
+	return n, err
+}
+
+// LockOrganization takes a row lock on the organization for the rest of the transaction, so
+// that checks such as "the last owner" or plan limits are not raced.
+func LockOrganization(ctx context.Context, q sqlx.QueryerContext, orgID string) error {
+	var id string
+	return notFound(sqlx.GetContext(ctx, q, &id, `SELECT id FROM platform.organizations WHERE id = $1 FOR UPDATE`, orgID))
+}
+
+// OrgUser is a member or invited user of an organization.
+type OrgUser struct {
+	ID               string     `db:"id"`
+	Name             string     `db:"name"`
+	Email            string     `db:"email"`
+	AvatarURL        *string    `db:"avatar_url"`
+	Role             string     `db:"role"`
+	Status           string     `db:"status"`
+	JoinedAt         *time.Time `db:"joined_at"`
+	LastActiveAt     *time.Time `db:"last_active_at"`
+	TwoFactorEnabled bool       `db:"two_factor_enabled"`
+}
+
+const orgUserSelect = `SELECT u.id, u.name, u.email, u.avatar_url, m.role, m.status, m.joined_at, u.last_active_at, u.two_factor_enabled
+	FROM platform.memberships m JOIN platform.users u ON u.id = m.user_id WHERE m.organization_id = $1`
+
+// UserFilter narrows ListOrgUsers.
+type UserFilter struct {
+	Search, Role, Status string
+}
+
+// ListOrgUsers pages through an organization's users ordered by name.
+func (s *Store) ListOrgUsers(ctx context.Context, orgID string, f UserFilter, limit, offset int) ([]OrgUser, int, error) {
+	cond := ` AND ($2 = '' OR u.name ILIKE '%' || $2 || '%' OR u.email ILIKE '%' || $2 || '%')
+		AND ($3 = '' OR m.role = $3) AND ($4 = '' OR m.status = $4)`
+	search := escapeLike(f.Search)
+	var total int
+	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.memberships m JOIN platform.users u ON u.id = m.user_id
+		WHERE m.organization_id = $1`+cond, orgID, search, f.Role, f.Status); err != nil {
+		return nil, 0, err
+	}
+	var out []OrgUser
+	err := s.DB.SelectContext(ctx, &out, orgUserSelect+cond+` ORDER BY lower(u.name), u.id LIMIT $5 OFFSET $6`,
+		orgID, search, f.Role, f.Status, limit, offset)
+	return out, total, err
+}
+
+// OrgUserByID is one user of an organization (any membership status).
+func OrgUserByID(ctx context.Context, q sqlx.QueryerContext, orgID, userID string) (*OrgUser, error) {
+	var u OrgUser
+	err := sqlx.GetContext(ctx, q, &u, orgUserSelect+` AND m.user_id = $2`, orgID, userID)
+	return &u, notFound(err)
+}
+
+// SetMemberRole changes a role.
+func SetMemberRole(ctx context.Context, q sqlx.ExecerContext, orgID, userID, role string) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.memberships SET role = $3 WHERE organization_id = $1 AND user_id = $2`, orgID, userID, role)
+	return err
+}
+
+// RemoveMember deletes a membership, the user's pending invitations to the organization, and
+// the user itself when it was only ever an invited placeholder.
+func RemoveMember(ctx context.Context, q sqlx.ExecerContext, orgID, userID string) error {
+	if _, err := q.ExecContext(ctx, `DELETE FROM platform.memberships WHERE organization_id = $1 AND user_id = $2`, orgID, userID); err != nil {
+		return err
+	}
+	if _, err := q.ExecContext(ctx, `UPDATE platform.invitations SET status = 'revoked' WHERE organization_id = $1 AND user_id = $2 AND status = 'pending'`, orgID, userID); err != nil {
+		return err
+	}
+	_, err := q.ExecContext(ctx, `DELETE FROM platform.users u WHERE u.id = $1 AND u.status = 'invited'
+		AND NOT EXISTS (SELECT 1 FROM platform.memberships m WHERE m.user_id = u.id)`, userID)
+	return err
+}
+
+// CountMembers counts active and invited members (what a plan's user limit counts).
+func CountMembers(ctx context.Context, q sqlx.QueryerContext, orgID string) (int, error) {
+	var n int
+	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM platform.memberships WHERE organization_id = $1 AND status IN ('active', 'invited')`, orgID)
+	return n, err
+}
+
+func escapeLike(s string) string {
+	r := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' || s[i] == '_' || s[i] == '\\' {
+			r = append(r, '\\')
+		}
+		r = append(r, s[i])
+	}
+	return string(r)
+}

@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Project groups datasets inside an organization.
+type Project struct {
+	ID           string    `db:"id"`
+	OrgID        string    `db:"organization_id"`
+	Name         string    `db:"name"`
+	Description  *string   `db:"description"`
+	CreatedBy    *string   `db:"created_by"`
+	CreatedAt    time.Time `db:"created_at"`
+	UpdatedAt    time.Time `db:"updated_at"`
+	DatasetCount int       `db:"dataset_count"`
+	// Role is the caller's role in the project's organization (filled by ProjectForUser).
+	Role string `db:"role"`
+}
+
+const projectCols = `p.id, p.organization_id, p.name, p.description, p.created_by, p.created_at, p.updated_at,
+	(SELECT count(*) FROM platform.datasets d WHERE d.project_id = p.id) AS dataset_count`
+
+// ProjectForUser returns the project with the user's role in its organization, in one query;
+// ErrNotFound when it does not exist or the user is not an active member there.
+func ProjectForUser(ctx context.Context, q sqlx.QueryerContext, projectID, userID string) (*Project, error) {
+	var p Project
+	err := sqlx.GetContext(ctx, q, &p, `SELECT `+projectCols+`, m.role FROM platform.projects p
+		JOIN platform.memberships m ON m.organization_id = p.organization_id AND m.user_id = $2 AND m.status = 'active'
+		WHERE p.id = $1`, projectID, userID)
+	return &p, notFound(err)
+}
+
+// ListProjects pages through an organization's projects, newest first.
+func (s *Store) ListProjects(ctx context.Context, orgID, search string, limit, offset int) ([]Project, int, error) {
+	cond := ` WHERE p.organization_id = $1 AND ($2 = '' OR p.name ILIKE '%' || $2 || '%')`
+	search = escapeLike(search)
+	var total int
+	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.projects p`+cond, orgID, search); err != nil {
+		return nil, 0, err
+	}
+	var out []Project
+	err := s.DB.SelectContext(ctx, &out, `SELECT `+projectCols+` FROM platform.projects p`+cond+
+		` ORDER BY p.created_at DESC, p.id LIMIT $3 OFFSET $4`, orgID, search, limit, offset)
+	return out, total, err
+}
+
+// CreateProject inserts p.
+func CreateProject(ctx context.Context, q sqlx.ExtContext, p *Project) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.projects (id, organization_id, name, description, created_by, created_at, updated_at)
+		VALUES (:id, :organization_id, :name, :description, :created_by, :created_at, :updated_at)`, p)
+	return err
+}
+
+// UpdateProject writes name and description.
+func UpdateProject(ctx context.Context, q sqlx.ExtContext, p *Project) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.projects SET name = :name, description = :description, updated_at = :updated_at WHERE id = :id`, p)
+	return err
+}
+
+// DeleteProject removes a project and what cascades from it.
+func DeleteProject(ctx context.Context, q sqlx.ExecerContext, id string) error {
+	_, err := q.ExecContext(ctx, `DELETE FROM platform.projects WHERE id = $1`, id)
+	return err
+}
+
+// CountProjects counts an organization's projects.
+func CountProjects(ctx context.Context, q sqlx.QueryerContext, orgID string) (int, error) {
+	var n int
+	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM platform.projects WHERE organization_id = $1`, orgID)
+	return n, err
+}
