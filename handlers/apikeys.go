@@ -23,7 +23,7 @@ func (a *Auth) keyManager(ctx context.Context) (*auth.Principal, error) {
 	if p.KeyID != "" {
 		return nil, apierr.Forbidden("API keys are managed with a signed-in user's token, not with an API key")
 	}
-	orgs, err := a.Store.UserOrganizations(ctx, p.UserID)
+	orgs, err := store.UserOrganizations(ctx, a.Store.DB, p.UserID)
 	if err != nil {
 		return nil, err
 	}

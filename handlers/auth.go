@@ -64,7 +64,9 @@ func (h *Handlers) signIn(ctx context.Context, tx *sqlx.Tx, u *store.User, orgID
 		map[string]any{"method": method}); err != nil {
 		return authapi.TokenResponse{}, err
 	}
-	_ = h.Store.TouchUser(ctx, u.ID, h.now())
+	if err := store.TouchUser(ctx, tx, u.ID, h.now()); err != nil {
+		return authapi.TokenResponse{}, err
+	}
 	tu := authapi.TokenUser{Id: u.ID, Email: u.Email, Name: u.Name, Roles: []authapi.MemberRole{}}
 	if orgID != "" {
 		tu.OrganizationId = &orgID
@@ -87,7 +89,7 @@ func (h *Handlers) tokenOrg(ctx context.Context, q sqlx.QueryerContext, userID, 
 		}
 		return orgID, role, err
 	}
-	orgs, err := h.Store.UserOrganizations(ctx, userID)
+	orgs, err := store.UserOrganizations(ctx, q, userID)
 	if err != nil || len(orgs) == 0 {
 		return "", "", err
 	}
@@ -165,7 +167,9 @@ func (a *Auth) RefreshToken(ctx context.Context, req authapi.RefreshTokenRequest
 		if err != nil {
 			return err
 		}
-		_ = a.Store.TouchUser(ctx, u.ID, now)
+		if err := store.TouchUser(ctx, tx, u.ID, now); err != nil {
+			return err
+		}
 		out = authapi.RefreshResponse{AccessToken: access, RefreshToken: refresh, TokenType: authapi.RefreshResponseTokenTypeBearer,
 			ExpiresIn: int(claims.ExpiresAt.Sub(claims.IssuedAt).Seconds()), RefreshExpiresIn: ptr(int(a.Config.RefreshTokenTTL.Seconds()))}
 		return nil
@@ -209,7 +213,7 @@ func (a *Auth) GetCurrentUser(ctx context.Context, _ authapi.GetCurrentUserReque
 	} else if err != nil {
 		return nil, err
 	}
-	orgs, err := a.Store.UserOrganizations(ctx, u.ID)
+	orgs, err := store.UserOrganizations(ctx, a.Store.DB, u.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -46,8 +46,8 @@ func CreateUser(ctx context.Context, q sqlx.ExtContext, u *User) error {
 }
 
 // TouchUser records activity (sign-in, refresh).
-func (s *Store) TouchUser(ctx context.Context, id string, now time.Time) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE platform.users SET last_active_at = $2 WHERE id = $1`, id, now)
+func TouchUser(ctx context.Context, q sqlx.ExecerContext, id string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.users SET last_active_at = $2 WHERE id = $1`, id, now)
 	return err
 }
 
@@ -75,9 +75,9 @@ type OrgMembership struct {
 }
 
 // UserOrganizations lists the active memberships of a user, oldest first.
-func (s *Store) UserOrganizations(ctx context.Context, userID string) ([]OrgMembership, error) {
+func UserOrganizations(ctx context.Context, q sqlx.QueryerContext, userID string) ([]OrgMembership, error) {
 	var ms []OrgMembership
-	err := s.DB.SelectContext(ctx, &ms, `SELECT m.organization_id, o.name, o.slug, m.role
+	err := sqlx.SelectContext(ctx, q, &ms, `SELECT m.organization_id, o.name, o.slug, m.role
 		FROM platform.memberships m JOIN platform.organizations o ON o.id = m.organization_id
 		WHERE m.user_id = $1 AND m.status = 'active' ORDER BY m.joined_at, o.created_at`, userID)
 	return ms, err

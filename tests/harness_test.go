@@ -1,0 +1,329 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"dataplatform/config"
+	"dataplatform/gen/spec"
+	"dataplatform/server"
+	"dataplatform/store"
+	"dataplatform/store/pgtest"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+const (
+	adminEmail    = "owner@example.com"
+	adminPassword = "owner-password-1"
+	baseURL       = "http://dp.test"
+)
+
+// clock is the server's clock; tests move it to expire tokens and keys.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// env is one server on its own database.
+type env struct {
+	t      *testing.T
+	srv    *server.Server
+	st     *store.Store
+	ts     *httptest.Server
+	clock  *clock
+	router routers.Router
+	// the bootstrap owner and the ids of their organization and project
+	ownerToken string
+	orgID      string
+	projectID  string
+}
+
+type option func(*config.Config)
+
+func newEnv(t *testing.T, opts ...option) *env {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := config.Defaults()
+	cfg.BaseURL = baseURL
+	cfg.BcryptCost = 4
+	cfg.AdminEmail, cfg.AdminPassword = adminEmail, adminPassword
+	cfg.LogRequests = false
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e := &env{t: t, st: st, clock: &clock{t: time.Now().UTC()}}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	e.srv, err = server.New(ctx, server.Deps{Config: cfg, Store: st, Logger: log, Clock: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.H.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.ts = httptest.NewServer(e.srv.Handler())
+	t.Cleanup(e.ts.Close)
+	t.Cleanup(func() { e.srv.Close() })
+	e.router = specRouter(t, e.ts.URL)
+
+	r := e.login(adminEmail, adminPassword, "")
+	e.ownerToken = r.str("access_token")
+	e.orgID = r.str("user.organization_id")
+	p := e.do("GET", "/api/v1/organizations/"+e.orgID+"/projects", nil, bearer(e.ownerToken)).status(200)
+	e.projectID = p.str("projects.0.id")
+	return e
+}
+
+var (
+	docOnce sync.Once
+	doc     *openapi3.T
+)
+
+// specRouter finds operations of the published description for response validation.
+func specRouter(t *testing.T, serverURL string) routers.Router {
+	docOnce.Do(func() {
+		var err error
+		if doc, err = openapi3.NewLoader().LoadFromData(spec.YAML); err != nil {
+			t.Fatal(err)
+		}
+	})
+	d := *doc
+	d.Servers = openapi3.Servers{{URL: serverURL}}
+	r, err := gorillamux.NewRouter(&d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// header sets request headers.
+type header map[string]string
+
+func bearer(tok string) header { return header{"Authorization": "Bearer " + tok} }
+func apiKey(k string) header   { return header{"X-API-Key": k} }
+
+// resp is a response whose body was validated against the description.
+type resp struct {
+	t      *testing.T
+	Code   int
+	Header http.Header
+	Body   []byte
+	json   any
+	req    string
+}
+
+// do sends a request and validates the response against the published description (status
+// documented, headers and body matching the schema). body may be a string (sent raw) or any
+// value (sent as JSON).
+func (e *env) do(method, path string, body any, hs ...header) *resp {
+	e.t.Helper()
+	var rd io.Reader
+	ct := ""
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd, ct = strings.NewReader(b), "application/json"
+	case []byte:
+		rd, ct = bytes.NewReader(b), "application/json"
+	default:
+		j, _ := json.Marshal(b)
+		rd, ct = bytes.NewReader(j), "application/json"
+	}
+	req, err := http.NewRequest(method, e.ts.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	for _, h := range hs {
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	r := &resp{t: e.t, Code: res.StatusCode, Header: res.Header, Body: b, req: method + " " + path}
+	if len(b) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(b, &r.json); err != nil {
+			e.t.Fatalf("%s: response is not JSON: %v\n%s", r.req, err, b)
+		}
+	}
+	e.validate(req, r)
+	return r
+}
+
+func (e *env) validate(req *http.Request, r *resp) {
+	e.t.Helper()
+	route, params, err := e.router.FindRoute(req)
+	if err != nil {
+		if r.Code == http.StatusNotFound || r.Code == http.StatusMethodNotAllowed {
+			return // an undocumented path: nothing to validate against
+		}
+		e.t.Fatalf("%s: no operation in the description: %v", r.req, err)
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status: r.Code, Header: r.Header, Body: io.NopCloser(bytes.NewReader(r.Body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		e.t.Fatalf("%s: response %d does not match the description: %v\n%s", r.req, r.Code, err, r.Body)
+	}
+}
+
+// status fails the test unless the response has the given status.
+func (r *resp) status(code int) *resp {
+	r.t.Helper()
+	if r.Code != code {
+		r.t.Fatalf("%s: status %d, want %d\n%s", r.req, r.Code, code, r.Body)
+	}
+	return r
+}
+
+// get reads a dotted path (a.b.0.c) from the JSON body.
+func (r *resp) get(path string) any {
+	var cur any = r.json
+	if path == "" {
+		return cur
+	}
+	for _, p := range strings.Split(path, ".") {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[p]
+		case []any:
+			var i int
+			if _, err := fmt.Sscanf(p, "%d", &i); err != nil || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
+func (r *resp) str(path string) string {
+	r.t.Helper()
+	s, ok := r.get(path).(string)
+	if !ok {
+		r.t.Fatalf("%s: %s is not a string in\n%s", r.req, path, r.Body)
+	}
+	return s
+}
+
+func (r *resp) num(path string) int {
+	r.t.Helper()
+	f, ok := r.get(path).(float64)
+	if !ok {
+		r.t.Fatalf("%s: %s is not a number in\n%s", r.req, path, r.Body)
+	}
+	return int(f)
+}
+
+func (r *resp) len(path string) int {
+	r.t.Helper()
+	a, ok := r.get(path).([]any)
+	if !ok {
+		r.t.Fatalf("%s: %s is not an array in\n%s", r.req, path, r.Body)
+	}
+	return len(a)
+}
+
+// apiError checks a nested-envelope error with code and, when field is given, a details entry
+// for that field with that detail code.
+func (r *resp) apiError(status int, code string, fieldAndCode ...string) *resp {
+	r.t.Helper()
+	r.status(status)
+	if got := r.get("error.code"); got != code {
+		r.t.Fatalf("%s: error code %v, want %s\n%s", r.req, got, code, r.Body)
+	}
+	if r.get("error.request_id") != r.Header.Get("X-Request-Id") {
+		r.t.Fatalf("%s: error.request_id does not match X-Request-Id\n%s", r.req, r.Body)
+	}
+	for i := 0; i+1 < len(fieldAndCode); i += 2 {
+		found := false
+		ds, _ := r.get("error.details").([]any)
+		for _, d := range ds {
+			m := d.(map[string]any)
+			if m["field"] == fieldAndCode[i] && m["code"] == fieldAndCode[i+1] {
+				found = true
+			}
+		}
+		if !found {
+			r.t.Fatalf("%s: no detail {field %s, code %s} in\n%s", r.req, fieldAndCode[i], fieldAndCode[i+1], r.Body)
+		}
+	}
+	return r
+}
+
+// authError checks the flat 401/403 shape.
+func (r *resp) authError(status int, code string) *resp {
+	r.t.Helper()
+	r.status(status)
+	if r.get("code") != code || r.get("error") == nil || r.get("message") == nil {
+		r.t.Fatalf("%s: want flat error with code %s, got\n%s", r.req, code, r.Body)
+	}
+	return r
+}
+
+func (e *env) login(email, password, orgID string) *resp {
+	e.t.Helper()
+	body := map[string]any{"email": email, "password": password}
+	if orgID != "" {
+		body["organization_id"] = orgID
+	}
+	return e.do("POST", "/api/v1/auth/login", body).status(200)
+}
+
+var memberSeq int
+
+// member invites a new person to orgID with role (as the owner), accepts, and returns their
+// email and access token.
+func (e *env) member(orgID, role string) (email, token string) {
+	e.t.Helper()
+	memberSeq++
+	email = fmt.Sprintf("%s%d@example.com", role, memberSeq)
+	inv := e.do("POST", "/api/v1/organizations/"+orgID+"/invitations", map[string]any{"email": email, "role": role}, bearer(e.ownerToken)).status(201)
+	tok := inv.str("invitation_url")[strings.LastIndex(inv.str("invitation_url"), "/")+1:]
+	acc := e.do("POST", "/api/v1/invitations/"+tok+"/accept", map[string]any{"name": "User " + role, "password": "password-" + role}).status(200)
+	return email, acc.str("access_token")
+}
