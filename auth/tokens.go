@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"dataplatform/apierr"
@@ -25,7 +26,16 @@ type Tokens struct {
 	Issuer string
 	TTL    time.Duration
 	Clock  func() time.Time
+
+	// verified remembers tokens whose signature and claims were checked, until they expire:
+	// a client sends the same token on every request, and the RSA verification and JSON
+	// decoding would otherwise dominate the cost of a cheap request.
+	mu       sync.RWMutex
+	verified map[string]*AccessClaims
 }
+
+// maxVerified bounds the verified-token cache (about 1 KB per entry).
+const maxVerified = 20000
 
 // AccessClaims are the claims of an access token.
 type AccessClaims struct {
@@ -82,6 +92,32 @@ var errBadToken = apierr.AuthRequired("invalid access token")
 // and not past (with ClockSkew of grace). An expired token is TOKEN_EXPIRED; anything else
 // wrong is AUTH_REQUIRED.
 func (t *Tokens) Verify(ctx context.Context, raw string) (*AccessClaims, error) {
+	t.mu.RLock()
+	c, ok := t.verified[raw]
+	t.mu.RUnlock()
+	if ok {
+		if t.Clock().Before(c.ExpiresAt.Add(ClockSkew)) {
+			return c, nil
+		}
+		t.mu.Lock()
+		delete(t.verified, raw)
+		t.mu.Unlock()
+		return nil, apierr.TokenExpired()
+	}
+	c, err := t.verify(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	if len(t.verified) >= maxVerified || t.verified == nil {
+		t.verified = make(map[string]*AccessClaims, 1024) // drop everything: cheap and bounded
+	}
+	t.verified[raw] = c
+	t.mu.Unlock()
+	return c, nil
+}
+
+func (t *Tokens) verify(ctx context.Context, raw string) (*AccessClaims, error) {
 	msg, err := jws.Parse([]byte(raw))
 	if err != nil || len(msg.Signatures()) != 1 {
 		return nil, errBadToken

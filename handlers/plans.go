@@ -51,9 +51,9 @@ func defaultSettings(ssoEnabled bool) map[string]any {
 }
 
 // mergeSettings lays stored over the defaults, one level deep.
-func mergeSettings(defaults map[string]any, stored []byte) map[string]any {
+func mergeSettings(defaults map[string]any, stored string) map[string]any {
 	var s map[string]map[string]any
-	_ = json.Unmarshal(stored, &s)
+	_ = json.Unmarshal([]byte(stored), &s)
 	for section, values := range s {
 		d, ok := defaults[section].(map[string]any)
 		if !ok {

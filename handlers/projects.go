@@ -24,13 +24,19 @@ func projectOut(p *store.Project) projectapi.Project {
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, DatasetCount: p.DatasetCount}
 }
 
-// project loads a project the caller can see and checks perm in its organization.
-func (h *Projects) project(ctx context.Context, q sqlx.QueryerContext, id, perm string) (*store.Project, error) {
+// project loads a project the caller can see and checks perm in its organization; tx is nil
+// outside a transaction.
+func (h *Projects) project(ctx context.Context, tx *sqlx.Tx, id, perm string) (*store.Project, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	prj, err := store.ProjectForUser(ctx, q, id, p.UserID)
+	var prj *store.Project
+	if tx != nil {
+		prj, err = store.ProjectForUser(ctx, tx, id, p.UserID)
+	} else {
+		prj, err = h.Store.ProjectForUser(ctx, id, p.UserID)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.NotFound("project", id)
 	} else if err != nil {
@@ -98,7 +104,7 @@ func (h *Projects) CreateProject(ctx context.Context, req projectapi.CreateProje
 }
 
 func (h *Projects) GetProject(ctx context.Context, req projectapi.GetProjectRequestObject) (projectapi.GetProjectResponseObject, error) {
-	prj, err := h.project(ctx, h.Store.DB, req.ProjectId, "datasets:list")
+	prj, err := h.project(ctx, nil, req.ProjectId, "datasets:list")
 	if err != nil {
 		return nil, err
 	}

@@ -128,7 +128,7 @@ func Audit(ctx context.Context, q sqlx.ExecerContext, e AuditEntry) error {
 		resource_type, resource_id, resource_name, details, ip_address, user_agent, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		nullable(e.OrgID), nullable(e.ActorID), nullable(e.ActorName), nullable(e.ActorEmail), e.Action, e.ResourceType,
-		nullable(e.ResourceID), nullable(e.ResourceName), d, nullable(e.IP), nullable(e.UserAgent), e.At)
+		nullable(e.ResourceID), nullable(e.ResourceName), string(d), nullable(e.IP), nullable(e.UserAgent), e.At)
 	return err
 }
 
@@ -139,6 +139,6 @@ func Emit(ctx context.Context, q sqlx.ExecerContext, eventType, orgID string, pa
 		return err
 	}
 	_, err = q.ExecContext(ctx, `INSERT INTO platform.outbox (event_type, organization_id, payload, created_at) VALUES ($1, $2, $3, $4)`,
-		eventType, nullable(orgID), b, at)
+		eventType, nullable(orgID), string(b), at)
 	return err
 }

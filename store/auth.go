@@ -61,13 +61,18 @@ type APIKeyOwner struct {
 	Permissions pq.StringArray `db:"permissions"`
 }
 
-// APIKeyByHash finds a live key (not revoked, not expired at now) of an active user.
+// APIKeyByHash finds a live key (not revoked, not expired at now) of an active user. It runs
+// on every request made with a key, so it is a prepared statement.
 func (s *Store) APIKeyByHash(ctx context.Context, hash []byte, now time.Time) (*APIKeyOwner, error) {
-	var o APIKeyOwner
-	err := s.DB.GetContext(ctx, &o, `SELECT k.id, k.user_id, u.email, k.permissions
+	st, err := s.prepared(ctx, `SELECT k.id, k.user_id, u.email, k.permissions
 		FROM platform.api_keys k JOIN platform.users u ON u.id = k.user_id
 		WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $2)
-		  AND u.status = 'active'`, hash, now)
+		  AND u.status = 'active'`)
+	if err != nil {
+		return nil, err
+	}
+	var o APIKeyOwner
+	err = st.GetContext(ctx, &o, hash, now)
 	return &o, notFound(err)
 }
 

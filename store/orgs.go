@@ -18,7 +18,7 @@ type Organization struct {
 	Industry     *string   `db:"industry"`
 	Size         *string   `db:"size"`
 	PlanTier     string    `db:"plan_tier"`
-	Settings     []byte    `db:"settings"`
+	Settings     string    `db:"settings"` // jsonb
 	CreatedAt    time.Time `db:"created_at"`
 	UpdatedAt    time.Time `db:"updated_at"`
 	Role         string    `db:"role"`
@@ -55,8 +55,8 @@ func OrganizationForUser(ctx context.Context, q sqlx.QueryerContext, orgID, user
 
 // CreateOrganization inserts o and makes ownerID its owner.
 func CreateOrganization(ctx context.Context, q sqlx.ExtContext, o *Organization, ownerID string) error {
-	if o.Settings == nil {
-		o.Settings = []byte(`{}`)
+	if o.Settings == "" {
+		o.Settings = `{}`
 	}
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.organizations
 		(id, name, slug, description, logo_url, website, industry, size, plan_tier, settings, created_at, updated_at)

@@ -24,13 +24,27 @@ type Project struct {
 const projectCols = `p.id, p.organization_id, p.name, p.description, p.created_by, p.created_at, p.updated_at,
 	(SELECT count(*) FROM platform.datasets d WHERE d.project_id = p.id) AS dataset_count`
 
+const projectForUser = `SELECT ` + projectCols + `, m.role FROM platform.projects p
+	JOIN platform.memberships m ON m.organization_id = p.organization_id AND m.user_id = $2 AND m.status = 'active'
+	WHERE p.id = $1`
+
 // ProjectForUser returns the project with the user's role in its organization, in one query;
 // ErrNotFound when it does not exist or the user is not an active member there.
 func ProjectForUser(ctx context.Context, q sqlx.QueryerContext, projectID, userID string) (*Project, error) {
 	var p Project
-	err := sqlx.GetContext(ctx, q, &p, `SELECT `+projectCols+`, m.role FROM platform.projects p
-		JOIN platform.memberships m ON m.organization_id = p.organization_id AND m.user_id = $2 AND m.status = 'active'
-		WHERE p.id = $1`, projectID, userID)
+	err := sqlx.GetContext(ctx, q, &p, projectForUser, projectID, userID)
+	return &p, notFound(err)
+}
+
+// ProjectForUser is the package function outside a transaction, on a prepared statement (it
+// runs on nearly every project-scoped request).
+func (s *Store) ProjectForUser(ctx context.Context, projectID, userID string) (*Project, error) {
+	st, err := s.prepared(ctx, projectForUser)
+	if err != nil {
+		return nil, err
+	}
+	var p Project
+	err = st.GetContext(ctx, &p, projectID, userID)
 	return &p, notFound(err)
 }
 

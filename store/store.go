@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
+	neturl "net/url"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -25,10 +27,40 @@ var migrations embed.FS
 // Store wraps the database handle.
 type Store struct {
 	DB *sqlx.DB
+
+	stmts sync.Map // query text -> *sqlx.Stmt
+}
+
+// prepared returns a prepared statement for a hot query: PostgreSQL then parses and plans it
+// once per connection instead of on every request. database/sql prepares it again on each new
+// connection by itself.
+func (s *Store) prepared(ctx context.Context, query string) (*sqlx.Stmt, error) {
+	if st, ok := s.stmts.Load(query); ok {
+		return st.(*sqlx.Stmt), nil
+	}
+	st, err := s.DB.PreparexContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sqlx.Stmt), nil
+	}
+	return st, nil
 }
 
 // Open connects and checks the connection.
+//
+// binary_parameters makes lib/pq send a parameterised query in one round trip instead of two
+// (parse, then bind). Its price: []byte parameters travel in binary format, which is right for
+// bytea and wrong for json/jsonb, so JSON values are always passed as strings.
 func Open(ctx context.Context, url string) (*Store, error) {
+	if u, err := neturl.Parse(url); err == nil && u.Query().Get("binary_parameters") == "" {
+		q := u.Query()
+		q.Set("binary_parameters", "yes")
+		u.RawQuery = q.Encode()
+		url = u.String()
+	}
 	db, err := sqlx.Open("postgres", url)
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func (c *clock) Advance(d time.Duration) {
 
 // env is one server on its own database.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *server.Server
 	st     *store.Store
 	ts     *httptest.Server
@@ -64,7 +64,7 @@ type env struct {
 
 type option func(*config.Config)
 
-func newEnv(t *testing.T, opts ...option) *env {
+func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, pgtest.NewDatabase(t))
@@ -111,7 +111,7 @@ var (
 )
 
 // specRouter finds operations of the published description for response validation.
-func specRouter(t *testing.T, serverURL string) routers.Router {
+func specRouter(t testing.TB, serverURL string) routers.Router {
 	docOnce.Do(func() {
 		var err error
 		if doc, err = openapi3.NewLoader().LoadFromData(spec.YAML); err != nil {
@@ -135,7 +135,7 @@ func apiKey(k string) header   { return header{"X-API-Key": k} }
 
 // resp is a response whose body was validated against the description.
 type resp struct {
-	t      *testing.T
+	t      testing.TB
 	Code   int
 	Header http.Header
 	Body   []byte
