@@ -13,27 +13,27 @@ import (
 
 // Config is the whole runtime configuration. Field comments name the environment variable.
 type Config struct {
-	Addr              string        // DP_ADDR
-	DatabaseURL       string        // DATABASE_URL; empty: embedded cluster under DataDir/postgres
-	DataDir           string        // DP_DATA_DIR
-	BaseURL           string        // DP_BASE_URL
-	AdminEmail        string        // DP_ADMIN_EMAIL
-	AdminPassword     string        // DP_ADMIN_PASSWORD
-	MaxUploadBytes    int64         // DP_MAX_UPLOAD_BYTES
-	MaxBodyBytes      int64         // DP_MAX_BODY_BYTES: JSON request bodies
-	CORSOrigins       []string      // DP_CORS_ORIGINS
-	AccessTokenTTL    time.Duration // DP_ACCESS_TOKEN_TTL
-	RefreshTokenTTL   time.Duration // DP_REFRESH_TOKEN_TTL
-	BcryptCost        int           // DP_BCRYPT_COST
-	OIDCIssuer        string        // DP_OIDC_ISSUER
-	OIDCClientID      string        // DP_OIDC_CLIENT_ID
-	OIDCClientSecret  string        // DP_OIDC_CLIENT_SECRET
-	OIDCRedirectURL   string        // DP_OIDC_REDIRECT_URL
-	RedisURL          string        // REDIS_URL
-	RateLimits        string        // DP_RATE_LIMITS: overrides, "category=N/period,..."
-	LogLevel          string        // DP_LOG_LEVEL
-	LogRequests       bool          // DP_LOG_REQUESTS
-	ShutdownTimeout   time.Duration // DP_SHUTDOWN_TIMEOUT
+	Addr             string        // DP_ADDR
+	DatabaseURL      string        // DATABASE_URL; empty: embedded cluster under DataDir/postgres
+	DataDir          string        // DP_DATA_DIR
+	BaseURL          string        // DP_BASE_URL
+	AdminEmail       string        // DP_ADMIN_EMAIL
+	AdminPassword    string        // DP_ADMIN_PASSWORD
+	MaxUploadBytes   int64         // DP_MAX_UPLOAD_BYTES
+	MaxBodyBytes     int64         // DP_MAX_BODY_BYTES: JSON request bodies
+	CORSOrigins      []string      // DP_CORS_ORIGINS
+	AccessTokenTTL   time.Duration // DP_ACCESS_TOKEN_TTL
+	RefreshTokenTTL  time.Duration // DP_REFRESH_TOKEN_TTL
+	BcryptCost       int           // DP_BCRYPT_COST
+	OIDCIssuer       string        // DP_OIDC_ISSUER
+	OIDCClientID     string        // DP_OIDC_CLIENT_ID
+	OIDCClientSecret string        // DP_OIDC_CLIENT_SECRET
+	OIDCRedirectURL  string        // DP_OIDC_REDIRECT_URL
+	RedisURL         string        // REDIS_URL
+	RateLimits       string        // DP_RATE_LIMITS: overrides, "category=N/period,..."
+	LogLevel         string        // DP_LOG_LEVEL
+	LogRequests      bool          // DP_LOG_REQUESTS
+	ShutdownTimeout  time.Duration // DP_SHUTDOWN_TIMEOUT
 }
 
 // Defaults returns the configuration with nothing set.

@@ -11,8 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sync"
 	neturl "net/url"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
