@@ -217,7 +217,14 @@ func (a *Auth) GetCurrentUser(ctx context.Context, _ authapi.GetCurrentUserReque
 	if err != nil {
 		return nil, err
 	}
-	out := authapi.CurrentUser{Id: u.ID, Email: u.Email, Name: u.Name, AuthMethod: authapi.CurrentUserAuthMethod(p.Method)}
+	out := authapi.CurrentUser{Id: u.ID, Email: u.Email, Name: u.Name, AuthMethod: authapi.CurrentUserAuthMethod(p.Method),
+		Organizations: make([]struct {
+			Id          authapi.OrganizationId `json:"id"`
+			Name        string                 `json:"name"`
+			Permissions []authapi.Permission   `json:"permissions"`
+			Role        authapi.MemberRole     `json:"role"`
+			Slug        string                 `json:"slug"`
+		}, 0, len(orgs))}
 	if p.KeyID != "" {
 		out.ApiKeyId = &p.KeyID
 	}
@@ -234,9 +241,6 @@ func (a *Auth) GetCurrentUser(ctx context.Context, _ authapi.GetCurrentUserReque
 			Role        authapi.MemberRole     `json:"role"`
 			Slug        string                 `json:"slug"`
 		}{o.OrgID, o.Name, perms, authapi.MemberRole(o.Role), o.Slug})
-	}
-	if out.Organizations == nil {
-		out.Organizations = out.Organizations[:0]
 	}
 	return authapi.GetCurrentUser200JSONResponse(out), nil
 }

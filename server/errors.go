@@ -59,7 +59,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 func (s *Server) toAPIError(err error, c echo.Context) *apierr.Error {
 	var ae *apierr.Error
 	if errors.As(err, &ae) {
-		if ae.Status >= 500 {
+		if ae.Status >= 500 && ae.Status != http.StatusNotImplemented {
 			s.log.Error("request failed", "request_id", requestID(c), "error", err)
 		}
 		return ae
