@@ -1,27 +1,11 @@
 package tests
 
 import (
-	"context"
 	"dataplatform/config"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 )
-
-// BenchmarkVerifyAccessToken measures access-token verification (RS256 signature, kid lookup,
-// claim checks) per operation.
-func BenchmarkVerifyAccessToken(b *testing.B) {
-	e := newEnv(b)
-	ctx := context.Background()
-	tok := e.ownerToken
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := e.srv.H.Tokens.Verify(ctx, tok); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
 
 // BenchmarkGetProject runs an authenticated GET /api/v1/projects/{id} through the whole
 // middleware chain and the database, in process (no network): the server-side cost of the
