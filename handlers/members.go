@@ -74,13 +74,8 @@ func (o *Orgs) UpdateOrganizationUser(ctx context.Context, req orgapi.UpdateOrga
 		if err != nil {
 			return err
 		}
-		if err := store.LockOrganization(ctx, tx, req.OrganizationId); err != nil {
-			return err
-		}
-		target, err := store.OrgUserByID(ctx, tx, req.OrganizationId, req.UserId)
-		if errors.Is(err, store.ErrNotFound) {
-			return apierr.NotFound("user", req.UserId)
-		} else if err != nil {
+		target, err := o.lockedMember(ctx, tx, req.OrganizationId, req.UserId)
+		if err != nil {
 			return err
 		}
 		role := string(req.Body.Role)
@@ -111,6 +106,19 @@ func (o *Orgs) UpdateOrganizationUser(ctx context.Context, req orgapi.UpdateOrga
 	return orgapi.UpdateOrganizationUser200JSONResponse(orgUserOut(out)), nil
 }
 
+// lockedMember locks the organization (role and removal checks must not race) and loads one
+// of its users.
+func (o *Orgs) lockedMember(ctx context.Context, tx *sqlx.Tx, orgID, userID string) (*store.OrgUser, error) {
+	if err := store.LockOrganization(ctx, tx, orgID); err != nil {
+		return nil, err
+	}
+	u, err := store.OrgUserByID(ctx, tx, orgID, userID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.NotFound("user", userID)
+	}
+	return u, err
+}
+
 // keepAnOwner refuses a change that would leave the organization without an active owner.
 func (o *Orgs) keepAnOwner(ctx context.Context, tx *sqlx.Tx, orgID string) error {
 	n, err := store.OwnerCount(ctx, tx, orgID)
@@ -138,13 +146,8 @@ func (o *Orgs) RemoveOrganizationUser(ctx context.Context, req orgapi.RemoveOrga
 				return err
 			}
 		}
-		if err := store.LockOrganization(ctx, tx, req.OrganizationId); err != nil {
-			return err
-		}
-		target, err := store.OrgUserByID(ctx, tx, req.OrganizationId, req.UserId)
-		if errors.Is(err, store.ErrNotFound) {
-			return apierr.NotFound("user", req.UserId)
-		} else if err != nil {
+		target, err := o.lockedMember(ctx, tx, req.OrganizationId, req.UserId)
+		if err != nil {
 			return err
 		}
 		if target.Role == "owner" && target.Status == "active" {
