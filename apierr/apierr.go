@@ -92,3 +92,24 @@ func InsufficientRole(required, yours string) *Error {
 func Forbidden(message string) *Error {
 	return &Error{Status: http.StatusForbidden, Code: "PERMISSION_DENIED", Message: message}
 }
+
+// FileTooLarge is 413 FILE_TOO_LARGE for an upload over the limit.
+func FileTooLarge(provided, max int64) *Error {
+	return (&Error{Status: http.StatusRequestEntityTooLarge, Code: "FILE_TOO_LARGE",
+		Message: fmt.Sprintf("the file is larger than the limit of %s", HumanBytes(max))}).
+		WithDetails(map[string]any{"provided_size": provided, "max_size": max, "max_size_human": HumanBytes(max)})
+}
+
+// HumanBytes writes a size in binary units the way people say them: 1073741824 is "1 GB".
+func HumanBytes(n int64) string {
+	units := []string{"bytes", "KB", "MB", "GB", "TB"}
+	f, i := float64(n), 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if f == float64(int64(f)) {
+		return fmt.Sprintf("%d %s", int64(f), units[i])
+	}
+	return fmt.Sprintf("%.1f %s", f, units[i])
+}

@@ -19,6 +19,8 @@ var Catalog = map[string]Doc{
 	"METHOD_NOT_ALLOWED":       {405, "Method not allowed", "The path exists but not with this method; the Allow header lists the methods it has."},
 	"CONFLICT":                 {409, "Conflict", "The request conflicts with the current state, e.g. a name or slug already taken (`details.field`), or removing the last owner."},
 	"INVITATION_EXPIRED":       {410, "Invitation expired", "The invitation has expired; ask for a new one."},
+	"INVALID_FILE_FORMAT":      {400, "Invalid file format", "The upload is not CSV, JSON (an array of objects or NDJSON) or Parquet, judged by its content. `details` has `provided_format` and `supported_formats`."},
+	"FILE_TOO_LARGE":           {413, "File too large", "The upload exceeds DP_MAX_UPLOAD_BYTES; `details` has `provided_size`, `max_size` and `max_size_human`."},
 	"PAYLOAD_TOO_LARGE":        {413, "Payload too large", "The request body exceeds the limit for this endpoint."},
 	"PLAN_LIMIT_EXCEEDED":      {422, "Plan limit exceeded", "The organization's plan does not allow more; `details` names the current count, the plan limit and a plan that allows more."},
 	"RATE_LIMIT_EXCEEDED":      {429, "Rate limit exceeded", "Too many requests in the current window for this category. Wait `X-RateLimit-Reset-After` seconds."},

@@ -26,7 +26,7 @@ func projectOut(p *store.Project) projectapi.Project {
 
 // project loads a project the caller can see and checks perm in its organization; tx is nil
 // outside a transaction.
-func (h *Projects) project(ctx context.Context, tx *sqlx.Tx, id, perm string) (*store.Project, error) {
+func (h *Handlers) project(ctx context.Context, tx *sqlx.Tx, id, perm string) (*store.Project, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ var Defaults = map[string]string{
 	"org_write":   "100-H",  // organization operations
 	"invitations": "50-D",   // user invitations
 	"api_keys":    "10-D",   // API key creation and rotation
+	"uploads":     "10-H",   // file uploads, per project
 }
 
 // Limiter holds one ulule limiter per category over a shared store.

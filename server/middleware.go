@@ -131,17 +131,26 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// bodyLimit caps request bodies at DP_MAX_BODY_BYTES (routes with their own limit, such as
-// uploads, set it themselves).
+// bodyLimit caps request bodies: DP_MAX_BODY_BYTES, or DP_MAX_UPLOAD_BYTES on operations
+// marked x-body-limit: upload. A declared Content-Length over the limit is refused before
+// anything is read.
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if req.ContentLength > s.cfg.MaxBodyBytes {
+		limit := s.cfg.MaxBodyBytes
+		upload := false
+		if rt := s.route(c); rt != nil {
+			limit, upload = rt.bodyLimit, rt.bodyLimit != s.cfg.MaxBodyBytes
+		}
+		if req.ContentLength > limit {
+			if upload {
+				return apierr.FileTooLarge(req.ContentLength, s.cfg.MaxUploadBytes)
+			}
 			return apierr.New(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
-				fmt.Sprintf("the request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+				fmt.Sprintf("the request body is larger than %d bytes", limit))
 		}
 		if req.Body != nil {
-			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.MaxBodyBytes)
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
 		}
 		return next(c)
 	}
@@ -175,6 +184,9 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		key := "ip:" + c.RealIP()
 		if p := auth.FromContext(c.Request().Context()); p != nil {
 			key = p.Subject()
+		}
+		if rt.limitKey != "" {
+			key = rt.limitKey + ":" + c.Param(rt.limitKey)
 		}
 		r, err := s.limiter.Take(c.Request().Context(), rt.category, key)
 		if err != nil {

@@ -50,26 +50,14 @@ type Server struct {
 
 // route is what the middleware needs to know about an operation of the description.
 type route struct {
-	opID     string
-	public   bool
-	category string
-	op       *openapi3.Operation
-	kin      *routers.Route
-}
-
-// categories maps operations to rate-limit categories (see ratelimit.Defaults); operations not
-// listed count as default, public ones as auth.
-var categories = map[string]string{
-	"createOrganization":     "org_write",
-	"updateOrganization":     "org_write",
-	"deleteOrganization":     "org_write",
-	"updateOrganizationUser": "org_write",
-	"removeOrganizationUser": "org_write",
-	"createInvitation":       "invitations",
-	"createApiKey":           "api_keys",
-	"rotateApiKey":           "api_keys",
-	// Service endpoints are not limited.
-	"healthz": "", "readyz": "", "metrics": "", "jwks": "", "getOpenAPIJSON": "", "getOpenAPIYAML": "", "getErrorDoc": "",
+	opID      string
+	public    bool
+	category  string // rate-limit category ("" = not limited), from x-rate-limit
+	limitKey  string // path parameter the count is kept per, instead of the caller
+	bodyLimit int64
+	multipart bool
+	op        *openapi3.Operation
+	kin       *routers.Route
 }
 
 // New builds the server: loads the signing keys, the description, the rate limiter and the
@@ -126,18 +114,29 @@ func (s *Server) loadRoutes() error {
 			echoPath = echoPath[:i] + ":" + echoPath[i+1:j] + echoPath[j+1:]
 		}
 		for method, op := range item.Operations() {
-			cat, listed := categories[op.OperationID]
-			public := op.Security != nil && len(*op.Security) == 0
-			if !listed {
-				cat = "default"
-				if public {
-					cat = "auth"
+			rt := &route{opID: op.OperationID, public: op.Security != nil && len(*op.Security) == 0, op: op,
+				category: "default", bodyLimit: s.cfg.MaxBodyBytes,
+				kin: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}}
+			if rt.public {
+				rt.category = "auth"
+			}
+			// x-rate-limit: {category, key} names the operation's rate-limit category (none:
+			// not limited) and the path parameter counted per, when not the caller.
+			if x, ok := op.Extensions["x-rate-limit"].(map[string]any); ok {
+				if c, _ := x["category"].(string); c == "none" {
+					rt.category = ""
+				} else if c != "" {
+					rt.category = c
 				}
+				rt.limitKey, _ = x["key"].(string)
 			}
-			s.routes[method+" "+echoPath] = &route{
-				opID: op.OperationID, public: public, category: cat, op: op,
-				kin: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op},
+			if op.Extensions["x-body-limit"] == "upload" {
+				rt.bodyLimit = s.cfg.MaxUploadBytes + 1<<20 // the file plus the form around it
 			}
+			if op.RequestBody != nil && op.RequestBody.Value.Content.Get("multipart/form-data") != nil {
+				rt.multipart = true
+			}
+			s.routes[method+" "+echoPath] = rt
 		}
 	}
 	return nil
