@@ -493,6 +493,9 @@ type Forbidden = AuthError
 // NotFound defines model for NotFound.
 type NotFound = ErrorEnvelope
 
+// PayloadTooLarge defines model for PayloadTooLarge.
+type PayloadTooLarge = ErrorEnvelope
+
 // RateLimitExceeded defines model for RateLimitExceeded.
 type RateLimitExceeded = ErrorEnvelope
 
@@ -881,6 +884,8 @@ type ForbiddenJSONResponse AuthError
 
 type NotFoundJSONResponse ErrorEnvelope
 
+type PayloadTooLargeJSONResponse ErrorEnvelope
+
 type RateLimitExceededResponseHeaders struct {
 	RetryAfter           *int
 	XRateLimitLimit      *int
@@ -1052,6 +1057,20 @@ func (response CreateApiKey403JSONResponse) VisitCreateApiKeyResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateApiKey413JSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1265,6 +1284,20 @@ func (response RotateApiKey409JSONResponse) VisitRotateApiKeyResponse(w http.Res
 	return err
 }
 
+type RotateApiKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RotateApiKey413JSONResponse) VisitRotateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateApiKey429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response RotateApiKey429JSONResponse) VisitRotateApiKeyResponse(w http.ResponseWriter) error {
@@ -1344,6 +1377,20 @@ func (response Login401JSONResponse) VisitLoginResponse(w http.ResponseWriter) e
 	return err
 }
 
+type Login413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response Login413JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Login429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response Login429JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
@@ -1399,6 +1446,20 @@ func (response Logout400JSONResponse) VisitLogoutResponse(w http.ResponseWriter)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Logout413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response Logout413JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1714,6 +1775,20 @@ func (response RefreshToken401JSONResponse) VisitRefreshTokenResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshToken413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RefreshToken413JSONResponse) VisitRefreshTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }

@@ -651,6 +651,9 @@ type Forbidden = AuthError
 // NotFound defines model for NotFound.
 type NotFound = ErrorEnvelope
 
+// PayloadTooLarge defines model for PayloadTooLarge.
+type PayloadTooLarge = ErrorEnvelope
+
 // PlanLimitExceeded defines model for PlanLimitExceeded.
 type PlanLimitExceeded = ErrorEnvelope
 
@@ -1145,6 +1148,8 @@ type ForbiddenJSONResponse AuthError
 
 type NotFoundJSONResponse ErrorEnvelope
 
+type PayloadTooLargeJSONResponse ErrorEnvelope
+
 type PlanLimitExceededJSONResponse ErrorEnvelope
 
 type RateLimitExceededResponseHeaders struct {
@@ -1302,6 +1307,20 @@ func (response AcceptInvitation410JSONResponse) VisitAcceptInvitationResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response AcceptInvitation413JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1503,6 +1522,20 @@ func (response CreateOrganization409JSONResponse) VisitCreateOrganizationRespons
 	return err
 }
 
+type CreateOrganization413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateOrganization413JSONResponse) VisitCreateOrganizationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOrganization429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response CreateOrganization429JSONResponse) VisitCreateOrganizationResponse(w http.ResponseWriter) error {
@@ -1613,6 +1646,20 @@ func (response DeleteOrganization404JSONResponse) VisitDeleteOrganizationRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOrganization413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response DeleteOrganization413JSONResponse) VisitDeleteOrganizationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1818,6 +1865,20 @@ func (response UpdateOrganization404JSONResponse) VisitUpdateOrganizationRespons
 	return err
 }
 
+type UpdateOrganization413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateOrganization413JSONResponse) VisitUpdateOrganizationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateOrganization429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response UpdateOrganization429JSONResponse) VisitUpdateOrganizationResponse(w http.ResponseWriter) error {
@@ -1936,6 +1997,20 @@ func (response CreateInvitation409JSONResponse) VisitCreateInvitationResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateInvitation413JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2286,6 +2361,20 @@ func (response UpdateOrganizationUser409JSONResponse) VisitUpdateOrganizationUse
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationUser413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateOrganizationUser413JSONResponse) VisitUpdateOrganizationUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }

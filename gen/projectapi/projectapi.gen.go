@@ -193,6 +193,9 @@ type Forbidden = AuthError
 // NotFound defines model for NotFound.
 type NotFound = ErrorEnvelope
 
+// PayloadTooLarge defines model for PayloadTooLarge.
+type PayloadTooLarge = ErrorEnvelope
+
 // PlanLimitExceeded defines model for PlanLimitExceeded.
 type PlanLimitExceeded = ErrorEnvelope
 
@@ -472,6 +475,8 @@ type ForbiddenJSONResponse AuthError
 
 type NotFoundJSONResponse ErrorEnvelope
 
+type PayloadTooLargeJSONResponse ErrorEnvelope
+
 type PlanLimitExceededJSONResponse ErrorEnvelope
 
 type RateLimitExceededResponseHeaders struct {
@@ -697,6 +702,20 @@ func (response CreateProject409JSONResponse) VisitCreateProjectResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateProject413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateProject413JSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1013,6 +1032,20 @@ func (response UpdateProject409JSONResponse) VisitUpdateProjectResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProject413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateProject413JSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
