@@ -218,13 +218,7 @@ func (a *Auth) GetCurrentUser(ctx context.Context, _ authapi.GetCurrentUserReque
 		return nil, err
 	}
 	out := authapi.CurrentUser{Id: u.ID, Email: u.Email, Name: u.Name, AuthMethod: authapi.CurrentUserAuthMethod(p.Method),
-		Organizations: make([]struct {
-			Id          authapi.OrganizationId `json:"id"`
-			Name        string                 `json:"name"`
-			Permissions []authapi.Permission   `json:"permissions"`
-			Role        authapi.MemberRole     `json:"role"`
-			Slug        string                 `json:"slug"`
-		}, 0, len(orgs))}
+		Organizations: make([]authapi.CurrentUserOrganization, 0, len(orgs))}
 	if p.KeyID != "" {
 		out.ApiKeyId = &p.KeyID
 	}
@@ -234,13 +228,8 @@ func (a *Auth) GetCurrentUser(ctx context.Context, _ authapi.GetCurrentUserReque
 		for i, x := range acc.Permissions {
 			perms[i] = authapi.Permission(x)
 		}
-		out.Organizations = append(out.Organizations, struct {
-			Id          authapi.OrganizationId `json:"id"`
-			Name        string                 `json:"name"`
-			Permissions []authapi.Permission   `json:"permissions"`
-			Role        authapi.MemberRole     `json:"role"`
-			Slug        string                 `json:"slug"`
-		}{o.OrgID, o.Name, perms, authapi.MemberRole(o.Role), o.Slug})
+		out.Organizations = append(out.Organizations, authapi.CurrentUserOrganization{
+			Id: o.OrgID, Name: o.Name, Slug: o.Slug, Role: authapi.MemberRole(o.Role), Permissions: perms})
 	}
 	return authapi.GetCurrentUser200JSONResponse(out), nil
 }

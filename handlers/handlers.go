@@ -5,7 +5,6 @@ package handlers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/url"
 	"strconv"
@@ -144,4 +143,3 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func errf(format string, a ...any) error { return fmt.Errorf(format, a...) }

@@ -310,26 +310,29 @@ type CurrentUser struct {
 	Email      string                `json:"email"`
 
 	// Id Example: usr_5g2f8d4s1a9p7o3i6u0y
-	Id            UserId `json:"id"`
-	Name          string `json:"name"`
-	Organizations []struct {
-		// Id Example: org_7k2m9x4q1w8e5r3t6y0u
-		Id   OrganizationId `json:"id"`
-		Name string         `json:"name"`
-
-		// Permissions Effective permissions in this organization (for an API key, its own permissions within the owner's role).
-		Permissions []Permission `json:"permissions"`
-
-		// Role Role of a user in an organization. Permission roles inherit: viewer < analyst < developer <
-		// admin < owner. As organization roles, owner and admin are themselves and every other role
-		// counts as member.
-		Role MemberRole `json:"role"`
-		Slug string     `json:"slug"`
-	} `json:"organizations"`
+	Id            UserId                    `json:"id"`
+	Name          string                    `json:"name"`
+	Organizations []CurrentUserOrganization `json:"organizations"`
 }
 
 // CurrentUserAuthMethod defines model for CurrentUser.AuthMethod.
 type CurrentUserAuthMethod string
+
+// CurrentUserOrganization defines model for CurrentUserOrganization.
+type CurrentUserOrganization struct {
+	// Id Example: org_7k2m9x4q1w8e5r3t6y0u
+	Id   OrganizationId `json:"id"`
+	Name string         `json:"name"`
+
+	// Permissions Effective permissions in this organization (for an API key, its own permissions within the owner's role).
+	Permissions []Permission `json:"permissions"`
+
+	// Role Role of a user in an organization. Permission roles inherit: viewer < analyst < developer <
+	// admin < owner. As organization roles, owner and admin are themselves and every other role
+	// counts as member.
+	Role MemberRole `json:"role"`
+	Slug string     `json:"slug"`
+}
 
 // Email defines model for Email.
 type Email = openapi_types.Email
