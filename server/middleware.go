@@ -149,6 +149,13 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 			return apierr.New(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
 				fmt.Sprintf("the request body is larger than %d bytes", limit))
 		}
+		if upload {
+			// The server's read timeout suits JSON bodies, not a gigabyte on a slow link: give
+			// uploads an hour (an idle connection still fails through TCP keepalives).
+			rc := http.NewResponseController(c.Response())
+			_ = rc.SetReadDeadline(time.Now().Add(time.Hour))
+			_ = rc.SetWriteDeadline(time.Now().Add(time.Hour + time.Minute)) // counted from the headers, not the end of the body
+		}
 		if req.Body != nil {
 			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
 		}

@@ -15,6 +15,7 @@ import (
 	"dataplatform/auth"
 	"dataplatform/config"
 	"dataplatform/gen/authapi"
+	"dataplatform/gen/datasetapi"
 	"dataplatform/gen/orgapi"
 	"dataplatform/gen/projectapi"
 	"dataplatform/gen/spec"
@@ -158,6 +159,7 @@ func (s *Server) buildEcho() *echo.Echo {
 	authapi.RegisterHandlers(e, authapi.NewStrictHandler(&handlers.Auth{Handlers: s.H}, nil))
 	orgapi.RegisterHandlers(e, orgapi.NewStrictHandler(&handlers.Orgs{Handlers: s.H}, nil))
 	projectapi.RegisterHandlers(e, projectapi.NewStrictHandler(&handlers.Projects{Handlers: s.H}, nil))
+	datasetapi.RegisterHandlers(e, datasetapi.NewStrictHandler(&handlers.Datasets{Handlers: s.H}, nil))
 	systemapi.RegisterHandlers(e, &handlers.System{Handlers: s.H})
 	return e
 }
@@ -182,3 +184,22 @@ func (s *Server) HTTPServer() *http.Server {
 
 // Close releases what the server holds (not the store).
 func (s *Server) Close() error { return s.limiter.Close() }
+
+// Maintain runs periodic housekeeping until ctx ends: removing uploads that expired without
+// a dataset claiming them. Every replica may run it; each expired row is deleted once.
+func (s *Server) Maintain(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if n, err := s.H.SweepUploads(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping expired uploads", "error", err)
+		} else if n > 0 {
+			s.log.Info("removed expired uploads", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -163,6 +163,7 @@ func serve(args []string) error {
 	if err := srv.H.Bootstrap(ctx); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
+	go srv.Maintain(ctx, 10*time.Minute)
 	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()

@@ -1,0 +1,196 @@
+package handlers
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/gen/datasetapi"
+	"dataplatform/ingest"
+	"dataplatform/store"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// UploadTTL is how long an upload waits for a dataset to claim it.
+const UploadTTL = 24 * time.Hour
+
+// Datasets implements project datasets.
+type Datasets struct{ *Handlers }
+
+// UploadPath is where an upload's file lives on disk.
+func (h *Handlers) UploadPath(storageKey string) string {
+	return filepath.Join(h.Config.DataDir, "uploads", filepath.FromSlash(storageKey))
+}
+
+func (h *Datasets) UploadDatasetFile(ctx context.Context, req datasetapi.UploadDatasetFileRequestObject) (datasetapi.UploadDatasetFileResponseObject, error) {
+	prj, err := h.project(ctx, nil, req.ProjectId, "datasets:write")
+	if err != nil {
+		return nil, err
+	}
+	now := h.now()
+	up := &store.Upload{ID: store.NewID("upl"), ProjectID: prj.ID, OrgID: prj.OrgID, CreatedAt: now, ExpiresAt: now.Add(UploadTTL)}
+	up.StorageKey = prj.OrgID + "/" + up.ID
+	path := h.UploadPath(up.StorageKey)
+	saved := false
+	defer func() {
+		if !saved {
+			os.Remove(path)
+		}
+	}()
+	gotFile := false
+	for {
+		part, err := req.Body.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, h.multipartError(err)
+		}
+		switch part.FormName() {
+		case "file":
+			if gotFile {
+				return nil, apierr.Field("body.file", "duplicate", "send one file per upload")
+			}
+			gotFile = true
+			if err := h.saveUpload(part, path, up); err != nil {
+				return nil, err
+			}
+		case "name":
+			v, err := formValue(part, 255)
+			if err != nil {
+				return nil, apierr.Field("body.name", "maxLength", err.Error())
+			}
+			up.Name = &v
+		case "description":
+			v, err := formValue(part, 2000)
+			if err != nil {
+				return nil, apierr.Field("body.description", "maxLength", err.Error())
+			}
+			up.Description = &v
+		default:
+			return nil, apierr.Field("body."+part.FormName(), "unknown_field", "unknown form field")
+		}
+	}
+	if !gotFile {
+		return nil, apierr.Field("body.file", "required", "the multipart form needs a `file` part")
+	}
+	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		if err := store.CreateUpload(ctx, tx, up); err != nil {
+			return err
+		}
+		return h.audit(ctx, tx, prj.OrgID, "dataset.upload", "upload", up.ID, up.Filename,
+			map[string]any{"project_id": prj.ID, "size": up.Size, "format": up.Format})
+	})
+	if err != nil {
+		return nil, err
+	}
+	saved = true
+	return datasetapi.UploadDatasetFile201JSONResponse(uploadOut(up)), nil
+}
+
+// saveUpload streams the file part to path, deciding its format from the first 64 KiB before
+// the rest is read, and enforcing the size limit as it goes.
+func (h *Datasets) saveUpload(part *multipart.Part, path string, up *store.Upload) error {
+	up.Filename = filepath.Base(strings.ReplaceAll(part.FileName(), "\\", "/"))
+	if up.Filename == "." || up.Filename == "/" || up.Filename == "" {
+		up.Filename = "upload"
+	}
+	br := bufio.NewReaderSize(part, 64<<10)
+	head, err := br.Peek(64 << 10)
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return h.multipartError(err)
+	}
+	format, err := ingest.Detect(head, up.Filename)
+	var fe *ingest.FormatError
+	if errors.As(err, &fe) {
+		return apierr.New(http.StatusBadRequest, "INVALID_FILE_FORMAT",
+			"the file is "+fe.Provided+"; upload CSV, JSON (an array of objects or NDJSON) or Parquet").
+			WithDetails(map[string]any{"provided_format": fe.Provided, "supported_formats": []string{"csv", "json", "parquet"}})
+	} else if err != nil {
+		return err
+	}
+	up.Format = string(format)
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	max := h.Config.MaxUploadBytes
+	n, err := io.Copy(f, io.LimitReader(br, max+1))
+	if err != nil {
+		return h.multipartError(err)
+	}
+	if n > max {
+		return apierr.FileTooLarge(n, max)
+	}
+	up.Size = n
+	return f.Sync()
+}
+
+// multipartError maps errors reading the request: the body limit is FILE_TOO_LARGE, anything
+// else a malformed form.
+func (h *Datasets) multipartError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return apierr.FileTooLarge(mbe.Limit, h.Config.MaxUploadBytes)
+	}
+	return apierr.Field("body", "invalid_multipart", "malformed multipart form: "+err.Error())
+}
+
+func formValue(p *multipart.Part, max int) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(p, int64(max)*4+1))
+	if err != nil {
+		return "", err
+	}
+	if s := string(b); len([]rune(s)) <= max {
+		return s, nil
+	}
+	return "", fmt.Errorf("at most %d characters", max)
+}
+
+// SweepUploads deletes unclaimed uploads that have expired, rows and files.
+func (h *Handlers) SweepUploads(ctx context.Context) (int, error) {
+	ups, err := h.Store.ExpiredUploads(ctx, h.now())
+	if err != nil {
+		return 0, err
+	}
+	for _, u := range ups {
+		if err := os.Remove(h.UploadPath(u.StorageKey)); err != nil && !os.IsNotExist(err) {
+			h.Log.Warn("remove expired upload", "upload_id", u.ID, "error", err)
+		}
+	}
+	return len(ups), nil
+}
+
+func (h *Datasets) GetDatasetUpload(ctx context.Context, req datasetapi.GetDatasetUploadRequestObject) (datasetapi.GetDatasetUploadResponseObject, error) {
+	prj, err := h.project(ctx, nil, req.ProjectId, "datasets:list")
+	if err != nil {
+		return nil, err
+	}
+	up, err := store.UploadByID(ctx, h.Store.DB, prj.ID, req.FileId)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && up.ClaimedAt == nil && !h.now().Before(up.ExpiresAt)) {
+		return nil, apierr.NotFound("upload", req.FileId)
+	} else if err != nil {
+		return nil, err
+	}
+	return datasetapi.GetDatasetUpload200JSONResponse(uploadOut(up)), nil
+}
+
+func uploadOut(up *store.Upload) datasetapi.Upload {
+	return datasetapi.Upload{FileId: up.ID, Filename: up.Filename, Size: up.Size, Type: datasetapi.UploadType(up.Format),
+		UploadUrl: "/api/v1/projects/" + up.ProjectID + "/datasets/uploads/" + up.ID, ExpiresAt: up.ExpiresAt,
+		Name: up.Name, Description: up.Description, Claimed: ptr(up.ClaimedAt != nil)}
+}

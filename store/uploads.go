@@ -1,0 +1,51 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Upload is a stored file waiting for (or claimed by) a dataset.
+type Upload struct {
+	ID          string     `db:"id"`
+	ProjectID   string     `db:"project_id"`
+	OrgID       string     `db:"organization_id"`
+	Filename    string     `db:"filename"`
+	Name        *string    `db:"name"`
+	Description *string    `db:"description"`
+	Size        int64      `db:"size_bytes"`
+	Format      string     `db:"format"`
+	StorageKey  string     `db:"storage_key"`
+	CreatedBy   *string    `db:"created_by"`
+	CreatedAt   time.Time  `db:"created_at"`
+	ExpiresAt   time.Time  `db:"expires_at"`
+	ClaimedAt   *time.Time `db:"claimed_at"`
+}
+
+// CreateUpload inserts u.
+func CreateUpload(ctx context.Context, q sqlx.ExtContext, u *Upload) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.uploads (id, project_id, organization_id, filename, name, description,
+		size_bytes, format, storage_key, created_by, created_at, expires_at)
+		VALUES (:id, :project_id, :organization_id, :filename, :name, :description, :size_bytes, :format, :storage_key, :created_by, :created_at, :expires_at)`, u)
+	return err
+}
+
+const uploadCols = `id, project_id, organization_id, filename, name, description, size_bytes, format, storage_key, created_by, created_at, expires_at, claimed_at`
+
+// UploadByID finds an upload of a project.
+func UploadByID(ctx context.Context, q sqlx.QueryerContext, projectID, id string) (*Upload, error) {
+	var u Upload
+	err := sqlx.GetContext(ctx, q, &u, `SELECT `+uploadCols+` FROM platform.uploads WHERE id = $1 AND project_id = $2`, id, projectID)
+	return &u, notFound(err)
+}
+
+// ExpiredUploads removes the rows of unclaimed uploads that expired before now and returns
+// them, so that their files can be deleted.
+func (s *Store) ExpiredUploads(ctx context.Context, now time.Time) ([]Upload, error) {
+	var out []Upload
+	err := s.DB.SelectContext(ctx, &out, `DELETE FROM platform.uploads WHERE claimed_at IS NULL AND expires_at < $1
+		RETURNING `+uploadCols, now)
+	return out, err
+}
