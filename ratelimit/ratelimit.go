@@ -23,6 +23,7 @@ var Defaults = map[string]string{
 	"invitations": "50-D",   // user invitations
 	"api_keys":    "10-D",   // API key creation and rotation
 	"uploads":     "10-H",   // file uploads, per project
+	"datasets":    "50-H",   // dataset creation, per project
 }
 
 // Limiter holds one ulule limiter per category over a shared store.

@@ -14,6 +14,7 @@ import (
 
 	"dataplatform/auth"
 	"dataplatform/config"
+	"dataplatform/datasets"
 	"dataplatform/gen/authapi"
 	"dataplatform/gen/datasetapi"
 	"dataplatform/gen/orgapi"
@@ -21,6 +22,7 @@ import (
 	"dataplatform/gen/spec"
 	"dataplatform/gen/systemapi"
 	"dataplatform/handlers"
+	"dataplatform/jobs"
 	"dataplatform/ratelimit"
 	"dataplatform/store"
 
@@ -33,6 +35,9 @@ import (
 type Deps struct {
 	Config config.Config
 	Store  *store.Store
+	// DatabaseURL is the store's URL, for the job runner's LISTEN connection (empty: the
+	// runner only polls).
+	DatabaseURL string
 	Logger *slog.Logger
 	Clock  func() time.Time // nil: time.Now
 }
@@ -47,6 +52,8 @@ type Server struct {
 	limiter *ratelimit.Limiter
 	Keys    *auth.KeyStore
 	H       *handlers.Handlers
+	// Jobs runs background work (dataset ingestion); the caller starts and stops it.
+	Jobs *jobs.Runner
 }
 
 // route is what the middleware needs to know about an operation of the description.
@@ -95,6 +102,8 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 		h.OIDC, authn.External = oidc, oidc
 	}
 	s := &Server{cfg: d.Config, log: d.Logger, authn: authn, limiter: lim, Keys: keys, H: h}
+	s.Jobs = jobs.NewRunner(d.Store, d.DatabaseURL, d.Clock, d.Logger, jobs.Options{Workers: 2})
+	(&datasets.Ingester{Store: d.Store, Clock: d.Clock, Log: d.Logger, UploadPath: h.UploadPath}).Register(s.Jobs)
 	if err := s.loadRoutes(); err != nil {
 		return nil, err
 	}

@@ -67,7 +67,8 @@ type option func(*config.Config)
 func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t))
+	dbURL := pgtest.NewDatabase(t)
+	st, err := store.Open(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +78,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	cfg.BcryptCost = 4
 	cfg.AdminEmail, cfg.AdminPassword = adminEmail, adminPassword
 	cfg.LogRequests = false
+	cfg.DataDir = t.TempDir()
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -85,10 +87,12 @@ func newEnv(t testing.TB, opts ...option) *env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	e.srv, err = server.New(ctx, server.Deps{Config: cfg, Store: st, Logger: log, Clock: e.clock.Now})
+	e.srv, err = server.New(ctx, server.Deps{Config: cfg, Store: st, DatabaseURL: dbURL, Logger: log, Clock: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.srv.Jobs.Start(context.Background())
+	t.Cleanup(e.srv.Jobs.Stop)
 	if err := e.srv.H.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}

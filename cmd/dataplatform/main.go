@@ -99,7 +99,7 @@ func withDatabase(name string, args []string, fn func(ctx context.Context, cfg c
 	log := logger(cfg.LogLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, cleanup, err := openDatabase(ctx, cfg, log)
+	st, _, cleanup, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -107,16 +107,16 @@ func withDatabase(name string, args []string, fn func(ctx context.Context, cfg c
 	return fn(ctx, cfg, st, log)
 }
 
-func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.Store, func(), error) {
+func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.Store, string, func(), error) {
 	start := time.Now()
 	url, cleanup := cfg.DatabaseURL, func() {}
 	if url == "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o711); err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		c, err := pgembed.Start(ctx, filepath.Join(cfg.DataDir, "postgres"), filepath.Join(cfg.DataDir, "postgres.password"), pgembed.Options{Logger: log})
 		if err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		log.Info("embedded PostgreSQL started", "dir", c.Dir, "port", c.Port, "ms", time.Since(start).Milliseconds())
 		url, cleanup = c.URL("postgres"), func() {
@@ -128,14 +128,14 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (*st
 	st, err := store.Open(ctx, url)
 	if err != nil {
 		cleanup()
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	if err := store.Migrate(ctx, st.DB.DB); err != nil {
 		st.Close()
 		cleanup()
-		return nil, nil, fmt.Errorf("migrate: %w", err)
+		return nil, "", nil, fmt.Errorf("migrate: %w", err)
 	}
-	return st, func() { st.Close(); cleanup() }, nil
+	return st, url, func() { st.Close(); cleanup() }, nil
 }
 
 func serve(args []string) error {
@@ -150,12 +150,12 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	st, cleanup, err := openDatabase(ctx, cfg, log)
+	st, url, cleanup, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	srv, err := server.New(ctx, server.Deps{Config: cfg, Store: st, Logger: log})
+	srv, err := server.New(ctx, server.Deps{Config: cfg, Store: st, DatabaseURL: url, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -164,6 +164,8 @@ func serve(args []string) error {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	go srv.Maintain(ctx, 10*time.Minute)
+	srv.Jobs.Start(context.WithoutCancel(ctx))
+	defer srv.Jobs.Stop() // after the HTTP server: running jobs go back to the queue
 	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()

@@ -62,24 +62,171 @@ func (e AuthErrorError) Valid() bool {
 	}
 }
 
+// Defines values for CreateDatasetRequestSourceType.
+const (
+	CreateDatasetRequestSourceTypeCsv     CreateDatasetRequestSourceType = "csv"
+	CreateDatasetRequestSourceTypeJson    CreateDatasetRequestSourceType = "json"
+	CreateDatasetRequestSourceTypeNdjson  CreateDatasetRequestSourceType = "ndjson"
+	CreateDatasetRequestSourceTypeParquet CreateDatasetRequestSourceType = "parquet"
+)
+
+// Valid indicates whether the value is a known member of the CreateDatasetRequestSourceType enum.
+func (e CreateDatasetRequestSourceType) Valid() bool {
+	switch e {
+	case CreateDatasetRequestSourceTypeCsv:
+		return true
+	case CreateDatasetRequestSourceTypeJson:
+		return true
+	case CreateDatasetRequestSourceTypeNdjson:
+		return true
+	case CreateDatasetRequestSourceTypeParquet:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateDatasetRequestType.
+const (
+	CreateDatasetRequestTypeFile CreateDatasetRequestType = "file"
+)
+
+// Valid indicates whether the value is a known member of the CreateDatasetRequestType enum.
+func (e CreateDatasetRequestType) Valid() bool {
+	switch e {
+	case CreateDatasetRequestTypeFile:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatasetStatus.
+const (
+	DatasetStatusActive     DatasetStatus = "active"
+	DatasetStatusFailed     DatasetStatus = "failed"
+	DatasetStatusProcessing DatasetStatus = "processing"
+)
+
+// Valid indicates whether the value is a known member of the DatasetStatus enum.
+func (e DatasetStatus) Valid() bool {
+	switch e {
+	case DatasetStatusActive:
+		return true
+	case DatasetStatusFailed:
+		return true
+	case DatasetStatusProcessing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatasetType.
+const (
+	DatasetTypeDatabase DatasetType = "database"
+	DatasetTypeFile     DatasetType = "file"
+)
+
+// Valid indicates whether the value is a known member of the DatasetType enum.
+func (e DatasetType) Valid() bool {
+	switch e {
+	case DatasetTypeDatabase:
+		return true
+	case DatasetTypeFile:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatasetSourceType.
+const (
+	DatasetSourceTypeCsv     DatasetSourceType = "csv"
+	DatasetSourceTypeJson    DatasetSourceType = "json"
+	DatasetSourceTypeNdjson  DatasetSourceType = "ndjson"
+	DatasetSourceTypeParquet DatasetSourceType = "parquet"
+)
+
+// Valid indicates whether the value is a known member of the DatasetSourceType enum.
+func (e DatasetSourceType) Valid() bool {
+	switch e {
+	case DatasetSourceTypeCsv:
+		return true
+	case DatasetSourceTypeJson:
+		return true
+	case DatasetSourceTypeNdjson:
+		return true
+	case DatasetSourceTypeParquet:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobStatus.
+const (
+	JobStatusCancelled JobStatus = "cancelled"
+	JobStatusFailed    JobStatus = "failed"
+	JobStatusQueued    JobStatus = "queued"
+	JobStatusRunning   JobStatus = "running"
+	JobStatusSucceeded JobStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the JobStatus enum.
+func (e JobStatus) Valid() bool {
+	switch e {
+	case JobStatusCancelled:
+		return true
+	case JobStatusFailed:
+		return true
+	case JobStatusQueued:
+		return true
+	case JobStatusRunning:
+		return true
+	case JobStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UploadType.
 const (
-	Csv     UploadType = "csv"
-	Json    UploadType = "json"
-	Ndjson  UploadType = "ndjson"
-	Parquet UploadType = "parquet"
+	UploadTypeCsv     UploadType = "csv"
+	UploadTypeJson    UploadType = "json"
+	UploadTypeNdjson  UploadType = "ndjson"
+	UploadTypeParquet UploadType = "parquet"
 )
 
 // Valid indicates whether the value is a known member of the UploadType enum.
 func (e UploadType) Valid() bool {
 	switch e {
-	case Csv:
+	case UploadTypeCsv:
 		return true
-	case Json:
+	case UploadTypeJson:
 		return true
-	case Ndjson:
+	case UploadTypeNdjson:
 		return true
-	case Parquet:
+	case UploadTypeParquet:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListDatasetsParamsType.
+const (
+	ListDatasetsParamsTypeDatabase ListDatasetsParamsType = "database"
+	ListDatasetsParamsTypeFile     ListDatasetsParamsType = "file"
+)
+
+// Valid indicates whether the value is a known member of the ListDatasetsParamsType enum.
+func (e ListDatasetsParamsType) Valid() bool {
+	switch e {
+	case ListDatasetsParamsTypeDatabase:
+		return true
+	case ListDatasetsParamsTypeFile:
 		return true
 	default:
 		return false
@@ -102,6 +249,111 @@ type AuthErrorCode string
 
 // AuthErrorError defines model for AuthError.Error.
 type AuthErrorError string
+
+// CreateDatasetRequest defines model for CreateDatasetRequest.
+type CreateDatasetRequest struct {
+	Description *string `json:"description,omitempty"`
+
+	// Name Unique in the project (case-insensitive).
+	Name   string `json:"name"`
+	Source struct {
+		FileId string `json:"file_id"`
+
+		// Type Optional; must match the upload's detected format.
+		Type *CreateDatasetRequestSourceType `json:"type,omitempty"`
+	} `json:"source"`
+	Type *CreateDatasetRequestType `json:"type,omitempty"`
+}
+
+// CreateDatasetRequestSourceType Optional; must match the upload's detected format.
+type CreateDatasetRequestSourceType string
+
+// CreateDatasetRequestType defines model for CreateDatasetRequest.Type.
+type CreateDatasetRequestType string
+
+// Dataset defines model for Dataset.
+type Dataset struct {
+	CreatedAt   time.Time `json:"created_at"`
+	Description *string   `json:"description"`
+
+	// Error Why processing failed (with line and column for bad rows).
+	Error     *string    `json:"error,omitempty"`
+	Id        string     `json:"id"`
+	IndexedAt *time.Time `json:"indexed_at,omitempty"`
+	JobId     *string    `json:"job_id,omitempty"`
+
+	// Metadata Single read only.
+	Metadata *DatasetMetadata `json:"metadata,omitempty"`
+	Name     string           `json:"name"`
+
+	// ProjectId Example: prj_3n8b5v1c7x2z9l4k6j0h
+	ProjectId ProjectId      `json:"project_id"`
+	Schema    *DatasetSchema `json:"schema,omitempty"`
+	Source    DatasetSource  `json:"source"`
+	Status    DatasetStatus  `json:"status"`
+	Type      DatasetType    `json:"type"`
+	UpdatedAt time.Time      `json:"updated_at"`
+}
+
+// DatasetStatus defines model for Dataset.Status.
+type DatasetStatus string
+
+// DatasetType defines model for Dataset.Type.
+type DatasetType string
+
+// DatasetColumn defines model for DatasetColumn.
+type DatasetColumn struct {
+	Description *string `json:"description,omitempty"`
+
+	// Name Column name in the table (a safe identifier).
+	Name     string `json:"name"`
+	Nullable bool   `json:"nullable"`
+
+	// OriginalName The name in the file.
+	OriginalName *string `json:"original_name,omitempty"`
+
+	// Type PostgreSQL type: integer, bigint, numeric, boolean, date, timestamptz, uuid, jsonb, text, or an array of those.
+	Type string `json:"type"`
+}
+
+// DatasetMetadata Single read only.
+type DatasetMetadata struct {
+	IndexTimeMs      *int64     `json:"index_time_ms,omitempty"`
+	ProcessingTimeMs *int64     `json:"processing_time_ms,omitempty"`
+	UploadTime       *time.Time `json:"upload_time,omitempty"`
+	VectorCount      *int64     `json:"vector_count,omitempty"`
+}
+
+// DatasetSchema defines model for DatasetSchema.
+type DatasetSchema struct {
+	Tables []DatasetTable `json:"tables"`
+}
+
+// DatasetSource defines model for DatasetSource.
+type DatasetSource struct {
+	ColumnCount *int    `json:"column_count,omitempty"`
+	FileId      *string `json:"file_id,omitempty"`
+	Filename    *string `json:"filename,omitempty"`
+	RowCount    *int64  `json:"row_count,omitempty"`
+
+	// S3Key Storage key of the uploaded file (single read).
+	S3Key *string `json:"s3_key,omitempty"`
+	Size  *int64  `json:"size,omitempty"`
+
+	// Table Name of the dataset's table.
+	Table *string           `json:"table,omitempty"`
+	Type  DatasetSourceType `json:"type"`
+}
+
+// DatasetSourceType defines model for DatasetSource.Type.
+type DatasetSourceType string
+
+// DatasetTable defines model for DatasetTable.
+type DatasetTable struct {
+	Columns     []DatasetColumn `json:"columns"`
+	Description *string         `json:"description,omitempty"`
+	Name        string          `json:"name"`
+}
 
 // ErrorEnvelope defines model for ErrorEnvelope.
 type ErrorEnvelope struct {
@@ -138,8 +390,51 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// Job defines model for Job.
+type Job struct {
+	Attempts     int          `json:"attempts"`
+	CreatedAt    time.Time    `json:"created_at"`
+	Error        *string      `json:"error,omitempty"`
+	FinishedAt   *time.Time   `json:"finished_at,omitempty"`
+	Id           string       `json:"id"`
+	Kind         string       `json:"kind"`
+	MaxAttempts  *int         `json:"max_attempts,omitempty"`
+	Progress     *JobProgress `json:"progress,omitempty"`
+	ResourceId   *string      `json:"resource_id,omitempty"`
+	ResourceType *string      `json:"resource_type,omitempty"`
+	StartedAt    *time.Time   `json:"started_at,omitempty"`
+	Status       JobStatus    `json:"status"`
+}
+
+// JobStatus defines model for Job.Status.
+type JobStatus string
+
+// JobProgress defines model for JobProgress.
+type JobProgress struct {
+	Done    *int64  `json:"done,omitempty"`
+	Message *string `json:"message,omitempty"`
+	Phase   *string `json:"phase,omitempty"`
+	Total   *int64  `json:"total,omitempty"`
+}
+
 // OrganizationId Example: org_7k2m9x4q1w8e5r3t6y0u
 type OrganizationId = string
+
+// Pagination defines model for Pagination.
+type Pagination struct {
+	FirstPageUrl *string `json:"first_page_url,omitempty"`
+	HasNext      bool    `json:"has_next"`
+	HasPrev      bool    `json:"has_prev"`
+	LastPageUrl  *string `json:"last_page_url,omitempty"`
+	Limit        int     `json:"limit"`
+	NextCursor   *string `json:"next_cursor,omitempty"`
+	NextPageUrl  *string `json:"next_page_url,omitempty"`
+	Page         int     `json:"page"`
+	Pages        int     `json:"pages"`
+	PrevCursor   *string `json:"prev_cursor,omitempty"`
+	PrevPageUrl  *string `json:"prev_page_url,omitempty"`
+	Total        int     `json:"total"`
+}
 
 // ProjectId Example: prj_3n8b5v1c7x2z9l4k6j0h
 type ProjectId = string
@@ -166,14 +461,26 @@ type UploadType string
 // UserId Example: usr_5g2f8d4s1a9p7o3i6u0y
 type UserId = string
 
+// DatasetId defines model for DatasetId.
+type DatasetId = string
+
 // InvitationToken defines model for InvitationToken.
 type InvitationToken = string
 
 // KeyId defines model for KeyId.
 type KeyId = string
 
+// Limit defines model for Limit.
+type Limit = int
+
+// Page defines model for Page.
+type Page = int
+
 // BadRequest defines model for BadRequest.
 type BadRequest = ErrorEnvelope
+
+// Conflict defines model for Conflict.
+type Conflict = ErrorEnvelope
 
 // Forbidden defines model for Forbidden.
 type Forbidden = AuthError
@@ -187,6 +494,22 @@ type RateLimitExceeded = ErrorEnvelope
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = AuthError
 
+// ListDatasetsParams defines parameters for ListDatasets.
+type ListDatasetsParams struct {
+	// Page Page number, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Search Case-insensitive substring of the dataset name.
+	Search *string                 `form:"search,omitempty" json:"search,omitempty"`
+	Type   *ListDatasetsParamsType `form:"type,omitempty" json:"type,omitempty"`
+}
+
+// ListDatasetsParamsType defines parameters for ListDatasets.
+type ListDatasetsParamsType string
+
 // UploadDatasetFileMultipartBody defines parameters for UploadDatasetFile.
 type UploadDatasetFileMultipartBody struct {
 	Description *string            `json:"description,omitempty"`
@@ -196,8 +519,29 @@ type UploadDatasetFileMultipartBody struct {
 	Name *string `json:"name,omitempty"`
 }
 
+// UpdateDatasetJSONBody defines parameters for UpdateDataset.
+type UpdateDatasetJSONBody struct {
+	Description *string `json:"description,omitempty"`
+	Name        *string `json:"name,omitempty"`
+}
+
+// PreviewDatasetParams defines parameters for PreviewDataset.
+type PreviewDatasetParams struct {
+	Limit  *int `form:"limit,omitempty" json:"limit,omitempty"`
+	Offset *int `form:"offset,omitempty" json:"offset,omitempty"`
+
+	// Table Table to preview; file datasets have one, named as the dataset's `source.table`.
+	Table *string `form:"table,omitempty" json:"table,omitempty"`
+}
+
+// CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
+type CreateDatasetJSONRequestBody = CreateDatasetRequest
+
 // UploadDatasetFileMultipartRequestBody defines body for UploadDatasetFile for multipart/form-data ContentType.
 type UploadDatasetFileMultipartRequestBody UploadDatasetFileMultipartBody
+
+// UpdateDatasetJSONRequestBody defines body for UpdateDataset for application/json ContentType.
+type UpdateDatasetJSONRequestBody UpdateDatasetJSONBody
 
 // AsErrorEnvelopeErrorDetails0 returns the union data inside the ErrorEnvelope_Error_Details as a ErrorEnvelopeErrorDetails0
 func (t ErrorEnvelope_Error_Details) AsErrorEnvelopeErrorDetails0() (ErrorEnvelopeErrorDetails0, error) {
@@ -263,17 +607,116 @@ func (t *ErrorEnvelope_Error_Details) UnmarshalJSON(b []byte) error {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetJob A background job's state and progress (member of the job's organization)
+	// (GET /api/v1/jobs/{job_id})
+	GetJob(ctx echo.Context, jobId string) error
+	// ListDatasets Datasets of a project (datasets:list)
+	// (GET /api/v1/projects/{project_id}/datasets)
+	ListDatasets(ctx echo.Context, projectId ProjectId, params ListDatasetsParams) error
+	// CreateDataset Create a dataset from an upload (datasets:write)
+	// (POST /api/v1/projects/{project_id}/datasets)
+	CreateDataset(ctx echo.Context, projectId ProjectId) error
 	// UploadDatasetFile Upload a CSV, JSON (array or NDJSON) or Parquet file (datasets:write)
 	// (POST /api/v1/projects/{project_id}/datasets/upload)
 	UploadDatasetFile(ctx echo.Context, projectId ProjectId) error
 	// GetDatasetUpload An upload (the `upload_url` of the upload answer; datasets:list)
 	// (GET /api/v1/projects/{project_id}/datasets/uploads/{file_id})
 	GetDatasetUpload(ctx echo.Context, projectId ProjectId, fileId string) error
+	// DeleteDataset Delete the dataset, its table, its upload and everything attached (datasets:delete)
+	// (DELETE /api/v1/projects/{project_id}/datasets/{dataset_id})
+	DeleteDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error
+	// GetDataset Dataset detail (datasets:list)
+	// (GET /api/v1/projects/{project_id}/datasets/{dataset_id})
+	GetDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error
+	// UpdateDataset Rename or describe a dataset (datasets:write)
+	// (PATCH /api/v1/projects/{project_id}/datasets/{dataset_id})
+	UpdateDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error
+	// PreviewDataset First rows of the dataset's table (datasets:read)
+	// (GET /api/v1/projects/{project_id}/datasets/{dataset_id}/preview)
+	PreviewDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId, params PreviewDatasetParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// GetJob converts echo context to params.
+func (w *ServerInterfaceWrapper) GetJob(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "job_id" -------------
+	var jobId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "job_id", ctx.Param("job_id"), &jobId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter job_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetJob(ctx, jobId)
+	return err
+}
+
+// ListDatasets converts echo context to params.
+func (w *ServerInterfaceWrapper) ListDatasets(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDatasetsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "search" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "search", ctx.QueryParams(), &params.Search, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter search: %s", err))
+	}
+
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListDatasets(ctx, projectId, params)
+	return err
+}
+
+// CreateDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateDataset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateDataset(ctx, projectId)
+	return err
 }
 
 // UploadDatasetFile converts echo context to params.
@@ -313,6 +756,125 @@ func (w *ServerInterfaceWrapper) GetDatasetUpload(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetDatasetUpload(ctx, projectId, fileId)
+	return err
+}
+
+// DeleteDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteDataset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteDataset(ctx, projectId, datasetId)
+	return err
+}
+
+// GetDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDataset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDataset(ctx, projectId, datasetId)
+	return err
+}
+
+// UpdateDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDataset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDataset(ctx, projectId, datasetId)
+	return err
+}
+
+// PreviewDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) PreviewDataset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PreviewDatasetParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "offset" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "offset", ctx.QueryParams(), &params.Offset, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter offset: %s", err))
+	}
+
+	// ------------- Optional query parameter "table" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PreviewDataset(ctx, projectId, datasetId, params)
 	return err
 }
 
@@ -365,10 +927,19 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets/upload", wrapper.UploadDatasetFile, options.OperationMiddlewares["uploadDatasetFile"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/uploads/:file_id", wrapper.GetDatasetUpload, options.OperationMiddlewares["getDatasetUpload"]...)
+	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets", wrapper.ListDatasets, options.OperationMiddlewares["listDatasets"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets", wrapper.CreateDataset, options.OperationMiddlewares["createDataset"]...)
+	router.DELETE(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id", wrapper.DeleteDataset, options.OperationMiddlewares["deleteDataset"]...)
+	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id", wrapper.GetDataset, options.OperationMiddlewares["getDataset"]...)
+	router.PATCH(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id", wrapper.UpdateDataset, options.OperationMiddlewares["updateDataset"]...)
+	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/preview", wrapper.PreviewDataset, options.OperationMiddlewares["previewDataset"]...)
+	router.GET(options.BaseURL+"/api/v1/jobs/:job_id", wrapper.GetJob, options.OperationMiddlewares["getJob"]...)
 
 }
 
 type BadRequestJSONResponse ErrorEnvelope
+
+type ConflictJSONResponse ErrorEnvelope
 
 type ForbiddenJSONResponse AuthError
 
@@ -388,6 +959,340 @@ type RateLimitExceededJSONResponse struct {
 }
 
 type UnauthorizedJSONResponse AuthError
+
+type GetJobRequestObject struct {
+	JobId string `json:"job_id"`
+}
+
+type GetJobResponseObject interface {
+	VisitGetJobResponse(w http.ResponseWriter) error
+}
+
+type GetJob200JSONResponse Job
+
+func (response GetJob200JSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetJob401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetJob401JSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetJob403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetJob403JSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetJob404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetJob404JSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetJob429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetJob429JSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasetsRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Params    ListDatasetsParams
+}
+
+type ListDatasetsResponseObject interface {
+	VisitListDatasetsResponse(w http.ResponseWriter) error
+}
+
+type ListDatasets200JSONResponse struct {
+	Datasets   []Dataset  `json:"datasets"`
+	Pagination Pagination `json:"pagination"`
+}
+
+func (response ListDatasets200JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasets400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListDatasets400JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasets401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListDatasets401JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasets403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListDatasets403JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasets404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListDatasets404JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasets429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ListDatasets429JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDatasetRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *CreateDatasetJSONRequestBody
+}
+
+type CreateDatasetResponseObject interface {
+	VisitCreateDatasetResponse(w http.ResponseWriter) error
+}
+
+type CreateDataset202ResponseHeaders struct {
+	Location string
+}
+
+type CreateDataset202JSONResponse struct {
+	Body    Dataset
+	Headers CreateDataset202ResponseHeaders
+}
+
+func (response CreateDataset202JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateDataset400JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateDataset401JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateDataset403JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateDataset404JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateDataset409JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDataset429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response CreateDataset429JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type UploadDatasetFileRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
@@ -605,14 +1510,478 @@ func (response GetDatasetUpload429JSONResponse) VisitGetDatasetUploadResponse(w 
 	return err
 }
 
+type DeleteDatasetRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type DeleteDatasetResponseObject interface {
+	VisitDeleteDatasetResponse(w http.ResponseWriter) error
+}
+
+type DeleteDataset200JSONResponse struct {
+	DeletedAt time.Time `json:"deleted_at"`
+	Message   string    `json:"message"`
+}
+
+func (response DeleteDataset200JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteDataset401JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDataset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteDataset403JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDataset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteDataset404JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDataset429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response DeleteDataset429JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type GetDatasetResponseObject interface {
+	VisitGetDatasetResponse(w http.ResponseWriter) error
+}
+
+type GetDataset200JSONResponse Dataset
+
+func (response GetDataset200JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDataset401JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDataset403JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDataset404JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDataset429JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDatasetRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *UpdateDatasetJSONRequestBody
+}
+
+type UpdateDatasetResponseObject interface {
+	VisitUpdateDatasetResponse(w http.ResponseWriter) error
+}
+
+type UpdateDataset200JSONResponse Dataset
+
+func (response UpdateDataset200JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateDataset400JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateDataset401JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateDataset403JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateDataset404JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateDataset409JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response UpdateDataset429JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewDatasetRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	DatasetId DatasetId `json:"dataset_id"`
+	Params    PreviewDatasetParams
+}
+
+type PreviewDatasetResponseObject interface {
+	VisitPreviewDatasetResponse(w http.ResponseWriter) error
+}
+
+type PreviewDataset200JSONResponse struct {
+	Columns   []string         `json:"columns"`
+	RowCount  int              `json:"row_count"`
+	Rows      [][]*interface{} `json:"rows"`
+	Table     string           `json:"table"`
+	TotalRows int64            `json:"total_rows"`
+}
+
+func (response PreviewDataset200JSONResponse) VisitPreviewDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewDataset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PreviewDataset400JSONResponse) VisitPreviewDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PreviewDataset401JSONResponse) VisitPreviewDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewDataset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PreviewDataset403JSONResponse) VisitPreviewDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewDataset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PreviewDataset404JSONResponse) VisitPreviewDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewDataset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PreviewDataset409JSONResponse) VisitPreviewDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewDataset429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response PreviewDataset429JSONResponse) VisitPreviewDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetJob A background job's state and progress (member of the job's organization)
+	// (GET /api/v1/jobs/{job_id})
+	GetJob(ctx context.Context, request GetJobRequestObject) (GetJobResponseObject, error)
+	// ListDatasets Datasets of a project (datasets:list)
+	// (GET /api/v1/projects/{project_id}/datasets)
+	ListDatasets(ctx context.Context, request ListDatasetsRequestObject) (ListDatasetsResponseObject, error)
+	// CreateDataset Create a dataset from an upload (datasets:write)
+	// (POST /api/v1/projects/{project_id}/datasets)
+	CreateDataset(ctx context.Context, request CreateDatasetRequestObject) (CreateDatasetResponseObject, error)
 	// UploadDatasetFile Upload a CSV, JSON (array or NDJSON) or Parquet file (datasets:write)
 	// (POST /api/v1/projects/{project_id}/datasets/upload)
 	UploadDatasetFile(ctx context.Context, request UploadDatasetFileRequestObject) (UploadDatasetFileResponseObject, error)
 	// GetDatasetUpload An upload (the `upload_url` of the upload answer; datasets:list)
 	// (GET /api/v1/projects/{project_id}/datasets/uploads/{file_id})
 	GetDatasetUpload(ctx context.Context, request GetDatasetUploadRequestObject) (GetDatasetUploadResponseObject, error)
+	// DeleteDataset Delete the dataset, its table, its upload and everything attached (datasets:delete)
+	// (DELETE /api/v1/projects/{project_id}/datasets/{dataset_id})
+	DeleteDataset(ctx context.Context, request DeleteDatasetRequestObject) (DeleteDatasetResponseObject, error)
+	// GetDataset Dataset detail (datasets:list)
+	// (GET /api/v1/projects/{project_id}/datasets/{dataset_id})
+	GetDataset(ctx context.Context, request GetDatasetRequestObject) (GetDatasetResponseObject, error)
+	// UpdateDataset Rename or describe a dataset (datasets:write)
+	// (PATCH /api/v1/projects/{project_id}/datasets/{dataset_id})
+	UpdateDataset(ctx context.Context, request UpdateDatasetRequestObject) (UpdateDatasetResponseObject, error)
+	// PreviewDataset First rows of the dataset's table (datasets:read)
+	// (GET /api/v1/projects/{project_id}/datasets/{dataset_id}/preview)
+	PreviewDataset(ctx context.Context, request PreviewDatasetRequestObject) (PreviewDatasetResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -625,6 +1994,105 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// GetJob operation middleware
+func (sh *strictHandler) GetJob(ctx echo.Context, jobId string) error {
+	var request GetJobRequestObject
+
+	request.JobId = jobId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetJob(ctx.Request().Context(), request.(GetJobRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetJob")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetJobResponseObject); ok {
+		return validResponse.VisitGetJobResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListDatasets operation middleware
+func (sh *strictHandler) ListDatasets(ctx echo.Context, projectId ProjectId, params ListDatasetsParams) error {
+	var request ListDatasetsRequestObject
+
+	request.ProjectId = projectId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListDatasets(ctx.Request().Context(), request.(ListDatasetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListDatasets")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListDatasetsResponseObject); ok {
+		return validResponse.VisitListDatasetsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateDataset operation middleware
+func (sh *strictHandler) CreateDataset(ctx echo.Context, projectId ProjectId) error {
+	var request CreateDatasetRequestObject
+
+	request.ProjectId = projectId
+
+	var body CreateDatasetJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateDataset(ctx.Request().Context(), request.(CreateDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateDatasetResponseObject); ok {
+		return validResponse.VisitCreateDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // UploadDatasetFile operation middleware
@@ -678,6 +2146,134 @@ func (sh *strictHandler) GetDatasetUpload(ctx echo.Context, projectId ProjectId,
 		return err
 	} else if validResponse, ok := response.(GetDatasetUploadResponseObject); ok {
 		return validResponse.VisitGetDatasetUploadResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteDataset operation middleware
+func (sh *strictHandler) DeleteDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error {
+	var request DeleteDatasetRequestObject
+
+	request.ProjectId = projectId
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteDataset(ctx.Request().Context(), request.(DeleteDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteDatasetResponseObject); ok {
+		return validResponse.VisitDeleteDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDataset operation middleware
+func (sh *strictHandler) GetDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error {
+	var request GetDatasetRequestObject
+
+	request.ProjectId = projectId
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDataset(ctx.Request().Context(), request.(GetDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetResponseObject); ok {
+		return validResponse.VisitGetDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDataset operation middleware
+func (sh *strictHandler) UpdateDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error {
+	var request UpdateDatasetRequestObject
+
+	request.ProjectId = projectId
+	request.DatasetId = datasetId
+
+	var body UpdateDatasetJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDataset(ctx.Request().Context(), request.(UpdateDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDatasetResponseObject); ok {
+		return validResponse.VisitUpdateDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PreviewDataset operation middleware
+func (sh *strictHandler) PreviewDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId, params PreviewDatasetParams) error {
+	var request PreviewDatasetRequestObject
+
+	request.ProjectId = projectId
+	request.DatasetId = datasetId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PreviewDataset(ctx.Request().Context(), request.(PreviewDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PreviewDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PreviewDatasetResponseObject); ok {
+		return validResponse.VisitPreviewDatasetResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

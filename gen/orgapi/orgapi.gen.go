@@ -627,6 +627,9 @@ type UsageCount struct {
 // UserId Example: usr_5g2f8d4s1a9p7o3i6u0y
 type UserId = string
 
+// DatasetId defines model for DatasetId.
+type DatasetId = string
+
 // InvitationToken defines model for InvitationToken.
 type InvitationToken = string
 

@@ -169,6 +169,9 @@ type UpdateProjectRequest struct {
 // UserId Example: usr_5g2f8d4s1a9p7o3i6u0y
 type UserId = string
 
+// DatasetId defines model for DatasetId.
+type DatasetId = string
+
 // InvitationToken defines model for InvitationToken.
 type InvitationToken = string
 

@@ -1,0 +1,319 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/datasets"
+	"dataplatform/gen/datasetapi"
+	"dataplatform/ingest"
+	"dataplatform/jobs"
+	"dataplatform/store"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+var _ datasetapi.StrictServerInterface = (*Datasets)(nil)
+
+func datasetOut(d *store.Dataset, detail bool) (datasetapi.Dataset, error) {
+	out := datasetapi.Dataset{Id: d.ID, ProjectId: d.ProjectID, Name: d.Name, Description: d.Description,
+		Type: datasetapi.DatasetType(d.Type), Status: datasetapi.DatasetStatus(d.Status), Error: d.Error, JobId: d.JobID,
+		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, IndexedAt: d.IndexedAt,
+		Source: datasetapi.DatasetSource{Type: datasetapi.DatasetSourceType(d.SourceType), Filename: d.Filename, Size: d.Size,
+			RowCount: d.RowCount, FileId: d.UploadID, Table: ptr(d.ID)}}
+	var cols []ingest.Column
+	if err := json.Unmarshal([]byte(d.Columns), &cols); err != nil {
+		return out, err
+	}
+	if d.Status == "active" {
+		out.Source.ColumnCount = ptr(len(cols))
+		table := datasetapi.DatasetTable{Name: d.ID, Columns: make([]datasetapi.DatasetColumn, len(cols))}
+		for i, c := range cols {
+			table.Columns[i] = datasetapi.DatasetColumn{Name: c.Name, OriginalName: ptr(c.Original), Type: string(c.Type), Nullable: c.Nullable}
+		}
+		out.Schema = &datasetapi.DatasetSchema{Tables: []datasetapi.DatasetTable{table}}
+	}
+	if detail {
+		out.Source.S3Key = d.StorageKey
+		out.Metadata = &datasetapi.DatasetMetadata{UploadTime: d.UploadTime, ProcessingTimeMs: d.ProcessingTimeMS,
+			IndexTimeMs: d.IndexTimeMS, VectorCount: ptr(int64(0))}
+	}
+	return out, nil
+}
+
+// dataset loads a dataset of the project that the caller can see, checking perm.
+func (h *Datasets) dataset(ctx context.Context, q sqlx.QueryerContext, projectID, id, perm string) (*store.Dataset, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, err := store.DatasetForUser(ctx, q, projectID, id, p.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.New(http.StatusNotFound, "DATASET_NOT_FOUND", "dataset not found").WithDetails(map[string]any{"dataset_id": id})
+	} else if err != nil {
+		return nil, err
+	}
+	return d, auth.AccessFor(p, d.OrgID, d.Role).Need(perm)
+}
+
+func (h *Datasets) ListDatasets(ctx context.Context, req datasetapi.ListDatasetsRequestObject) (datasetapi.ListDatasetsResponseObject, error) {
+	prj, err := h.project(ctx, nil, req.ProjectId, "datasets:list")
+	if err != nil {
+		return nil, err
+	}
+	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
+	ds, total, err := h.Store.ListDatasets(ctx, prj.ID, deref(req.Params.Search), string(deref(req.Params.Type)), limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	out := datasetapi.ListDatasets200JSONResponse{Datasets: []datasetapi.Dataset{}, Pagination: datasetapi.Pagination(paginate(ctx, pg, limit, total))}
+	for i := range ds {
+		x, err := datasetOut(&ds[i], false)
+		if err != nil {
+			return nil, err
+		}
+		out.Datasets = append(out.Datasets, x)
+	}
+	return out, nil
+}
+
+func (h *Datasets) CreateDataset(ctx context.Context, req datasetapi.CreateDatasetRequestObject) (datasetapi.CreateDatasetResponseObject, error) {
+	b := req.Body
+	now := h.now()
+	var d *store.Dataset
+	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		prj, err := h.project(ctx, tx, req.ProjectId, "datasets:write")
+		if err != nil {
+			return err
+		}
+		up, ok, err := store.ClaimUpload(ctx, tx, prj.ID, b.Source.FileId, now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return apierr.Field("body.source.file_id", "not_found", "no unclaimed, unexpired upload "+b.Source.FileId+" in this project")
+		}
+		if b.Source.Type != nil && string(*b.Source.Type) != up.Format {
+			return apierr.Field("body.source.type", "mismatch", fmt.Sprintf("the upload is %s, not %s", up.Format, *b.Source.Type))
+		}
+		p := auth.FromContext(ctx)
+		d = &store.Dataset{ID: store.NewID("ds"), ProjectID: prj.ID, OrgID: prj.OrgID, Name: b.Name, Description: b.Description,
+			Type: "file", Status: "processing", SourceType: up.Format, UploadID: &up.ID, Filename: &up.Filename, Size: &up.Size,
+			StorageKey: &up.StorageKey, TableSchema: prj.OrgID, Columns: "[]", CreatedBy: &p.UserID, UploadTime: &up.CreatedAt,
+			CreatedAt: now, UpdatedAt: now}
+		jobID, err := jobs.Enqueue(ctx, tx, jobs.New{Kind: datasets.KindIngest, OrgID: prj.OrgID, ResourceType: "dataset",
+			ResourceID: d.ID, Payload: datasets.Payload{DatasetID: d.ID}}, now)
+		if err != nil {
+			return err
+		}
+		d.JobID = &jobID
+		if err := store.CreateDataset(ctx, tx, d); err != nil {
+			return conflictOn(err, "name", "a dataset named "+d.Name+" already exists in this project")
+		}
+		if err := h.audit(ctx, tx, prj.OrgID, "dataset.create", "dataset", d.ID, d.Name, map[string]any{"project_id": prj.ID, "file_id": up.ID}); err != nil {
+			return err
+		}
+		ev := map[string]any{"dataset_id": d.ID, "project_id": prj.ID, "name": d.Name}
+		if err := store.Emit(ctx, tx, "dataset.created", prj.OrgID, ev, now); err != nil {
+			return err
+		}
+		return store.Emit(ctx, tx, "dataset.processing", prj.OrgID, ev, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := datasetOut(d, false)
+	if err != nil {
+		return nil, err
+	}
+	return datasetapi.CreateDataset202JSONResponse{Body: out,
+		Headers: datasetapi.CreateDataset202ResponseHeaders{Location: "/api/v1/projects/" + d.ProjectID + "/datasets/" + d.ID}}, nil
+}
+
+func (h *Datasets) GetDataset(ctx context.Context, req datasetapi.GetDatasetRequestObject) (datasetapi.GetDatasetResponseObject, error) {
+	d, err := h.dataset(ctx, h.Store.DB, req.ProjectId, req.DatasetId, "datasets:list")
+	if err != nil {
+		return nil, err
+	}
+	out, err := datasetOut(d, true)
+	if err != nil {
+		return nil, err
+	}
+	return datasetapi.GetDataset200JSONResponse(out), nil
+}
+
+func (h *Datasets) UpdateDataset(ctx context.Context, req datasetapi.UpdateDatasetRequestObject) (datasetapi.UpdateDatasetResponseObject, error) {
+	var d *store.Dataset
+	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		if d, err = h.dataset(ctx, tx, req.ProjectId, req.DatasetId, "datasets:write"); err != nil {
+			return err
+		}
+		changes := map[string]any{}
+		if req.Body.Name != nil {
+			d.Name, changes["name"] = *req.Body.Name, *req.Body.Name
+		}
+		if v := req.Body.Description; v != nil {
+			changes["description"] = *v
+			d.Description = v
+			if *v == "" {
+				d.Description = nil
+			}
+		}
+		d.UpdatedAt = h.now()
+		if err := store.UpdateDataset(ctx, tx, d); err != nil {
+			return conflictOn(err, "name", "a dataset named "+d.Name+" already exists in this project")
+		}
+		return h.audit(ctx, tx, d.OrgID, "dataset.update", "dataset", d.ID, d.Name, map[string]any{"changes": changes})
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := datasetOut(d, true)
+	if err != nil {
+		return nil, err
+	}
+	return datasetapi.UpdateDataset200JSONResponse(out), nil
+}
+
+func (h *Datasets) DeleteDataset(ctx context.Context, req datasetapi.DeleteDatasetRequestObject) (datasetapi.DeleteDatasetResponseObject, error) {
+	now := h.now()
+	var file string
+	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		d, err := h.dataset(ctx, tx, req.ProjectId, req.DatasetId, "datasets:delete")
+		if err != nil {
+			return err
+		}
+		// The row lock waits for a load in progress, which then finds the dataset gone.
+		if _, err := store.DatasetByID(ctx, tx, d.ID, true); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+datasets.Table(d.TableSchema, d.ID)); err != nil {
+			return err
+		}
+		if err := store.DeleteDataset(ctx, tx, d.ID); err != nil {
+			return err
+		}
+		if d.UploadID != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM platform.uploads WHERE id = $1`, *d.UploadID); err != nil {
+				return err
+			}
+		}
+		if d.StorageKey != nil {
+			file = h.UploadPath(*d.StorageKey)
+		}
+		if err := h.audit(ctx, tx, d.OrgID, "dataset.delete", "dataset", d.ID, d.Name, map[string]any{"project_id": d.ProjectID}); err != nil {
+			return err
+		}
+		return store.Emit(ctx, tx, "dataset.deleted", d.OrgID, map[string]any{"dataset_id": d.ID, "project_id": d.ProjectID}, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if file != "" {
+		if err := os.Remove(file); err != nil && !os.IsNotExist(err) {
+			h.Log.Warn("removing a deleted dataset's file", "path", file, "error", err)
+		}
+	}
+	return datasetapi.DeleteDataset200JSONResponse{Message: "dataset " + req.DatasetId + " deleted", DeletedAt: now}, nil
+}
+
+func (h *Datasets) PreviewDataset(ctx context.Context, req datasetapi.PreviewDatasetRequestObject) (datasetapi.PreviewDatasetResponseObject, error) {
+	d, err := h.dataset(ctx, h.Store.DB, req.ProjectId, req.DatasetId, "datasets:read")
+	if err != nil {
+		return nil, err
+	}
+	if req.Params.Table != nil && *req.Params.Table != d.ID {
+		return nil, apierr.Field("query.table", "not_found", "this dataset has one table, "+d.ID)
+	}
+	if d.Status != "active" {
+		return nil, apierr.Conflict("status", "the dataset is "+d.Status+"; its rows can be previewed once it is active")
+	}
+	var cols []ingest.Column
+	if err := json.Unmarshal([]byte(d.Columns), &cols); err != nil {
+		return nil, err
+	}
+	limit, offset := 100, 0
+	if req.Params.Limit != nil {
+		limit = *req.Params.Limit
+	}
+	if req.Params.Offset != nil {
+		offset = *req.Params.Offset
+	}
+	out := datasetapi.PreviewDataset200JSONResponse{Table: d.ID, Columns: make([]string, len(cols)), Rows: [][]*any{}}
+	sel := ""
+	for i, c := range cols {
+		out.Columns[i] = c.Name
+		if i > 0 {
+			sel += ", "
+		}
+		sel += pq.QuoteIdentifier(c.Name)
+	}
+	table := datasets.Table(d.TableSchema, d.ID)
+	if err := h.Store.DB.GetContext(ctx, &out.TotalRows, `SELECT count(*) FROM `+table+` WHERE deleted_at IS NULL`); err != nil {
+		return nil, err
+	}
+	rows, err := h.Store.DB.QueryxContext(ctx, `SELECT `+sel+` FROM `+table+` WHERE deleted_at IS NULL ORDER BY id LIMIT $1 OFFSET $2`, limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		vals, err := rows.SliceScan()
+		if err != nil {
+			return nil, err
+		}
+		row := make([]*any, len(vals))
+		for i, v := range vals {
+			switch x := v.(type) {
+			case []byte: // numeric, uuid, jsonb arrive as text
+				if cols[i].Type == ingest.JSONB {
+					vals[i] = json.RawMessage(x)
+				} else {
+					vals[i] = string(x)
+				}
+			case time.Time:
+				if cols[i].Type == ingest.Date {
+					vals[i] = x.Format(time.DateOnly)
+				}
+			}
+			if vals[i] != nil {
+				row[i] = &vals[i]
+			}
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	out.RowCount = len(out.Rows)
+	return out, rows.Err()
+}
+
+func (h *Datasets) GetJob(ctx context.Context, req datasetapi.GetJobRequestObject) (datasetapi.GetJobResponseObject, error) {
+	notFound := apierr.NotFound("job", req.JobId)
+	j, err := jobs.Get(ctx, h.Store.DB, req.JobId)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && j.OrgID == nil) {
+		return nil, notFound
+	} else if err != nil {
+		return nil, err
+	}
+	if _, _, err := h.access(ctx, h.Store.DB, *j.OrgID); err != nil {
+		return nil, notFound
+	}
+	out := datasetapi.GetJob200JSONResponse{Id: j.ID, Kind: j.Kind, Status: datasetapi.JobStatus(j.Status), ResourceType: j.ResourceType,
+		ResourceId: j.ResourceID, Attempts: j.Attempts, MaxAttempts: &j.MaxAttempts, Error: j.LastError, CreatedAt: j.CreatedAt,
+		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}
+	if j.Progress != nil {
+		var p datasetapi.JobProgress
+		if json.Unmarshal([]byte(*j.Progress), &p) == nil {
+			out.Progress = &p
+		}
+	}
+	return out, nil
+}
