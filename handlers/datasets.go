@@ -101,6 +101,9 @@ func (h *Datasets) CreateDataset(ctx context.Context, req datasetapi.CreateDatas
 		if !ok {
 			return apierr.Field("body.source.file_id", "not_found", "no unclaimed, unexpired upload "+b.Source.FileId+" in this project")
 		}
+		if up.Format != "csv" {
+			return apierr.Field("body.source.file_id", "not_supported", "datasets can be made from CSV uploads for now; "+up.Format+" loading is not available yet")
+		}
 		if b.Source.Type != nil && string(*b.Source.Type) != up.Format {
 			return apierr.Field("body.source.type", "mismatch", fmt.Sprintf("the upload is %s, not %s", up.Format, *b.Source.Type))
 		}
@@ -219,9 +222,7 @@ func (h *Datasets) DeleteDataset(ctx context.Context, req datasetapi.DeleteDatas
 		return nil, err
 	}
 	if file != "" {
-		if err := os.Remove(file); err != nil && !os.IsNotExist(err) {
-			h.Log.Warn("removing a deleted dataset's file", "path", file, "error", err)
-		}
+		h.removeFiles([]string{file})
 	}
 	return datasetapi.DeleteDataset200JSONResponse{Message: "dataset " + req.DatasetId + " deleted", DeletedAt: now}, nil
 }
@@ -316,4 +317,36 @@ func (h *Datasets) GetJob(ctx context.Context, req datasetapi.GetJobRequestObjec
 		}
 	}
 	return out, nil
+}
+
+// dropDatasetData drops the tables of a project's or organization's datasets inside tx and
+// returns the upload files to remove once tx commits (the rows go by cascade).
+func (h *Handlers) dropDatasetData(ctx context.Context, tx *sqlx.Tx, scope, id string) ([]string, error) {
+	ds, keys, err := store.DatasetFiles(ctx, tx, scope, id)
+	if err != nil {
+		return nil, err
+	}
+	now := h.now()
+	for _, d := range ds {
+		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+datasets.Table(d.TableSchema, d.ID)); err != nil {
+			return nil, err
+		}
+		if err := store.Emit(ctx, tx, "dataset.deleted", d.OrgID, map[string]any{"dataset_id": d.ID, "project_id": d.ProjectID}, now); err != nil {
+			return nil, err
+		}
+	}
+	files := make([]string, len(keys))
+	for i, k := range keys {
+		files[i] = h.UploadPath(k)
+	}
+	return files, nil
+}
+
+// removeFiles deletes files of deleted uploads, logging what cannot be removed.
+func (h *Handlers) removeFiles(files []string) {
+	for _, f := range files {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			h.Log.Warn("removing a deleted upload's file", "path", f, "error", err)
+		}
+	}
 }

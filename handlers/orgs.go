@@ -14,6 +14,7 @@ import (
 	"dataplatform/store"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
@@ -236,6 +237,7 @@ func (o *Orgs) UpdateOrganization(ctx context.Context, req orgapi.UpdateOrganiza
 
 func (o *Orgs) DeleteOrganization(ctx context.Context, req orgapi.DeleteOrganizationRequestObject) (orgapi.DeleteOrganizationResponseObject, error) {
 	var out orgapi.DeleteOrganization200JSONResponse
+	var files []string
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		p, acc, err := o.access(ctx, tx, req.OrganizationId)
 		if err != nil {
@@ -276,6 +278,14 @@ func (o *Orgs) DeleteOrganization(ctx context.Context, req orgapi.DeleteOrganiza
 			}
 		}
 		now := o.now()
+		if target == "" { // nothing moves: the data of every dataset goes
+			if files, err = o.dropDatasetData(ctx, tx, "organization", org.ID); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+pq.QuoteIdentifier(org.ID)+` CASCADE`); err != nil {
+				return err
+			}
+		}
 		moved, deleted, err := store.DeleteOrganization(ctx, tx, org.ID, target, now)
 		if err != nil {
 			return err
@@ -299,5 +309,6 @@ func (o *Orgs) DeleteOrganization(ctx context.Context, req orgapi.DeleteOrganiza
 	if err != nil {
 		return nil, err
 	}
+	o.removeFiles(files)
 	return out, nil
 }

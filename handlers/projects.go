@@ -142,9 +142,13 @@ func (h *Projects) UpdateProject(ctx context.Context, req projectapi.UpdateProje
 }
 
 func (h *Projects) DeleteProject(ctx context.Context, req projectapi.DeleteProjectRequestObject) (projectapi.DeleteProjectResponseObject, error) {
+	var files []string
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		prj, err := h.project(ctx, tx, req.ProjectId, "datasets:delete")
 		if err != nil {
+			return err
+		}
+		if files, err = h.dropDatasetData(ctx, tx, "project", prj.ID); err != nil {
 			return err
 		}
 		if err := store.DeleteProject(ctx, tx, prj.ID); err != nil {
@@ -155,5 +159,6 @@ func (h *Projects) DeleteProject(ctx context.Context, req projectapi.DeleteProje
 	if err != nil {
 		return nil, err
 	}
+	h.removeFiles(files)
 	return projectapi.DeleteProject204Response{}, nil
 }

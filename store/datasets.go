@@ -117,3 +117,14 @@ func ClaimUpload(ctx context.Context, q sqlx.QueryerContext, projectID, id strin
 	}
 	return &u, err == nil, err
 }
+
+// DatasetFiles lists what a project's (or organization's) datasets keep outside their rows:
+// their tables, and the files of every upload. scope is "project" or "organization".
+func DatasetFiles(ctx context.Context, q sqlx.QueryerContext, scope, id string) (tables []Dataset, storageKeys []string, err error) {
+	col := map[string]string{"project": "project_id", "organization": "organization_id"}[scope]
+	if err = sqlx.SelectContext(ctx, q, &tables, `SELECT `+datasetCols+` FROM platform.datasets d WHERE d.`+col+` = $1`, id); err != nil {
+		return nil, nil, err
+	}
+	err = sqlx.SelectContext(ctx, q, &storageKeys, `SELECT storage_key FROM platform.uploads WHERE `+col+` = $1`, id)
+	return tables, storageKeys, err
+}

@@ -96,8 +96,11 @@ func DeleteOrganization(ctx context.Context, q sqlx.ExtContext, id, transferTo s
 		}
 		n, _ := res.RowsAffected()
 		moved = int(n)
-		if _, err := q.ExecContext(ctx, `UPDATE platform.datasets SET organization_id = $2 WHERE organization_id = $1`, id, transferTo); err != nil {
-			return 0, 0, err
+		// Dataset tables stay where they are (datasets record their schema); rows follow.
+		for _, t := range []string{"platform.datasets", "platform.uploads"} {
+			if _, err := q.ExecContext(ctx, `UPDATE `+t+` SET organization_id = $2 WHERE organization_id = $1`, id, transferTo); err != nil {
+				return 0, 0, err
+			}
 		}
 	}
 	if err := sqlx.GetContext(ctx, q, &deleted, `SELECT count(*) FROM platform.projects WHERE organization_id = $1`, id); err != nil {

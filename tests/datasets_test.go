@@ -146,3 +146,43 @@ func TestDatasetCreateValidation(t *testing.T) {
 	_, analyst := e.member(e.orgID, "analyst")
 	e.do("POST", path, map[string]any{"name": "y", "source": map[string]any{"file_id": up2}}, bearer(analyst)).authError(403, "PERMISSION_DENIED")
 }
+
+// Deleting a project or an organization takes its datasets' tables and files with it.
+func TestDeletingProjectAndOrganizationDropsDatasetData(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	tables := func() (n int) {
+		e.st.DB.Get(&n, `SELECT count(*) FROM pg_tables WHERE schemaname = $1`, e.orgID)
+		return n
+	}
+	a := e.uploadAndCreate(e.ownerToken, "A", "a.csv", "x,y\n1,2\n")
+	e.waitDataset(e.ownerToken, a)
+	second := e.do("POST", "/api/v1/organizations/"+e.orgID+"/projects", map[string]any{"name": "Second"}, own).status(201).str("id")
+	e.projectID, second = second, e.projectID
+	b := e.uploadAndCreate(e.ownerToken, "B", "b.csv", "x,y\n1,2\n")
+	e.waitDataset(e.ownerToken, b)
+	if tables() != 2 {
+		t.Fatalf("tables: %d", tables())
+	}
+	e.do("DELETE", "/api/v1/projects/"+second, nil, own).status(204)
+	if tables() != 1 {
+		t.Fatalf("tables after deleting the project: %d", tables())
+	}
+	e.do("DELETE", "/api/v1/organizations/"+e.orgID, map[string]any{"confirmation": "default"}, own).status(200)
+	var schemas int
+	e.st.DB.Get(&schemas, `SELECT count(*) FROM pg_namespace WHERE nspname = $1`, e.orgID)
+	if schemas != 0 {
+		t.Fatal("the organization's schema survived it")
+	}
+	if outboxCount(e, "dataset.deleted", e.orgID) != 2 {
+		t.Fatal("dataset.deleted events missing")
+	}
+}
+
+func TestDatasetOnlyFromCSVForNow(t *testing.T) {
+	e := newEnv(t)
+	body, h := multipartBody(t, "a.json", []byte(`[{"a":1}]`), nil)
+	up := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets/upload", body, bearer(e.ownerToken), h).status(201).str("file_id")
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets", map[string]any{"name": "J", "source": map[string]any{"file_id": up}}, bearer(e.ownerToken)).
+		apiError(400, "VALIDATION_ERROR", "body.source.file_id", "not_supported")
+}
