@@ -142,4 +142,3 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
-

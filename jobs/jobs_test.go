@@ -122,7 +122,9 @@ func TestRetriesPermanentAndPanics(t *testing.T) {
 		}
 		return nil
 	})
-	r.Register("bad", func(ctx context.Context, j *Job, p *Progress) error { return Permanent(errors.New("line 3: ragged row")) })
+	r.Register("bad", func(ctx context.Context, j *Job, p *Progress) error {
+		return Permanent(errors.New("line 3: ragged row"))
+	})
 	r.Register("boom", func(ctx context.Context, j *Job, p *Progress) error { panic("boom") })
 	var failed sync.Map
 	r.OnFinish(func(_ context.Context, j *Job, err error) {

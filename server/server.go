@@ -38,8 +38,8 @@ type Deps struct {
 	// DatabaseURL is the store's URL, for the job runner's LISTEN connection (empty: the
 	// runner only polls).
 	DatabaseURL string
-	Logger *slog.Logger
-	Clock  func() time.Time // nil: time.Now
+	Logger      *slog.Logger
+	Clock       func() time.Time // nil: time.Now
 }
 
 // Server is the assembled service.
