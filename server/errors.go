@@ -64,6 +64,11 @@ func (s *Server) toAPIError(err error, c echo.Context) *apierr.Error {
 		}
 		return ae
 	}
+	// The generated multipart handlers return net/http's plain errors for a form they cannot
+	// read: client mistakes, not server failures.
+	if errors.Is(err, http.ErrNotMultipart) || errors.Is(err, http.ErrMissingBoundary) {
+		return apierr.Field("header.Content-Type", "content_type", "send a multipart/form-data body with a boundary: "+err.Error())
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		msg := http.StatusText(he.Code)

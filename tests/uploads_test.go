@@ -83,6 +83,7 @@ func TestUploads(t *testing.T) {
 	e.do("POST", path, body, own, h).apiError(400, "VALIDATION_ERROR", "body.colour", "unknown_field")
 	e.do("POST", path, `{"file":"x"}`, own).apiError(400, "VALIDATION_ERROR", "header.Content-Type", "content_type")
 	e.do("POST", path, "--x\r\nbroken", own, header{"Content-Type": "multipart/form-data; boundary=x"}).apiError(400, "VALIDATION_ERROR", "body", "invalid_multipart")
+	e.do("POST", path, "--x\r\nbroken", own, header{"Content-Type": "multipart/form-data"}).apiError(400, "VALIDATION_ERROR", "header.Content-Type", "content_type")
 
 	// Permissions and isolation.
 	_, viewer := e.member(e.orgID, "viewer")
