@@ -124,9 +124,14 @@ func (s *Server) loadRoutes() error {
 			echoPath = echoPath[:i] + ":" + echoPath[i+1:j] + echoPath[j+1:]
 		}
 		for method, op := range item.Operations() {
+			// kin-openapi validates parameters and bodies only: authentication is the
+			// authenticate middleware's (kin's security check would also read every body,
+			// uploads included, into memory).
+			unsecured := *op
+			unsecured.Security = &openapi3.SecurityRequirements{}
 			rt := &route{opID: op.OperationID, public: op.Security != nil && len(*op.Security) == 0, op: op,
 				category: "default", bodyLimit: s.cfg.MaxBodyBytes,
-				kin: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op}}
+				kin: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: &unsecured}}
 			if rt.public {
 				rt.category = "auth"
 			}

@@ -49,7 +49,6 @@ func (s *Server) validate(c echo.Context, rt *route) error {
 	opts := &openapi3filter.Options{
 		MultiError:         true,
 		KeepValidatedValue: true,
-		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 	}
 	if rt.multipart {
 		// Uploads are streamed by the handler; kin-openapi would read the whole file into
@@ -207,8 +206,6 @@ func fieldErrors(err error) []apierr.FieldError {
 				code = "invalid_json"
 			}
 			out = append(out, apierr.FieldError{Field: prefix, Code: code, Message: e.Error()})
-		case *openapi3filter.SecurityRequirementsError:
-			// Authentication is the authenticate middleware's business.
 		default:
 			if errors.Is(err, openapi3filter.ErrInvalidRequired) {
 				out = append(out, apierr.FieldError{Field: prefix, Code: "required", Message: err.Error()})
