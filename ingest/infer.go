@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -23,23 +22,21 @@ const (
 	Text        Type = "text"
 )
 
-var (
-	intRe  = regexp.MustCompile(`^[+-]?[0-9]+$`)
-	numRe  = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
-	uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-)
-
 var timestampLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999",
 	"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05Z07", "2006-01-02T15:04:05Z07"}
 
 // Kind is the narrowest type a single text value has. Booleans are true/false, t/f and
-// yes/no; 0 and 1 are integers (a column of flags stays numeric rather than guessing).
+// yes/no; 0 and 1 are integers (a column of flags stays numeric rather than guessing). It runs
+// on every value of a file, so it checks shapes by hand before parsing.
 func Kind(v string) Type {
-	switch strings.ToLower(v) {
-	case "true", "false", "t", "f", "yes", "no":
-		return Boolean
+	if len(v) <= 5 {
+		switch strings.ToLower(v) {
+		case "true", "false", "t", "f", "yes", "no":
+			return Boolean
+		}
 	}
-	if intRe.MatchString(v) {
+	switch number(v) {
+	case 1:
 		n, err := strconv.ParseInt(v, 10, 64)
 		switch {
 		case err != nil:
@@ -49,26 +46,88 @@ func Kind(v string) Type {
 		default:
 			return BigInt
 		}
-	}
-	if numRe.MatchString(v) {
+	case 2:
 		return Numeric
 	}
-	if len(v) == 10 && v[4] == '-' && v[7] == '-' {
-		if _, err := time.Parse(time.DateOnly, v); err == nil {
-			return Date
-		}
-	}
-	if len(v) >= 19 && v[4] == '-' && v[7] == '-' {
-		for _, l := range timestampLayouts {
-			if _, err := time.Parse(l, v); err == nil {
-				return Timestamptz
+	if len(v) >= 10 && v[4] == '-' && v[7] == '-' && isDigits(v[:4]) {
+		if len(v) == 10 {
+			if _, err := time.Parse(time.DateOnly, v); err == nil {
+				return Date
+			}
+		} else if len(v) >= 19 && (v[10] == 'T' || v[10] == ' ') {
+			for _, l := range timestampLayouts {
+				if _, err := time.Parse(l, v); err == nil {
+					return Timestamptz
+				}
 			}
 		}
 	}
-	if len(v) == 36 && uuidRe.MatchString(v) {
+	if isUUID(v) {
 		return UUID
 	}
 	return Text
+}
+
+// number is 1 for an integer literal, 2 for a decimal one (optional sign, digits, one point,
+// optional exponent), 0 otherwise.
+func number(v string) int {
+	i := 0
+	if i < len(v) && (v[i] == '+' || v[i] == '-') {
+		i++
+	}
+	digits, point, exp := 0, false, false
+	for ; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !point && !exp:
+			point = true
+		case (c == 'e' || c == 'E') && digits > 0 && !exp:
+			exp = true
+			if i+1 < len(v) && (v[i+1] == '+' || v[i+1] == '-') {
+				i++
+			}
+			if i+1 >= len(v) {
+				return 0
+			}
+		default:
+			return 0
+		}
+	}
+	switch {
+	case digits == 0:
+		return 0
+	case point || exp:
+		return 2
+	}
+	return 1
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isUUID(v string) bool {
+	if len(v) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := v[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+		} else if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // Widen is the type that holds values of both a and b.
