@@ -3,8 +3,11 @@
 package datasets
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,61 +63,73 @@ func (in *Ingester) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) e
 		return jobs.Permanent(err)
 	}
 	start := time.Now()
-	return in.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		d, err := store.DatasetByID(ctx, tx, pl.DatasetID, true)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil // deleted meanwhile: nothing to do
-		} else if err != nil {
+	// One connection for the whole load: COPY streams through the driver itself (raw CSV
+	// lines, no per-row round through database/sql), inside the same transaction as the
+	// table's creation and the dataset's status.
+	conn, err := in.Store.DB.Connx(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := in.load(ctx, conn, tx, pl.DatasetID, start, p); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, datasetID string, start time.Time, p *jobs.Progress) error {
+	d, err := store.DatasetByID(ctx, tx, datasetID, true)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted meanwhile: nothing to do
+	} else if err != nil {
+		return err
+	}
+	if d.Status == "active" {
+		return nil // a previous attempt finished
+	}
+	if d.StorageKey == nil {
+		return jobs.Permanent(errors.New("the dataset has no uploaded file"))
+	}
+	path := in.UploadPath(*d.StorageKey)
+	var cols []ingest.Column
+	switch d.SourceType {
+	case "csv":
+		p.Set(ctx, "analyzing", 0, 0, "inferring column types")
+		if cols, err = ingest.InferCSV(path); err != nil {
+			return fileError(err)
+		}
+	default:
+		return jobs.Permanent(fmt.Errorf("loading %s files is not available yet; upload the data as CSV", d.SourceType))
+	}
+	if len(cols) == 0 {
+		return jobs.Permanent(errors.New("the file has no columns"))
+	}
+	table := Table(d.TableSchema, d.ID)
+	for _, q := range []string{`SET LOCAL timezone = 'UTC'`, `CREATE SCHEMA IF NOT EXISTS ` + pq.QuoteIdentifier(d.TableSchema),
+		`DROP TABLE IF EXISTS ` + table, createTable(table, cols)} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}
-		if d.Status == "active" {
-			return nil // a previous attempt finished
-		}
-		if d.StorageKey == nil {
-			return jobs.Permanent(errors.New("the dataset has no uploaded file"))
-		}
-		path := in.UploadPath(*d.StorageKey)
-		var cols []ingest.Column
-		switch d.SourceType {
-		case "csv":
-			p.Set(ctx, "analyzing", 0, 0, "inferring column types")
-			if cols, err = ingest.InferCSV(path); err != nil {
-				return fileError(err)
-			}
-		default:
-			return jobs.Permanent(fmt.Errorf("loading %s files is not available yet; upload the data as CSV", d.SourceType))
-		}
-		if len(cols) == 0 {
-			return jobs.Permanent(errors.New("the file has no columns"))
-		}
-		if _, err := tx.ExecContext(ctx, `SET LOCAL timezone = 'UTC'`); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+pq.QuoteIdentifier(d.TableSchema)); err != nil {
-			return err
-		}
-		table := Table(d.TableSchema, d.ID)
-		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+table); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, createTable(table, cols)); err != nil {
-			return err
-		}
-		p.Set(ctx, "loading", 0, 0, "loading rows")
-		n, err := copyCSV(ctx, tx, d, cols, path, p)
-		if err != nil {
-			return err
-		}
-		colsJSON, _ := json.Marshal(cols)
-		now := in.Clock()
-		ms := time.Since(start).Milliseconds()
-		d.Status, d.Error, d.Columns, d.RowCount, d.ProcessingTimeMS, d.UpdatedAt = "active", nil, string(colsJSON), &n, &ms, now
-		if err := store.FinishDataset(ctx, tx, d); err != nil {
-			return err
-		}
-		p.Set(ctx, "complete", n, n, "")
-		return store.Emit(ctx, tx, "dataset.ready", d.OrgID, map[string]any{"dataset_id": d.ID, "project_id": d.ProjectID, "row_count": n}, now)
-	})
+	}
+	p.Set(ctx, "loading", 0, 0, "loading rows")
+	n, err := copyCSV(ctx, conn, table, cols, path, p)
+	if err != nil {
+		return err
+	}
+	colsJSON, _ := json.Marshal(cols)
+	now := in.Clock()
+	ms := time.Since(start).Milliseconds()
+	d.Status, d.Error, d.Columns, d.RowCount, d.ProcessingTimeMS, d.UpdatedAt = "active", nil, string(colsJSON), &n, &ms, now
+	if err := store.FinishDataset(ctx, tx, d); err != nil {
+		return err
+	}
+	p.Set(ctx, "complete", n, n, "")
+	return store.Emit(ctx, tx, "dataset.ready", d.OrgID, map[string]any{"dataset_id": d.ID, "project_id": d.ProjectID, "row_count": n}, now)
 }
 
 // fileError makes problems with the file's content permanent: retrying cannot fix them.
@@ -140,8 +155,15 @@ func createTable(table string, cols []ingest.Column) string {
 	return b.String()
 }
 
-// copyCSV streams the file into the table with COPY.
-func copyCSV(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column, path string, p *jobs.Progress) (int64, error) {
+// copyDataStmt is lib/pq's COPY statement, which takes rows as text lines.
+type copyDataStmt interface {
+	driver.Stmt
+	CopyData(ctx context.Context, line string) (driver.Result, error)
+}
+
+// copyCSV streams the file's records into the table with COPY ... (FORMAT csv), through the
+// driver connection of conn (on which the load's transaction is open).
+func copyCSV(ctx context.Context, conn *sqlx.Conn, table string, cols []ingest.Column, path string, p *jobs.Progress) (int64, error) {
 	r, err := ingest.OpenCSV(path)
 	if err != nil {
 		return 0, fileError(err)
@@ -149,45 +171,62 @@ func copyCSV(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.C
 	defer r.Close()
 	names := make([]string, len(cols))
 	for i, c := range cols {
-		names[i] = c.Name
+		names[i] = pq.QuoteIdentifier(c.Name)
 	}
-	stmt, err := tx.PrepareContext(ctx, pq.CopyInSchema(d.TableSchema, d.ID, names...))
-	if err != nil {
-		return 0, err
-	}
-	defer stmt.Close()
-	vals := make([]any, len(cols))
 	var n int64
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
+	err = conn.Raw(func(dc any) error {
+		prep, ok := dc.(driver.ConnPrepareContext)
+		if !ok {
+			return errors.New("the database driver cannot COPY")
 		}
+		ds, err := prep.PrepareContext(ctx, `COPY `+table+` (`+strings.Join(names, ", ")+`) FROM STDIN WITH (FORMAT csv)`)
 		if err != nil {
-			return 0, fileError(err)
+			return err
 		}
-		for i, v := range rec {
-			if v == "" {
-				vals[i] = nil
-			} else {
-				vals[i] = v
+		st, ok := ds.(copyDataStmt)
+		if !ok {
+			ds.Close()
+			return errors.New("the database driver cannot stream COPY data")
+		}
+		defer st.Close()
+		var buf bytes.Buffer
+		w := csv.NewWriter(&buf)
+		for {
+			rec, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return fileError(err)
+			}
+			buf.Reset()
+			if err := w.Write(rec); err != nil {
+				return err
+			}
+			w.Flush()
+			line := buf.Bytes()
+			// A context that cannot be cancelled: lib/pq would otherwise start a watcher per
+			// row. Cancellation is checked every 10,000 rows instead.
+			if _, err := st.CopyData(context.Background(), string(line[:len(line)-1])); err != nil {
+				return copyError(err)
+			}
+			if n++; n%10000 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if n%100000 == 0 {
+					p.Set(ctx, "loading", n, 0, "")
+				}
 			}
 		}
-		if _, err := stmt.ExecContext(ctx, vals...); err != nil {
-			return 0, copyError(err, r.Line())
-		}
-		if n++; n%100000 == 0 {
-			p.Set(ctx, "loading", n, 0, "")
-		}
-	}
-	if _, err := stmt.ExecContext(ctx); err != nil {
-		return 0, copyError(err, 0)
-	}
-	return n, nil
+		_, err = st.Exec(nil) //nolint:staticcheck // ends the COPY; lib/pq has no context variant for it
+		return copyError(err)
+	})
+	return n, err
 }
 
 // copyError makes PostgreSQL's rejection of a value a readable, permanent failure.
-func copyError(err error, line int) error {
+func copyError(err error) error {
 	var pe *pq.Error
 	if errors.As(err, &pe) && (strings.HasPrefix(string(pe.Code), "22") || strings.HasPrefix(string(pe.Code), "23")) {
 		msg := pe.Message
