@@ -11,12 +11,12 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"dataplatform/apierr"
 	"dataplatform/auth/oidctest"
+	"dataplatform/fakeclock"
 	"dataplatform/store"
 	"dataplatform/store/pgtest"
 
@@ -26,25 +26,12 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// testClock is the injected clock; tests move it.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type oidcFixture struct {
 	ctx   context.Context
 	st    *store.Store
 	p     *oidctest.Provider
 	o     *OIDC
-	clock *testClock
+	clock *fakeclock.Clock
 }
 
 func newOIDCFixture(t *testing.T) *oidcFixture {
@@ -55,7 +42,7 @@ func newOIDCFixture(t *testing.T) *oidcFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	clock := &testClock{t: time.Now().UTC().Truncate(time.Second)}
+	clock := fakeclock.New(time.Now().UTC().Truncate(time.Second))
 	p := oidctest.Start(t)
 	p.Clock = clock.Now
 	o, err := NewOIDC(ctx, OIDCConfig{Issuer: p.URL, ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL}, st, clock.Now)

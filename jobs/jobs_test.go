@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"dataplatform/fakeclock"
 	"dataplatform/store"
 	"dataplatform/store/pgtest"
 
@@ -19,32 +20,20 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func setup(t *testing.T) (*store.Store, string, *clock) {
+func setup(t *testing.T) (*store.Store, string, *fakeclock.Clock) {
 	url := pgtest.NewDatabase(t)
 	st, err := store.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st, url, &clock{t: time.Now()}
+	return st, url, fakeclock.New(time.Now())
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func enqueue(t *testing.T, st *store.Store, c *clock, kind string, max int) string {
-	id, err := Enqueue(context.Background(), st.DB, New{Kind: kind, Payload: map[string]int{"n": 1}, MaxAttempts: max}, c.now())
+func enqueue(t *testing.T, st *store.Store, c *fakeclock.Clock, kind string, max int) string {
+	id, err := Enqueue(context.Background(), st.DB, New{Kind: kind, Payload: map[string]int{"n": 1}, MaxAttempts: max}, c.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +60,7 @@ func wait(t *testing.T, st *store.Store, id string, status string) *Job {
 func TestRunSucceedsWithProgressAndNotification(t *testing.T) {
 	st, url, c := setup(t)
 	// A one-minute poll: only the notification can start the job promptly.
-	r := NewRunner(st, url, c.now, quiet, Options{Workers: 1, Poll: time.Minute})
+	r := NewRunner(st, url, c.Now, quiet, Options{Workers: 1, Poll: time.Minute})
 	finished := make(chan string, 1)
 	r.Register("ok", func(ctx context.Context, j *Job, p *Progress) error {
 		var pl struct{ N int }
@@ -104,7 +93,7 @@ func TestEnqueueRollsBackWithTheTransaction(t *testing.T) {
 	st, _, c := setup(t)
 	var id string
 	st.Tx(context.Background(), func(tx *sqlx.Tx) error {
-		id, _ = Enqueue(context.Background(), tx, New{Kind: "x"}, c.now())
+		id, _ = Enqueue(context.Background(), tx, New{Kind: "x"}, c.Now())
 		return errors.New("roll back")
 	})
 	if _, err := Get(context.Background(), st.DB, id); !errors.Is(err, store.ErrNotFound) {
@@ -114,7 +103,7 @@ func TestEnqueueRollsBackWithTheTransaction(t *testing.T) {
 
 func TestRetriesPermanentAndPanics(t *testing.T) {
 	st, _, c := setup(t)
-	r := NewRunner(st, "", c.now, quiet, Options{Workers: 2, Poll: 10 * time.Millisecond})
+	r := NewRunner(st, "", c.Now, quiet, Options{Workers: 2, Poll: 10 * time.Millisecond})
 	var flaky atomic.Int32
 	r.Register("flaky", func(ctx context.Context, j *Job, p *Progress) error {
 		if flaky.Add(1) < 3 {
@@ -142,7 +131,7 @@ func TestRetriesPermanentAndPanics(t *testing.T) {
 		if j, _ := Get(context.Background(), st.DB, f); j.Status == "succeeded" {
 			break
 		}
-		c.add(10 * time.Minute)
+		c.Advance(10 * time.Minute)
 		time.Sleep(20 * time.Millisecond)
 	}
 	if j := wait(t, st, f, "succeeded"); j.Attempts != 3 {
@@ -166,7 +155,7 @@ func TestCrashResumeAndNoDoubleRuns(t *testing.T) {
 	id := enqueue(t, st, c, "work", 3)
 	// A worker that claimed it and died: running, lease in the past once the clock moves.
 	if _, err := st.DB.Exec(`UPDATE platform.jobs SET status = 'running', lease_owner = 'wrk_dead', lease_until = $2, attempts = 1 WHERE id = $1`,
-		id, c.now().Add(30*time.Second)); err != nil {
+		id, c.Now().Add(30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	var runs sync.Map
@@ -178,8 +167,8 @@ func TestCrashResumeAndNoDoubleRuns(t *testing.T) {
 		count.Add(1)
 		return nil
 	}
-	r1 := NewRunner(st, "", c.now, quiet, Options{Workers: 3, Poll: 5 * time.Millisecond})
-	r2 := NewRunner(st, "", c.now, quiet, Options{Workers: 3, Poll: 5 * time.Millisecond})
+	r1 := NewRunner(st, "", c.Now, quiet, Options{Workers: 3, Poll: 5 * time.Millisecond})
+	r2 := NewRunner(st, "", c.Now, quiet, Options{Workers: 3, Poll: 5 * time.Millisecond})
 	r1.Register("work", h)
 	r2.Register("work", h)
 	r1.Start(context.Background())
@@ -196,7 +185,7 @@ func TestCrashResumeAndNoDoubleRuns(t *testing.T) {
 	if j, _ := Get(context.Background(), st.DB, id); j.Status != "running" {
 		t.Fatalf("the dead worker's job was taken before its lease ran out: %s", j.Status)
 	}
-	c.add(time.Minute)
+	c.Advance(time.Minute)
 	if j := wait(t, st, id, "succeeded"); j.Attempts != 2 {
 		t.Fatalf("resumed job attempts %d", j.Attempts)
 	}
@@ -209,7 +198,7 @@ func TestCrashResumeAndNoDoubleRuns(t *testing.T) {
 func TestStopReturnsRunningJob(t *testing.T) {
 	st, _, c := setup(t)
 	started := make(chan struct{})
-	r := NewRunner(st, "", c.now, quiet, Options{Workers: 1, Poll: 5 * time.Millisecond})
+	r := NewRunner(st, "", c.Now, quiet, Options{Workers: 1, Poll: 5 * time.Millisecond})
 	r.Register("slow", func(ctx context.Context, j *Job, p *Progress) error {
 		close(started)
 		<-ctx.Done()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"dataplatform/config"
+	"dataplatform/fakeclock"
 	"dataplatform/gen/spec"
 	"dataplatform/server"
 	"dataplatform/store"
@@ -35,26 +36,13 @@ const (
 	baseURL       = "http://dp.test"
 )
 
-// clock is the server's clock; tests move it to expire tokens and keys.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // env is one server on its own database.
 type env struct {
 	t      testing.TB
 	srv    *server.Server
 	st     *store.Store
 	ts     *httptest.Server
-	clock  *clock
+	clock  *fakeclock.Clock // the server's; tests move it to expire tokens and keys
 	router routers.Router
 	// the bootstrap owner and the ids of their organization and project
 	ownerToken string
@@ -82,7 +70,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e := &env{t: t, st: st, clock: &clock{t: time.Now().UTC()}}
+	e := &env{t: t, st: st, clock: fakeclock.New(time.Now().UTC())}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
