@@ -34,6 +34,7 @@ type Config struct {
 	LogLevel         string        // DP_LOG_LEVEL
 	LogRequests      bool          // DP_LOG_REQUESTS
 	ShutdownTimeout  time.Duration // DP_SHUTDOWN_TIMEOUT
+	JobLease         time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
 }
 
 // Defaults returns the configuration with nothing set.
@@ -50,6 +51,7 @@ func Defaults() Config {
 		LogLevel:        "info",
 		LogRequests:     true,
 		ShutdownTimeout: 20 * time.Second,
+		JobLease:        30 * time.Second,
 	}
 }
 
@@ -61,7 +63,7 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 			*dst = v
 		}
 	}
-	var cors, maxUpload, maxBody, accessTTL, refreshTTL, bcryptCost, logReq, shutdown string
+	var cors, maxUpload, maxBody, accessTTL, refreshTTL, bcryptCost, logReq, shutdown, lease string
 	env("DP_ADDR", &c.Addr)
 	env("DATABASE_URL", &c.DatabaseURL)
 	env("DP_DATA_DIR", &c.DataDir)
@@ -83,6 +85,7 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_LOG_LEVEL", &c.LogLevel)
 	env("DP_LOG_REQUESTS", &logReq)
 	env("DP_SHUTDOWN_TIMEOUT", &shutdown)
+	env("DP_JOB_LEASE", &lease)
 
 	if fs != nil {
 		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (DP_ADDR)")
@@ -116,7 +119,7 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	for _, d := range []struct {
 		name, v string
 		dst     *time.Duration
-	}{{"DP_ACCESS_TOKEN_TTL", accessTTL, &c.AccessTokenTTL}, {"DP_REFRESH_TOKEN_TTL", refreshTTL, &c.RefreshTokenTTL}, {"DP_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout}} {
+	}{{"DP_ACCESS_TOKEN_TTL", accessTTL, &c.AccessTokenTTL}, {"DP_REFRESH_TOKEN_TTL", refreshTTL, &c.RefreshTokenTTL}, {"DP_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout}, {"DP_JOB_LEASE", lease, &c.JobLease}} {
 		if d.v == "" {
 			continue
 		}
