@@ -161,16 +161,8 @@ func (h *Datasets) UpdateDataset(ctx context.Context, req datasetapi.UpdateDatas
 			return err
 		}
 		changes := map[string]any{}
-		if req.Body.Name != nil {
-			d.Name, changes["name"] = *req.Body.Name, *req.Body.Name
-		}
-		if v := req.Body.Description; v != nil {
-			changes["description"] = *v
-			d.Description = v
-			if *v == "" {
-				d.Description = nil
-			}
-		}
+		patchText(changes, "name", req.Body.Name, &d.Name)
+		patchText(changes, "description", req.Body.Description, &d.Description)
 		d.UpdatedAt = h.now()
 		if err := store.UpdateDataset(ctx, tx, d); err != nil {
 			return conflictOn(err, "name", "a dataset named "+d.Name+" already exists in this project")

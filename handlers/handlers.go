@@ -133,6 +133,23 @@ func conflictOn(err error, field, message string) error {
 	return err
 }
 
+// patchText applies optional PATCH fields: a nil value leaves dst alone; for clearable fields
+// (dst a **string) an empty string sets NULL. It records what changed under name in changes.
+func patchText(changes map[string]any, name string, v *string, dst any) {
+	if v == nil {
+		return
+	}
+	changes[name] = *v
+	switch d := dst.(type) {
+	case *string:
+		*d = *v
+	case **string:
+		if *d = v; *v == "" {
+			*d = nil
+		}
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func deref[T any](p *T) T {

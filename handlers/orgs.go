@@ -199,23 +199,10 @@ func (o *Orgs) UpdateOrganization(ctx context.Context, req orgapi.UpdateOrganiza
 		}
 		b := req.Body
 		changed := map[string]any{}
-		if b.Name != nil {
-			org.Name, changed["name"] = *b.Name, *b.Name
-		}
-		set := func(dst **string, v *string, name string) {
-			if v == nil {
-				return
-			}
-			changed[name] = *v
-			if *v == "" {
-				*dst = nil
-			} else {
-				*dst = v
-			}
-		}
-		set(&org.Description, b.Description, "description")
-		set(&org.Website, b.Website, "website")
-		set(&org.LogoURL, b.LogoUrl, "logo_url")
+		patchText(changed, "name", b.Name, &org.Name)
+		patchText(changed, "description", b.Description, &org.Description)
+		patchText(changed, "website", b.Website, &org.Website)
+		patchText(changed, "logo_url", b.LogoUrl, &org.LogoURL)
 		org.UpdatedAt = o.now()
 		if err := store.UpdateOrganization(ctx, tx, org); err != nil {
 			return err

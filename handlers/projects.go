@@ -119,16 +119,8 @@ func (h *Projects) UpdateProject(ctx context.Context, req projectapi.UpdateProje
 			return err
 		}
 		changes := map[string]any{}
-		if req.Body.Name != nil {
-			prj.Name, changes["name"] = *req.Body.Name, *req.Body.Name
-		}
-		if d := req.Body.Description; d != nil {
-			changes["description"] = *d
-			prj.Description = d
-			if *d == "" {
-				prj.Description = nil
-			}
-		}
+		patchText(changes, "name", req.Body.Name, &prj.Name)
+		patchText(changes, "description", req.Body.Description, &prj.Description)
 		prj.UpdatedAt = h.now()
 		if err := store.UpdateProject(ctx, tx, prj); err != nil {
 			return conflictOn(err, "name", "a project named "+prj.Name+" already exists in this organization")
