@@ -103,7 +103,9 @@ func paginate(ctx context.Context, pg, limit, total int) pagination {
 	link := func(n int) *string {
 		q := url.Values{}
 		for k, v := range m.Query {
-			q[k] = v
+			if k != "api_key" { // a secret: never echo it into a body
+				q[k] = v
+			}
 		}
 		q.Set("page", strconv.Itoa(n))
 		q.Set("limit", strconv.Itoa(limit))

@@ -101,6 +101,9 @@ func checkJSON(b []byte) *apierr.FieldError {
 		}
 		d, ok := tok.(json.Delim)
 		if !ok {
+			if s, isStr := tok.(string); isStr && strings.IndexByte(s, 0) >= 0 {
+				return nulErr{path} // PostgreSQL cannot store NUL in text
+			}
 			return nil
 		}
 		switch d {
@@ -143,10 +146,18 @@ func checkJSON(b []byte) *apierr.FieldError {
 	if errors.As(err, &de) {
 		return &apierr.FieldError{Field: de.path, Code: "duplicate", Message: "the key appears more than once"}
 	}
+	var ne nulErr
+	if errors.As(err, &ne) {
+		return &apierr.FieldError{Field: ne.path, Code: "invalid_character", Message: "strings may not contain the NUL character (\\u0000)"}
+	}
 	return &apierr.FieldError{Field: "body", Code: "invalid_json", Message: "malformed JSON: " + err.Error()}
 }
 
 type dupErr struct{ path string }
+
+type nulErr struct{ path string }
+
+func (n nulErr) Error() string { return "NUL character in " + n.path }
 
 func (d dupErr) Error() string { return "duplicate key " + d.path }
 

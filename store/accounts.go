@@ -126,7 +126,7 @@ func Audit(ctx context.Context, q sqlx.ExecerContext, e AuditEntry) error {
 	}
 	_, err = q.ExecContext(ctx, `INSERT INTO platform.audit_log (organization_id, actor_id, actor_name, actor_email, action,
 		resource_type, resource_id, resource_name, details, ip_address, user_agent, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		VALUES ($1, $2, COALESCE($3, (SELECT name FROM platform.users WHERE id = $2)), $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		nullable(e.OrgID), nullable(e.ActorID), nullable(e.ActorName), nullable(e.ActorEmail), e.Action, e.ResourceType,
 		nullable(e.ResourceID), nullable(e.ResourceName), string(d), nullable(e.IP), nullable(e.UserAgent), e.At)
 	return err

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -86,16 +87,36 @@ func UpdateOrganization(ctx context.Context, q sqlx.ExtContext, o *Organization)
 // of projects moved and deleted.
 func DeleteOrganization(ctx context.Context, q sqlx.ExtContext, id, transferTo string, now time.Time) (moved, deleted int, err error) {
 	if transferTo != "" {
-		// Names are unique per organization: a moved project whose name is taken gets a suffix.
-		res, err := q.ExecContext(ctx, `UPDATE platform.projects p SET organization_id = $2, updated_at = $3,
-			name = CASE WHEN EXISTS (SELECT 1 FROM platform.projects t WHERE t.organization_id = $2 AND lower(t.name) = lower(p.name))
-			            THEN p.name || ' (' || (SELECT slug FROM platform.organizations WHERE id = $1) || ')' ELSE p.name END
-			WHERE organization_id = $1`, id, transferTo, now)
-		if err != nil {
+		// Names are unique per organization: a moved project whose name is taken gets the old
+		// organization's slug as a suffix, numbered until it is free.
+		var moving []Project
+		if err := sqlx.SelectContext(ctx, q, &moving, `SELECT `+projectCols+` FROM platform.projects p WHERE p.organization_id = $1 ORDER BY p.created_at`, id); err != nil {
 			return 0, 0, err
 		}
-		n, _ := res.RowsAffected()
-		moved = int(n)
+		var slug string
+		if err := sqlx.GetContext(ctx, q, &slug, `SELECT slug FROM platform.organizations WHERE id = $1`, id); err != nil {
+			return 0, 0, err
+		}
+		for _, p := range moving {
+			name := p.Name
+			for n := 1; ; n++ {
+				var taken bool
+				if err := sqlx.GetContext(ctx, q, &taken, `SELECT EXISTS (SELECT 1 FROM platform.projects WHERE organization_id = $1 AND lower(name) = lower($2))`, transferTo, name); err != nil {
+					return 0, 0, err
+				}
+				if !taken {
+					break
+				}
+				name = fmt.Sprintf("%s (%s)", p.Name, slug)
+				if n > 1 {
+					name = fmt.Sprintf("%s (%s %d)", p.Name, slug, n)
+				}
+			}
+			if _, err := q.ExecContext(ctx, `UPDATE platform.projects SET organization_id = $2, name = $3, updated_at = $4 WHERE id = $1`, p.ID, transferTo, name, now); err != nil {
+				return 0, 0, err
+			}
+		}
+		moved = len(moving)
 		// Dataset tables stay where they are (datasets record their schema); rows follow.
 		for _, t := range []string{"platform.datasets", "platform.uploads"} {
 			if _, err := q.ExecContext(ctx, `UPDATE `+t+` SET organization_id = $2 WHERE organization_id = $1`, id, transferTo); err != nil {
@@ -168,9 +189,12 @@ func OrgUserByID(ctx context.Context, q sqlx.QueryerContext, orgID, userID strin
 	return &u, notFound(err)
 }
 
-// SetMemberRole changes a role.
+// SetMemberRole changes a role, and the role of a pending invitation (what accepting it grants).
 func SetMemberRole(ctx context.Context, q sqlx.ExecerContext, orgID, userID, role string) error {
-	_, err := q.ExecContext(ctx, `UPDATE platform.memberships SET role = $3 WHERE organization_id = $1 AND user_id = $2`, orgID, userID, role)
+	if _, err := q.ExecContext(ctx, `UPDATE platform.memberships SET role = $3 WHERE organization_id = $1 AND user_id = $2`, orgID, userID, role); err != nil {
+		return err
+	}
+	_, err := q.ExecContext(ctx, `UPDATE platform.invitations SET role = $3 WHERE organization_id = $1 AND user_id = $2 AND status = 'pending'`, orgID, userID, role)
 	return err
 }
 

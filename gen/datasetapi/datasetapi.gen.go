@@ -982,6 +982,20 @@ func (response GetJob200JSONResponse) VisitGetJobResponse(w http.ResponseWriter)
 	return err
 }
 
+type GetJob400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetJob400JSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetJob401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response GetJob401JSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
@@ -1439,6 +1453,20 @@ func (response GetDatasetUpload200JSONResponse) VisitGetDatasetUploadResponse(w 
 	return err
 }
 
+type GetDatasetUpload400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetUpload400JSONResponse) VisitGetDatasetUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetUpload401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response GetDatasetUpload401JSONResponse) VisitGetDatasetUploadResponse(w http.ResponseWriter) error {
@@ -1536,6 +1564,20 @@ func (response DeleteDataset200JSONResponse) VisitDeleteDatasetResponse(w http.R
 	return err
 }
 
+type DeleteDataset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteDataset400JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteDataset401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response DeleteDataset401JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
@@ -1626,6 +1668,20 @@ func (response GetDataset200JSONResponse) VisitGetDatasetResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDataset400JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }

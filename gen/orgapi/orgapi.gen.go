@@ -668,8 +668,10 @@ type Unauthorized = AuthError
 
 // AcceptInvitationJSONBody defines parameters for AcceptInvitation.
 type AcceptInvitationJSONBody struct {
-	Name     *string `json:"name,omitempty"`
-	Password string  `json:"password"`
+	Name *string `json:"name,omitempty"`
+
+	// Password 8 to 72 bytes (bcrypt's limit).
+	Password string `json:"password"`
 }
 
 // ListOrganizationsParams defines parameters for ListOrganizations.
@@ -1192,6 +1194,20 @@ func (response GetInvitation200JSONResponse) VisitGetInvitationResponse(w http.R
 	return err
 }
 
+type GetInvitation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetInvitation400JSONResponse) VisitGetInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetInvitation404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetInvitation404JSONResponse) VisitGetInvitationResponse(w http.ResponseWriter) error {
@@ -1202,6 +1218,20 @@ func (response GetInvitation404JSONResponse) VisitGetInvitationResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetInvitation410JSONResponse ErrorEnvelope
+
+func (response GetInvitation410JSONResponse) VisitGetInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1718,6 +1748,20 @@ func (response GetOrganization200JSONResponse) VisitGetOrganizationResponse(w ht
 	return err
 }
 
+type GetOrganization400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetOrganization400JSONResponse) VisitGetOrganizationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOrganization401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response GetOrganization401JSONResponse) VisitGetOrganizationResponse(w http.ResponseWriter) error {
@@ -2187,6 +2231,20 @@ type RemoveOrganizationUser204Response struct {
 func (response RemoveOrganizationUser204Response) VisitRemoveOrganizationUserResponse(w http.ResponseWriter) error {
 	w.WriteHeader(204)
 	return nil
+}
+
+type RemoveOrganizationUser400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RemoveOrganizationUser400JSONResponse) VisitRemoveOrganizationUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type RemoveOrganizationUser401JSONResponse struct{ UnauthorizedJSONResponse }

@@ -137,6 +137,9 @@ type InvitationToken = string
 // KeyId defines model for KeyId.
 type KeyId = string
 
+// BadRequest defines model for BadRequest.
+type BadRequest = ErrorEnvelope
+
 // NotFound defines model for NotFound.
 type NotFound = ErrorEnvelope
 
