@@ -1,16 +1,19 @@
-// Package ingest reads the files datasets are made from: it decides their format by content
-// and (later) streams their rows.
+// Package ingest is the file layer of datasets: it decides what an uploaded file is by its
+// content, streams its rows (CSV, JSON array, NDJSON, Parquet), infers PostgreSQL column
+// types over the whole file, names columns safely and turns values into COPY input. It
+// never holds a whole file in memory and needs no database.
 package ingest
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
-	"io"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
 )
+
+// HeadSize is how much of a file Detect and dialect detection look at.
+const HeadSize = 64 << 10
 
 // Format is a supported file format.
 type Format string
@@ -31,14 +34,16 @@ func (e *FormatError) Error() string { return "unsupported file format: " + e.Pr
 var magics = []struct {
 	prefix, name string
 }{
-	{"PK\x03\x04", "zip"}, {"%PDF", "pdf"}, {"\x89PNG", "png"}, {"\xff\xd8\xff", "jpeg"}, {"GIF8", "gif"},
-	{"\x1f\x8b", "gzip"}, {"BZh", "bzip2"}, {"\xfd7zXZ", "xz"}, {"7z\xbc\xaf", "7z"}, {"\xd0\xcf\x11\xe0", "xls"},
-	{"SQLite format 3", "sqlite"}, {"\x7fELF", "elf"}, {"ORC", "orc"}, {"Obj\x01", "avro"},
+	{"PK\x03\x04", "zip"}, {"PK\x05\x06", "zip"}, {"%PDF", "pdf"}, {"\x89PNG", "png"}, {"\xff\xd8\xff", "jpeg"},
+	{"GIF8", "gif"}, {"\x1f\x8b", "gzip"}, {"BZh", "bzip2"}, {"\xfd7zXZ", "xz"}, {"7z\xbc\xaf", "7z"},
+	{"\x28\xb5\x2f\xfd", "zstd"}, {"\xd0\xcf\x11\xe0", "xls"}, {"SQLite format 3", "sqlite"}, {"\x7fELF", "elf"},
+	{"ORC", "orc"}, {"Obj\x01", "avro"}, {"ARROW1", "arrow"}, {"RIFF", "riff"}, {"II*\x00", "tiff"}, {"MM\x00*", "tiff"},
 }
 
-// Detect decides the format of a file from its first bytes (up to 64 KiB; fewer when the file
-// is shorter) and its name. The content decides: a .csv that is an image is refused, and a
-// delimited text file is CSV whatever it is called.
+// Detect decides the format of a file from its first bytes (up to HeadSize; fewer when the
+// file is shorter) and its name. The content decides: a .csv that is an image is refused, and
+// a delimited UTF-8 text file is CSV whatever it is called. The name only matters for
+// single-column CSV (no delimiter to see) and to name what an unsupported text file is.
 func Detect(head []byte, filename string) (Format, error) {
 	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(filename), "."))
 	if len(head) == 0 {
@@ -49,15 +54,16 @@ func Detect(head []byte, filename string) (Format, error) {
 	}
 	for _, m := range magics {
 		if bytes.HasPrefix(head, []byte(m.prefix)) {
-			if m.name == "zip" && (ext == "xlsx" || ext == "docx" || ext == "pptx") {
-				return "", &FormatError{Provided: ext}
+			if m.name == "zip" && (ext == "xlsx" || ext == "docx" || ext == "pptx" || ext == "ods") {
+				return "", &FormatError{Provided: ext} // office documents are zip files
 			}
 			return "", &FormatError{Provided: m.name}
 		}
 	}
-	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
+	truncated := len(head) >= HeadSize
+	head = bytes.TrimPrefix(head, bom)
 	if !validUTF8Prefix(head) || bytes.IndexByte(head, 0) >= 0 {
-		return "", &FormatError{Provided: "binary"}
+		return "", &FormatError{Provided: "binary"} // UTF-16, Latin-1 and other binaries
 	}
 	trimmed := bytes.TrimLeft(head, " \t\r\n")
 	switch {
@@ -68,7 +74,11 @@ func Detect(head []byte, filename string) (Format, error) {
 	case trimmed[0] == '{':
 		return detectNDJSON(trimmed)
 	}
-	if delimited(head) || ext == "csv" || ext == "tsv" {
+	jsonExt := ext == "json" || ext == "ndjson" || ext == "jsonl"
+	if jsonExt && json.Valid(trimmed) {
+		return "", &FormatError{Provided: "json-scalar"} // e.g. a bare number or string
+	}
+	if _, ok := sniffDialect(head, truncated); ok || ext == "csv" || ext == "tsv" {
 		return CSV, nil
 	}
 	if ext != "" {
@@ -76,6 +86,8 @@ func Detect(head []byte, filename string) (Format, error) {
 	}
 	return "", &FormatError{Provided: "text"}
 }
+
+var bom = []byte("\xef\xbb\xbf")
 
 // validUTF8Prefix is utf8.Valid, forgiving only a rune cut by the end of the sample.
 func validUTF8Prefix(b []byte) bool {
@@ -123,35 +135,4 @@ func detectNDJSON(b []byte) (Format, error) {
 		return "", &FormatError{Provided: "json-object"}
 	}
 	return "", &FormatError{Provided: "text"}
-}
-
-// delimited reports whether the sample reads as CSV with more than one column and the same
-// number of fields on every complete line, for one of the usual delimiters.
-func delimited(b []byte) bool {
-	if i := bytes.LastIndexByte(b, '\n'); i > 0 && i < len(b)-1 {
-		b = b[:i+1] // drop a line cut by the sample
-	}
-	for _, d := range []rune{',', ';', '\t', '|'} {
-		r := csv.NewReader(bytes.NewReader(b))
-		r.Comma = d
-		r.FieldsPerRecord = 0 // all records like the first
-		r.ReuseRecord = true
-		n, fields := 0, 0
-		for {
-			rec, err := r.Read()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				n = 0
-				break
-			}
-			fields = len(rec)
-			n++
-		}
-		if n > 0 && fields > 1 {
-			return true
-		}
-	}
-	return false
 }

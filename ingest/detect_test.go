@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -14,6 +15,12 @@ func TestDetect(t *testing.T) {
 		provided            string
 	}{
 		{"csv", "a.csv", "id,name,age\n1,Ann,30\n2,Bob,40\n", CSV, ""},
+		{"csv without header", "data", "1,Ann,30\n2,Bob,40\n", CSV, ""},
+		{"tab-separated named .txt", "a.txt", "id\tname\n1\tAnn\n", CSV, ""},
+		{"pipes", "a.dat", "id|name\n1|Ann\n", CSV, ""},
+		{"single quotes", "a.csv", "id,name\n1,'Smith, Ann'\n2,'Bob'\n", CSV, ""},
+		{"quoted newline", "a.csv", "id,note\n1,\"two\nlines\"\n2,x\n", CSV, ""},
+		{"crlf", "a.csv", "id,name\r\n1,Ann\r\n", CSV, ""},
 		{"csv semicolon, any extension", "export.txt", "id;name\n1;Ann\n2;Bob\n", CSV, ""},
 		{"tsv", "a.tsv", "id\tname\n1\tAnn\n", CSV, ""},
 		{"csv with BOM", "a.csv", "\xef\xbb\xbfid,name\n1,Ann\n", CSV, ""},
@@ -32,6 +39,11 @@ func TestDetect(t *testing.T) {
 		{"binary", "a.csv", "ab\x00cd", "", "binary"},
 		{"latin-1", "a.csv", "id,name\n1,Ren\xe9\n", "", "binary"},
 		{"json scalars", "a.json", "[1, 2, 3]", "", "json-scalar-array"},
+		{"json number", "a.json", "42\n", "", "json-scalar"},
+		{"json string", "a.ndjson", `"hello"`, "", "json-scalar"},
+		{"ndjson named .csv", "a.csv", "{\"a\":1}\n{\"a\":2}\n", NDJSON, ""},
+		{"utf-16", "a.csv", "\xff\xfei\x00d\x00", "", "binary"},
+		{"jpeg", "a.csv", "\xff\xd8\xff\xe0", "", "jpeg"},
 		{"one pretty object", "a.json", "{\n  \"a\": 1\n}\n", "", "json-object"},
 		{"empty", "a.csv", "", "", "empty"},
 		{"blank", "a.csv", "  \n ", "", "empty"},
@@ -52,5 +64,42 @@ func TestDetect(t *testing.T) {
 				t.Fatalf("got %q, %v; want %q", got, err, c.want)
 			}
 		})
+	}
+}
+
+// A real Parquet file, as parquet-go writes it, is recognised whatever its name.
+func TestDetectParquetFile(t *testing.T) {
+	path := writeParquet(t, []struct {
+		ID int64 `parquet:"id"`
+	}{{1}, {2}})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > HeadSize {
+		b = b[:HeadSize]
+	}
+	if f, err := Detect(b, "upload.csv"); err != nil || f != Parquet {
+		t.Fatalf("got %q, %v", f, err)
+	}
+}
+
+func TestDetectDialect(t *testing.T) {
+	for _, c := range []struct {
+		content string
+		want    Dialect
+	}{
+		{"id,name\n1,Ann\n", Dialect{",", `"`, true}},
+		{"id;price\nfoo;1,5\nbar;2,0\n", Dialect{";", `"`, true}}, // decimal commas
+		{"a\tb, c\tz\n1\t2, 3\t4\n", Dialect{"\t", `"`, true}},
+		{"a|b\n1|2\n", Dialect{"|", `"`, true}},
+		{"1,Ann,2024-01-01\n2,Bob,2024-01-02\n", Dialect{",", `"`, false}},
+		{"\xef\xbb\xbfname,age\nAnn,3\n", Dialect{",", `"`, true}},
+		{"name,city\n'Smith, Ann',Paris\n'Doe, Bob',Rome\n", Dialect{",", "'", true}},
+		{",a,b\n0,1,2\n", Dialect{",", `"`, true}}, // pandas: unnamed index column
+	} {
+		if got := DetectDialect([]byte(c.content)); got != c.want {
+			t.Errorf("DetectDialect(%q) = %+v, want %+v", c.content, got, c.want)
+		}
 	}
 }

@@ -1,13 +1,19 @@
 package ingest
 
-import "testing"
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
 
 func TestKindAndWiden(t *testing.T) {
 	for v, want := range map[string]Type{
 		"42": Integer, "-7": Integer, "+3": Integer, "2147483648": BigInt, "99999999999999999999": Numeric,
 		"1.5": Numeric, ".5": Numeric, "1e10": Numeric, "-2.5E-3": Numeric, "1e": Text, "1.2.3": Text, "-": Text, ".": Text,
 		"true": Boolean, "No": Boolean, "T": Boolean, "1": Integer, "0": Integer,
-		"2024-02-29": Date, "2023-02-29": Text, "2024-01-05T10:00:00Z": Timestamptz, "2024-01-05 10:00:00": Timestamptz,
+		"2024-02-29": Date, "2023-02-29": Text, "0123": Text, "-007": Text, "0.5": Numeric,
+		"2024-01-05T10:00:00.5-0330": Timestamptz, "2024-01-05T10:00:00+02": Timestamptz, "2024-01-05T10:00": Text,
+		"2024-01-05 24:00:00": Text, "2024-01-05T10:00:00+16:00": Text, "0000-01-01": Text, "2024-01-05T10:00:00Z": Timestamptz, "2024-01-05 10:00:00": Timestamptz,
 		"2024-01-05 10:00:00.123+02:00": Timestamptz, "2024-13-01": Text,
 		"6f1c2a9e-8e4b-4c1a-9d5e-1f2a3b4c5d6e": UUID, "6f1c2a9e-8e4b-4c1a-9d5e-1f2a3b4c5d6g": Text, "hello": Text,
 	} {
@@ -18,6 +24,8 @@ func TestKindAndWiden(t *testing.T) {
 	for _, c := range []struct{ a, b, want Type }{
 		{Integer, BigInt, BigInt}, {Integer, Numeric, Numeric}, {BigInt, Integer, BigInt}, {Date, Timestamptz, Timestamptz},
 		{Integer, Boolean, Text}, {UUID, Text, Text}, {Unknown, Date, Date}, {Numeric, Unknown, Numeric},
+		{BigIntArray, NumericArray, NumericArray}, {anyArray, TextArray, TextArray}, {TextArray, BigIntArray, JSONB},
+		{JSONB, BooleanArray, JSONB}, {JSONB, Text, Text}, {BigIntArray, BigInt, Text},
 	} {
 		if got := Widen(c.a, c.b); got != c.want {
 			t.Errorf("Widen(%s, %s) = %s, want %s", c.a, c.b, got, c.want)
@@ -25,12 +33,58 @@ func TestKindAndWiden(t *testing.T) {
 	}
 }
 
-func TestIdentifiers(t *testing.T) {
-	got := Identifiers([]string{"Customer ID", "customer id", "id", "2024 Sales", "Zoë's £ total", "", "version"})
-	want := []string{"customer_id", "customer_id_2", "src_id", "c_2024_sales", "zo_s_total", "column_6", "src_version"}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("Identifiers[%d] = %q, want %q", i, got[i], want[i])
+// Inference over a whole CSV file: widening, the boolean rule, NULLs and text lengths.
+func TestInferCSV(t *testing.T) {
+	rows := []string{
+		"i,big,num,b01,flag,yn,d,ts,u,txt,zip,empty,n",
+		"1,1,1,0,true,yes,2024-01-01,2024-01-01,6f1c2a9e-8e4b-4c1a-9d5e-1f2a3b4c5d6e,Zoë,01234,,5",
+		"2,3000000000,2.5,1,1,no,2024-01-02,2024-01-02 10:00:00,6F1C2A9E-8E4B-4C1A-9D5E-1F2A3B4C5D6E,hello world,75001,,",
+		"-3,4,1e3,1,0,Y,2024-01-03,2024-01-03T10:00:00Z,6f1c2a9e-8e4b-4c1a-9d5e-1f2a3b4c5d6f,x,99,,7",
+	}
+	path := writeTemp(t, "f.csv", strings.Join(rows, "\n")+"\n")
+	s := infer(t, path, CSV)
+	want := []string{"i:integer", "big:bigint", "num:numeric", "b01:integer", "flag:boolean", "yn:text", "d:date",
+		"ts:timestamptz", "u:uuid", "txt:text", "zip:text", "empty:text?", "n:integer?"}
+	if got := types(s.Columns); !reflect.DeepEqual(got, want) || s.Rows != 3 || s.Dialect == nil || !s.Dialect.Header {
+		t.Fatalf("types %v rows %d\nwant %v", got, s.Rows, want)
+	}
+	if c := s.Columns[9]; c.MaxLength != 11 || c.Nullable {
+		t.Errorf("txt %+v", c)
+	}
+	if c := s.Columns[11]; c.NullCount != 3 || c.MaxLength != 0 {
+		t.Errorf("empty %+v", c)
+	}
+	if c := s.Columns[12]; c.NullCount != 1 {
+		t.Errorf("n %+v", c)
+	}
+	if c := s.Columns[0]; c.MaxLength != 0 {
+		t.Errorf("max length is for text columns only: %+v", c)
+	}
+}
+
+// The boolean rule: words make a boolean column, and 0/1 join them; 0/1 alone stay integers.
+func TestBooleanRule(t *testing.T) {
+	for _, c := range []struct {
+		values []string
+		want   Type
+	}{
+		{[]string{"true", "false", "TRUE"}, Boolean},
+		{[]string{"t", "f"}, Boolean},
+		{[]string{"yes", "No"}, Boolean},
+		{[]string{"0", "1", "1"}, Integer},
+		{[]string{"1", "0", "true"}, Boolean},
+		{[]string{"true", "0", "1", ""}, Boolean},
+		{[]string{"1", "2", "true"}, Text},
+		{[]string{"true", "1", "2"}, Text},
+		{[]string{"true", "1.0"}, Text},
+		{[]string{"yes", "maybe"}, Text},
+	} {
+		var st colState
+		for _, v := range c.values {
+			st.text(v)
+		}
+		if st.t != c.want {
+			t.Errorf("%q: %s, want %s", c.values, st.t, c.want)
 		}
 	}
 }

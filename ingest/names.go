@@ -3,28 +3,43 @@ package ingest
 import (
 	"strconv"
 	"strings"
-	"unicode"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // reserved are the system columns every dataset table has.
 var reserved = map[string]bool{"id": true, "created_at": true, "updated_at": true, "deleted_at": true, "version": true}
 
-// Identifiers turns display names into safe, distinct PostgreSQL identifiers: lowercase ASCII
-// letters, digits and underscores, not starting with a digit, at most 63 bytes. A name that
-// is one of the system columns gets a src_ prefix; duplicates get _2, _3, ...
+// maxIdent is PostgreSQL's identifier limit (NAMEDATALEN-1): longer names are truncated by
+// the server, which could make two columns collide.
+const maxIdent = 63
+
+// Identifiers turns display names into safe, distinct PostgreSQL identifiers that need no
+// quoting rules beyond the usual: lowercase ASCII letters, digits and underscores (accents
+// are dropped, é → e; other runs of characters become one _), trimmed of _, not starting
+// with a digit (c_ prefix), at most 63 bytes, column_N (N the 1-based position) when nothing
+// is left. A system column name (id, created_at, updated_at, deleted_at, version) gets a
+// src_ prefix; duplicates get _2, _3, ... within the limit.
 func Identifiers(names []string) []string {
 	out := make([]string, len(names))
 	seen := map[string]bool{}
 	for i, n := range names {
 		var b strings.Builder
 		under := false
-		for _, r := range strings.ToLower(n) {
-			if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+		for _, r := range norm.NFD.String(n) {
+			switch {
+			case r >= 'A' && r <= 'Z':
+				r += 'a' - 'A'
+				fallthrough
+			case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
 				b.WriteRune(r)
 				under = false
-			} else if !under {
-				b.WriteByte('_')
-				under = true
+			case r >= 0x300 && r <= 0x36f: // combining marks left by NFD: drop the accent only
+			default:
+				if !under {
+					b.WriteByte('_')
+					under = true
+				}
 			}
 		}
 		id := strings.Trim(b.String(), "_")
@@ -37,15 +52,22 @@ func Identifiers(names []string) []string {
 		if reserved[id] {
 			id = "src_" + id
 		}
-		if len(id) > 60 {
-			id = strings.TrimRight(id[:60], "_")
-		}
-		base := id
+		base := truncate(id, maxIdent)
+		id = base
 		for k := 2; seen[id]; k++ {
-			id = base + "_" + strconv.Itoa(k)
+			suffix := "_" + strconv.Itoa(k)
+			id = truncate(base, maxIdent-len(suffix)) + suffix
 		}
 		seen[id] = true
 		out[i] = id
 	}
 	return out
+}
+
+// truncate cuts an ASCII identifier to n bytes without leaving a trailing _.
+func truncate(id string, n int) string {
+	if len(id) <= n {
+		return id
+	}
+	return strings.TrimRight(id[:n], "_")
 }
