@@ -3,14 +3,11 @@
 package datasets
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -96,16 +93,12 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, data
 		return jobs.Permanent(errors.New("the dataset has no uploaded file"))
 	}
 	path := in.UploadPath(*d.StorageKey)
-	var cols []ingest.Column
-	switch d.SourceType {
-	case "csv":
-		p.Set(ctx, "analyzing", 0, 0, "inferring column types")
-		if cols, err = ingest.InferCSV(path); err != nil {
-			return fileError(err)
-		}
-	default:
-		return jobs.Permanent(fmt.Errorf("loading %s files is not available yet; upload the data as CSV", d.SourceType))
+	p.Set(ctx, "analyzing", 0, 0, "inferring column types")
+	schema, err := ingest.Infer(path, ingest.Format(d.SourceType))
+	if err != nil {
+		return fileError(err)
 	}
+	cols := schema.Columns
 	if len(cols) == 0 {
 		return jobs.Permanent(errors.New("the file has no columns"))
 	}
@@ -117,7 +110,7 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, data
 		}
 	}
 	p.Set(ctx, "loading", 0, 0, "loading rows")
-	n, err := copyCSV(ctx, conn, table, cols, path, p)
+	n, err := copyRows(ctx, conn, table, schema, path, p)
 	if err != nil {
 		return err
 	}
@@ -161,16 +154,17 @@ type copyDataStmt interface {
 	CopyData(ctx context.Context, line string) (driver.Result, error)
 }
 
-// copyCSV streams the file's records into the table with COPY ... (FORMAT csv), through the
-// driver connection of conn (on which the load's transaction is open).
-func copyCSV(ctx context.Context, conn *sqlx.Conn, table string, cols []ingest.Column, path string, p *jobs.Progress) (int64, error) {
-	r, err := ingest.OpenCSV(path)
+// copyRows streams the file's records into the table with COPY (text format), through the
+// driver connection of conn (on which the load's transaction is open): each record goes from
+// the file to a COPY line without a round through database/sql.
+func copyRows(ctx context.Context, conn *sqlx.Conn, table string, schema *ingest.Schema, path string, p *jobs.Progress) (int64, error) {
+	r, err := ingest.OpenSchema(path, schema)
 	if err != nil {
 		return 0, fileError(err)
 	}
 	defer r.Close()
-	names := make([]string, len(cols))
-	for i, c := range cols {
+	names := make([]string, len(schema.Columns))
+	for i, c := range schema.Columns {
 		names[i] = pq.QuoteIdentifier(c.Name)
 	}
 	var n int64
@@ -179,7 +173,7 @@ func copyCSV(ctx context.Context, conn *sqlx.Conn, table string, cols []ingest.C
 		if !ok {
 			return errors.New("the database driver cannot COPY")
 		}
-		ds, err := prep.PrepareContext(ctx, `COPY `+table+` (`+strings.Join(names, ", ")+`) FROM STDIN WITH (FORMAT csv)`)
+		ds, err := prep.PrepareContext(ctx, `COPY `+table+` (`+strings.Join(names, ", ")+`) FROM STDIN`)
 		if err != nil {
 			return err
 		}
@@ -189,22 +183,15 @@ func copyCSV(ctx context.Context, conn *sqlx.Conn, table string, cols []ingest.C
 			return errors.New("the database driver cannot stream COPY data")
 		}
 		defer st.Close()
-		var buf bytes.Buffer
-		w := csv.NewWriter(&buf)
+		var line []byte
 		for {
-			rec, err := r.Next()
+			line, err = r.AppendCopyLine(line[:0])
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
 				return fileError(err)
 			}
-			buf.Reset()
-			if err := w.Write(rec); err != nil {
-				return err
-			}
-			w.Flush()
-			line := buf.Bytes()
 			// A context that cannot be cancelled: lib/pq would otherwise start a watcher per
 			// row. Cancellation is checked every 10,000 rows instead.
 			if _, err := st.CopyData(context.Background(), string(line[:len(line)-1])); err != nil {
@@ -215,7 +202,7 @@ func copyCSV(ctx context.Context, conn *sqlx.Conn, table string, cols []ingest.C
 					return err
 				}
 				if n%100000 == 0 {
-					p.Set(ctx, "loading", n, 0, "")
+					p.Set(ctx, "loading", n, schema.Rows, "")
 				}
 			}
 		}

@@ -101,9 +101,6 @@ func (h *Datasets) CreateDataset(ctx context.Context, req datasetapi.CreateDatas
 		if !ok {
 			return apierr.Field("body.source.file_id", "not_found", "no unclaimed, unexpired upload "+b.Source.FileId+" in this project")
 		}
-		if up.Format != "csv" {
-			return apierr.Field("body.source.file_id", "not_supported", "datasets can be made from CSV uploads for now; "+up.Format+" loading is not available yet")
-		}
 		if b.Source.Type != nil && string(*b.Source.Type) != up.Format {
 			return apierr.Field("body.source.type", "mismatch", fmt.Sprintf("the upload is %s, not %s", up.Format, *b.Source.Type))
 		}

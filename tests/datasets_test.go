@@ -179,10 +179,40 @@ func TestDeletingProjectAndOrganizationDropsDatasetData(t *testing.T) {
 	}
 }
 
-func TestDatasetOnlyFromCSVForNow(t *testing.T) {
+func TestDatasetFromJSONAndNDJSON(t *testing.T) {
 	e := newEnv(t)
-	body, h := multipartBody(t, "a.json", []byte(`[{"a":1}]`), nil)
-	up := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets/upload", body, bearer(e.ownerToken), h).status(201).str("file_id")
-	e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets", map[string]any{"name": "J", "source": map[string]any{"file_id": up}}, bearer(e.ownerToken)).
-		apiError(400, "VALIDATION_ERROR", "body.source.file_id", "not_supported")
+	js := `[{"id": 1, "name": "Ann", "tags": ["a", "b"], "address": {"city": "Oslo"}, "score": 1},
+	        {"id": 2, "name": "Bob", "tags": [], "score": 2.5, "joined": "2024-01-02"},
+	        {"id": 3, "name": "Zoë \"Z\"", "address": null, "score": null, "joined": "2024-03-04"}]`
+	id := e.uploadAndCreate(e.ownerToken, "People", "people.json", js)
+	d := e.waitDataset(e.ownerToken, id)
+	if d.str("status") != "active" || d.num("source.row_count") != 3 {
+		t.Fatalf("json dataset: %s", d.Body)
+	}
+	types := map[string]string{}
+	for i := 0; i < d.len("schema.tables.0.columns"); i++ {
+		c := fmt.Sprintf("schema.tables.0.columns.%d.", i)
+		types[d.str(c+"name")] = d.str(c + "type")
+	}
+	want := map[string]string{"src_id": "integer", "name": "text", "tags": "text[]", "address": "jsonb", "score": "numeric", "joined": "date"}
+	for k, v := range want {
+		if types[k] != v {
+			t.Fatalf("column %s: %s, want %s (all: %v)", k, types[k], v, types)
+		}
+	}
+	p := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+id+"/preview", nil, bearer(e.ownerToken)).status(200)
+	if p.num("total_rows") != 3 || p.str("rows.2.1") != `Zoë "Z"` {
+		t.Fatalf("preview: %s", p.Body)
+	}
+
+	nd := "{\"a\": 1, \"b\": true}\n{\"a\": 2, \"b\": false}\n"
+	id2 := e.uploadAndCreate(e.ownerToken, "Lines", "lines.ndjson", nd)
+	if d := e.waitDataset(e.ownerToken, id2); d.str("status") != "active" || d.num("source.row_count") != 2 {
+		t.Fatalf("ndjson dataset: %s", d.Body)
+	}
+	// A JSON element that is not an object fails the load with its position, nothing loaded.
+	id3 := e.uploadAndCreate(e.ownerToken, "Broken", "broken.json", `[{"a": 1}, 7, {"a": 2}]`)
+	if d := e.waitDataset(e.ownerToken, id3); d.str("status") != "failed" || d.get("error") == nil {
+		t.Fatalf("broken json: %s", d.Body)
+	}
 }
