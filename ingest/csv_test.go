@@ -114,35 +114,3 @@ func TestCSVErrors(t *testing.T) {
 	}
 }
 
-// OpenCSV and InferCSV are the string-record API the loader uses.
-func TestOpenCSVAndInferCSV(t *testing.T) {
-	path := writeTemp(t, "f.csv", "n;when\n1;2024-01-01\n;2024-01-02T10:00:00Z\n")
-	r, err := OpenCSV(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if h := r.Header(); !reflect.DeepEqual(h, []string{"n", "when"}) || r.Dialect().Delimiter != ";" {
-		t.Fatalf("header %q dialect %+v", h, r.Dialect())
-	}
-	var got [][]string
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, append([]string(nil), rec...))
-	}
-	if want := [][]string{{"1", "2024-01-01"}, {"", "2024-01-02T10:00:00Z"}}; !reflect.DeepEqual(got, want) || r.Line() != 3 {
-		t.Fatalf("records %q line %d", got, r.Line())
-	}
-	cols, err := InferCSV(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := types(cols); !reflect.DeepEqual(got, []string{"n:integer?", "when:timestamptz"}) {
-		t.Fatalf("InferCSV = %v", got)
-	}
-}
