@@ -113,4 +113,3 @@ func TestCSVErrors(t *testing.T) {
 		t.Error("a file without records opened")
 	}
 }
-
