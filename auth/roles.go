@@ -39,6 +39,3 @@ func OrgRole(role string) string {
 	}
 	return "member"
 }
-
-// ValidPermission reports whether p is a known permission.
-func ValidPermission(p string) bool { return slices.Contains(AllPermissions, p) }

@@ -162,7 +162,7 @@ type Runner struct {
 	opt      Options
 	id       string
 	handlers map[string]Handler
-	onFinish func(context.Context, *Job, error)
+	onFinish []func(context.Context, *Job, error)
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -187,8 +187,11 @@ func NewRunner(st *store.Store, dbURL string, clock func() time.Time, log *slog.
 // Register sets the handler of a kind; call before Start.
 func (r *Runner) Register(kind string, h Handler) { r.handlers[kind] = h }
 
-// OnFinish is called after a job ends for good (succeeded, or failed with err).
-func (r *Runner) OnFinish(f func(ctx context.Context, j *Job, err error)) { r.onFinish = f }
+// OnFinish adds a hook called after a job ends for good (succeeded, or failed with err);
+// every kind's hooks see every job and filter by j.Kind.
+func (r *Runner) OnFinish(f func(ctx context.Context, j *Job, err error)) {
+	r.onFinish = append(r.onFinish, f)
+}
 
 // Start runs the workers until Stop.
 func (r *Runner) Start(ctx context.Context) {
@@ -351,7 +354,9 @@ func (r *Runner) finish(ctx context.Context, j *Job, p *Progress, err error) {
 		r.log.Warn("job result discarded: the lease was lost", "job_id", j.ID, "error", qerr)
 		return
 	}
-	if final && r.onFinish != nil {
-		r.onFinish(ctx, j, err)
+	if final {
+		for _, f := range r.onFinish {
+			f(ctx, j, err)
+		}
 	}
 }

@@ -140,7 +140,7 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		limit := s.cfg.MaxBodyBytes
 		upload := false
 		if rt := s.route(c); rt != nil {
-			limit, upload = rt.bodyLimit, rt.bodyLimit != s.cfg.MaxBodyBytes
+			limit, upload = rt.bodyLimit, rt.upload
 		}
 		if req.ContentLength > limit {
 			if upload {

@@ -63,6 +63,7 @@ type route struct {
 	category  string // rate-limit category ("" = not limited), from x-rate-limit
 	limitKey  string // path parameter the count is kept per, instead of the caller
 	bodyLimit int64
+	upload    bool // x-body-limit: upload
 	multipart bool
 	op        *openapi3.Operation
 	kin       *routers.Route
@@ -146,6 +147,7 @@ func (s *Server) loadRoutes() error {
 				rt.limitKey, _ = x["key"].(string)
 			}
 			if op.Extensions["x-body-limit"] == "upload" {
+				rt.upload = true
 				rt.bodyLimit = s.cfg.MaxUploadBytes + 1<<20 // the file plus the form around it
 			}
 			if op.RequestBody != nil && op.RequestBody.Value.Content.Get("multipart/form-data") != nil {

@@ -51,13 +51,6 @@ func TouchUser(ctx context.Context, q sqlx.ExecerContext, id string, now time.Ti
 	return err
 }
 
-// CountUsers counts every account.
-func (s *Store) CountUsers(ctx context.Context) (int, error) {
-	var n int
-	err := s.DB.GetContext(ctx, &n, `SELECT count(*) FROM platform.users`)
-	return n, err
-}
-
 // Role is the user's role in an organization where the membership is active.
 func Role(ctx context.Context, q sqlx.QueryerContext, orgID, userID string) (string, error) {
 	var role string

@@ -80,10 +80,3 @@ func DeleteProject(ctx context.Context, q sqlx.ExecerContext, id string) error {
 	_, err := q.ExecContext(ctx, `DELETE FROM platform.projects WHERE id = $1`, id)
 	return err
 }
-
-// CountProjects counts an organization's projects.
-func CountProjects(ctx context.Context, q sqlx.QueryerContext, orgID string) (int, error) {
-	var n int
-	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM platform.projects WHERE organization_id = $1`, orgID)
-	return n, err
-}

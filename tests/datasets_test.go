@@ -103,7 +103,7 @@ func TestDatasetFromCSV(t *testing.T) {
 	}
 	e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+id, nil, bearer(e.ownerToken)).apiError(404, "DATASET_NOT_FOUND")
 	for _, ev := range []string{"dataset.created", "dataset.processing", "dataset.ready", "dataset.deleted"} {
-		if outboxCount(e, ev, e.orgID) != 1 {
+		if e.countOutboxRows(e.orgID, ev) != 1 {
 			t.Fatalf("outbox event %s missing", ev)
 		}
 	}
@@ -118,7 +118,7 @@ func TestDatasetRaggedCSVFails(t *testing.T) {
 	}
 	var n int
 	e.st.DB.Get(&n, `SELECT count(*) FROM pg_tables WHERE tablename = $1`, id)
-	if n != 0 || outboxCount(e, "dataset.failed", e.orgID) != 1 {
+	if n != 0 || e.countOutboxRows(e.orgID, "dataset.failed") != 1 {
 		t.Fatal("a failed load left a table, or no dataset.failed event")
 	}
 	e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+id+"/preview", nil, bearer(e.ownerToken)).apiError(409, "CONFLICT")
@@ -174,7 +174,7 @@ func TestDeletingProjectAndOrganizationDropsDatasetData(t *testing.T) {
 	if schemas != 0 {
 		t.Fatal("the organization's schema survived it")
 	}
-	if outboxCount(e, "dataset.deleted", e.orgID) != 2 {
+	if e.countOutboxRows(e.orgID, "dataset.deleted") != 2 {
 		t.Fatal("dataset.deleted events missing")
 	}
 }

@@ -319,3 +319,23 @@ func (e *env) member(orgID, role string) (email, token string) {
 	acc := e.do("POST", "/api/v1/invitations/"+tok+"/accept", map[string]any{"name": "User " + role, "password": "password-" + role}).status(200)
 	return email, acc.str("access_token")
 }
+
+// countAuditRows counts audit log entries of an organization with an action.
+func (e *env) countAuditRows(orgID, action string) int {
+	e.t.Helper()
+	var n int
+	if err := e.st.DB.Get(&n, `SELECT count(*) FROM platform.audit_log WHERE organization_id = $1 AND action = $2`, orgID, action); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// countOutboxRows counts outbox events of an organization with an event type.
+func (e *env) countOutboxRows(orgID, event string) int {
+	e.t.Helper()
+	var n int
+	if err := e.st.DB.Get(&n, `SELECT count(*) FROM platform.outbox WHERE organization_id = $1 AND event_type = $2`, orgID, event); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}

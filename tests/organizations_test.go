@@ -9,22 +9,6 @@ import (
 	"dataplatform/config"
 )
 
-func auditCount(e *env, action, orgID string) int {
-	var n int
-	if err := e.st.DB.Get(&n, `SELECT count(*) FROM platform.audit_log WHERE action = $1 AND organization_id = $2`, action, orgID); err != nil {
-		e.t.Fatal(err)
-	}
-	return n
-}
-
-func outboxCount(e *env, event, orgID string) int {
-	var n int
-	if err := e.st.DB.Get(&n, `SELECT count(*) FROM platform.outbox WHERE event_type = $1 AND organization_id = $2`, event, orgID); err != nil {
-		e.t.Fatal(err)
-	}
-	return n
-}
-
 func TestOrgsCreateValidation(t *testing.T) {
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
@@ -35,7 +19,7 @@ func TestOrgsCreateValidation(t *testing.T) {
 	if c.Header.Get("Location") != "/api/v1/organizations/"+c.str("id") {
 		t.Fatalf("Location: %q", c.Header.Get("Location"))
 	}
-	if auditCount(e, "organization.create", c.str("id")) != 1 || outboxCount(e, "organization.created", c.str("id")) != 1 {
+	if e.countAuditRows(c.str("id"), "organization.create") != 1 || e.countOutboxRows(c.str("id"), "organization.created") != 1 {
 		t.Fatal("audit or outbox row missing")
 	}
 	// The same name again gets a distinct derived slug; an explicit taken slug is a conflict.
@@ -122,7 +106,7 @@ func TestOrgsGetPatchDelete(t *testing.T) {
 		t.Fatalf("empty description not cleared: %s", p.Body)
 	}
 	e.do("PATCH", "/api/v1/organizations/"+e.orgID, map[string]any{}, bearer(admin)).apiError(400, "VALIDATION_ERROR", "body", "minProperties")
-	if auditCount(e, "organization.update", e.orgID) != 2 {
+	if e.countAuditRows(e.orgID, "organization.update") != 2 {
 		t.Fatal("audit rows for the updates missing")
 	}
 
@@ -136,7 +120,7 @@ func TestOrgsGetPatchDelete(t *testing.T) {
 	}
 	e.do("GET", "/api/v1/organizations/"+e.orgID, nil, own).apiError(404, "NOT_FOUND")
 	e.do("GET", "/api/v1/projects/"+e.projectID, nil, own).apiError(404, "NOT_FOUND")
-	if outboxCount(e, "organization.deleted", e.orgID) != 1 || auditCount(e, "organization.delete", e.orgID) != 1 {
+	if e.countOutboxRows(e.orgID, "organization.deleted") != 1 || e.countAuditRows(e.orgID, "organization.delete") != 1 {
 		t.Fatal("deletion not recorded in the outbox and the audit log")
 	}
 }
@@ -188,7 +172,7 @@ func TestMembersInvitationFlow(t *testing.T) {
 	}
 	e.login("new@example.com", "long-enough", "")
 	e.do("POST", "/api/v1/invitations/"+tok+"/accept", map[string]any{"name": "x", "password": "long-enough"}).apiError(404, "INVITATION_NOT_FOUND")
-	if auditCount(e, "user.invite", e.orgID) != 1 || auditCount(e, "user.join", e.orgID) != 1 || outboxCount(e, "user.invited", e.orgID) != 1 || outboxCount(e, "user.joined", e.orgID) != 1 {
+	if e.countAuditRows(e.orgID, "user.invite") != 1 || e.countAuditRows(e.orgID, "user.join") != 1 || e.countOutboxRows(e.orgID, "user.invited") != 1 || e.countOutboxRows(e.orgID, "user.joined") != 1 {
 		t.Fatal("invitation not audited")
 	}
 	// Inviting an active member again is a conflict.
@@ -258,14 +242,14 @@ func TestMembersRolesAndRemoval(t *testing.T) {
 	e.do("PATCH", "/api/v1/organizations/"+e.orgID+"/users/usr_nobody", map[string]any{"role": "viewer"}, own).apiError(404, "NOT_FOUND")
 	e.do("PATCH", "/api/v1/organizations/"+e.orgID+"/users/"+devID, map[string]any{"role": "king"}, own).apiError(400, "VALIDATION_ERROR", "body.role", "enum")
 	e.do("PATCH", "/api/v1/organizations/"+e.orgID+"/users/"+devID, map[string]any{"role": "viewer"}, bearer(dev)).authError(403, "INSUFFICIENT_PERMISSIONS")
-	if auditCount(e, "user.role_change", e.orgID) != 1 {
+	if e.countAuditRows(e.orgID, "user.role_change") != 1 {
 		t.Fatal("role change not audited")
 	}
 	// The last owner cannot leave; the removed member loses access at once.
 	e.do("DELETE", "/api/v1/organizations/"+e.orgID+"/users/"+ownerID, nil, own).apiError(409, "CONFLICT")
 	e.do("DELETE", "/api/v1/organizations/"+e.orgID+"/users/"+devID, nil, bearer(admin)).status(204)
 	e.do("GET", "/api/v1/organizations/"+e.orgID, nil, bearer(dev)).apiError(404, "NOT_FOUND")
-	if outboxCount(e, "user.removed", e.orgID) != 1 {
+	if e.countOutboxRows(e.orgID, "user.removed") != 1 {
 		t.Fatal("removal event missing")
 	}
 	// Anyone may leave.
@@ -305,7 +289,7 @@ func TestProjectsCRUDAndLimits(t *testing.T) {
 	}
 	e.do("DELETE", "/api/v1/projects/"+id, nil, own).status(204)
 	e.do("GET", "/api/v1/projects/"+id, nil, own).apiError(404, "NOT_FOUND")
-	if auditCount(e, "project.delete", e.orgID) != 1 {
+	if e.countAuditRows(e.orgID, "project.delete") != 1 {
 		t.Fatal("project deletion not audited")
 	}
 }

@@ -11,26 +11,6 @@ import (
 
 // Helpers shared by orgs_test.go, members_test.go, projects_test.go and http_test.go.
 
-// countAuditRows counts audit log entries of an organization with an action.
-func (e *env) countAuditRows(orgID, action string) int {
-	e.t.Helper()
-	var n int
-	if err := e.st.DB.Get(&n, `SELECT count(*) FROM platform.audit_log WHERE organization_id = $1 AND action = $2`, orgID, action); err != nil {
-		e.t.Fatal(err)
-	}
-	return n
-}
-
-// countOutboxRows counts outbox events of an organization with an event type.
-func (e *env) countOutboxRows(orgID, event string) int {
-	e.t.Helper()
-	var n int
-	if err := e.st.DB.Get(&n, `SELECT count(*) FROM platform.outbox WHERE organization_id = $1 AND event_type = $2`, orgID, event); err != nil {
-		e.t.Fatal(err)
-	}
-	return n
-}
-
 // userIDOf is the id of the account with an email.
 func (e *env) userIDOf(email string) string {
 	e.t.Helper()
