@@ -24,6 +24,8 @@ var Catalog = map[string]Doc{
 	"FILE_TOO_LARGE":           {413, "File too large", "The upload exceeds DP_MAX_UPLOAD_BYTES; `details` has `provided_size`, `max_size` and `max_size_human`."},
 	"PAYLOAD_TOO_LARGE":        {413, "Payload too large", "The request body exceeds the limit for this endpoint."},
 	"PLAN_LIMIT_EXCEEDED":      {422, "Plan limit exceeded", "The organization's plan does not allow more; `details` names the current count, the plan limit and a plan that allows more."},
+	"SCHEMA_VIOLATION":         {422, "Schema change violated by existing rows", "A schema change cannot be applied: existing rows cannot be cast to the new type or break a new constraint. `details.violations` lists each failing change with `row_count` and the first rows (`id`, `value`). Nothing was changed."},
+	"SCHEMA_VERSION_CONFLICT":  {409, "Schema changed meanwhile", "`expected_version` is not the dataset's current `schema_version`: read the schema again and resend the change."},
 	"RATE_LIMIT_EXCEEDED":      {429, "Rate limit exceeded", "Too many requests in the current window for this category. Wait `X-RateLimit-Reset-After` seconds."},
 	"INTERNAL_ERROR":           {500, "Internal error", "Something failed on the server. The request id identifies it in the logs."},
 	"OIDC_NOT_CONFIGURED":      {501, "Identity provider not configured", "No OpenID Connect provider is configured (DP_OIDC_ISSUER)."},

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"time"
 
@@ -27,6 +28,8 @@ const KindIngest = "dataset.ingest"
 // Payload is the ingest job's payload.
 type Payload struct {
 	DatasetID string `json:"dataset_id"`
+	// Schema is the declared schema of the create request, if any: it overrides inference.
+	Schema []ingest.Column `json:"schema,omitempty"`
 }
 
 // Ingester runs ingest jobs.
@@ -73,14 +76,14 @@ func (in *Ingester) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) e
 		return err
 	}
 	defer tx.Rollback()
-	if err := in.load(ctx, conn, tx, pl.DatasetID, start, p); err != nil {
+	if err := in.load(ctx, conn, tx, &pl, start, p); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, datasetID string, start time.Time, p *jobs.Progress) error {
-	d, err := store.DatasetByID(ctx, tx, datasetID, true)
+func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *Payload, start time.Time, p *jobs.Progress) error {
+	d, err := store.DatasetByID(ctx, tx, pl.DatasetID, true)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // deleted meanwhile: nothing to do
 	} else if err != nil {
@@ -99,25 +102,40 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, data
 		return fileError(err)
 	}
 	cols := schema.Columns
+	if len(pl.Schema) > 0 {
+		if schema.Columns, cols, err = apply(schema.Columns, pl.Schema); err != nil {
+			return jobs.Permanent(err)
+		}
+	}
 	if len(cols) == 0 {
 		return jobs.Permanent(errors.New("the file has no columns"))
 	}
 	table := Table(d.TableSchema, d.ID)
+	ddl, err := createTable(d.TableSchema, d.ID, cols)
+	if err != nil {
+		return jobs.Permanent(err)
+	}
 	for _, q := range []string{`SET LOCAL timezone = 'UTC'`, `CREATE SCHEMA IF NOT EXISTS ` + pq.QuoteIdentifier(d.TableSchema),
-		`DROP TABLE IF EXISTS ` + table, createTable(table, cols)} {
+		`DROP TABLE IF EXISTS ` + table, ddl} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
+			return copyError(err)
 		}
 	}
-	p.Set(ctx, "loading", 0, 0, "loading rows")
+	p.Set(ctx, "loading", 0, schema.Rows, "loading rows")
 	n, err := copyRows(ctx, conn, table, schema, path, p)
 	if err != nil {
 		return err
 	}
 	colsJSON, _ := json.Marshal(cols)
-	now := in.Clock()
+	d.Columns = string(colsJSON)
 	ms := time.Since(start).Milliseconds()
-	d.Status, d.Error, d.Columns, d.RowCount, d.ProcessingTimeMS, d.UpdatedAt = "active", nil, string(colsJSON), &n, &ms, now
+	p.Set(ctx, "indexing", n, n, "computing statistics and the search index")
+	now := in.Clock().UTC()
+	if err := Analyze(ctx, tx, d, now); err != nil {
+		return err
+	}
+	indexMS := time.Since(start).Milliseconds() - ms
+	d.Status, d.Error, d.RowCount, d.ProcessingTimeMS, d.IndexTimeMS, d.IndexedAt, d.UpdatedAt = "active", nil, &n, &ms, &indexMS, &now, now
 	if err := store.FinishDataset(ctx, tx, d); err != nil {
 		return err
 	}
@@ -132,20 +150,6 @@ func fileError(err error) error {
 		return jobs.Permanent(err)
 	}
 	return err
-}
-
-func createTable(table string, cols []ingest.Column) string {
-	var b strings.Builder
-	b.WriteString(`CREATE TABLE ` + table + ` (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY`)
-	for _, c := range cols {
-		b.WriteString(", " + pq.QuoteIdentifier(c.Name) + " " + string(c.Type))
-		if !c.Nullable {
-			b.WriteString(" NOT NULL")
-		}
-	}
-	b.WriteString(`, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(),
-		deleted_at timestamptz, version integer NOT NULL DEFAULT 1)`)
-	return b.String()
 }
 
 // copyDataStmt is lib/pq's COPY statement, which takes rows as text lines.
@@ -212,13 +216,21 @@ func copyRows(ctx context.Context, conn *sqlx.Conn, table string, schema *ingest
 	return n, err
 }
 
+// copyWhere is the context PostgreSQL gives a COPY error: the table, the record (its line in
+// the COPY stream, the data row of the file) and the column when one value was at fault.
+var copyWhere = regexp.MustCompile(`^COPY [^,]+, line (\d+)(?:, column ([^:]+))?`)
+
 // copyError makes PostgreSQL's rejection of a value a readable, permanent failure.
 func copyError(err error) error {
 	var pe *pq.Error
 	if errors.As(err, &pe) && (strings.HasPrefix(string(pe.Code), "22") || strings.HasPrefix(string(pe.Code), "23")) {
 		msg := pe.Message
-		if pe.Where != "" {
-			msg += " (" + pe.Where + ")"
+		if m := copyWhere.FindStringSubmatch(pe.Where); m != nil {
+			at := "data row " + m[1]
+			if m[2] != "" {
+				at += ", column " + m[2]
+			}
+			msg = at + ": " + msg
 		}
 		return jobs.Permanent(errors.New(msg))
 	}

@@ -35,16 +35,14 @@ func datasetOut(d *store.Dataset, detail bool) (datasetapi.Dataset, error) {
 	}
 	if d.Status == "active" {
 		out.Source.ColumnCount = ptr(len(cols))
-		table := datasetapi.DatasetTable{Name: d.ID, Columns: make([]datasetapi.DatasetColumn, len(cols))}
-		for i, c := range cols {
-			table.Columns[i] = datasetapi.DatasetColumn{Name: c.Name, OriginalName: ptr(c.Original), Type: string(c.Type), Nullable: c.Nullable}
-		}
+		table := datasetapi.DatasetTable{Name: d.ID}
+		table.Columns = columnsOut(cols)
 		out.Schema = &datasetapi.DatasetSchema{Tables: []datasetapi.DatasetTable{table}}
 	}
 	if detail {
 		out.Source.S3Key = d.StorageKey
 		out.Metadata = &datasetapi.DatasetMetadata{UploadTime: d.UploadTime, ProcessingTimeMs: d.ProcessingTimeMS,
-			IndexTimeMs: d.IndexTimeMS, VectorCount: ptr(int64(0))}
+			IndexTimeMs: d.IndexTimeMS, VectorCount: &d.VectorCount}
 	}
 	return out, nil
 }
@@ -104,13 +102,19 @@ func (h *Datasets) CreateDataset(ctx context.Context, req datasetapi.CreateDatas
 		if b.Source.Type != nil && string(*b.Source.Type) != up.Format {
 			return apierr.Field("body.source.type", "mismatch", fmt.Sprintf("the upload is %s, not %s", up.Format, *b.Source.Type))
 		}
+		var declared []ingest.Column
+		if b.Schema != nil {
+			if declared, err = declaredSchema(ctx, tx, b.Schema.Columns); err != nil {
+				return err
+			}
+		}
 		p := auth.FromContext(ctx)
 		d = &store.Dataset{ID: store.NewID("ds"), ProjectID: prj.ID, OrgID: prj.OrgID, Name: b.Name, Description: b.Description,
 			Type: "file", Status: "processing", SourceType: up.Format, UploadID: &up.ID, Filename: &up.Filename, Size: &up.Size,
 			StorageKey: &up.StorageKey, TableSchema: prj.OrgID, Columns: "[]", CreatedBy: &p.UserID, UploadTime: &up.CreatedAt,
 			CreatedAt: now, UpdatedAt: now}
 		jobID, err := jobs.Enqueue(ctx, tx, jobs.New{Kind: datasets.KindIngest, OrgID: prj.OrgID, ResourceType: "dataset",
-			ResourceID: d.ID, Payload: datasets.Payload{DatasetID: d.ID}}, now)
+			ResourceID: d.ID, Payload: datasets.Payload{DatasetID: d.ID, Schema: declared}}, now)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -268,6 +269,44 @@ type Column struct {
 	Nullable  bool   `json:"nullable"`
 	NullCount int64  `json:"null_count"`
 	MaxLength int    `json:"max_length,omitempty"` // characters, for text columns
+	// Constraints are declared ones (a schema given with the dataset or changed later).
+	Constraints *Constraints `json:"constraints,omitempty"`
+	Description string       `json:"description,omitempty"`
+}
+
+// Constraints are what a declared column asks of its values beyond its type. Each becomes
+// a constraint of the table (a CHECK, UNIQUE or DEFAULT; MaxLength makes a text column
+// varchar(n)), so the database enforces them on every write.
+type Constraints struct {
+	Unique    bool            `json:"unique,omitempty"`
+	Enum      []string        `json:"enum,omitempty"`
+	Default   json.RawMessage `json:"default,omitempty"` // JSON value
+	Format    string          `json:"format,omitempty"`  // email, uri, uuid, date, date-time
+	Pattern   string          `json:"pattern,omitempty"` // POSIX regular expression
+	Minimum   *float64        `json:"minimum,omitempty"`
+	Maximum   *float64        `json:"maximum,omitempty"`
+	MinLength *int            `json:"min_length,omitempty"`
+	MaxLength *int            `json:"max_length,omitempty"`
+}
+
+// Empty reports whether k constrains nothing.
+func (k *Constraints) Empty() bool {
+	return k == nil || (!k.Unique && k.Enum == nil && k.Default == nil && k.Format == "" && k.Pattern == "" && k.Minimum == nil &&
+		k.Maximum == nil && k.MinLength == nil && k.MaxLength == nil)
+}
+
+// DefaultValue is the declared default as a Value, or nil.
+func (c Column) DefaultValue() Value {
+	if c.Constraints == nil || len(c.Constraints.Default) == 0 {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(c.Constraints.Default))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return nil
+	}
+	return v
 }
 
 // Schema is what Infer finds in a file: enough to create its table and read it (OpenSchema).

@@ -56,6 +56,7 @@ type Reader struct {
 	cols []Column
 	row  []Value
 	src  source
+	fill []*string // per column: the COPY text of its declared default, put for a missing value
 }
 
 // Open opens a file of a known format for reading. The columns are known once it returns:
@@ -126,7 +127,15 @@ func OpenSchema(path string, s *Schema) (*Reader, error) {
 }
 
 func newReader(cols []Column, src source) *Reader {
-	return &Reader{cols: cols, row: make([]Value, len(cols)), src: src}
+	r := &Reader{cols: cols, row: make([]Value, len(cols)), src: src, fill: make([]*string, len(cols))}
+	for i, c := range cols {
+		if v := c.DefaultValue(); v != nil {
+			if s, null, err := c.Text(v); err == nil && !null {
+				r.fill[i] = &s
+			}
+		}
+	}
+	return r
 }
 
 // columns names columns after the file's names.

@@ -329,6 +329,11 @@ func (r *Reader) AppendCopyLine(dst []byte) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
+		for i, f := range r.fill {
+			if f != nil && row[i] == nil {
+				row[i] = *f
+			}
+		}
 		return AppendCopyLine(dst, r.cols, row, r.Line())
 	}
 	rec, err := cs.next()
@@ -340,7 +345,11 @@ func (r *Reader) AppendCopyLine(dst []byte) ([]byte, error) {
 			dst = append(dst, '\t')
 		}
 		if rec[i] == "" {
-			dst = append(dst, '\\', 'N')
+			if f := r.fill[i]; f != nil {
+				dst = appendCopyEscaped(dst, *f)
+			} else {
+				dst = append(dst, '\\', 'N')
+			}
 			continue
 		}
 		s, reason := convertString(c.Type, rec[i])

@@ -97,6 +97,17 @@ func Get(ctx context.Context, q sqlx.QueryerContext, id string) (*Job, error) {
 	return &j, err
 }
 
+// Pending is the queued or running job of a kind for a resource, or store.ErrNotFound.
+func Pending(ctx context.Context, q sqlx.QueryerContext, kind, resourceID string) (*Job, error) {
+	var j Job
+	err := sqlx.GetContext(ctx, q, &j, `SELECT `+cols+` FROM platform.jobs WHERE kind = $1 AND resource_id = $2
+		AND status IN ('queued', 'running') ORDER BY created_at LIMIT 1`, kind, resourceID)
+	if errors.Is(err, errNoRows) {
+		return nil, store.ErrNotFound
+	}
+	return &j, err
+}
+
 // permanent marks an error that retrying cannot fix.
 type permanent struct{ error }
 

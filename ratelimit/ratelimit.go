@@ -17,13 +17,14 @@ import (
 // figures follow SPEC.md "Limits"; `auth` (unauthenticated sign-in endpoints, per client
 // address) and `default` (everything else, per principal) are this service's own.
 var Defaults = map[string]string{
-	"default":     "1000-M", // as the generated API's reads
-	"auth":        "30-M",   // login, refresh, OAuth, invitation acceptance: per IP, against guessing
-	"org_write":   "100-H",  // organization operations
-	"invitations": "50-D",   // user invitations
-	"api_keys":    "10-D",   // API key creation and rotation
-	"uploads":     "10-H",   // file uploads, per project
-	"datasets":    "50-H",   // dataset creation, per project
+	"default":        "1000-M", // as the generated API's reads
+	"auth":           "30-M",   // login, refresh, OAuth, invitation acceptance: per IP, against guessing
+	"org_write":      "100-H",  // organization operations
+	"invitations":    "50-D",   // user invitations
+	"api_keys":       "10-D",   // API key creation and rotation
+	"uploads":        "10-H",   // file uploads, per project
+	"datasets":       "50-H",   // dataset creation, per project
+	"schema_refresh": "100-H",  // dataset re-analysis, per project
 }
 
 // Limiter holds one ulule limiter per category over a shared store.

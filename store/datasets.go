@@ -31,6 +31,11 @@ type Dataset struct {
 	ProcessingTimeMS *int64     `db:"processing_time_ms"`
 	IndexTimeMS      *int64     `db:"index_time_ms"`
 	IndexedAt        *time.Time `db:"indexed_at"`
+	Statistics       string     `db:"statistics"` // jsonb: datasets.Statistics
+	AnalyzedAt       *time.Time `db:"analyzed_at"`
+	AnalysisVersion  int        `db:"analysis_version"`
+	VectorCount      int64      `db:"vector_count"`
+	SchemaVersion    int        `db:"schema_version"`
 	CreatedAt        time.Time  `db:"created_at"`
 	UpdatedAt        time.Time  `db:"updated_at"`
 	// Role is the caller's role in the dataset's organization (DatasetForUser).
@@ -39,14 +44,18 @@ type Dataset struct {
 
 const datasetCols = `d.id, d.project_id, d.organization_id, d.name, d.description, d.type, d.status, d.error, d.source_type,
 	d.upload_id, d.filename, d.size_bytes, d.storage_key, d.table_schema, d.columns, d.row_count, d.job_id, d.created_by,
-	d.upload_time, d.processing_time_ms, d.index_time_ms, d.indexed_at, d.created_at, d.updated_at`
+	d.upload_time, d.processing_time_ms, d.index_time_ms, d.indexed_at, d.statistics, d.analyzed_at, d.analysis_version,
+	d.vector_count, d.schema_version, d.created_at, d.updated_at`
 
 // CreateDataset inserts d.
 func CreateDataset(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
+	if d.Statistics == "" {
+		d.Statistics = "{}"
+	}
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.datasets (id, project_id, organization_id, name, description, type, status,
-		source_type, upload_id, filename, size_bytes, storage_key, table_schema, columns, job_id, created_by, upload_time, created_at, updated_at)
+		source_type, upload_id, filename, size_bytes, storage_key, table_schema, columns, job_id, created_by, upload_time, statistics, created_at, updated_at)
 		VALUES (:id, :project_id, :organization_id, :name, :description, :type, :status, :source_type, :upload_id, :filename, :size_bytes,
-		:storage_key, :table_schema, :columns, :job_id, :created_by, :upload_time, :created_at, :updated_at)`, d)
+		:storage_key, :table_schema, :columns, :job_id, :created_by, :upload_time, :statistics, :created_at, :updated_at)`, d)
 	return err
 }
 
@@ -96,7 +105,16 @@ func UpdateDataset(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
 func FinishDataset(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.datasets SET status = :status, error = :error, columns = :columns,
 		row_count = :row_count, processing_time_ms = :processing_time_ms, index_time_ms = :index_time_ms, indexed_at = :indexed_at,
+		statistics = :statistics, analyzed_at = :analyzed_at, analysis_version = :analysis_version, vector_count = :vector_count,
 		updated_at = :updated_at WHERE id = :id`, d)
+	return err
+}
+
+// SaveAnalysis writes what an analysis found.
+func SaveAnalysis(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.datasets SET statistics = :statistics, analyzed_at = :analyzed_at,
+		analysis_version = :analysis_version, vector_count = :vector_count, row_count = :row_count, index_time_ms = :index_time_ms,
+		indexed_at = :indexed_at, updated_at = :updated_at WHERE id = :id`, d)
 	return err
 }
 
@@ -127,4 +145,58 @@ func DatasetFiles(ctx context.Context, q sqlx.QueryerContext, scope, id string) 
 	}
 	err = sqlx.SelectContext(ctx, q, &storageKeys, `SELECT storage_key FROM platform.uploads WHERE `+col+` = $1`, id)
 	return tables, storageKeys, err
+}
+
+// DatasetForUserAnyProject is DatasetForUser for the dataset-scoped paths (/api/v1/datasets/{id}),
+// which do not name the project.
+func DatasetForUserAnyProject(ctx context.Context, q sqlx.QueryerContext, id, userID string) (*Dataset, error) {
+	var d Dataset
+	err := sqlx.GetContext(ctx, q, &d, `SELECT `+datasetCols+`, m.role FROM platform.datasets d
+		JOIN platform.memberships m ON m.organization_id = d.organization_id AND m.user_id = $2 AND m.status = 'active'
+		WHERE d.id = $1`, id, userID)
+	return &d, notFound(err)
+}
+
+// Relationship is a link between columns of two datasets, with the other dataset's name.
+type Relationship struct {
+	FromDataset string `db:"from_dataset"`
+	FromColumn  string `db:"from_column"`
+	ToDataset   string `db:"to_dataset"`
+	ToColumn    string `db:"to_column"`
+	Origin      string `db:"origin"`
+	FromName    string `db:"from_name"`
+	ToName      string `db:"to_name"`
+}
+
+// Relationships are the links from and to a dataset.
+func Relationships(ctx context.Context, q sqlx.QueryerContext, datasetID string) ([]Relationship, error) {
+	var out []Relationship
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT r.from_dataset, r.from_column, r.to_dataset, r.to_column, r.origin, f.name AS from_name, t.name AS to_name
+		FROM platform.dataset_relationships r JOIN platform.datasets f ON f.id = r.from_dataset JOIN platform.datasets t ON t.id = r.to_dataset
+		WHERE r.from_dataset = $1 OR r.to_dataset = $1 ORDER BY r.from_dataset = $1 DESC, r.from_column, r.to_dataset`, datasetID)
+	return out, err
+}
+
+// SchemaChange is one accepted change of a dataset's schema.
+type SchemaChange struct {
+	ID            string    `db:"id"`
+	DatasetID     string    `db:"dataset_id"`
+	SchemaVersion int       `db:"schema_version"`
+	Changes       string    `db:"changes"`
+	ColumnsBefore string    `db:"columns_before"`
+	ColumnsAfter  string    `db:"columns_after"`
+	CreatedBy     *string   `db:"created_by"`
+	CreatedAt     time.Time `db:"created_at"`
+}
+
+// RecordSchemaChange stores c and moves the dataset to its schema version and columns.
+func RecordSchemaChange(ctx context.Context, q sqlx.ExtContext, c *SchemaChange) error {
+	if _, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.dataset_schema_changes (id, dataset_id, schema_version, changes,
+		columns_before, columns_after, created_by, created_at) VALUES (:id, :dataset_id, :schema_version, :changes, :columns_before,
+		:columns_after, :created_by, :created_at)`, c); err != nil {
+		return err
+	}
+	_, err := q.ExecContext(ctx, `UPDATE platform.datasets SET columns = $2, schema_version = $3, updated_at = $4 WHERE id = $1`,
+		c.DatasetID, c.ColumnsAfter, c.SchemaVersion, c.CreatedAt)
+	return err
 }

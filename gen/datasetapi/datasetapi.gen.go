@@ -62,6 +62,96 @@ func (e AuthErrorError) Valid() bool {
 	}
 }
 
+// Defines values for ColumnDefinitionFormat.
+const (
+	ColumnDefinitionFormatDate     ColumnDefinitionFormat = "date"
+	ColumnDefinitionFormatDateTime ColumnDefinitionFormat = "date-time"
+	ColumnDefinitionFormatEmail    ColumnDefinitionFormat = "email"
+	ColumnDefinitionFormatUri      ColumnDefinitionFormat = "uri"
+	ColumnDefinitionFormatUuid     ColumnDefinitionFormat = "uuid"
+)
+
+// Valid indicates whether the value is a known member of the ColumnDefinitionFormat enum.
+func (e ColumnDefinitionFormat) Valid() bool {
+	switch e {
+	case ColumnDefinitionFormatDate:
+		return true
+	case ColumnDefinitionFormatDateTime:
+		return true
+	case ColumnDefinitionFormatEmail:
+		return true
+	case ColumnDefinitionFormatUri:
+		return true
+	case ColumnDefinitionFormatUuid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ColumnType.
+const (
+	ColumnTypeBigint       ColumnType = "bigint"
+	ColumnTypeBigint1      ColumnType = "bigint[]"
+	ColumnTypeBoolean      ColumnType = "boolean"
+	ColumnTypeBoolean1     ColumnType = "boolean[]"
+	ColumnTypeDate         ColumnType = "date"
+	ColumnTypeDate1        ColumnType = "date[]"
+	ColumnTypeInteger      ColumnType = "integer"
+	ColumnTypeInteger1     ColumnType = "integer[]"
+	ColumnTypeJsonb        ColumnType = "jsonb"
+	ColumnTypeNumeric      ColumnType = "numeric"
+	ColumnTypeNumeric1     ColumnType = "numeric[]"
+	ColumnTypeText         ColumnType = "text"
+	ColumnTypeText1        ColumnType = "text[]"
+	ColumnTypeTimestamptz  ColumnType = "timestamptz"
+	ColumnTypeTimestamptz1 ColumnType = "timestamptz[]"
+	ColumnTypeUuid         ColumnType = "uuid"
+	ColumnTypeUuid1        ColumnType = "uuid[]"
+)
+
+// Valid indicates whether the value is a known member of the ColumnType enum.
+func (e ColumnType) Valid() bool {
+	switch e {
+	case ColumnTypeBigint:
+		return true
+	case ColumnTypeBigint1:
+		return true
+	case ColumnTypeBoolean:
+		return true
+	case ColumnTypeBoolean1:
+		return true
+	case ColumnTypeDate:
+		return true
+	case ColumnTypeDate1:
+		return true
+	case ColumnTypeInteger:
+		return true
+	case ColumnTypeInteger1:
+		return true
+	case ColumnTypeJsonb:
+		return true
+	case ColumnTypeNumeric:
+		return true
+	case ColumnTypeNumeric1:
+		return true
+	case ColumnTypeText:
+		return true
+	case ColumnTypeText1:
+		return true
+	case ColumnTypeTimestamptz:
+		return true
+	case ColumnTypeTimestamptz1:
+		return true
+	case ColumnTypeUuid:
+		return true
+	case ColumnTypeUuid1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateDatasetRequestSourceType.
 const (
 	CreateDatasetRequestSourceTypeCsv     CreateDatasetRequestSourceType = "csv"
@@ -191,6 +281,153 @@ func (e JobStatus) Valid() bool {
 	}
 }
 
+// Defines values for RelationshipOrigin.
+const (
+	Declared   RelationshipOrigin = "declared"
+	ForeignKey RelationshipOrigin = "foreign_key"
+	Inferred   RelationshipOrigin = "inferred"
+)
+
+// Valid indicates whether the value is a known member of the RelationshipOrigin enum.
+func (e RelationshipOrigin) Valid() bool {
+	switch e {
+	case Declared:
+		return true
+	case ForeignKey:
+		return true
+	case Inferred:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RelationshipType.
+const (
+	ManyToOne RelationshipType = "many-to-one"
+	OneToMany RelationshipType = "one-to-many"
+)
+
+// Valid indicates whether the value is a known member of the RelationshipType enum.
+func (e RelationshipType) Valid() bool {
+	switch e {
+	case ManyToOne:
+		return true
+	case OneToMany:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SchemaChangeDropConstraints.
+const (
+	Default   SchemaChangeDropConstraints = "default"
+	Enum      SchemaChangeDropConstraints = "enum"
+	Format    SchemaChangeDropConstraints = "format"
+	MaxLength SchemaChangeDropConstraints = "max_length"
+	Maximum   SchemaChangeDropConstraints = "maximum"
+	MinLength SchemaChangeDropConstraints = "min_length"
+	Minimum   SchemaChangeDropConstraints = "minimum"
+	Pattern   SchemaChangeDropConstraints = "pattern"
+	Unique    SchemaChangeDropConstraints = "unique"
+)
+
+// Valid indicates whether the value is a known member of the SchemaChangeDropConstraints enum.
+func (e SchemaChangeDropConstraints) Valid() bool {
+	switch e {
+	case Default:
+		return true
+	case Enum:
+		return true
+	case Format:
+		return true
+	case MaxLength:
+		return true
+	case Maximum:
+		return true
+	case MinLength:
+		return true
+	case Minimum:
+		return true
+	case Pattern:
+		return true
+	case Unique:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SchemaChangeFormat.
+const (
+	SchemaChangeFormatDate     SchemaChangeFormat = "date"
+	SchemaChangeFormatDateTime SchemaChangeFormat = "date-time"
+	SchemaChangeFormatEmail    SchemaChangeFormat = "email"
+	SchemaChangeFormatUri      SchemaChangeFormat = "uri"
+	SchemaChangeFormatUuid     SchemaChangeFormat = "uuid"
+)
+
+// Valid indicates whether the value is a known member of the SchemaChangeFormat enum.
+func (e SchemaChangeFormat) Valid() bool {
+	switch e {
+	case SchemaChangeFormatDate:
+		return true
+	case SchemaChangeFormatDateTime:
+		return true
+	case SchemaChangeFormatEmail:
+		return true
+	case SchemaChangeFormatUri:
+		return true
+	case SchemaChangeFormatUuid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SchemaChangeOp.
+const (
+	AddColumn    SchemaChangeOp = "add_column"
+	AlterColumn  SchemaChangeOp = "alter_column"
+	DropColumn   SchemaChangeOp = "drop_column"
+	RenameColumn SchemaChangeOp = "rename_column"
+)
+
+// Valid indicates whether the value is a known member of the SchemaChangeOp enum.
+func (e SchemaChangeOp) Valid() bool {
+	switch e {
+	case AddColumn:
+		return true
+	case AlterColumn:
+		return true
+	case DropColumn:
+		return true
+	case RenameColumn:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SchemaTableType.
+const (
+	ForeignTable SchemaTableType = "foreign_table"
+	Table        SchemaTableType = "table"
+)
+
+// Valid indicates whether the value is a known member of the SchemaTableType enum.
+func (e SchemaTableType) Valid() bool {
+	switch e {
+	case ForeignTable:
+		return true
+	case Table:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UploadType.
 const (
 	UploadTypeCsv     UploadType = "csv"
@@ -233,6 +470,21 @@ func (e ListDatasetsParamsType) Valid() bool {
 	}
 }
 
+// Defines values for RefreshDataset202JSONResponseBodyStatus.
+const (
+	Started RefreshDataset202JSONResponseBodyStatus = "started"
+)
+
+// Valid indicates whether the value is a known member of the RefreshDataset202JSONResponseBodyStatus enum.
+func (e RefreshDataset202JSONResponseBodyStatus) Valid() bool {
+	switch e {
+	case Started:
+		return true
+	default:
+		return false
+	}
+}
+
 // AuthError defines model for AuthError.
 type AuthError struct {
 	Code               AuthErrorCode  `json:"code"`
@@ -250,12 +502,103 @@ type AuthErrorCode string
 // AuthErrorError defines model for AuthError.Error.
 type AuthErrorError string
 
+// ColumnConstraints Declared constraints of the column (as in a ColumnDefinition).
+type ColumnConstraints struct {
+	Default   interface{} `json:"default,omitempty"`
+	Enum      *[]string   `json:"enum,omitempty"`
+	Format    *string     `json:"format,omitempty"`
+	MaxLength *int        `json:"max_length,omitempty"`
+	Maximum   *float64    `json:"maximum,omitempty"`
+	MinLength *int        `json:"min_length,omitempty"`
+	Minimum   *float64    `json:"minimum,omitempty"`
+	Pattern   *string     `json:"pattern,omitempty"`
+	Unique    *bool       `json:"unique,omitempty"`
+}
+
+// ColumnDefinition A declared column. Every constraint becomes a constraint of the table, so the database
+// enforces it on every write: `required` is NOT NULL, `unique` a UNIQUE constraint,
+// `default` a DEFAULT (also put in for values missing from the file), `max_length` makes
+// the column varchar(n), and `enum`, `format`, `pattern`, `minimum`, `maximum`,
+// `min_length` become CHECK constraints named `<column>_<kind>`.
+type ColumnDefinition struct {
+	// Default Default value; a JSON value of the column's type.
+	Default     interface{} `json:"default,omitempty"`
+	Description *string     `json:"description,omitempty"`
+
+	// Enum Allowed values (text columns).
+	Enum *[]string `json:"enum,omitempty"`
+
+	// Format Text columns.
+	Format *ColumnDefinitionFormat `json:"format,omitempty"`
+
+	// MaxLength Text columns; makes the column varchar(n).
+	MaxLength *int `json:"max_length,omitempty"`
+
+	// Maximum Numeric columns.
+	Maximum *float64 `json:"maximum,omitempty"`
+
+	// MinLength Text columns.
+	MinLength *int `json:"min_length,omitempty"`
+
+	// Minimum Numeric columns.
+	Minimum *float64 `json:"minimum,omitempty"`
+
+	// Name A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
+	Name ColumnName `json:"name"`
+
+	// Pattern POSIX regular expression the value must match (PostgreSQL's ~ operator).
+	Pattern  *string `json:"pattern,omitempty"`
+	Required *bool   `json:"required,omitempty"`
+
+	// Source The field's name in the file; default: the field whose name normalises to `name`.
+	Source *string    `json:"source,omitempty"`
+	Type   ColumnType `json:"type"`
+	Unique *bool      `json:"unique,omitempty"`
+}
+
+// ColumnDefinitionFormat Text columns.
+type ColumnDefinitionFormat string
+
+// ColumnName A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
+type ColumnName = string
+
+// ColumnStatistics defines model for ColumnStatistics.
+type ColumnStatistics struct {
+	// Avg Numeric columns.
+	Avg *float64 `json:"avg,omitempty"`
+
+	// Completeness Share of rows with a value.
+	Completeness  float64 `json:"completeness"`
+	DistinctCount int64   `json:"distinct_count"`
+
+	// DistinctEstimated True when the table has more than 200 000 rows and the count comes from the sample of ANALYZE.
+	DistinctEstimated *bool `json:"distinct_estimated,omitempty"`
+
+	// Max Largest value.
+	Max interface{} `json:"max,omitempty"`
+
+	// Min Smallest value (numbers, dates, times, text; false/true for booleans); absent for other types.
+	Min       interface{} `json:"min,omitempty"`
+	NullCount int64       `json:"null_count"`
+}
+
+// ColumnType defines model for ColumnType.
+type ColumnType string
+
 // CreateDatasetRequest defines model for CreateDatasetRequest.
 type CreateDatasetRequest struct {
 	Description *string `json:"description,omitempty"`
 
 	// Name Unique in the project (case-insensitive).
-	Name   string `json:"name"`
+	Name string `json:"name"`
+
+	// Schema Declared columns, overriding inference: every field of the file must be declared
+	// (matched by `source`, or by its normalised name), and a declared column the file
+	// lacks must be optional or have a default. A value that breaks a declared type or
+	// constraint fails the dataset with the row and column.
+	Schema *struct {
+		Columns []ColumnDefinition `json:"columns"`
+	} `json:"schema,omitempty"`
 	Source struct {
 		FileId string `json:"file_id"`
 
@@ -303,7 +646,9 @@ type DatasetType string
 
 // DatasetColumn defines model for DatasetColumn.
 type DatasetColumn struct {
-	Description *string `json:"description,omitempty"`
+	// Constraints Declared constraints of the column (as in a ColumnDefinition).
+	Constraints *ColumnConstraints `json:"constraints,omitempty"`
+	Description *string            `json:"description,omitempty"`
 
 	// Name Column name in the table (a safe identifier).
 	Name     string `json:"name"`
@@ -327,6 +672,19 @@ type DatasetMetadata struct {
 // DatasetSchema defines model for DatasetSchema.
 type DatasetSchema struct {
 	Tables []DatasetTable `json:"tables"`
+}
+
+// DatasetSchemaRead defines model for DatasetSchemaRead.
+type DatasetSchemaRead struct {
+	DatasetId string `json:"dataset_id"`
+	Metadata  struct {
+		AnalysisVersion int        `json:"analysis_version"`
+		LastAnalyzed    *time.Time `json:"last_analyzed"`
+		VectorCount     *int64     `json:"vector_count,omitempty"`
+	} `json:"metadata"`
+	Relationships []Relationship `json:"relationships"`
+	SchemaVersion *int           `json:"schema_version,omitempty"`
+	Tables        []SchemaTable  `json:"tables"`
 }
 
 // DatasetSource defines model for DatasetSource.
@@ -439,6 +797,116 @@ type Pagination struct {
 // ProjectId Example: prj_3n8b5v1c7x2z9l4k6j0h
 type ProjectId = string
 
+// Relationship defines model for Relationship.
+type Relationship struct {
+	FromColumn    string             `json:"from_column"`
+	FromTable     string             `json:"from_table"`
+	Origin        RelationshipOrigin `json:"origin"`
+	ToColumn      string             `json:"to_column"`
+	ToDatasetId   string             `json:"to_dataset_id"`
+	ToDatasetName *string            `json:"to_dataset_name,omitempty"`
+	ToTable       string             `json:"to_table"`
+	Type          RelationshipType   `json:"type"`
+}
+
+// RelationshipOrigin defines model for Relationship.Origin.
+type RelationshipOrigin string
+
+// RelationshipType defines model for Relationship.Type.
+type RelationshipType string
+
+// SchemaChange One change. `add_column` takes `column` (a definition; a required column needs a
+// `default` when the table has rows). `rename_column` takes `column` (its name) and
+// `new_name`. `drop_column` takes `column`. `alter_column` takes `column` and the
+// settings to change: `type` (the values are cast; rows that cannot be are reported),
+// `required`, `unique`, `enum`, `default`, `format`, `pattern`, `minimum`, `maximum`,
+// `min_length`, `max_length`, `description`, and `drop_constraints` to remove some.
+type SchemaChange struct {
+	// Column A column definition (add_column) or the name of an existing column.
+	Column *SchemaChange_Column `json:"column,omitempty"`
+
+	// Default A new default value.
+	Default         interface{}                    `json:"default,omitempty"`
+	Description     *string                        `json:"description,omitempty"`
+	DropConstraints *[]SchemaChangeDropConstraints `json:"drop_constraints,omitempty"`
+	Enum            *[]string                      `json:"enum,omitempty"`
+	Format          *SchemaChangeFormat            `json:"format,omitempty"`
+	MaxLength       *int                           `json:"max_length,omitempty"`
+	Maximum         *float64                       `json:"maximum,omitempty"`
+	MinLength       *int                           `json:"min_length,omitempty"`
+	Minimum         *float64                       `json:"minimum,omitempty"`
+
+	// NewName A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
+	NewName  *ColumnName    `json:"new_name,omitempty"`
+	Op       SchemaChangeOp `json:"op"`
+	Pattern  *string        `json:"pattern,omitempty"`
+	Required *bool          `json:"required,omitempty"`
+	Type     *ColumnType    `json:"type,omitempty"`
+	Unique   *bool          `json:"unique,omitempty"`
+}
+
+// SchemaChange_Column A column definition (add_column) or the name of an existing column.
+type SchemaChange_Column struct {
+	union json.RawMessage
+}
+
+// SchemaChangeDropConstraints defines model for SchemaChange.DropConstraints.
+type SchemaChangeDropConstraints string
+
+// SchemaChangeFormat defines model for SchemaChange.Format.
+type SchemaChangeFormat string
+
+// SchemaChangeOp defines model for SchemaChange.Op.
+type SchemaChangeOp string
+
+// SchemaChangeRequest defines model for SchemaChangeRequest.
+type SchemaChangeRequest struct {
+	Changes []SchemaChange `json:"changes"`
+
+	// ExpectedVersion The schema_version the changes were written against.
+	ExpectedVersion *int `json:"expected_version,omitempty"`
+}
+
+// SchemaChangeResult defines model for SchemaChangeResult.
+type SchemaChangeResult struct {
+	ChangedAt     time.Time       `json:"changed_at"`
+	Changes       []SchemaChange  `json:"changes"`
+	Columns       []DatasetColumn `json:"columns"`
+	DatasetId     string          `json:"dataset_id"`
+	SchemaVersion int             `json:"schema_version"`
+}
+
+// SchemaColumn defines model for SchemaColumn.
+type SchemaColumn struct {
+	// Constraints Declared constraints of the column (as in a ColumnDefinition).
+	Constraints  *ColumnConstraints `json:"constraints,omitempty"`
+	Description  *string            `json:"description,omitempty"`
+	IsPrimaryKey bool               `json:"is_primary_key"`
+	Name         string             `json:"name"`
+	Nullable     bool               `json:"nullable"`
+	OriginalName *string            `json:"original_name,omitempty"`
+	SampleValues []interface{}      `json:"sample_values"`
+	Statistics   *ColumnStatistics  `json:"statistics,omitempty"`
+
+	// System The platform's own column (id).
+	System *bool `json:"system,omitempty"`
+
+	// Type PostgreSQL type of the column.
+	Type string `json:"type"`
+}
+
+// SchemaTable defines model for SchemaTable.
+type SchemaTable struct {
+	Columns     []SchemaColumn  `json:"columns"`
+	Description *string         `json:"description,omitempty"`
+	Name        string          `json:"name"`
+	RowCount    int64           `json:"row_count"`
+	Type        SchemaTableType `json:"type"`
+}
+
+// SchemaTableType defines model for SchemaTable.Type.
+type SchemaTableType string
+
 // Upload defines model for Upload.
 type Upload struct {
 	// Claimed Whether a dataset has been created from it.
@@ -488,6 +956,9 @@ type Forbidden = AuthError
 // NotFound defines model for NotFound.
 type NotFound = ErrorEnvelope
 
+// PayloadTooLarge defines model for PayloadTooLarge.
+type PayloadTooLarge = ErrorEnvelope
+
 // RateLimitExceeded defines model for RateLimitExceeded.
 type RateLimitExceeded = ErrorEnvelope
 
@@ -533,6 +1004,12 @@ type PreviewDatasetParams struct {
 	// Table Table to preview; file datasets have one, named as the dataset's `source.table`.
 	Table *string `form:"table,omitempty" json:"table,omitempty"`
 }
+
+// RefreshDataset202JSONResponseBodyStatus defines parameters for RefreshDataset.
+type RefreshDataset202JSONResponseBodyStatus string
+
+// ChangeDatasetSchemaJSONRequestBody defines body for ChangeDatasetSchema for application/json ContentType.
+type ChangeDatasetSchemaJSONRequestBody = SchemaChangeRequest
 
 // CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
 type CreateDatasetJSONRequestBody = CreateDatasetRequest
@@ -605,8 +1082,73 @@ func (t *ErrorEnvelope_Error_Details) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsColumnName returns the union data inside the SchemaChange_Column as a ColumnName
+func (t SchemaChange_Column) AsColumnName() (ColumnName, error) {
+	var body ColumnName
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromColumnName overwrites any union data inside the SchemaChange_Column as the provided ColumnName
+func (t *SchemaChange_Column) FromColumnName(v ColumnName) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeColumnName performs a merge with any union data inside the SchemaChange_Column, using the provided ColumnName
+func (t *SchemaChange_Column) MergeColumnName(v ColumnName) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsColumnDefinition returns the union data inside the SchemaChange_Column as a ColumnDefinition
+func (t SchemaChange_Column) AsColumnDefinition() (ColumnDefinition, error) {
+	var body ColumnDefinition
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromColumnDefinition overwrites any union data inside the SchemaChange_Column as the provided ColumnDefinition
+func (t *SchemaChange_Column) FromColumnDefinition(v ColumnDefinition) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeColumnDefinition performs a merge with any union data inside the SchemaChange_Column, using the provided ColumnDefinition
+func (t *SchemaChange_Column) MergeColumnDefinition(v ColumnDefinition) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t SchemaChange_Column) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *SchemaChange_Column) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
+	// (PUT /api/v1/datasets/{dataset_id}/schema)
+	ChangeDatasetSchema(ctx echo.Context, datasetId DatasetId) error
 	// GetJob A background job's state and progress (member of the job's organization)
 	// (GET /api/v1/jobs/{job_id})
 	GetJob(ctx echo.Context, jobId string) error
@@ -634,11 +1176,33 @@ type ServerInterface interface {
 	// PreviewDataset First rows of the dataset's table (datasets:read)
 	// (GET /api/v1/projects/{project_id}/datasets/{dataset_id}/preview)
 	PreviewDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId, params PreviewDatasetParams) error
+	// RefreshDataset Re-analyse statistics, relationships and the search index (datasets:write)
+	// (POST /api/v1/projects/{project_id}/datasets/{dataset_id}/refresh)
+	RefreshDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error
+	// GetDatasetSchema The dataset's tables, columns with statistics and samples, and relationships (datasets:read)
+	// (GET /api/v1/projects/{project_id}/datasets/{dataset_id}/schema)
+	GetDatasetSchema(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// ChangeDatasetSchema converts echo context to params.
+func (w *ServerInterfaceWrapper) ChangeDatasetSchema(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ChangeDatasetSchema(ctx, datasetId)
+	return err
 }
 
 // GetJob converts echo context to params.
@@ -878,6 +1442,54 @@ func (w *ServerInterfaceWrapper) PreviewDataset(ctx echo.Context) error {
 	return err
 }
 
+// RefreshDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) RefreshDataset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RefreshDataset(ctx, projectId, datasetId)
+	return err
+}
+
+// GetDatasetSchema converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDatasetSchema(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDatasetSchema(ctx, projectId, datasetId)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -933,6 +1545,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id", wrapper.GetDataset, options.OperationMiddlewares["getDataset"]...)
 	router.PATCH(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id", wrapper.UpdateDataset, options.OperationMiddlewares["updateDataset"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/preview", wrapper.PreviewDataset, options.OperationMiddlewares["previewDataset"]...)
+	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/schema", wrapper.GetDatasetSchema, options.OperationMiddlewares["getDatasetSchema"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/refresh", wrapper.RefreshDataset, options.OperationMiddlewares["refreshDataset"]...)
+	router.PUT(options.BaseURL+"/api/v1/datasets/:dataset_id/schema", wrapper.ChangeDatasetSchema, options.OperationMiddlewares["changeDatasetSchema"]...)
 	router.GET(options.BaseURL+"/api/v1/jobs/:job_id", wrapper.GetJob, options.OperationMiddlewares["getJob"]...)
 
 }
@@ -944,6 +1559,8 @@ type ConflictJSONResponse ErrorEnvelope
 type ForbiddenJSONResponse AuthError
 
 type NotFoundJSONResponse ErrorEnvelope
+
+type PayloadTooLargeJSONResponse ErrorEnvelope
 
 type RateLimitExceededResponseHeaders struct {
 	RetryAfter           *int
@@ -959,6 +1576,156 @@ type RateLimitExceededJSONResponse struct {
 }
 
 type UnauthorizedJSONResponse AuthError
+
+type ChangeDatasetSchemaRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *ChangeDatasetSchemaJSONRequestBody
+}
+
+type ChangeDatasetSchemaResponseObject interface {
+	VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error
+}
+
+type ChangeDatasetSchema200JSONResponse SchemaChangeResult
+
+func (response ChangeDatasetSchema200JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeDatasetSchema400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ChangeDatasetSchema400JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeDatasetSchema401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ChangeDatasetSchema401JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeDatasetSchema403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChangeDatasetSchema403JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeDatasetSchema404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ChangeDatasetSchema404JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeDatasetSchema409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ChangeDatasetSchema409JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeDatasetSchema413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ChangeDatasetSchema413JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeDatasetSchema422JSONResponse ErrorEnvelope
+
+func (response ChangeDatasetSchema422JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeDatasetSchema429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ChangeDatasetSchema429JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type GetJobRequestObject struct {
 	JobId string `json:"job_id"`
@@ -2009,8 +2776,271 @@ func (response PreviewDataset429JSONResponse) VisitPreviewDatasetResponse(w http
 	return err
 }
 
+type RefreshDatasetRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type RefreshDatasetResponseObject interface {
+	VisitRefreshDatasetResponse(w http.ResponseWriter) error
+}
+
+type RefreshDataset202ResponseHeaders struct {
+	Location string
+}
+
+type RefreshDataset202JSONResponse struct {
+	Body struct {
+		// EstimatedDurationSeconds From the last analysis of this dataset, or its row count.
+		EstimatedDurationSeconds int       `json:"estimated_duration_seconds"`
+		JobId                    string    `json:"job_id"`
+		StartedAt                time.Time `json:"started_at"`
+
+		// Status The job is queued or running; its later states are at /api/v1/jobs/{job_id}.
+		Status RefreshDataset202JSONResponseBodyStatus `json:"status"`
+	}
+	Headers RefreshDataset202ResponseHeaders
+}
+
+func (response RefreshDataset202JSONResponse) VisitRefreshDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshDataset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RefreshDataset400JSONResponse) VisitRefreshDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RefreshDataset401JSONResponse) VisitRefreshDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshDataset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RefreshDataset403JSONResponse) VisitRefreshDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshDataset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RefreshDataset404JSONResponse) VisitRefreshDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshDataset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RefreshDataset409JSONResponse) VisitRefreshDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshDataset429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response RefreshDataset429JSONResponse) VisitRefreshDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSchemaRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type GetDatasetSchemaResponseObject interface {
+	VisitGetDatasetSchemaResponse(w http.ResponseWriter) error
+}
+
+type GetDatasetSchema200JSONResponse DatasetSchemaRead
+
+func (response GetDatasetSchema200JSONResponse) VisitGetDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSchema400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetSchema400JSONResponse) VisitGetDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSchema401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDatasetSchema401JSONResponse) VisitGetDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSchema403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDatasetSchema403JSONResponse) VisitGetDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSchema404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDatasetSchema404JSONResponse) VisitGetDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSchema409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetDatasetSchema409JSONResponse) VisitGetDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSchema429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDatasetSchema429JSONResponse) VisitGetDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
+	// (PUT /api/v1/datasets/{dataset_id}/schema)
+	ChangeDatasetSchema(ctx context.Context, request ChangeDatasetSchemaRequestObject) (ChangeDatasetSchemaResponseObject, error)
 	// GetJob A background job's state and progress (member of the job's organization)
 	// (GET /api/v1/jobs/{job_id})
 	GetJob(ctx context.Context, request GetJobRequestObject) (GetJobResponseObject, error)
@@ -2038,6 +3068,12 @@ type StrictServerInterface interface {
 	// PreviewDataset First rows of the dataset's table (datasets:read)
 	// (GET /api/v1/projects/{project_id}/datasets/{dataset_id}/preview)
 	PreviewDataset(ctx context.Context, request PreviewDatasetRequestObject) (PreviewDatasetResponseObject, error)
+	// RefreshDataset Re-analyse statistics, relationships and the search index (datasets:write)
+	// (POST /api/v1/projects/{project_id}/datasets/{dataset_id}/refresh)
+	RefreshDataset(ctx context.Context, request RefreshDatasetRequestObject) (RefreshDatasetResponseObject, error)
+	// GetDatasetSchema The dataset's tables, columns with statistics and samples, and relationships (datasets:read)
+	// (GET /api/v1/projects/{project_id}/datasets/{dataset_id}/schema)
+	GetDatasetSchema(ctx context.Context, request GetDatasetSchemaRequestObject) (GetDatasetSchemaResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -2050,6 +3086,54 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// ChangeDatasetSchema operation middleware
+func (sh *strictHandler) ChangeDatasetSchema(ctx echo.Context, datasetId DatasetId) error {
+	var request ChangeDatasetSchemaRequestObject
+
+	request.DatasetId = datasetId
+
+	var body ChangeDatasetSchemaJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ChangeDatasetSchema(ctx.Request().Context(), request.(ChangeDatasetSchemaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ChangeDatasetSchema")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ChangeDatasetSchemaResponseObject); ok {
+		return validResponse.VisitChangeDatasetSchemaResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // GetJob operation middleware
@@ -2330,6 +3414,58 @@ func (sh *strictHandler) PreviewDataset(ctx echo.Context, projectId ProjectId, d
 		return err
 	} else if validResponse, ok := response.(PreviewDatasetResponseObject); ok {
 		return validResponse.VisitPreviewDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RefreshDataset operation middleware
+func (sh *strictHandler) RefreshDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error {
+	var request RefreshDatasetRequestObject
+
+	request.ProjectId = projectId
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RefreshDataset(ctx.Request().Context(), request.(RefreshDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RefreshDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RefreshDatasetResponseObject); ok {
+		return validResponse.VisitRefreshDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDatasetSchema operation middleware
+func (sh *strictHandler) GetDatasetSchema(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error {
+	var request GetDatasetSchemaRequestObject
+
+	request.ProjectId = projectId
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDatasetSchema(ctx.Request().Context(), request.(GetDatasetSchemaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDatasetSchema")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetSchemaResponseObject); ok {
+		return validResponse.VisitGetDatasetSchemaResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

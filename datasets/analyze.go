@@ -1,0 +1,461 @@
+package datasets
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"dataplatform/ingest"
+	"dataplatform/jobs"
+	"dataplatform/store"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// KindAnalyze is the job kind that re-analyses an active dataset (POST .../refresh).
+const KindAnalyze = "dataset.analyze"
+
+// AnalysisVersion names the method of the statistics below; it changes when they are
+// computed differently, so a reader can tell old statistics from new ones.
+const AnalysisVersion = 1
+
+// ExactLimit is the row count up to which distinct counts and value frequencies are exact.
+// Above it they come from PostgreSQL's ANALYZE sample (pg_stats), which reads a fixed
+// number of rows whatever the table's size: an exact count(DISTINCT) per column would sort
+// the whole table once per column.
+const ExactLimit = 200_000
+
+// sampleSize is how many values per column the analysis keeps as samples.
+const sampleSize = 5
+
+// maxIndexedValues bounds the values of one column that go to the search index, and
+// lowCardinality the distinct count up to which a text column's values are indexed at all
+// (names of categories, statuses and cities help match words to filters; free text does not).
+const (
+	maxIndexedValues = 100
+	lowCardinality   = 1000
+)
+
+// ColumnStats are one column's statistics.
+type ColumnStats struct {
+	DistinctCount     int64           `json:"distinct_count"`
+	DistinctEstimated bool            `json:"distinct_estimated,omitempty"`
+	NullCount         int64           `json:"null_count"`
+	Min               json.RawMessage `json:"min,omitempty"`
+	Max               json.RawMessage `json:"max,omitempty"`
+	Avg               *float64        `json:"avg,omitempty"`
+	Completeness      float64         `json:"completeness"`
+	SampleValues      []any           `json:"sample_values"`
+}
+
+// Statistics are what an analysis found, as kept in platform.datasets.statistics.
+type Statistics struct {
+	RowCount int64                   `json:"row_count"`
+	Columns  map[string]*ColumnStats `json:"columns"`
+}
+
+// analyzed is the column the analysis reads: the system id and the dataset's columns.
+type analyzed struct {
+	name string
+	typ  ingest.Type
+}
+
+func analyzedColumns(cols []ingest.Column) []analyzed {
+	out := []analyzed{{"id", ingest.BigInt}}
+	for _, c := range cols {
+		out = append(out, analyzed{c.Name, c.Type})
+	}
+	return out
+}
+
+// Analyze computes the dataset's statistics, search index entries and inferred relationships
+// inside tx and writes them to d and the platform tables (the caller saves d). It runs
+// PostgreSQL's ANALYZE on the table first, so the planner knows the new rows too.
+func Analyze(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, now time.Time) error {
+	var cols []ingest.Column
+	if err := json.Unmarshal([]byte(d.Columns), &cols); err != nil {
+		return err
+	}
+	table := Table(d.TableSchema, d.ID)
+	if _, err := tx.ExecContext(ctx, `SET LOCAL timezone = 'UTC'`); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `ANALYZE `+table); err != nil {
+		return err
+	}
+	st, err := columnStatistics(ctx, tx, d, analyzedColumns(cols))
+	if err != nil {
+		return err
+	}
+	if err := samples(ctx, tx, table, analyzedColumns(cols), st); err != nil {
+		return err
+	}
+	vectors, err := index(ctx, tx, d, cols, st, now)
+	if err != nil {
+		return err
+	}
+	if err := inferRelationships(ctx, tx, d, cols, now); err != nil {
+		return err
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	d.Statistics, d.RowCount, d.VectorCount, d.AnalyzedAt, d.AnalysisVersion = string(b), &st.RowCount, vectors, &now, AnalysisVersion
+	return nil
+}
+
+func orderable(t ingest.Type) bool {
+	switch t {
+	case ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz, ingest.Text, ingest.Boolean:
+		return true
+	}
+	return false
+}
+
+func numeric(t ingest.Type) bool {
+	return t == ingest.Integer || t == ingest.BigInt || t == ingest.Numeric
+}
+
+// columnStatistics reads counts, bounds and averages in one scan of the table; distinct
+// counts are exact up to ExactLimit rows, estimated from pg_stats above.
+func columnStatistics(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []analyzed) (*Statistics, error) {
+	table := Table(d.TableSchema, d.ID)
+	var rows int64
+	if err := tx.GetContext(ctx, &rows, `SELECT count(*) FROM `+table+` WHERE deleted_at IS NULL`); err != nil {
+		return nil, err
+	}
+	exact := rows <= ExactLimit
+	var sel []string
+	for _, c := range cols {
+		q := pq.QuoteIdentifier(c.name)
+		sel = append(sel, "count("+q+")")
+		switch {
+		case c.typ == ingest.Boolean:
+			sel = append(sel, "to_json(bool_and("+q+"))::text", "to_json(bool_or("+q+"))::text")
+		case orderable(c.typ):
+			sel = append(sel, "to_json(min("+q+"))::text", "to_json(max("+q+"))::text")
+		default:
+			sel = append(sel, "NULL::text", "NULL::text")
+		}
+		if numeric(c.typ) {
+			sel = append(sel, "avg("+q+")::float8")
+		} else {
+			sel = append(sel, "NULL::float8")
+		}
+		if exact {
+			sel = append(sel, "count(DISTINCT "+q+")")
+		} else {
+			sel = append(sel, "NULL::bigint")
+		}
+	}
+	vals := make([]any, 0, len(cols)*5)
+	type acc struct {
+		count, distinct *int64
+		min, max        *string
+		avg             *float64
+	}
+	accs := make([]acc, len(cols))
+	for i := range accs {
+		a := &accs[i]
+		vals = append(vals, &a.count, &a.min, &a.max, &a.avg, &a.distinct)
+	}
+	if err := tx.QueryRowxContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+table+` WHERE deleted_at IS NULL`).Scan(vals...); err != nil {
+		return nil, err
+	}
+	estimates := map[string]float64{}
+	if !exact {
+		var ps []struct {
+			Name     string  `db:"attname"`
+			Distinct float64 `db:"n_distinct"`
+		}
+		if err := tx.SelectContext(ctx, &ps, `SELECT attname, n_distinct FROM pg_stats WHERE schemaname = $1 AND tablename = $2`,
+			d.TableSchema, d.ID); err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			estimates[p.Name] = p.Distinct
+		}
+	}
+	st := &Statistics{RowCount: rows, Columns: map[string]*ColumnStats{}}
+	for i, c := range cols {
+		a := accs[i]
+		cs := &ColumnStats{NullCount: rows - deref(a.count), Avg: a.avg, SampleValues: []any{}}
+		if rows > 0 {
+			cs.Completeness = float64(deref(a.count)) / float64(rows)
+		}
+		if a.min != nil {
+			cs.Min, cs.Max = json.RawMessage(shortJSON(*a.min)), json.RawMessage(shortJSON(*a.max))
+		}
+		if exact {
+			cs.DistinctCount = deref(a.distinct)
+		} else {
+			n := estimates[c.name]
+			if n < 0 { // a fraction of the rows
+				n = -n * float64(rows)
+			}
+			cs.DistinctCount, cs.DistinctEstimated = int64(n+0.5), true
+		}
+		st.Columns[c.name] = cs
+	}
+	return st, nil
+}
+
+// shortJSON keeps a long JSON string value readable: bounds of text columns can be whole
+// paragraphs.
+func shortJSON(s string) string {
+	const max = 200
+	if len(s) <= max || s[0] != '"' {
+		return s
+	}
+	var v string
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	r := []rune(v)
+	if len(r) <= max {
+		return s
+	}
+	b, _ := json.Marshal(string(r[:max]) + "…")
+	return string(b)
+}
+
+func deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
+}
+
+// samples keeps up to sampleSize distinct values per column from the first rows.
+func samples(ctx context.Context, tx *sqlx.Tx, table string, cols []analyzed, st *Statistics) error {
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		sel[i] = "to_json(" + pq.QuoteIdentifier(c.name) + ")::text"
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+table+` WHERE deleted_at IS NULL ORDER BY id LIMIT 1000`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	vals := make([]*string, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	seen := make([]map[string]bool, len(cols))
+	for i := range seen {
+		seen[i] = map[string]bool{}
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		for i, v := range vals {
+			cs := st.Columns[cols[i].name]
+			if v == nil || len(cs.SampleValues) >= sampleSize || seen[i][*v] {
+				continue
+			}
+			seen[i][*v] = true
+			cs.SampleValues = append(cs.SampleValues, json.RawMessage(shortJSON(*v)))
+		}
+	}
+	return rows.Err()
+}
+
+// index rebuilds the dataset's search entries: its name and description, its column names
+// (as stored and as in the file), and the frequent values of its low-cardinality text
+// columns. It returns how many entries there are.
+func index(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column, st *Statistics, now time.Time) (int64, error) {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_search WHERE dataset_id = $1`, d.ID); err != nil {
+		return 0, err
+	}
+	type entry struct {
+		kind, column, content string
+		freq                  *int64
+	}
+	entries := []entry{{kind: "dataset", content: d.Name}}
+	if d.Description != nil && *d.Description != "" {
+		entries = append(entries, entry{kind: "dataset", content: *d.Description})
+	}
+	table := Table(d.TableSchema, d.ID)
+	for _, c := range cols {
+		entries = append(entries, entry{kind: "column", column: c.Name, content: strings.ReplaceAll(c.Name, "_", " ")})
+		if c.Original != "" && c.Original != c.Name {
+			entries = append(entries, entry{kind: "column", column: c.Name, content: c.Original})
+		}
+		if c.Description != "" {
+			entries = append(entries, entry{kind: "column", column: c.Name, content: c.Description})
+		}
+		cs := st.Columns[c.Name]
+		if c.Type != ingest.Text || cs == nil || cs.DistinctCount == 0 || cs.DistinctCount > lowCardinality {
+			continue
+		}
+		var vals []struct {
+			Value string `db:"v"`
+			Freq  int64  `db:"n"`
+		}
+		var err error
+		if st.RowCount <= ExactLimit {
+			q := pq.QuoteIdentifier(c.Name)
+			err = tx.SelectContext(ctx, &vals, `SELECT `+q+` AS v, count(*) AS n FROM `+table+` WHERE deleted_at IS NULL AND `+q+
+				` IS NOT NULL AND length(`+q+`) <= 200 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1`, maxIndexedValues)
+		} else {
+			// ANALYZE's most common values, their frequencies scaled to the table.
+			err = tx.SelectContext(ctx, &vals, `SELECT v, round(f * $4)::bigint AS n
+				FROM pg_stats, unnest(most_common_vals::text::text[], most_common_freqs) AS m(v, f)
+				WHERE schemaname = $1 AND tablename = $2 AND attname = $3 AND length(v) <= 200 ORDER BY f DESC LIMIT $5`,
+				d.TableSchema, d.ID, c.Name, st.RowCount, maxIndexedValues)
+		}
+		if err != nil {
+			return 0, err
+		}
+		for _, v := range vals {
+			entries = append(entries, entry{kind: "value", column: c.Name, content: v.Value, freq: &v.Freq})
+		}
+	}
+	for _, e := range entries {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO platform.dataset_search (dataset_id, project_id, kind, column_name, content, frequency)
+			VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6)`, d.ID, d.ProjectID, e.kind, e.column, e.content, e.freq); err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(entries)), nil
+}
+
+// refName is how a column names the dataset it points to: customer_id, customerid → customer.
+func refName(col string) string {
+	for _, suffix := range []string{"_id", "id"} {
+		if s := strings.TrimSuffix(col, suffix); s != col && s != "" && s != "src" {
+			return strings.TrimSuffix(s, "_")
+		}
+	}
+	return ""
+}
+
+// namesDataset reports whether a dataset's name (as an identifier) is ref or a plural of it.
+func namesDataset(datasetName, ref string) bool {
+	n := ingest.Identifiers([]string{datasetName})[0]
+	if n == ref || n == ref+"s" || n == ref+"es" {
+		return true
+	}
+	return strings.HasSuffix(ref, "y") && n == ref[:len(ref)-1]+"ies"
+}
+
+// keyColumn is the column other datasets' references point at: the file's own "id" column
+// (stored as src_id) when it has one, the system id otherwise.
+func keyColumn(cols []ingest.Column) analyzed {
+	for _, c := range cols {
+		if strings.EqualFold(c.Original, "id") || c.Name == "src_id" {
+			return analyzed{c.Name, c.Type}
+		}
+	}
+	return analyzed{"id", ingest.BigInt}
+}
+
+func comparable(a, b ingest.Type) bool {
+	return a == b || (numeric(a) && numeric(b) && a != ingest.Numeric && b != ingest.Numeric)
+}
+
+// inferRelationships finds links between this dataset and the other active datasets of its
+// project, in both directions: a column named after a dataset (customer_id → customers)
+// whose every value is a key of that dataset. They replace the inferred links found before;
+// declared and foreign-key links are kept.
+func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE origin = 'inferred' AND (from_dataset = $1 OR to_dataset = $1)`, d.ID); err != nil {
+		return err
+	}
+	var others []store.Dataset
+	if err := tx.SelectContext(ctx, &others, `SELECT id, name, table_schema, columns FROM platform.datasets
+		WHERE project_id = $1 AND id <> $2 AND status = 'active' AND type = 'file'`, d.ProjectID, d.ID); err != nil {
+		return err
+	}
+	self := store.Dataset{ID: d.ID, Name: d.Name, TableSchema: d.TableSchema}
+	for _, o := range others {
+		var ocols []ingest.Column
+		if err := json.Unmarshal([]byte(o.Columns), &ocols); err != nil {
+			return err
+		}
+		if err := link(ctx, tx, self, cols, o, ocols, now); err != nil {
+			return err
+		}
+		if err := link(ctx, tx, o, ocols, self, cols, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// link records from.col → to.key for each column of from that names to and whose values
+// all appear among to's keys.
+func link(ctx context.Context, tx *sqlx.Tx, from store.Dataset, fcols []ingest.Column, to store.Dataset, tcols []ingest.Column, now time.Time) error {
+	key := keyColumn(tcols)
+	for _, c := range fcols {
+		ref := refName(c.Name)
+		if ref == "" || !namesDataset(to.Name, ref) || !comparable(c.Type, key.typ) {
+			continue
+		}
+		q, k := pq.QuoteIdentifier(c.Name), pq.QuoteIdentifier(key.name)
+		var any, orphan bool
+		err := tx.QueryRowxContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %[1]s WHERE %[2]s IS NOT NULL AND deleted_at IS NULL),
+			EXISTS (SELECT 1 FROM %[1]s a WHERE a.%[2]s IS NOT NULL AND a.deleted_at IS NULL
+				AND NOT EXISTS (SELECT 1 FROM %[3]s b WHERE b.%[4]s = a.%[2]s AND b.deleted_at IS NULL))`,
+			Table(from.TableSchema, from.ID), q, Table(to.TableSchema, to.ID), k)).Scan(&any, &orphan)
+		if err != nil {
+			return err
+		}
+		if !any || orphan {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO platform.dataset_relationships (from_dataset, from_column, to_dataset, to_column, origin, created_at)
+			VALUES ($1, $2, $3, $4, 'inferred', $5) ON CONFLICT DO NOTHING`, from.ID, c.Name, to.ID, key.name, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Analyzer runs refresh jobs.
+type Analyzer struct {
+	Store *store.Store
+	Clock func() time.Time
+}
+
+// Register installs the analyze handler on r.
+func (a *Analyzer) Register(r *jobs.Runner) { r.Register(KindAnalyze, a.handle) }
+
+func (a *Analyzer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) error {
+	var pl Payload
+	if err := j.Decode(&pl); err != nil {
+		return jobs.Permanent(err)
+	}
+	return a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		d, err := store.DatasetByID(ctx, tx, pl.DatasetID, true)
+		if err != nil {
+			if err == store.ErrNotFound {
+				return nil // deleted meanwhile
+			}
+			return err
+		}
+		if d.Status != "active" {
+			return jobs.Permanent(fmt.Errorf("the dataset is %s", d.Status))
+		}
+		p.Set(ctx, "analyzing", 0, deref(d.RowCount), "computing statistics and the search index")
+		start := time.Now()
+		now := a.Clock().UTC()
+		if err := Analyze(ctx, tx, d, now); err != nil {
+			return err
+		}
+		ms := time.Since(start).Milliseconds()
+		d.IndexTimeMS, d.IndexedAt, d.UpdatedAt = &ms, &now, now
+		if err := store.SaveAnalysis(ctx, tx, d); err != nil {
+			return err
+		}
+		p.Set(ctx, "complete", *d.RowCount, *d.RowCount, "")
+		return nil
+	})
+}

@@ -1,0 +1,489 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/datasets"
+	"dataplatform/gen/datasetapi"
+	"dataplatform/ingest"
+	"dataplatform/jobs"
+	"dataplatform/store"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// columnOf turns a column declaration of a request into a dataset column.
+func columnOf(d datasetapi.ColumnDefinition) ingest.Column {
+	c := ingest.Column{Name: d.Name, Original: deref(d.Source), Type: ingest.Type(d.Type), Nullable: !deref(d.Required),
+		Description: deref(d.Description)}
+	if c.Original == "" {
+		c.Original = d.Name
+	}
+	k := ingest.Constraints{Unique: deref(d.Unique), Pattern: deref(d.Pattern), Minimum: d.Minimum, Maximum: d.Maximum,
+		MinLength: d.MinLength, MaxLength: d.MaxLength, Format: string(deref(d.Format))}
+	if d.Enum != nil {
+		k.Enum = *d.Enum
+	}
+	if d.Default != nil {
+		k.Default, _ = json.Marshal(d.Default)
+	}
+	if !k.Empty() {
+		c.Constraints = &k
+	}
+	return c
+}
+
+var systemColumns = []string{"id", "created_at", "updated_at", "deleted_at", "version"}
+
+// checkColumn finds what is wrong with a column declaration: a system name, constraints its
+// type cannot have, a default its type or constraints refuse, a regular expression
+// PostgreSQL cannot compile. field prefixes the detail's field names.
+func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, field string) []apierr.FieldError {
+	var errs []apierr.FieldError
+	bad := func(f, code, msg string) { errs = append(errs, apierr.FieldError{Field: field + f, Code: code, Message: msg}) }
+	if slices.Contains(systemColumns, c.Name) {
+		bad(".name", "reserved", c.Name+" is a system column of every dataset")
+	}
+	k := c.Constraints
+	if k == nil {
+		return errs
+	}
+	text := c.Type == ingest.Text
+	num := c.Type == ingest.Integer || c.Type == ingest.BigInt || c.Type == ingest.Numeric
+	for _, x := range []struct {
+		name string
+		set  bool
+		ok   bool
+		want string
+	}{
+		{"enum", k.Enum != nil, text, "text"}, {"format", k.Format != "", text || ingest.Type(map[string]string{"uuid": "uuid", "date": "date", "date-time": "timestamptz"}[k.Format]) == c.Type, "text"},
+		{"pattern", k.Pattern != "", text, "text"}, {"min_length", k.MinLength != nil, text, "text"},
+		{"max_length", k.MaxLength != nil, text, "text"}, {"minimum", k.Minimum != nil, num, "numeric"},
+		{"maximum", k.Maximum != nil, num, "numeric"},
+	} {
+		if x.set && !x.ok {
+			bad("."+x.name, "not_applicable", fmt.Sprintf("%s applies to %s columns, not %s", x.name, x.want, c.Type))
+		}
+	}
+	if k.MinLength != nil && k.MaxLength != nil && *k.MinLength > *k.MaxLength {
+		bad(".min_length", "range", "min_length is greater than max_length")
+	}
+	if k.Minimum != nil && k.Maximum != nil && *k.Minimum > *k.Maximum {
+		bad(".minimum", "range", "minimum is greater than maximum")
+	}
+	for _, x := range []*float64{k.Minimum, k.Maximum} {
+		if x != nil && (math.IsInf(*x, 0) || math.IsNaN(*x)) {
+			bad(".minimum", "range", "bounds must be finite")
+		}
+	}
+	if v := c.DefaultValue(); v != nil {
+		s, _, err := c.Text(v)
+		switch {
+		case err != nil:
+			bad(".default", "type", "the default "+err.Error())
+		case k.Enum != nil && !slices.Contains(k.Enum, s):
+			bad(".default", "enum", "the default is not one of the enum values")
+		case k.MaxLength != nil && len([]rune(s)) > *k.MaxLength:
+			bad(".default", "max_length", "the default is longer than max_length")
+		}
+	}
+	if k.Pattern != "" {
+		var ok bool
+		if err := sqlx.GetContext(ctx, q, &ok, `SELECT '' ~ $1`, k.Pattern); err != nil {
+			var pe *pq.Error
+			if errors.As(err, &pe) && pe.Code == "2201B" {
+				bad(".pattern", "pattern", "not a valid regular expression: "+pe.Message)
+			} else {
+				errs = append(errs, apierr.FieldError{Field: "", Code: "internal", Message: err.Error()})
+			}
+		}
+	}
+	return errs
+}
+
+// declaredSchema checks the columns of a create request.
+func declaredSchema(ctx context.Context, q sqlx.QueryerContext, defs []datasetapi.ColumnDefinition) ([]ingest.Column, error) {
+	var errs []apierr.FieldError
+	cols := make([]ingest.Column, len(defs))
+	seen := map[string]bool{}
+	for i, d := range defs {
+		cols[i] = columnOf(d)
+		field := fmt.Sprintf("body.schema.columns[%d]", i)
+		if seen[d.Name] {
+			errs = append(errs, apierr.FieldError{Field: field + ".name", Code: "duplicate", Message: d.Name + " is declared twice"})
+		}
+		seen[d.Name] = true
+		errs = append(errs, checkColumn(ctx, q, cols[i], field)...)
+	}
+	if len(errs) > 0 {
+		return nil, apierr.Validation(errs...)
+	}
+	return cols, nil
+}
+
+// active refuses work on a dataset that is not active.
+func active(d *store.Dataset, what string) error {
+	if d.Status != "active" {
+		return apierr.Conflict("status", "the dataset is "+d.Status+"; "+what+" once it is active")
+	}
+	return nil
+}
+
+func (h *Datasets) GetDatasetSchema(ctx context.Context, req datasetapi.GetDatasetSchemaRequestObject) (datasetapi.GetDatasetSchemaResponseObject, error) {
+	d, err := h.dataset(ctx, h.Store.DB, req.ProjectId, req.DatasetId, "datasets:read")
+	if err != nil {
+		return nil, err
+	}
+	if err := active(d, "its schema can be read"); err != nil {
+		return nil, err
+	}
+	var cols []ingest.Column
+	if err := json.Unmarshal([]byte(d.Columns), &cols); err != nil {
+		return nil, err
+	}
+	var st datasets.Statistics
+	if err := json.Unmarshal([]byte(d.Statistics), &st); err != nil {
+		return nil, err
+	}
+	out := datasetapi.GetDatasetSchema200JSONResponse{DatasetId: d.ID, SchemaVersion: &d.SchemaVersion,
+		Relationships: []datasetapi.Relationship{}}
+	out.Metadata.LastAnalyzed, out.Metadata.AnalysisVersion, out.Metadata.VectorCount = d.AnalyzedAt, d.AnalysisVersion, &d.VectorCount
+	table := datasetapi.SchemaTable{Name: d.ID, Description: d.Description, RowCount: deref(d.RowCount), Type: datasetapi.Table}
+	column := func(name, typ string, nullable bool) datasetapi.SchemaColumn {
+		sc := datasetapi.SchemaColumn{Name: name, Type: typ, Nullable: nullable, SampleValues: []interface{}{}}
+		if s := st.Columns[name]; s != nil {
+			sc.SampleValues = s.SampleValues
+			sc.Statistics = &datasetapi.ColumnStatistics{DistinctCount: s.DistinctCount, NullCount: s.NullCount, Avg: s.Avg,
+				Completeness: s.Completeness}
+			if s.DistinctEstimated {
+				sc.Statistics.DistinctEstimated = ptr(true)
+			}
+			if s.Min != nil {
+				sc.Statistics.Min, sc.Statistics.Max = s.Min, s.Max
+			}
+		}
+		return sc
+	}
+	id := column("id", "bigint", false)
+	id.IsPrimaryKey, id.System = true, ptr(true)
+	table.Columns = append(table.Columns, id)
+	for _, c := range cols {
+		sc := column(c.Name, datasets.SQLType(c), c.Nullable)
+		sc.OriginalName = ptr(c.Original)
+		if c.Description != "" {
+			sc.Description = ptr(c.Description)
+		}
+		sc.Constraints = constraintsOut(c.Constraints)
+		table.Columns = append(table.Columns, sc)
+	}
+	out.Tables = []datasetapi.SchemaTable{table}
+	rels, err := store.Relationships(ctx, h.Store.DB, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rels {
+		x := datasetapi.Relationship{Type: datasetapi.ManyToOne, FromTable: r.FromDataset, FromColumn: r.FromColumn, ToTable: r.ToDataset,
+			ToColumn: r.ToColumn, ToDatasetId: r.ToDataset, ToDatasetName: ptr(r.ToName), Origin: datasetapi.RelationshipOrigin(r.Origin)}
+		if r.FromDataset != d.ID { // a link to this dataset, seen from here
+			x = datasetapi.Relationship{Type: datasetapi.OneToMany, FromTable: d.ID, FromColumn: r.ToColumn, ToTable: r.FromDataset,
+				ToColumn: r.FromColumn, ToDatasetId: r.FromDataset, ToDatasetName: ptr(r.FromName), Origin: datasetapi.RelationshipOrigin(r.Origin)}
+		}
+		out.Relationships = append(out.Relationships, x)
+	}
+	return out, nil
+}
+
+func constraintsOut(k *ingest.Constraints) *datasetapi.ColumnConstraints {
+	if k == nil {
+		return nil
+	}
+	out := &datasetapi.ColumnConstraints{Minimum: k.Minimum, Maximum: k.Maximum, MinLength: k.MinLength, MaxLength: k.MaxLength}
+	if k.Unique {
+		out.Unique = ptr(true)
+	}
+	if k.Enum != nil {
+		out.Enum = &k.Enum
+	}
+	if k.Format != "" {
+		out.Format = ptr(k.Format)
+	}
+	if k.Pattern != "" {
+		out.Pattern = ptr(k.Pattern)
+	}
+	if len(k.Default) > 0 {
+		var v any
+		_ = json.Unmarshal(k.Default, &v)
+		out.Default = v
+	}
+	return out
+}
+
+func (h *Datasets) RefreshDataset(ctx context.Context, req datasetapi.RefreshDatasetRequestObject) (datasetapi.RefreshDatasetResponseObject, error) {
+	var out datasetapi.RefreshDataset202JSONResponse
+	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		d, err := h.dataset(ctx, tx, req.ProjectId, req.DatasetId, "datasets:write")
+		if err != nil {
+			return err
+		}
+		if d, err = store.DatasetByID(ctx, tx, d.ID, true); err != nil {
+			return err
+		}
+		if err := active(d, "it can be analysed"); err != nil {
+			return err
+		}
+		out.Body.Status = "started"
+		out.Body.EstimatedDurationSeconds = estimate(d)
+		if j, err := jobs.Pending(ctx, tx, datasets.KindAnalyze, d.ID); err == nil {
+			out.Body.JobId, out.Body.StartedAt = j.ID, j.CreatedAt
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		} else {
+			now := h.now()
+			id, err := jobs.Enqueue(ctx, tx, jobs.New{Kind: datasets.KindAnalyze, OrgID: d.OrgID, ResourceType: "dataset", ResourceID: d.ID,
+				Payload: datasets.Payload{DatasetID: d.ID}}, now)
+			if err != nil {
+				return err
+			}
+			out.Body.JobId, out.Body.StartedAt = id, now
+			if err := h.audit(ctx, tx, d.OrgID, "dataset.refresh", "dataset", d.ID, d.Name, map[string]any{"job_id": id}); err != nil {
+				return err
+			}
+		}
+		out.Headers.Location = "/api/v1/jobs/" + out.Body.JobId
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// estimate is how long an analysis should take: as long as the last one, or about a second
+// per 500,000 rows.
+func estimate(d *store.Dataset) int {
+	if d.IndexTimeMS != nil {
+		return max(1, int(math.Ceil(float64(*d.IndexTimeMS)/1000)))
+	}
+	return max(1, int(deref(d.RowCount)/500_000))
+}
+
+func (h *Datasets) ChangeDatasetSchema(ctx context.Context, req datasetapi.ChangeDatasetSchemaRequestObject) (datasetapi.ChangeDatasetSchemaResponseObject, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out datasetapi.ChangeDatasetSchema200JSONResponse
+	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		d, err := store.DatasetForUserAnyProject(ctx, tx, req.DatasetId, p.UserID)
+		if errors.Is(err, store.ErrNotFound) {
+			return apierr.New(http.StatusNotFound, "DATASET_NOT_FOUND", "dataset not found").WithDetails(map[string]any{"dataset_id": req.DatasetId})
+		} else if err != nil {
+			return err
+		}
+		if err := auth.AccessFor(p, d.OrgID, d.Role).Need("datasets:write"); err != nil {
+			return err
+		}
+		if d, err = store.DatasetByID(ctx, tx, d.ID, true); err != nil {
+			return err
+		}
+		if err := active(d, "its schema can be changed"); err != nil {
+			return err
+		}
+		if v := req.Body.ExpectedVersion; v != nil && *v != d.SchemaVersion {
+			return apierr.New(http.StatusConflict, "SCHEMA_VERSION_CONFLICT",
+				fmt.Sprintf("the schema is at version %d, not %d", d.SchemaVersion, *v)).
+				WithDetails(map[string]any{"schema_version": d.SchemaVersion, "expected_version": *v})
+		}
+		var before []ingest.Column
+		if err := json.Unmarshal([]byte(d.Columns), &before); err != nil {
+			return err
+		}
+		after, err := h.applyChanges(ctx, tx, d, before, req.Body.Changes)
+		if err != nil {
+			return err
+		}
+		now := h.now()
+		b, _ := json.Marshal(before)
+		a, _ := json.Marshal(after)
+		c, _ := json.Marshal(req.Body.Changes)
+		sc := &store.SchemaChange{ID: store.NewID("sch"), DatasetID: d.ID, SchemaVersion: d.SchemaVersion + 1, Changes: string(c),
+			ColumnsBefore: string(b), ColumnsAfter: string(a), CreatedBy: &p.UserID, CreatedAt: now}
+		if err := store.RecordSchemaChange(ctx, tx, sc); err != nil {
+			return err
+		}
+		// Statistics of changed columns are stale: analyse again.
+		if _, err := jobs.Pending(ctx, tx, datasets.KindAnalyze, d.ID); errors.Is(err, store.ErrNotFound) {
+			if _, err := jobs.Enqueue(ctx, tx, jobs.New{Kind: datasets.KindAnalyze, OrgID: d.OrgID, ResourceType: "dataset", ResourceID: d.ID,
+				Payload: datasets.Payload{DatasetID: d.ID}}, now); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		if err := h.audit(ctx, tx, d.OrgID, "dataset.schema_change", "dataset", d.ID, d.Name,
+			map[string]any{"schema_version": sc.SchemaVersion, "changes": json.RawMessage(c)}); err != nil {
+			return err
+		}
+		out = datasetapi.ChangeDatasetSchema200JSONResponse{DatasetId: d.ID, SchemaVersion: sc.SchemaVersion, Changes: req.Body.Changes,
+			ChangedAt: now, Columns: columnsOut(after)}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func columnsOut(cols []ingest.Column) []datasetapi.DatasetColumn {
+	out := make([]datasetapi.DatasetColumn, len(cols))
+	for i, c := range cols {
+		out[i] = datasetapi.DatasetColumn{Name: c.Name, OriginalName: ptr(c.Original), Type: datasets.SQLType(c), Nullable: c.Nullable,
+			Constraints: constraintsOut(c.Constraints)}
+		if c.Description != "" {
+			out[i].Description = ptr(c.Description)
+		}
+	}
+	return out
+}
+
+// applyChanges runs the changes of a PUT schema request through datasets.Alter and turns its
+// refusals into API errors.
+func (h *Datasets) applyChanges(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, before []ingest.Column, req []datasetapi.SchemaChange) ([]ingest.Column, error) {
+	changes := make([]datasets.Change, len(req))
+	for i, r := range req {
+		field := fmt.Sprintf("body.changes[%d]", i)
+		ch := datasets.Change{Op: string(r.Op)}
+		var name string
+		var def *datasetapi.ColumnDefinition
+		if r.Column != nil {
+			if x, err := r.Column.AsColumnDefinition(); err == nil && x.Name != "" {
+				def = &x
+			} else if n, err := r.Column.AsColumnName(); err == nil {
+				name = n
+			}
+		}
+		need := func(ok bool, f, what string) error {
+			if !ok {
+				return apierr.Field(field+"."+f, "required", what)
+			}
+			return nil
+		}
+		var err error
+		switch r.Op {
+		case "add_column":
+			if err = need(def != nil, "column", "add_column takes a column definition"); err == nil {
+				c := columnOf(*def)
+				ch.Define = &c
+			}
+		case "rename_column":
+			if err = need(name != "", "column", "rename_column takes the column's name"); err == nil {
+				err = need(r.NewName != nil, "new_name", "rename_column takes new_name")
+			}
+			ch.Column, ch.NewName = name, deref(r.NewName)
+		case "drop_column":
+			err = need(name != "", "column", "drop_column takes the column's name")
+			ch.Column = name
+		case "alter_column":
+			err = need(name != "", "column", "alter_column takes the column's name")
+			ch.Column, ch.Alter = name, alteration(r)
+		}
+		if err != nil {
+			return nil, err
+		}
+		changes[i] = ch
+	}
+	check := func(i int, c ingest.Column) error {
+		field := fmt.Sprintf("body.changes[%d]", i)
+		if errs := checkColumn(ctx, tx, c, field); len(errs) > 0 {
+			return apierr.Validation(errs...)
+		}
+		return nil
+	}
+	after, err := datasets.Alter(ctx, tx, d, before, changes, check)
+	var ce *datasets.ChangeError
+	var vs datasets.Violations
+	switch {
+	case errors.As(err, &ce):
+		return nil, apierr.Field(fmt.Sprintf("body.changes[%d].%s", ce.Index, ce.Field), ce.Code, ce.Message)
+	case errors.As(err, &vs):
+		return nil, apierr.New(http.StatusUnprocessableEntity, "SCHEMA_VIOLATION",
+			fmt.Sprintf("existing rows violate %d of the changes; nothing was changed", len(vs))).WithDetails(map[string]any{"violations": vs})
+	}
+	return after, err
+}
+
+// alteration is alter_column's settings as a change to a column.
+func alteration(r datasetapi.SchemaChange) func(c *ingest.Column) {
+	return func(c *ingest.Column) {
+		k := c.Constraints
+		if r.DropConstraints != nil {
+			for _, x := range *r.DropConstraints {
+				switch x {
+				case datasetapi.Unique:
+					k.Unique = false
+				case datasetapi.Enum:
+					k.Enum = nil
+				case datasetapi.Default:
+					k.Default = nil
+				case datasetapi.Format:
+					k.Format = ""
+				case datasetapi.Pattern:
+					k.Pattern = ""
+				case datasetapi.Minimum:
+					k.Minimum = nil
+				case datasetapi.Maximum:
+					k.Maximum = nil
+				case datasetapi.MinLength:
+					k.MinLength = nil
+				case datasetapi.MaxLength:
+					k.MaxLength = nil
+				}
+			}
+		}
+		if r.Type != nil {
+			c.Type = ingest.Type(*r.Type)
+		}
+		if r.Required != nil {
+			c.Nullable = !*r.Required
+		}
+		if r.Description != nil {
+			c.Description = *r.Description
+		}
+		if r.Unique != nil {
+			k.Unique = *r.Unique
+		}
+		if r.Enum != nil {
+			k.Enum = *r.Enum
+		}
+		if r.Default != nil {
+			k.Default, _ = json.Marshal(r.Default)
+		}
+		if r.Format != nil {
+			k.Format = string(*r.Format)
+		}
+		if r.Pattern != nil {
+			k.Pattern = *r.Pattern
+		}
+		if r.Minimum != nil {
+			k.Minimum = r.Minimum
+		}
+		if r.Maximum != nil {
+			k.Maximum = r.Maximum
+		}
+		if r.MinLength != nil {
+			k.MinLength = r.MinLength
+		}
+		if r.MaxLength != nil {
+			k.MaxLength = r.MaxLength
+		}
+	}
+}
