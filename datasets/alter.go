@@ -34,7 +34,9 @@ type ChangeError struct {
 	Message string
 }
 
-func (e *ChangeError) Error() string { return fmt.Sprintf("changes[%d].%s: %s", e.Index, e.Field, e.Message) }
+func (e *ChangeError) Error() string {
+	return fmt.Sprintf("changes[%d].%s: %s", e.Index, e.Field, e.Message)
+}
 
 // Violation is a change that existing rows break.
 type Violation struct {
@@ -56,7 +58,9 @@ type ViolatingValue struct {
 // Violations is the error of a change set that existing rows break.
 type Violations []Violation
 
-func (v Violations) Error() string { return fmt.Sprintf("%d schema changes are violated by existing rows", len(v)) }
+func (v Violations) Error() string {
+	return fmt.Sprintf("%d schema changes are violated by existing rows", len(v))
+}
 
 // maxReported bounds the offending rows reported per change.
 const maxReported = 10

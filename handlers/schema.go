@@ -49,7 +49,9 @@ var systemColumns = []string{"id", "created_at", "updated_at", "deleted_at", "ve
 // PostgreSQL cannot compile. field prefixes the detail's field names.
 func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, field string) []apierr.FieldError {
 	var errs []apierr.FieldError
-	bad := func(f, code, msg string) { errs = append(errs, apierr.FieldError{Field: field + f, Code: code, Message: msg}) }
+	bad := func(f, code, msg string) {
+		errs = append(errs, apierr.FieldError{Field: field + f, Code: code, Message: msg})
+	}
 	if slices.Contains(systemColumns, c.Name) {
 		bad(".name", "reserved", c.Name+" is a system column of every dataset")
 	}
