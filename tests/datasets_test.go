@@ -10,9 +10,19 @@ import (
 // uploadAndCreate uploads content and creates a dataset from it; it returns the dataset id.
 func (e *env) uploadAndCreate(tok, name, filename, content string) string {
 	e.t.Helper()
+	return e.uploadAndCreateWith(tok, name, filename, content, nil)
+}
+
+// uploadAndCreateWith is uploadAndCreate with more fields of the create body (schema).
+func (e *env) uploadAndCreateWith(tok, name, filename, content string, extra map[string]any) string {
+	e.t.Helper()
 	body, h := multipartBody(e.t, filename, []byte(content), nil)
 	up := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets/upload", body, bearer(tok), h).status(201)
-	d := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets", map[string]any{"name": name, "source": map[string]any{"file_id": up.str("file_id")}}, bearer(tok)).status(202)
+	req := map[string]any{"name": name, "source": map[string]any{"file_id": up.str("file_id")}}
+	for k, v := range extra {
+		req[k] = v
+	}
+	d := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets", req, bearer(tok)).status(202)
 	if d.str("status") != "processing" || d.Header.Get("Location") != "/api/v1/projects/"+e.projectID+"/datasets/"+d.str("id") {
 		e.t.Fatalf("create: %s", d.Body)
 	}
