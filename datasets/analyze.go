@@ -124,12 +124,14 @@ func numeric(t ingest.Type) bool {
 // counts are exact up to ExactLimit rows, estimated from pg_stats above.
 func columnStatistics(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []analyzed) (*Statistics, error) {
 	table := Table(d.TableSchema, d.ID)
-	var rows int64
-	if err := tx.GetContext(ctx, &rows, `SELECT count(*) FROM `+table+` WHERE deleted_at IS NULL`); err != nil {
+	// ANALYZE has just counted the table (reltuples): enough to choose between exact and
+	// estimated distinct counts without a scan of its own.
+	var estimated float64
+	if err := tx.GetContext(ctx, &estimated, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, table); err != nil {
 		return nil, err
 	}
-	exact := rows <= ExactLimit
-	var sel []string
+	exact := estimated <= ExactLimit
+	sel := []string{"count(*)"}
 	for _, c := range cols {
 		q := pq.QuoteIdentifier(c.name)
 		sel = append(sel, "count("+q+")")
@@ -152,7 +154,8 @@ func columnStatistics(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols [
 			sel = append(sel, "NULL::bigint")
 		}
 	}
-	vals := make([]any, 0, len(cols)*5)
+	var rows int64
+	vals := append(make([]any, 0, len(cols)*5+1), &rows)
 	type acc struct {
 		count, distinct *int64
 		min, max        *string

@@ -96,33 +96,27 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *
 		return jobs.Permanent(errors.New("the dataset has no uploaded file"))
 	}
 	path := in.UploadPath(*d.StorageKey)
+	for _, q := range []string{`SET LOCAL timezone = 'UTC'`, `CREATE SCHEMA IF NOT EXISTS ` + pq.QuoteIdentifier(d.TableSchema)} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	// Types come from the first records; every value is verified as it is converted for
+	// COPY. When one does not fit (or the load fails for any reason the file could cause),
+	// the attempt is rolled back and the whole file is inferred before loading again.
 	p.Set(ctx, "analyzing", 0, 0, "inferring column types")
-	schema, err := ingest.Infer(path, ingest.Format(d.SourceType))
+	schema, err := ingest.InferSample(path, ingest.Format(d.SourceType), SampleRows)
 	if err != nil {
 		return fileError(err)
 	}
-	cols := schema.Columns
-	if len(pl.Schema) > 0 {
-		if schema.Columns, cols, err = apply(schema.Columns, pl.Schema); err != nil {
-			return jobs.Permanent(err)
+	cols, n, err := in.attempt(ctx, conn, tx, d, pl, schema, path, p)
+	if err != nil && schema.Sampled && jobs.IsPermanent(err) {
+		p.Set(ctx, "analyzing", 0, 0, "a value did not fit the sampled types: inferring from the whole file")
+		if schema, err = ingest.Infer(path, ingest.Format(d.SourceType)); err != nil {
+			return fileError(err)
 		}
+		cols, n, err = in.attempt(ctx, conn, tx, d, pl, schema, path, p)
 	}
-	if len(cols) == 0 {
-		return jobs.Permanent(errors.New("the file has no columns"))
-	}
-	table := Table(d.TableSchema, d.ID)
-	ddl, err := createTable(d.TableSchema, d.ID, cols)
-	if err != nil {
-		return jobs.Permanent(err)
-	}
-	for _, q := range []string{`SET LOCAL timezone = 'UTC'`, `CREATE SCHEMA IF NOT EXISTS ` + pq.QuoteIdentifier(d.TableSchema),
-		`DROP TABLE IF EXISTS ` + table, ddl} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return copyError(err)
-		}
-	}
-	p.Set(ctx, "loading", 0, schema.Rows, "loading rows")
-	n, err := copyRows(ctx, conn, table, schema, path, p)
 	if err != nil {
 		return err
 	}
@@ -141,6 +135,53 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *
 	}
 	p.Set(ctx, "complete", n, n, "")
 	return store.Emit(ctx, tx, "dataset.ready", d.OrgID, map[string]any{"dataset_id": d.ID, "project_id": d.ProjectID, "row_count": n}, now)
+}
+
+// SampleRows is how many records type inference reads before the load starts.
+const SampleRows = 100_000
+
+// attempt creates the table for schema (or the declared columns) and loads the file into it,
+// inside a savepoint that is rolled back when it fails.
+func (in *Ingester) attempt(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, d *store.Dataset, pl *Payload, schema *ingest.Schema,
+	path string, p *jobs.Progress) ([]ingest.Column, int64, error) {
+	cols := schema.Columns
+	var err error
+	if len(pl.Schema) > 0 {
+		if schema.Columns, cols, err = apply(schema.Columns, pl.Schema); err != nil {
+			return nil, 0, jobs.Permanent(err)
+		}
+	}
+	if len(cols) == 0 {
+		return nil, 0, jobs.Permanent(errors.New("the file has no columns"))
+	}
+	ddl, err := createTable(d.TableSchema, d.ID, cols)
+	if err != nil {
+		return nil, 0, jobs.Permanent(err)
+	}
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT load`); err != nil {
+		return nil, 0, err
+	}
+	n, err := func() (int64, error) {
+		table := Table(d.TableSchema, d.ID)
+		for _, q := range []string{`DROP TABLE IF EXISTS ` + table, ddl} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return 0, copyError(err)
+			}
+		}
+		total := schema.Rows
+		if schema.Sampled {
+			total = 0 // unknown
+		}
+		p.Set(ctx, "loading", 0, total, "loading rows")
+		return copyRows(ctx, conn, table, schema, path, p)
+	}()
+	if err != nil {
+		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT load`); rerr != nil {
+			return nil, 0, rerr
+		}
+		return nil, 0, err
+	}
+	return cols, n, nil
 }
 
 // fileError makes problems with the file's content permanent: retrying cannot fix them.
@@ -177,7 +218,7 @@ func copyRows(ctx context.Context, conn *sqlx.Conn, table string, schema *ingest
 		if !ok {
 			return errors.New("the database driver cannot COPY")
 		}
-		ds, err := prep.PrepareContext(ctx, `COPY `+table+` (`+strings.Join(names, ", ")+`) FROM STDIN`)
+		ds, err := prep.PrepareContext(ctx, `COPY `+table+` (`+strings.Join(names, ", ")+`) FROM STDIN WITH (FREEZE)`)
 		if err != nil {
 			return err
 		}

@@ -315,24 +315,37 @@ type Schema struct {
 	Dialect *Dialect `json:"dialect,omitempty"` // CSV only
 	Columns []Column `json:"columns"`
 	Rows    int64    `json:"row_count"`
+	// Sampled is set when only the first records were read (InferSample): the types and
+	// nullability hold for them, and a later record may not fit.
+	Sampled bool `json:"sampled,omitempty"`
 }
 
 // Infer reads the whole file once and returns its columns with the narrowest PostgreSQL
 // types that hold every value, their nullability and null counts. Parquet types come from
 // the file's schema; its values are only read for nulls and text lengths.
-func Infer(path string, f Format) (*Schema, error) {
+func Infer(path string, f Format) (*Schema, error) { return InferSample(path, f, 0) }
+
+// InferSample is Infer over the first limit records only (all of them when limit is 0); the
+// schema says Sampled when records were left unread. A loader that takes a sampled schema
+// verifies every value as it converts it (Column.Text) and infers again from the whole file
+// when one does not fit.
+func InferSample(path string, f Format, limit int64) (*Schema, error) {
+	var s *Schema
+	var err error
 	switch f {
 	case CSV:
-		return inferCSV(path)
+		s, err = inferCSV(path, limit)
 	case JSON, NDJSON:
-		return inferJSON(path, f)
+		s, err = inferJSON(path, f, limit)
 	case Parquet:
-		return inferParquet(path)
+		s, err = inferParquet(path, limit)
+	default:
+		return nil, &FormatError{Provided: string(f)}
 	}
-	return nil, &FormatError{Provided: string(f)}
+	return s, err
 }
 
-func inferCSV(path string) (*Schema, error) {
+func inferCSV(path string, limit int64) (*Schema, error) {
 	src, err := openCSVSource(path, nil)
 	if err != nil {
 		return nil, err
@@ -341,6 +354,10 @@ func inferCSV(path string) (*Schema, error) {
 	s := &Schema{Format: CSV, Dialect: &src.dialect, Columns: columns(src.names)}
 	st := make([]colState, len(s.Columns))
 	for {
+		if limit > 0 && s.Rows == limit {
+			s.Sampled = true
+			break
+		}
 		rec, err := src.next()
 		if err == io.EOF {
 			break
@@ -358,7 +375,7 @@ func inferCSV(path string) (*Schema, error) {
 
 // inferJSON discovers the columns as it goes: a key first seen in the 1000th object is a
 // column that was NULL in the 999 before.
-func inferJSON(path string, f Format) (*Schema, error) {
+func inferJSON(path string, f Format, limit int64) (*Schema, error) {
 	src, err := openJSONSource(path, f, nil)
 	if err != nil {
 		return nil, err
@@ -367,7 +384,12 @@ func inferJSON(path string, f Format) (*Schema, error) {
 	var keys []string
 	var st []colState
 	var n int64
+	sampled := false
 	for {
+		if limit > 0 && n == limit {
+			sampled = true
+			break
+		}
 		obj, err := src.object()
 		if err == io.EOF {
 			break
@@ -393,7 +415,7 @@ func inferJSON(path string, f Format) (*Schema, error) {
 	for i := range st {
 		st[i].nulls += n - st[i].present // missing keys are NULL
 	}
-	s := &Schema{Format: f, Columns: columns(keys), Rows: n}
+	s := &Schema{Format: f, Columns: columns(keys), Rows: n, Sampled: sampled}
 	finish(s, st)
 	return s, nil
 }

@@ -429,7 +429,7 @@ func (s *parquetSource) Close() error {
 
 // inferParquet takes the types from the file's schema and reads the values only to count
 // nulls (an OPTIONAL column without any is not nullable) and measure text.
-func inferParquet(path string) (*Schema, error) {
+func inferParquet(path string, limit int64) (*Schema, error) {
 	src, cols, err := openParquetSource(path, nil)
 	if err != nil {
 		return nil, err
@@ -439,6 +439,10 @@ func inferParquet(path string) (*Schema, error) {
 	st := make([]colState, len(cols))
 	row := make([]Value, len(cols))
 	for {
+		if limit > 0 && s.Rows == limit {
+			s.Sampled = true
+			break
+		}
 		if err := src.read(row); err == io.EOF {
 			break
 		} else if err != nil {

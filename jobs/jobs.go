@@ -116,6 +116,12 @@ func (p permanent) Unwrap() error { return p.error }
 // Permanent wraps err so that the job fails at once, without retries.
 func Permanent(err error) error { return permanent{err} }
 
+// IsPermanent reports whether err (or an error it wraps) was made with Permanent.
+func IsPermanent(err error) bool {
+	var p permanent
+	return errors.As(err, &p)
+}
+
 // Progress reports how far a handler is; it is written at most twice a second.
 type Progress struct {
 	r     *Runner
@@ -349,7 +355,7 @@ func (r *Runner) finish(ctx context.Context, j *Job, p *Progress, err error) {
 		j.Status = "succeeded"
 		res, qerr = r.st.DB.ExecContext(ctx, `UPDATE platform.jobs SET status = 'succeeded', finished_at = $2, lease_owner = NULL, lease_until = NULL,
 			last_error = NULL, progress = COALESCE($4, progress) WHERE id = $1 AND lease_owner = $3 AND status = 'running'`, j.ID, now, r.id, p.json())
-	case errors.As(err, new(permanent)) || j.Attempts >= j.MaxAttempts:
+	case IsPermanent(err) || j.Attempts >= j.MaxAttempts:
 		j.Status = "failed"
 		res, qerr = r.st.DB.ExecContext(ctx, `UPDATE platform.jobs SET status = 'failed', finished_at = $2, lease_owner = NULL, lease_until = NULL,
 			last_error = $4, progress = COALESCE($5, progress) WHERE id = $1 AND lease_owner = $3 AND status = 'running'`, j.ID, now, r.id, err.Error(), p.json())

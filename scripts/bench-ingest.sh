@@ -39,13 +39,14 @@ ds=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$prj/datasets" -H "Authori
   -d "{\"name\":\"bench\",\"source\":{\"file_id\":\"$fid\"}}" | j '["id"]')
 peak=0
 while :; do
-  st=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$ds" -H "Authorization: Bearer $tok" | j '["status"]')
+  st=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$ds" -H "Authorization: Bearer $tok" | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)
   rss=$(awk '/VmRSS/{print $2}' /proc/$pid/status); [ "$rss" -gt "$peak" ] && peak=$rss
   [ "$st" != processing ] && break
-  sleep 0.1
+  sleep 0.02
 done
 t2=$(date +%s.%N)
 echo "upload: $(echo "$t1 - $t0" | bc) s; create to $st: $(echo "$t2 - $t1" | bc) s; total $(echo "$t2 - $t0" | bc) s; server peak RSS $((peak/1024)) MB"
+curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$ds" -H "Authorization: Bearer $tok" | j '["metadata"]' | sed 's/^/job phases (ms): /' 
 pgport=$(grep -o '"port":[0-9]*' "$tmp/server.log" | head -1 | cut -d: -f2)
 export PGPASSWORD=$(cat "$tmp/d/postgres.password")
 psql -q -h 127.0.0.1 -p "$pgport" -U postgres -d postgres -c "CREATE TABLE bench_copy (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id_num integer NOT NULL, big bigint NOT NULL, amount numeric NOT NULL, flag boolean NOT NULL, day date NOT NULL, seen_at timestamptz NOT NULL, ref uuid NOT NULL, city text NOT NULL, note text NOT NULL, maybe integer, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(), deleted_at timestamptz, version integer NOT NULL DEFAULT 1)"

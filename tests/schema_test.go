@@ -316,3 +316,29 @@ func TestDatasetSchemaChanges(t *testing.T) {
 		t.Fatal("schema changes not audited")
 	}
 }
+
+// Types are inferred from the first 100,000 records; a later value that does not fit them
+// (text in an integer column, an empty field in a column that had none) makes the loader
+// infer from the whole file and load again, rather than fail or lose the value.
+func TestDatasetInferenceBeyondTheSample(t *testing.T) {
+	e := newEnv(t)
+	var b strings.Builder
+	b.WriteString("code,qty\n")
+	for i := 0; i < 100_000; i++ {
+		fmt.Fprintf(&b, "%d,%d\n", i, i%10)
+	}
+	b.WriteString("A-1,\n")
+	id := e.uploadAndCreate(e.ownerToken, "Late", "late.csv", b.String())
+	d := e.waitDataset(e.ownerToken, id)
+	if d.str("status") != "active" || d.num("source.row_count") != 100_001 {
+		t.Fatalf("dataset: %s", d.Body)
+	}
+	if d.str("schema.tables.0.columns.0.type") != "text" || d.str("schema.tables.0.columns.1.type") != "integer" ||
+		d.get("schema.tables.0.columns.1.nullable") != true {
+		t.Fatalf("columns: %s", d.Body)
+	}
+	p := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+id+"/preview?offset=100000", nil, bearer(e.ownerToken)).status(200)
+	if p.str("rows.0.0") != "A-1" || p.get("rows.0.1") != nil {
+		t.Fatalf("last row: %s", p.Body)
+	}
+}
