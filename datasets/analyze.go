@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,60 +52,75 @@ type ColumnStats struct {
 	SampleValues      []any           `json:"sample_values"`
 }
 
-// Statistics are what an analysis found, as kept in platform.datasets.statistics.
-type Statistics struct {
+// TableStats are one table's statistics.
+type TableStats struct {
 	RowCount int64                   `json:"row_count"`
+	Sampled  int64                   `json:"sampled,omitempty"` // rows the column statistics were computed over, when not all
 	Columns  map[string]*ColumnStats `json:"columns"`
 }
 
-// analyzed is the column the analysis reads: the system id and the dataset's columns.
+// Statistics are what an analysis found, per table, as kept in platform.datasets.statistics.
+type Statistics struct {
+	Tables map[string]*TableStats `json:"tables"`
+}
+
+// analyzed is a column the analysis reads: the system id of an uploaded table and the
+// dataset's columns.
 type analyzed struct {
 	name string
 	typ  ingest.Type
 }
 
-func analyzedColumns(cols []ingest.Column) []analyzed {
-	out := []analyzed{{"id", ingest.BigInt}}
-	for _, c := range cols {
+func analyzedColumns(t TableDef) []analyzed {
+	var out []analyzed
+	if t.System() {
+		out = append(out, analyzed{"id", ingest.BigInt})
+	}
+	for _, c := range t.Columns {
 		out = append(out, analyzed{c.Name, c.Type})
 	}
 	return out
 }
 
 // Analyze computes the dataset's statistics, search index entries and inferred relationships
-// inside tx and writes them to d and the platform tables (the caller saves d). It runs
-// PostgreSQL's ANALYZE on the table first, so the planner knows the new rows too.
+// inside tx and writes them to d and the platform tables (the caller saves d). Uploaded
+// tables are analysed whole (after PostgreSQL's ANALYZE, so the planner knows the new rows
+// too); connected tables over their first SampleRows rows, to spare the other database.
 func Analyze(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, now time.Time) error {
-	var cols []ingest.Column
-	if err := json.Unmarshal([]byte(d.Columns), &cols); err != nil {
+	tables, err := Tables(d)
+	if err != nil {
 		return err
 	}
-	table := Table(d.TableSchema, d.ID)
 	if _, err := tx.ExecContext(ctx, `SET LOCAL timezone = 'UTC'`); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `ANALYZE `+table); err != nil {
-		return err
+	st := &Statistics{Tables: map[string]*TableStats{}}
+	var rows int64
+	for _, t := range tables {
+		ts, err := tableStatistics(ctx, tx, t)
+		if err != nil {
+			return err
+		}
+		if err := samples(ctx, tx, t, ts); err != nil {
+			return err
+		}
+		st.Tables[t.Name] = ts
+		rows += ts.RowCount
 	}
-	st, err := columnStatistics(ctx, tx, d, analyzedColumns(cols))
+	vectors, err := index(ctx, tx, d, tables, st)
 	if err != nil {
 		return err
 	}
-	if err := samples(ctx, tx, table, analyzedColumns(cols), st); err != nil {
-		return err
-	}
-	vectors, err := index(ctx, tx, d, cols, st, now)
-	if err != nil {
-		return err
-	}
-	if err := inferRelationships(ctx, tx, d, cols, now); err != nil {
-		return err
+	if d.Type == "file" {
+		if err := inferRelationships(ctx, tx, d, tables[0].Columns, now); err != nil {
+			return err
+		}
 	}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
-	d.Statistics, d.RowCount, d.VectorCount, d.AnalyzedAt, d.AnalysisVersion = string(b), &st.RowCount, vectors, &now, AnalysisVersion
+	d.Statistics, d.RowCount, d.VectorCount, d.AnalyzedAt, d.AnalysisVersion = string(b), &rows, vectors, &now, AnalysisVersion
 	return nil
 }
 
@@ -120,17 +136,35 @@ func numeric(t ingest.Type) bool {
 	return t == ingest.Integer || t == ingest.BigInt || t == ingest.Numeric
 }
 
-// columnStatistics reads counts, bounds and averages in one scan of the table; distinct
-// counts are exact up to ExactLimit rows, estimated from pg_stats above.
-func columnStatistics(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []analyzed) (*Statistics, error) {
-	table := Table(d.TableSchema, d.ID)
-	// ANALYZE has just counted the table (reltuples): enough to choose between exact and
-	// estimated distinct counts without a scan of its own.
-	var estimated float64
-	if err := tx.GetContext(ctx, &estimated, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, table); err != nil {
-		return nil, err
+// tableStatistics reads counts, bounds and averages in one scan of the table; distinct
+// counts are exact up to ExactLimit rows, estimated from pg_stats above. A connected table's
+// column statistics cover its first sampleRows rows; its row count is counted remotely.
+func tableStatistics(ctx context.Context, tx *sqlx.Tx, t TableDef) (*TableStats, error) {
+	sampleRows := t.sampleRows()
+	cols := analyzedColumns(t)
+	from := t.Qualified() + ` WHERE ` + t.live()
+	exact := true
+	ts := &TableStats{Columns: map[string]*ColumnStats{}}
+	if t.Foreign {
+		if err := tx.GetContext(ctx, &ts.RowCount, `SELECT count(*) FROM `+t.Qualified()); err != nil {
+			return nil, err
+		}
+		from = `(SELECT * FROM ` + t.Qualified() + ` LIMIT ` + strconv.FormatInt(sampleRows, 10) + `) s`
+		if ts.RowCount > sampleRows {
+			ts.Sampled = sampleRows
+		}
+	} else {
+		if _, err := tx.ExecContext(ctx, `ANALYZE `+t.Qualified()); err != nil {
+			return nil, err
+		}
+		// ANALYZE has just counted the table (reltuples): enough to choose between exact and
+		// estimated distinct counts without a scan of its own.
+		var estimated float64
+		if err := tx.GetContext(ctx, &estimated, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, t.Qualified()); err != nil {
+			return nil, err
+		}
+		exact = estimated <= ExactLimit
 	}
-	exact := estimated <= ExactLimit
 	sel := []string{"count(*)"}
 	for _, c := range cols {
 		q := pq.QuoteIdentifier(c.name)
@@ -166,8 +200,11 @@ func columnStatistics(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols [
 		a := &accs[i]
 		vals = append(vals, &a.count, &a.min, &a.max, &a.avg, &a.distinct)
 	}
-	if err := tx.QueryRowxContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+table+` WHERE deleted_at IS NULL`).Scan(vals...); err != nil {
+	if err := tx.QueryRowxContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+from).Scan(vals...); err != nil {
 		return nil, err
+	}
+	if !t.Foreign {
+		ts.RowCount = rows
 	}
 	estimates := map[string]float64{}
 	if !exact {
@@ -176,14 +213,13 @@ func columnStatistics(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols [
 			Distinct float64 `db:"n_distinct"`
 		}
 		if err := tx.SelectContext(ctx, &ps, `SELECT attname, n_distinct FROM pg_stats WHERE schemaname = $1 AND tablename = $2`,
-			d.TableSchema, d.ID); err != nil {
+			t.Schema, t.Relation); err != nil {
 			return nil, err
 		}
 		for _, p := range ps {
 			estimates[p.Name] = p.Distinct
 		}
 	}
-	st := &Statistics{RowCount: rows, Columns: map[string]*ColumnStats{}}
 	for i, c := range cols {
 		a := accs[i]
 		cs := &ColumnStats{NullCount: rows - deref(a.count), Avg: a.avg, SampleValues: []any{}}
@@ -193,18 +229,19 @@ func columnStatistics(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols [
 		if a.min != nil {
 			cs.Min, cs.Max = json.RawMessage(shortJSON(*a.min)), json.RawMessage(shortJSON(*a.max))
 		}
-		if exact {
-			cs.DistinctCount = deref(a.distinct)
-		} else {
+		switch {
+		case exact:
+			cs.DistinctCount, cs.DistinctEstimated = deref(a.distinct), ts.Sampled > 0
+		default:
 			n := estimates[c.name]
 			if n < 0 { // a fraction of the rows
 				n = -n * float64(rows)
 			}
 			cs.DistinctCount, cs.DistinctEstimated = int64(n+0.5), true
 		}
-		st.Columns[c.name] = cs
+		ts.Columns[c.name] = cs
 	}
-	return st, nil
+	return ts, nil
 }
 
 // shortJSON keeps a long JSON string value readable: bounds of text columns can be whole
@@ -235,12 +272,17 @@ func deref[T any](p *T) T {
 }
 
 // samples keeps up to sampleSize distinct values per column from the first rows.
-func samples(ctx context.Context, tx *sqlx.Tx, table string, cols []analyzed, st *Statistics) error {
+func samples(ctx context.Context, tx *sqlx.Tx, t TableDef, ts *TableStats) error {
+	cols := analyzedColumns(t)
 	sel := make([]string, len(cols))
 	for i, c := range cols {
 		sel[i] = "to_json(" + pq.QuoteIdentifier(c.name) + ")::text"
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+table+` WHERE deleted_at IS NULL ORDER BY id LIMIT 1000`)
+	order := ""
+	if t.System() {
+		order = " ORDER BY id"
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+t.Qualified()+` WHERE `+t.live()+order+` LIMIT 1000`)
 	if err != nil {
 		return err
 	}
@@ -259,7 +301,7 @@ func samples(ctx context.Context, tx *sqlx.Tx, table string, cols []analyzed, st
 			return err
 		}
 		for i, v := range vals {
-			cs := st.Columns[cols[i].name]
+			cs := ts.Columns[cols[i].name]
 			if v == nil || len(cs.SampleValues) >= sampleSize || seen[i][*v] {
 				continue
 			}
@@ -270,10 +312,10 @@ func samples(ctx context.Context, tx *sqlx.Tx, table string, cols []analyzed, st
 	return rows.Err()
 }
 
-// index rebuilds the dataset's search entries: its name and description, its column names
-// (as stored and as in the file), and the frequent values of its low-cardinality text
-// columns. It returns how many entries there are.
-func index(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column, st *Statistics, now time.Time) (int64, error) {
+// index rebuilds the dataset's search entries: its name and description, its tables (of a
+// connected database), column names (as stored and as in the file), and the frequent values
+// of low-cardinality text columns. It returns how many entries there are.
+func index(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, tables []TableDef, st *Statistics) (int64, error) {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_search WHERE dataset_id = $1`, d.ID); err != nil {
 		return 0, err
 	}
@@ -285,40 +327,49 @@ func index(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Col
 	if d.Description != nil && *d.Description != "" {
 		entries = append(entries, entry{kind: "dataset", content: *d.Description})
 	}
-	table := Table(d.TableSchema, d.ID)
-	for _, c := range cols {
-		entries = append(entries, entry{kind: "column", column: c.Name, content: strings.ReplaceAll(c.Name, "_", " ")})
-		if c.Original != "" && c.Original != c.Name {
-			entries = append(entries, entry{kind: "column", column: c.Name, content: c.Original})
+	for _, t := range tables {
+		ts := st.Tables[t.Name]
+		if t.Foreign {
+			entries = append(entries, entry{kind: "dataset", content: strings.ReplaceAll(t.Name, "_", " ")})
 		}
-		if c.Description != "" {
-			entries = append(entries, entry{kind: "column", column: c.Name, content: c.Description})
-		}
-		cs := st.Columns[c.Name]
-		if c.Type != ingest.Text || cs == nil || cs.DistinctCount == 0 || cs.DistinctCount > lowCardinality {
-			continue
-		}
-		var vals []struct {
-			Value string `db:"v"`
-			Freq  int64  `db:"n"`
-		}
-		var err error
-		if st.RowCount <= ExactLimit {
+		for _, c := range t.Columns {
+			entries = append(entries, entry{kind: "column", column: c.Name, content: strings.ReplaceAll(c.Name, "_", " ")})
+			if c.Original != "" && c.Original != c.Name {
+				entries = append(entries, entry{kind: "column", column: c.Name, content: c.Original})
+			}
+			if c.Description != "" {
+				entries = append(entries, entry{kind: "column", column: c.Name, content: c.Description})
+			}
+			cs := ts.Columns[c.Name]
+			if c.Type != ingest.Text || cs == nil || cs.DistinctCount == 0 || cs.DistinctCount > lowCardinality {
+				continue
+			}
+			var vals []struct {
+				Value string `db:"v"`
+				Freq  int64  `db:"n"`
+			}
+			var err error
 			q := pq.QuoteIdentifier(c.Name)
-			err = tx.SelectContext(ctx, &vals, `SELECT `+q+` AS v, count(*) AS n FROM `+table+` WHERE deleted_at IS NULL AND `+q+
-				` IS NOT NULL AND length(`+q+`) <= 200 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1`, maxIndexedValues)
-		} else {
-			// ANALYZE's most common values, their frequencies scaled to the table.
-			err = tx.SelectContext(ctx, &vals, `SELECT v, round(f * $4)::bigint AS n
-				FROM pg_stats, unnest(most_common_vals::text::text[], most_common_freqs) AS m(v, f)
-				WHERE schemaname = $1 AND tablename = $2 AND attname = $3 AND length(v) <= 200 ORDER BY f DESC LIMIT $5`,
-				d.TableSchema, d.ID, c.Name, st.RowCount, maxIndexedValues)
-		}
-		if err != nil {
-			return 0, err
-		}
-		for _, v := range vals {
-			entries = append(entries, entry{kind: "value", column: c.Name, content: v.Value, freq: &v.Freq})
+			switch {
+			case t.Foreign:
+				err = tx.SelectContext(ctx, &vals, `SELECT `+q+` AS v, count(*) AS n FROM (SELECT `+q+` FROM `+t.Qualified()+` LIMIT $2) s
+					WHERE `+q+` IS NOT NULL AND length(`+q+`) <= 200 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1`, maxIndexedValues, max(ts.Sampled, ts.RowCount))
+			case ts.RowCount <= ExactLimit:
+				err = tx.SelectContext(ctx, &vals, `SELECT `+q+` AS v, count(*) AS n FROM `+t.Qualified()+` WHERE deleted_at IS NULL AND `+q+
+					` IS NOT NULL AND length(`+q+`) <= 200 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1`, maxIndexedValues)
+			default:
+				// ANALYZE's most common values, their frequencies scaled to the table.
+				err = tx.SelectContext(ctx, &vals, `SELECT v, round(f * $4)::bigint AS n
+					FROM pg_stats, unnest(most_common_vals::text::text[], most_common_freqs) AS m(v, f)
+					WHERE schemaname = $1 AND tablename = $2 AND attname = $3 AND length(v) <= 200 ORDER BY f DESC LIMIT $5`,
+					t.Schema, t.Relation, c.Name, ts.RowCount, maxIndexedValues)
+			}
+			if err != nil {
+				return 0, err
+			}
+			for _, v := range vals {
+				entries = append(entries, entry{kind: "value", column: c.Name, content: v.Value, freq: &v.Freq})
+			}
 		}
 	}
 	for _, e := range entries {
@@ -414,8 +465,8 @@ func link(ctx context.Context, tx *sqlx.Tx, from store.Dataset, fcols []ingest.C
 		if !any || orphan {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO platform.dataset_relationships (from_dataset, from_column, to_dataset, to_column, origin, created_at)
-			VALUES ($1, $2, $3, $4, 'inferred', $5) ON CONFLICT DO NOTHING`, from.ID, c.Name, to.ID, key.name, now); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO platform.dataset_relationships (from_dataset, from_table, from_column, to_dataset, to_table,
+			to_column, origin, created_at) VALUES ($1, $1, $2, $3, $3, $4, 'inferred', $5) ON CONFLICT DO NOTHING`, from.ID, c.Name, to.ID, key.name, now); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"dataplatform/apierr"
@@ -29,15 +31,18 @@ func datasetOut(d *store.Dataset, detail bool) (datasetapi.Dataset, error) {
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, IndexedAt: d.IndexedAt,
 		Source: datasetapi.DatasetSource{Type: datasetapi.DatasetSourceType(d.SourceType), Filename: d.Filename, Size: d.Size,
 			RowCount: d.RowCount, FileId: d.UploadID, Table: ptr(d.ID)}}
-	var cols []ingest.Column
-	if err := json.Unmarshal([]byte(d.Columns), &cols); err != nil {
+	tables, err := datasets.Tables(d)
+	if err != nil {
 		return out, err
 	}
 	if d.Status == "active" {
-		out.Source.ColumnCount = ptr(len(cols))
-		table := datasetapi.DatasetTable{Name: d.ID}
-		table.Columns = columnsOut(cols)
-		out.Schema = &datasetapi.DatasetSchema{Tables: []datasetapi.DatasetTable{table}}
+		out.Schema = &datasetapi.DatasetSchema{Tables: []datasetapi.DatasetTable{}}
+		n := 0
+		for _, t := range tables {
+			out.Schema.Tables = append(out.Schema.Tables, datasetapi.DatasetTable{Name: t.Name, Columns: columnsOut(t.Columns)})
+			n += len(t.Columns)
+		}
+		out.Source.ColumnCount = &n
 	}
 	if detail {
 		out.Source.S3Key = d.StorageKey
@@ -192,7 +197,7 @@ func (h *Datasets) DeleteDataset(ctx context.Context, req datasetapi.DeleteDatas
 		if _, err := store.DatasetByID(ctx, tx, d.ID, true); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+datasets.Table(d.TableSchema, d.ID)); err != nil {
+		if err := datasets.Drop(ctx, tx, d); err != nil {
 			return err
 		}
 		if err := store.DeleteDataset(ctx, tx, d.ID); err != nil {
@@ -225,16 +230,26 @@ func (h *Datasets) PreviewDataset(ctx context.Context, req datasetapi.PreviewDat
 	if err != nil {
 		return nil, err
 	}
-	if req.Params.Table != nil && *req.Params.Table != d.ID {
-		return nil, apierr.Field("query.table", "not_found", "this dataset has one table, "+d.ID)
-	}
-	if d.Status != "active" {
-		return nil, apierr.Conflict("status", "the dataset is "+d.Status+"; its rows can be previewed once it is active")
-	}
-	var cols []ingest.Column
-	if err := json.Unmarshal([]byte(d.Columns), &cols); err != nil {
+	if err := active(d, "its rows can be previewed"); err != nil {
 		return nil, err
 	}
+	tables, err := datasets.Tables(d)
+	if err != nil {
+		return nil, err
+	}
+	t := tables[0]
+	if req.Params.Table != nil {
+		i := slices.IndexFunc(tables, func(t datasets.TableDef) bool { return t.Name == *req.Params.Table })
+		if i < 0 {
+			names := make([]string, len(tables))
+			for i, t := range tables {
+				names[i] = t.Name
+			}
+			return nil, apierr.Field("query.table", "not_found", "the dataset's tables are "+strings.Join(names, ", "))
+		}
+		t = tables[i]
+	}
+	cols := t.Columns
 	limit, offset := 100, 0
 	if req.Params.Limit != nil {
 		limit = *req.Params.Limit
@@ -242,7 +257,7 @@ func (h *Datasets) PreviewDataset(ctx context.Context, req datasetapi.PreviewDat
 	if req.Params.Offset != nil {
 		offset = *req.Params.Offset
 	}
-	out := datasetapi.PreviewDataset200JSONResponse{Table: d.ID, Columns: make([]string, len(cols)), Rows: [][]*any{}}
+	out := datasetapi.PreviewDataset200JSONResponse{Table: t.Name, Columns: make([]string, len(cols)), Rows: [][]*any{}}
 	sel := ""
 	for i, c := range cols {
 		out.Columns[i] = c.Name
@@ -251,11 +266,22 @@ func (h *Datasets) PreviewDataset(ctx context.Context, req datasetapi.PreviewDat
 		}
 		sel += pq.QuoteIdentifier(c.Name)
 	}
-	table := datasets.Table(d.TableSchema, d.ID)
-	if err := h.Store.DB.GetContext(ctx, &out.TotalRows, `SELECT count(*) FROM `+table+` WHERE deleted_at IS NULL`); err != nil {
+	order := ""
+	if len(t.PrimaryKey) > 0 {
+		keys := make([]string, len(t.PrimaryKey))
+		for i, k := range t.PrimaryKey {
+			keys[i] = pq.QuoteIdentifier(k)
+		}
+		order = ` ORDER BY ` + strings.Join(keys, ", ")
+	}
+	live := ""
+	if t.System() {
+		live = ` WHERE deleted_at IS NULL`
+	}
+	if err := h.Store.DB.GetContext(ctx, &out.TotalRows, `SELECT count(*) FROM `+t.Qualified()+live); err != nil {
 		return nil, err
 	}
-	rows, err := h.Store.DB.QueryxContext(ctx, `SELECT `+sel+` FROM `+table+` WHERE deleted_at IS NULL ORDER BY id LIMIT $1 OFFSET $2`, limit, offset)
+	rows, err := h.Store.DB.QueryxContext(ctx, `SELECT `+sel+` FROM `+t.Qualified()+live+order+` LIMIT $1 OFFSET $2`, limit, offset)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +347,7 @@ func (h *Handlers) dropDatasetData(ctx context.Context, tx *sqlx.Tx, scope, id s
 	}
 	now := h.now()
 	for _, d := range ds {
-		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+datasets.Table(d.TableSchema, d.ID)); err != nil {
+		if err := datasets.Drop(ctx, tx, &d); err != nil {
 			return nil, err
 		}
 		if err := store.Emit(ctx, tx, "dataset.deleted", d.OrgID, map[string]any{"dataset_id": d.ID, "project_id": d.ProjectID}, now); err != nil {

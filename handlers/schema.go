@@ -148,8 +148,8 @@ func (h *Datasets) GetDatasetSchema(ctx context.Context, req datasetapi.GetDatas
 	if err := active(d, "its schema can be read"); err != nil {
 		return nil, err
 	}
-	var cols []ingest.Column
-	if err := json.Unmarshal([]byte(d.Columns), &cols); err != nil {
+	tables, err := datasets.Tables(d)
+	if err != nil {
 		return nil, err
 	}
 	var st datasets.Statistics
@@ -157,46 +157,60 @@ func (h *Datasets) GetDatasetSchema(ctx context.Context, req datasetapi.GetDatas
 		return nil, err
 	}
 	out := datasetapi.GetDatasetSchema200JSONResponse{DatasetId: d.ID, SchemaVersion: &d.SchemaVersion,
-		Relationships: []datasetapi.Relationship{}}
+		Relationships: []datasetapi.Relationship{}, Tables: []datasetapi.SchemaTable{}}
 	out.Metadata.LastAnalyzed, out.Metadata.AnalysisVersion, out.Metadata.VectorCount = d.AnalyzedAt, d.AnalysisVersion, &d.VectorCount
-	table := datasetapi.SchemaTable{Name: d.ID, Description: d.Description, RowCount: deref(d.RowCount), Type: datasetapi.Table}
-	column := func(name, typ string, nullable bool) datasetapi.SchemaColumn {
-		sc := datasetapi.SchemaColumn{Name: name, Type: typ, Nullable: nullable, SampleValues: []interface{}{}}
-		if s := st.Columns[name]; s != nil {
-			sc.SampleValues = s.SampleValues
-			sc.Statistics = &datasetapi.ColumnStatistics{DistinctCount: s.DistinctCount, NullCount: s.NullCount, Avg: s.Avg,
-				Completeness: s.Completeness}
-			if s.DistinctEstimated {
-				sc.Statistics.DistinctEstimated = ptr(true)
-			}
-			if s.Min != nil {
-				sc.Statistics.Min, sc.Statistics.Max = s.Min, s.Max
-			}
+	for _, t := range tables {
+		ts := st.Tables[t.Name]
+		if ts == nil {
+			ts = &datasets.TableStats{}
 		}
-		return sc
-	}
-	id := column("id", "bigint", false)
-	id.IsPrimaryKey, id.System = true, ptr(true)
-	table.Columns = append(table.Columns, id)
-	for _, c := range cols {
-		sc := column(c.Name, datasets.SQLType(c), c.Nullable)
-		sc.OriginalName = ptr(c.Original)
-		if c.Description != "" {
-			sc.Description = ptr(c.Description)
+		table := datasetapi.SchemaTable{Name: t.Name, RowCount: ts.RowCount, Type: datasetapi.Table, Columns: []datasetapi.SchemaColumn{}}
+		if t.Foreign {
+			table.Type = datasetapi.ForeignTable
+		} else {
+			table.Description = d.Description
 		}
-		sc.Constraints = constraintsOut(c.Constraints)
-		table.Columns = append(table.Columns, sc)
+		column := func(name, typ string, nullable bool) datasetapi.SchemaColumn {
+			sc := datasetapi.SchemaColumn{Name: name, Type: typ, Nullable: nullable, SampleValues: []interface{}{},
+				IsPrimaryKey: slices.Contains(t.PrimaryKey, name)}
+			if s := ts.Columns[name]; s != nil {
+				sc.SampleValues = s.SampleValues
+				sc.Statistics = &datasetapi.ColumnStatistics{DistinctCount: s.DistinctCount, NullCount: s.NullCount, Avg: s.Avg,
+					Completeness: s.Completeness}
+				if s.DistinctEstimated {
+					sc.Statistics.DistinctEstimated = ptr(true)
+				}
+				if s.Min != nil {
+					sc.Statistics.Min, sc.Statistics.Max = s.Min, s.Max
+				}
+			}
+			return sc
+		}
+		if t.System() {
+			id := column("id", "bigint", false)
+			id.System = ptr(true)
+			table.Columns = append(table.Columns, id)
+		}
+		for _, c := range t.Columns {
+			sc := column(c.Name, datasets.SQLType(c), c.Nullable)
+			sc.OriginalName = ptr(c.Original)
+			if c.Description != "" {
+				sc.Description = ptr(c.Description)
+			}
+			sc.Constraints = constraintsOut(c.Constraints)
+			table.Columns = append(table.Columns, sc)
+		}
+		out.Tables = append(out.Tables, table)
 	}
-	out.Tables = []datasetapi.SchemaTable{table}
 	rels, err := store.Relationships(ctx, h.Store.DB, d.ID)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range rels {
-		x := datasetapi.Relationship{Type: datasetapi.ManyToOne, FromTable: r.FromDataset, FromColumn: r.FromColumn, ToTable: r.ToDataset,
+		x := datasetapi.Relationship{Type: datasetapi.ManyToOne, FromTable: r.FromTable, FromColumn: r.FromColumn, ToTable: r.ToTable,
 			ToColumn: r.ToColumn, ToDatasetId: r.ToDataset, ToDatasetName: ptr(r.ToName), Origin: datasetapi.RelationshipOrigin(r.Origin)}
 		if r.FromDataset != d.ID { // a link to this dataset, seen from here
-			x = datasetapi.Relationship{Type: datasetapi.OneToMany, FromTable: d.ID, FromColumn: r.ToColumn, ToTable: r.FromDataset,
+			x = datasetapi.Relationship{Type: datasetapi.OneToMany, FromTable: r.ToTable, FromColumn: r.ToColumn, ToTable: r.FromTable,
 				ToColumn: r.FromColumn, ToDatasetId: r.FromDataset, ToDatasetName: ptr(r.FromName), Origin: datasetapi.RelationshipOrigin(r.Origin)}
 		}
 		out.Relationships = append(out.Relationships, x)
@@ -299,6 +313,9 @@ func (h *Datasets) ChangeDatasetSchema(ctx context.Context, req datasetapi.Chang
 		}
 		if err := active(d, "its schema can be changed"); err != nil {
 			return err
+		}
+		if d.Type == "database" {
+			return apierr.Conflict("type", "a connected dataset's schema is its database's: change it there, then refresh the dataset")
 		}
 		if v := req.Body.ExpectedVersion; v != nil && *v != d.SchemaVersion {
 			return apierr.New(http.StatusConflict, "SCHEMA_VERSION_CONFLICT",

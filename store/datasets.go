@@ -36,6 +36,7 @@ type Dataset struct {
 	AnalysisVersion  int        `db:"analysis_version"`
 	VectorCount      int64      `db:"vector_count"`
 	SchemaVersion    int        `db:"schema_version"`
+	Tables           *string    `db:"tables"` // jsonb: []datasets.TableDef of a database-connected dataset
 	CreatedAt        time.Time  `db:"created_at"`
 	UpdatedAt        time.Time  `db:"updated_at"`
 	// Role is the caller's role in the dataset's organization (DatasetForUser).
@@ -45,7 +46,7 @@ type Dataset struct {
 const datasetCols = `d.id, d.project_id, d.organization_id, d.name, d.description, d.type, d.status, d.error, d.source_type,
 	d.upload_id, d.filename, d.size_bytes, d.storage_key, d.table_schema, d.columns, d.row_count, d.job_id, d.created_by,
 	d.upload_time, d.processing_time_ms, d.index_time_ms, d.indexed_at, d.statistics, d.analyzed_at, d.analysis_version,
-	d.vector_count, d.schema_version, d.created_at, d.updated_at`
+	d.vector_count, d.schema_version, d.tables, d.created_at, d.updated_at`
 
 // CreateDataset inserts d.
 func CreateDataset(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
@@ -53,9 +54,9 @@ func CreateDataset(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
 		d.Statistics = "{}"
 	}
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.datasets (id, project_id, organization_id, name, description, type, status,
-		source_type, upload_id, filename, size_bytes, storage_key, table_schema, columns, job_id, created_by, upload_time, statistics, created_at, updated_at)
+		source_type, upload_id, filename, size_bytes, storage_key, table_schema, columns, job_id, created_by, upload_time, statistics, tables, created_at, updated_at)
 		VALUES (:id, :project_id, :organization_id, :name, :description, :type, :status, :source_type, :upload_id, :filename, :size_bytes,
-		:storage_key, :table_schema, :columns, :job_id, :created_by, :upload_time, :statistics, :created_at, :updated_at)`, d)
+		:storage_key, :table_schema, :columns, :job_id, :created_by, :upload_time, :statistics, :tables, :created_at, :updated_at)`, d)
 	return err
 }
 
@@ -160,8 +161,10 @@ func DatasetForUserAnyProject(ctx context.Context, q sqlx.QueryerContext, id, us
 // Relationship is a link between columns of two datasets, with the other dataset's name.
 type Relationship struct {
 	FromDataset string `db:"from_dataset"`
+	FromTable   string `db:"from_table"`
 	FromColumn  string `db:"from_column"`
 	ToDataset   string `db:"to_dataset"`
+	ToTable     string `db:"to_table"`
 	ToColumn    string `db:"to_column"`
 	Origin      string `db:"origin"`
 	FromName    string `db:"from_name"`
@@ -171,9 +174,9 @@ type Relationship struct {
 // Relationships are the links from and to a dataset.
 func Relationships(ctx context.Context, q sqlx.QueryerContext, datasetID string) ([]Relationship, error) {
 	var out []Relationship
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT r.from_dataset, r.from_column, r.to_dataset, r.to_column, r.origin, f.name AS from_name, t.name AS to_name
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT r.from_dataset, r.from_table, r.from_column, r.to_dataset, r.to_table, r.to_column, r.origin, f.name AS from_name, t.name AS to_name
 		FROM platform.dataset_relationships r JOIN platform.datasets f ON f.id = r.from_dataset JOIN platform.datasets t ON t.id = r.to_dataset
-		WHERE r.from_dataset = $1 OR r.to_dataset = $1 ORDER BY r.from_dataset = $1 DESC, r.from_column, r.to_dataset`, datasetID)
+		WHERE r.from_dataset = $1 OR r.to_dataset = $1 ORDER BY r.from_dataset = $1 DESC, r.from_table, r.from_column, r.to_dataset, r.to_table`, datasetID)
 	return out, err
 }
 

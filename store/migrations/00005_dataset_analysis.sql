@@ -8,19 +8,38 @@ ALTER TABLE platform.datasets
     ADD COLUMN analyzed_at      timestamptz,
     ADD COLUMN analysis_version int NOT NULL DEFAULT 0,
     ADD COLUMN vector_count     bigint NOT NULL DEFAULT 0,
-    ADD COLUMN schema_version   int NOT NULL DEFAULT 1;
+    ADD COLUMN schema_version   int NOT NULL DEFAULT 1,
+    -- Database-connected datasets: their foreign tables (file datasets have one table, of columns).
+    ADD COLUMN tables           jsonb;
+
+-- How a database-connected dataset reaches its database. The password is encrypted with the
+-- server's secret key (AES-256-GCM) and never returned.
+CREATE TABLE platform.dataset_connections (
+    dataset_id   text PRIMARY KEY REFERENCES platform.datasets (id) ON DELETE CASCADE,
+    type         text NOT NULL CHECK (type IN ('postgresql', 'mysql')),
+    host         text NOT NULL,
+    port         int NOT NULL,
+    database     text NOT NULL,
+    username     text NOT NULL,
+    password_enc bytea NOT NULL,
+    ssl_mode     text NOT NULL,
+    options      jsonb NOT NULL DEFAULT '{}',
+    server_name  text NOT NULL
+);
 
 -- A link from a column of one dataset to a column of another of the same project: declared in
 -- a schema, read from a connected database's foreign keys, or inferred by analysis (a column
 -- named after the other dataset whose every value is found there).
 CREATE TABLE platform.dataset_relationships (
     from_dataset text NOT NULL REFERENCES platform.datasets (id) ON DELETE CASCADE,
+    from_table   text NOT NULL,
     from_column  text NOT NULL,
     to_dataset   text NOT NULL REFERENCES platform.datasets (id) ON DELETE CASCADE,
+    to_table     text NOT NULL,
     to_column    text NOT NULL,
     origin       text NOT NULL CHECK (origin IN ('declared', 'foreign_key', 'inferred')),
     created_at   timestamptz NOT NULL,
-    PRIMARY KEY (from_dataset, from_column, to_dataset)
+    PRIMARY KEY (from_dataset, from_table, from_column, to_dataset, to_table)
 );
 CREATE INDEX dataset_relationships_to_idx ON platform.dataset_relationships (to_dataset);
 
@@ -53,7 +72,8 @@ CREATE TABLE platform.dataset_schema_changes (
 
 -- +goose Down
 DROP TABLE platform.dataset_schema_changes;
+DROP TABLE platform.dataset_connections;
 DROP TABLE platform.dataset_search;
 DROP TABLE platform.dataset_relationships;
 ALTER TABLE platform.datasets DROP COLUMN statistics, DROP COLUMN analyzed_at, DROP COLUMN analysis_version,
-    DROP COLUMN vector_count, DROP COLUMN schema_version;
+    DROP COLUMN vector_count, DROP COLUMN schema_version, DROP COLUMN tables;
