@@ -26,6 +26,8 @@ var Catalog = map[string]Doc{
 	"PLAN_LIMIT_EXCEEDED":      {422, "Plan limit exceeded", "The organization's plan does not allow more; `details` names the current count, the plan limit and a plan that allows more."},
 	"SCHEMA_VIOLATION":         {422, "Schema change violated by existing rows", "A schema change cannot be applied: existing rows cannot be cast to the new type or break a new constraint. `details.violations` lists each failing change with `row_count` and the first rows (`id`, `value`). Nothing was changed."},
 	"SCHEMA_VERSION_CONFLICT":  {409, "Schema changed meanwhile", "`expected_version` is not the dataset's current `schema_version`: read the schema again and resend the change."},
+	"CONNECTION_FAILED":        {400, "Database connection failed", "The database of a connected dataset could not be reached or refused the credentials; `details.reason` is the driver's message. Nothing was created."},
+	"NOT_SUPPORTED":            {501, "Not supported by this installation", "The platform's database lacks what the request needs, such as the foreign data wrapper for a database type."},
 	"RATE_LIMIT_EXCEEDED":      {429, "Rate limit exceeded", "Too many requests in the current window for this category. Wait `X-RateLimit-Reset-After` seconds."},
 	"INTERNAL_ERROR":           {500, "Internal error", "Something failed on the server. The request id identifies it in the logs."},
 	"OIDC_NOT_CONFIGURED":      {501, "Identity provider not configured", "No OpenID Connect provider is configured (DP_OIDC_ISSUER)."},

@@ -35,6 +35,7 @@ type Config struct {
 	LogRequests      bool          // DP_LOG_REQUESTS
 	ShutdownTimeout  time.Duration // DP_SHUTDOWN_TIMEOUT
 	JobLease         time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
+	SecretKey        string        // DP_SECRET_KEY: base64 AES-256 key for stored credentials; empty: DataDir/secret.key
 }
 
 // Defaults returns the configuration with nothing set.
@@ -86,6 +87,7 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_LOG_REQUESTS", &logReq)
 	env("DP_SHUTDOWN_TIMEOUT", &shutdown)
 	env("DP_JOB_LEASE", &lease)
+	env("DP_SECRET_KEY", &c.SecretKey)
 
 	if fs != nil {
 		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (DP_ADDR)")

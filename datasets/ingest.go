@@ -92,6 +92,9 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *
 	if d.Status == "active" {
 		return nil // a previous attempt finished
 	}
+	if d.Type == "database" {
+		return in.ready(ctx, tx, d, start, 0, p)
+	}
 	if d.StorageKey == nil {
 		return jobs.Permanent(errors.New("the dataset has no uploaded file"))
 	}
@@ -109,32 +112,36 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *
 	if err != nil {
 		return fileError(err)
 	}
-	cols, n, err := in.attempt(ctx, conn, tx, d, pl, schema, path, p)
+	cols, _, err := in.attempt(ctx, conn, tx, d, pl, schema, path, p)
 	if err != nil && schema.Sampled && jobs.IsPermanent(err) {
 		p.Set(ctx, "analyzing", 0, 0, "a value did not fit the sampled types: inferring from the whole file")
 		if schema, err = ingest.Infer(path, ingest.Format(d.SourceType)); err != nil {
 			return fileError(err)
 		}
-		cols, n, err = in.attempt(ctx, conn, tx, d, pl, schema, path, p)
+		cols, _, err = in.attempt(ctx, conn, tx, d, pl, schema, path, p)
 	}
 	if err != nil {
 		return err
 	}
 	colsJSON, _ := json.Marshal(cols)
 	d.Columns = string(colsJSON)
-	ms := time.Since(start).Milliseconds()
-	p.Set(ctx, "indexing", n, n, "computing statistics and the search index")
+	return in.ready(ctx, tx, d, start, time.Since(start).Milliseconds(), p)
+}
+
+// ready analyses the loaded (or connected) dataset and makes it active.
+func (in *Ingester) ready(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, start time.Time, loadMS int64, p *jobs.Progress) error {
+	p.Set(ctx, "indexing", 0, 0, "computing statistics and the search index")
 	now := in.Clock().UTC()
 	if err := Analyze(ctx, tx, d, now); err != nil {
 		return err
 	}
-	indexMS := time.Since(start).Milliseconds() - ms
-	d.Status, d.Error, d.RowCount, d.ProcessingTimeMS, d.IndexTimeMS, d.IndexedAt, d.UpdatedAt = "active", nil, &n, &ms, &indexMS, &now, now
+	indexMS := time.Since(start).Milliseconds() - loadMS
+	d.Status, d.Error, d.ProcessingTimeMS, d.IndexTimeMS, d.IndexedAt, d.UpdatedAt = "active", nil, &loadMS, &indexMS, &now, now
 	if err := store.FinishDataset(ctx, tx, d); err != nil {
 		return err
 	}
-	p.Set(ctx, "complete", n, n, "")
-	return store.Emit(ctx, tx, "dataset.ready", d.OrgID, map[string]any{"dataset_id": d.ID, "project_id": d.ProjectID, "row_count": n}, now)
+	p.Set(ctx, "complete", *d.RowCount, *d.RowCount, "")
+	return store.Emit(ctx, tx, "dataset.ready", d.OrgID, map[string]any{"dataset_id": d.ID, "project_id": d.ProjectID, "row_count": *d.RowCount}, now)
 }
 
 // SampleRows is how many records type inference reads before the load starts.

@@ -25,12 +25,15 @@ import (
 
 var _ datasetapi.StrictServerInterface = (*Datasets)(nil)
 
-func datasetOut(d *store.Dataset, detail bool) (datasetapi.Dataset, error) {
+func (h *Datasets) datasetOut(ctx context.Context, d *store.Dataset, detail bool) (datasetapi.Dataset, error) {
 	out := datasetapi.Dataset{Id: d.ID, ProjectId: d.ProjectID, Name: d.Name, Description: d.Description,
 		Type: datasetapi.DatasetType(d.Type), Status: datasetapi.DatasetStatus(d.Status), Error: d.Error, JobId: d.JobID,
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, IndexedAt: d.IndexedAt,
 		Source: datasetapi.DatasetSource{Type: datasetapi.DatasetSourceType(d.SourceType), Filename: d.Filename, Size: d.Size,
-			RowCount: d.RowCount, FileId: d.UploadID, Table: ptr(d.ID)}}
+			RowCount: d.RowCount, FileId: d.UploadID}}
+	if d.Type == "file" {
+		out.Source.Table = ptr(d.ID)
+	}
 	tables, err := datasets.Tables(d)
 	if err != nil {
 		return out, err
@@ -43,6 +46,19 @@ func datasetOut(d *store.Dataset, detail bool) (datasetapi.Dataset, error) {
 			n += len(t.Columns)
 		}
 		out.Source.ColumnCount = &n
+	}
+	if detail && d.Type == "database" {
+		c, err := store.ConnectionOf(ctx, h.Store.DB, d.ID)
+		if err != nil {
+			return out, err
+		}
+		info := datasetapi.ConnectionInfo{Type: datasetapi.ConnectionInfoType(c.Type), Host: c.Host, Port: c.Port, Database: c.Database,
+			Username: c.Username, SslMode: c.SSLMode}
+		var o datasetapi.DatabaseOptions
+		if json.Unmarshal([]byte(c.Options), &o) == nil {
+			info.Options = &o
+		}
+		out.Source.Connection = &info
 	}
 	if detail {
 		out.Source.S3Key = d.StorageKey
@@ -79,7 +95,7 @@ func (h *Datasets) ListDatasets(ctx context.Context, req datasetapi.ListDatasets
 	}
 	out := datasetapi.ListDatasets200JSONResponse{Datasets: []datasetapi.Dataset{}, Pagination: datasetapi.Pagination(paginate(ctx, pg, limit, total))}
 	for i := range ds {
-		x, err := datasetOut(&ds[i], false)
+		x, err := h.datasetOut(ctx, &ds[i], false)
 		if err != nil {
 			return nil, err
 		}
@@ -139,7 +155,7 @@ func (h *Datasets) CreateDataset(ctx context.Context, req datasetapi.CreateDatas
 	if err != nil {
 		return nil, err
 	}
-	out, err := datasetOut(d, false)
+	out, err := h.datasetOut(ctx, d, false)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +168,7 @@ func (h *Datasets) GetDataset(ctx context.Context, req datasetapi.GetDatasetRequ
 	if err != nil {
 		return nil, err
 	}
-	out, err := datasetOut(d, true)
+	out, err := h.datasetOut(ctx, d, true)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +194,7 @@ func (h *Datasets) UpdateDataset(ctx context.Context, req datasetapi.UpdateDatas
 	if err != nil {
 		return nil, err
 	}
-	out, err := datasetOut(d, true)
+	out, err := h.datasetOut(ctx, d, true)
 	if err != nil {
 		return nil, err
 	}

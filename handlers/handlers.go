@@ -14,6 +14,7 @@ import (
 	"dataplatform/auth"
 	"dataplatform/config"
 	"dataplatform/reqmeta"
+	"dataplatform/secrets"
 	"dataplatform/store"
 
 	"github.com/jmoiron/sqlx"
@@ -29,6 +30,7 @@ type Handlers struct {
 	Keys      *auth.KeyStore
 	Passwords *auth.Passwords
 	OIDC      *auth.OIDC // nil when no identity provider is configured
+	Secrets   *secrets.Box
 }
 
 func (h *Handlers) now() time.Time { return h.Clock().UTC().Truncate(time.Microsecond) }

@@ -24,6 +24,7 @@ import (
 	"dataplatform/handlers"
 	"dataplatform/jobs"
 	"dataplatform/ratelimit"
+	"dataplatform/secrets"
 	"dataplatform/store"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -87,9 +88,13 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	box, err := secrets.Load(d.Config.DataDir, d.Config.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("secret key: %w", err)
+	}
 	h := &handlers.Handlers{
 		Store: d.Store, Config: d.Config, Clock: d.Clock, Log: d.Logger,
-		Tokens: tokens, Keys: keys, Passwords: auth.NewPasswords(d.Config.BcryptCost),
+		Tokens: tokens, Keys: keys, Passwords: auth.NewPasswords(d.Config.BcryptCost), Secrets: box,
 	}
 	authn := &auth.Authenticator{Tokens: tokens, Store: d.Store, Clock: d.Clock}
 	if d.Config.OIDCEnabled() {

@@ -203,3 +203,32 @@ func RecordSchemaChange(ctx context.Context, q sqlx.ExtContext, c *SchemaChange)
 		c.DatasetID, c.ColumnsAfter, c.SchemaVersion, c.CreatedAt)
 	return err
 }
+
+// Connection is how a database-connected dataset reaches its database.
+type Connection struct {
+	DatasetID   string `db:"dataset_id"`
+	Type        string `db:"type"`
+	Host        string `db:"host"`
+	Port        int    `db:"port"`
+	Database    string `db:"database"`
+	Username    string `db:"username"`
+	PasswordEnc []byte `db:"password_enc"`
+	SSLMode     string `db:"ssl_mode"`
+	Options     string `db:"options"` // jsonb
+	ServerName  string `db:"server_name"`
+}
+
+// CreateConnection stores c.
+func CreateConnection(ctx context.Context, q sqlx.ExtContext, c *Connection) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.dataset_connections (dataset_id, type, host, port, database, username,
+		password_enc, ssl_mode, options, server_name) VALUES (:dataset_id, :type, :host, :port, :database, :username, :password_enc,
+		:ssl_mode, :options, :server_name)`, c)
+	return err
+}
+
+// ConnectionOf is a dataset's connection; ErrNotFound for a file dataset.
+func ConnectionOf(ctx context.Context, q sqlx.QueryerContext, datasetID string) (*Connection, error) {
+	var c Connection
+	err := sqlx.GetContext(ctx, q, &c, `SELECT * FROM platform.dataset_connections WHERE dataset_id = $1`, datasetID)
+	return &c, notFound(err)
+}

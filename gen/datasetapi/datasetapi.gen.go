@@ -152,6 +152,24 @@ func (e ColumnType) Valid() bool {
 	}
 }
 
+// Defines values for ConnectionInfoType.
+const (
+	ConnectionInfoTypeMysql      ConnectionInfoType = "mysql"
+	ConnectionInfoTypePostgresql ConnectionInfoType = "postgresql"
+)
+
+// Valid indicates whether the value is a known member of the ConnectionInfoType enum.
+func (e ConnectionInfoType) Valid() bool {
+	switch e {
+	case ConnectionInfoTypeMysql:
+		return true
+	case ConnectionInfoTypePostgresql:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateDatasetRequestSourceType.
 const (
 	CreateDatasetRequestSourceTypeCsv     CreateDatasetRequestSourceType = "csv"
@@ -185,6 +203,60 @@ const (
 func (e CreateDatasetRequestType) Valid() bool {
 	switch e {
 	case CreateDatasetRequestTypeFile:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseConnectionSslMode.
+const (
+	Allow      DatabaseConnectionSslMode = "allow"
+	Disable    DatabaseConnectionSslMode = "disable"
+	Prefer     DatabaseConnectionSslMode = "prefer"
+	Require    DatabaseConnectionSslMode = "require"
+	VerifyCa   DatabaseConnectionSslMode = "verify-ca"
+	VerifyFull DatabaseConnectionSslMode = "verify-full"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseConnectionSslMode enum.
+func (e DatabaseConnectionSslMode) Valid() bool {
+	switch e {
+	case Allow:
+		return true
+	case Disable:
+		return true
+	case Prefer:
+		return true
+	case Require:
+		return true
+	case VerifyCa:
+		return true
+	case VerifyFull:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatabaseConnectionType.
+const (
+	DatabaseConnectionTypeMariadb    DatabaseConnectionType = "mariadb"
+	DatabaseConnectionTypeMysql      DatabaseConnectionType = "mysql"
+	DatabaseConnectionTypePostgres   DatabaseConnectionType = "postgres"
+	DatabaseConnectionTypePostgresql DatabaseConnectionType = "postgresql"
+)
+
+// Valid indicates whether the value is a known member of the DatabaseConnectionType enum.
+func (e DatabaseConnectionType) Valid() bool {
+	switch e {
+	case DatabaseConnectionTypeMariadb:
+		return true
+	case DatabaseConnectionTypeMysql:
+		return true
+	case DatabaseConnectionTypePostgres:
+		return true
+	case DatabaseConnectionTypePostgresql:
 		return true
 	default:
 		return false
@@ -232,10 +304,12 @@ func (e DatasetType) Valid() bool {
 
 // Defines values for DatasetSourceType.
 const (
-	DatasetSourceTypeCsv     DatasetSourceType = "csv"
-	DatasetSourceTypeJson    DatasetSourceType = "json"
-	DatasetSourceTypeNdjson  DatasetSourceType = "ndjson"
-	DatasetSourceTypeParquet DatasetSourceType = "parquet"
+	DatasetSourceTypeCsv        DatasetSourceType = "csv"
+	DatasetSourceTypeJson       DatasetSourceType = "json"
+	DatasetSourceTypeMysql      DatasetSourceType = "mysql"
+	DatasetSourceTypeNdjson     DatasetSourceType = "ndjson"
+	DatasetSourceTypeParquet    DatasetSourceType = "parquet"
+	DatasetSourceTypePostgresql DatasetSourceType = "postgresql"
 )
 
 // Valid indicates whether the value is a known member of the DatasetSourceType enum.
@@ -245,9 +319,13 @@ func (e DatasetSourceType) Valid() bool {
 		return true
 	case DatasetSourceTypeJson:
 		return true
+	case DatasetSourceTypeMysql:
+		return true
 	case DatasetSourceTypeNdjson:
 		return true
 	case DatasetSourceTypeParquet:
+		return true
+	case DatasetSourceTypePostgresql:
 		return true
 	default:
 		return false
@@ -585,6 +663,28 @@ type ColumnStatistics struct {
 // ColumnType defines model for ColumnType.
 type ColumnType string
 
+// ConnectionInfo A connected dataset's database (never its password).
+type ConnectionInfo struct {
+	Database string             `json:"database"`
+	Host     string             `json:"host"`
+	Options  *DatabaseOptions   `json:"options,omitempty"`
+	Port     int                `json:"port"`
+	SslMode  string             `json:"ssl_mode"`
+	Type     ConnectionInfoType `json:"type"`
+	Username string             `json:"username"`
+}
+
+// ConnectionInfoType defines model for ConnectionInfo.Type.
+type ConnectionInfoType string
+
+// CreateDatabaseDatasetRequest defines model for CreateDatabaseDatasetRequest.
+type CreateDatabaseDatasetRequest struct {
+	Connection  DatabaseConnection `json:"connection"`
+	Description *string            `json:"description,omitempty"`
+	Name        string             `json:"name"`
+	Options     *DatabaseOptions   `json:"options,omitempty"`
+}
+
 // CreateDatasetRequest defines model for CreateDatasetRequest.
 type CreateDatasetRequest struct {
 	Description *string `json:"description,omitempty"`
@@ -613,6 +713,62 @@ type CreateDatasetRequestSourceType string
 
 // CreateDatasetRequestType defines model for CreateDatasetRequest.Type.
 type CreateDatasetRequestType string
+
+// DatabaseConnection defines model for DatabaseConnection.
+type DatabaseConnection struct {
+	Database string  `json:"database"`
+	Host     string  `json:"host"`
+	Password *string `json:"password,omitempty"`
+
+	// Port Default: 5432 for PostgreSQL, 3306 for MySQL.
+	Port *int `json:"port,omitempty"`
+
+	// SslMode PostgreSQL's sslmode names; for MySQL disable is no TLS, prefer and allow try TLS, require uses TLS without verifying the certificate, verify-ca and verify-full verify it.
+	SslMode *DatabaseConnectionSslMode `json:"ssl_mode,omitempty"`
+
+	// Type postgres and mariadb are aliases.
+	Type     DatabaseConnectionType `json:"type"`
+	Username string                 `json:"username"`
+}
+
+// DatabaseConnectionSslMode PostgreSQL's sslmode names; for MySQL disable is no TLS, prefer and allow try TLS, require uses TLS without verifying the certificate, verify-ca and verify-full verify it.
+type DatabaseConnectionSslMode string
+
+// DatabaseConnectionType postgres and mariadb are aliases.
+type DatabaseConnectionType string
+
+// DatabaseOptions defines model for DatabaseOptions.
+type DatabaseOptions struct {
+	// ExcludeTables Patterns of tables to leave out, matched against the table name and against schema.table; `*` is any run of characters, `?` one.
+	ExcludeTables *[]string `json:"exclude_tables,omitempty"`
+
+	// SampleRows Rows per table the statistics are computed over.
+	SampleRows *int `json:"sample_rows,omitempty"`
+
+	// Schemas Schemas to read. Default: public for PostgreSQL, the database for MySQL.
+	Schemas *[]string `json:"schemas,omitempty"`
+}
+
+// DatabaseTestRequest defines model for DatabaseTestRequest.
+type DatabaseTestRequest struct {
+	Connection  DatabaseConnection `json:"connection"`
+	Description *string            `json:"description,omitempty"`
+	Name        *string            `json:"name,omitempty"`
+	Options     *DatabaseOptions   `json:"options,omitempty"`
+}
+
+// DatabaseTestResult defines model for DatabaseTestResult.
+type DatabaseTestResult struct {
+	Details struct {
+		AccessibleTables *[]string `json:"accessible_tables,omitempty"`
+		DurationMs       *int64    `json:"duration_ms,omitempty"`
+		SchemasFound     *[]string `json:"schemas_found,omitempty"`
+		TableCount       *int      `json:"table_count,omitempty"`
+		Version          *string   `json:"version,omitempty"`
+	} `json:"details"`
+	Message string `json:"message"`
+	Success bool   `json:"success"`
+}
 
 // Dataset defines model for Dataset.
 type Dataset struct {
@@ -689,10 +845,13 @@ type DatasetSchemaRead struct {
 
 // DatasetSource defines model for DatasetSource.
 type DatasetSource struct {
-	ColumnCount *int    `json:"column_count,omitempty"`
-	FileId      *string `json:"file_id,omitempty"`
-	Filename    *string `json:"filename,omitempty"`
-	RowCount    *int64  `json:"row_count,omitempty"`
+	ColumnCount *int `json:"column_count,omitempty"`
+
+	// Connection A connected dataset's database (never its password).
+	Connection *ConnectionInfo `json:"connection,omitempty"`
+	FileId     *string         `json:"file_id,omitempty"`
+	Filename   *string         `json:"filename,omitempty"`
+	RowCount   *int64          `json:"row_count,omitempty"`
 
 	// S3Key Storage key of the uploaded file (single read).
 	S3Key *string `json:"s3_key,omitempty"`
@@ -1014,6 +1173,12 @@ type ChangeDatasetSchemaJSONRequestBody = SchemaChangeRequest
 // CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
 type CreateDatasetJSONRequestBody = CreateDatasetRequest
 
+// CreateDatabaseDatasetJSONRequestBody defines body for CreateDatabaseDataset for application/json ContentType.
+type CreateDatabaseDatasetJSONRequestBody = CreateDatabaseDatasetRequest
+
+// TestDatabaseConnectionJSONRequestBody defines body for TestDatabaseConnection for application/json ContentType.
+type TestDatabaseConnectionJSONRequestBody = DatabaseTestRequest
+
 // UploadDatasetFileMultipartRequestBody defines body for UploadDatasetFile for multipart/form-data ContentType.
 type UploadDatasetFileMultipartRequestBody UploadDatasetFileMultipartBody
 
@@ -1158,6 +1323,12 @@ type ServerInterface interface {
 	// CreateDataset Create a dataset from an upload (datasets:write)
 	// (POST /api/v1/projects/{project_id}/datasets)
 	CreateDataset(ctx echo.Context, projectId ProjectId) error
+	// CreateDatabaseDataset Create a dataset that reads a PostgreSQL or MySQL/MariaDB database live (datasets:write)
+	// (POST /api/v1/projects/{project_id}/datasets/database)
+	CreateDatabaseDataset(ctx echo.Context, projectId ProjectId) error
+	// TestDatabaseConnection Try a database connection without creating anything (datasets:write)
+	// (POST /api/v1/projects/{project_id}/datasets/database/test)
+	TestDatabaseConnection(ctx echo.Context, projectId ProjectId) error
 	// UploadDatasetFile Upload a CSV, JSON (array or NDJSON) or Parquet file (datasets:write)
 	// (POST /api/v1/projects/{project_id}/datasets/upload)
 	UploadDatasetFile(ctx echo.Context, projectId ProjectId) error
@@ -1280,6 +1451,38 @@ func (w *ServerInterfaceWrapper) CreateDataset(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateDataset(ctx, projectId)
+	return err
+}
+
+// CreateDatabaseDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateDatabaseDataset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateDatabaseDataset(ctx, projectId)
+	return err
+}
+
+// TestDatabaseConnection converts echo context to params.
+func (w *ServerInterfaceWrapper) TestDatabaseConnection(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestDatabaseConnection(ctx, projectId)
 	return err
 }
 
@@ -1541,6 +1744,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/uploads/:file_id", wrapper.GetDatasetUpload, options.OperationMiddlewares["getDatasetUpload"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets", wrapper.ListDatasets, options.OperationMiddlewares["listDatasets"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets", wrapper.CreateDataset, options.OperationMiddlewares["createDataset"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets/database/test", wrapper.TestDatabaseConnection, options.OperationMiddlewares["testDatabaseConnection"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets/database", wrapper.CreateDatabaseDataset, options.OperationMiddlewares["createDatabaseDataset"]...)
 	router.DELETE(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id", wrapper.DeleteDataset, options.OperationMiddlewares["deleteDataset"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id", wrapper.GetDataset, options.OperationMiddlewares["getDataset"]...)
 	router.PATCH(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id", wrapper.UpdateDataset, options.OperationMiddlewares["updateDataset"]...)
@@ -2049,6 +2254,272 @@ func (response CreateDataset409JSONResponse) VisitCreateDatasetResponse(w http.R
 type CreateDataset429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response CreateDataset429JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDatabaseDatasetRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *CreateDatabaseDatasetJSONRequestBody
+}
+
+type CreateDatabaseDatasetResponseObject interface {
+	VisitCreateDatabaseDatasetResponse(w http.ResponseWriter) error
+}
+
+type CreateDatabaseDataset202ResponseHeaders struct {
+	Location string
+}
+
+type CreateDatabaseDataset202JSONResponse struct {
+	Body    Dataset
+	Headers CreateDatabaseDataset202ResponseHeaders
+}
+
+func (response CreateDatabaseDataset202JSONResponse) VisitCreateDatabaseDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDatabaseDataset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateDatabaseDataset400JSONResponse) VisitCreateDatabaseDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDatabaseDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateDatabaseDataset401JSONResponse) VisitCreateDatabaseDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDatabaseDataset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateDatabaseDataset403JSONResponse) VisitCreateDatabaseDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDatabaseDataset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateDatabaseDataset404JSONResponse) VisitCreateDatabaseDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDatabaseDataset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateDatabaseDataset409JSONResponse) VisitCreateDatabaseDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDatabaseDataset413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateDatabaseDataset413JSONResponse) VisitCreateDatabaseDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateDatabaseDataset429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response CreateDatabaseDataset429JSONResponse) VisitCreateDatabaseDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestDatabaseConnectionRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *TestDatabaseConnectionJSONRequestBody
+}
+
+type TestDatabaseConnectionResponseObject interface {
+	VisitTestDatabaseConnectionResponse(w http.ResponseWriter) error
+}
+
+type TestDatabaseConnection200JSONResponse DatabaseTestResult
+
+func (response TestDatabaseConnection200JSONResponse) VisitTestDatabaseConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestDatabaseConnection400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestDatabaseConnection400JSONResponse) VisitTestDatabaseConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestDatabaseConnection401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TestDatabaseConnection401JSONResponse) VisitTestDatabaseConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestDatabaseConnection403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TestDatabaseConnection403JSONResponse) VisitTestDatabaseConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestDatabaseConnection404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestDatabaseConnection404JSONResponse) VisitTestDatabaseConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestDatabaseConnection413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TestDatabaseConnection413JSONResponse) VisitTestDatabaseConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestDatabaseConnection429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response TestDatabaseConnection429JSONResponse) VisitTestDatabaseConnectionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3050,6 +3521,12 @@ type StrictServerInterface interface {
 	// CreateDataset Create a dataset from an upload (datasets:write)
 	// (POST /api/v1/projects/{project_id}/datasets)
 	CreateDataset(ctx context.Context, request CreateDatasetRequestObject) (CreateDatasetResponseObject, error)
+	// CreateDatabaseDataset Create a dataset that reads a PostgreSQL or MySQL/MariaDB database live (datasets:write)
+	// (POST /api/v1/projects/{project_id}/datasets/database)
+	CreateDatabaseDataset(ctx context.Context, request CreateDatabaseDatasetRequestObject) (CreateDatabaseDatasetResponseObject, error)
+	// TestDatabaseConnection Try a database connection without creating anything (datasets:write)
+	// (POST /api/v1/projects/{project_id}/datasets/database/test)
+	TestDatabaseConnection(ctx context.Context, request TestDatabaseConnectionRequestObject) (TestDatabaseConnectionResponseObject, error)
 	// UploadDatasetFile Upload a CSV, JSON (array or NDJSON) or Parquet file (datasets:write)
 	// (POST /api/v1/projects/{project_id}/datasets/upload)
 	UploadDatasetFile(ctx context.Context, request UploadDatasetFileRequestObject) (UploadDatasetFileResponseObject, error)
@@ -3229,6 +3706,102 @@ func (sh *strictHandler) CreateDataset(ctx echo.Context, projectId ProjectId) er
 		return err
 	} else if validResponse, ok := response.(CreateDatasetResponseObject); ok {
 		return validResponse.VisitCreateDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateDatabaseDataset operation middleware
+func (sh *strictHandler) CreateDatabaseDataset(ctx echo.Context, projectId ProjectId) error {
+	var request CreateDatabaseDatasetRequestObject
+
+	request.ProjectId = projectId
+
+	var body CreateDatabaseDatasetJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateDatabaseDataset(ctx.Request().Context(), request.(CreateDatabaseDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateDatabaseDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateDatabaseDatasetResponseObject); ok {
+		return validResponse.VisitCreateDatabaseDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// TestDatabaseConnection operation middleware
+func (sh *strictHandler) TestDatabaseConnection(ctx echo.Context, projectId ProjectId) error {
+	var request TestDatabaseConnectionRequestObject
+
+	request.ProjectId = projectId
+
+	var body TestDatabaseConnectionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestDatabaseConnection(ctx.Request().Context(), request.(TestDatabaseConnectionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestDatabaseConnection")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestDatabaseConnectionResponseObject); ok {
+		return validResponse.VisitTestDatabaseConnectionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
