@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -91,15 +92,23 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 			cols[j] = c.Original
 		}
 		colNames := foreignNames(cols)
+		if c.Type == "mysql" {
+			// mysql_fdw has no column_name option: it asks for the local names, so they are
+			// the remote ones (MySQL compares column names without regard to case).
+			colNames = cols
+		}
 		td := TableDef{Name: names[i], Schema: d.ID, Relation: names[i], Foreign: true, Remote: t.Schema + "." + t.Name, SampleRows: opts.SampleRows}
 		defs := make([]string, len(t.Columns))
-		for j, c := range t.Columns {
-			col := c.Column
+		for j, ec := range t.Columns {
+			col := ec.Column
 			col.Name = colNames[j]
 			td.Columns = append(td.Columns, col)
-			defs[j] = pq.QuoteIdentifier(col.Name) + " " + SQLType(col) + " OPTIONS (column_name " + pq.QuoteLiteral(c.Original) + ")"
+			defs[j] = pq.QuoteIdentifier(col.Name) + " " + SQLType(col)
+			if c.Type == "postgresql" {
+				defs[j] += " OPTIONS (column_name " + pq.QuoteLiteral(ec.Original) + ")"
+			}
 			for _, k := range t.PrimaryKey {
-				if k == c.Original {
+				if k == ec.Original {
 					td.PrimaryKey = append(td.PrimaryKey, col.Name)
 				}
 			}
@@ -157,20 +166,20 @@ var plainIdent = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // foreignNames names a connected database's tables and columns locally: as they are when
 // they are plain lowercase identifiers (id and created_at included: connected tables have no
-// system columns), made safe by ingest.Identifiers otherwise.
+// system columns), made safe by ingest.Identifiers otherwise, distinct either way.
 func foreignNames(names []string) []string {
 	out := make([]string, len(names))
 	seen := map[string]bool{}
-	plain := true
 	for i, n := range names {
-		out[i] = n
-		if !plainIdent.MatchString(n) || seen[n] {
-			plain = false
+		if !plainIdent.MatchString(n) {
+			n = ingest.Identifiers([]string{n})[0]
+		}
+		base := n
+		for k := 2; seen[n]; k++ {
+			n = fmt.Sprintf("%s_%d", base, k)
 		}
 		seen[n] = true
+		out[i] = n
 	}
-	if plain {
-		return out
-	}
-	return ingest.Identifiers(names)
+	return out
 }

@@ -363,7 +363,7 @@ func describeMySQL(ctx context.Context, db *sql.DB, t *Table) error {
 		}
 		if def.Valid && def.String != "NULL" {
 			if v, ok := literalDefault(def.String); ok {
-				k.Default = v
+				k.Default = boolDefault(c.Type, v)
 			}
 		}
 		switch key {
@@ -412,6 +412,20 @@ func describeMySQL(ctx context.Context, db *sql.DB, t *Table) error {
 	}
 	t.Checks = checks
 	return nil
+}
+
+// boolDefault turns MySQL's 0 and 1 defaults of a boolean (tinyint(1)) column into false
+// and true.
+func boolDefault(t ingest.Type, v []byte) []byte {
+	if t == ingest.Boolean {
+		switch strings.Trim(string(v), `"`) {
+		case "0":
+			return []byte("false")
+		case "1":
+			return []byte("true")
+		}
+	}
+	return v
 }
 
 func (t *Table) column(name string) *Column {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Makes sure PostgreSQL server binaries (initdb, postgres) exist for the embedded cluster.
-# With DATABASE_URL set nothing is needed. As root on Debian, installs the `postgresql`
-# package without letting it create and start a system cluster of its own.
+# Makes sure PostgreSQL server binaries (initdb, postgres) exist for the embedded cluster,
+# and, best effort, the mysql_fdw extension that MySQL/MariaDB-connected datasets read
+# through (postgres_fdw ships with the server). With DATABASE_URL set nothing is needed. As
+# root on Debian, installs the packages without letting them create and start a system
+# cluster of their own.
 set -euo pipefail
 [ -n "${DATABASE_URL:-}" ] && exit 0
 have() {
@@ -10,14 +12,27 @@ have() {
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && return 0
   return 1
 }
-have && exit 0
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "ensure-postgres: installing Debian's postgresql package" >&2
+can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
+apt_install() {
   mkdir -p /etc/postgresql-common
   [ -f /etc/postgresql-common/createcluster.conf ] || echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends postgresql >/dev/null
-  have && exit 0
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null; }
+}
+if ! have; then
+  if can_apt; then
+    echo "ensure-postgres: installing Debian's postgresql package" >&2
+    apt_install postgresql
+  fi
+  if ! have; then
+    echo "ensure-postgres: PostgreSQL server binaries not found; install Debian's 'postgresql' package (apt-get install postgresql) or set DATABASE_URL" >&2
+    exit 1
+  fi
 fi
-echo "ensure-postgres: PostgreSQL server binaries not found; install Debian's 'postgresql' package (apt-get install postgresql) or set DATABASE_URL" >&2
-exit 1
+# mysql_fdw for the newest installed server version, when Debian packages it.
+ver=$(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1)
+if [ -n "$ver" ] && [ ! -f "/usr/share/postgresql/$ver/extension/mysql_fdw.control" ] && can_apt; then
+  echo "ensure-postgres: installing postgresql-$ver-mysql-fdw" >&2
+  apt_install "postgresql-$ver-mysql-fdw" || echo "ensure-postgres: mysql_fdw not installed; MySQL-connected datasets will answer 501" >&2
+fi
+exit 0

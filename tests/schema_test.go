@@ -19,13 +19,15 @@ const ordersCSV = "id,customer_id,amount,ordered_on\n" +
 	"11,1,5.10,2024-02-01\n" +
 	"12,3,100,2024-02-03\n"
 
-// column finds a column of the schema read by name.
+// column finds a column of the schema read by name, in the first table that has it.
 func (r *resp) column(name string) string {
 	r.t.Helper()
-	for i := 0; i < r.len("tables.0.columns"); i++ {
-		p := fmt.Sprintf("tables.0.columns.%d", i)
-		if r.str(p+".name") == name {
-			return p + "."
+	for t := 0; t < r.len("tables"); t++ {
+		for i := 0; i < r.len(fmt.Sprintf("tables.%d.columns", t)); i++ {
+			p := fmt.Sprintf("tables.%d.columns.%d", t, i)
+			if r.str(p+".name") == name {
+				return p + "."
+			}
 		}
 	}
 	r.t.Fatalf("no column %s in\n%s", name, r.Body)
