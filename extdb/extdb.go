@@ -196,6 +196,7 @@ func read(ctx context.Context, c Config, opts Options, columns bool) (*Info, err
 			if err := d.describe(ctx, db, &info.Tables[i]); err != nil {
 				return nil, reason(err)
 			}
+			applyChecks(&info.Tables[i])
 		}
 	}
 	return info, nil
@@ -429,10 +430,8 @@ func boolDefault(t ingest.Type, v []byte) []byte {
 }
 
 func (t *Table) column(name string) *Column {
-	for i := range t.Columns {
-		if t.Columns[i].Original == name {
-			return &t.Columns[i]
-		}
+	if c := t.lookup(name); c != nil {
+		return c
 	}
 	return &Column{}
 }

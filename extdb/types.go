@@ -141,3 +141,61 @@ func enumLabels(colType string) []string {
 	}
 	return out
 }
+
+var (
+	// CHECK ((age >= 0)), CHECK ((price < 100.5)), MySQL's `age` >= 0
+	checkBound = regexp.MustCompile(`^\(*[` + "`" + `"]?([A-Za-z_][A-Za-z0-9_]*)[` + "`" + `"]?\)* *(>=|>|<=|<) *\(*'?(-?[0-9]+(?:\.[0-9]+)?)'?(?:::[a-z ]+)?\)*$`)
+	// CHECK ((char_length(name) >= 1)), CHECK ((length((code)::text) <= 5))
+	checkLength = regexp.MustCompile(`^\(*(?:char_length|length|character_length)\(\(*[` + "`" + `"]?([A-Za-z_][A-Za-z0-9_]*)[` + "`" + `"]?\)*(?:::text)?\) *(>=|<=) *([0-9]+)\)*$`)
+	// CHECK ((email ~ '^[^@]+@'::text)), MySQL's `code` regexp '^[A-Z]+$'
+	checkPattern = regexp.MustCompile(`^\(*[` + "`" + `"]?([A-Za-z_][A-Za-z0-9_]*)[` + "`" + `"]?\)*(?:::text)? *(?:~|regexp|REGEXP|rlike|RLIKE) *'((?:[^']|'')*)'(?:::text)?\)*$`)
+)
+
+// applyChecks maps the CHECK constraints of a table that bound one column (a comparison
+// with a number, a length bound, a regular expression) to that column's minimum, maximum,
+// min_length, max_length or pattern. Others stay only in Table.Checks.
+func applyChecks(t *Table) {
+	for _, def := range t.Checks {
+		expr := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(def), "CHECK"))
+		if m := checkBound.FindStringSubmatch(expr); m != nil {
+			c := t.lookup(m[1])
+			if c == nil {
+				continue
+			}
+			v, err := strconv.ParseFloat(m[3], 64)
+			if err != nil {
+				continue
+			}
+			switch m[2] {
+			case ">=", ">":
+				c.constraints().Minimum = &v
+			default:
+				c.constraints().Maximum = &v
+			}
+		} else if m := checkLength.FindStringSubmatch(expr); m != nil {
+			c := t.lookup(m[1])
+			if c == nil {
+				continue
+			}
+			n, _ := strconv.Atoi(m[3])
+			if m[2] == ">=" {
+				c.constraints().MinLength = &n
+			} else if c.constraints().MaxLength == nil {
+				c.constraints().MaxLength = &n
+			}
+		} else if m := checkPattern.FindStringSubmatch(expr); m != nil {
+			if c := t.lookup(m[1]); c != nil {
+				c.constraints().Pattern = strings.ReplaceAll(m[2], "''", "'")
+			}
+		}
+	}
+}
+
+func (t *Table) lookup(name string) *Column {
+	for i := range t.Columns {
+		if t.Columns[i].Original == name {
+			return &t.Columns[i]
+		}
+	}
+	return nil
+}

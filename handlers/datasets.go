@@ -280,7 +280,11 @@ func (h *Datasets) PreviewDataset(ctx context.Context, req datasetapi.PreviewDat
 		if i > 0 {
 			sel += ", "
 		}
-		sel += pq.QuoteIdentifier(c.Name)
+		if c.Type.IsArray() { // as a JSON array, not PostgreSQL's {a,b} literal
+			sel += "to_json(" + pq.QuoteIdentifier(c.Name) + ")"
+		} else {
+			sel += pq.QuoteIdentifier(c.Name)
+		}
 	}
 	order := ""
 	if len(t.PrimaryKey) > 0 {
@@ -311,7 +315,7 @@ func (h *Datasets) PreviewDataset(ctx context.Context, req datasetapi.PreviewDat
 		for i, v := range vals {
 			switch x := v.(type) {
 			case []byte: // numeric, uuid, jsonb arrive as text
-				if cols[i].Type == ingest.JSONB {
+				if cols[i].Type == ingest.JSONB || cols[i].Type.IsArray() {
 					vals[i] = json.RawMessage(x)
 				} else {
 					vals[i] = string(x)

@@ -145,7 +145,7 @@ func TestPostgresConnectedDataset(t *testing.T) {
 	name, email, status, age := s.column("name"), s.column("email"), s.column("status"), s.column("age")
 	if s.get(name+"nullable") != false || s.num(name+"constraints.max_length") != 100 || s.get(email+"constraints.unique") != true ||
 		s.str(status+"constraints.default") != "pending" || s.len(status+"constraints.enum") != 3 || s.get(s.column("id")+"is_primary_key") != true ||
-		s.str(age+"type") != "integer" {
+		s.str(age+"type") != "integer" || s.get(age+"constraints.minimum") != 0.0 {
 		t.Fatalf("introspected constraints: %s", s.Body)
 	}
 	if s.get(age+"statistics.distinct_estimated") != true || s.num(age+"statistics.null_count") != 1 {
@@ -263,7 +263,8 @@ func TestMySQLConnectedDataset(t *testing.T) {
 	status, vip := s.column("status"), s.column("vip")
 	if s.str(vip+"type") != "boolean" || s.len(status+"constraints.enum") != 3 || s.str(status+"constraints.default") != "pending" ||
 		s.get(s.column("email")+"constraints.unique") != true || s.num(s.column("name")+"constraints.max_length") != 100 ||
-		s.get(vip+"constraints.default") != false || s.str(s.column("placed_at")+"type") != "timestamptz" {
+		s.get(vip+"constraints.default") != false || s.str(s.column("placed_at")+"type") != "timestamptz" ||
+		s.get(s.column("age")+"constraints.minimum") != 0.0 {
 		t.Fatalf("introspection: %s", s.Body)
 	}
 	// MariaDB's JSON is longtext (text here); MySQL's is a type of its own.

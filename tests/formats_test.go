@@ -1,0 +1,103 @@
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+type pqLine struct {
+	SKU string  `parquet:"sku"`
+	Qty int32   `parquet:"qty"`
+	Tag *string `parquet:"tag,optional"`
+}
+
+type pqAddr struct {
+	City string `parquet:"city"`
+	Zip  string `parquet:"zip"`
+}
+
+type pqOrder struct {
+	ID     int64            `parquet:"order_id"`
+	Placed time.Time        `parquet:"placed,timestamp(millisecond)"`
+	Total  int64            `parquet:"total,decimal(2:18)"`
+	Ship   pqAddr           `parquet:"ship_to"`
+	Lines  []pqLine         `parquet:"lines,list"`
+	Labels []string         `parquet:"labels,list"`
+	Extra  map[string]int64 `parquet:"extra"`
+	Note   *string          `parquet:"note,optional"`
+}
+
+// A Parquet file with nested columns: groups and maps become jsonb, lists of scalars arrays,
+// lists of groups jsonb; decimals and timestamps keep their values.
+func TestDatasetFromParquetWithNestedColumns(t *testing.T) {
+	e := newEnv(t)
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[pqOrder](&buf)
+	note, tag := "fragile", "gift"
+	at := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	if _, err := w.Write([]pqOrder{
+		{ID: 1, Placed: at, Total: 1999, Ship: pqAddr{"Oslo", "0150"}, Lines: []pqLine{{"A", 2, &tag}, {"B", 1, nil}},
+			Labels: []string{"new", "vip"}, Extra: map[string]int64{"points": 20}, Note: &note},
+		{ID: 2, Placed: at.Add(time.Hour), Total: -50, Ship: pqAddr{"Bergen", "5003"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	id := e.uploadAndCreate(e.ownerToken, "Orders", "orders.parquet", buf.String())
+	d := e.waitDataset(e.ownerToken, id)
+	if d.str("status") != "active" || d.str("source.type") != "parquet" || d.num("source.row_count") != 2 {
+		t.Fatalf("dataset: %s", d.Body)
+	}
+	want := map[string]string{"order_id": "bigint", "placed": "timestamptz", "total": "numeric", "ship_to": "jsonb", "lines": "jsonb",
+		"labels": "text[]", "extra": "jsonb", "note": "text"}
+	for i := 0; i < d.len("schema.tables.0.columns"); i++ {
+		c := fmt.Sprintf("schema.tables.0.columns.%d.", i)
+		if want[d.str(c+"name")] != d.str(c+"type") {
+			t.Fatalf("column %s: %s, want %s", d.str(c+"name"), d.str(c+"type"), want[d.str(c+"name")])
+		}
+	}
+	p := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+id+"/preview", nil, bearer(e.ownerToken)).status(200)
+	if p.row(0, "total") != "19.99" || p.row(1, "total") != "-0.50" || p.row(0, "placed") != "2024-05-06T07:08:09Z" {
+		t.Fatalf("scalars: %s", p.Body)
+	}
+	ship := p.row(0, "ship_to").(map[string]any)
+	lines := p.row(0, "lines").([]any)
+	if ship["city"] != "Oslo" || ship["zip"] != "0150" || len(lines) != 2 || lines[0].(map[string]any)["tag"] != "gift" ||
+		lines[1].(map[string]any)["tag"] != nil || p.row(0, "extra").(map[string]any)["points"] != 20.0 {
+		t.Fatalf("nested: %s", p.Body)
+	}
+	if labels := p.row(0, "labels").([]any); len(labels) != 2 || labels[1] != "vip" || p.row(1, "note") != nil {
+		t.Fatalf("lists: %s", p.Body)
+	}
+}
+
+// A JSON file whose fields change type between records: the column widens to hold all of
+// them (integer and decimal → numeric, number and text → text, object and array → jsonb).
+func TestDatasetFromJSONWithMixedTypes(t *testing.T) {
+	e := newEnv(t)
+	js := `[{"n": 1, "v": 10, "x": {"a": 1}, "when": "2024-01-02"},
+	        {"n": 2.5, "v": "ten", "x": [1, 2], "when": "2024-01-02T03:04:05Z"},
+	        {"n": null, "v": true, "x": null}]`
+	id := e.uploadAndCreate(e.ownerToken, "Mixed", "mixed.json", js)
+	d := e.waitDataset(e.ownerToken, id)
+	if d.str("status") != "active" {
+		t.Fatalf("mixed: %s", d.Body)
+	}
+	want := map[string]string{"n": "numeric", "v": "text", "x": "jsonb", "when": "timestamptz"}
+	for i := 0; i < d.len("schema.tables.0.columns"); i++ {
+		c := fmt.Sprintf("schema.tables.0.columns.%d.", i)
+		if want[d.str(c+"name")] != d.str(c+"type") {
+			t.Fatalf("column %s: %s, want %s", d.str(c+"name"), d.str(c+"type"), want[d.str(c+"name")])
+		}
+	}
+	p := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+id+"/preview", nil, bearer(e.ownerToken)).status(200)
+	if p.row(0, "v") != "10" || p.row(1, "v") != "ten" || p.row(2, "v") != "true" || p.row(1, "n") != "2.5" {
+		t.Fatalf("values: %s", p.Body)
+	}
+}
