@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	"dataplatform/extdb"
 	"dataplatform/ingest"
 	"dataplatform/jobs"
+	"dataplatform/secrets"
 	"dataplatform/store"
 
 	"github.com/jmoiron/sqlx"
@@ -475,8 +478,9 @@ func link(ctx context.Context, tx *sqlx.Tx, from store.Dataset, fcols []ingest.C
 
 // Analyzer runs refresh jobs.
 type Analyzer struct {
-	Store *store.Store
-	Clock func() time.Time
+	Store   *store.Store
+	Clock   func() time.Time
+	Secrets *secrets.Box
 }
 
 // Register installs the analyze handler on r.
@@ -486,6 +490,17 @@ func (a *Analyzer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) er
 	var pl Payload
 	if err := j.Decode(&pl); err != nil {
 		return jobs.Permanent(err)
+	}
+	// A connected database is read again first, outside the transaction: its tables may
+	// have changed since the dataset was made.
+	var reread *reintrospection
+	if c, err := store.ConnectionOf(ctx, a.Store.DB, pl.DatasetID); err == nil {
+		p.Set(ctx, "connecting", 0, 0, "reading the database's tables")
+		if reread, err = a.introspect(ctx, c); err != nil {
+			return err
+		}
+	} else if err != store.ErrNotFound {
+		return err
 	}
 	return a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		d, err := store.DatasetByID(ctx, tx, pl.DatasetID, true)
@@ -498,9 +513,14 @@ func (a *Analyzer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) er
 		if d.Status != "active" {
 			return jobs.Permanent(fmt.Errorf("the dataset is %s", d.Status))
 		}
-		p.Set(ctx, "analyzing", 0, deref(d.RowCount), "computing statistics and the search index")
 		start := time.Now()
 		now := a.Clock().UTC()
+		if reread != nil {
+			if err := reconnect(ctx, tx, d, reread, now); err != nil {
+				return err
+			}
+		}
+		p.Set(ctx, "analyzing", 0, deref(d.RowCount), "computing statistics and the search index")
 		if err := Analyze(ctx, tx, d, now); err != nil {
 			return err
 		}
@@ -513,3 +533,55 @@ func (a *Analyzer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) er
 		return nil
 	})
 }
+
+type reintrospection struct {
+	cfg  extdb.Config
+	opts extdb.Options
+	info *extdb.Info
+}
+
+func (a *Analyzer) introspect(ctx context.Context, c *store.Connection) (*reintrospection, error) {
+	pw, err := a.Secrets.Open(c.PasswordEnc)
+	if err != nil {
+		return nil, jobs.Permanent(fmt.Errorf("the stored password cannot be decrypted (was DP_SECRET_KEY changed?): %w", err))
+	}
+	r := &reintrospection{cfg: extdb.Config{Type: c.Type, Host: c.Host, Port: c.Port, Database: c.Database, Username: c.Username,
+		Password: string(pw), SSLMode: c.SSLMode}}
+	if err := json.Unmarshal([]byte(c.Options), &r.opts); err != nil {
+		return nil, err
+	}
+	if r.info, err = extdb.Introspect(ctx, r.cfg, r.opts); err != nil {
+		return nil, fmt.Errorf("reading the database: %w", err)
+	}
+	return r, nil
+}
+
+// reconnect rebuilds a connected dataset's foreign tables from a new reading of its database.
+// When the tables or columns changed, the change is recorded as a new schema version.
+func reconnect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, r *reintrospection, now time.Time) error {
+	if err := Drop(ctx, tx, d); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE origin = 'foreign_key' AND from_dataset = $1`, d.ID); err != nil {
+		return err
+	}
+	tables, err := Connect(ctx, tx, d, r.cfg, r.opts, r.info, now)
+	if err != nil {
+		return err
+	}
+	before := deref(d.Tables)
+	var old []TableDef
+	if err := json.Unmarshal([]byte(before), &old); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(tables)
+	d.Tables = ptrTo(string(b))
+	if reflect.DeepEqual(old, tables) {
+		return nil
+	}
+	d.SchemaVersion++
+	return store.RecordSchemaChange(ctx, tx, &store.SchemaChange{ID: store.NewID("sch"), DatasetID: d.ID, SchemaVersion: d.SchemaVersion,
+		Changes: `[{"op":"reintrospect"}]`, ColumnsBefore: before, ColumnsAfter: string(b), CreatedAt: now}, true)
+}
+
+func ptrTo[T any](v T) *T { return &v }

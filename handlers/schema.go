@@ -336,7 +336,7 @@ func (h *Datasets) ChangeDatasetSchema(ctx context.Context, req datasetapi.Chang
 		c, _ := json.Marshal(req.Body.Changes)
 		sc := &store.SchemaChange{ID: store.NewID("sch"), DatasetID: d.ID, SchemaVersion: d.SchemaVersion + 1, Changes: string(c),
 			ColumnsBefore: string(b), ColumnsAfter: string(a), CreatedBy: &p.UserID, CreatedAt: now}
-		if err := store.RecordSchemaChange(ctx, tx, sc); err != nil {
+		if err := store.RecordSchemaChange(ctx, tx, sc, false); err != nil {
 			return err
 		}
 		// Statistics of changed columns are stale: analyse again.

@@ -192,14 +192,19 @@ type SchemaChange struct {
 	CreatedAt     time.Time `db:"created_at"`
 }
 
-// RecordSchemaChange stores c and moves the dataset to its schema version and columns.
-func RecordSchemaChange(ctx context.Context, q sqlx.ExtContext, c *SchemaChange) error {
+// RecordSchemaChange stores c and moves the dataset to its schema version and columns (the
+// tables of a connected dataset, when tables is set).
+func RecordSchemaChange(ctx context.Context, q sqlx.ExtContext, c *SchemaChange, tables bool) error {
 	if _, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.dataset_schema_changes (id, dataset_id, schema_version, changes,
 		columns_before, columns_after, created_by, created_at) VALUES (:id, :dataset_id, :schema_version, :changes, :columns_before,
 		:columns_after, :created_by, :created_at)`, c); err != nil {
 		return err
 	}
-	_, err := q.ExecContext(ctx, `UPDATE platform.datasets SET columns = $2, schema_version = $3, updated_at = $4 WHERE id = $1`,
+	col := "columns"
+	if tables {
+		col = "tables"
+	}
+	_, err := q.ExecContext(ctx, `UPDATE platform.datasets SET `+col+` = $2, schema_version = $3, updated_at = $4 WHERE id = $1`,
 		c.DatasetID, c.ColumnsAfter, c.SchemaVersion, c.CreatedAt)
 	return err
 }

@@ -177,8 +177,21 @@ func TestPostgresConnectedDataset(t *testing.T) {
 		t.Fatalf("not live: %s", p.Body)
 	}
 	e.do("PUT", "/api/v1/datasets/"+id+"/schema", map[string]any{"changes": []any{map[string]any{"op": "drop_column", "column": "age"}}}, own).apiError(409, "CONFLICT")
+	// Refresh reads the database again: a new column appears, as a new schema version.
 	r = e.do("POST", base+id+"/refresh", nil, own).status(202)
 	e.waitJob(e.ownerToken, r.str("job_id"))
+	if s := e.do("GET", base+id+"/schema", nil, own).status(200); s.num("schema_version") != 1 {
+		t.Fatalf("an unchanged database made a new version: %s", s.Body)
+	}
+	if _, err := ext.Exec(`ALTER TABLE customers ADD COLUMN tier text NOT NULL DEFAULT 'basic'`); err != nil {
+		t.Fatal(err)
+	}
+	r = e.do("POST", base+id+"/refresh", nil, own).status(202)
+	e.waitJob(e.ownerToken, r.str("job_id"))
+	s = e.do("GET", base+id+"/schema", nil, own).status(200)
+	if s.num("schema_version") != 2 || s.str(s.column("tier")+"constraints.default") != "basic" || s.str(s.column("tier")+"sample_values.0") != "basic" {
+		t.Fatalf("after the database changed: %s", s.Body)
+	}
 
 	// Deleting it drops the foreign tables and the server with its credentials.
 	e.do("DELETE", base+id, nil, own).status(200)
