@@ -1,0 +1,284 @@
+// Package specgen renders a dataset's OpenAPI 3.0 description from templates/ out of its
+// schema: the record, create, update and patch schemas follow the columns and their
+// constraints (SPEC.md "Generated schema rules"); the paths are those of the record API.
+package specgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+	"unicode"
+
+	"dataplatform/datasets"
+	"dataplatform/ingest"
+	"dataplatform/templates"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// Input is what a description is made of.
+type Input struct {
+	DatasetID, Name, Description string
+	SchemaVersion                int
+	Table                        datasets.TableDef
+	Links                        []Link // relationships, as links of each record
+	ProductionURL, StagingURL    string
+	GeneratedAt                  time.Time
+}
+
+// Link is a related collection of a record: `<name>` → url template with {field}.
+type Link struct {
+	Name, Href string
+}
+
+var tmpl = template.Must(template.New("dataset.openapi.yaml.tmpl").Funcs(template.FuncMap{
+	"q": func(s string) string { b, _ := json.Marshal(s); return string(b) },
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+}).ParseFS(templates.FS, "dataset.openapi.yaml.tmpl"))
+
+// Names are the words a dataset's operations are named with: listCustomers, getCustomer.
+type Names struct {
+	Singular, Plural, SingularWords, PluralWords string
+}
+
+// NamesOf derives them from a dataset name: "customers" → Customer/Customers, "order items" →
+// OrderItem/OrderItems. Names that are not words fall back to Record/Records.
+func NamesOf(name string) Names {
+	var words []string
+	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		words = append(words, strings.ToLower(w))
+	}
+	if len(words) == 0 || !unicode.IsLetter([]rune(words[0])[0]) {
+		words = append([]string{"record"}, words...)
+	}
+	last := words[len(words)-1]
+	single := append([]string(nil), words...)
+	single[len(single)-1] = singular(last)
+	plural := append([]string(nil), words...)
+	if singular(last) == last {
+		plural[len(plural)-1] = pluralOf(last)
+	}
+	pascal := func(ws []string) string {
+		var b strings.Builder
+		for _, w := range ws {
+			r := []rune(w)
+			b.WriteString(string(unicode.ToUpper(r[0])) + string(r[1:]))
+		}
+		return b.String()
+	}
+	return Names{Singular: pascal(single), Plural: pascal(plural), SingularWords: strings.Join(single, " "), PluralWords: strings.Join(plural, " ")}
+}
+
+func pluralOf(w string) string {
+	switch {
+	case strings.HasSuffix(w, "s"), strings.HasSuffix(w, "x"), strings.HasSuffix(w, "z"), strings.HasSuffix(w, "ch"), strings.HasSuffix(w, "sh"):
+		return w + "es"
+	case len(w) > 1 && strings.HasSuffix(w, "y") && !strings.ContainsRune("aeiou", rune(w[len(w)-2])):
+		return w[:len(w)-1] + "ies"
+	}
+	return w + "s"
+}
+
+func singular(w string) string {
+	switch {
+	case strings.HasSuffix(w, "ies") && len(w) > 3:
+		return w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "shes"):
+		return w[:len(w)-2]
+	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
+		return w
+	case strings.HasSuffix(w, "s") && len(w) > 1:
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+type view struct {
+	Input
+	Names
+	Title, Version, GeneratedAt, Description string
+	Record, Create, Update, Patch            map[string]any
+	FilterParams                             []filterParam
+}
+
+type filterParam struct {
+	Name, Description string
+	Schema            map[string]any
+}
+
+// Render makes the description. It is validated before it is returned.
+func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
+	v := view{Input: in, Names: NamesOf(in.Name), Title: in.Name + " API", Version: Version(in.SchemaVersion),
+		GeneratedAt: in.GeneratedAt.UTC().Format(time.RFC3339)}
+	v.Description = in.Description
+	if v.Description == "" {
+		v.Description = "Records of the " + in.Name + " dataset."
+	}
+	v.Record, v.Create, v.Update, v.Patch = schemas(in)
+	for _, c := range in.Table.Columns {
+		if c.Type == ingest.JSONB || c.Type.IsArray() {
+			continue
+		}
+		s := column(c)
+		delete(s, "default")
+		delete(s, "nullable")
+		delete(s, "x-database-type")
+		delete(s, "x-unique")
+		delete(s, "description")
+		v.FilterParams = append(v.FilterParams, filterParam{Name: "filter[" + c.Name + "]", Description: "Only records whose " + c.Name + " equals this.", Schema: s})
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, v); err != nil {
+		return nil, nil, err
+	}
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(buf.Bytes())
+	if err != nil {
+		return nil, nil, fmt.Errorf("rendered description: %w", err)
+	}
+	if err := doc.Validate(ctx); err != nil {
+		return nil, nil, fmt.Errorf("rendered description is invalid: %w", err)
+	}
+	j, err := json.Marshal(doc)
+	return doc, j, err
+}
+
+// column is the description of one column (SPEC.md "Generated schema rules").
+func column(c ingest.Column) map[string]any {
+	s := typeSchema(c.Type)
+	s["x-database-type"] = datasets.SQLType(c)
+	if c.Nullable {
+		s["nullable"] = true
+	}
+	if c.Description != "" {
+		s["description"] = c.Description
+	}
+	if k := c.Constraints; k != nil {
+		if k.Unique {
+			s["x-unique"] = true
+		}
+		if len(k.Enum) > 0 {
+			s["enum"] = k.Enum
+		}
+		if k.Format != "" {
+			s["format"] = k.Format
+		}
+		if k.Pattern != "" {
+			s["pattern"] = k.Pattern
+		}
+		if k.Minimum != nil {
+			s["minimum"] = *k.Minimum
+		}
+		if k.Maximum != nil {
+			s["maximum"] = *k.Maximum
+		}
+		if k.MinLength != nil {
+			s["minLength"] = *k.MinLength
+		}
+		if k.MaxLength != nil {
+			s["maxLength"] = *k.MaxLength
+		}
+		if d := c.DefaultValue(); d != nil {
+			s["default"] = d
+		}
+	}
+	return s
+}
+
+func typeSchema(t ingest.Type) map[string]any {
+	if t.IsArray() {
+		return map[string]any{"type": "array", "items": typeSchema(t.Elem())}
+	}
+	switch t {
+	case ingest.Integer:
+		return map[string]any{"type": "integer", "format": "int32", "minimum": math.MinInt32, "maximum": math.MaxInt32}
+	case ingest.BigInt:
+		return map[string]any{"type": "integer", "format": "int64"}
+	case ingest.Numeric:
+		return map[string]any{"type": "number", "format": "double"}
+	case ingest.Boolean:
+		return map[string]any{"type": "boolean"}
+	case ingest.Date:
+		return map[string]any{"type": "string", "format": "date"}
+	case ingest.Timestamptz:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case ingest.UUID:
+		return map[string]any{"type": "string", "format": "uuid", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"}
+	case ingest.JSONB:
+		return map[string]any{"type": "object", "additionalProperties": true}
+	}
+	return map[string]any{"type": "string"}
+}
+
+// schemas are the record (as read), create, update (create + version) and patch schemas.
+func schemas(in Input) (record, create, update, patch map[string]any) {
+	props := map[string]any{}
+	var required, createRequired []string
+	for _, c := range in.Table.Columns {
+		props[c.Name] = column(c)
+		if !c.Nullable {
+			required = append(required, c.Name)
+			if c.DefaultValue() == nil {
+				createRequired = append(createRequired, c.Name)
+			}
+		}
+	}
+	writable := func() map[string]any {
+		m := make(map[string]any, len(props)+1)
+		for k, v := range props {
+			m[k] = v
+		}
+		return m
+	}
+	create = map[string]any{"type": "object", "additionalProperties": false, "properties": writable()}
+	if len(createRequired) > 0 {
+		create["required"] = createRequired
+	}
+	up := writable()
+	up["version"] = map[string]any{"type": "integer", "minimum": 1, "description": "The version read; a stale one is refused (optimistic locking)."}
+	update = map[string]any{"type": "object", "additionalProperties": false, "properties": up}
+	if len(createRequired) > 0 {
+		update["required"] = createRequired
+	}
+	pp := writable()
+	pp["version"] = up["version"]
+	for k, v := range pp {
+		if m, ok := v.(map[string]any); ok && k != "version" {
+			c := make(map[string]any, len(m))
+			for x, y := range m {
+				if x != "default" { // a patch leaves absent fields alone
+					c[x] = y
+				}
+			}
+			pp[k] = c
+		}
+	}
+	patch = map[string]any{"type": "object", "additionalProperties": false, "minProperties": 1, "properties": pp}
+
+	rp := writable()
+	rp["id"] = map[string]any{"type": "integer", "format": "int64", "readOnly": true}
+	rp["created_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
+	rp["updated_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
+	rp["version"] = map[string]any{"type": "integer", "readOnly": true, "description": "Optimistic-locking version; every write increments it."}
+	links := map[string]any{"self": map[string]any{"type": "string", "format": "uri-reference"}}
+	for _, l := range in.Links {
+		links[l.Name] = map[string]any{"type": "string", "format": "uri-reference"}
+	}
+	rp["_links"] = map[string]any{"type": "object", "readOnly": true, "required": []string{"self"}, "properties": links}
+	record = map[string]any{"type": "object", "properties": rp,
+		"required": append([]string{"id", "created_at", "updated_at", "version", "_links"}, required...)}
+	return record, create, update, patch
+}
+
+// Version is the description version of a dataset's schema version (issue 5 replaces this
+// with semantic versions decided by breaking-change checks).
+func Version(schemaVersion int) string { return "1." + strconv.Itoa(schemaVersion-1) + ".0" }
