@@ -16,6 +16,8 @@ var Catalog = map[string]Doc{
 	"INSUFFICIENT_PERMISSIONS": {403, "Insufficient organization role", "The action needs the organization role in `required_role`; `your_role` is the caller's."},
 	"NOT_FOUND":                {404, "Not found", "The resource does not exist, or it belongs to an organization the caller is not a member of."},
 	"DATASET_NOT_FOUND":        {404, "Dataset not found", "The dataset does not exist in this project, or belongs to an organization the caller is not a member of; `details.dataset_id` names it."},
+	"RECORD_NOT_FOUND":         {404, "Record not found", "No live record of the dataset has this id (a soft-deleted record is gone from reads)."},
+	"OPTIMISTIC_LOCK_ERROR":    {409, "Optimistic lock error", "The record changed since the version (or ETag) sent; nothing was written. `details.current_version` is the version to read again."},
 	"INVITATION_NOT_FOUND":     {404, "Invitation not found", "The invitation token is unknown, withdrawn or already used."},
 	"METHOD_NOT_ALLOWED":       {405, "Method not allowed", "The path exists but not with this method; the Allow header lists the methods it has."},
 	"CONFLICT":                 {409, "Conflict", "The request conflicts with the current state, e.g. a name or slug already taken (`details.field`), or removing the last owner."},

@@ -17,6 +17,7 @@ type Config struct {
 	DatabaseURL      string        // DATABASE_URL; empty: embedded cluster under DataDir/postgres
 	DataDir          string        // DP_DATA_DIR
 	BaseURL          string        // DP_BASE_URL
+	StagingURL       string        // DP_STAGING_URL: the staging server of generated descriptions; default BaseURL
 	AdminEmail       string        // DP_ADMIN_EMAIL
 	AdminPassword    string        // DP_ADMIN_PASSWORD
 	MaxUploadBytes   int64         // DP_MAX_UPLOAD_BYTES
@@ -69,6 +70,7 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DATABASE_URL", &c.DatabaseURL)
 	env("DP_DATA_DIR", &c.DataDir)
 	env("DP_BASE_URL", &c.BaseURL)
+	env("DP_STAGING_URL", &c.StagingURL)
 	env("DP_ADMIN_EMAIL", &c.AdminEmail)
 	env("DP_ADMIN_PASSWORD", &c.AdminPassword)
 	env("DP_CORS_ORIGINS", &cors)
@@ -140,6 +142,9 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 		}
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if c.StagingURL == "" {
+		c.StagingURL = c.BaseURL
+	}
 	if c.OIDCIssuer != "" && (c.OIDCClientID == "" || c.OIDCRedirectURL == "") {
 		return c, fmt.Errorf("DP_OIDC_ISSUER is set: DP_OIDC_CLIENT_ID and DP_OIDC_REDIRECT_URL are needed too")
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"dataplatform/apierr"
@@ -31,6 +32,9 @@ type Handlers struct {
 	Passwords *auth.Passwords
 	OIDC      *auth.OIDC // nil when no identity provider is configured
 	Secrets   *secrets.Box
+
+	descOnce sync.Once
+	desc     *Descriptions
 }
 
 func (h *Handlers) now() time.Time { return h.Clock().UTC().Truncate(time.Microsecond) }

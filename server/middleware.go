@@ -12,7 +12,11 @@ import (
 
 	"dataplatform/apierr"
 	"dataplatform/auth"
+	"dataplatform/handlers"
 	"dataplatform/reqmeta"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -222,11 +226,38 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 
 func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if rt := s.route(c); rt != nil {
+		rt := s.route(c)
+		if rt != nil && rt.dynamic {
+			var err error
+			if rt, err = s.recordRoute(c, rt); err != nil {
+				return err
+			}
+		}
+		if rt != nil {
 			if err := s.validate(c, rt); err != nil {
 				return err
 			}
 		}
 		return next(c)
 	}
+}
+
+// recordRoute resolves a record API request's dataset (404 when the caller is not a member)
+// and the operation of its description the request is validated against.
+func (s *Server) recordRoute(c echo.Context, rt *route) (*route, error) {
+	d, desc, err := s.H.Descriptions().Resolve(c.Request().Context(), c.Param("dataset_id"))
+	if err != nil {
+		return nil, err
+	}
+	method := c.Request().Method
+	item := desc.Doc.Paths.Value(rt.template)
+	if item == nil || item.GetOperation(method) == nil {
+		return nil, echo.NewHTTPError(http.StatusMethodNotAllowed)
+	}
+	op := item.GetOperation(method)
+	unsecured := *op
+	unsecured.Security = &openapi3.SecurityRequirements{}
+	handlers.WithRecordContext(c, d, desc)
+	return &route{opID: op.OperationID, category: rt.category, bodyLimit: rt.bodyLimit, op: op,
+		kin: &routers.Route{Spec: desc.Doc, Path: rt.template, PathItem: item, Method: method, Operation: &unsecured}}, nil
 }

@@ -68,6 +68,10 @@ type route struct {
 	multipart bool
 	op        *openapi3.Operation
 	kin       *routers.Route
+	// dynamic routes are the record API: validated against the dataset's own description,
+	// at the path template of that description.
+	dynamic  bool
+	template string
 }
 
 // New builds the server: loads the signing keys, the description, the rate limiter and the
@@ -183,6 +187,24 @@ func (s *Server) buildEcho() *echo.Echo {
 	projectapi.RegisterHandlers(e, projectapi.NewStrictHandler(&handlers.Projects{Handlers: s.H}, nil))
 	datasetapi.RegisterHandlers(e, datasetapi.NewStrictHandler(&handlers.Datasets{Handlers: s.H}, nil))
 	systemapi.RegisterHandlers(e, &handlers.System{Handlers: s.H})
+
+	// The record API: one handler for every dataset (handlers.Records).
+	rec := &handlers.Records{Handlers: s.H}
+	for _, r := range []struct {
+		method, path, category string
+		h                      echo.HandlerFunc
+	}{
+		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data", "records_read", rec.List},
+		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data", "records_write", rec.Create},
+		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/{id}", "records_read", rec.Get},
+		{http.MethodPut, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Replace},
+		{http.MethodPatch, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Patch},
+		{http.MethodDelete, "/api/v1/datasets/{dataset_id}/data/{id}", "records_delete", rec.Delete},
+	} {
+		echoPath := strings.NewReplacer("{", ":", "}", "").Replace(r.path)
+		e.Add(r.method, echoPath, r.h)
+		s.routes[r.method+" "+echoPath] = &route{opID: "records", category: r.category, bodyLimit: s.cfg.MaxBodyBytes, dynamic: true, template: r.path}
+	}
 	return e
 }
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	neturl "net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,6 +132,16 @@ func UniqueViolation(err error) (string, bool) {
 }
 
 const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// ConstraintViolation reports a write a CHECK or NOT NULL constraint refused, with
+// PostgreSQL's message.
+func ConstraintViolation(err error) (string, bool) {
+	var pe *pq.Error
+	if errors.As(err, &pe) && (pe.Code == "23514" || pe.Code == "23502" || strings.HasPrefix(string(pe.Code), "22")) {
+		return pe.Message, true
+	}
+	return "", false
+}
 
 // NewID returns prefix_ followed by 20 random lowercase letters and digits (103 bits).
 func NewID(prefix string) string {

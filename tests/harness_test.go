@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -183,7 +184,11 @@ func (e *env) do(method, path string, body any, hs ...header) *resp {
 
 func (e *env) validate(req *http.Request, r *resp) {
 	e.t.Helper()
-	route, params, err := e.router.FindRoute(req)
+	router := e.router
+	if m := recordPath.FindStringSubmatch(req.URL.Path); m != nil {
+		router = e.datasetRouter(m[1])
+	}
+	route, params, err := router.FindRoute(req)
 	if err != nil {
 		if r.Code == http.StatusNotFound || r.Code == http.StatusMethodNotAllowed || req.Method == http.MethodOptions {
 			return // an undocumented path, or a CORS preflight: nothing to validate against
@@ -199,6 +204,35 @@ func (e *env) validate(req *http.Request, r *resp) {
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		e.t.Fatalf("%s: response %d does not match the description: %v\n%s", r.req, r.Code, err, r.Body)
 	}
+}
+
+var recordPath = regexp.MustCompile(`^/api/v1/datasets/(ds_[a-z0-9_]+)/data(/|$)`)
+
+// datasetRouter finds operations of a dataset's own description (read with the owner's
+// token), for validating record API responses.
+func (e *env) datasetRouter(id string) routers.Router {
+	e.t.Helper()
+	req, _ := http.NewRequest("GET", e.ts.URL+"/api/v1/datasets/"+id+"/openapi.json", nil)
+	req.Header.Set("Authorization", "Bearer "+e.ownerToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		return e.router // no description (unknown dataset): the static one has no such path either
+	}
+	d, err := openapi3.NewLoader().LoadFromData(b)
+	if err != nil {
+		e.t.Fatalf("dataset description: %v", err)
+	}
+	d.Servers = openapi3.Servers{{URL: e.ts.URL}}
+	r, err := gorillamux.NewRouter(d)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
 }
 
 // status fails the test unless the response has the given status.

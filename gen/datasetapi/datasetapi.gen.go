@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"time"
@@ -1311,6 +1312,12 @@ func (t *SchemaChange_Column) UnmarshalJSON(b []byte) error {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetDatasetDescription The OpenAPI 3.0 description of the dataset's record API (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/openapi.json)
+	GetDatasetDescription(ctx echo.Context, datasetId DatasetId) error
+	// GetDatasetDescriptionYAML The same description as YAML (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/openapi.yaml)
+	GetDatasetDescriptionYAML(ctx echo.Context, datasetId DatasetId) error
 	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
 	// (PUT /api/v1/datasets/{dataset_id}/schema)
 	ChangeDatasetSchema(ctx echo.Context, datasetId DatasetId) error
@@ -1358,6 +1365,38 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// GetDatasetDescription converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDatasetDescription(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDatasetDescription(ctx, datasetId)
+	return err
+}
+
+// GetDatasetDescriptionYAML converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDatasetDescriptionYAML(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDatasetDescriptionYAML(ctx, datasetId)
+	return err
 }
 
 // ChangeDatasetSchema converts echo context to params.
@@ -1753,6 +1792,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/schema", wrapper.GetDatasetSchema, options.OperationMiddlewares["getDatasetSchema"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/refresh", wrapper.RefreshDataset, options.OperationMiddlewares["refreshDataset"]...)
 	router.PUT(options.BaseURL+"/api/v1/datasets/:dataset_id/schema", wrapper.ChangeDatasetSchema, options.OperationMiddlewares["changeDatasetSchema"]...)
+	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/openapi.json", wrapper.GetDatasetDescription, options.OperationMiddlewares["getDatasetDescription"]...)
+	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/openapi.yaml", wrapper.GetDatasetDescriptionYAML, options.OperationMiddlewares["getDatasetDescriptionYAML"]...)
 	router.GET(options.BaseURL+"/api/v1/jobs/:job_id", wrapper.GetJob, options.OperationMiddlewares["getJob"]...)
 
 }
@@ -1781,6 +1822,272 @@ type RateLimitExceededJSONResponse struct {
 }
 
 type UnauthorizedJSONResponse AuthError
+
+type GetDatasetDescriptionRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type GetDatasetDescriptionResponseObject interface {
+	VisitGetDatasetDescriptionResponse(w http.ResponseWriter) error
+}
+
+type GetDatasetDescription200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetDatasetDescription200JSONResponse struct {
+	Body    map[string]interface{}
+	Headers GetDatasetDescription200ResponseHeaders
+}
+
+func (response GetDatasetDescription200JSONResponse) VisitGetDatasetDescriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetDescription400JSONResponse) VisitGetDatasetDescriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDatasetDescription401JSONResponse) VisitGetDatasetDescriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDatasetDescription403JSONResponse) VisitGetDatasetDescriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDatasetDescription404JSONResponse) VisitGetDatasetDescriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetDatasetDescription409JSONResponse) VisitGetDatasetDescriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescription429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDatasetDescription429JSONResponse) VisitGetDatasetDescriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescriptionYAMLRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type GetDatasetDescriptionYAMLResponseObject interface {
+	VisitGetDatasetDescriptionYAMLResponse(w http.ResponseWriter) error
+}
+
+type GetDatasetDescriptionYAML200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetDatasetDescriptionYAML200ApplicationyamlResponse struct {
+	Body          io.Reader
+	Headers       GetDatasetDescriptionYAML200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetDatasetDescriptionYAML200ApplicationyamlResponse) VisitGetDatasetDescriptionYAMLResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/yaml")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetDatasetDescriptionYAML400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetDescriptionYAML400JSONResponse) VisitGetDatasetDescriptionYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescriptionYAML401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDatasetDescriptionYAML401JSONResponse) VisitGetDatasetDescriptionYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescriptionYAML403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDatasetDescriptionYAML403JSONResponse) VisitGetDatasetDescriptionYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescriptionYAML404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDatasetDescriptionYAML404JSONResponse) VisitGetDatasetDescriptionYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescriptionYAML409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetDatasetDescriptionYAML409JSONResponse) VisitGetDatasetDescriptionYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescriptionYAML429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDatasetDescriptionYAML429JSONResponse) VisitGetDatasetDescriptionYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type ChangeDatasetSchemaRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
@@ -3509,6 +3816,12 @@ func (response GetDatasetSchema429JSONResponse) VisitGetDatasetSchemaResponse(w 
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetDatasetDescription The OpenAPI 3.0 description of the dataset's record API (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/openapi.json)
+	GetDatasetDescription(ctx context.Context, request GetDatasetDescriptionRequestObject) (GetDatasetDescriptionResponseObject, error)
+	// GetDatasetDescriptionYAML The same description as YAML (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/openapi.yaml)
+	GetDatasetDescriptionYAML(ctx context.Context, request GetDatasetDescriptionYAMLRequestObject) (GetDatasetDescriptionYAMLResponseObject, error)
 	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
 	// (PUT /api/v1/datasets/{dataset_id}/schema)
 	ChangeDatasetSchema(ctx context.Context, request ChangeDatasetSchemaRequestObject) (ChangeDatasetSchemaResponseObject, error)
@@ -3563,6 +3876,56 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// GetDatasetDescription operation middleware
+func (sh *strictHandler) GetDatasetDescription(ctx echo.Context, datasetId DatasetId) error {
+	var request GetDatasetDescriptionRequestObject
+
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDatasetDescription(ctx.Request().Context(), request.(GetDatasetDescriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDatasetDescription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetDescriptionResponseObject); ok {
+		return validResponse.VisitGetDatasetDescriptionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDatasetDescriptionYAML operation middleware
+func (sh *strictHandler) GetDatasetDescriptionYAML(ctx echo.Context, datasetId DatasetId) error {
+	var request GetDatasetDescriptionYAMLRequestObject
+
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDatasetDescriptionYAML(ctx.Request().Context(), request.(GetDatasetDescriptionYAMLRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDatasetDescriptionYAML")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetDescriptionYAMLResponseObject); ok {
+		return validResponse.VisitGetDatasetDescriptionYAMLResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // ChangeDatasetSchema operation middleware

@@ -1,0 +1,604 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/datasets"
+	"dataplatform/gen/datasetapi"
+	"dataplatform/records"
+	"dataplatform/specgen"
+	"dataplatform/store"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/jmoiron/sqlx"
+	"github.com/labstack/echo/v4"
+	"gopkg.in/yaml.v3"
+)
+
+// Description is a dataset's rendered description with what serving it needs.
+type Description struct {
+	key   string
+	Doc   *openapi3.T
+	JSON  []byte
+	ETag  string
+	Table *records.Table
+	links []link
+}
+
+type link struct {
+	name, dataset, column, target string // target "" → the other dataset's record by id
+	many                          bool
+}
+
+// Descriptions renders and caches datasets' descriptions, one per dataset and schema state.
+type Descriptions struct {
+	h     *Handlers
+	mu    sync.Mutex
+	cache map[string]*Description
+}
+
+// Descriptions is the handlers' description cache.
+func (h *Handlers) Descriptions() *Descriptions {
+	h.descOnce.Do(func() { h.desc = &Descriptions{h: h, cache: map[string]*Description{}} })
+	return h.desc
+}
+
+// Resolve finds a dataset the caller is a member of and its description: 404 otherwise, 409
+// while it is not active, and for connected datasets (their record API is not served yet).
+func (ds *Descriptions) Resolve(ctx context.Context, datasetID string) (*store.Dataset, *Description, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := store.DatasetForUserAnyProject(ctx, ds.h.Store.DB, datasetID, p.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, apierr.New(http.StatusNotFound, "DATASET_NOT_FOUND", "dataset not found").WithDetails(map[string]any{"dataset_id": datasetID})
+	} else if err != nil {
+		return nil, nil, err
+	}
+	if err := active(d, "its API is served"); err != nil {
+		return nil, nil, err
+	}
+	if d.Type != "file" {
+		return nil, nil, apierr.Conflict("type", "the record API of database-connected datasets is not served yet; use preview and queries")
+	}
+	desc, err := ds.describe(ctx, d)
+	return d, desc, err
+}
+
+func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Description, error) {
+	rels, err := store.Relationships(ctx, ds.h.Store.DB, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%d|%d|%s", d.SchemaVersion, d.UpdatedAt.UnixNano(), relKey(rels))
+	ds.mu.Lock()
+	cached := ds.cache[d.ID]
+	ds.mu.Unlock()
+	if cached != nil && cached.key == key {
+		return cached, nil
+	}
+	tables, err := datasets.Tables(d)
+	if err != nil {
+		return nil, err
+	}
+	staging := ds.h.Config.StagingURL
+	if staging == "" {
+		staging = ds.h.Config.BaseURL
+	}
+	in := specgen.Input{DatasetID: d.ID, Name: d.Name, Description: deref(d.Description), SchemaVersion: d.SchemaVersion,
+		Table: tables[0], ProductionURL: ds.h.Config.BaseURL, StagingURL: staging, GeneratedAt: d.UpdatedAt}
+	desc := &Description{key: key, Table: records.NewTable(tables[0])}
+	for _, r := range rels {
+		if r.FromDataset == d.ID { // this.col → other.key: the one record it points at
+			l := link{name: strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id"), dataset: r.ToDataset, column: r.FromColumn, target: r.ToColumn}
+			if l.name == "" || l.name == r.FromColumn {
+				l.name = r.FromColumn + "_ref"
+			}
+			desc.links = append(desc.links, l)
+		} else { // other.col → this.key: the records pointing here
+			desc.links = append(desc.links, link{name: identifier(r.FromName), dataset: r.FromDataset, column: r.ToColumn, target: r.FromColumn, many: true})
+		}
+	}
+	for _, l := range desc.links {
+		in.Links = append(in.Links, specgen.Link{Name: l.name})
+	}
+	if desc.Doc, desc.JSON, err = specgen.Render(ctx, in); err != nil {
+		return nil, err
+	}
+	desc.ETag = fmt.Sprintf(`"%s-%d-%d"`, d.ID, d.SchemaVersion, d.UpdatedAt.UnixNano())
+	ds.mu.Lock()
+	ds.cache[d.ID] = desc
+	ds.mu.Unlock()
+	return desc, nil
+}
+
+func relKey(rels []store.Relationship) string {
+	var b strings.Builder
+	for _, r := range rels {
+		b.WriteString(r.FromDataset + r.FromColumn + r.ToDataset + r.ToColumn + r.FromName + ";")
+	}
+	return b.String()
+}
+
+// identifier is a dataset name as a link name: "Order items" → order_items.
+func identifier(name string) string {
+	var b strings.Builder
+	under := false
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			under = false
+		} else if !under && b.Len() > 0 {
+			b.WriteByte('_')
+			under = true
+		}
+	}
+	return strings.TrimSuffix(b.String(), "_")
+}
+
+func (h *Datasets) GetDatasetDescription(ctx context.Context, req datasetapi.GetDatasetDescriptionRequestObject) (datasetapi.GetDatasetDescriptionResponseObject, error) {
+	desc, err := h.description(ctx, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(desc.JSON, &m); err != nil {
+		return nil, err
+	}
+	return datasetapi.GetDatasetDescription200JSONResponse{Body: m, Headers: datasetapi.GetDatasetDescription200ResponseHeaders{ETag: &desc.ETag}}, nil
+}
+
+func (h *Datasets) GetDatasetDescriptionYAML(ctx context.Context, req datasetapi.GetDatasetDescriptionYAMLRequestObject) (datasetapi.GetDatasetDescriptionYAMLResponseObject, error) {
+	desc, err := h.description(ctx, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	var node yaml.Node // keeps the JSON document's key order
+	if err := yaml.Unmarshal(desc.JSON, &node); err != nil {
+		return nil, err
+	}
+	blockStyle(&node)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&node); err != nil {
+		return nil, err
+	}
+	return datasetapi.GetDatasetDescriptionYAML200ApplicationyamlResponse{Body: &buf, ContentLength: int64(buf.Len()),
+		Headers: datasetapi.GetDatasetDescriptionYAML200ResponseHeaders{ETag: &desc.ETag}}, nil
+}
+
+// blockStyle turns a node parsed from JSON (flow style, quoted strings) into ordinary YAML.
+func blockStyle(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		n.Style = 0 // the encoder quotes again where YAML needs it
+	} else if n.Kind != yaml.ScalarNode {
+		n.Style = 0
+	}
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+}
+
+func (h *Datasets) description(ctx context.Context, id string) (*Description, error) {
+	d, desc, err := h.Descriptions().Resolve(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p := auth.FromContext(ctx)
+	return desc, auth.AccessFor(p, d.OrgID, d.Role).Need("datasets:list")
+}
+
+// Records serves every dataset's record API: one handler, driven by the dataset's
+// description, against which the server has already validated the request.
+type Records struct{ *Handlers }
+
+// recordCtx is what the server's validation resolved for a record request.
+type recordCtx struct {
+	d    *store.Dataset
+	desc *Description
+}
+
+// RecordContextKey is where the server leaves the resolved dataset in the echo context.
+const RecordContextKey = "record_dataset"
+
+// WithRecordContext stores a resolved dataset for the record handler.
+func WithRecordContext(c echo.Context, d *store.Dataset, desc *Description) {
+	c.Set(RecordContextKey, &recordCtx{d: d, desc: desc})
+}
+
+func (h *Records) resolve(c echo.Context, perm string) (*recordCtx, error) {
+	rc, ok := c.Get(RecordContextKey).(*recordCtx)
+	if !ok {
+		return nil, errors.New("record request without a resolved dataset")
+	}
+	p := auth.FromContext(c.Request().Context())
+	return rc, auth.AccessFor(p, rc.d.OrgID, rc.d.Role).Need(perm)
+}
+
+func fieldErr(err error) error {
+	var fe *records.FieldError
+	if errors.As(err, &fe) {
+		return apierr.Field(fe.Field, fe.Code, fe.Message)
+	}
+	return err
+}
+
+func recordNotFound(id string) error {
+	return apierr.New(http.StatusNotFound, "RECORD_NOT_FOUND", "record not found").WithDetails(map[string]any{"id": id})
+}
+
+func recordID(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, apierr.Field("path.id", "type", "a record id is a positive integer")
+	}
+	return id, nil
+}
+
+// List is GET /api/v1/datasets/{id}/data.
+func (h *Records) List(c echo.Context) error {
+	start := time.Now()
+	rc, err := h.resolve(c, "datasets:read")
+	if err != nil {
+		return err
+	}
+	t, q := rc.desc.Table, c.QueryParams()
+	page, limit := 1, 20
+	if v := q.Get("page"); v != "" {
+		page, _ = strconv.Atoi(v)
+	}
+	if v := q.Get("limit"); v != "" {
+		limit, _ = strconv.Atoi(v)
+	}
+	fields, err := t.Select(q.Get("fields"), q.Get("exclude"))
+	if err != nil {
+		return fieldErr(err)
+	}
+	filters, err := t.ParseFilters(q)
+	if err != nil {
+		return fieldErr(err)
+	}
+	rows, total, sortKeys, err := t.List(c.Request().Context(), h.Store.DB, records.ListQuery{Page: page, Limit: limit, Sort: q.Get("sort"),
+		Fields: fields, Search: q.Get("search"), Filters: filters})
+	if err != nil {
+		return fieldErr(err)
+	}
+	data := make([]json.RawMessage, len(rows))
+	for i, r := range rows {
+		if data[i], err = h.withLinks(rc, r); err != nil {
+			return err
+		}
+	}
+	pages := int(math.Ceil(float64(total) / float64(limit)))
+	pageURL := func(p int) string {
+		u := *c.Request().URL
+		v := u.Query()
+		v.Set("page", strconv.Itoa(p))
+		v.Set("limit", strconv.Itoa(limit))
+		u.RawQuery = v.Encode()
+		return u.Path + "?" + u.RawQuery
+	}
+	pg := map[string]any{"page": page, "limit": limit, "total": total, "pages": pages, "has_next": page < pages, "has_prev": page > 1,
+		"next_cursor": nil, "prev_cursor": nil, "first_page_url": pageURL(1), "last_page_url": pageURL(max(pages, 1)),
+		"next_page_url": nil, "prev_page_url": nil}
+	if page < pages {
+		pg["next_page_url"] = pageURL(page + 1)
+	}
+	if page > 1 {
+		pg["prev_page_url"] = pageURL(page - 1)
+	}
+	var search any
+	if s := q.Get("search"); s != "" {
+		search = s
+	}
+	return c.JSON(http.StatusOK, map[string]any{"data": data, "pagination": pg,
+		"meta": map[string]any{"sort": sortKeys, "filters_applied": len(filters), "search_query": search, "execution_time_ms": time.Since(start).Milliseconds()}})
+}
+
+// withLinks adds `_links` to a record read as JSON.
+func (h *Records) withLinks(rc *recordCtx, raw json.RawMessage) (json.RawMessage, error) {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	id := fmt.Sprint(m["id"])
+	links := map[string]any{"self": "/api/v1/datasets/" + rc.d.ID + "/data/" + id}
+	for _, l := range rc.desc.links {
+		v, ok := m[l.column]
+		if l.column == "id" {
+			v, ok = id, true
+		}
+		if !ok || v == nil {
+			continue
+		}
+		val := fmt.Sprint(v)
+		if l.many || l.target != "id" {
+			links[l.name] = "/api/v1/datasets/" + l.dataset + "/data?" + url.Values{"filter[" + l.target + "]": {val}}.Encode()
+		} else {
+			links[l.name] = "/api/v1/datasets/" + l.dataset + "/data/" + url.PathEscape(val)
+		}
+	}
+	m["_links"] = links
+	return json.Marshal(m)
+}
+
+func returnFields(c echo.Context, t *records.Table, query string) ([]string, error) {
+	f := c.Request().Header.Get("X-Return-Fields")
+	if query != "" {
+		f = query
+	}
+	fields, err := t.Select(f, "")
+	if err != nil && f == c.Request().Header.Get("X-Return-Fields") {
+		var fe *records.FieldError
+		if errors.As(err, &fe) {
+			fe.Field = "header.X-Return-Fields"
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !contains(fields, "version") { // ETags need it
+		fields = append(fields, "version")
+	}
+	return fields, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func etag(d *store.Dataset, rec json.RawMessage) string {
+	var m struct {
+		ID      json.Number `json:"id"`
+		Version json.Number `json:"version"`
+	}
+	_ = json.Unmarshal(rec, &m)
+	return fmt.Sprintf(`"%s.%s.%s"`, d.ID, m.ID, m.Version)
+}
+
+func (h *Records) respond(c echo.Context, rc *recordCtx, status int, rec json.RawMessage) error {
+	out, err := h.withLinks(rc, rec)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(rc.d, rec))
+	return c.JSONBlob(status, out)
+}
+
+// Get is GET /api/v1/datasets/{id}/data/{id}.
+func (h *Records) Get(c echo.Context) error {
+	rc, err := h.resolve(c, "datasets:read")
+	if err != nil {
+		return err
+	}
+	id, err := recordID(c)
+	if err != nil {
+		return err
+	}
+	fields, err := rc.desc.Table.Select(c.QueryParam("fields"), "")
+	if err != nil {
+		return fieldErr(err)
+	}
+	if !contains(fields, "version") {
+		fields = append(fields, "version")
+	}
+	rec, err := rc.desc.Table.Get(c.Request().Context(), h.Store.DB, id, fields, false)
+	if errors.Is(err, records.ErrNotFound) {
+		return recordNotFound(c.Param("id"))
+	} else if err != nil {
+		return err
+	}
+	if tag := etag(rc.d, rec); c.Request().Header.Get("If-None-Match") == tag {
+		c.Response().Header().Set("ETag", tag)
+		return c.NoContent(http.StatusNotModified)
+	}
+	return h.respond(c, rc, http.StatusOK, rec)
+}
+
+// body decodes the validated JSON body.
+func body(c echo.Context) (map[string]any, error) {
+	dec := json.NewDecoder(c.Request().Body)
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, apierr.Field("body", "invalid_json", "the body is not a JSON object")
+	}
+	return m, nil
+}
+
+// writeErr maps database refusals of a write to API errors: a taken unique value is 409 with
+// the field; a value a constraint refuses is 400.
+func writeErr(err error, t *records.Table) error {
+	if col, ok := store.UniqueViolation(err); ok {
+		field := col
+		for _, c := range t.Columns {
+			if strings.Contains(col, "_"+c.Name+"_key") || col == c.Name {
+				field = c.Name
+			}
+		}
+		return apierr.Conflict(field, "a record with this "+field+" already exists")
+	}
+	if v, ok := store.ConstraintViolation(err); ok {
+		return apierr.Field("body", "constraint", v)
+	}
+	return fieldErr(err)
+}
+
+// Create is POST /api/v1/datasets/{id}/data.
+func (h *Records) Create(c echo.Context) error {
+	rc, err := h.resolve(c, "datasets:write")
+	if err != nil {
+		return err
+	}
+	b, err := body(c)
+	if err != nil {
+		return err
+	}
+	fields, err := returnFields(c, rc.desc.Table, "")
+	if err != nil {
+		return fieldErr(err)
+	}
+	var rec json.RawMessage
+	err = h.Store.Tx(c.Request().Context(), func(tx *sqlx.Tx) error {
+		rec, err = rc.desc.Table.Insert(c.Request().Context(), tx, b, fields)
+		return err
+	})
+	if err != nil {
+		return writeErr(err, rc.desc.Table)
+	}
+	var m struct{ ID json.Number }
+	_ = json.Unmarshal(rec, &m)
+	c.Response().Header().Set("Location", "/api/v1/datasets/"+rc.d.ID+"/data/"+m.ID.String())
+	return h.respond(c, rc, http.StatusCreated, rec)
+}
+
+// Replace is PUT; Patch is PATCH: both need the current version, from If-Match or the body.
+func (h *Records) Replace(c echo.Context) error { return h.update(c, true) }
+
+// Patch is PATCH /api/v1/datasets/{id}/data/{id}: given fields replace the stored ones;
+// objects merge into the stored object.
+func (h *Records) Patch(c echo.Context) error { return h.update(c, false) }
+
+func (h *Records) update(c echo.Context, replace bool) error {
+	rc, err := h.resolve(c, "datasets:write")
+	if err != nil {
+		return err
+	}
+	id, err := recordID(c)
+	if err != nil {
+		return err
+	}
+	b, err := body(c)
+	if err != nil {
+		return err
+	}
+	fields, err := returnFields(c, rc.desc.Table, "")
+	if err != nil {
+		return fieldErr(err)
+	}
+	ctx := c.Request().Context()
+	t := rc.desc.Table
+	var rec json.RawMessage
+	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		cur, err := t.Get(ctx, tx, id, t.Fields(), true)
+		if errors.Is(err, records.ErrNotFound) {
+			return recordNotFound(c.Param("id"))
+		} else if err != nil {
+			return err
+		}
+		var now map[string]any
+		dec := json.NewDecoder(bytes.NewReader(cur))
+		dec.UseNumber()
+		if err := dec.Decode(&now); err != nil {
+			return err
+		}
+		current, _ := strconv.Atoi(fmt.Sprint(now["version"]))
+		want := current
+		if v, ok := b["version"]; ok {
+			want, _ = strconv.Atoi(fmt.Sprint(v))
+			delete(b, "version")
+		}
+		if m := c.Request().Header.Get("If-Match"); m != "" && m != "*" && m != etag(rc.d, cur) {
+			want = -1
+		}
+		if want != current {
+			return apierr.New(http.StatusConflict, "OPTIMISTIC_LOCK_ERROR", "the record changed since the version sent; read it again").
+				WithDetails(map[string]any{"current_version": current, "id": id})
+		}
+		if !replace {
+			for k, v := range b { // objects merge into the stored object
+				if obj, ok := v.(map[string]any); ok {
+					if old, ok := now[k].(map[string]any); ok {
+						b[k] = merge(old, obj)
+					}
+				}
+			}
+		}
+		var ok bool
+		if rec, ok, err = t.Update(ctx, tx, id, current, b, replace, fields); err != nil {
+			return err
+		} else if !ok {
+			return apierr.New(http.StatusConflict, "OPTIMISTIC_LOCK_ERROR", "the record changed meanwhile; read it again").
+				WithDetails(map[string]any{"id": id})
+		}
+		return nil
+	})
+	if err != nil {
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			return err
+		}
+		return writeErr(err, t)
+	}
+	return h.respond(c, rc, http.StatusOK, rec)
+}
+
+// merge is a deep merge of patch into base (JSON merge patch, RFC 7386: null removes a key).
+func merge(base, patch map[string]any) map[string]any {
+	out := make(map[string]any, len(base))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range patch {
+		switch x := v.(type) {
+		case nil:
+			delete(out, k)
+		case map[string]any:
+			if old, ok := out[k].(map[string]any); ok {
+				out[k] = merge(old, x)
+			} else {
+				out[k] = x
+			}
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Delete is DELETE /api/v1/datasets/{id}/data/{id}: soft unless soft=false.
+func (h *Records) Delete(c echo.Context) error {
+	rc, err := h.resolve(c, "datasets:delete")
+	if err != nil {
+		return err
+	}
+	id, err := recordID(c)
+	if err != nil {
+		return err
+	}
+	soft := c.QueryParam("soft") != "false"
+	at, err := rc.desc.Table.Delete(c.Request().Context(), h.Store.DB, id, soft)
+	if errors.Is(err, records.ErrNotFound) {
+		return recordNotFound(c.Param("id"))
+	} else if err != nil {
+		return err
+	}
+	out := map[string]any{"deleted": true, "id": id, "message": fmt.Sprintf("record %d deleted", id)}
+	if soft {
+		out["deleted_at"] = at.Format(time.RFC3339Nano)
+		out["message"] = fmt.Sprintf("record %d deleted (soft: kept with deleted_at; soft=false removes it)", id)
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,513 @@
+// Package records reads and writes the rows of a dataset's table for the record API. Field
+// names come only from the table's known columns and values are always bound parameters;
+// rows come back as JSON built by PostgreSQL (to_json), so types need no conversion here.
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"dataplatform/datasets"
+	"dataplatform/ingest"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// System fields every record has, besides the dataset's columns.
+var systemFields = []string{"id", "created_at", "updated_at", "version"}
+
+// FieldError is a problem with one parameter or field of a request.
+type FieldError struct{ Field, Code, Message string }
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// ErrNotFound is a record that does not exist (or was soft-deleted).
+var ErrNotFound = errors.New("record not found")
+
+// Table is a dataset table as the record API sees it.
+type Table struct {
+	datasets.TableDef
+	cols map[string]ingest.Column
+}
+
+// NewTable indexes t's columns.
+func NewTable(t datasets.TableDef) *Table {
+	x := &Table{TableDef: t, cols: map[string]ingest.Column{}}
+	for _, c := range t.Columns {
+		x.cols[c.Name] = c
+	}
+	for _, f := range systemFields {
+		typ := ingest.BigInt
+		switch f {
+		case "created_at", "updated_at":
+			typ = ingest.Timestamptz
+		case "version":
+			typ = ingest.Integer
+		}
+		x.cols[f] = ingest.Column{Name: f, Type: typ}
+	}
+	return x
+}
+
+// Fields are every field a record has, in order.
+func (t *Table) Fields() []string {
+	out := []string{"id"}
+	for _, c := range t.Columns {
+		out = append(out, c.Name)
+	}
+	return append(out, "created_at", "updated_at", "version")
+}
+
+// Select picks fields: all of them, or those of fields (comma-separated), minus exclude.
+// The fields every record's description requires (id, created_at, updated_at, version and
+// the required columns) are always kept, so a narrowed record still matches it.
+func (t *Table) Select(fields, exclude string) ([]string, error) {
+	all := t.Fields()
+	keep := map[string]bool{}
+	for _, f := range all {
+		keep[f] = strings.TrimSpace(fields) == "" || t.required(f)
+	}
+	if strings.TrimSpace(fields) != "" {
+		for _, f := range strings.Split(fields, ",") {
+			f = strings.TrimSpace(f)
+			if _, ok := t.cols[f]; !ok {
+				return nil, &FieldError{"query.fields", "unknown_field", "no field " + strconv.Quote(f)}
+			}
+			keep[f] = true
+		}
+	}
+	if strings.TrimSpace(exclude) != "" {
+		for _, f := range strings.Split(exclude, ",") {
+			f = strings.TrimSpace(f)
+			if _, ok := t.cols[f]; !ok {
+				return nil, &FieldError{"query.exclude", "unknown_field", "no field " + strconv.Quote(f)}
+			}
+			if !t.required(f) {
+				keep[f] = false
+			}
+		}
+	}
+	var out []string
+	for _, f := range all {
+		if keep[f] {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// required reports whether every record has the field: the system fields and NOT NULL columns.
+func (t *Table) required(f string) bool {
+	if slices.Contains(systemFields, f) {
+		return true
+	}
+	c, ok := t.cols[f]
+	return ok && !c.Nullable
+}
+
+// rowJSON selects the given fields of rows matching where as one JSON object per row.
+func rowJSON(fields []string) string {
+	q := make([]string, len(fields))
+	for i, f := range fields {
+		q[i] = pq.QuoteIdentifier(f)
+	}
+	return strings.Join(q, ", ")
+}
+
+// ListQuery is a list request.
+type ListQuery struct {
+	Page, Limit int
+	Sort        string
+	Fields      []string
+	Search      string
+	Filters     []Filter
+}
+
+// Filter is one filter[field][op]=value.
+type Filter struct {
+	Field string // a column, or column.path.into.json
+	Op    string
+	Value string
+}
+
+var filterKey = regexp.MustCompile(`^filter\[([^\[\]]+)\](?:\[([a-z]+)\])?$`)
+
+// ParseFilters reads the filter parameters of a query string.
+func (t *Table) ParseFilters(q url.Values) ([]Filter, error) {
+	var out []Filter
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "filter") {
+			continue
+		}
+		m := filterKey.FindStringSubmatch(k)
+		if m == nil {
+			return nil, &FieldError{"query." + k, "invalid_filter", "filters are filter[field]=value or filter[field][op]=value"}
+		}
+		op := m[2]
+		if op == "" {
+			op = "eq"
+		}
+		if !slices.Contains(Operators, op) {
+			return nil, &FieldError{"query." + k, "invalid_operator", "unknown operator " + op + "; one of " + strings.Join(Operators, ", ")}
+		}
+		col, _, _ := strings.Cut(m[1], ".")
+		c, ok := t.cols[col]
+		if !ok {
+			return nil, &FieldError{"query." + k, "unknown_field", "no field " + strconv.Quote(col)}
+		}
+		if strings.Contains(m[1], ".") && c.Type != ingest.JSONB {
+			return nil, &FieldError{"query." + k, "invalid_filter", col + " is not a JSON field: it has no paths"}
+		}
+		for _, v := range q[k] {
+			out = append(out, Filter{Field: m[1], Op: op, Value: v})
+		}
+	}
+	return out, nil
+}
+
+// Operators are the filter operators.
+var Operators = []string{"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "like", "ilike", "contains", "startswith", "endswith", "is", "between"}
+
+// builder accumulates a WHERE clause and its parameters.
+type builder struct {
+	conds []string
+	args  []any
+}
+
+func (b *builder) arg(v any) string {
+	b.args = append(b.args, v)
+	return "$" + strconv.Itoa(len(b.args))
+}
+
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// cond is the SQL condition of one filter.
+func (t *Table) cond(b *builder, f Filter) (string, error) {
+	name, path, _ := strings.Cut(f.Field, ".")
+	c := t.cols[name]
+	expr := pq.QuoteIdentifier(name)
+	typ := datasets.SQLType(c)
+	field := "query.filter[" + f.Field + "][" + f.Op + "]"
+	if path != "" { // a path into a JSON field compares as text
+		parts := strings.Split(path, ".")
+		expr = "(" + expr + " #>> " + b.arg(pq.Array(parts)) + "::text[])"
+		typ, c = "text", ingest.Column{Type: ingest.Text}
+	}
+	check := func(v string) error {
+		if c.Type.IsArray() || c.Type == ingest.JSONB {
+			return nil
+		}
+		if _, _, err := c.Text(v); err != nil {
+			return &FieldError{field, "invalid_value", fmt.Sprintf("%q is not a valid %s", v, typ)}
+		}
+		return nil
+	}
+	val := func(v string) (string, error) {
+		if err := check(v); err != nil {
+			return "", err
+		}
+		return b.arg(v) + "::" + typ, nil
+	}
+	text := c.Type == ingest.Text
+	switch f.Op {
+	case "eq", "ne", "gt", "gte", "lt", "lte":
+		if c.Type.IsArray() || c.Type == ingest.JSONB {
+			return "", &FieldError{field, "invalid_operator", f.Op + " does not apply to " + typ + " fields; use contains"}
+		}
+		v, err := val(f.Value)
+		if err != nil {
+			return "", err
+		}
+		return expr + " " + map[string]string{"eq": "=", "ne": "IS DISTINCT FROM", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[f.Op] + " " + v, nil
+	case "in", "nin":
+		vals := strings.Split(f.Value, ",")
+		for _, v := range vals {
+			if err := check(v); err != nil {
+				return "", err
+			}
+		}
+		s := expr + " = ANY(" + b.arg(pq.Array(vals)) + "::" + typ + "[])"
+		if f.Op == "nin" {
+			s = "NOT (" + s + ") OR " + expr + " IS NULL"
+		}
+		return "(" + s + ")", nil
+	case "like", "ilike", "startswith", "endswith":
+		if !text {
+			return "", &FieldError{field, "invalid_operator", f.Op + " applies to text fields"}
+		}
+		switch f.Op {
+		case "like":
+			return expr + " LIKE " + b.arg(f.Value), nil
+		case "ilike":
+			return expr + " ILIKE " + b.arg(f.Value), nil
+		case "startswith":
+			return expr + " LIKE " + b.arg(likeEscape(f.Value)+"%"), nil
+		}
+		return expr + " LIKE " + b.arg("%"+likeEscape(f.Value)), nil
+	case "contains":
+		switch {
+		case text:
+			return expr + " ILIKE " + b.arg("%"+likeEscape(f.Value)+"%"), nil
+		case c.Type.IsArray():
+			if _, _, err := (ingest.Column{Type: c.Type.Elem()}).Text(f.Value); err != nil {
+				return "", &FieldError{field, "invalid_value", fmt.Sprintf("%q is not a valid %s", f.Value, c.Type.Elem())}
+			}
+			return expr + " @> ARRAY[" + b.arg(f.Value) + "::" + string(c.Type.Elem()) + "]", nil
+		case c.Type == ingest.JSONB:
+			if !json.Valid([]byte(f.Value)) {
+				return "", &FieldError{field, "invalid_value", "contains on a JSON field takes JSON"}
+			}
+			return expr + " @> " + b.arg(f.Value) + "::jsonb", nil
+		}
+		return "", &FieldError{field, "invalid_operator", "contains applies to text, array and JSON fields"}
+	case "is":
+		switch strings.ToLower(f.Value) {
+		case "null":
+			return expr + " IS NULL", nil
+		case "notnull":
+			return expr + " IS NOT NULL", nil
+		case "true", "false":
+			if c.Type != ingest.Boolean {
+				return "", &FieldError{field, "invalid_value", "is true/false applies to boolean fields"}
+			}
+			return expr + " IS " + strings.ToUpper(f.Value), nil
+		}
+		return "", &FieldError{field, "invalid_value", "is takes null, notnull, true or false"}
+	case "between":
+		lo, hi, ok := strings.Cut(f.Value, ",")
+		if !ok {
+			return "", &FieldError{field, "invalid_value", "between takes two values: low,high"}
+		}
+		l, err := val(lo)
+		if err != nil {
+			return "", err
+		}
+		h, err := val(hi)
+		if err != nil {
+			return "", err
+		}
+		return expr + " BETWEEN " + l + " AND " + h, nil
+	}
+	return "", &FieldError{field, "invalid_operator", "unknown operator"}
+}
+
+// where builds the conditions of a list: live rows, the filters, the search.
+func (t *Table) where(b *builder, filters []Filter, search string) error {
+	b.conds = append(b.conds, "deleted_at IS NULL")
+	for _, f := range filters {
+		c, err := t.cond(b, f)
+		if err != nil {
+			return err
+		}
+		b.conds = append(b.conds, c)
+	}
+	if search != "" {
+		doc := t.SearchDocument()
+		if doc == "" {
+			return &FieldError{"query.search", "not_searchable", "the dataset has no text fields to search"}
+		}
+		b.conds = append(b.conds, doc+" @@ websearch_to_tsquery('simple', "+b.arg(search)+")")
+	}
+	return nil
+}
+
+// SearchDocument is the text-search document of a row: its text fields, the strings inside
+// its JSON fields and the elements of its text arrays.
+func (t *Table) SearchDocument() string {
+	var text, docs []string
+	for _, c := range t.Columns {
+		q := pq.QuoteIdentifier(c.Name)
+		switch c.Type {
+		case ingest.Text:
+			text = append(text, "coalesce("+q+", '')")
+		case ingest.TextArray:
+			text = append(text, "coalesce(array_to_string("+q+", ' '), '')")
+		case ingest.JSONB:
+			docs = append(docs, "jsonb_to_tsvector('simple', coalesce("+q+", '{}'), '[\"string\"]')")
+		}
+	}
+	if len(text) > 0 {
+		docs = append([]string{"to_tsvector('simple', " + strings.Join(text, " || ' ' || ") + ")"}, docs...)
+	}
+	return strings.Join(docs, " || ")
+}
+
+// OrderBy parses sort (fields, - for descending) into an ORDER BY with id as the last key.
+func (t *Table) OrderBy(sort string) ([]string, string, error) {
+	if strings.TrimSpace(sort) == "" {
+		sort = "-created_at"
+	}
+	var keys, terms []string
+	for _, s := range strings.Split(sort, ",") {
+		s = strings.TrimSpace(s)
+		desc := strings.HasPrefix(s, "-")
+		f := strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
+		c, ok := t.cols[f]
+		if !ok {
+			return nil, "", &FieldError{"query.sort", "unknown_field", "no field " + strconv.Quote(f)}
+		}
+		if c.Type == ingest.JSONB || c.Type.IsArray() {
+			return nil, "", &FieldError{"query.sort", "not_sortable", f + " cannot be sorted"}
+		}
+		dir := " ASC NULLS LAST"
+		if desc {
+			dir = " DESC NULLS FIRST"
+		}
+		keys = append(keys, s)
+		terms = append(terms, pq.QuoteIdentifier(f)+dir)
+	}
+	if !slices.Contains(keys, "id") && !slices.Contains(keys, "-id") {
+		terms = append(terms, "id ASC")
+	}
+	return keys, strings.Join(terms, ", "), nil
+}
+
+// List returns a page of records as JSON objects and the number of matching records.
+func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) ([]json.RawMessage, int64, []string, error) {
+	var b builder
+	if err := t.where(&b, lq.Filters, lq.Search); err != nil {
+		return nil, 0, nil, err
+	}
+	keys, order, err := t.OrderBy(lq.Sort)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	where := " WHERE " + strings.Join(b.conds, " AND ")
+	var total int64
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM `+t.Qualified()+where, b.args...); err != nil {
+		return nil, 0, nil, err
+	}
+	limit, offset := b.arg(lq.Limit), b.arg((lq.Page-1)*lq.Limit)
+	rows, err := q.QueryxContext(ctx, `SELECT to_json(r) FROM (SELECT `+rowJSON(lq.Fields)+` FROM `+t.Qualified()+where+
+		` ORDER BY `+order+` LIMIT `+limit+` OFFSET `+offset+`) r`, b.args...)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	defer rows.Close()
+	out := []json.RawMessage{}
+	for rows.Next() {
+		var j []byte
+		if err := rows.Scan(&j); err != nil {
+			return nil, 0, nil, err
+		}
+		out = append(out, j)
+	}
+	return out, total, keys, rows.Err()
+}
+
+// Get reads one live record.
+func (t *Table) Get(ctx context.Context, q sqlx.QueryerContext, id int64, fields []string, lock bool) (json.RawMessage, error) {
+	qs := `SELECT to_json(r) FROM (SELECT ` + rowJSON(fields) + ` FROM ` + t.Qualified() + ` WHERE id = $1 AND deleted_at IS NULL`
+	if lock {
+		qs += ` FOR UPDATE`
+	}
+	var j []byte
+	err := sqlx.GetContext(ctx, q, &j, qs+`) r`, id)
+	if errors.Is(err, errNoRows) {
+		return nil, ErrNotFound
+	}
+	return j, err
+}
+
+// values turns a body's fields into column = parameter pairs, converting each value with
+// the column's type (the description has already checked them).
+func (t *Table) values(b *builder, body map[string]any) ([]string, []string, error) {
+	var cols, params []string
+	for _, c := range t.Columns {
+		v, ok := body[c.Name]
+		if !ok {
+			continue
+		}
+		s, null, err := c.Text(v)
+		if err != nil {
+			var re *ingest.RowError
+			if errors.As(err, &re) {
+				return nil, nil, &FieldError{"body." + c.Name, "type", re.Reason}
+			}
+			return nil, nil, err
+		}
+		cols = append(cols, pq.QuoteIdentifier(c.Name))
+		if null {
+			params = append(params, "NULL")
+		} else {
+			params = append(params, b.arg(s)+"::"+datasets.SQLType(c))
+		}
+	}
+	return cols, params, nil
+}
+
+// Insert adds a record and returns it.
+func (t *Table) Insert(ctx context.Context, q sqlx.QueryerContext, body map[string]any, fields []string) (json.RawMessage, error) {
+	var b builder
+	cols, params, err := t.values(&b, body)
+	if err != nil {
+		return nil, err
+	}
+	ins := `INSERT INTO ` + t.Qualified() + ` DEFAULT VALUES`
+	if len(cols) > 0 {
+		ins = `INSERT INTO ` + t.Qualified() + ` (` + strings.Join(cols, ", ") + `) VALUES (` + strings.Join(params, ", ") + `)`
+	}
+	var j []byte
+	err = sqlx.GetContext(ctx, q, &j, `WITH r AS (`+ins+` RETURNING *) SELECT to_json(x) FROM (SELECT `+rowJSON(fields)+` FROM r) x`, b.args...)
+	return j, err
+}
+
+// Update writes body's fields (replace: every column, absent ones reset to their default)
+// to record id at version, bumping version and updated_at; false when version is stale.
+func (t *Table) Update(ctx context.Context, q sqlx.QueryerContext, id int64, version int, body map[string]any, replace bool, fields []string) (json.RawMessage, bool, error) {
+	var b builder
+	cols, params, err := t.values(&b, body)
+	if err != nil {
+		return nil, false, err
+	}
+	sets := []string{"version = version + 1", "updated_at = now()"}
+	for i := range cols {
+		sets = append(sets, cols[i]+" = "+params[i])
+	}
+	if replace {
+		for _, c := range t.Columns {
+			if _, ok := body[c.Name]; !ok {
+				sets = append(sets, pq.QuoteIdentifier(c.Name)+" = DEFAULT")
+			}
+		}
+	}
+	idp, vp := b.arg(id), b.arg(version)
+	var j []byte
+	err = sqlx.GetContext(ctx, q, &j, `WITH r AS (UPDATE `+t.Qualified()+` SET `+strings.Join(sets, ", ")+` WHERE id = `+idp+
+		` AND deleted_at IS NULL AND version = `+vp+` RETURNING *) SELECT to_json(x) FROM (SELECT `+rowJSON(fields)+` FROM r) x`, b.args...)
+	if errors.Is(err, errNoRows) {
+		return nil, false, nil
+	}
+	return j, err == nil, err
+}
+
+// Delete removes a record: soft (deleted_at set) or for good. It returns when it was deleted.
+func (t *Table) Delete(ctx context.Context, q sqlx.QueryerContext, id int64, soft bool) (time.Time, error) {
+	qs := `DELETE FROM ` + t.Qualified() + ` WHERE id = $1 AND deleted_at IS NULL RETURNING now()`
+	if soft {
+		qs = `UPDATE ` + t.Qualified() + ` SET deleted_at = now(), updated_at = now(), version = version + 1 WHERE id = $1 AND deleted_at IS NULL
+			RETURNING deleted_at`
+	}
+	var at time.Time
+	err := sqlx.GetContext(ctx, q, &at, qs, id)
+	if errors.Is(err, errNoRows) {
+		return at, ErrNotFound
+	}
+	return at.UTC(), err
+}

@@ -1,0 +1,5 @@
+package records
+
+import "database/sql"
+
+var errNoRows = sql.ErrNoRows

@@ -1,0 +1,179 @@
+package tests
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// customersJSON are customer records of SPEC.md's shape, loaded with a declared schema.
+const customersJSON = `[
+ {"id": 1, "name": "Ann", "email": "ann@example.com", "phone": "+4712345678", "status": "active", "score": 80, "tags": ["vip", "nordic"],
+  "address": {"street": "Main 1", "city": "Oslo", "country": "NO"}, "metadata": {"source": "import"}},
+ {"id": 2, "name": "Bob", "email": "bob@example.com", "status": "inactive", "score": 20, "tags": [], "address": {"city": "Bergen"}},
+ {"id": 3, "name": "Cid", "email": "cid@example.com", "status": "active", "score": 55, "tags": ["vip"]}
+]`
+
+func customerRecordSchema() map[string]any {
+	return map[string]any{"columns": []any{
+		map[string]any{"name": "src_id", "source": "id", "type": "integer"},
+		map[string]any{"name": "name", "type": "text", "required": true, "min_length": 1, "max_length": 255},
+		map[string]any{"name": "email", "type": "text", "required": true, "unique": true, "format": "email", "max_length": 255},
+		map[string]any{"name": "phone", "type": "text", "pattern": `^\+?[1-9][0-9]{1,14}$`},
+		map[string]any{"name": "status", "type": "text", "required": true, "enum": []string{"active", "inactive", "pending"}, "default": "pending"},
+		map[string]any{"name": "score", "type": "integer", "minimum": 0, "maximum": 100},
+		map[string]any{"name": "tags", "type": "text[]"},
+		map[string]any{"name": "address", "type": "jsonb"},
+		map[string]any{"name": "metadata", "type": "jsonb"},
+	}}
+}
+
+func TestRecordAPI(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	cust := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
+	if d := e.waitDataset(e.ownerToken, cust); d.str("status") != "active" {
+		t.Fatalf("customers: %s", d.Body)
+	}
+	ord := e.uploadAndCreate(e.ownerToken, "Orders", "orders.csv", "id,customer_id,amount\n10,1,19.90\n11,1,5.10\n12,3,100\n")
+	e.waitDataset(e.ownerToken, ord)
+	// The customers' description was rendered before orders pointed at them: refresh sees the link.
+	e.waitJob(e.ownerToken, e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets/"+cust+"/refresh", nil, own).status(202).str("job_id"))
+
+	// The description.
+	doc := e.do("GET", "/api/v1/datasets/"+cust+"/openapi.json", nil, own).status(200)
+	for _, op := range []string{"listCustomers", "createCustomer", "getCustomer", "updateCustomer", "patchCustomer", "deleteCustomer"} {
+		if !strings.Contains(string(doc.Body), `"`+op+`"`) {
+			t.Fatalf("no %s in %s", op, doc.Body)
+		}
+	}
+	if doc.str("info.x-dataset-id") != cust || doc.get("components.schemas.CustomerCreate.properties.status.default") != "pending" ||
+		doc.get("components.schemas.Customer.properties._links.properties.orders") == nil {
+		t.Fatalf("description: %s", doc.Body)
+	}
+	y := e.do("GET", "/api/v1/datasets/"+cust+"/openapi.yaml", nil, own).status(200)
+	if !strings.Contains(string(y.Body), "operationId: listCustomers") || y.Header.Get("ETag") != doc.Header.Get("ETag") {
+		t.Fatalf("yaml: %s", y.Body)
+	}
+
+	base := "/api/v1/datasets/" + cust + "/data"
+	// Create: defaults, Location, version, links.
+	c := e.do("POST", base, map[string]any{"name": "Dee", "email": "dee@example.com", "address": map[string]any{"city": "Tromsø", "street": "Sea 2"}}, own).status(201)
+	id := c.num("id")
+	if c.str("status") != "pending" || c.num("version") != 1 || c.Header.Get("Location") != fmt.Sprintf("%s/%d", base, id) ||
+		c.str("_links.self") != fmt.Sprintf("%s/%d", base, id) || c.Header.Get("ETag") == "" {
+		t.Fatalf("create: %s", c.Body)
+	}
+	e.do("POST", base, map[string]any{"name": "X"}, own).apiError(400, "VALIDATION_ERROR", "body.email", "required")
+	e.do("POST", base, map[string]any{"name": "X", "email": "x@example.com", "nickname": "x"}, own).apiError(400, "VALIDATION_ERROR")
+	e.do("POST", base, map[string]any{"name": "X", "email": "not-an-email"}, own).apiError(400, "VALIDATION_ERROR", "body.email", "format")
+	e.do("POST", base, map[string]any{"name": "X", "email": "x@example.com", "status": "gone"}, own).apiError(400, "VALIDATION_ERROR", "body.status", "enum")
+	e.do("POST", base, map[string]any{"name": "X", "email": "x@example.com", "score": 101}, own).apiError(400, "VALIDATION_ERROR", "body.score", "maximum")
+	e.do("POST", base, map[string]any{"name": "X", "email": "x@example.com", "phone": "012"}, own).apiError(400, "VALIDATION_ERROR", "body.phone", "pattern")
+	if r := e.do("POST", base, map[string]any{"name": "X", "email": "ann@example.com"}, own).apiError(409, "CONFLICT"); r.get("error.details.field") != "email" {
+		t.Fatalf("unique: %s", r.Body)
+	}
+
+	// List: filters, sort, fields, search, pagination.
+	l := e.do("GET", base+"?filter[status]=active&filter[score][gte]=50&sort=-score&fields=name,score", nil, own).status(200)
+	if l.len("data") != 2 || l.str("data.0.name") != "Ann" || l.get("data.0.phone") != nil || l.num("pagination.total") != 2 ||
+		l.num("meta.filters_applied") != 2 || l.str("meta.sort.0") != "-score" {
+		t.Fatalf("list: %s", l.Body)
+	}
+	for q, want := range map[string][]string{
+		"filter[address.city]=Oslo":                                               {"Ann"},
+		"filter[tags][contains]=vip&sort=name":                                    {"Ann", "Cid"},
+		"filter[name][in]=Bob,Cid&sort=-name":                                     {"Cid", "Bob"},
+		"filter[phone][is]=null&sort=name":                                        {"Bob", "Cid", "Dee"},
+		"filter[score][between]=10,60&sort=score":                                 {"Bob", "Cid"},
+		"filter[name][startswith]=A":                                              {"Ann"},
+		"filter[email][ilike]=%25EXAMPLE.COM&filter[status][ne]=active&sort=name": {"Bob", "Dee"},
+		"search=tromsø":                                                           {"Dee"},
+		"filter[status][nin]=active&sort=name":                                    {"Bob", "Dee"},
+	} {
+		r := e.do("GET", base+"?"+q, nil, own).status(200)
+		var got []string
+		for i := 0; i < r.len("data"); i++ {
+			got = append(got, r.str(fmt.Sprintf("data.%d.name", i)))
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: %v, want %v", q, got, want)
+		}
+	}
+	p := e.do("GET", base+"?limit=1&page=2&sort=name", nil, own).status(200)
+	if p.str("data.0.name") != "Bob" || p.num("pagination.pages") != 4 || p.get("pagination.has_next") != true ||
+		!strings.HasPrefix(p.str("pagination.next_page_url"), base+"?") {
+		t.Fatalf("pages: %s", p.Body)
+	}
+	e.do("GET", base+"?limit=1001", nil, own).apiError(400, "VALIDATION_ERROR", "query.limit", "maximum")
+	// Nothing from a request reaches SQL but values: hostile names are refused.
+	for _, q := range []string{"sort=name;DROP TABLE x", "sort=-(select 1)", "fields=name,\"email\"", "exclude=pg_sleep(1)",
+		"filter[name';--][eq]=x", "filter[name][eq]]=x", "filter[name][regex]=x", "filter[score][gt]=1 OR 1=1", "filter[tags][eq]=x"} {
+		e.do("GET", base+"?"+strings.ReplaceAll(url.PathEscape(q), "%3D", "="), nil, own).apiError(400, "VALIDATION_ERROR")
+	}
+	if r := e.do("GET", base+"?filter[name]="+url.QueryEscape("x' OR '1'='1"), nil, own).status(200); r.len("data") != 0 {
+		t.Fatalf("a quote in a value matched: %s", r.Body)
+	}
+
+	// Read with ETag; related links.
+	one := fmt.Sprintf("%s/%d", base, id)
+	g := e.do("GET", base+"/1", nil, own).status(200)
+	if g.str("name") != "Ann" || !strings.Contains(g.str("_links.orders"), "filter%5Bcustomer_id%5D=1") {
+		t.Fatalf("read: %s", g.Body)
+	}
+	e.do("GET", base+"/1", nil, own, header{"If-None-Match": g.Header.Get("ETag")}).status(304)
+	e.do("GET", base+"/999", nil, own).apiError(404, "RECORD_NOT_FOUND")
+
+	// Replace with optimistic locking: a stale version or ETag is refused and nothing is written.
+	full := map[string]any{"name": "Dee", "email": "dee@example.com", "status": "active", "score": 70, "version": 1}
+	u := e.do("PUT", one, full, own).status(200)
+	if u.num("version") != 2 || u.str("status") != "active" || u.get("address") != nil {
+		t.Fatalf("put: %s", u.Body)
+	}
+	full["version"] = 1
+	e.do("PUT", one, full, own).apiError(409, "OPTIMISTIC_LOCK_ERROR")
+	delete(full, "version")
+	e.do("PUT", one, full, own, header{"If-Match": c.Header.Get("ETag")}).apiError(409, "OPTIMISTIC_LOCK_ERROR")
+	e.do("PUT", one, full, own, header{"If-Match": u.Header.Get("ETag")}).status(200)
+
+	// Patch merges objects.
+	e.do("PATCH", one, map[string]any{"address": map[string]any{"city": "Bodø", "street": "Quay 3"}}, own).status(200)
+	pt := e.do("PATCH", one, map[string]any{"address": map[string]any{"city": "Oslo"}, "score": 71}, own).status(200)
+	if pt.str("address.city") != "Oslo" || pt.str("address.street") != "Quay 3" || pt.num("score") != 71 || pt.num("version") != 5 {
+		t.Fatalf("patch: %s", pt.Body)
+	}
+	e.do("PATCH", one, map[string]any{"score": -1}, own).apiError(400, "VALIDATION_ERROR", "body.score", "minimum")
+	e.do("PATCH", one, map[string]any{}, own).apiError(400, "VALIDATION_ERROR")
+
+	// Permissions: viewers may not read records, analysts may not write.
+	_, viewer := e.member(e.orgID, "viewer")
+	_, analyst := e.member(e.orgID, "analyst")
+	e.do("GET", base, nil, bearer(viewer)).authError(403, "PERMISSION_DENIED")
+	e.do("GET", base, nil, bearer(analyst)).status(200)
+	e.do("POST", base, map[string]any{"name": "Y", "email": "y@example.com"}, bearer(analyst)).authError(403, "PERMISSION_DENIED")
+	other := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Elsewhere"}, own).status(201).str("id")
+	_, outsider := e.member(other, "admin")
+	e.do("GET", base, nil, bearer(outsider)).apiError(404, "DATASET_NOT_FOUND")
+	e.do("GET", "/api/v1/datasets/ds_nope/data", nil, own).apiError(404, "DATASET_NOT_FOUND")
+
+	// Delete: soft by default, then for good.
+	d := e.do("DELETE", one, nil, own).status(200)
+	if d.get("deleted") != true || d.get("deleted_at") == nil {
+		t.Fatalf("delete: %s", d.Body)
+	}
+	e.do("GET", one, nil, own).apiError(404, "RECORD_NOT_FOUND")
+	if l := e.do("GET", base, nil, own).status(200); l.num("pagination.total") != 3 {
+		t.Fatalf("a soft-deleted record is listed: %s", l.Body)
+	}
+	var kept int
+	e.st.DB.Get(&kept, fmt.Sprintf(`SELECT count(*) FROM %q.%q WHERE deleted_at IS NOT NULL`, e.orgID, cust))
+	if kept != 1 {
+		t.Fatal("the soft delete removed the row")
+	}
+	h := e.do("DELETE", base+"/2?soft=false", nil, own).status(200)
+	if h.get("deleted_at") != nil {
+		t.Fatalf("hard delete: %s", h.Body)
+	}
+	e.do("DELETE", base+"/2", nil, own).apiError(404, "RECORD_NOT_FOUND")
+}
