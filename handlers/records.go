@@ -273,35 +273,58 @@ func (h *Records) List(c echo.Context) error {
 	if err != nil {
 		return fieldErr(err)
 	}
-	rows, total, sortKeys, err := t.List(c.Request().Context(), h.Store.DB, records.ListQuery{Page: page, Limit: limit, Sort: q.Get("sort"),
-		Fields: fields, Search: q.Get("search"), Filters: filters})
+	page0, err := t.List(c.Request().Context(), h.Store.DB, records.ListQuery{Page: page, Limit: limit, Sort: q.Get("sort"),
+		Fields: fields, Search: q.Get("search"), Filters: filters, Cursor: q.Get("cursor"), Count: q.Get("count")})
 	if err != nil {
 		return fieldErr(err)
 	}
-	data := make([]json.RawMessage, len(rows))
-	for i, r := range rows {
+	data := make([]json.RawMessage, len(page0.Rows))
+	for i, r := range page0.Rows {
 		if data[i], err = h.withLinks(rc, r); err != nil {
 			return err
 		}
 	}
+	total := page0.Total
 	pages := int(math.Ceil(float64(total) / float64(limit)))
-	pageURL := func(p int) string {
+	link := func(set map[string]string) string {
 		u := *c.Request().URL
 		v := u.Query()
-		v.Set("page", strconv.Itoa(p))
+		v.Del("cursor")
+		v.Del("page")
 		v.Set("limit", strconv.Itoa(limit))
+		for k, x := range set {
+			v.Set(k, x)
+		}
 		u.RawQuery = v.Encode()
 		return u.Path + "?" + u.RawQuery
 	}
+	pageURL := func(p int) string { return link(map[string]string{"page": strconv.Itoa(p)}) }
 	pg := map[string]any{"page": page, "limit": limit, "total": total, "pages": pages, "has_next": page < pages, "has_prev": page > 1,
 		"next_cursor": nil, "prev_cursor": nil, "first_page_url": pageURL(1), "last_page_url": pageURL(max(pages, 1)),
-		"next_page_url": nil, "prev_page_url": nil}
-	if page < pages {
-		pg["next_page_url"] = pageURL(page + 1)
+		"next_page_url": nil, "prev_page_url": nil, "total_estimated": page0.Estimated}
+	if q.Get("cursor") == "" {
+		if page < pages {
+			pg["next_page_url"] = pageURL(page + 1)
+		}
+		if page > 1 {
+			pg["prev_page_url"] = pageURL(page - 1)
+		}
+	} else { // a cursor wins over page: the page links follow the cursors
+		pg["has_next"], pg["has_prev"] = page0.Next != "", page0.Prev != ""
 	}
-	if page > 1 {
-		pg["prev_page_url"] = pageURL(page - 1)
+	if page0.Next != "" {
+		pg["next_cursor"] = page0.Next
+		if q.Get("cursor") != "" {
+			pg["next_page_url"] = link(map[string]string{"cursor": page0.Next})
+		}
 	}
+	if page0.Prev != "" {
+		pg["prev_cursor"] = page0.Prev
+		if q.Get("cursor") != "" {
+			pg["prev_page_url"] = link(map[string]string{"cursor": page0.Prev})
+		}
+	}
+	sortKeys := page0.Sort
 	var search any
 	if s := q.Get("search"); s != "" {
 		search = s

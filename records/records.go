@@ -5,6 +5,7 @@ package records
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,6 +131,8 @@ type ListQuery struct {
 	Fields      []string
 	Search      string
 	Filters     []Filter
+	Cursor      string // wins over Page
+	Count       string // exact, planned or estimated (default)
 }
 
 // Filter is one filter[field][op]=value.
@@ -348,67 +351,271 @@ func (t *Table) SearchDocument() string {
 	return strings.Join(docs, " || ")
 }
 
-// OrderBy parses sort (fields, - for descending) into an ORDER BY with id as the last key.
-func (t *Table) OrderBy(sort string) ([]string, string, error) {
+type sortKey struct {
+	field string
+	desc  bool
+}
+
+// sortKeys parses sort (fields, - for descending; default -created_at) and ends it with id,
+// which makes the order total (keyset pagination needs that).
+func (t *Table) sortKeys(sort string) ([]sortKey, []string, error) {
 	if strings.TrimSpace(sort) == "" {
 		sort = "-created_at"
 	}
-	var keys, terms []string
+	var keys []sortKey
+	var names []string
 	for _, s := range strings.Split(sort, ",") {
 		s = strings.TrimSpace(s)
 		desc := strings.HasPrefix(s, "-")
 		f := strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
 		c, ok := t.cols[f]
 		if !ok {
-			return nil, "", &FieldError{"query.sort", "unknown_field", "no field " + strconv.Quote(f)}
+			return nil, nil, &FieldError{"query.sort", "unknown_field", "no field " + strconv.Quote(f)}
 		}
 		if c.Type == ingest.JSONB || c.Type.IsArray() {
-			return nil, "", &FieldError{"query.sort", "not_sortable", f + " cannot be sorted"}
+			return nil, nil, &FieldError{"query.sort", "not_sortable", f + " cannot be sorted"}
 		}
-		dir := " ASC NULLS LAST"
-		if desc {
-			dir = " DESC NULLS FIRST"
+		if slices.ContainsFunc(keys, func(k sortKey) bool { return k.field == f }) {
+			return nil, nil, &FieldError{"query.sort", "duplicate", f + " is sorted twice"}
 		}
-		keys = append(keys, s)
-		terms = append(terms, pq.QuoteIdentifier(f)+dir)
+		keys = append(keys, sortKey{f, desc})
+		names = append(names, s)
 	}
-	if !slices.Contains(keys, "id") && !slices.Contains(keys, "-id") {
-		terms = append(terms, "id ASC")
+	if !slices.ContainsFunc(keys, func(k sortKey) bool { return k.field == "id" }) {
+		keys = append(keys, sortKey{"id", false})
 	}
-	return keys, strings.Join(terms, ", "), nil
+	return keys, names, nil
 }
 
-// List returns a page of records as JSON objects and the number of matching records.
-func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) ([]json.RawMessage, int64, []string, error) {
+// orderSQL is the ORDER BY of keys; flip reverses it (to read the page before a cursor).
+// Ascending keys put NULLs last, descending first, so flipping mirrors them exactly.
+func orderSQL(keys []sortKey, flip bool) string {
+	terms := make([]string, len(keys))
+	for i, k := range keys {
+		if k.desc != flip {
+			terms[i] = pq.QuoteIdentifier(k.field) + " DESC NULLS FIRST"
+		} else {
+			terms[i] = pq.QuoteIdentifier(k.field) + " ASC NULLS LAST"
+		}
+	}
+	return strings.Join(terms, ", ")
+}
+
+// Cursor marks a position in a sorted list: the sort key values of a boundary row.
+type Cursor struct {
+	Dataset string            `json:"d"`
+	Sort    string            `json:"s"`
+	Values  []json.RawMessage `json:"v"`
+	Before  bool              `json:"b,omitempty"` // the page before the row, not after it
+}
+
+// Encode makes the opaque string clients send back.
+func (c Cursor) Encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeCursor reads a cursor of this dataset and sort.
+func DecodeCursor(s, dataset, sort string) (*Cursor, error) {
+	bad := &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	var c Cursor
+	if json.Unmarshal(b, &c) != nil {
+		return nil, bad
+	}
+	if c.Dataset != dataset {
+		return nil, &FieldError{"query.cursor", "invalid_cursor", "the cursor belongs to another dataset"}
+	}
+	if c.Sort != sort {
+		return nil, &FieldError{"query.cursor", "invalid_cursor", "the cursor was made for another sort; send the same sort with it"}
+	}
+	return &c, nil
+}
+
+// after is the condition "comes after the row with these key values" in the order of keys
+// (flipped: before it), NULL-aware, as a chain of (k1 > v1) OR (k1 = v1 AND (k2 > v2 OR ...)).
+func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip bool) (string, error) {
+	if len(vals) != len(keys) {
+		return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
+	}
+	cond := "false"
+	for i := len(keys) - 1; i >= 0; i-- {
+		k := keys[i]
+		c := t.cols[k.field]
+		q := pq.QuoteIdentifier(k.field)
+		dec := json.NewDecoder(strings.NewReader(string(vals[i])))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
+		}
+		var gt, eq string
+		if v == nil {
+			eq = q + " IS NULL"
+			if k.desc != flip { // NULLs first: anything non-null comes after
+				gt = q + " IS NOT NULL"
+			} else {
+				gt = "false"
+			}
+		} else {
+			text, _, err := c.Text(v)
+			if err != nil {
+				return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
+			}
+			p := b.arg(text) + "::" + datasets.SQLType(c)
+			eq = q + " = " + p
+			if k.desc != flip {
+				gt = q + " < " + p
+			} else {
+				gt = "(" + q + " > " + p + " OR " + q + " IS NULL)"
+			}
+		}
+		cond = "(" + gt + " OR (" + eq + " AND " + cond + "))"
+	}
+	return cond, nil
+}
+
+// Page is a page of a list.
+type Page struct {
+	Rows       []json.RawMessage
+	Total      int64
+	Estimated  bool // Total is the planner's estimate
+	Sort       []string
+	Next, Prev string // cursors; "" when there is no such page
+}
+
+// CountThreshold is how many matching rows are counted exactly before the count becomes the
+// planner's estimate (PostgREST's "estimated" count).
+const CountThreshold = 100_000
+
+// List returns a page of records as JSON objects: by page number, or after/before a cursor.
+func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (*Page, error) {
 	var b builder
 	if err := t.where(&b, lq.Filters, lq.Search); err != nil {
-		return nil, 0, nil, err
+		return nil, err
 	}
-	keys, order, err := t.OrderBy(lq.Sort)
+	keys, names, err := t.sortKeys(lq.Sort)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, err
 	}
-	where := " WHERE " + strings.Join(b.conds, " AND ")
-	var total int64
-	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM `+t.Qualified()+where, b.args...); err != nil {
-		return nil, 0, nil, err
+	sortSpec := strings.Join(names, ",")
+	pg := &Page{Sort: names, Rows: []json.RawMessage{}}
+	if pg.Total, pg.Estimated, err = t.count(ctx, q, &b, lq.Count); err != nil {
+		return nil, err
 	}
-	limit, offset := b.arg(lq.Limit), b.arg((lq.Page-1)*lq.Limit)
-	rows, err := q.QueryxContext(ctx, `SELECT to_json(r) FROM (SELECT `+rowJSON(lq.Fields)+` FROM `+t.Qualified()+where+
-		` ORDER BY `+order+` LIMIT `+limit+` OFFSET `+offset+`) r`, b.args...)
+	conds := slices.Clone(b.conds)
+	flip := false
+	var cur *Cursor
+	if lq.Cursor != "" {
+		if cur, err = DecodeCursor(lq.Cursor, t.Name, sortSpec); err != nil {
+			return nil, err
+		}
+		flip = cur.Before
+		c, err := t.after(&b, keys, cur.Values, flip)
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, c)
+	}
+	keyVals := make([]string, len(keys))
+	for i, k := range keys {
+		keyVals[i] = pq.QuoteIdentifier(k.field)
+	}
+	// The sort keys ride along for the cursors; those not asked for are dropped from the
+	// record again.
+	sel, record := rowJSON(lq.Fields), "to_json(r)"
+	var extra []string
+	for _, k := range keys {
+		if !slices.Contains(lq.Fields, k.field) {
+			sel += ", " + pq.QuoteIdentifier(k.field)
+			extra = append(extra, pq.QuoteLiteral(k.field))
+		}
+	}
+	if len(extra) > 0 {
+		record = "to_jsonb(r) - " + strings.Join(extra, " - ")
+	}
+	limit := b.arg(lq.Limit + 1)
+	offset := "0"
+	if cur == nil {
+		offset = b.arg((lq.Page - 1) * lq.Limit)
+	}
+	rows, err := q.QueryxContext(ctx, `SELECT `+record+`, json_build_array(`+strings.Join(keyVals, ", ")+`)
+		FROM (SELECT `+sel+` FROM `+t.Qualified()+` WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+orderSQL(keys, flip)+
+		` LIMIT `+limit+` OFFSET `+offset+`) r`, b.args...)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, err
 	}
 	defer rows.Close()
-	out := []json.RawMessage{}
+	var bounds []json.RawMessage
 	for rows.Next() {
-		var j []byte
-		if err := rows.Scan(&j); err != nil {
-			return nil, 0, nil, err
+		var j, k []byte
+		if err := rows.Scan(&j, &k); err != nil {
+			return nil, err
 		}
-		out = append(out, j)
+		pg.Rows = append(pg.Rows, j)
+		bounds = append(bounds, k)
 	}
-	return out, total, keys, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	more := len(pg.Rows) > lq.Limit
+	if more {
+		pg.Rows, bounds = pg.Rows[:lq.Limit], bounds[:lq.Limit]
+	}
+	if flip { // read backwards: put the page in order
+		slices.Reverse(pg.Rows)
+		slices.Reverse(bounds)
+	}
+	cursorAt := func(i int, before bool) string {
+		var vals []json.RawMessage
+		_ = json.Unmarshal(bounds[i], &vals)
+		return Cursor{Dataset: t.Name, Sort: sortSpec, Values: vals, Before: before}.Encode()
+	}
+	if len(pg.Rows) > 0 {
+		// After the last row when there is more that way (or when we came from there);
+		// before the first when a page precedes it.
+		if (!flip && more) || (flip && cur != nil) {
+			pg.Next = cursorAt(len(pg.Rows)-1, false)
+		}
+		if (flip && more) || (!flip && (cur != nil || lq.Page > 1)) {
+			pg.Prev = cursorAt(0, true)
+		}
+	}
+	return pg, nil
+}
+
+// count is the number of rows matching b's conditions: exact, planned (the planner's
+// estimate), or estimated (exact up to CountThreshold, planned beyond).
+func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mode string) (int64, bool, error) {
+	where := ` WHERE ` + strings.Join(b.conds, " AND ")
+	var n int64
+	switch mode {
+	case "exact":
+		err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM `+t.Qualified()+where, b.args...)
+		return n, false, err
+	case "planned":
+	default:
+		err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM (SELECT 1 FROM `+t.Qualified()+where+` LIMIT `+strconv.Itoa(CountThreshold+1)+`) s`, b.args...)
+		if err != nil || n <= CountThreshold {
+			return n, false, err
+		}
+	}
+	var plan []byte
+	if err := sqlx.GetContext(ctx, q, &plan, `EXPLAIN (FORMAT JSON) SELECT 1 FROM `+t.Qualified()+where, b.args...); err != nil {
+		return 0, false, err
+	}
+	var p []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	if err := json.Unmarshal(plan, &p); err != nil || len(p) == 0 {
+		return 0, false, err
+	}
+	return int64(p[0].Plan.Rows), true, nil
 }
 
 // Get reads one live record.
