@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"math/big"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -21,7 +24,9 @@ import (
 	"dataplatform/records"
 	"dataplatform/specgen"
 	"dataplatform/store"
+	"dataplatform/validation"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/jmoiron/sqlx"
 	"github.com/labstack/echo/v4"
@@ -30,7 +35,8 @@ import (
 
 // Description is a dataset's rendered description with what serving it needs.
 type Description struct {
-	key   string
+	key      string
+	singular string // the record schemas are <singular>, <singular>Create, ...
 	Doc   *openapi3.T
 	JSON  []byte
 	ETag  string
@@ -101,7 +107,7 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 	}
 	in := specgen.Input{DatasetID: d.ID, Name: d.Name, Description: deref(d.Description), SchemaVersion: d.SchemaVersion,
 		Table: tables[0], ProductionURL: ds.h.Config.BaseURL, StagingURL: staging, GeneratedAt: d.UpdatedAt}
-	desc := &Description{key: key, Table: records.NewTable(tables[0])}
+	desc := &Description{key: key, Table: records.NewTable(tables[0]), singular: specgen.NamesOf(d.Name).Singular}
 	for _, r := range rels {
 		if r.FromDataset == d.ID { // this.col → other.key: the one record it points at
 			l := link{name: strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id"), dataset: r.ToDataset, column: r.FromColumn, target: r.ToColumn}
@@ -513,9 +519,19 @@ func (h *Records) update(c echo.Context, replace bool) error {
 	if err != nil {
 		return err
 	}
-	b, err := body(c)
+	ct, _, _ := mime.ParseMediaType(c.Request().Header.Get("Content-Type"))
+	jsonPatch := !replace && ct == "application/json-patch+json"
+	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		return err
+	}
+	var b map[string]any
+	if !jsonPatch {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&b); err != nil {
+			return apierr.Field("body", "invalid_json", "the body is not a JSON object")
+		}
 	}
 	fields, err := returnFields(c, rc.desc.Table, "")
 	if err != nil {
@@ -550,13 +566,14 @@ func (h *Records) update(c echo.Context, replace bool) error {
 			return apierr.New(http.StatusConflict, "OPTIMISTIC_LOCK_ERROR", "the record changed since the version sent; read it again").
 				WithDetails(map[string]any{"current_version": current, "id": id})
 		}
-		if !replace {
-			for k, v := range b { // objects merge into the stored object
-				if obj, ok := v.(map[string]any); ok {
-					if old, ok := now[k].(map[string]any); ok {
-						b[k] = merge(old, obj)
-					}
-				}
+		switch {
+		case jsonPatch:
+			if b, err = applyJSONPatch(rc, now, raw); err != nil {
+				return err
+			}
+		case !replace:
+			if b, err = applyOperators(rc, now, b); err != nil {
+				return err
 			}
 		}
 		var ok bool
@@ -576,6 +593,146 @@ func (h *Records) update(c echo.Context, replace bool) error {
 		return writeErr(err, t)
 	}
 	return h.respond(c, rc, http.StatusOK, rec)
+}
+
+// writable is the record's column values (no system fields, no links).
+func writable(t *records.Table, rec map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, col := range t.Columns {
+		if v, ok := rec[col.Name]; ok && v != nil {
+			out[col.Name] = v
+		}
+	}
+	return out
+}
+
+// applyJSONPatch applies an RFC 6902 patch to the record's fields and returns every column's
+// new value (NULL for a removed one), checked against the description's update schema.
+func applyJSONPatch(rc *recordCtx, now map[string]any, raw []byte) (map[string]any, error) {
+	t := rc.desc.Table
+	patch, err := jsonpatch.DecodePatch(raw)
+	if err != nil {
+		return nil, apierr.Field("body", "invalid_patch", err.Error())
+	}
+	doc, _ := json.Marshal(writable(t, now))
+	out, err := patch.ApplyWithOptions(doc, &jsonpatch.ApplyOptions{SupportNegativeIndices: true, EnsurePathExistsOnAdd: false,
+		AllowMissingPathOnRemove: false})
+	if err != nil {
+		if errors.Is(err, jsonpatch.ErrTestFailed) {
+			return nil, apierr.New(http.StatusConflict, "PATCH_TEST_FAILED", "a test operation of the patch failed; nothing was changed").
+				WithDetails(map[string]any{"reason": err.Error()})
+		}
+		return nil, apierr.Field("body", "invalid_patch", err.Error())
+	}
+	var next map[string]any
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	if err := dec.Decode(&next); err != nil {
+		return nil, apierr.Field("body", "invalid_patch", "the patch does not leave an object")
+	}
+	if err := rc.desc.check("Update", next); err != nil {
+		return nil, err
+	}
+	for _, col := range t.Columns {
+		if _, ok := next[col.Name]; !ok {
+			next[col.Name] = nil
+		}
+	}
+	return next, nil
+}
+
+// applyOperators turns a JSON patch body into the new values of the fields it changes:
+// objects merge into the stored ones, and the $ operators compute from the stored values.
+func applyOperators(rc *recordCtx, now map[string]any, b map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	for k, v := range b {
+		if strings.HasPrefix(k, "$") {
+			continue
+		}
+		if obj, ok := v.(map[string]any); ok {
+			if old, ok := now[k].(map[string]any); ok {
+				v = merge(old, obj)
+			}
+		}
+		out[k] = v
+	}
+	value := func(k string) any {
+		if v, ok := out[k]; ok {
+			return v
+		}
+		return now[k]
+	}
+	if inc, ok := b["$inc"].(map[string]any); ok {
+		for k, d := range inc {
+			base, _ := new(big.Float).SetString(fmt.Sprint(orZero(value(k))))
+			add, _ := new(big.Float).SetString(fmt.Sprint(d))
+			if base == nil || add == nil {
+				return nil, apierr.Field("body.$inc."+k, "type", "not a number")
+			}
+			out[k] = json.Number(new(big.Float).Add(base, add).Text('f', -1))
+		}
+	}
+	if push, ok := b["$push"].(map[string]any); ok {
+		for k, x := range push {
+			arr, _ := value(k).([]any)
+			out[k] = append(append([]any{}, arr...), x)
+		}
+	}
+	if pull, ok := b["$pull"].(map[string]any); ok {
+		for k, x := range pull {
+			arr, _ := value(k).([]any)
+			kept := []any{}
+			for _, y := range arr {
+				if fmt.Sprint(y) != fmt.Sprint(x) {
+					kept = append(kept, y)
+				}
+			}
+			out[k] = kept
+		}
+	}
+	if set, ok := b["$setOnInsert"].(map[string]any); ok {
+		for k, x := range set {
+			if value(k) == nil {
+				out[k] = x
+			}
+		}
+	}
+	// The operators' results must still fit the description (an $inc past the maximum).
+	probe := map[string]any{}
+	for k, v := range out {
+		if v != nil {
+			probe[k] = v
+		}
+	}
+	if len(probe) > 0 {
+		if err := rc.desc.check("Patch", probe); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func orZero(v any) any {
+	if v == nil {
+		return "0"
+	}
+	return v
+}
+
+// check validates a value against one of the description's record schemas (<Singular><kind>).
+func (d *Description) check(kind string, v map[string]any) error {
+	ref := d.Doc.Components.Schemas[d.singular+kind]
+	if ref == nil {
+		return nil
+	}
+	// Through JSON, so that numbers are float64 as the validator expects.
+	b, _ := json.Marshal(v)
+	var x any
+	_ = json.Unmarshal(b, &x)
+	if err := ref.Value.VisitJSON(x, openapi3.MultiErrors()); err != nil {
+		return apierr.Validation(validation.FieldErrors(err, "body")...)
+	}
+	return nil
 }
 
 // merge is a deep merge of patch into base (JSON merge patch, RFC 7386: null removes a key).

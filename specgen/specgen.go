@@ -262,6 +262,25 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 			pp[k] = c
 		}
 	}
+	// Update operators: $inc adds to numbers, $push and $pull add and remove array elements,
+	// $setOnInsert sets a field only when it has no value yet.
+	inc, push, set := map[string]any{}, map[string]any{}, map[string]any{}
+	for _, c := range in.Table.Columns {
+		switch {
+		case c.Type == ingest.Integer || c.Type == ingest.BigInt || c.Type == ingest.Numeric:
+			inc[c.Name] = map[string]any{"type": "number"}
+		case c.Type.IsArray():
+			push[c.Name] = typeSchema(c.Type.Elem())
+		}
+		set[c.Name] = pp[c.Name]
+	}
+	op := func(props map[string]any, desc string) map[string]any {
+		return map[string]any{"type": "object", "additionalProperties": false, "minProperties": 1, "properties": props, "description": desc}
+	}
+	pp["$inc"] = op(inc, "Numbers to add to numeric fields (negative to subtract).")
+	pp["$push"] = op(push, "An element to append to each array field.")
+	pp["$pull"] = op(push, "An element to remove (every occurrence) from each array field.")
+	pp["$setOnInsert"] = op(set, "Values for fields that have none yet (NULL); fields with a value keep it.")
 	patch = map[string]any{"type": "object", "additionalProperties": false, "minProperties": 1, "properties": pp}
 
 	rp := writable()

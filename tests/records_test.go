@@ -147,6 +147,37 @@ func TestRecordAPI(t *testing.T) {
 	e.do("PATCH", one, map[string]any{"score": -1}, own).apiError(400, "VALIDATION_ERROR", "body.score", "minimum")
 	e.do("PATCH", one, map[string]any{}, own).apiError(400, "VALIDATION_ERROR")
 
+	// JSON Patch: every operation; a failing test changes nothing.
+	jp := func(ops string, hs ...header) *resp {
+		return e.do("PATCH", one, ops, append(hs, own, header{"Content-Type": "application/json-patch+json"})...)
+	}
+	r := jp(`[{"op":"test","path":"/name","value":"Dee"},{"op":"replace","path":"/score","value":60},{"op":"add","path":"/tags","value":[]},{"op":"add","path":"/tags/-","value":"new"},
+		{"op":"copy","from":"/address/city","path":"/phone"},{"op":"move","from":"/address/street","path":"/address/line1"},{"op":"remove","path":"/phone"}]`).status(200)
+	if r.num("score") != 60 || r.str("tags.0") != "new" || r.get("phone") != nil || r.get("address.street") != nil || r.str("address.line1") != "Quay 3" || r.num("version") != 6 {
+		t.Fatalf("json patch: %s", r.Body)
+	}
+	jp(`[{"op":"add","path":"/metadata","value":{"k":1}}]`).status(200)
+	before := e.do("GET", one, nil, own).status(200)
+	jp(`[{"op":"replace","path":"/score","value":1},{"op":"test","path":"/name","value":"Nobody"}]`).apiError(409, "PATCH_TEST_FAILED")
+	jp(`[{"op":"remove","path":"/email"}]`).apiError(400, "VALIDATION_ERROR", "body.email", "required")
+	jp(`[{"op":"replace","path":"/nope","value":1}]`).apiError(400, "VALIDATION_ERROR")
+	jp(`[{"op":"jump","path":"/name"}]`).apiError(400, "VALIDATION_ERROR")
+	if after := e.do("GET", one, nil, own).status(200); after.num("version") != before.num("version") || after.num("score") != 60 {
+		t.Fatalf("a failed patch changed the record: %s", after.Body)
+	}
+	// Update operators.
+	r = e.do("PATCH", one, map[string]any{"$inc": map[string]any{"score": 5}, "$push": map[string]any{"tags": "x"},
+		"$setOnInsert": map[string]any{"phone": "+4799999999", "name": "Ignored"}}, own).status(200)
+	if r.num("score") != 65 || r.len("tags") != 2 || r.str("phone") != "+4799999999" || r.str("name") != "Dee" {
+		t.Fatalf("operators: %s", r.Body)
+	}
+	r = e.do("PATCH", one, map[string]any{"$pull": map[string]any{"tags": "new"}, "$inc": map[string]any{"score": -5}}, own).status(200)
+	if r.len("tags") != 1 || r.str("tags.0") != "x" || r.num("score") != 60 {
+		t.Fatalf("pull: %s", r.Body)
+	}
+	e.do("PATCH", one, map[string]any{"$inc": map[string]any{"score": 50}}, own).apiError(400, "VALIDATION_ERROR", "body.score", "maximum")
+	e.do("PATCH", one, map[string]any{"$inc": map[string]any{"name": 1}}, own).apiError(400, "VALIDATION_ERROR")
+
 	// Permissions: viewers may not read records, analysts may not write.
 	_, viewer := e.member(e.orgID, "viewer")
 	_, analyst := e.member(e.orgID, "analyst")
