@@ -37,11 +37,11 @@ import (
 type Description struct {
 	key      string
 	singular string // the record schemas are <singular>, <singular>Create, ...
-	Doc   *openapi3.T
-	JSON  []byte
-	ETag  string
-	Table *records.Table
-	links []link
+	Doc      *openapi3.T
+	JSON     []byte
+	ETag     string
+	Table    *records.Table
+	links    []link
 }
 
 type link struct {
