@@ -18,6 +18,8 @@ var Catalog = map[string]Doc{
 	"DATASET_NOT_FOUND":        {404, "Dataset not found", "The dataset does not exist in this project, or belongs to an organization the caller is not a member of; `details.dataset_id` names it."},
 	"RECORD_NOT_FOUND":         {404, "Record not found", "No live record of the dataset has this id (a soft-deleted record is gone from reads)."},
 	"OPTIMISTIC_LOCK_ERROR":    {409, "Optimistic lock error", "The record changed since the version (or ETag) sent; nothing was written. `details.current_version` is the version to read again."},
+	"IDEMPOTENCY_KEY_REUSED":   {422, "Idempotency key reused", "The X-Idempotency-Key was first used with a different request body; the first request's answer stays bound to it. Use a new key."},
+	"PATCH_TEST_FAILED":        {409, "JSON Patch test failed", "A `test` operation of the JSON Patch did not hold; nothing was changed."},
 	"INVITATION_NOT_FOUND":     {404, "Invitation not found", "The invitation token is unknown, withdrawn or already used."},
 	"METHOD_NOT_ALLOWED":       {405, "Method not allowed", "The path exists but not with this method; the Allow header lists the methods it has."},
 	"CONFLICT":                 {409, "Conflict", "The request conflicts with the current state, e.g. a name or slug already taken (`details.field`), or removing the last owner."},

@@ -3,6 +3,8 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -475,12 +477,21 @@ func writeErr(err error, t *records.Table) error {
 	return fieldErr(err)
 }
 
-// Create is POST /api/v1/datasets/{id}/data.
+// IdempotencyTTL is how long the answer to an X-Idempotency-Key is kept.
+const IdempotencyTTL = 24 * time.Hour
+
+// Create is POST /api/v1/datasets/{id}/data. With X-Idempotency-Key, the first answer is kept
+// a day and given again to the same request; the same key with another body is refused.
 func (h *Records) Create(c echo.Context) error {
 	rc, err := h.resolve(c, "datasets:write")
 	if err != nil {
 		return err
 	}
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	c.Request().Body = io.NopCloser(bytes.NewReader(raw))
 	b, err := body(c)
 	if err != nil {
 		return err
@@ -489,18 +500,58 @@ func (h *Records) Create(c echo.Context) error {
 	if err != nil {
 		return fieldErr(err)
 	}
+	ctx := c.Request().Context()
+	key := c.Request().Header.Get("X-Idempotency-Key")
+	principal := auth.FromContext(ctx).Subject()
+	hash := sha256.Sum256(append([]byte(c.Request().Header.Get("X-Return-Fields")+"\n"), raw...))
 	var rec json.RawMessage
-	err = h.Store.Tx(c.Request().Context(), func(tx *sqlx.Tx) error {
-		rec, err = rc.desc.Table.Insert(c.Request().Context(), tx, b, fields)
-		return err
+	var replay *store.Idempotent
+	var location string
+	var out json.RawMessage
+	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		if key != "" {
+			if replay, err = store.ClaimIdempotencyKey(ctx, tx, principal, rc.d.ID, key, hex.EncodeToString(hash[:]), h.now()); err != nil {
+				return err
+			}
+			if replay != nil {
+				if replay.RequestHash != hex.EncodeToString(hash[:]) {
+					return apierr.New(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED",
+						"this X-Idempotency-Key was used with another request; use a new key for a new record").
+						WithDetails(map[string]any{"key": key})
+				}
+				return nil
+			}
+		}
+		if rec, err = rc.desc.Table.Insert(ctx, tx, b, fields); err != nil {
+			return err
+		}
+		var m struct{ ID json.Number }
+		_ = json.Unmarshal(rec, &m)
+		location = "/api/v1/datasets/" + rc.d.ID + "/data/" + m.ID.String()
+		if out, err = h.withLinks(rc, rec); err != nil {
+			return err
+		}
+		if key != "" {
+			return store.StoreIdempotentAnswer(ctx, tx, principal, rc.d.ID, key, http.StatusCreated, location, string(out))
+		}
+		return nil
 	})
 	if err != nil {
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			return err
+		}
 		return writeErr(err, rc.desc.Table)
 	}
-	var m struct{ ID json.Number }
-	_ = json.Unmarshal(rec, &m)
-	c.Response().Header().Set("Location", "/api/v1/datasets/"+rc.d.ID+"/data/"+m.ID.String())
-	return h.respond(c, rc, http.StatusCreated, rec)
+	if replay != nil && replay.Body != nil {
+		c.Response().Header().Set("Location", deref(replay.Location))
+		c.Response().Header().Set("Idempotent-Replayed", "true")
+		c.Response().Header().Set("ETag", etag(rc.d, json.RawMessage(*replay.Body)))
+		return c.JSONBlob(*replay.Status, []byte(*replay.Body))
+	}
+	c.Response().Header().Set("Location", location)
+	c.Response().Header().Set("ETag", etag(rc.d, rec))
+	return c.JSONBlob(http.StatusCreated, out)
 }
 
 // Replace is PUT; Patch is PATCH: both need the current version, from If-Match or the body.

@@ -230,7 +230,7 @@ func (s *Server) HTTPServer() *http.Server {
 func (s *Server) Close() error { return s.limiter.Close() }
 
 // Maintain runs periodic housekeeping until ctx ends: removing uploads that expired without
-// a dataset claiming them. Every replica may run it; each expired row is deleted once.
+// a dataset claiming them, and idempotency keys past their day. Every replica may run it; each expired row is deleted once.
 func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -239,6 +239,10 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 			s.log.Warn("sweeping expired uploads", "error", err)
 		} else if n > 0 {
 			s.log.Info("removed expired uploads", "count", n)
+		}
+		if _, err := s.H.Store.DB.ExecContext(ctx, `DELETE FROM platform.idempotency_keys WHERE created_at < $1`,
+			s.H.Clock().Add(-handlers.IdempotencyTTL)); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping idempotency keys", "error", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -237,3 +237,37 @@ func ConnectionOf(ctx context.Context, q sqlx.QueryerContext, datasetID string) 
 	err := sqlx.GetContext(ctx, q, &c, `SELECT * FROM platform.dataset_connections WHERE dataset_id = $1`, datasetID)
 	return &c, notFound(err)
 }
+
+// Idempotent is a stored answer to a request with an idempotency key.
+type Idempotent struct {
+	RequestHash string  `db:"request_hash"`
+	Status      *int    `db:"status"`
+	Location    *string `db:"location"`
+	Body        *string `db:"body"`
+}
+
+// ClaimIdempotencyKey records key for a request in tx. A new key answers nil; a key seen
+// before answers what was stored for it (a concurrent first request is waited for, by the
+// primary key's lock).
+func ClaimIdempotencyKey(ctx context.Context, q sqlx.QueryerContext, principal, datasetID, key, hash string, now time.Time) (*Idempotent, error) {
+	var inserted bool
+	err := sqlx.GetContext(ctx, q, &inserted, `INSERT INTO platform.idempotency_keys (principal, dataset_id, key, request_hash, created_at)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING true`, principal, datasetID, key, hash, now)
+	if err == nil {
+		return nil, nil
+	}
+	if notFound(err) != ErrNotFound {
+		return nil, err
+	}
+	var it Idempotent
+	err = sqlx.GetContext(ctx, q, &it, `SELECT request_hash, status, location, body FROM platform.idempotency_keys
+		WHERE principal = $1 AND dataset_id = $2 AND key = $3`, principal, datasetID, key)
+	return &it, err
+}
+
+// StoreIdempotentAnswer keeps the answer given for a claimed key.
+func StoreIdempotentAnswer(ctx context.Context, q sqlx.ExecerContext, principal, datasetID, key string, status int, location, body string) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.idempotency_keys SET status = $4, location = $5, body = $6
+		WHERE principal = $1 AND dataset_id = $2 AND key = $3`, principal, datasetID, key, status, location, body)
+	return err
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -75,6 +76,28 @@ func TestRecordAPI(t *testing.T) {
 	if r := e.do("POST", base, map[string]any{"name": "X", "email": "ann@example.com"}, own).apiError(409, "CONFLICT"); r.get("error.details.field") != "email" {
 		t.Fatalf("unique: %s", r.Body)
 	}
+
+	// Idempotency: the same key and body give the first answer again, even concurrently.
+	idem := header{"X-Idempotency-Key": "k-1"}
+	body := map[string]any{"name": "Idem", "email": "idem@example.com"}
+	var wg sync.WaitGroup
+	ids := make([]int, 3)
+	for i := range ids {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ids[i] = e.do("POST", base, body, own, idem).status(201).num("id")
+		}(i)
+	}
+	wg.Wait()
+	if ids[0] != ids[1] || ids[1] != ids[2] {
+		t.Fatalf("one key made several records: %v", ids)
+	}
+	if r := e.do("POST", base, body, own, idem).status(201); r.Header.Get("Idempotent-Replayed") != "true" || r.num("id") != ids[0] {
+		t.Fatalf("replay: %s", r.Body)
+	}
+	e.do("POST", base, map[string]any{"name": "Other", "email": "other@example.com"}, own, idem).apiError(422, "IDEMPOTENCY_KEY_REUSED")
+	e.do("DELETE", fmt.Sprintf("%s/%d?soft=false", base, ids[0]), nil, own).status(200)
 
 	// List: filters, sort, fields, search, pagination.
 	l := e.do("GET", base+"?filter[status]=active&filter[score][gte]=50&sort=-score&fields=name,score", nil, own).status(200)
