@@ -809,7 +809,9 @@ func merge(base, patch map[string]any) map[string]any {
 	return out
 }
 
-// Delete is DELETE /api/v1/datasets/{id}/data/{id}: soft unless soft=false.
+// Delete is DELETE /api/v1/datasets/{id}/data/{id}: soft unless soft=false. A record other
+// records refer to (a relationship) is refused with 409 unless cascade=true, which deletes
+// them too, the same way.
 func (h *Records) Delete(c echo.Context) error {
 	rc, err := h.resolve(c, "datasets:delete")
 	if err != nil {
@@ -820,10 +822,30 @@ func (h *Records) Delete(c echo.Context) error {
 		return err
 	}
 	soft := c.QueryParam("soft") != "false"
-	at, err := rc.desc.Table.Delete(c.Request().Context(), h.Store.DB, id, soft)
-	if errors.Is(err, records.ErrNotFound) {
-		return recordNotFound(c.Param("id"))
-	} else if err != nil {
+	cascade := c.QueryParam("cascade") == "true"
+	ctx := c.Request().Context()
+	var at time.Time
+	cascaded := map[string]int64{}
+	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		cur, err := rc.desc.Table.Get(ctx, tx, id, rc.desc.Table.Fields(), true)
+		if errors.Is(err, records.ErrNotFound) {
+			return recordNotFound(c.Param("id"))
+		} else if err != nil {
+			return err
+		}
+		var rec map[string]any
+		dec := json.NewDecoder(bytes.NewReader(cur))
+		dec.UseNumber()
+		if err := dec.Decode(&rec); err != nil {
+			return err
+		}
+		if err := h.referrers(ctx, tx, rc, rec, soft, cascade, cascaded, 0); err != nil {
+			return err
+		}
+		at, err = rc.desc.Table.Delete(ctx, tx, id, soft)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	out := map[string]any{"deleted": true, "id": id, "message": fmt.Sprintf("record %d deleted", id)}
@@ -831,5 +853,73 @@ func (h *Records) Delete(c echo.Context) error {
 		out["deleted_at"] = at.Format(time.RFC3339Nano)
 		out["message"] = fmt.Sprintf("record %d deleted (soft: kept with deleted_at; soft=false removes it)", id)
 	}
+	if len(cascaded) > 0 {
+		out["cascaded"] = cascaded
+	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// maxCascadeDepth bounds how far a cascade follows relationships (they may form cycles).
+const maxCascadeDepth = 5
+
+// referrers finds the live records of other datasets that refer to rec through a
+// relationship: with cascade they are deleted (and theirs, recursively), without it their
+// existence is a 409.
+func (h *Records) referrers(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, rec map[string]any, soft, cascade bool, done map[string]int64, depth int) error {
+	for _, l := range rc.desc.links {
+		if !l.many {
+			continue
+		}
+		v := rec[l.column]
+		if v == nil {
+			continue
+		}
+		od, err := store.DatasetByID(ctx, tx, l.dataset, false)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		odesc, err := h.Descriptions().describe(ctx, od)
+		if err != nil {
+			return err
+		}
+		ids, err := odesc.Table.Referring(ctx, tx, l.target, fmt.Sprint(v))
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		if !cascade {
+			return apierr.New(http.StatusConflict, "CONFLICT", fmt.Sprintf("%d records of %s refer to this record; delete them first or use cascade=true", len(ids), od.Name)).
+				WithDetails(map[string]any{"field": l.column, "referenced_by": od.ID, "dataset_name": od.Name, "count": len(ids)})
+		}
+		if depth >= maxCascadeDepth {
+			return apierr.Conflict("cascade", "the cascade is deeper than 5 relationships")
+		}
+		orc := &recordCtx{d: od, desc: odesc}
+		for _, rid := range ids {
+			cur, err := odesc.Table.Get(ctx, tx, rid, odesc.Table.Fields(), true)
+			if errors.Is(err, records.ErrNotFound) {
+				continue // reached twice through a cycle
+			} else if err != nil {
+				return err
+			}
+			var r map[string]any
+			dec := json.NewDecoder(bytes.NewReader(cur))
+			dec.UseNumber()
+			if err := dec.Decode(&r); err != nil {
+				return err
+			}
+			if err := h.referrers(ctx, tx, orc, r, soft, cascade, done, depth+1); err != nil {
+				return err
+			}
+			if _, err := odesc.Table.Delete(ctx, tx, rid, soft); err != nil && !errors.Is(err, records.ErrNotFound) {
+				return err
+			}
+			done[od.ID]++
+		}
+	}
+	return nil
 }

@@ -718,3 +718,20 @@ func (t *Table) Delete(ctx context.Context, q sqlx.QueryerContext, id int64, sof
 	}
 	return at.UTC(), err
 }
+
+// Referring lists the live records whose column col holds value (the records referring to
+// another dataset's record through a relationship).
+func (t *Table) Referring(ctx context.Context, q sqlx.QueryerContext, col, value string) ([]int64, error) {
+	c, ok := t.cols[col]
+	if !ok {
+		return nil, nil
+	}
+	text, _, err := c.Text(value)
+	if err != nil {
+		return nil, nil // a value this column cannot hold: nothing refers to it
+	}
+	var ids []int64
+	err = sqlx.SelectContext(ctx, q, &ids, `SELECT id FROM `+t.Qualified()+` WHERE `+pq.QuoteIdentifier(col)+` = $1::`+datasets.SQLType(c)+
+		` AND deleted_at IS NULL ORDER BY id`, text)
+	return ids, err
+}

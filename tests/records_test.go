@@ -212,18 +212,30 @@ func TestRecordAPI(t *testing.T) {
 	e.do("GET", base, nil, bearer(outsider)).apiError(404, "DATASET_NOT_FOUND")
 	e.do("GET", "/api/v1/datasets/ds_nope/data", nil, own).apiError(404, "DATASET_NOT_FOUND")
 
+	// A customer with orders cannot go alone; cascade takes the orders with it.
+	if r := e.do("DELETE", base+"/3", nil, own).apiError(409, "CONFLICT"); r.num("error.details.count") != 1 {
+		t.Fatalf("referenced: %s", r.Body)
+	}
+	cd := e.do("DELETE", base+"/3?cascade=true", nil, own).status(200)
+	if cd.num("cascaded."+ord) != 1 {
+		t.Fatalf("cascade: %s", cd.Body)
+	}
+	if o := e.do("GET", "/api/v1/datasets/"+ord+"/data?filter[customer_id]=3", nil, own).status(200); o.len("data") != 0 {
+		t.Fatalf("orders of the deleted customer: %s", o.Body)
+	}
+
 	// Delete: soft by default, then for good.
 	d := e.do("DELETE", one, nil, own).status(200)
 	if d.get("deleted") != true || d.get("deleted_at") == nil {
 		t.Fatalf("delete: %s", d.Body)
 	}
 	e.do("GET", one, nil, own).apiError(404, "RECORD_NOT_FOUND")
-	if l := e.do("GET", base, nil, own).status(200); l.num("pagination.total") != 3 {
+	if l := e.do("GET", base, nil, own).status(200); l.num("pagination.total") != 2 {
 		t.Fatalf("a soft-deleted record is listed: %s", l.Body)
 	}
 	var kept int
 	e.st.DB.Get(&kept, fmt.Sprintf(`SELECT count(*) FROM %q.%q WHERE deleted_at IS NOT NULL`, e.orgID, cust))
-	if kept != 1 {
+	if kept != 2 {
 		t.Fatal("the soft delete removed the row")
 	}
 	h := e.do("DELETE", base+"/2?soft=false", nil, own).status(200)
