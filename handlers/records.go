@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,7 +123,7 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 		}
 	}
 	for _, l := range desc.links {
-		in.Links = append(in.Links, specgen.Link{Name: l.name})
+		in.Links = append(in.Links, specgen.Link{Name: l.name, Many: l.many})
 	}
 	if desc.Doc, desc.JSON, err = specgen.Render(ctx, in); err != nil {
 		return nil, err
@@ -445,7 +446,93 @@ func (h *Records) Get(c echo.Context) error {
 		c.Response().Header().Set("ETag", tag)
 		return c.NoContent(http.StatusNotModified)
 	}
-	return h.respond(c, rc, http.StatusOK, rec)
+	embed := strings.Join(slices.DeleteFunc([]string{c.QueryParam("include"), c.QueryParam("expand")}, func(s string) bool { return s == "" }), ",")
+	if embed == "" {
+		return h.respond(c, rc, http.StatusOK, rec)
+	}
+	out, err := h.withLinks(rc, rec)
+	if err != nil {
+		return err
+	}
+	if out, err = h.embed(c.Request().Context(), rc, out, embed); err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(rc.d, rec))
+	return c.JSONBlob(http.StatusOK, out)
+}
+
+// maxEmbedded bounds the records of one included collection.
+const maxEmbedded = 100
+
+// embed adds the related records named in names (link names) under _embedded.
+func (h *Records) embed(ctx context.Context, rc *recordCtx, out json.RawMessage, names string) (json.RawMessage, error) {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	emb := map[string]any{}
+	for _, name := range strings.Split(names, ",") {
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(rc.desc.links, func(l link) bool { return l.name == name })
+		if i < 0 {
+			var known []string
+			for _, l := range rc.desc.links {
+				known = append(known, l.name)
+			}
+			return nil, apierr.Field("query.include", "unknown_relation", fmt.Sprintf("no relation %q; this dataset's are: %s", name, strings.Join(known, ", ")))
+		}
+		l := rc.desc.links[i]
+		od, err := store.DatasetForUserAnyProject(ctx, h.Store.DB, l.dataset, auth.FromContext(ctx).UserID)
+		if err != nil {
+			continue // not visible to the caller: nothing to embed
+		}
+		odesc, err := h.Descriptions().describe(ctx, od)
+		if err != nil {
+			return nil, err
+		}
+		v := m[l.column]
+		if l.column == "id" {
+			v = m["id"]
+		}
+		if v == nil {
+			if l.many {
+				emb[name] = []any{}
+			} else {
+				emb[name] = nil
+			}
+			continue
+		}
+		ids, err := odesc.Table.Referring(ctx, h.Store.DB, l.target, fmt.Sprint(v))
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) > maxEmbedded {
+			ids = ids[:maxEmbedded]
+		}
+		var recs []any
+		for _, id := range ids {
+			r, err := odesc.Table.Get(ctx, h.Store.DB, id, odesc.Table.Fields(), false)
+			if err != nil {
+				continue
+			}
+			recs = append(recs, json.RawMessage(r))
+		}
+		switch {
+		case l.many:
+			if recs == nil {
+				recs = []any{}
+			}
+			emb[name] = recs
+		case len(recs) > 0:
+			emb[name] = recs[0]
+		default:
+			emb[name] = nil
+		}
+	}
+	m["_embedded"] = emb
+	return json.Marshal(m)
 }
 
 // body decodes the validated JSON body.

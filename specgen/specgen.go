@@ -34,7 +34,8 @@ type Input struct {
 
 // Link is a related collection of a record: `<name>` → url template with {field}.
 type Link struct {
-	Name, Href string
+	Name string
+	Many bool // a collection of records of the other dataset, else one record
 }
 
 var tmpl = template.Must(template.New("dataset.openapi.yaml.tmpl").Funcs(template.FuncMap{
@@ -293,6 +294,20 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 		links[l.Name] = map[string]any{"type": "string", "format": "uri-reference"}
 	}
 	rp["_links"] = map[string]any{"type": "object", "readOnly": true, "required": []string{"self"}, "properties": links}
+	if len(in.Links) > 0 {
+		emb := map[string]any{}
+		for _, l := range in.Links {
+			other := map[string]any{"type": "object", "additionalProperties": true, "description": "A record of the related dataset (its own description has its shape)."}
+			if l.Many {
+				emb[l.Name] = map[string]any{"type": "array", "items": other}
+			} else {
+				other["nullable"] = true
+				emb[l.Name] = other
+			}
+		}
+		rp["_embedded"] = map[string]any{"type": "object", "readOnly": true, "properties": emb,
+			"description": "Related records asked for with include or expand."}
+	}
 	record = map[string]any{"type": "object", "properties": rp,
 		"required": append([]string{"id", "created_at", "updated_at", "version", "_links"}, required...)}
 	return record, create, update, patch

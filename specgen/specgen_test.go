@@ -39,7 +39,7 @@ func TestRenderCustomers(t *testing.T) {
 	}
 	doc, raw, err := Render(context.Background(), Input{DatasetID: "ds_abc", Name: "customers", SchemaVersion: 1,
 		Table: datasets.TableDef{Columns: cols}, ProductionURL: "https://api.example.com", StagingURL: "https://staging.example.com",
-		GeneratedAt: time.Unix(0, 0), Links: []Link{{Name: "orders", Href: "x"}}})
+		GeneratedAt: time.Unix(0, 0), Links: []Link{{Name: "orders", Many: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}

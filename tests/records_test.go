@@ -147,6 +147,15 @@ func TestRecordAPI(t *testing.T) {
 		t.Fatalf("read: %s", g.Body)
 	}
 	e.do("GET", base+"/1", nil, own, header{"If-None-Match": g.Header.Get("ETag")}).status(304)
+	inc := e.do("GET", base+"/1?include=orders", nil, own).status(200)
+	if inc.len("_embedded.orders") != 2 || inc.num("_embedded.orders.0.customer_id") != 1 {
+		t.Fatalf("include: %s", inc.Body)
+	}
+	ex := e.do("GET", "/api/v1/datasets/"+ord+"/data/1?expand=customer", nil, own).status(200)
+	if ex.str("_embedded.customer.name") != "Ann" || !strings.Contains(ex.str("_links.customer"), "filter%5Bsrc_id%5D=1") {
+		t.Fatalf("expand: %s", ex.Body)
+	}
+	e.do("GET", base+"/1?include=invoices", nil, own).apiError(400, "VALIDATION_ERROR", "query.include", "unknown_relation")
 	e.do("GET", base+"/999", nil, own).apiError(404, "RECORD_NOT_FOUND")
 
 	// Replace with optimistic locking: a stale version or ETag is refused and nothing is written.
