@@ -342,6 +342,31 @@ func (h *Records) List(c echo.Context) error {
 		"meta": map[string]any{"sort": sortKeys, "filters_applied": len(filters), "search_query": search, "execution_time_ms": time.Since(start).Milliseconds()}})
 }
 
+// Aggregate is GET /api/v1/datasets/{id}/data/aggregate.
+func (h *Records) Aggregate(c echo.Context) error {
+	start := time.Now()
+	rc, err := h.resolve(c, "datasets:read")
+	if err != nil {
+		return err
+	}
+	t, q := rc.desc.Table, c.QueryParams()
+	filters, err := t.ParseFilters(q)
+	if err != nil {
+		return fieldErr(err)
+	}
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		limit, _ = strconv.Atoi(v)
+	}
+	a, err := t.Aggregate(c.Request().Context(), h.Store.DB, records.AggregateQuery{GroupBy: q.Get("group_by"), Agg: q.Get("agg"),
+		Having: q.Get("having"), Sort: q.Get("sort"), Limit: limit, Filters: filters})
+	if err != nil {
+		return fieldErr(err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"data": a.Groups, "aggregations": a.Totals,
+		"meta": map[string]any{"groups": len(a.Groups), "execution_time_ms": time.Since(start).Milliseconds()}})
+}
+
 // withLinks adds `_links` to a record read as JSON.
 func (h *Records) withLinks(rc *recordCtx, raw json.RawMessage) (json.RawMessage, error) {
 	var m map[string]any

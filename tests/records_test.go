@@ -333,3 +333,30 @@ func TestRecordCursorPagination(t *testing.T) {
 }
 
 func base64URL(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+func TestRecordAggregate(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Sales", "sales.csv", "region,amount,sold_at,rep\n"+
+		"north,10,2024-01-05T10:00:00Z,ann\nnorth,20,2024-01-20T10:00:00Z,bob\nsouth,5,2024-02-01T10:00:00Z,ann\n"+
+		"south,7.5,2024-02-03T10:00:00Z,\nwest,100,2024-03-01T10:00:00Z,cid\n")
+	e.waitDataset(e.ownerToken, id)
+	base := "/api/v1/datasets/" + id + "/data/aggregate"
+	r := e.do("GET", base+"?group_by=region&agg=count,sum(amount),avg(amount),count_distinct(rep)&sort=-sum_amount", nil, own).status(200)
+	if r.num("meta.groups") != 3 || r.str("data.0.region") != "west" || r.num("data.1.sum_amount") != 30 || r.num("data.1.count") != 2 ||
+		r.get("data.2.avg_amount") != 6.25 || r.num("data.2.count_distinct_rep") != 1 || r.num("aggregations.count") != 5 || r.get("aggregations.sum_amount") != 142.5 {
+		t.Fatalf("aggregate: %s", r.Body)
+	}
+	m := e.do("GET", base+"?group_by=date_trunc(month,sold_at)&agg=count,max(amount)&having=count>1&sort=sold_at_month", nil, own).status(200)
+	if m.num("meta.groups") != 2 || !strings.HasPrefix(m.str("data.0.sold_at_month"), "2024-01-01") || m.get("data.1.max_amount") != 7.5 {
+		t.Fatalf("by month: %s", m.Body)
+	}
+	f := e.do("GET", base+"?group_by=rep&agg=count&filter[region]=north&filter[amount][gt]=15", nil, own).status(200)
+	if f.num("meta.groups") != 1 || f.str("data.0.rep") != "bob" {
+		t.Fatalf("filtered: %s", f.Body)
+	}
+	for _, q := range []string{"group_by=region", "group_by=nope&agg=count", "group_by=region&agg=sum(rep)", "group_by=region&agg=count&having=count>1%3Bdrop",
+		"group_by=date_trunc(eon,sold_at)&agg=count", "group_by=region&agg=count&sort=amount", "group_by=region&agg=pg_sleep(1)"} {
+		e.do("GET", base+"?"+q, nil, own).apiError(400, "VALIDATION_ERROR")
+	}
+}
