@@ -27,6 +27,7 @@ var Catalog = map[string]Doc{
 	"INVALID_FILE_FORMAT":      {400, "Invalid file format", "The upload is not CSV, JSON (an array of objects or NDJSON) or Parquet, judged by its content. `details` has `provided_format` and `supported_formats`."},
 	"FILE_TOO_LARGE":           {413, "File too large", "The upload exceeds DP_MAX_UPLOAD_BYTES; `details` has `provided_size`, `max_size` and `max_size_human`."},
 	"PAYLOAD_TOO_LARGE":        {413, "Payload too large", "The request body exceeds the limit for this endpoint."},
+	"EXPORT_TOO_LARGE":         {413, "Export too large for the format", "An Excel sheet holds 1,048,575 records; export csv, ndjson or parquet, or filter."},
 	"PLAN_LIMIT_EXCEEDED":      {422, "Plan limit exceeded", "The organization's plan does not allow more; `details` names the current count, the plan limit and a plan that allows more."},
 	"SCHEMA_VIOLATION":         {422, "Schema change violated by existing rows", "A schema change cannot be applied: existing rows cannot be cast to the new type or break a new constraint. `details.violations` lists each failing change with `row_count` and the first rows (`id`, `value`). Nothing was changed."},
 	"SCHEMA_VERSION_CONFLICT":  {409, "Schema changed meanwhile", "`expected_version` is not the dataset's current `schema_version`: read the schema again and resend the change."},
