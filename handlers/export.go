@@ -1,15 +1,16 @@
 package handlers
 
 import (
+	"bytes"
 	"compress/gzip"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"dataplatform/apierr"
@@ -59,7 +60,8 @@ func (h *Records) Export(c echo.Context) error {
 		return fieldErr(err)
 	}
 	ctx := c.Request().Context()
-	rows, total, err := t.ExportRows(ctx, h.Store.DB, records.ExportQuery{Format: format, Fields: fields, Filters: filters, Delimiter: delim})
+	eq := &records.ExportQuery{Format: format, Fields: fields, Filters: filters, Delimiter: delim}
+	rows, total, err := t.ExportRows(ctx, h.Store.DB, eq)
 	if err != nil {
 		return fieldErr(err)
 	}
@@ -94,8 +96,10 @@ func (h *Records) Export(c echo.Context) error {
 	hd.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, filename))
 	c.Response().WriteHeader(http.StatusOK)
 	switch format {
-	case "csv", "json", "ndjson":
-		err = writeLines(w, rows, format, fields, delim, q.Get("header") != "false")
+	case "csv":
+		err = writeCSV(w, rows, fields, eq.Quoted(), delim, q.Get("header") != "false")
+	case "json", "ndjson":
+		err = writeLines(w, rows, format)
 	case "parquet":
 		err = records.WriteParquet(w, rows, t, fields)
 	case "excel":
@@ -112,66 +116,162 @@ func (h *Records) Export(c echo.Context) error {
 // exportDeadline bounds one export's writing (the server's write timeout is a minute).
 const exportDeadline = 2 * time.Hour
 
-func csvQuote(s, delim string) string {
-	if s == "" || strings.ContainsAny(s, delim+"\"\r\n") {
-		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+func csvQuote(dst, s []byte, delim byte) []byte {
+	if len(s) > 0 && bytes.IndexByte(s, delim) < 0 && bytes.IndexByte(s, '"') < 0 && bytes.IndexByte(s, '\n') < 0 && bytes.IndexByte(s, '\r') < 0 {
+		return append(dst, s...)
 	}
-	return s
+	dst = append(dst, '"')
+	for _, c := range s {
+		if c == '"' {
+			dst = append(dst, '"')
+		}
+		dst = append(dst, c)
+	}
+	return append(dst, '"')
 }
 
-// writeLines writes rows of one text column each: CSV lines (after a header) or JSON objects
-// (a JSON array, or one per line).
-func writeLines(w io.Writer, rows interface {
+type rowSource interface {
 	Next() bool
 	Scan(...any) error
 	Err() error
-}, format string, fields []string, delim string, header bool) error {
-	buf := make([]byte, 0, 64<<10)
-	flush := func() error {
-		_, err := w.Write(buf)
-		buf = buf[:0]
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
+}
+
+// flusher writes buffered output in 256 KiB chunks, pushing each to the client from a
+// goroutine of its own, so that writing to the network overlaps reading the next rows.
+type flusher struct {
+	closed bool
+	buf    []byte
+	ch     chan []byte
+	done   chan error
+	free   chan []byte
+}
+
+const chunk = 256 << 10
+
+func newFlusher(w io.Writer) *flusher {
+	f := &flusher{buf: make([]byte, 0, chunk+4096), ch: make(chan []byte, 2), done: make(chan error, 1), free: make(chan []byte, 3)}
+	go func() {
+		var err error
+		for b := range f.ch {
+			if err == nil {
+				if _, err = w.Write(b); err == nil {
+					if fl, ok := w.(http.Flusher); ok {
+						fl.Flush()
+					}
+				}
+			}
+			select {
+			case f.free <- b[:0]:
+			default:
+			}
 		}
+		f.done <- err
+	}()
+	return f
+}
+
+func (f *flusher) maybe() error {
+	if len(f.buf) < chunk {
+		return nil
+	}
+	f.ch <- f.buf
+	select {
+	case f.buf = <-f.free:
+	default:
+		f.buf = make([]byte, 0, chunk+4096)
+	}
+	return nil
+}
+
+// close sends what is left and waits for the writer.
+func (f *flusher) close() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	if len(f.buf) > 0 {
+		f.ch <- f.buf
+	}
+	close(f.ch)
+	return <-f.done
+}
+
+// writeCSV writes CSV as COPY ... CSV does: NULL as nothing, an empty string as "", fields
+// with the delimiter, quotes or line breaks quoted.
+func writeCSV(w io.Writer, rows rowSource, fields []string, quoted []bool, delim string, header bool) error {
+	f := newFlusher(w)
+	defer f.close() // on an early return; a no-op after the last close
+	d := delim[0]
+	if header {
+		for i, name := range fields {
+			if i > 0 {
+				f.buf = append(f.buf, d)
+			}
+			f.buf = csvQuote(f.buf, []byte(name), d)
+		}
+		f.buf = append(f.buf, '\n')
+	}
+	vals := make([]sql.RawBytes, len(quoted))
+	ptrs := make([]any, len(quoted))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		for i, v := range vals {
+			if i > 0 {
+				f.buf = append(f.buf, d)
+			}
+			switch {
+			case !quoted[i]:
+				f.buf = append(f.buf, v...)
+			case v != nil:
+				f.buf = csvQuote(f.buf, v, d)
+			}
+		}
+		f.buf = append(f.buf, '\n')
+		if err := f.maybe(); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return err
 	}
-	if format == "csv" && header {
-		for i, f := range fields {
-			if i > 0 {
-				buf = append(buf, delim...)
-			}
-			buf = append(buf, csvQuote(f, delim)...)
-		}
-		buf = append(buf, '\n')
-	}
+	return f.close()
+}
+
+// writeLines writes rows of one JSON object each: a JSON array, or one object per line.
+func writeLines(w io.Writer, rows rowSource, format string) error {
+	f := newFlusher(w)
+	defer f.close()
 	if format == "json" {
-		buf = append(buf, '[')
+		f.buf = append(f.buf, '[')
 	}
-	var line []byte
+	var line sql.RawBytes
 	n := 0
 	for rows.Next() {
 		if err := rows.Scan(&line); err != nil {
 			return err
 		}
 		if format == "json" && n > 0 {
-			buf = append(buf, ',', '\n')
+			f.buf = append(f.buf, ',', '\n')
 		}
-		buf = append(buf, line...)
+		f.buf = append(f.buf, line...)
 		if format != "json" {
-			buf = append(buf, '\n')
+			f.buf = append(f.buf, '\n')
 		}
 		n++
-		if len(buf) > 60<<10 {
-			if err := flush(); err != nil {
-				return err
-			}
+		if err := f.maybe(); err != nil {
+			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
 	if format == "json" {
-		buf = append(buf, ']', '\n')
+		f.buf = append(f.buf, ']', '\n')
 	}
-	return flush()
+	return f.close()
 }

@@ -18,24 +18,22 @@ type ExportQuery struct {
 	Fields    []string
 	Filters   []Filter
 	Delimiter string // csv: one of , ; TAB |
+
+	// quoted tells, per value of a csv row, whether it is one field to quote as needed (else
+	// a run of fields that never need quoting, joined already).
+	quoted []bool
 }
+
+// Quoted is, after ExportRows, which values of a csv row are single fields.
+func (eq *ExportQuery) Quoted() []bool { return eq.quoted }
 
 // Delimiters are the CSV delimiters an export may use.
 var Delimiters = []string{",", ";", "\t", "|"}
 
-// csvField is the SQL expression of one field as a CSV field: as COPY ... CSV writes it
-// (NULL empty, an empty string "", quotes doubled inside quotes when needed).
-func csvField(expr, delim string) string {
-	v := expr + "::text"
-	special := `[` + map[string]string{",": ",", ";": ";", "\t": `\t`, "|": `|`}[delim] + `"\r\n]`
-	return `CASE WHEN ` + expr + ` IS NULL THEN '' WHEN ` + v + ` = '' OR ` + v + ` ~ ` + pq.QuoteLiteral(special) +
-		` THEN '"' || replace(` + v + `, '"', '""') || '"' ELSE ` + v + ` END`
-}
-
-// ExportRows runs the export's SELECT: one text line per record for csv (the CSV line) and
-// json/ndjson (the JSON object), the typed columns for parquet and excel. Rows stream from the
+// ExportRows runs the export's SELECT: every field as text for csv, one JSON object per
+// record for json/ndjson, the typed columns for parquet and excel. Rows stream from the
 // database as they are read, so memory does not grow with the table.
-func (t *Table) ExportRows(ctx context.Context, q sqlx.QueryerContext, eq ExportQuery) (*sql.Rows, int64, error) {
+func (t *Table) ExportRows(ctx context.Context, q sqlx.QueryerContext, eq *ExportQuery) (*sql.Rows, int64, error) {
 	var b builder
 	if err := t.where(&b, eq.Filters, ""); err != nil {
 		return nil, 0, err
@@ -48,11 +46,34 @@ func (t *Table) ExportRows(ctx context.Context, q sqlx.QueryerContext, eq Export
 	var sel string
 	switch eq.Format {
 	case "csv":
-		parts := make([]string, len(eq.Fields))
-		for i, f := range eq.Fields {
-			parts[i] = csvField(pq.QuoteIdentifier(f), eq.Delimiter)
+		// Each field as its type's text output (what COPY writes; booleans t/f like COPY).
+		// Fields whose text never needs CSV quoting (numbers, dates, times, booleans, uuids)
+		// are joined by PostgreSQL into one value per run, so the client decodes a few values
+		// per row instead of one per field.
+		var parts []string
+		var run []string
+		flushRun := func() {
+			if len(run) > 0 {
+				parts = append(parts, `concat_ws(`+pq.QuoteLiteral(eq.Delimiter)+`, `+strings.Join(run, ", ")+`)`)
+				eq.quoted = append(eq.quoted, false)
+				run = nil
+			}
 		}
-		sel = `concat_ws(` + pq.QuoteLiteral(eq.Delimiter) + `, ` + strings.Join(parts, ", ") + `)`
+		for _, f := range eq.Fields {
+			q := pq.QuoteIdentifier(f)
+			switch t.cols[f].Type {
+			case ingest.Boolean:
+				run = append(run, `CASE WHEN `+q+` THEN 't' WHEN NOT `+q+` THEN 'f' ELSE '' END`)
+			case ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz, ingest.UUID:
+				run = append(run, `coalesce(`+q+`::text, '')`)
+			default:
+				flushRun()
+				parts = append(parts, q+`::text`)
+				eq.quoted = append(eq.quoted, true)
+			}
+		}
+		flushRun()
+		sel = strings.Join(parts, ", ")
 	case "json", "ndjson":
 		rows, err := q.QueryContext(ctx, `SELECT to_json(r)::text FROM (SELECT `+rowJSON(eq.Fields)+` FROM `+t.Qualified()+where+
 			` ORDER BY id) r`, b.args...)

@@ -487,8 +487,8 @@ type Page struct {
 	Next, Prev string // cursors; "" when there is no such page
 }
 
-// CountThreshold is how many matching rows are counted exactly before the count becomes the
-// planner's estimate (PostgREST's "estimated" count).
+// CountThreshold is the table size (in PostgreSQL's statistics) up to which lists count
+// exactly by default; larger tables get the planner's estimate (flagged total_estimated).
 const CountThreshold = 100_000
 
 // List returns a page of records as JSON objects: by page number, or after/before a cursor.
@@ -598,8 +598,14 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 		return n, false, err
 	case "planned":
 	default:
-		err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM (SELECT 1 FROM `+t.Qualified()+where+` LIMIT `+strconv.Itoa(CountThreshold+1)+`) s`, b.args...)
-		if err != nil || n <= CountThreshold {
+		// Estimated: exact on a table the statistics say is small, planned on a large one
+		// (counting a large table costs as much as a scan of it, on every page).
+		var rel float64
+		if err := sqlx.GetContext(ctx, q, &rel, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, t.Qualified()); err != nil {
+			return 0, false, err
+		}
+		if rel <= CountThreshold {
+			err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM `+t.Qualified()+where, b.args...)
 			return n, false, err
 		}
 	}
