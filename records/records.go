@@ -741,3 +741,62 @@ func (t *Table) Referring(ctx context.Context, q sqlx.QueryerContext, col, value
 		` AND deleted_at IS NULL ORDER BY id`, text)
 	return ids, err
 }
+
+// Selector picks records for a bulk update or delete: by id, and/or by filters.
+type Selector struct {
+	IDs     []int64
+	Filters []Filter
+}
+
+func (t *Table) selectWhere(b *builder, s Selector) error {
+	if len(s.IDs) == 0 && len(s.Filters) == 0 {
+		return &FieldError{"ids", "required", "name the records with ids or a filter"}
+	}
+	if err := t.where(b, s.Filters, ""); err != nil {
+		return err
+	}
+	if len(s.IDs) > 0 {
+		b.conds = append(b.conds, "id = ANY("+b.arg(pq.Array(s.IDs))+"::bigint[])")
+	}
+	return nil
+}
+
+// UpdateWhere writes body's fields to every selected live record (version and updated_at
+// move on) and returns their ids.
+func (t *Table) UpdateWhere(ctx context.Context, q sqlx.QueryerContext, s Selector, body map[string]any) ([]int64, error) {
+	var b builder
+	cols, params, err := t.values(&b, body)
+	if err != nil {
+		return nil, err
+	}
+	if len(cols) == 0 {
+		return nil, &FieldError{"data", "required", "an update needs data"}
+	}
+	if err := t.selectWhere(&b, s); err != nil {
+		return nil, err
+	}
+	sets := []string{"version = version + 1", "updated_at = now()"}
+	for i := range cols {
+		sets = append(sets, cols[i]+" = "+params[i])
+	}
+	var ids []int64
+	err = sqlx.SelectContext(ctx, q, &ids, `UPDATE `+t.Qualified()+` SET `+strings.Join(sets, ", ")+` WHERE `+strings.Join(b.conds, " AND ")+
+		` RETURNING id`, b.args...)
+	return ids, err
+}
+
+// DeleteWhere deletes every selected live record (soft or for good) and returns their ids.
+func (t *Table) DeleteWhere(ctx context.Context, q sqlx.QueryerContext, s Selector, soft bool) ([]int64, error) {
+	var b builder
+	if err := t.selectWhere(&b, s); err != nil {
+		return nil, err
+	}
+	where := strings.Join(b.conds, " AND ")
+	qs := `DELETE FROM ` + t.Qualified() + ` WHERE ` + where + ` RETURNING id`
+	if soft {
+		qs = `UPDATE ` + t.Qualified() + ` SET deleted_at = now(), updated_at = now(), version = version + 1 WHERE ` + where + ` RETURNING id`
+	}
+	var ids []int64
+	err := sqlx.SelectContext(ctx, q, &ids, qs, b.args...)
+	return ids, err
+}

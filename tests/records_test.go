@@ -360,3 +360,97 @@ func TestRecordAggregate(t *testing.T) {
 		e.do("GET", base+"?"+q, nil, own).apiError(400, "VALIDATION_ERROR")
 	}
 }
+
+// Concurrent replaces of the same version: exactly one wins, the others get the optimistic
+// lock error, and the record holds the winner's values.
+func TestRecordConcurrentReplace(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Counters", "c.csv", "name,n\nx,0\n")
+	e.waitDataset(e.ownerToken, id)
+	one := "/api/v1/datasets/" + id + "/data/1"
+	const writers = 8
+	codes := make([]int, writers)
+	var wg sync.WaitGroup
+	for i := 0; i < writers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			codes[i] = e.do("PUT", one, map[string]any{"name": fmt.Sprintf("w%d", i), "n": i, "version": 1}, own).Code
+		}(i)
+	}
+	wg.Wait()
+	won := -1
+	for i, c := range codes {
+		switch c {
+		case 200:
+			if won >= 0 {
+				t.Fatalf("two writers won: %v", codes)
+			}
+			won = i
+		case 409:
+		default:
+			t.Fatalf("codes %v", codes)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("no writer won: %v", codes)
+	}
+	r := e.do("GET", one, nil, own).status(200)
+	if r.num("version") != 2 || r.str("name") != fmt.Sprintf("w%d", won) {
+		t.Fatalf("record: %s", r.Body)
+	}
+}
+
+func TestRecordBulk(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
+	e.waitDataset(e.ownerToken, id)
+	base := "/api/v1/datasets/" + id + "/data"
+	count := func() int { return e.do("GET", base+"?count=exact", nil, own).status(200).num("pagination.total") }
+
+	// Atomic (the default): one bad operation and nothing is written.
+	r := e.do("POST", base+"/bulk", map[string]any{"operations": []any{
+		map[string]any{"method": "create", "data": map[string]any{"name": "New", "email": "new@example.com"}},
+		map[string]any{"method": "update", "ids": []int{1}, "data": map[string]any{"score": 99}},
+		map[string]any{"method": "create", "data": map[string]any{"name": "Dup", "email": "ann@example.com"}},
+	}}, own).status(200)
+	if r.num("succeeded") != 0 || r.num("failed") != 3 || r.str("results.2.error.code") != "CONFLICT" || r.str("results.0.error.code") != "ROLLED_BACK" {
+		t.Fatalf("atomic: %s", r.Body)
+	}
+	if count() != 3 || e.do("GET", base+"/1", nil, own).status(200).num("score") != 80 {
+		t.Fatal("a failed atomic bulk wrote something")
+	}
+	// Atomic and valid: everything.
+	r = e.do("POST", base+"/bulk", map[string]any{"operations": []any{
+		map[string]any{"method": "create", "data": map[string]any{"name": "New", "email": "new@example.com"}},
+		map[string]any{"method": "update", "filter": map[string]any{"status": "active"}, "data": map[string]any{"score": 10}},
+		map[string]any{"method": "delete", "filter": map[string]any{"score": map[string]any{"lt": 30}, "status": "inactive"}},
+	}}, own).status(200)
+	if r.num("succeeded") != 3 || r.num("results.1.count") != 2 || r.num("results.2.count") != 1 || r.num("results.0.id") < 4 {
+		t.Fatalf("bulk: %s", r.Body)
+	}
+	if count() != 3 || e.do("GET", base+"/3", nil, own).status(200).num("score") != 10 {
+		t.Fatal("bulk effects missing")
+	}
+	// Not atomic: the first failure stops the rest, unless continue_on_error.
+	ops := []any{
+		map[string]any{"method": "create", "data": map[string]any{"name": "A", "email": "a@example.com"}},
+		map[string]any{"method": "create", "data": map[string]any{"name": "B"}},
+		map[string]any{"method": "create", "data": map[string]any{"name": "C", "email": "c@example.com"}},
+	}
+	r = e.do("POST", base+"/bulk", map[string]any{"operations": ops, "options": map[string]any{"atomic": false}}, own).status(200)
+	if r.num("succeeded") != 1 || r.str("results.1.error.code") != "VALIDATION_ERROR" || r.str("results.2.error.code") != "SKIPPED" {
+		t.Fatalf("stop: %s", r.Body)
+	}
+	ops[0] = map[string]any{"method": "create", "data": map[string]any{"name": "A2", "email": "a2@example.com"}}
+	r = e.do("POST", base+"/bulk", map[string]any{"operations": ops, "options": map[string]any{"atomic": false, "continue_on_error": true}}, own).status(200)
+	if r.num("succeeded") != 2 || r.num("failed") != 1 {
+		t.Fatalf("continue: %s", r.Body)
+	}
+	e.do("POST", base+"/bulk", map[string]any{"operations": []any{map[string]any{"method": "upsert"}}}, own).apiError(400, "VALIDATION_ERROR")
+	e.do("POST", base+"/bulk", map[string]any{"operations": []any{map[string]any{"method": "delete"}}}, own).status(200)
+	_, analyst := e.member(e.orgID, "analyst")
+	e.do("POST", base+"/bulk", map[string]any{"operations": ops}, bearer(analyst)).authError(403, "PERMISSION_DENIED")
+}
