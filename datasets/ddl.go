@@ -173,3 +173,11 @@ func apply(found []ingest.Column, declared []ingest.Column) (read []ingest.Colum
 	}
 	return read, table, nil
 }
+
+// RowSecurity is the row-level security of a dataset table: user SQL (which runs under its
+// organization's query role, not the table's owner) sees only live rows; soft-deleted ones
+// are invisible to it as to the record API.
+func RowSecurity(table string) []string {
+	return []string{`ALTER TABLE ` + table + ` ENABLE ROW LEVEL SECURITY`,
+		`CREATE POLICY dp_live ON ` + table + ` FOR SELECT TO PUBLIC USING (deleted_at IS NULL)`}
+}

@@ -170,7 +170,7 @@ func (in *Ingester) attempt(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, d
 	}
 	n, err := func() (int64, error) {
 		table := Table(d.TableSchema, d.ID)
-		for _, q := range []string{`DROP TABLE IF EXISTS ` + table, ddl} {
+		for _, q := range append([]string{`DROP TABLE IF EXISTS ` + table, ddl}, RowSecurity(table)...) {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return 0, copyError(err)
 			}

@@ -199,6 +199,7 @@ func (s *Server) buildEcho() *echo.Echo {
 		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/aggregate", "records_query", rec.Aggregate},
 		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/export", "records_export", rec.Export},
 		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data/bulk", "records_bulk", rec.Bulk},
+		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data/query", "records_query", rec.Query},
 		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/{id}", "records_read", rec.Get},
 		{http.MethodPut, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Replace},
 		{http.MethodPatch, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Patch},

@@ -1,0 +1,173 @@
+package handlers
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/records"
+	"dataplatform/sqlguard"
+
+	"github.com/labstack/echo/v4"
+	"github.com/lib/pq"
+)
+
+// Query limits: the default and longest statement timeout, the rows returned.
+const (
+	defaultQueryTimeout = 30 * time.Second
+	maxQueryTimeout     = 120 * time.Second
+	maxQueryRows        = 10_000
+	defaultCacheTTL     = 60 * time.Second
+	maxCached           = 1000
+)
+
+type cachedQuery struct {
+	body    map[string]any
+	expires time.Time
+}
+
+var queryCache = struct {
+	sync.Mutex
+	m map[string]cachedQuery
+}{m: map[string]cachedQuery{}}
+
+// Query is POST /api/v1/datasets/{id}/data/query: one SELECT of the caller's, checked with
+// PostgreSQL's parser, run read-only under the organization's query role with a timeout.
+func (h *Records) Query(c echo.Context) error {
+	start := time.Now()
+	rc, err := h.resolve(c, "datasets:read")
+	if err != nil {
+		return err
+	}
+	var req struct {
+		SQL        string         `json:"sql"`
+		Parameters map[string]any `json:"parameters"`
+		Options    struct {
+			Timeout  *int `json:"timeout"`
+			Cache    bool `json:"cache"`
+			CacheTTL *int `json:"cache_ttl"`
+		} `json:"options"`
+	}
+	dec := json.NewDecoder(c.Request().Body)
+	dec.UseNumber()
+	if err := dec.Decode(&req); err != nil {
+		return apierr.Field("body", "invalid_json", "the body is not a query request")
+	}
+	sqlText := strings.ReplaceAll(req.SQL, "${table}", rc.desc.Table.Qualified())
+	bound, names, err := sqlguard.BindNames(sqlText, 1)
+	if err != nil {
+		return queryErr(err, nil, 0, 0)
+	}
+	args := make([]any, len(names))
+	for i, n := range names {
+		v, ok := req.Parameters[n]
+		if !ok {
+			return apierr.Field("body.parameters."+n, "required", "the query uses :"+n+" but parameters has no "+n)
+		}
+		switch x := v.(type) {
+		case nil, string, bool:
+			args[i] = x
+		case json.Number:
+			args[i] = x.String()
+		default:
+			b, _ := json.Marshal(x)
+			args[i] = string(b)
+		}
+	}
+	if err := sqlguard.Check(bound); err != nil {
+		return queryErr(err, nil, 0, 0)
+	}
+	timeout := defaultQueryTimeout
+	if req.Options.Timeout != nil {
+		timeout = time.Duration(*req.Options.Timeout) * time.Millisecond
+	}
+	key := ""
+	if req.Options.Cache {
+		pj, _ := json.Marshal(req.Parameters)
+		sum := sha256.Sum256([]byte(rc.d.OrgID + "\x00" + rc.d.ID + "\x00" + bound + "\x00" + string(pj)))
+		key = hex.EncodeToString(sum[:])
+		queryCache.Lock()
+		hit, ok := queryCache.m[key]
+		queryCache.Unlock()
+		if ok && time.Now().Before(hit.expires) {
+			out := map[string]any{"data": hit.body["data"], "schema": hit.body["schema"]}
+			meta := map[string]any{}
+			for k, v := range hit.body["meta"].(map[string]any) {
+				meta[k] = v
+			}
+			meta["cached"], meta["execution_time_ms"] = true, time.Since(start).Milliseconds()
+			out["meta"] = meta
+			return c.JSON(http.StatusOK, out)
+		}
+	}
+	ctx := c.Request().Context()
+	if err := records.EnsureQueryRole(ctx, h.Store.DB, rc.d.OrgID); err != nil {
+		return err
+	}
+	res, err := records.RunQuery(ctx, h.Store.DB, rc.d.OrgID, bound, args, timeout, maxQueryRows)
+	if err != nil {
+		return queryErr(err, &bound, timeout, time.Since(start))
+	}
+	id := make([]byte, 10)
+	_, _ = rand.Read(id)
+	body := map[string]any{"data": res.Rows, "schema": res.Columns,
+		"meta": map[string]any{"row_count": len(res.Rows), "execution_time_ms": time.Since(start).Milliseconds(), "cached": false,
+			"query_id": "q_" + hex.EncodeToString(id), "truncated": res.Truncated}}
+	if key != "" {
+		ttl := defaultCacheTTL
+		if req.Options.CacheTTL != nil {
+			ttl = time.Duration(*req.Options.CacheTTL) * time.Second
+		}
+		queryCache.Lock()
+		if len(queryCache.m) >= maxCached { // drop the expired, then anything, to stay bounded
+			for k, v := range queryCache.m {
+				if time.Now().After(v.expires) || len(queryCache.m) >= maxCached {
+					delete(queryCache.m, k)
+				}
+			}
+		}
+		queryCache.m[key] = cachedQuery{body: body, expires: time.Now().Add(ttl)}
+		queryCache.Unlock()
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+// queryErr maps what went wrong with user SQL to the API's errors.
+func queryErr(err error, sqlText *string, timeout, took time.Duration) error {
+	var se *sqlguard.SyntaxError
+	var fe *sqlguard.ForbiddenError
+	var pe *pq.Error
+	switch {
+	case errors.As(err, &se):
+		return apierr.New(http.StatusBadRequest, "INVALID_QUERY", "the query does not parse: "+se.Message).
+			WithDetails(map[string]any{"line": se.Line, "column": se.Column, "message": se.Message})
+	case errors.As(err, &fe):
+		return apierr.New(http.StatusBadRequest, "FORBIDDEN_OPERATION", fe.Reason).WithDetails(map[string]any{"allowed": "one SELECT statement"})
+	case records.IsTimeout(err):
+		return apierr.New(http.StatusRequestTimeout, "QUERY_TIMEOUT", fmt.Sprintf("the query ran longer than %s and was cancelled", timeout)).
+			WithDetails(map[string]any{"timeout_seconds": timeout.Seconds(), "execution_time_seconds": took.Seconds(),
+				"suggestion": "filter or aggregate more, add a LIMIT, or raise options.timeout (at most 120000 ms)"})
+	case errors.As(err, &pe):
+		switch {
+		case pe.Code == "42501" || pe.Code == "25006":
+			return apierr.New(http.StatusBadRequest, "FORBIDDEN_OPERATION", "not allowed: "+pe.Message).WithDetails(map[string]any{"message": pe.Message})
+		case strings.HasPrefix(string(pe.Code), "42") || strings.HasPrefix(string(pe.Code), "22") || strings.HasPrefix(string(pe.Code), "2"):
+			d := map[string]any{"message": pe.Message}
+			if sqlText != nil && pe.Position != "" {
+				var pos int
+				fmt.Sscan(pe.Position, &pos)
+				d["line"], d["column"] = sqlguard.Position(*sqlText, pos)
+			}
+			return apierr.New(http.StatusBadRequest, "INVALID_QUERY", pe.Message).WithDetails(d)
+		}
+	}
+	return err
+}

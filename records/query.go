@@ -1,0 +1,193 @@
+package records
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"dataplatform/datasets"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// QueryRole is the role user SQL of an organization runs under: it can read that
+// organization's dataset tables (live rows only, by their row-level security) and nothing of
+// other organizations or of the platform.
+func QueryRole(orgID string) string { return "dp_query_" + orgID }
+
+var rolesReady sync.Map // organization id → true once its role is set up in this process
+
+// EnsureQueryRole creates the organization's query role (once) and grants it reading its
+// schema, now and for tables made later; tables made before row-level security existed get
+// their policy here.
+func EnsureQueryRole(ctx context.Context, db *sqlx.DB, orgID string) error {
+	if _, ok := rolesReady.Load(orgID); ok {
+		return nil
+	}
+	role, schema := pq.QuoteIdentifier(QueryRole(orgID)), pq.QuoteIdentifier(orgID)
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// Serialise with other replicas doing the same.
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('platform.query_role'), hashtext($1))`, orgID); err != nil {
+		return err
+	}
+	var exists bool
+	if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, QueryRole(orgID)); err != nil {
+		return err
+	}
+	stmts := []string{`CREATE SCHEMA IF NOT EXISTS ` + schema}
+	if !exists {
+		stmts = append(stmts, `CREATE ROLE `+role+` NOLOGIN NOINHERIT NOBYPASSRLS`, `GRANT `+role+` TO CURRENT_USER`)
+	}
+	stmts = append(stmts, `GRANT USAGE ON SCHEMA `+schema+` TO `+role, `GRANT SELECT ON ALL TABLES IN SCHEMA `+schema+` TO `+role,
+		`ALTER DEFAULT PRIVILEGES IN SCHEMA `+schema+` GRANT SELECT ON TABLES TO `+role)
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	var bare []string
+	if err := tx.SelectContext(ctx, &bare, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind = 'r' AND NOT EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = 'dp_live')`, orgID); err != nil {
+		return err
+	}
+	for _, t := range bare {
+		for _, q := range datasets.RowSecurity(datasets.Table(orgID, t)) {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	rolesReady.Store(orgID, true)
+	return nil
+}
+
+// QueryColumn describes a column of a query's result.
+type QueryColumn struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Nullable bool   `json:"nullable"`
+}
+
+// QueryResult is what a query returned.
+type QueryResult struct {
+	Columns   []QueryColumn
+	Rows      []json.RawMessage
+	Truncated bool
+}
+
+// RunQuery runs checked user SQL (a SELECT with $n parameters) in a read-only transaction,
+// under the organization's query role, with a statement timeout, and always rolls back. At
+// most maxRows rows are returned.
+func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any, timeout time.Duration, maxRows int) (*QueryResult, error) {
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		`SET LOCAL statement_timeout = ` + strconv.FormatInt(timeout.Milliseconds(), 10),
+		`SET LOCAL lock_timeout = 1000`,
+		`SET LOCAL idle_in_transaction_session_timeout = ` + strconv.FormatInt(timeout.Milliseconds()+5000, 10),
+		`SET LOCAL search_path = ` + pq.QuoteIdentifier(orgID),
+		`SET LOCAL ROLE ` + pq.QuoteIdentifier(QueryRole(orgID)),
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	// Prepared: the extended protocol takes exactly one statement, so "RESET ROLE; SELECT ..."
+	// cannot ride in with the simple protocol lib/pq uses for queries without arguments.
+	st, err := tx.PreparexContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	rows, err := st.QueryxContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	res := &QueryResult{Rows: []json.RawMessage{}}
+	for _, t := range types {
+		nullable, ok := t.Nullable()
+		res.Columns = append(res.Columns, QueryColumn{Name: t.Name(), Type: strings.ToLower(t.DatabaseTypeName()), Nullable: nullable || !ok})
+	}
+	vals := make([]any, len(types))
+	ptrs := make([]any, len(types))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if len(res.Rows) == maxRows {
+			res.Truncated = true
+			break
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		obj := make(map[string]any, len(types))
+		for i, t := range types {
+			obj[t.Name()] = jsonValue(res.Columns[i].Type, vals[i])
+		}
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		res.Rows = append(res.Rows, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// jsonValue is a database value as JSON: numerics as numbers, JSON as itself, dates as
+// YYYY-MM-DD, times in RFC 3339, text as strings.
+func jsonValue(typ string, v any) any {
+	switch x := v.(type) {
+	case []byte:
+		switch typ {
+		case "json", "jsonb":
+			return json.RawMessage(x)
+		case "numeric":
+			if json.Valid(x) {
+				return json.Number(x)
+			}
+		}
+		return string(x)
+	case time.Time:
+		if typ == "date" {
+			return x.Format(time.DateOnly)
+		}
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	return v
+}
+
+// IsTimeout reports a statement PostgreSQL cancelled for its statement timeout.
+func IsTimeout(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "57014"
+}
