@@ -36,6 +36,7 @@ type Config struct {
 	LogRequests      bool          // DP_LOG_REQUESTS
 	ShutdownTimeout  time.Duration // DP_SHUTDOWN_TIMEOUT
 	JobLease         time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
+	StreamHeartbeat  time.Duration // DP_STREAM_HEARTBEAT: the comment line change streams send when quiet; default 15s
 	SecretKey        string        // DP_SECRET_KEY: base64 AES-256 key for stored credentials; empty: DataDir/secret.key
 }
 
@@ -90,6 +91,15 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_SHUTDOWN_TIMEOUT", &shutdown)
 	env("DP_JOB_LEASE", &lease)
 	env("DP_SECRET_KEY", &c.SecretKey)
+	var heartbeat string
+	env("DP_STREAM_HEARTBEAT", &heartbeat)
+	if heartbeat != "" {
+		d, err := time.ParseDuration(heartbeat)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("DP_STREAM_HEARTBEAT: %q is not a positive duration", heartbeat)
+		}
+		c.StreamHeartbeat = d
+	}
 
 	if fs != nil {
 		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (DP_ADDR)")

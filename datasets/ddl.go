@@ -181,3 +181,11 @@ func RowSecurity(table string) []string {
 	return []string{`ALTER TABLE ` + table + ` ENABLE ROW LEVEL SECURITY`,
 		`CREATE POLICY dp_live ON ` + table + ` FOR SELECT TO PUBLIC USING (deleted_at IS NULL)`}
 }
+
+// ChangeTrigger makes a dataset table log its record changes (platform.record_changes), for
+// the change streams. It is created after the initial load, which is not a change anyone
+// subscribed to.
+func ChangeTrigger(table string) string {
+	return `CREATE TRIGGER dp_changes AFTER INSERT OR UPDATE OR DELETE ON ` + table +
+		` FOR EACH ROW EXECUTE FUNCTION platform.record_change()`
+}

@@ -123,6 +123,9 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *
 	if err != nil {
 		return err
 	}
+	if _, err := tx.ExecContext(ctx, ChangeTrigger(Table(d.TableSchema, d.ID))); err != nil {
+		return err
+	}
 	colsJSON, _ := json.Marshal(cols)
 	d.Columns = string(colsJSON)
 	return in.ready(ctx, tx, d, start, time.Since(start).Milliseconds(), p)

@@ -13,6 +13,7 @@ import (
 
 	"dataplatform/apierr"
 	"dataplatform/auth"
+	"dataplatform/changes"
 	"dataplatform/config"
 	"dataplatform/reqmeta"
 	"dataplatform/secrets"
@@ -32,6 +33,7 @@ type Handlers struct {
 	Passwords *auth.Passwords
 	OIDC      *auth.OIDC // nil when no identity provider is configured
 	Secrets   *secrets.Box
+	Changes   *changes.Hub // wakes change streams
 
 	descOnce sync.Once
 	desc     *Descriptions

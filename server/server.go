@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dataplatform/auth"
+	"dataplatform/changes"
 	"dataplatform/config"
 	"dataplatform/datasets"
 	"dataplatform/gen/authapi"
@@ -99,6 +100,7 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 	h := &handlers.Handlers{
 		Store: d.Store, Config: d.Config, Clock: d.Clock, Log: d.Logger,
 		Tokens: tokens, Keys: keys, Passwords: auth.NewPasswords(d.Config.BcryptCost), Secrets: box,
+		Changes: changes.NewHub(d.DatabaseURL, d.Logger),
 	}
 	authn := &auth.Authenticator{Tokens: tokens, Store: d.Store, Clock: d.Clock}
 	if d.Config.OIDCEnabled() {
@@ -200,6 +202,7 @@ func (s *Server) buildEcho() *echo.Echo {
 		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/export", "records_export", rec.Export},
 		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data/bulk", "records_bulk", rec.Bulk},
 		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data/query", "records_query", rec.Query},
+		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/stream", "records_read", rec.Stream},
 		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/{id}", "records_read", rec.Get},
 		{http.MethodPut, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Replace},
 		{http.MethodPatch, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Patch},
@@ -230,6 +233,9 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
+// StartStreams listens for record change notifications until ctx ends.
+func (s *Server) StartStreams(ctx context.Context) { s.H.Changes.Start(ctx) }
+
 // Close releases what the server holds (not the store).
 func (s *Server) Close() error { return s.limiter.Close() }
 
@@ -247,6 +253,10 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 		if _, err := s.H.Store.DB.ExecContext(ctx, `DELETE FROM platform.idempotency_keys WHERE created_at < $1`,
 			s.H.Clock().Add(-handlers.IdempotencyTTL)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping idempotency keys", "error", err)
+		}
+		if _, err := s.H.Store.DB.ExecContext(ctx, `DELETE FROM platform.record_changes WHERE changed_at < $1`,
+			s.H.Clock().Add(-handlers.ChangeRetention)); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping the record change log", "error", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -89,6 +89,9 @@ func newEnv(t testing.TB, opts ...option) *env {
 	}
 	e.srv.Jobs.Start(context.Background())
 	t.Cleanup(e.srv.Jobs.Stop)
+	streams, stop := context.WithCancel(context.Background())
+	e.srv.StartStreams(streams)
+	t.Cleanup(stop)
 	if err := e.srv.H.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,169 @@
+package handlers
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/changes"
+
+	"github.com/labstack/echo/v4"
+)
+
+// ChangeRetention is how long the change log keeps a change: a stream resumed with an older
+// Last-Event-ID starts at the oldest change kept.
+const ChangeRetention = 7 * 24 * time.Hour
+
+// streamPoll is how often a stream looks at the change log without a notification (a
+// missed notification costs at most this long).
+const streamPoll = 2 * time.Second
+
+// eventOf is a change as a stream event: its name and payload (SPEC.md "Dataset change
+// stream"), and the record after it, for filters.
+func eventOf(ch changes.Change) (name string, payload any, record map[string]any) {
+	if ch.Record != nil {
+		_ = json.Unmarshal(*ch.Record, &record)
+	}
+	switch ch.Op {
+	case "created":
+		return "record.created", record, record
+	case "updated":
+		var c map[string]any
+		if ch.Changes != nil {
+			_ = json.Unmarshal(*ch.Changes, &c)
+		}
+		return "record.updated", map[string]any{"id": ch.RecordID, "changes": c, "updated_at": record["updated_at"]}, record
+	}
+	return "record.deleted", map[string]any{"id": ch.RecordID, "deleted_at": ch.ChangedAt.UTC().Format(time.RFC3339Nano)}, nil
+}
+
+// matches applies a stream's equality filters to a record; deletions (no record) always pass.
+func matches(record map[string]any, filters map[string]string) bool {
+	if record == nil {
+		return true
+	}
+	for k, v := range filters {
+		if fmt.Sprint(record[k]) != v {
+			return false
+		}
+	}
+	return true
+}
+
+// streamFilters reads filter[field]=value parameters (equality) of known fields.
+func streamFilters(rc *recordCtx, q map[string][]string) (map[string]string, error) {
+	out := map[string]string{}
+	fields := map[string]bool{}
+	for _, f := range rc.desc.Table.Fields() {
+		fields[f] = true
+	}
+	for k, vs := range q {
+		if !strings.HasPrefix(k, "filter[") {
+			continue
+		}
+		f := strings.TrimSuffix(strings.TrimPrefix(k, "filter["), "]")
+		if !fields[f] || strings.ContainsAny(f, "[]") {
+			return nil, apierr.Field("query."+k, "unknown_field", "streams filter on fields by equality: filter[field]=value")
+		}
+		out[f] = vs[0]
+	}
+	return out, nil
+}
+
+// Stream is GET /api/v1/datasets/{id}/data/stream: Server-Sent Events of the dataset's record
+// changes, from the change after Last-Event-ID (header, or last_event_id) or from now on,
+// with a comment line as heartbeat.
+func (h *Records) Stream(c echo.Context) error {
+	rc, err := h.resolve(c, "datasets:read")
+	if err != nil {
+		return err
+	}
+	filters, err := streamFilters(rc, c.QueryParams())
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	last := int64(-1)
+	for _, s := range []string{c.Request().Header.Get("Last-Event-ID"), c.QueryParam("last_event_id")} {
+		if s != "" {
+			if last, err = strconv.ParseInt(s, 10, 64); err != nil || last < 0 {
+				return apierr.Field("header.Last-Event-ID", "type", "an event id is a non-negative integer")
+			}
+		}
+	}
+	if last < 0 {
+		if last, err = changes.Latest(ctx, h.Store.DB); err != nil {
+			return err
+		}
+	}
+	wake, unsubscribe := h.Changes.Subscribe(rc.d.ID)
+	defer unsubscribe()
+	res := c.Response()
+	_ = http.NewResponseController(res.Writer).SetWriteDeadline(time.Time{}) // a stream has no end
+	res.Header().Set("Content-Type", "text/event-stream")
+	res.Header().Set("Cache-Control", "no-cache")
+	res.Header().Set("X-Accel-Buffering", "no")
+	res.WriteHeader(http.StatusOK)
+	w := bufio.NewWriter(res)
+	send := func() error {
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		res.Flush()
+		return nil
+	}
+	fmt.Fprintf(w, "retry: 2000\n: stream of %s from event %d\n\n", rc.d.ID, last)
+	if err := send(); err != nil {
+		return nil
+	}
+	heartbeat := time.NewTicker(h.heartbeat())
+	defer heartbeat.Stop()
+	poll := time.NewTicker(streamPoll)
+	defer poll.Stop()
+	for {
+		batch, err := changes.Since(ctx, h.Store.DB, rc.d.ID, last, 500)
+		if err != nil {
+			return nil // the client went away, or the database did: the client reconnects
+		}
+		for _, ch := range batch {
+			last = ch.ID
+			name, payload, record := eventOf(ch)
+			if !matches(record, filters) {
+				continue
+			}
+			data, _ := json.Marshal(payload)
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ch.ID, name, data)
+		}
+		if len(batch) > 0 {
+			if err := send(); err != nil {
+				return nil
+			}
+			if len(batch) == 500 {
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-poll.C:
+		case <-heartbeat.C:
+			fmt.Fprintf(w, ": heartbeat %s\n\n", time.Now().UTC().Format(time.RFC3339))
+			if err := send(); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+func (h *Handlers) heartbeat() time.Duration {
+	if h.Config.StreamHeartbeat > 0 {
+		return h.Config.StreamHeartbeat
+	}
+	return 15 * time.Second
+}
