@@ -203,6 +203,7 @@ func (s *Server) buildEcho() *echo.Echo {
 		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data/bulk", "records_bulk", rec.Bulk},
 		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data/query", "records_query", rec.Query},
 		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/stream", "records_read", rec.Stream},
+		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/ws", "records_read", rec.Socket},
 		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/{id}", "records_read", rec.Get},
 		{http.MethodPut, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Replace},
 		{http.MethodPatch, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Patch},

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"dataplatform/config"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 )
 
 type sseEvent struct {
@@ -119,3 +122,62 @@ func TestRecordChangeStream(t *testing.T) {
 }
 
 func jsonNum(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestRecordChangeSocket(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
+	e.waitDataset(e.ownerToken, id)
+	base := "/api/v1/datasets/" + id + "/data"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.ts.URL, "http")+base+"/ws",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e.ownerToken}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	send := func(v any) {
+		if err := wsjson.Write(ctx, conn, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recv := func() map[string]any {
+		var m map[string]any
+		if err := wsjson.Read(ctx, conn, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	send(map[string]any{"action": "subscribe", "filters": map[string]any{"nope": "x"}})
+	if m := recv(); m["type"] != "error" {
+		t.Fatalf("bad filter: %v", m)
+	}
+	send(map[string]any{"action": "subscribe", "filters": map[string]any{"status": "pending"}})
+	if m := recv(); m["type"] != "subscribed" {
+		t.Fatalf("subscribe: %v", m)
+	}
+	e.do("POST", base, map[string]any{"name": "Act", "email": "act@example.com", "status": "active"}, own).status(201)
+	e.do("POST", base, map[string]any{"name": "Pen", "email": "pen@example.com"}, own).status(201)
+	m := recv()
+	if m["type"] != "record.created" || m["data"].(map[string]any)["name"] != "Pen" || m["id"] == "" {
+		t.Fatalf("event: %v", m)
+	}
+	send(map[string]any{"action": "ping"})
+	if m := recv(); m["type"] != "pong" {
+		t.Fatalf("ping: %v", m)
+	}
+	send(map[string]any{"action": "unsubscribe"})
+	if m := recv(); m["type"] != "unsubscribed" {
+		t.Fatalf("unsubscribe: %v", m)
+	}
+	send(map[string]any{"action": "explode"})
+	if m := recv(); m["type"] != "error" {
+		t.Fatalf("unknown action: %v", m)
+	}
+	conn.Close(websocket.StatusNormalClosure, "")
+	// Without credentials the upgrade is refused.
+	if _, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.ts.URL, "http")+base+"/ws", nil); err == nil || res == nil || res.StatusCode != 401 {
+		t.Fatalf("anonymous socket: %v %v", err, res)
+	}
+}
