@@ -529,6 +529,11 @@ func (a *Analyzer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) er
 		if err := store.SaveAnalysis(ctx, tx, d); err != nil {
 			return err
 		}
+		if d.Type == "file" { // the columns may have changed: the search index follows
+			if err := EnqueueSearchIndex(ctx, tx, d); err != nil {
+				return err
+			}
+		}
 		p.Set(ctx, "complete", *d.RowCount, *d.RowCount, "")
 		return nil
 	})

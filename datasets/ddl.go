@@ -189,3 +189,32 @@ func ChangeTrigger(table string) string {
 	return `CREATE TRIGGER dp_changes AFTER INSERT OR UPDATE OR DELETE ON ` + table +
 		` FOR EACH ROW EXECUTE FUNCTION platform.record_change()`
 }
+
+// SearchDocument is the full-text document of a row for the record API's search: its text
+// fields, the words of its text arrays and the strings inside its JSON fields. The search
+// index is built on exactly this expression (so it must stay immutable), "" when the table has
+// nothing to search.
+func SearchDocument(cols []ingest.Column) string {
+	var text, docs []string
+	for _, c := range cols {
+		q := pq.QuoteIdentifier(c.Name)
+		switch c.Type {
+		case ingest.Text:
+			text = append(text, "coalesce("+q+", '')")
+		case ingest.TextArray:
+			text = append(text, "coalesce(platform.text_array_words("+q+"), '')")
+		case ingest.JSONB:
+			docs = append(docs, "jsonb_to_tsvector('simple'::regconfig, coalesce("+q+", '{}'::jsonb), '[\"string\"]'::jsonb)")
+		}
+	}
+	if len(text) > 0 {
+		docs = append([]string{"to_tsvector('simple'::regconfig, " + strings.Join(text, " || ' ' || ") + ")"}, docs...)
+	}
+	return strings.Join(docs, " || ")
+}
+
+// SearchIndexName is the name of a dataset table's search index for a document expression:
+// it changes with the expression, so a schema change makes a new index.
+func SearchIndexName(datasetID, doc string) string {
+	return constraintName(fmt.Sprintf("%s_search_%08x", datasetID, crc32.ChecksumIEEE([]byte(doc))))
+}

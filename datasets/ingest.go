@@ -143,6 +143,11 @@ func (in *Ingester) ready(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, st
 	if err := store.FinishDataset(ctx, tx, d); err != nil {
 		return err
 	}
+	if d.Type == "file" {
+		if err := EnqueueSearchIndex(ctx, tx, d); err != nil {
+			return err
+		}
+	}
 	p.Set(ctx, "complete", *d.RowCount, *d.RowCount, "")
 	return store.Emit(ctx, tx, "dataset.ready", d.OrgID, map[string]any{"dataset_id": d.ID, "project_id": d.ProjectID, "row_count": *d.RowCount}, now)
 }

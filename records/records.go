@@ -330,26 +330,8 @@ func (t *Table) where(b *builder, filters []Filter, search string) error {
 	return nil
 }
 
-// SearchDocument is the text-search document of a row: its text fields, the strings inside
-// its JSON fields and the elements of its text arrays.
-func (t *Table) SearchDocument() string {
-	var text, docs []string
-	for _, c := range t.Columns {
-		q := pq.QuoteIdentifier(c.Name)
-		switch c.Type {
-		case ingest.Text:
-			text = append(text, "coalesce("+q+", '')")
-		case ingest.TextArray:
-			text = append(text, "coalesce(array_to_string("+q+", ' '), '')")
-		case ingest.JSONB:
-			docs = append(docs, "jsonb_to_tsvector('simple', coalesce("+q+", '{}'), '[\"string\"]')")
-		}
-	}
-	if len(text) > 0 {
-		docs = append([]string{"to_tsvector('simple', " + strings.Join(text, " || ' ' || ") + ")"}, docs...)
-	}
-	return strings.Join(docs, " || ")
-}
+// SearchDocument is the text-search document of a row (datasets.SearchDocument).
+func (t *Table) SearchDocument() string { return datasets.SearchDocument(t.Columns) }
 
 type sortKey struct {
 	field string

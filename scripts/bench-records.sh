@@ -47,6 +47,8 @@ export PGPASSWORD=$(cat "$tmp/d/postgres.password")
 psqlc() { psql -q -h 127.0.0.1 -p "$pgport" -U postgres -d postgres "$@"; }
 table="\"$org\".\"$ds\""
 cols="id, id_num, big, amount, flag, day, seen_at, ref, city, note, maybe, created_at, updated_at, version"
+# Wait for the background work that follows the load (the search index).
+while [ "$(psqlc -At -c "SELECT count(*) FROM platform.jobs WHERE status IN ('queued', 'running')")" != 0 ]; do sleep 0.5; done
 echo "dataset $ds: $rows rows"
 
 # Export.

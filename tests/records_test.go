@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // customersJSON are customer records of SPEC.md's shape, loaded with a declared schema.
@@ -453,4 +454,44 @@ func TestRecordBulk(t *testing.T) {
 	e.do("POST", base+"/bulk", map[string]any{"operations": []any{map[string]any{"method": "delete"}}}, own).status(200)
 	_, analyst := e.member(e.orgID, "analyst")
 	e.do("POST", base+"/bulk", map[string]any{"operations": ops}, bearer(analyst)).authError(403, "PERMISSION_DENIED")
+}
+
+// Search is backed by a GIN index on the same document expression, built after the load and
+// rebuilt when the columns change.
+func TestRecordSearchIndex(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
+	e.waitDataset(e.ownerToken, id)
+	indexes := func() []string {
+		var out []string
+		e.st.DB.Select(&out, `SELECT indexdef FROM pg_indexes WHERE tablename = $1 AND indexname LIKE '%search%'`, id)
+		return out
+	}
+	wait := func(want func([]string) bool) []string {
+		for i := 0; i < 300; i++ {
+			if x := indexes(); want(x) {
+				return x
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("search index: %v", indexes())
+		return nil
+	}
+	first := wait(func(x []string) bool { return len(x) == 1 })
+	if !strings.Contains(first[0], "gin") || !strings.Contains(first[0], "jsonb_to_tsvector") {
+		t.Fatalf("index: %v", first)
+	}
+	if r := e.do("GET", "/api/v1/datasets/"+id+"/data?search=oslo", nil, own).status(200); r.len("data") != 1 || r.str("data.0.name") != "Ann" {
+		t.Fatalf("search: %s", r.Body)
+	}
+	// Dropping a searched column rebuilds the index for the new document.
+	e.do("PUT", "/api/v1/datasets/"+id+"/schema", map[string]any{"changes": []any{map[string]any{"op": "drop_column", "column": "address"}}}, own).status(200)
+	second := wait(func(x []string) bool { return len(x) == 1 && x[0] != first[0] })
+	if strings.Contains(second[0], "jsonb_to_tsvector('simple'::regconfig, COALESCE(address") {
+		t.Fatalf("old document: %v", second)
+	}
+	if r := e.do("GET", "/api/v1/datasets/"+id+"/data?search=bob", nil, own).status(200); r.len("data") != 1 {
+		t.Fatalf("search after the change: %s", r.Body)
+	}
 }
