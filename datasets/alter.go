@@ -82,6 +82,18 @@ func Alter(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Col
 	cols = slices.Clone(cols)
 	table := Table(d.TableSchema, d.ID)
 	a := &alterer{tx: tx, table: table, id: d.ID}
+	// The search index is built on the columns' current types: it goes, and the analysis
+	// that follows the change builds the next one.
+	var search []string
+	if err := tx.SelectContext(ctx, &search, `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = $2 AND indexname LIKE $3`,
+		d.TableSchema, d.ID, strings.ReplaceAll(d.ID, "_", `\_`)+`\_search\_%`); err != nil {
+		return nil, err
+	}
+	for _, ix := range search {
+		if _, err := tx.ExecContext(ctx, `DROP INDEX `+Table(d.TableSchema, ix)); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `CREATE OR REPLACE FUNCTION pg_temp.dp_castable(v text, t text) RETURNS boolean LANGUAGE plpgsql AS $$
 		BEGIN EXECUTE format('SELECT %L::%s', v, t); RETURN true; EXCEPTION WHEN others THEN RETURN false; END $$`); err != nil {
 		return nil, err
