@@ -112,15 +112,8 @@ func (h *Datasets) CreateDatabaseDataset(ctx context.Context, req datasetapi.Cre
 			Options: string(oj), ServerName: datasets.ServerName(d.ID)}); err != nil {
 			return err
 		}
-		if err := h.audit(ctx, tx, prj.OrgID, "dataset.create", "dataset", d.ID, d.Name, map[string]any{"project_id": prj.ID,
-			"connection": map[string]any{"type": cfg.Type, "host": cfg.Host, "port": cfg.Port, "database": cfg.Database}}); err != nil {
-			return err
-		}
-		ev := map[string]any{"dataset_id": d.ID, "project_id": prj.ID, "name": d.Name}
-		if err := store.Emit(ctx, tx, "dataset.created", prj.OrgID, ev, now); err != nil {
-			return err
-		}
-		return store.Emit(ctx, tx, "dataset.processing", prj.OrgID, ev, now)
+		return h.created(ctx, tx, d, map[string]any{"project_id": prj.ID,
+			"connection": map[string]any{"type": cfg.Type, "host": cfg.Host, "port": cfg.Port, "database": cfg.Database}})
 	})
 	if err != nil {
 		return nil, err

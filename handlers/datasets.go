@@ -143,14 +143,7 @@ func (h *Datasets) CreateDataset(ctx context.Context, req datasetapi.CreateDatas
 		if err := store.CreateDataset(ctx, tx, d); err != nil {
 			return conflictOn(err, "name", "a dataset named "+d.Name+" already exists in this project")
 		}
-		if err := h.audit(ctx, tx, prj.OrgID, "dataset.create", "dataset", d.ID, d.Name, map[string]any{"project_id": prj.ID, "file_id": up.ID}); err != nil {
-			return err
-		}
-		ev := map[string]any{"dataset_id": d.ID, "project_id": prj.ID, "name": d.Name}
-		if err := store.Emit(ctx, tx, "dataset.created", prj.OrgID, ev, now); err != nil {
-			return err
-		}
-		return store.Emit(ctx, tx, "dataset.processing", prj.OrgID, ev, now)
+		return h.created(ctx, tx, d, map[string]any{"project_id": prj.ID, "file_id": up.ID})
 	})
 	if err != nil {
 		return nil, err
@@ -161,6 +154,33 @@ func (h *Datasets) CreateDataset(ctx context.Context, req datasetapi.CreateDatas
 	}
 	return datasetapi.CreateDataset202JSONResponse{Body: out,
 		Headers: datasetapi.CreateDataset202ResponseHeaders{Location: "/api/v1/projects/" + d.ProjectID + "/datasets/" + d.ID}}, nil
+}
+
+// created records a new dataset in tx: its audit entry and the dataset.created and
+// dataset.processing events.
+func (h *Datasets) created(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, details map[string]any) error {
+	if err := h.audit(ctx, tx, d.OrgID, "dataset.create", "dataset", d.ID, d.Name, details); err != nil {
+		return err
+	}
+	ev := map[string]any{"dataset_id": d.ID, "project_id": d.ProjectID, "name": d.Name}
+	if err := store.Emit(ctx, tx, "dataset.created", d.OrgID, ev, d.CreatedAt); err != nil {
+		return err
+	}
+	return store.Emit(ctx, tx, "dataset.processing", d.OrgID, ev, d.CreatedAt)
+}
+
+// activeTables loads an active dataset of the project the caller may use with perm, and its
+// tables; what says what waits for it to be active.
+func (h *Datasets) activeTables(ctx context.Context, projectID, id, perm, what string) (*store.Dataset, []datasets.TableDef, error) {
+	d, err := h.dataset(ctx, h.Store.DB, projectID, id, perm)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := active(d, what); err != nil {
+		return nil, nil, err
+	}
+	tables, err := datasets.Tables(d)
+	return d, tables, err
 }
 
 func (h *Datasets) GetDataset(ctx context.Context, req datasetapi.GetDatasetRequestObject) (datasetapi.GetDatasetResponseObject, error) {
@@ -242,14 +262,7 @@ func (h *Datasets) DeleteDataset(ctx context.Context, req datasetapi.DeleteDatas
 }
 
 func (h *Datasets) PreviewDataset(ctx context.Context, req datasetapi.PreviewDatasetRequestObject) (datasetapi.PreviewDatasetResponseObject, error) {
-	d, err := h.dataset(ctx, h.Store.DB, req.ProjectId, req.DatasetId, "datasets:read")
-	if err != nil {
-		return nil, err
-	}
-	if err := active(d, "its rows can be previewed"); err != nil {
-		return nil, err
-	}
-	tables, err := datasets.Tables(d)
+	_, tables, err := h.activeTables(ctx, req.ProjectId, req.DatasetId, "datasets:read", "its rows can be previewed")
 	if err != nil {
 		return nil, err
 	}

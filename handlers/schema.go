@@ -141,14 +141,7 @@ func active(d *store.Dataset, what string) error {
 }
 
 func (h *Datasets) GetDatasetSchema(ctx context.Context, req datasetapi.GetDatasetSchemaRequestObject) (datasetapi.GetDatasetSchemaResponseObject, error) {
-	d, err := h.dataset(ctx, h.Store.DB, req.ProjectId, req.DatasetId, "datasets:read")
-	if err != nil {
-		return nil, err
-	}
-	if err := active(d, "its schema can be read"); err != nil {
-		return nil, err
-	}
-	tables, err := datasets.Tables(d)
+	d, tables, err := h.activeTables(ctx, req.ProjectId, req.DatasetId, "datasets:read", "its schema can be read")
 	if err != nil {
 		return nil, err
 	}
