@@ -140,6 +140,15 @@ func TestRecordAPI(t *testing.T) {
 	if r := e.do("GET", base+"?filter[name]="+url.QueryEscape("x' OR '1'='1"), nil, own).status(200); r.len("data") != 0 {
 		t.Fatalf("a quote in a value matched: %s", r.Body)
 	}
+	if r := e.do("GET", base+"?search="+url.QueryEscape("'); DROP TABLE x; --"), nil, own).status(200); r.len("data") != 0 {
+		t.Fatalf("search: %s", r.Body)
+	}
+	if r := e.do("GET", base+"?filter[address.city'))--]=x", nil, own).status(200); r.len("data") != 0 {
+		t.Fatalf("a JSON path is a bound parameter: %s", r.Body)
+	}
+	if l.Header.Get("X-RateLimit-Limit") != "1000" || l.Header.Get("X-RateLimit-Remaining") == "" {
+		t.Fatalf("rate-limit headers: %v", l.Header)
+	}
 
 	// Read with ETag; related links.
 	one := fmt.Sprintf("%s/%d", base, id)
