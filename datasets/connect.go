@@ -72,6 +72,9 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 			return nil, err
 		}
 	}
+	if err := grantConnected(ctx, tx, d.OrgID, d.ID, userOpts); err != nil {
+		return nil, err
+	}
 	multi := map[string]bool{}
 	for _, t := range info.Tables {
 		multi[t.Schema] = true
@@ -123,6 +126,9 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 		}
 		local[t.Schema+"."+t.Name] = td.Name
 		tables = append(tables, td)
+	}
+	if _, err := tx.ExecContext(ctx, `GRANT SELECT ON ALL TABLES IN SCHEMA `+pq.QuoteIdentifier(d.ID)+` TO `+pq.QuoteIdentifier(QueryRole(d.OrgID))); err != nil {
+		return nil, err
 	}
 	// Foreign keys between the selected tables become relationships.
 	for i, t := range info.Tables {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dataplatform/apierr"
+	"dataplatform/datasets"
 	"dataplatform/records"
 	"dataplatform/sqlguard"
 
@@ -109,7 +110,7 @@ func (h *Records) Query(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	if err := records.EnsureQueryRole(ctx, h.Store.DB, rc.d.OrgID); err != nil {
+	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, rc.d.OrgID); err != nil {
 		return err
 	}
 	res, err := records.RunQuery(ctx, h.Store.DB, rc.d.OrgID, bound, args, timeout, maxQueryRows)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"dataplatform/datasets"
@@ -15,64 +14,6 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
-
-// QueryRole is the role user SQL of an organization runs under: it can read that
-// organization's dataset tables (live rows only, by their row-level security) and nothing of
-// other organizations or of the platform.
-func QueryRole(orgID string) string { return "dp_query_" + orgID }
-
-var rolesReady sync.Map // organization id → true once its role is set up in this process
-
-// EnsureQueryRole creates the organization's query role (once) and grants it reading its
-// schema, now and for tables made later; tables made before row-level security existed get
-// their policy here.
-func EnsureQueryRole(ctx context.Context, db *sqlx.DB, orgID string) error {
-	if _, ok := rolesReady.Load(orgID); ok {
-		return nil
-	}
-	role, schema := pq.QuoteIdentifier(QueryRole(orgID)), pq.QuoteIdentifier(orgID)
-	tx, err := db.BeginTxx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	// Serialise with other replicas doing the same.
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('platform.query_role'), hashtext($1))`, orgID); err != nil {
-		return err
-	}
-	var exists bool
-	if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, QueryRole(orgID)); err != nil {
-		return err
-	}
-	stmts := []string{`CREATE SCHEMA IF NOT EXISTS ` + schema}
-	if !exists {
-		stmts = append(stmts, `CREATE ROLE `+role+` NOLOGIN NOINHERIT NOBYPASSRLS`, `GRANT `+role+` TO CURRENT_USER`)
-	}
-	stmts = append(stmts, `GRANT USAGE ON SCHEMA `+schema+` TO `+role, `GRANT SELECT ON ALL TABLES IN SCHEMA `+schema+` TO `+role,
-		`ALTER DEFAULT PRIVILEGES IN SCHEMA `+schema+` GRANT SELECT ON TABLES TO `+role)
-	for _, q := range stmts {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
-		}
-	}
-	var bare []string
-	if err := tx.SelectContext(ctx, &bare, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND c.relkind = 'r' AND NOT EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = 'dp_live')`, orgID); err != nil {
-		return err
-	}
-	for _, t := range bare {
-		for _, q := range datasets.RowSecurity(datasets.Table(orgID, t)) {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	rolesReady.Store(orgID, true)
-	return nil
-}
 
 // QueryColumn describes a column of a query's result.
 type QueryColumn struct {
@@ -107,7 +48,7 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 		`SET LOCAL lock_timeout = 1000`,
 		`SET LOCAL idle_in_transaction_session_timeout = ` + strconv.FormatInt(timeout.Milliseconds()+5000, 10),
 		`SET LOCAL search_path = ` + pq.QuoteIdentifier(orgID),
-		`SET LOCAL ROLE ` + pq.QuoteIdentifier(QueryRole(orgID)),
+		`SET LOCAL ROLE ` + pq.QuoteIdentifier(datasets.QueryRole(orgID)),
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return nil, err

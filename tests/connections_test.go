@@ -167,6 +167,14 @@ func TestPostgresConnectedDataset(t *testing.T) {
 		t.Fatalf("preview: %s", p.Body)
 	}
 	e.do("GET", base+id+"/preview?table=audit_log", nil, own).apiError(400, "VALIDATION_ERROR", "query.table", "not_found")
+	// SQL over an uploaded dataset can join the connected tables (under the query role).
+	up := e.uploadAndCreate(e.ownerToken, "Targets", "targets.csv", "customer,target\n1,50\n3,20\n")
+	e.waitDataset(e.ownerToken, up)
+	q := e.do("POST", "/api/v1/datasets/"+up+"/data/query", map[string]any{"sql": fmt.Sprintf(
+		`SELECT c.name, t.target FROM ${table} t JOIN %q.customers c ON c.id = t.customer ORDER BY c.name`, id)}, own).status(200)
+	if q.num("meta.row_count") != 2 || q.str("data.0.name") != "Ann" || q.num("data.1.target") != 20 {
+		t.Fatalf("join with a connected table: %s", q.Body)
+	}
 	// The data stays there: a change in the database shows at once.
 	ext, _ := sql.Open("postgres", fmt.Sprintf("postgres://postgres:%s@%s:%d/shop?sslmode=disable", url.QueryEscape(password), host, port))
 	defer ext.Close()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"dataplatform/datasets"
 	"dataplatform/records"
 
 	"github.com/lib/pq"
@@ -95,7 +96,7 @@ func TestQueryWallWithoutTheParser(t *testing.T) {
 	e.waitDataset(e.ownerToken, theirs)
 	e.projectID = prj
 	ctx := context.Background()
-	if err := records.EnsureQueryRole(ctx, e.st.DB, e.orgID); err != nil {
+	if err := datasets.EnsureQueryRole(ctx, e.st.DB, e.orgID); err != nil {
 		t.Fatal(err)
 	}
 	run := func(sql string) error {

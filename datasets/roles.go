@@ -1,0 +1,108 @@
+package datasets
+
+import (
+	"context"
+	"sync"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// QueryRole is the role user SQL of an organization runs under: it can read that
+// organization's dataset tables (live rows only, by their row-level security) and its
+// connected datasets' foreign tables, and nothing of other organizations or of the platform.
+func QueryRole(orgID string) string { return "dp_query_" + orgID }
+
+var rolesReady sync.Map // organization id → true once its role is set up in this process
+
+// ensureRole creates the organization's query role in tx if it does not exist yet.
+func ensureRole(ctx context.Context, tx *sqlx.Tx, orgID string) error {
+	// Serialise with other transactions (and replicas) doing the same.
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('platform.query_role'), hashtext($1))`, orgID); err != nil {
+		return err
+	}
+	var exists bool
+	if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, QueryRole(orgID)); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	role := pq.QuoteIdentifier(QueryRole(orgID))
+	for _, q := range []string{`CREATE ROLE ` + role + ` NOLOGIN NOINHERIT NOBYPASSRLS`, `GRANT ` + role + ` TO CURRENT_USER`} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnsureQueryRole creates the organization's query role (once per process) and grants it
+// reading its schema, now and for tables made later; tables made before row-level security
+// existed get their policy here.
+func EnsureQueryRole(ctx context.Context, db *sqlx.DB, orgID string) error {
+	if _, ok := rolesReady.Load(orgID); ok {
+		return nil
+	}
+	role, schema := pq.QuoteIdentifier(QueryRole(orgID)), pq.QuoteIdentifier(orgID)
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := ensureRole(ctx, tx, orgID); err != nil {
+		return err
+	}
+	for _, q := range []string{`CREATE SCHEMA IF NOT EXISTS ` + schema, `GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
+		`GRANT SELECT ON ALL TABLES IN SCHEMA ` + schema + ` TO ` + role,
+		`ALTER DEFAULT PRIVILEGES IN SCHEMA ` + schema + ` GRANT SELECT ON TABLES TO ` + role} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	var bare []string
+	if err := tx.SelectContext(ctx, &bare, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind = 'r' AND NOT EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = 'dp_live')`, orgID); err != nil {
+		return err
+	}
+	for _, t := range bare {
+		for _, q := range RowSecurity(Table(orgID, t)) {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	rolesReady.Store(orgID, true)
+	return nil
+}
+
+// grantConnected lets the organization's query role read a connected dataset's foreign tables:
+// the schema, the server, and a user mapping of its own with the connection's credentials.
+func grantConnected(ctx context.Context, tx *sqlx.Tx, orgID, datasetID string, userOpts []string) error {
+	if err := ensureRole(ctx, tx, orgID); err != nil {
+		return err
+	}
+	role, schema, server := pq.QuoteIdentifier(QueryRole(orgID)), pq.QuoteIdentifier(datasetID), pq.QuoteIdentifier(ServerName(datasetID))
+	for _, q := range []string{`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role, `GRANT SELECT ON ALL TABLES IN SCHEMA ` + schema + ` TO ` + role,
+		`GRANT USAGE ON FOREIGN SERVER ` + server + ` TO ` + role,
+		`CREATE USER MAPPING FOR ` + role + ` SERVER ` + server + ` OPTIONS (` + joinOpts(userOpts) + `)`} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func joinOpts(o []string) string {
+	s := ""
+	for i, x := range o {
+		if i > 0 {
+			s += ", "
+		}
+		s += x
+	}
+	return s
+}
