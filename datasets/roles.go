@@ -106,3 +106,20 @@ func joinOpts(o []string) string {
 	}
 	return s
 }
+
+// DropQueryRole removes an organization's query role (its grants in this database first),
+// when the organization and its data go.
+func DropQueryRole(ctx context.Context, tx *sqlx.Tx, orgID string) error {
+	var exists bool
+	if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, QueryRole(orgID)); err != nil || !exists {
+		return err
+	}
+	role := pq.QuoteIdentifier(QueryRole(orgID))
+	for _, q := range []string{`DROP OWNED BY ` + role, `DROP ROLE ` + role} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	rolesReady.Delete(orgID)
+	return nil
+}

@@ -10,6 +10,7 @@ import (
 
 	"dataplatform/apierr"
 	"dataplatform/auth"
+	"dataplatform/datasets"
 	"dataplatform/gen/orgapi"
 	"dataplatform/store"
 
@@ -270,6 +271,9 @@ func (o *Orgs) DeleteOrganization(ctx context.Context, req orgapi.DeleteOrganiza
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+pq.QuoteIdentifier(org.ID)+` CASCADE`); err != nil {
+				return err
+			}
+			if err := datasets.DropQueryRole(ctx, tx, org.ID); err != nil {
 				return err
 			}
 		}

@@ -141,4 +141,11 @@ func TestQueryWallWithoutTheParser(t *testing.T) {
 	if n != 2 {
 		t.Fatal("a refused write changed the table")
 	}
+	// The role goes with its organization.
+	e.do("DELETE", "/api/v1/organizations/"+e.orgID, map[string]any{"confirmation": "default"}, own).status(200)
+	var roles int
+	e.st.DB.Get(&roles, `SELECT count(*) FROM pg_roles WHERE rolname = $1`, datasets.QueryRole(e.orgID))
+	if roles != 0 {
+		t.Fatal("the query role outlived its organization")
+	}
 }
