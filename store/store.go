@@ -99,8 +99,20 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 	return err
 }
 
-// Tx runs fn in a transaction, committing when it returns nil.
+// Tx runs fn in a transaction, committing when it returns nil. A transaction PostgreSQL
+// aborts as a deadlock victim or a serialization failure is run again (twice at most): fn
+// starts over from what the database holds then.
 func (s *Store) Tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.tx(ctx, fn)
+		if attempt < 2 && retryable(err) {
+			continue
+		}
+		return err
+	}
+}
+
+func (s *Store) tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	tx, err := s.DB.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
@@ -110,6 +122,11 @@ func (s *Store) Tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+func retryable(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
 // ErrNotFound is returned when a row does not exist (or is not visible to the caller).
