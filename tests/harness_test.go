@@ -52,6 +52,8 @@ type env struct {
 	ts     *httptest.Server
 	clock  *fakeclock.Clock // the server's; tests move it to expire tokens and keys
 	router routers.Router
+	cfg   config.Config
+	dbURL string
 	// the bootstrap owner and the ids of their organization and project
 	ownerToken string
 	orgID      string
@@ -78,7 +80,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e := &env{t: t, st: st, clock: fakeclock.New(time.Now().UTC())}
+	e := &env{t: t, st: st, clock: fakeclock.New(time.Now().UTC()), cfg: cfg, dbURL: dbURL}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -214,6 +216,22 @@ func (e *env) validate(req *http.Request, r *resp) {
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		e.t.Fatalf("%s: response %d does not match the description: %v\n%s", r.req, r.Code, err, r.Body)
 	}
+}
+
+// replica starts a second server on the same database and data directory, as another
+// replica of the service would run; it answers at the returned base URL.
+func (e *env) replica() string {
+	e.t.Helper()
+	srv, err := server.New(context.Background(), server.Deps{Config: e.cfg, Store: e.st, DatabaseURL: e.dbURL,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: e.clock.Now})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	streams, stop := context.WithCancel(context.Background())
+	srv.StartStreams(streams)
+	ts := httptest.NewServer(srv.Handler())
+	e.t.Cleanup(func() { ts.Close(); stop(); srv.Close() })
+	return ts.URL
 }
 
 var recordPath = regexp.MustCompile(`^/api/v1/datasets/(ds_[a-z0-9_]+)/data(/|$)`)

@@ -24,8 +24,13 @@ type sseEvent struct {
 // "heartbeat") on a channel until cancel.
 func (e *env) openStream(path string, hs ...header) (<-chan sseEvent, func()) {
 	e.t.Helper()
+	return e.openStreamAt(e.ts.URL, path, hs...)
+}
+
+func (e *env) openStreamAt(base, path string, hs ...header) (<-chan sseEvent, func()) {
+	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", e.ts.URL+path, nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+path, nil)
 	for _, h := range hs {
 		for k, v := range h {
 			req.Header.Set(k, v)
@@ -179,5 +184,20 @@ func TestRecordChangeSocket(t *testing.T) {
 	// Without credentials the upgrade is refused.
 	if _, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.ts.URL, "http")+base+"/ws", nil); err == nil || res == nil || res.StatusCode != 401 {
 		t.Fatalf("anonymous socket: %v %v", err, res)
+	}
+}
+
+// A change made through one replica reaches a stream served by another.
+func TestRecordChangeStreamAcrossReplicas(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Notes", "n.csv", "text\nfirst\n")
+	e.waitDataset(e.ownerToken, id)
+	other := e.replica()
+	events, stop := e.openStreamAt(other, "/api/v1/datasets/"+id+"/data/stream", own)
+	defer stop()
+	e.do("POST", "/api/v1/datasets/"+id+"/data", map[string]any{"text": "from replica A"}, own).status(201)
+	if ev := next(t, events, true); ev.name != "record.created" || ev.data["text"] != "from replica A" {
+		t.Fatalf("event at replica B: %+v", ev)
 	}
 }
