@@ -52,8 +52,8 @@ type env struct {
 	ts     *httptest.Server
 	clock  *fakeclock.Clock // the server's; tests move it to expire tokens and keys
 	router routers.Router
-	cfg   config.Config
-	dbURL string
+	cfg    config.Config
+	dbURL  string
 	// the bootstrap owner and the ids of their organization and project
 	ownerToken string
 	orgID      string
