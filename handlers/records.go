@@ -52,6 +52,9 @@ type link struct {
 	many                          bool
 }
 
+// maxDescriptions bounds the descriptions kept in memory (a few tens of KB each).
+const maxDescriptions = 2000
+
 // Descriptions renders and caches datasets' descriptions, one per dataset and schema state.
 type Descriptions struct {
 	h     *Handlers
@@ -130,6 +133,12 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 	}
 	desc.ETag = fmt.Sprintf(`"%s-%d-%d"`, d.ID, d.SchemaVersion, d.UpdatedAt.UnixNano())
 	ds.mu.Lock()
+	if len(ds.cache) >= maxDescriptions { // bounded: drop one (map order is random enough)
+		for k := range ds.cache {
+			delete(ds.cache, k)
+			break
+		}
+	}
 	ds.cache[d.ID] = desc
 	ds.mu.Unlock()
 	return desc, nil

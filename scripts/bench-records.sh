@@ -76,6 +76,13 @@ SQL
 echo "pgbench, the same SELECT, ${secs}s, 32 clients:"
 pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c 32 -j 2 -T "$secs" -f "$tmp/page.sql" postgres 2>/dev/null | grep -E "^tps|latency average"
 
+# One record by id.
+echo "GET one record, ${secs}s, 32 connections:"
+wrk -t2 -c32 -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" | grep -E "Requests/sec|99%|50%|Non-2xx"
+echo "SELECT ... WHERE id = 123456 under pgbench, ${secs}s, 32 clients:"
+echo "SELECT to_json(r) FROM (SELECT $cols FROM $table WHERE id = 123456 AND deleted_at IS NULL) r;" > "$tmp/one.sql"
+pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c 32 -j 2 -T "$secs" -f "$tmp/one.sql" postgres 2>/dev/null | grep -E "^tps|latency average"
+
 # Cursor near the end vs the first page (sort by id).
 first=$(curl -s -o /dev/null -w '%{time_total}' "127.0.0.1:$port/api/v1/datasets/$ds/data?sort=id&limit=20" -H "Authorization: Bearer $tok")
 cur=$(python3 -c "import base64,json; print(base64.urlsafe_b64encode(json.dumps({'d':'$ds','s':'id','v':[$rows-30]}).encode()).decode().rstrip('='))")
