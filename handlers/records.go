@@ -39,7 +39,9 @@ import (
 // Description is a dataset's rendered description with what serving it needs.
 type Description struct {
 	key      string
-	singular string // the record schemas are <singular>, <singular>Create, ...
+	base     string    // the dataset's schema version and update time
+	checked  time.Time // when the relationships were last compared
+	singular string    // the record schemas are <singular>, <singular>Create, ...
 	Doc      *openapi3.T
 	JSON     []byte
 	ETag     string
@@ -51,6 +53,9 @@ type link struct {
 	name, dataset, column, target string // target "" → the other dataset's record by id
 	many                          bool
 }
+
+// relCheck is how long a description's relationship links are trusted without a look.
+const relCheck = 5 * time.Second
 
 // maxDescriptions bounds the descriptions kept in memory (a few tens of KB each).
 const maxDescriptions = 2000
@@ -75,7 +80,7 @@ func (ds *Descriptions) Resolve(ctx context.Context, datasetID string) (*store.D
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := store.DatasetForUserAnyProject(ctx, ds.h.Store.DB, datasetID, p.UserID)
+	d, err := ds.h.Store.DatasetForRecords(ctx, datasetID, p.UserID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, apierr.New(http.StatusNotFound, "DATASET_NOT_FOUND", "dataset not found").WithDetails(map[string]any{"dataset_id": datasetID})
 	} else if err != nil {
@@ -92,15 +97,24 @@ func (ds *Descriptions) Resolve(ctx context.Context, datasetID string) (*store.D
 }
 
 func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Description, error) {
+	base := fmt.Sprintf("%d|%d", d.SchemaVersion, d.UpdatedAt.UnixNano())
+	ds.mu.Lock()
+	cached := ds.cache[d.ID]
+	ds.mu.Unlock()
+	// Relationships change without the dataset changing (another dataset starts to refer to
+	// it): they are looked at again when the cached description is older than relCheck.
+	if cached != nil && cached.base == base && time.Since(cached.checked) < relCheck {
+		return cached, nil
+	}
 	rels, err := store.Relationships(ctx, ds.h.Store.DB, d.ID)
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%d|%d|%s", d.SchemaVersion, d.UpdatedAt.UnixNano(), relKey(rels))
-	ds.mu.Lock()
-	cached := ds.cache[d.ID]
-	ds.mu.Unlock()
+	key := base + "|" + relKey(rels)
 	if cached != nil && cached.key == key {
+		ds.mu.Lock()
+		cached.checked = time.Now()
+		ds.mu.Unlock()
 		return cached, nil
 	}
 	tables, err := datasets.Tables(d)
@@ -113,7 +127,7 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 	}
 	in := specgen.Input{DatasetID: d.ID, Name: d.Name, Description: deref(d.Description), SchemaVersion: d.SchemaVersion,
 		Table: tables[0], ProductionURL: ds.h.Config.BaseURL, StagingURL: staging, GeneratedAt: d.UpdatedAt}
-	desc := &Description{key: key, Table: records.NewTable(tables[0]), singular: specgen.NamesOf(d.Name).Singular}
+	desc := &Description{key: key, base: base, checked: time.Now(), Table: records.NewTable(tables[0]), singular: specgen.NamesOf(d.Name).Singular}
 	for _, r := range rels {
 		if r.FromDataset == d.ID { // this.col → other.key: the one record it points at
 			l := link{name: strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id"), dataset: r.ToDataset, column: r.FromColumn, target: r.ToColumn}

@@ -271,3 +271,18 @@ func StoreIdempotentAnswer(ctx context.Context, q sqlx.ExecerContext, principal,
 		WHERE principal = $1 AND dataset_id = $2 AND key = $3`, principal, datasetID, key, status, location, body)
 	return err
 }
+
+// DatasetForRecords is DatasetForUserAnyProject for the record API's hot path: a prepared
+// statement reading what serving records needs (not the statistics, which can be large).
+func (s *Store) DatasetForRecords(ctx context.Context, id, userID string) (*Dataset, error) {
+	st, err := s.prepared(ctx, `SELECT d.id, d.project_id, d.organization_id, d.name, d.description, d.type, d.status, d.table_schema,
+		d.columns, d.tables, d.schema_version, d.created_at, d.updated_at, m.role FROM platform.datasets d
+		JOIN platform.memberships m ON m.organization_id = d.organization_id AND m.user_id = $2 AND m.status = 'active'
+		WHERE d.id = $1`)
+	if err != nil {
+		return nil, err
+	}
+	var d Dataset
+	err = st.GetContext(ctx, &d, id, userID)
+	return &d, notFound(err)
+}
