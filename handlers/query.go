@@ -111,6 +111,11 @@ func (h *Records) Query(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, rc.d.OrgID); err != nil {
+		var pe *pq.Error
+		if errors.As(err, &pe) && pe.Code == "42501" {
+			return apierr.New(http.StatusNotImplemented, "NOT_SUPPORTED",
+				"the platform's database user may not create the query role (it needs CREATEROLE): "+pe.Message)
+		}
 		return err
 	}
 	res, err := records.RunQuery(ctx, h.Store.DB, rc.d.OrgID, bound, args, timeout, maxQueryRows)
