@@ -504,3 +504,57 @@ func TestRecordSearchIndex(t *testing.T) {
 		t.Fatalf("search after the change: %s", r.Body)
 	}
 }
+
+// Every filter operator, on the field types it applies to.
+func TestRecordFilterOperators(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Things", "things.json", `[
+		{"name": "alpha", "n": 1, "ok": true, "day": "2024-01-01", "tags": ["a", "b"], "meta": {"k": "x", "deep": {"v": 1}}},
+		{"name": "beta", "n": 5, "ok": false, "day": "2024-02-01", "tags": ["b"], "meta": {"k": "y"}},
+		{"name": "gamma", "n": 10, "ok": true, "day": "2024-03-01", "tags": [], "meta": {"k": "x"}},
+		{"name": "Delta_%", "n": null, "ok": null, "day": null, "tags": null, "meta": null}
+	]`)
+	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+		t.Fatalf("dataset: %s", d.Body)
+	}
+	for q, want := range map[string]string{
+		"filter[n][eq]=5":                             "beta",
+		"filter[n][ne]=5":                             "alpha,gamma,Delta_%",
+		"filter[n][gt]=1":                             "beta,gamma",
+		"filter[n][gte]=5":                            "beta,gamma",
+		"filter[n][lt]=5":                             "alpha",
+		"filter[n][lte]=5":                            "alpha,beta",
+		"filter[n][in]=1,10":                          "alpha,gamma",
+		"filter[n][nin]=1,10":                         "beta,Delta_%",
+		"filter[name][like]=%25a":                     "alpha,beta,gamma",
+		"filter[name][ilike]=D%25":                    "Delta_%",
+		"filter[name][contains]=ET":                   "beta",
+		"filter[name][startswith]=Delta_":             "Delta_%",
+		"filter[name][endswith]=_%25":                 "Delta_%",
+		"filter[name][endswith]=a":                    "alpha,beta,gamma",
+		"filter[tags][contains]=b":                    "alpha,beta",
+		"filter[meta][contains]={\"k\":\"x\"}":        "alpha,gamma",
+		"filter[meta.k]=y":                            "beta",
+		"filter[meta.deep.v]=1":                       "alpha",
+		"filter[n][is]=null":                          "Delta_%",
+		"filter[n][is]=notnull":                       "alpha,beta,gamma",
+		"filter[ok][is]=true":                         "alpha,gamma",
+		"filter[ok][is]=false":                        "beta",
+		"filter[day][between]=2024-01-15,2024-03-01":  "beta,gamma",
+		"filter[day][gte]=2024-02-01&filter[ok]=true": "gamma",
+	} {
+		r := e.do("GET", "/api/v1/datasets/"+id+"/data?sort=id&"+strings.ReplaceAll(q, "\"", "%22"), nil, own).status(200)
+		var got []string
+		for i := 0; i < r.len("data"); i++ {
+			got = append(got, r.str(fmt.Sprintf("data.%d.name", i)))
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s: %v, want %s", q, got, want)
+		}
+	}
+	for _, q := range []string{"filter[n][gt]=abc", "filter[n][like]=1", "filter[ok][is]=maybe", "filter[name][is]=true",
+		"filter[n][between]=1", "filter[tags][eq]=a", "filter[meta][contains]=notjson", "filter[day][gt]=yesterday", "filter[name.x]=1"} {
+		e.do("GET", "/api/v1/datasets/"+id+"/data?"+q, nil, own).apiError(400, "VALIDATION_ERROR")
+	}
+}
