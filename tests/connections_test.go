@@ -175,6 +175,13 @@ func TestPostgresConnectedDataset(t *testing.T) {
 	if q.num("meta.row_count") != 2 || q.str("data.0.name") != "Ann" || q.num("data.1.target") != 20 {
 		t.Fatalf("join with a connected table: %s", q.Body)
 	}
+	// The list tells the two kinds apart.
+	if l := e.do("GET", base[:len(base)-1]+"?type=database", nil, own).status(200); l.num("pagination.total") != 1 || l.str("datasets.0.id") != id {
+		t.Fatalf("type=database: %s", l.Body)
+	}
+	if l := e.do("GET", base[:len(base)-1]+"?type=file", nil, own).status(200); l.num("pagination.total") != 1 || l.str("datasets.0.id") != up {
+		t.Fatalf("type=file: %s", l.Body)
+	}
 	// The data stays there: a change in the database shows at once.
 	ext, _ := sql.Open("postgres", fmt.Sprintf("postgres://postgres:%s@%s:%d/shop?sslmode=disable", url.QueryEscape(password), host, port))
 	defer ext.Close()
