@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"dataplatform/ingest"
 	"dataplatform/jobs"
 	"dataplatform/store"
 
@@ -12,9 +13,10 @@ import (
 	"github.com/lib/pq"
 )
 
-// KindSearchIndex is the job that builds a dataset table's full-text search index (GIN on
-// SearchDocument), after the dataset is active and after schema changes: CREATE INDEX
-// CONCURRENTLY does not block writes, and the load does not wait for it.
+// KindSearchIndex is the job that builds a dataset table's indexes: the full-text search
+// index (GIN on SearchDocument) and a btree per filterable column, after the dataset is
+// active and after schema changes: CREATE INDEX CONCURRENTLY does not block writes, and the
+// load does not wait for it.
 const KindSearchIndex = "dataset.search_index"
 
 // EnqueueSearchIndex adds the job in tx.
@@ -73,7 +75,50 @@ func (x *Indexer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) err
 			return err
 		}
 	}
-	_, err = x.Store.DB.ExecContext(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+pq.QuoteIdentifier(name)+` ON `+Table(d.TableSchema, d.ID)+
-		` USING gin ((`+doc+`))`)
-	return err
+	if _, err = x.Store.DB.ExecContext(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+pq.QuoteIdentifier(name)+` ON `+Table(d.TableSchema, d.ID)+
+		` USING gin ((`+doc+`))`); err != nil {
+		return err
+	}
+	return x.columnIndexes(ctx, d, tables[0], p)
+}
+
+// maxColumnIndexes bounds the column indexes of one table.
+const maxColumnIndexes = 32
+
+// columnIndexes gives the columns lists filter and sort on a btree index each (and the
+// default sort, newest first, one of its own), so that a filtered, sorted page of a large
+// table reads a few index pages instead of the table. JSON and array columns (matched by
+// containment) and booleans (two values) get none; a text column whose values are too long
+// for a btree keeps none, and the others are built anyway.
+func (x *Indexer) columnIndexes(ctx context.Context, d *store.Dataset, t TableDef, p *jobs.Progress) error {
+	type ix struct{ name, def string }
+	list := []ix{{constraintName(d.ID + "_created_idx"), `(created_at DESC, id)`}}
+	for _, c := range t.Columns {
+		switch c.Type {
+		case ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz, ingest.UUID, ingest.Text:
+			if len(list) <= maxColumnIndexes {
+				list = append(list, ix{constraintName(d.ID + "_" + c.Name + "_idx"), `(` + pq.QuoteIdentifier(c.Name) + `)`})
+			}
+		}
+	}
+	var failed []string
+	for i, x2 := range list {
+		p.Set(ctx, "indexing", int64(i), int64(len(list)), "building column indexes")
+		_, err := x.Store.DB.ExecContext(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+pq.QuoteIdentifier(x2.name)+` ON `+
+			Table(d.TableSchema, d.ID)+` `+x2.def)
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		// A value too long for a btree, or the table changed meanwhile: this index is left
+		// out (its invalid remains dropped), the others still come.
+		failed = append(failed, x2.name+": "+err.Error())
+		_, _ = x.Store.DB.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+Table(d.TableSchema, x2.name))
+	}
+	if len(failed) > 0 {
+		p.Set(ctx, "complete", int64(len(list)-len(failed)), int64(len(list)), "not indexed: "+strings.Join(failed, "; "))
+	}
+	return nil
 }
