@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"dataplatform/datasets"
@@ -591,6 +592,11 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 			return n, false, err
 		}
 	}
+	// The planner's estimate of the same question is asked again at most every few seconds.
+	key := t.Qualified() + where + fmt.Sprint(b.args...)
+	if n, ok := plannedCounts.get(key); ok {
+		return n, true, nil
+	}
 	var plan []byte
 	if err := sqlx.GetContext(ctx, q, &plan, `EXPLAIN (FORMAT JSON) SELECT 1 FROM `+t.Qualified()+where, b.args...); err != nil {
 		return 0, false, err
@@ -603,7 +609,43 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 	if err := json.Unmarshal(plan, &p); err != nil || len(p) == 0 {
 		return 0, false, err
 	}
-	return int64(p[0].Plan.Rows), true, nil
+	n = int64(p[0].Plan.Rows)
+	plannedCounts.put(key, n)
+	return n, true, nil
+}
+
+// countCache keeps planned counts for a few seconds (they are estimates anyway), bounded.
+type countCache struct {
+	mu sync.Mutex
+	m  map[string]countEntry
+}
+
+type countEntry struct {
+	n       int64
+	expires time.Time
+}
+
+var plannedCounts = &countCache{m: map[string]countEntry{}}
+
+func (c *countCache) get(k string) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	return e.n, ok && time.Now().Before(e.expires)
+}
+
+func (c *countCache) put(k string, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= 10000 {
+		for x := range c.m {
+			delete(c.m, x)
+			if len(c.m) < 9000 {
+				break
+			}
+		}
+	}
+	c.m[k] = countEntry{n, time.Now().Add(5 * time.Second)}
 }
 
 // Get reads one live record.
