@@ -582,7 +582,11 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 	case "planned":
 	default:
 		// Estimated: exact on a table the statistics say is small, planned on a large one
-		// (counting a large table costs as much as a scan of it, on every page).
+		// (counting a large table costs as much as a scan of it, on every page). A planned
+		// count known from a moment ago answers at once.
+		if n, ok := plannedCounts.get(t.Qualified() + where + fmt.Sprint(b.args...)); ok {
+			return n, true, nil
+		}
 		var rel float64
 		if err := sqlx.GetContext(ctx, q, &rel, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, t.Qualified()); err != nil {
 			return 0, false, err
