@@ -134,6 +134,7 @@ type ListQuery struct {
 	Filters     []Filter
 	Cursor      string // wins over Page
 	Count       string // exact, planned or estimated (default)
+	Links       string // an SQL expression for each record's _links ("": none)
 }
 
 // Filter is one filter[field][op]=value.
@@ -510,6 +511,9 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 	// The sort keys ride along for the cursors; those not asked for are dropped from the
 	// record again.
 	sel, record := rowJSON(lq.Fields), "to_json(r)"
+	if lq.Links != "" {
+		sel += ", " + lq.Links + " AS _links"
+	}
 	var extra []string
 	for _, k := range keys {
 		if !slices.Contains(lq.Fields, k.field) {
