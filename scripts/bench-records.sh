@@ -68,6 +68,8 @@ if cmp -s "$tmp/export.csv" "$tmp/copy.csv"; then echo "export and COPY output a
 # A filtered, sorted page.
 q="filter%5Bcity%5D=city7&filter%5Bamount%5D%5Bgte%5D=500&sort=-amount&limit=20"
 curl -sf "127.0.0.1:$port/api/v1/datasets/$ds/data?$q" -H "Authorization: Bearer $tok" >/dev/null
+# Warm up first (32 pooled database connections, prepared statements): steady state is measured.
+wrk -t2 -c32 -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" >/dev/null
 echo "list page (city = city7, amount >= 500, sort -amount, 20 rows), ${secs}s, 32 connections:"
 wrk -t2 -c32 -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" | grep -E "Requests/sec|99%|50%|Non-2xx"
 cat > "$tmp/page.sql" <<SQL
@@ -77,6 +79,7 @@ echo "pgbench, the same SELECT, ${secs}s, 32 clients:"
 pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c 32 -j 2 -T "$secs" -f "$tmp/page.sql" postgres 2>/dev/null | grep -E "^tps|latency average"
 
 # One record by id.
+wrk -t2 -c32 -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" >/dev/null
 echo "GET one record, ${secs}s, 32 connections:"
 wrk -t2 -c32 -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" | grep -E "Requests/sec|99%|50%|Non-2xx"
 echo "SELECT ... WHERE id = 123456 under pgbench, ${secs}s, 32 clients:"
