@@ -243,19 +243,31 @@ func copyRows(ctx context.Context, conn *sqlx.Conn, table string, schema *ingest
 			return errors.New("the database driver cannot stream COPY data")
 		}
 		defer st.Close()
-		var line []byte
+		// Lines are handed to the driver in batches of about 64 KiB (CopyData adds the last
+		// newline itself): one call and one copy per batch instead of per row.
+		batch := make([]byte, 0, 72<<10)
+		send := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			// A context that cannot be cancelled: lib/pq would otherwise start a watcher per
+			// call. Cancellation is checked every 10,000 rows instead.
+			_, err := st.CopyData(context.Background(), string(batch[:len(batch)-1]))
+			batch = batch[:0]
+			return copyError(err)
+		}
 		for {
-			line, err = r.AppendCopyLine(line[:0])
+			batch, err = r.AppendCopyLine(batch)
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
 				return fileError(err)
 			}
-			// A context that cannot be cancelled: lib/pq would otherwise start a watcher per
-			// row. Cancellation is checked every 10,000 rows instead.
-			if _, err := st.CopyData(context.Background(), string(line[:len(line)-1])); err != nil {
-				return copyError(err)
+			if len(batch) >= 64<<10 {
+				if err := send(); err != nil {
+					return err
+				}
 			}
 			if n++; n%10000 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -265,6 +277,9 @@ func copyRows(ctx context.Context, conn *sqlx.Conn, table string, schema *ingest
 					p.Set(ctx, "loading", n, schema.Rows, "")
 				}
 			}
+		}
+		if err := send(); err != nil {
+			return err
 		}
 		_, err = st.Exec(nil) //nolint:staticcheck // ends the COPY; lib/pq has no context variant for it
 		return copyError(err)
