@@ -457,15 +457,15 @@ func link(ctx context.Context, tx *sqlx.Tx, from store.Dataset, fcols []ingest.C
 			continue
 		}
 		q, k := pq.QuoteIdentifier(c.Name), pq.QuoteIdentifier(key.name)
-		var any, orphan bool
+		var used, orphan bool
 		err := tx.QueryRowxContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %[1]s WHERE %[2]s IS NOT NULL AND deleted_at IS NULL),
 			EXISTS (SELECT 1 FROM %[1]s a WHERE a.%[2]s IS NOT NULL AND a.deleted_at IS NULL
 				AND NOT EXISTS (SELECT 1 FROM %[3]s b WHERE b.%[4]s = a.%[2]s AND b.deleted_at IS NULL))`,
-			Table(from.TableSchema, from.ID), q, Table(to.TableSchema, to.ID), k)).Scan(&any, &orphan)
+			Table(from.TableSchema, from.ID), q, Table(to.TableSchema, to.ID), k)).Scan(&used, &orphan)
 		if err != nil {
 			return err
 		}
-		if !any || orphan {
+		if !used || orphan {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO platform.dataset_relationships (from_dataset, from_table, from_column, to_dataset, to_table,

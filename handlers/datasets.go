@@ -125,7 +125,7 @@ func (h *Datasets) CreateDataset(ctx context.Context, req datasetapi.CreateDatas
 		}
 		var declared []ingest.Column
 		if b.Schema != nil {
-			if declared, err = declaredSchema(ctx, tx, b.Schema.Columns); err != nil {
+			if declared, err = declaredSchema(ctx, h.Store.DB, b.Schema.Columns); err != nil {
 				return err
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dataplatform/apierr"
+	"dataplatform/ingest"
 	"dataplatform/records"
 
 	"github.com/labstack/echo/v4"
@@ -74,7 +75,7 @@ func (h *Records) Export(c echo.Context) error {
 	// The export may outlast the server's write timeout.
 	_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Now().Add(exportDeadline))
 	ty := exportTypes[format]
-	name := identifier(rc.d.Name)
+	name := ingest.Identifiers([]string{rc.d.Name})[0]
 	if name == "" {
 		name = rc.d.ID
 	}

@@ -165,7 +165,7 @@ func queryErr(err error, sqlText *string, timeout, took time.Duration) error {
 		switch {
 		case pe.Code == "42501" || pe.Code == "25006":
 			return apierr.New(http.StatusBadRequest, "FORBIDDEN_OPERATION", "not allowed: "+pe.Message).WithDetails(map[string]any{"message": pe.Message})
-		case strings.HasPrefix(string(pe.Code), "42") || strings.HasPrefix(string(pe.Code), "22") || strings.HasPrefix(string(pe.Code), "2"):
+		case strings.HasPrefix(string(pe.Code), "42") || strings.HasPrefix(string(pe.Code), "22") || pe.Code == "21000": // syntax, names, types; data; a subquery of several rows
 			d := map[string]any{"message": pe.Message}
 			if sqlText != nil && pe.Position != "" {
 				var pos int

@@ -139,7 +139,7 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 			}
 			desc.links = append(desc.links, l)
 		} else { // other.col → this.key: the records pointing here
-			desc.links = append(desc.links, link{name: identifier(r.FromName), dataset: r.FromDataset, column: r.ToColumn, target: r.FromColumn, many: true})
+			desc.links = append(desc.links, link{name: ingest.Identifiers([]string{r.FromName})[0], dataset: r.FromDataset, column: r.ToColumn, target: r.FromColumn, many: true})
 		}
 	}
 	for _, l := range desc.links {
@@ -168,22 +168,6 @@ func relKey(rels []store.Relationship) string {
 		b.WriteString(r.FromDataset + r.FromColumn + r.ToDataset + r.ToColumn + r.FromName + ";")
 	}
 	return b.String()
-}
-
-// identifier is a dataset name as a link name: "Order items" → order_items.
-func identifier(name string) string {
-	var b strings.Builder
-	under := false
-	for _, r := range strings.ToLower(name) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-			under = false
-		} else if !under && b.Len() > 0 {
-			b.WriteByte('_')
-			under = true
-		}
-	}
-	return strings.TrimSuffix(b.String(), "_")
 }
 
 func (h *Datasets) GetDatasetDescription(ctx context.Context, req datasetapi.GetDatasetDescriptionRequestObject) (datasetapi.GetDatasetDescriptionResponseObject, error) {
@@ -462,19 +446,10 @@ func returnFields(c echo.Context, t *records.Table, query string) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	if !contains(fields, "version") { // ETags need it
+	if !slices.Contains(fields, "version") { // ETags need it
 		fields = append(fields, "version")
 	}
 	return fields, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func etag(d *store.Dataset, rec json.RawMessage) string {
@@ -509,7 +484,7 @@ func (h *Records) Get(c echo.Context) error {
 	if err != nil {
 		return fieldErr(err)
 	}
-	if !contains(fields, "version") {
+	if !slices.Contains(fields, "version") {
 		fields = append(fields, "version")
 	}
 	rec, err := rc.desc.Table.Get(c.Request().Context(), h.Store.DB, id, fields, false)

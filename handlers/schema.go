@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"time"
 
 	"dataplatform/apierr"
 	"dataplatform/auth"
@@ -46,8 +47,10 @@ var systemColumns = []string{"id", "created_at", "updated_at", "deleted_at", "ve
 
 // checkColumn finds what is wrong with a column declaration: a system name, constraints its
 // type cannot have, a default its type or constraints refuse, a regular expression
-// PostgreSQL cannot compile. field prefixes the detail's field names.
-func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, field string) []apierr.FieldError {
+// PostgreSQL cannot compile. field prefixes the detail's field names; err is a failure of the
+// database itself. q is not the request's transaction: a regular expression that fails to
+// compile would abort it.
+func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, field string) ([]apierr.FieldError, error) {
 	var errs []apierr.FieldError
 	bad := func(f, code, msg string) {
 		errs = append(errs, apierr.FieldError{Field: field + f, Code: code, Message: msg})
@@ -57,7 +60,7 @@ func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, fi
 	}
 	k := c.Constraints
 	if k == nil {
-		return errs
+		return errs, nil
 	}
 	text := c.Type == ingest.Text
 	num := c.Type == ingest.Integer || c.Type == ingest.BigInt || c.Type == ingest.Numeric
@@ -102,14 +105,13 @@ func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, fi
 		var ok bool
 		if err := sqlx.GetContext(ctx, q, &ok, `SELECT '' ~ $1`, k.Pattern); err != nil {
 			var pe *pq.Error
-			if errors.As(err, &pe) && pe.Code == "2201B" {
-				bad(".pattern", "pattern", "not a valid regular expression: "+pe.Message)
-			} else {
-				errs = append(errs, apierr.FieldError{Field: "", Code: "internal", Message: err.Error()})
+			if !errors.As(err, &pe) || pe.Code != "2201B" {
+				return nil, err
 			}
+			bad(".pattern", "pattern", "not a valid regular expression: "+pe.Message)
 		}
 	}
-	return errs
+	return errs, nil
 }
 
 // declaredSchema checks the columns of a create request.
@@ -124,7 +126,11 @@ func declaredSchema(ctx context.Context, q sqlx.QueryerContext, defs []datasetap
 			errs = append(errs, apierr.FieldError{Field: field + ".name", Code: "duplicate", Message: d.Name + " is declared twice"})
 		}
 		seen[d.Name] = true
-		errs = append(errs, checkColumn(ctx, q, cols[i], field)...)
+		bad, err := checkColumn(ctx, q, cols[i], field)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, bad...)
 	}
 	if len(errs) > 0 {
 		return nil, apierr.Validation(errs...)
@@ -251,18 +257,12 @@ func (h *Datasets) RefreshDataset(ctx context.Context, req datasetapi.RefreshDat
 		}
 		out.Body.Status = "started"
 		out.Body.EstimatedDurationSeconds = estimate(d)
-		if j, err := jobs.Pending(ctx, tx, datasets.KindAnalyze, d.ID); err == nil {
-			out.Body.JobId, out.Body.StartedAt = j.ID, j.CreatedAt
-		} else if !errors.Is(err, store.ErrNotFound) {
+		id, at, queued, err := analyse(ctx, tx, d, h.now())
+		if err != nil {
 			return err
-		} else {
-			now := h.now()
-			id, err := jobs.Enqueue(ctx, tx, jobs.New{Kind: datasets.KindAnalyze, OrgID: d.OrgID, ResourceType: "dataset", ResourceID: d.ID,
-				Payload: datasets.Payload{DatasetID: d.ID}}, now)
-			if err != nil {
-				return err
-			}
-			out.Body.JobId, out.Body.StartedAt = id, now
+		}
+		out.Body.JobId, out.Body.StartedAt = id, at
+		if queued {
 			if err := h.audit(ctx, tx, d.OrgID, "dataset.refresh", "dataset", d.ID, d.Name, map[string]any{"job_id": id}); err != nil {
 				return err
 			}
@@ -274,6 +274,20 @@ func (h *Datasets) RefreshDataset(ctx context.Context, req datasetapi.RefreshDat
 		return nil, err
 	}
 	return out, nil
+}
+
+// analyse makes sure an analysis of the dataset is queued or running: the one already there,
+// or a new one (queued true). It answers the job's id and when it was queued.
+func analyse(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, now time.Time) (id string, at time.Time, queued bool, err error) {
+	j, err := jobs.Pending(ctx, tx, datasets.KindAnalyze, d.ID)
+	if err == nil {
+		return j.ID, j.CreatedAt, false, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return "", at, false, err
+	}
+	id, err = jobs.Enqueue(ctx, tx, jobs.New{Kind: datasets.KindAnalyze, OrgID: d.OrgID, ResourceType: "dataset", ResourceID: d.ID,
+		Payload: datasets.Payload{DatasetID: d.ID}}, now)
+	return id, now, err == nil, err
 }
 
 // estimate is how long an analysis should take: as long as the last one, or about a second
@@ -333,12 +347,7 @@ func (h *Datasets) ChangeDatasetSchema(ctx context.Context, req datasetapi.Chang
 			return err
 		}
 		// Statistics of changed columns are stale: analyse again.
-		if _, err := jobs.Pending(ctx, tx, datasets.KindAnalyze, d.ID); errors.Is(err, store.ErrNotFound) {
-			if _, err := jobs.Enqueue(ctx, tx, jobs.New{Kind: datasets.KindAnalyze, OrgID: d.OrgID, ResourceType: "dataset", ResourceID: d.ID,
-				Payload: datasets.Payload{DatasetID: d.ID}}, now); err != nil {
-				return err
-			}
-		} else if err != nil {
+		if _, _, _, err := analyse(ctx, tx, d, now); err != nil {
 			return err
 		}
 		if err := h.audit(ctx, tx, d.OrgID, "dataset.schema_change", "dataset", d.ID, d.Name,
@@ -415,10 +424,11 @@ func (h *Datasets) applyChanges(ctx context.Context, tx *sqlx.Tx, d *store.Datas
 	}
 	check := func(i int, c ingest.Column) error {
 		field := fmt.Sprintf("body.changes[%d]", i)
-		if errs := checkColumn(ctx, tx, c, field); len(errs) > 0 {
-			return apierr.Validation(errs...)
+		errs, err := checkColumn(ctx, h.Store.DB, c, field)
+		if err == nil && len(errs) > 0 {
+			err = apierr.Validation(errs...)
 		}
-		return nil
+		return err
 	}
 	after, err := datasets.Alter(ctx, tx, d, before, changes, check)
 	var ce *datasets.ChangeError

@@ -344,3 +344,16 @@ func TestDatasetInferenceBeyondTheSample(t *testing.T) {
 		t.Fatalf("last row: %s", p.Body)
 	}
 }
+
+// Two bad regular expressions in one declaration: both reported (checking the first must not
+// spoil the second).
+func TestDeclaredSchemaTwoBadPatterns(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	body, h := multipartBody(t, "c.csv", []byte("a,b\nx,y\n"), nil)
+	up := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets/upload", body, own, h).status(201).str("file_id")
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets", map[string]any{"name": "P", "source": map[string]any{"file_id": up},
+		"schema": map[string]any{"columns": []any{map[string]any{"name": "a", "type": "text", "pattern": "(["},
+			map[string]any{"name": "b", "type": "text", "pattern": "*x"}}}}, own).
+		apiError(400, "VALIDATION_ERROR", "body.schema.columns[0].pattern", "pattern", "body.schema.columns[1].pattern", "pattern")
+}
