@@ -20,9 +20,6 @@ var formatChecks = map[string]string{
 	"date-time": `^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$`,
 }
 
-// Formats lists the formats a declared column can have.
-func Formats() []string { return []string{"email", "uri", "uuid", "date", "date-time"} }
-
 // SQLType is the column's type in the table: its type, or varchar(n) for a text column with
 // a declared maximum length.
 func SQLType(c ingest.Column) string {

@@ -233,16 +233,16 @@ type recordCtx struct {
 	desc *Description
 }
 
-// RecordContextKey is where the server leaves the resolved dataset in the echo context.
-const RecordContextKey = "record_dataset"
+// recordContextKey is where the server leaves the resolved dataset in the echo context.
+const recordContextKey = "record_dataset"
 
 // WithRecordContext stores a resolved dataset for the record handler.
 func WithRecordContext(c echo.Context, d *store.Dataset, desc *Description) {
-	c.Set(RecordContextKey, &recordCtx{d: d, desc: desc})
+	c.Set(recordContextKey, &recordCtx{d: d, desc: desc})
 }
 
 func (h *Records) resolve(c echo.Context, perm string) (*recordCtx, error) {
-	rc, ok := c.Get(RecordContextKey).(*recordCtx)
+	rc, ok := c.Get(recordContextKey).(*recordCtx)
 	if !ok {
 		return nil, errors.New("record request without a resolved dataset")
 	}
@@ -586,9 +586,9 @@ func (h *Records) embed(ctx context.Context, rc *recordCtx, out json.RawMessage,
 	return json.Marshal(m)
 }
 
-// body decodes the validated JSON body.
-func body(c echo.Context) (map[string]any, error) {
-	dec := json.NewDecoder(c.Request().Body)
+// decodeObject decodes a validated JSON object body, numbers kept exact.
+func decodeObject(raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var m map[string]any
 	if err := dec.Decode(&m); err != nil {
@@ -629,8 +629,7 @@ func (h *Records) Create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	c.Request().Body = io.NopCloser(bytes.NewReader(raw))
-	b, err := body(c)
+	b, err := decodeObject(raw)
 	if err != nil {
 		return err
 	}
@@ -716,10 +715,8 @@ func (h *Records) update(c echo.Context, replace bool) error {
 	}
 	var b map[string]any
 	if !jsonPatch {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&b); err != nil {
-			return apierr.Field("body", "invalid_json", "the body is not a JSON object")
+		if b, err = decodeObject(raw); err != nil {
+			return err
 		}
 	}
 	fields, err := returnFields(c, rc.desc.Table, "")
