@@ -319,7 +319,7 @@ func (in *Ingester) fail(ctx context.Context, j *jobs.Job, cause error) {
 		if err != nil {
 			return err
 		}
-		msg := cause.Error()
+		msg := jobs.Describe(cause)
 		now := in.Clock()
 		d.Status, d.Error, d.UpdatedAt = "failed", &msg, now
 		if err := store.FinishDataset(ctx, tx, d); err != nil {

@@ -137,6 +137,9 @@ func open(ctx context.Context, c Config) (*sql.DB, error) {
 func reason(err error) error {
 	var pe *pq.Error
 	if errors.As(err, &pe) {
+		if pe.Detail != "" {
+			return errors.New(pe.Message + ": " + pe.Detail)
+		}
 		return errors.New(pe.Message)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -122,6 +122,16 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// Describe is err as a job's last error and a dataset's failure reason: PostgreSQL's detail
+// line is kept, as it often holds the actual cause (a foreign server's connection error).
+func Describe(err error) string {
+	var pe *pq.Error
+	if errors.As(err, &pe) && pe.Detail != "" {
+		return err.Error() + ": " + pe.Detail
+	}
+	return err.Error()
+}
+
 // Progress reports how far a handler is; it is written at most twice a second.
 type Progress struct {
 	r     *Runner
@@ -358,14 +368,14 @@ func (r *Runner) finish(ctx context.Context, j *Job, p *Progress, err error) {
 	case IsPermanent(err) || j.Attempts >= j.MaxAttempts:
 		j.Status = "failed"
 		res, qerr = r.st.DB.ExecContext(ctx, `UPDATE platform.jobs SET status = 'failed', finished_at = $2, lease_owner = NULL, lease_until = NULL,
-			last_error = $4, progress = COALESCE($5, progress) WHERE id = $1 AND lease_owner = $3 AND status = 'running'`, j.ID, now, r.id, err.Error(), p.json())
+			last_error = $4, progress = COALESCE($5, progress) WHERE id = $1 AND lease_owner = $3 AND status = 'running'`, j.ID, now, r.id, Describe(err), p.json())
 	default:
 		final = false
 		backoff := time.Duration(float64(2*time.Second) * float64(int(1)<<min(j.Attempts-1, 8)) * (0.75 + rand.Float64()/2))
 		backoff = min(backoff, 5*time.Minute)
 		res, qerr = r.st.DB.ExecContext(ctx, `UPDATE platform.jobs SET status = 'queued', run_at = $2, lease_owner = NULL, lease_until = NULL,
-			last_error = $4 WHERE id = $1 AND lease_owner = $3 AND status = 'running'`, j.ID, now.Add(backoff), r.id, err.Error())
-		r.log.Warn("job failed; will retry", "job_id", j.ID, "kind", j.Kind, "attempt", j.Attempts, "retry_in", backoff.String(), "error", err)
+			last_error = $4 WHERE id = $1 AND lease_owner = $3 AND status = 'running'`, j.ID, now.Add(backoff), r.id, Describe(err))
+		r.log.Warn("job failed; will retry", "job_id", j.ID, "kind", j.Kind, "attempt", j.Attempts, "retry_in", backoff.String(), "error", Describe(err))
 	}
 	if n, _ := rowsAffected(res, qerr); n == 0 {
 		r.log.Warn("job result discarded: the lease was lost", "job_id", j.ID, "error", qerr)

@@ -22,6 +22,15 @@ import (
 // shop schema: customers and orders linked by a foreign key, constraints of every kind, a
 // table in another schema and one the options leave out.
 func externalPostgres(t *testing.T) (host string, port int, password string) {
+	c, _ := externalShop(t)
+	u, _ := url.Parse(c.URL("shop"))
+	p, _ := u.User.Password()
+	return "127.0.0.1", c.Port, p
+}
+
+// externalShop starts the external cluster with its shop database and answers it with its
+// data directory.
+func externalShop(t *testing.T) (*pgembed.Cluster, string) {
 	t.Helper()
 	dir := t.TempDir()
 	// The cluster runs as the postgres user when the tests run as root: it must reach dir.
@@ -76,9 +85,7 @@ func externalPostgres(t *testing.T) (host string, port int, password string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := url.Parse(c.URL("shop"))
-	p, _ := u.User.Password()
-	return "127.0.0.1", c.Port, p
+	return c, filepath.Join(dir, "pg")
 }
 
 func TestPostgresConnectedDataset(t *testing.T) {

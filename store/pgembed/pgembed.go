@@ -103,6 +103,25 @@ func owner() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
+// serverEnv is the environment of the server's processes: the caller's without libpq's PG*
+// variables (a foreign server's connections must not pick up the caller's PGPASSWORD or
+// PGSSLMODE) and, when the cluster runs as another user, with that user's HOME: libpq reads
+// ~/.postgresql for client certificates, and an unreadable one fails every TLS connection.
+func serverEnv(cred *syscall.Credential) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG") && !(cred != nil && strings.HasPrefix(kv, "HOME=")) {
+			env = append(env, kv)
+		}
+	}
+	if cred != nil {
+		if u, err := user.LookupId(strconv.Itoa(int(cred.Uid))); err == nil {
+			env = append(env, "HOME="+u.HomeDir)
+		}
+	}
+	return env
+}
+
 // Start initialises dir when it holds no cluster, recovers a stale postmaster left by a crash,
 // starts the postmaster and waits until it accepts connections. The superuser password lives in
 // passwordFile (created with mode 0600 on first start).
@@ -245,7 +264,7 @@ func initdbWith(bin, dir, password string, cred *syscall.Credential, ephemeral b
 	}
 	cmd := exec.Command(filepath.Join(bin, "initdb"), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	cmd.Dir = "/"
+	cmd.Dir, cmd.Env = "/", serverEnv(cred)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb failed: %v\n%s", err, out)
 	}
@@ -333,7 +352,7 @@ func launch(ctx context.Context, bin, dir, password string, cred *syscall.Creden
 	}
 	defer logf.Close()
 	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
-	cmd.Dir = "/"
+	cmd.Dir, cmd.Env = "/", serverEnv(cred)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Setpgid keeps a terminal's Ctrl-C away from the postmaster (we stop it ourselves);
 	// Pdeathsig stops it if this process dies without doing so.
