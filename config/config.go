@@ -4,6 +4,7 @@ package config
 import (
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,6 +39,9 @@ type Config struct {
 	JobLease         time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
 	StreamHeartbeat  time.Duration // DP_STREAM_HEARTBEAT: the comment line change streams send when quiet; default 15s
 	SecretKey        string        // DP_SECRET_KEY: base64 AES-256 key for stored credentials; empty: DataDir/secret.key
+	// DP_CONNECTION_NETWORKS: networks (CIDRs or addresses, "*" for any) beyond the public
+	// internet that connected databases may be in
+	ConnectionNetworks []netip.Prefix
 }
 
 // Defaults returns the configuration with nothing set.
@@ -91,7 +95,27 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_SHUTDOWN_TIMEOUT", &shutdown)
 	env("DP_JOB_LEASE", &lease)
 	env("DP_SECRET_KEY", &c.SecretKey)
-	var heartbeat string
+	var heartbeat, networks string
+	env("DP_CONNECTION_NETWORKS", &networks)
+	for _, n := range strings.Split(networks, ",") {
+		switch n = strings.TrimSpace(n); {
+		case n == "":
+		case n == "*":
+			c.ConnectionNetworks = append(c.ConnectionNetworks, netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0"))
+		case strings.Contains(n, "/"):
+			p, err := netip.ParsePrefix(n)
+			if err != nil {
+				return c, fmt.Errorf("DP_CONNECTION_NETWORKS: %q is not a network such as 10.0.0.0/8: %v", n, err)
+			}
+			c.ConnectionNetworks = append(c.ConnectionNetworks, p.Masked())
+		default:
+			a, err := netip.ParseAddr(n)
+			if err != nil {
+				return c, fmt.Errorf("DP_CONNECTION_NETWORKS: %q is neither an address nor a network: %v", n, err)
+			}
+			c.ConnectionNetworks = append(c.ConnectionNetworks, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
 	env("DP_STREAM_HEARTBEAT", &heartbeat)
 	if heartbeat != "" {
 		d, err := time.ParseDuration(heartbeat)

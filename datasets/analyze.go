@@ -478,9 +478,10 @@ func link(ctx context.Context, tx *sqlx.Tx, from store.Dataset, fcols []ingest.C
 
 // Analyzer runs refresh jobs.
 type Analyzer struct {
-	Store   *store.Store
-	Clock   func() time.Time
-	Secrets *secrets.Box
+	Store    *store.Store
+	Clock    func() time.Time
+	Secrets  *secrets.Box
+	Networks extdb.Networks // where connected databases may be (DP_CONNECTION_NETWORKS)
 }
 
 // Register installs the analyze handler on r.
@@ -551,7 +552,7 @@ func (a *Analyzer) introspect(ctx context.Context, c *store.Connection) (*reintr
 		return nil, jobs.Permanent(fmt.Errorf("the stored password cannot be decrypted (was DP_SECRET_KEY changed?): %w", err))
 	}
 	r := &reintrospection{cfg: extdb.Config{Type: c.Type, Host: c.Host, Port: c.Port, Database: c.Database, Username: c.Username,
-		Password: string(pw), SSLMode: c.SSLMode}}
+		Password: string(pw), SSLMode: c.SSLMode, Networks: a.Networks}}
 	if err := json.Unmarshal([]byte(c.Options), &r.opts); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,9 @@ var wrappers = map[string]string{"postgresql": "postgres_fdw", "mysql": "mysql_f
 // the foreign keys between them as relationships.
 func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config, opts extdb.Options, info *extdb.Info, now time.Time) ([]TableDef, error) {
 	c.Normalize()
+	if !info.Addr.IsValid() {
+		return nil, errors.New("the database's address is unknown: info must come from extdb.Introspect")
+	}
 	wrapper := wrappers[c.Type]
 	if _, err := tx.ExecContext(ctx, `SAVEPOINT fdw`); err != nil {
 		return nil, err
@@ -49,7 +52,9 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 	opt := func(dst *[]string, k, v string) { *dst = append(*dst, k+" "+pq.QuoteLiteral(v)) }
 	switch c.Type {
 	case "postgresql":
+		// host names the server (TLS verification), hostaddr is where it was found allowed.
 		opt(&serverOpts, "host", c.Host)
+		opt(&serverOpts, "hostaddr", info.Addr.String())
 		opt(&serverOpts, "port", port)
 		opt(&serverOpts, "dbname", c.Database)
 		opt(&serverOpts, "sslmode", c.SSLMode)
@@ -58,7 +63,7 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 		opt(&userOpts, "user", c.Username)
 		opt(&userOpts, "password", c.Password)
 	case "mysql":
-		opt(&serverOpts, "host", c.Host)
+		opt(&serverOpts, "host", info.Addr.String())
 		opt(&serverOpts, "port", port)
 		opt(&userOpts, "username", c.Username)
 		opt(&userOpts, "password", c.Password)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"path"
 	"slices"
@@ -37,6 +38,8 @@ type Config struct {
 	Username string
 	Password string
 	SSLMode  string // PostgreSQL's sslmode names
+	// Networks is where the server may connect beyond public addresses (not the user's to set).
+	Networks Networks
 }
 
 // Options select what to read.
@@ -88,21 +91,33 @@ type Info struct {
 	Version string
 	Schemas []string // the schemas (MySQL: databases) the user can see
 	Tables  []Table  // the selected tables (columns only when introspected)
+	// Addr is the address connected to: foreign servers are pinned to it, so a name that
+	// later resolves elsewhere (DNS rebinding) does not move them.
+	Addr netip.Addr
 }
 
-// open connects to the database and pings it.
-func open(ctx context.Context, c Config) (*sql.DB, error) {
+// open connects to the database and pings it; reached is set to the address connected to.
+func open(ctx context.Context, c Config, reached *netip.Addr) (*sql.DB, error) {
 	var db *sql.DB
 	var err error
+	dial := dialer{nets: c.Networks, reached: reached}
+	if c.Host == "" || strings.ContainsAny(c.Host, "/\\ ,@?#") {
+		return nil, fmt.Errorf("%w: the host must be a name or an IP address, got %q", ErrRefusedAddress, c.Host)
+	}
 	switch c.Type {
 	case "postgresql":
 		u := url.URL{Scheme: "postgres", User: url.UserPassword(c.Username, c.Password), Host: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)),
 			Path: "/" + c.Database, RawQuery: url.Values{"sslmode": {c.SSLMode}, "connect_timeout": {strconv.Itoa(int(ConnectTimeout.Seconds()))},
 				"application_name": {"dataplatform"}}.Encode()}
-		db, err = sql.Open("postgres", u.String())
+		var conn *pq.Connector
+		if conn, err = pq.NewConnector(u.String()); err == nil {
+			conn.Dialer(dial)
+			db = sql.OpenDB(conn)
+		}
 	case "mysql":
 		mc := mysql.NewConfig()
 		mc.User, mc.Passwd, mc.Net, mc.Addr, mc.DBName = c.Username, c.Password, "tcp", net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), c.Database
+		mc.DialFunc = dial.DialContext
 		mc.Timeout, mc.ReadTimeout, mc.WriteTimeout, mc.ParseTime = ConnectTimeout, 30*time.Second, 30*time.Second, true
 		switch c.SSLMode {
 		case "disable":
@@ -160,13 +175,13 @@ func Introspect(ctx context.Context, c Config, opts Options) (*Info, error) {
 
 func read(ctx context.Context, c Config, opts Options, columns bool) (*Info, error) {
 	c.Normalize()
-	db, err := open(ctx, c)
+	info := &Info{}
+	db, err := open(ctx, c, &info.Addr)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
 	d := dialects[c.Type]
-	info := &Info{}
 	if err := db.QueryRowContext(ctx, d.version).Scan(&info.Version); err != nil {
 		return nil, reason(err)
 	}

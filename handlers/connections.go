@@ -18,9 +18,9 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-func connectionOf(c datasetapi.DatabaseConnection, o *datasetapi.DatabaseOptions) (extdb.Config, extdb.Options) {
+func (h *Datasets) connectionOf(c datasetapi.DatabaseConnection, o *datasetapi.DatabaseOptions) (extdb.Config, extdb.Options) {
 	cfg := extdb.Config{Type: string(c.Type), Host: c.Host, Port: deref(c.Port), Database: c.Database, Username: c.Username,
-		Password: deref(c.Password), SSLMode: string(deref(c.SslMode))}
+		Password: deref(c.Password), SSLMode: string(deref(c.SslMode)), Networks: h.Config.ConnectionNetworks}
 	cfg.Normalize()
 	var opts extdb.Options
 	if o != nil {
@@ -37,7 +37,7 @@ func (h *Datasets) TestDatabaseConnection(ctx context.Context, req datasetapi.Te
 	if _, err := h.project(ctx, nil, req.ProjectId, "datasets:write"); err != nil {
 		return nil, err
 	}
-	cfg, opts := connectionOf(req.Body.Connection, req.Body.Options)
+	cfg, opts := h.connectionOf(req.Body.Connection, req.Body.Options)
 	start := time.Now()
 	info, err := extdb.Test(ctx, cfg, opts)
 	out := datasetapi.TestDatabaseConnection200JSONResponse{}
@@ -63,7 +63,7 @@ func (h *Datasets) CreateDatabaseDataset(ctx context.Context, req datasetapi.Cre
 	if _, err := h.project(ctx, nil, req.ProjectId, "datasets:write"); err != nil {
 		return nil, err
 	}
-	cfg, opts := connectionOf(b.Connection, b.Options)
+	cfg, opts := h.connectionOf(b.Connection, b.Options)
 	// The database is read before the transaction opens: a slow one holds no locks here.
 	info, err := extdb.Introspect(ctx, cfg, opts)
 	if err != nil {

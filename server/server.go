@@ -116,7 +116,7 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 	s := &Server{cfg: d.Config, log: d.Logger, authn: authn, limiter: lim, Keys: keys, H: h}
 	s.Jobs = jobs.NewRunner(d.Store, d.DatabaseURL, d.Clock, d.Logger, jobs.Options{Workers: 2, Lease: d.Config.JobLease})
 	(&datasets.Ingester{Store: d.Store, Clock: d.Clock, Log: d.Logger, UploadPath: h.UploadPath}).Register(s.Jobs)
-	(&datasets.Analyzer{Store: d.Store, Clock: d.Clock, Secrets: box}).Register(s.Jobs)
+	(&datasets.Analyzer{Store: d.Store, Clock: d.Clock, Secrets: box, Networks: d.Config.ConnectionNetworks}).Register(s.Jobs)
 	(&datasets.Indexer{Store: d.Store}).Register(s.Jobs)
 	if err := s.loadRoutes(); err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"dataplatform/config"
 	"dataplatform/store/pgembed"
 
 	_ "github.com/go-sql-driver/mysql"
@@ -314,4 +315,32 @@ func TestMySQLConnectedDataset(t *testing.T) {
 		t.Fatalf("preview: %s", p.Body)
 	}
 	e.do("DELETE", base+id, nil, own).status(200)
+}
+
+// TestConnectionNetworks: by default a connection reaches public addresses only. Loopback,
+// names that resolve to it, the cloud metadata address and Unix sockets are refused before a
+// byte is sent, and nothing is created.
+func TestConnectionNetworks(t *testing.T) {
+	host, port, password := externalPostgres(t)
+	e := newEnv(t, func(c *config.Config) { c.ConnectionNetworks = nil })
+	own := bearer(e.ownerToken)
+	base := "/api/v1/projects/" + e.projectID + "/datasets/"
+	conn := func(host string) map[string]any {
+		return map[string]any{"type": "postgresql", "host": host, "port": port, "database": "shop", "username": "postgres", "password": password, "ssl_mode": "disable"}
+	}
+	for _, h := range []string{host, "localhost", "169.254.169.254", "10.0.0.1", "/var/run/postgresql"} {
+		r := e.do("POST", base+"database/test", map[string]any{"connection": conn(h)}, own).status(200)
+		if r.get("success") != false || !strings.Contains(r.str("message"), "refused address") {
+			t.Fatalf("%s: %s", h, r.Body)
+		}
+	}
+	my := map[string]any{"type": "mysql", "host": "127.0.0.1", "database": "test", "username": "root", "password": "", "ssl_mode": "disable"}
+	if r := e.do("POST", base+"database/test", map[string]any{"connection": my}, own).status(200); r.get("success") != false ||
+		!strings.Contains(r.str("message"), "refused address") {
+		t.Fatalf("mysql on loopback: %s", r.Body)
+	}
+	e.do("POST", base+"database", map[string]any{"name": "Shop", "connection": conn(host)}, own).apiError(400, "CONNECTION_FAILED")
+	if r := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets", nil, own).status(200); r.num("pagination.total") != 0 {
+		t.Fatalf("a refused connection left a dataset: %s", r.Body)
+	}
 }

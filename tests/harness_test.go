@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"regexp"
 	"strings"
@@ -77,6 +78,8 @@ func newEnv(t testing.TB, opts ...option) *env {
 	cfg.AdminEmail, cfg.AdminPassword = adminEmail, adminPassword
 	cfg.LogRequests = false
 	cfg.DataDir = t.TempDir()
+	// The test databases are on loopback; 10.255.255.1 is the unreachable host.
+	cfg.ConnectionNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.255.255.1/32")}
 	for _, o := range opts {
 		o(&cfg)
 	}

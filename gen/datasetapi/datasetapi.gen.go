@@ -717,7 +717,9 @@ type CreateDatasetRequestType string
 
 // DatabaseConnection defines model for DatabaseConnection.
 type DatabaseConnection struct {
-	Database string  `json:"database"`
+	Database string `json:"database"`
+
+	// Host A host name or IP address (not a Unix socket path). The server connects only to public addresses and to the networks its operator lists in DP_CONNECTION_NETWORKS; any other address is refused.
 	Host     string  `json:"host"`
 	Password *string `json:"password,omitempty"`
 

@@ -1,0 +1,82 @@
+package extdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// Networks are the networks beyond the public internet that connected databases may be in
+// (DP_CONNECTION_NETWORKS). Every other loopback, private, link-local (the cloud metadata
+// address) or otherwise special address is refused, so a tenant cannot point the server at
+// the host's own services, its platform database or the internal network.
+type Networks []netip.Prefix
+
+// special are address ranges that are not the public internet.
+var special = func() []netip.Prefix {
+	var ps []netip.Prefix
+	for _, s := range []string{"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
+		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "64:ff9b::/96", "64:ff9b:1::/48", "2001:db8::/32", "2002::/16"} {
+		ps = append(ps, netip.MustParsePrefix(s))
+	}
+	return ps
+}()
+
+// Allows reports whether a connection may reach ip.
+func (n Networks) Allows(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, p := range n {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	if !ip.IsGlobalUnicast() || ip.IsPrivate() {
+		return false
+	}
+	for _, p := range special {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrRefusedAddress is a connection to an address outside the allowed networks.
+var ErrRefusedAddress = errors.New("refused address")
+
+// dialer connects only to allowed addresses. The check runs on the address actually dialled
+// (after name resolution), so a name that resolves to an internal address is refused too.
+type dialer struct {
+	nets    Networks
+	reached *netip.Addr // the last address connected to
+}
+
+func (d dialer) netDialer(timeout time.Duration) *net.Dialer {
+	return &net.Dialer{Timeout: timeout, Control: func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil { // a Unix socket
+			return fmt.Errorf("%w: %s is not a network address", ErrRefusedAddress, address)
+		}
+		if !d.nets.Allows(ap.Addr()) {
+			return fmt.Errorf("%w: %s is not a public address and not in DP_CONNECTION_NETWORKS", ErrRefusedAddress, ap.Addr().Unmap())
+		}
+		*d.reached = ap.Addr().Unmap()
+		return nil
+	}}
+}
+
+func (d dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	return d.netDialer(ConnectTimeout).DialContext(ctx, network, address)
+}
+
+func (d dialer) Dial(network, address string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, address)
+}
+
+func (d dialer) DialTimeout(network, address string, timeout time.Duration) (net.Conn, error) {
+	return d.netDialer(timeout).Dial(network, address)
+}

@@ -1,0 +1,42 @@
+package extdb
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestNetworksAllows(t *testing.T) {
+	none := Networks(nil)
+	lan := Networks{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("127.0.0.1/32")}
+	for _, tc := range []struct {
+		ip        string
+		none, lan bool
+	}{
+		{"8.8.8.8", true, true},
+		{"2606:4700::1111", true, true},
+		{"127.0.0.1", false, true},
+		{"127.0.0.2", false, false},
+		{"::1", false, false},
+		{"::ffff:127.0.0.1", false, true}, // IPv4-mapped is the IPv4 address
+		{"10.1.2.3", false, true},
+		{"10.2.0.1", false, false},
+		{"192.168.1.1", false, false},
+		{"172.16.0.1", false, false},
+		{"169.254.169.254", false, false}, // cloud metadata
+		{"fe80::1", false, false},
+		{"fd00::1", false, false},
+		{"0.0.0.0", false, false},
+		{"100.64.0.1", false, false},
+		{"64:ff9b::7f00:1", false, false}, // NAT64 of 127.0.0.1
+		{"224.0.0.1", false, false},
+		{"255.255.255.255", false, false},
+	} {
+		ip := netip.MustParseAddr(tc.ip)
+		if got := none.Allows(ip); got != tc.none {
+			t.Errorf("default: %s allowed = %v, want %v", tc.ip, got, tc.none)
+		}
+		if got := lan.Allows(ip); got != tc.lan {
+			t.Errorf("with networks: %s allowed = %v, want %v", tc.ip, got, tc.lan)
+		}
+	}
+}
