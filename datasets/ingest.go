@@ -63,6 +63,11 @@ func (in *Ingester) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) e
 		return jobs.Permanent(err)
 	}
 	start := time.Now()
+	if d, err := store.DatasetByID(ctx, in.Store.DB, pl.DatasetID, false); err == nil && d.Type != "database" {
+		if err := EnsureSchema(ctx, in.Store.DB, d.TableSchema); err != nil {
+			return err
+		}
+	}
 	// One connection for the whole load: COPY streams through the driver itself (raw CSV
 	// lines, no per-row round through database/sql), inside the same transaction as the
 	// table's creation and the dataset's status.
@@ -99,10 +104,8 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *
 		return jobs.Permanent(errors.New("the dataset has no uploaded file"))
 	}
 	path := in.UploadPath(*d.StorageKey)
-	for _, q := range []string{`SET LOCAL timezone = 'UTC'`, `CREATE SCHEMA IF NOT EXISTS ` + pq.QuoteIdentifier(d.TableSchema)} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
-		}
+	if _, err := tx.ExecContext(ctx, `SET LOCAL timezone = 'UTC'`); err != nil {
+		return err
 	}
 	// Types come from the first records; every value is verified as it is converted for
 	// COPY. When one does not fit (or the load fails for any reason the file could cause),

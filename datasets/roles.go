@@ -37,6 +37,31 @@ func ensureRole(ctx context.Context, tx *sqlx.Tx, orgID string) error {
 	return nil
 }
 
+// createSchema makes a schema unless it exists. CREATE SCHEMA IF NOT EXISTS alone fails
+// when a concurrent transaction creates the same schema (two uploads at once): the lock
+// makes the second wait and then see the first's.
+func createSchema(ctx context.Context, tx *sqlx.Tx, name string) error {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('platform.schema'), hashtext($1))`, name); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+pq.QuoteIdentifier(name))
+	return err
+}
+
+// EnsureSchema makes a schema unless it exists, in a short transaction of its own (a long
+// one would make other loads wait for the lock).
+func EnsureSchema(ctx context.Context, db *sqlx.DB, name string) error {
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := createSchema(ctx, tx, name); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
 // EnsureQueryRole creates the organization's query role (once per process) and grants it
 // reading its schema, now and for tables made later; tables made before row-level security
 // existed get their policy here.
@@ -53,7 +78,10 @@ func EnsureQueryRole(ctx context.Context, db *sqlx.DB, orgID string) error {
 	if err := ensureRole(ctx, tx, orgID); err != nil {
 		return err
 	}
-	for _, q := range []string{`CREATE SCHEMA IF NOT EXISTS ` + schema, `GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
+	if err := createSchema(ctx, tx, orgID); err != nil {
+		return err
+	}
+	for _, q := range []string{`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
 		`GRANT SELECT ON ALL TABLES IN SCHEMA ` + schema + ` TO ` + role,
 		`ALTER DEFAULT PRIVILEGES IN SCHEMA ` + schema + ` GRANT SELECT ON TABLES TO ` + role} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {

@@ -118,13 +118,13 @@ func (h *Records) Query(c echo.Context) error {
 		}
 		return err
 	}
-	res, err := records.RunQuery(ctx, h.Store.DB, rc.d.OrgID, bound, args, timeout, maxQueryRows)
+	res, err := records.RunQuery(ctx, h.Store.DB, rc.d.OrgID, bound, args, records.QueryOptions{Timeout: timeout, MaxRows: maxQueryRows})
 	if err != nil {
 		return queryErr(err, &bound, timeout, time.Since(start))
 	}
 	id := make([]byte, 10)
 	_, _ = rand.Read(id)
-	body := map[string]any{"data": res.Rows, "schema": res.Columns,
+	body := map[string]any{"data": res.Objects(), "schema": res.Columns,
 		"meta": map[string]any{"row_count": len(res.Rows), "execution_time_ms": time.Since(start).Milliseconds(), "cached": false,
 			"query_id": "q_" + hex.EncodeToString(id), "truncated": res.Truncated}}
 	if key != "" {

@@ -25,6 +25,7 @@ var Defaults = map[string]string{
 	"uploads":        "10-H",   // file uploads, per project
 	"datasets":       "50-H",   // dataset creation, per project
 	"schema_refresh": "100-H",  // dataset re-analysis, per project
+	"queries":        "100-M",  // project query executions
 }
 
 // Limiter holds one ulule limiter per category over a shared store.

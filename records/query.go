@@ -25,14 +25,22 @@ type QueryColumn struct {
 // QueryResult is what a query returned.
 type QueryResult struct {
 	Columns   []QueryColumn
-	Rows      []json.RawMessage
+	Rows      [][]any // JSON-ready values, in the order of Columns
 	Truncated bool
+	Plan      json.RawMessage // EXPLAIN (FORMAT JSON) of the query, when asked
+}
+
+// QueryOptions bound a query: its statement timeout, the rows returned, and whether the
+// planner's plan is read first.
+type QueryOptions struct {
+	Timeout time.Duration
+	MaxRows int
+	Plan    bool
 }
 
 // RunQuery runs checked user SQL (a SELECT with $n parameters) in a read-only transaction,
-// under the organization's query role, with a statement timeout, and always rolls back. At
-// most maxRows rows are returned.
-func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any, timeout time.Duration, maxRows int) (*QueryResult, error) {
+// under the organization's query role, with a statement timeout, and always rolls back.
+func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any, o QueryOptions) (*QueryResult, error) {
 	conn, err := db.Connx(ctx)
 	if err != nil {
 		return nil, err
@@ -44,15 +52,24 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 	}
 	defer tx.Rollback()
 	for _, q := range []string{
-		`SET LOCAL statement_timeout = ` + strconv.FormatInt(timeout.Milliseconds(), 10),
+		`SET LOCAL statement_timeout = ` + strconv.FormatInt(o.Timeout.Milliseconds(), 10),
 		`SET LOCAL lock_timeout = 1000`,
-		`SET LOCAL idle_in_transaction_session_timeout = ` + strconv.FormatInt(timeout.Milliseconds()+5000, 10),
+		`SET LOCAL idle_in_transaction_session_timeout = ` + strconv.FormatInt(o.Timeout.Milliseconds()+5000, 10),
 		`SET LOCAL search_path = ` + pq.QuoteIdentifier(orgID),
 		`SET LOCAL ROLE ` + pq.QuoteIdentifier(datasets.QueryRole(orgID)),
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return nil, err
 		}
+	}
+	res := &QueryResult{Rows: [][]any{}}
+	if o.Plan {
+		// Prepared too, and so one statement: EXPLAIN runs nothing (no ANALYZE).
+		var plan []byte
+		if err := tx.QueryRowxContext(ctx, `EXPLAIN (FORMAT JSON) `+query, args...).Scan(&plan); err != nil {
+			return nil, err
+		}
+		res.Plan = plan
 	}
 	// Prepared: the extended protocol takes exactly one statement, so "RESET ROLE; SELECT ..."
 	// cannot ride in with the simple protocol lib/pq uses for queries without arguments.
@@ -70,7 +87,6 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 	if err != nil {
 		return nil, err
 	}
-	res := &QueryResult{Rows: []json.RawMessage{}}
 	for _, t := range types {
 		nullable, ok := t.Nullable()
 		res.Columns = append(res.Columns, QueryColumn{Name: t.Name(), Type: strings.ToLower(t.DatabaseTypeName()), Nullable: nullable || !ok})
@@ -81,27 +97,37 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 		ptrs[i] = &vals[i]
 	}
 	for rows.Next() {
-		if len(res.Rows) == maxRows {
+		if len(res.Rows) == o.MaxRows {
 			res.Truncated = true
 			break
 		}
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
-		obj := make(map[string]any, len(types))
-		for i, t := range types {
-			obj[t.Name()] = jsonValue(res.Columns[i].Type, vals[i])
+		row := make([]any, len(types))
+		for i := range types {
+			row[i] = jsonValue(res.Columns[i].Type, vals[i])
 		}
-		b, err := json.Marshal(obj)
-		if err != nil {
-			return nil, err
-		}
-		res.Rows = append(res.Rows, b)
+		res.Rows = append(res.Rows, row)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// Objects are the rows as JSON objects keyed by column name (a later column of the same
+// name wins).
+func (r *QueryResult) Objects() []map[string]any {
+	out := make([]map[string]any, len(r.Rows))
+	for i, row := range r.Rows {
+		obj := make(map[string]any, len(row))
+		for j, v := range row {
+			obj[r.Columns[j].Name] = v
+		}
+		out[i] = obj
+	}
+	return out
 }
 
 // jsonValue is a database value as JSON: numerics as numbers, JSON as itself, dates as

@@ -20,6 +20,7 @@ import (
 	"dataplatform/gen/datasetapi"
 	"dataplatform/gen/orgapi"
 	"dataplatform/gen/projectapi"
+	"dataplatform/gen/queryapi"
 	"dataplatform/gen/spec"
 	"dataplatform/gen/systemapi"
 	"dataplatform/handlers"
@@ -189,6 +190,7 @@ func (s *Server) buildEcho() *echo.Echo {
 	orgapi.RegisterHandlers(e, orgapi.NewStrictHandler(&handlers.Orgs{Handlers: s.H}, nil))
 	projectapi.RegisterHandlers(e, projectapi.NewStrictHandler(&handlers.Projects{Handlers: s.H}, nil))
 	datasetapi.RegisterHandlers(e, datasetapi.NewStrictHandler(&handlers.Datasets{Handlers: s.H}, nil))
+	queryapi.RegisterHandlers(e, queryapi.NewStrictHandler(&handlers.Queries{Handlers: s.H}, nil))
 	systemapi.RegisterHandlers(e, &handlers.System{Handlers: s.H})
 
 	// The record API: one handler for every dataset (handlers.Records).

@@ -7,14 +7,12 @@ package sqlguard
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
-	"github.com/pganalyze/pg_query_go/v6/parser"
 )
 
 // SyntaxError is SQL PostgreSQL cannot parse.
@@ -69,12 +67,7 @@ var deniedPrefixes = []string{"pg_advisory", "pg_try_advisory", "lo_", "dblink",
 func Check(sql string) error {
 	tree, err := pg_query.ParseToJSON(sql)
 	if err != nil {
-		var pe *parser.Error
-		if errors.As(err, &pe) {
-			line, col := Position(sql, pe.Cursorpos)
-			return &SyntaxError{Message: pe.Message, Line: line, Column: col}
-		}
-		return &SyntaxError{Message: err.Error(), Line: 1, Column: 1}
+		return syntaxError(sql, err)
 	}
 	var doc struct {
 		Stmts []struct {
@@ -195,10 +188,6 @@ func BindNames(sql string, first int) (string, []string, error) {
 		return "", nil, &SyntaxError{Message: err.Error(), Line: 1, Column: 1}
 	}
 	toks := scan.Tokens
-	type span struct {
-		start, end int
-		name       string
-	}
 	var spans []span
 	for i := 0; i+1 < len(toks); i++ {
 		if toks[i].Token == pg_query.Token_ASCII_58 && toks[i+1].Start == toks[i].End &&
@@ -206,6 +195,17 @@ func BindNames(sql string, first int) (string, []string, error) {
 			spans = append(spans, span{int(toks[i].Start), int(toks[i+1].End), strings.ToLower(sql[toks[i+1].Start:toks[i+1].End])})
 		}
 	}
+	return bind(sql, spans, first)
+}
+
+// span is a placeholder's place in the text and its name.
+type span struct {
+	start, end int
+	name       string
+}
+
+// bind replaces each span with $n, numbering names from first in order of appearance.
+func bind(sql string, spans []span, first int) (string, []string, error) {
 	var order []string
 	num := map[string]int{}
 	for _, s := range spans {

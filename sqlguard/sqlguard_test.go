@@ -2,6 +2,9 @@ package sqlguard
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +66,41 @@ func TestBindNames(t *testing.T) {
 	out, names, err := BindNames("SELECT * FROM t WHERE a = :min AND b::text = ':min' /* :c */ AND c > :max AND d < :min", 1)
 	if err != nil || out != "SELECT * FROM t WHERE a = $1 AND b::text = ':min' /* :c */ AND c > $2 AND d < $1" || len(names) != 2 || names[1] != "max" {
 		t.Fatalf("%q %v %v", out, names, err)
+	}
+}
+
+func TestRelations(t *testing.T) {
+	q := `WITH recent AS (SELECT * FROM orders WHERE placed_at > now() - interval '7 days')
+SELECT c.name, count(*) FROM "Customers" c JOIN recent r ON r.customer_id = c.id, shop . items, x.y.z
+WHERE c.id IN (SELECT customer_id FROM ds_abc) GROUP BY 1`
+	rels, err := Relations(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rels {
+		got = append(got, fmt.Sprintf("%s|%s|%s|%v", r.Schema, r.Name, r.Text(q), r.Aliased))
+	}
+	slices.Sort(got)
+	want := []string{"shop|items|shop . items|false", "y|z|x.y.z|false", "|Customers|\"Customers\"|true", "|ds_abc|ds_abc|false", "|orders|orders|false"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("relations:\n got %q\nwant %q", got, want)
+	}
+	out := Splice(q, rels, []string{"A", "B", "C", "D", "E"})
+	if strings.Contains(out, "orders") || strings.Contains(out, "Customers") || !strings.Contains(out, "JOIN recent r") {
+		t.Fatalf("splice: %s", out)
+	}
+	if _, err := Relations("SELECT FROM WHERE"); !errors.As(err, new(*SyntaxError)) {
+		t.Fatalf("syntax error: %v", err)
+	}
+}
+
+func TestBindBraces(t *testing.T) {
+	q, names, err := BindBraces("SELECT * FROM t WHERE a > {{min}} AND b = '{{min}}' AND c < {{ max }} -- {{x}}\nAND d = {{MIN}}", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q != "SELECT * FROM t WHERE a > $1 AND b = '{{min}}' AND c < $2 -- {{x}}\nAND d = $1" || !slices.Equal(names, []string{"min", "max"}) {
+		t.Fatalf("%q %q", q, names)
 	}
 }

@@ -1,0 +1,352 @@
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/datasets"
+	"dataplatform/gen/queryapi"
+	"dataplatform/queries"
+	"dataplatform/records"
+	"dataplatform/store"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Project query limits.
+const (
+	defaultQueryLimit   = 1000
+	maxConcurrentQuery  = 5 // running queries per user, across replicas
+	projectQueryTimeout = 30 * time.Second
+	projectCacheTTL     = 60 * time.Second
+)
+
+// Queries implements the project query endpoints.
+type Queries struct{ *Handlers }
+
+// executedResponse answers with a queries.Executed (the generated type is the same shape).
+type executedResponse struct{ e *queries.Executed }
+
+func (r executedResponse) write(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	return json.NewEncoder(w).Encode(r.e)
+}
+
+func (r executedResponse) VisitExecuteQueryResponse(w http.ResponseWriter) error { return r.write(w) }
+func (r executedResponse) VisitGetQueryResponse(w http.ResponseWriter) error     { return r.write(w) }
+
+var projectQueryCache = struct {
+	sync.Mutex
+	m map[string]cachedExecuted
+}{m: map[string]cachedExecuted{}}
+
+type cachedExecuted struct {
+	e       queries.Executed
+	expires time.Time
+}
+
+func (h *Queries) ExecuteQuery(ctx context.Context, req queryapi.ExecuteQueryRequestObject) (queryapi.ExecuteQueryResponseObject, error) {
+	start := time.Now()
+	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	typ := "natural_language"
+	if b.Type != nil {
+		typ = string(*b.Type)
+	}
+	if typ != "sql" {
+		return nil, apierr.New(http.StatusNotImplemented, "NOT_SUPPORTED", "natural-language questions are not answered by this server version yet; send type: sql").
+			WithDetails(map[string]any{"supported_types": []string{"sql"}})
+	}
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := h.now()
+	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: typ, Query: b.Query,
+		Status: "running", DatasetIDs: pq.StringArray{}, CreatedAt: now}
+	if err := h.Store.StartQuery(ctx, qr, maxConcurrentQuery, now.Add(-(maxQueryTimeout + time.Minute))); errors.Is(err, store.ErrTooManyQueries) {
+		return nil, apierr.New(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED",
+			fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
+			WithDetails(map[string]any{"concurrent_limit": maxConcurrentQuery})
+	} else if err != nil {
+		return nil, err
+	}
+	e := &queries.Executed{QueryID: qr.ID, Type: typ, OriginalQuery: b.Query, CreatedAt: now}
+	runErr := h.execute(ctx, prj, b, e, start)
+	// The outcome is written even when the client went away.
+	if err := h.finishQuery(context.WithoutCancel(ctx), qr, e, runErr, start); err != nil {
+		return nil, err
+	}
+	if runErr != nil {
+		return nil, runErr
+	}
+	return executedResponse{e}, nil
+}
+
+// execute prepares and runs a SQL query into e.
+func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest, e *queries.Executed, start time.Time) error {
+	all, err := store.ProjectDatasets(ctx, h.Store.DB, prj.ID)
+	if err != nil {
+		return err
+	}
+	sources := make([]queries.Source, 0, len(all))
+	byID := map[string]int{}
+	for i := range all {
+		t, err := datasets.Tables(&all[i])
+		if err != nil {
+			return err
+		}
+		byID[all[i].ID] = len(sources)
+		sources = append(sources, queries.Source{ID: all[i].ID, Name: all[i].Name, Tables: t})
+	}
+	if b.Datasets != nil && len(*b.Datasets) > 0 {
+		var only []queries.Source
+		var bad []apierr.FieldError
+		for i, id := range *b.Datasets {
+			if j, ok := byID[id]; ok {
+				only = append(only, sources[j])
+			} else {
+				bad = append(bad, apierr.FieldError{Field: "body.datasets." + strconv.Itoa(i), Code: "not_found",
+					Message: "no active dataset " + id + " in this project"})
+			}
+		}
+		if len(bad) > 0 {
+			return apierr.Validation(bad...)
+		}
+		sources = only
+	}
+	prep, err := queries.Prepare(b.Query, sources)
+	var ue *queries.UnknownError
+	if errors.As(err, &ue) {
+		return apierr.New(http.StatusBadRequest, "INVALID_QUERY", ue.Error()).WithDetails(map[string]any{"line": ue.Line, "column": ue.Column,
+			"message": ue.Error(), "available_datasets": ue.Available})
+	} else if err != nil {
+		return queryErr(err, nil, 0, 0)
+	}
+	e.GeneratedSQL = prep.SQL
+	args := make([]any, len(prep.Params))
+	var params map[string]*any
+	if b.Parameters != nil {
+		params = *b.Parameters
+	}
+	for i, n := range prep.Params {
+		v, ok := params[n]
+		if !ok {
+			return apierr.Field("body.parameters."+n, "required", "the query uses {{"+n+"}} but parameters has no "+n)
+		}
+		if v != nil {
+			switch x := (*v).(type) {
+			case float64:
+				args[i] = strconv.FormatFloat(x, 'f', -1, 64)
+			default:
+				args[i] = x
+			}
+		}
+	}
+	limit, timeout, explain, cache := defaultQueryLimit, projectQueryTimeout, false, false
+	if o := b.Options; o != nil {
+		if o.Limit != nil {
+			limit = *o.Limit
+		}
+		if o.TimeoutSeconds != nil {
+			timeout = time.Duration(*o.TimeoutSeconds) * time.Second
+		}
+		explain, cache = deref(o.Explain), deref(o.Cache)
+	}
+	used := make([]string, len(prep.Used))
+	for i, u := range prep.Used {
+		used[i] = u.Name
+	}
+	e.Explanation = &queries.Explanation{Summary: "SQL over " + strings.Join(used, ", "), Steps: prep.Steps, DatasetsUsed: prep.Used}
+	if len(used) == 0 {
+		e.Explanation.Summary = "SQL that reads no dataset"
+	}
+	key := ""
+	if cache {
+		aj, _ := json.Marshal(args)
+		sum := sha256.Sum256([]byte(prj.OrgID + "\x00" + prep.SQL + "\x00" + string(aj) + "\x00" + strconv.Itoa(limit) + "\x00" + strconv.FormatBool(explain)))
+		key = hex.EncodeToString(sum[:])
+		projectQueryCache.Lock()
+		hit, ok := projectQueryCache.m[key]
+		projectQueryCache.Unlock()
+		if ok && time.Now().Before(hit.expires) {
+			e.Results, e.Metadata = hit.e.Results, ptr(*hit.e.Metadata)
+			e.Explanation.QueryPlan = hit.e.Explanation.QueryPlan
+			e.Metadata.CacheHit, e.Metadata.ExecutionTimeMS = true, time.Since(start).Milliseconds()
+			e.Explanation.Steps = append(e.Explanation.Steps, "Answered from the cache: the same query ran less than a minute ago")
+			return nil
+		}
+	}
+	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
+		return err
+	}
+	res, err := records.RunQuery(ctx, h.Store.DB, prj.OrgID, prep.SQL, args, records.QueryOptions{Timeout: timeout, MaxRows: limit, Plan: true})
+	if err != nil {
+		return queryErr(err, &prep.SQL, timeout, time.Since(start))
+	}
+	plan, rows, bytes, hash := queries.PlanFacts(res.Plan)
+	e.Results = &queries.Results{Columns: res.Columns, Rows: res.Rows, RowCount: len(res.Rows), Truncated: res.Truncated}
+	if e.Results.Columns == nil {
+		e.Results.Columns = []records.QueryColumn{}
+	}
+	e.Metadata = &queries.Metadata{ExecutionTimeMS: time.Since(start).Milliseconds(), RowsScanned: rows, BytesScanned: bytes, QueryPlanHash: hash}
+	if explain {
+		e.Explanation.QueryPlan = plan
+	}
+	step := fmt.Sprintf("Ran read-only with a %s timeout: %d row(s)", timeout, len(res.Rows))
+	if res.Truncated {
+		step += fmt.Sprintf(" (more were cut at the limit of %d)", limit)
+	}
+	e.Explanation.Steps = append(e.Explanation.Steps, step)
+	if key != "" {
+		projectQueryCache.Lock()
+		if len(projectQueryCache.m) >= maxCached {
+			for k, v := range projectQueryCache.m {
+				if time.Now().After(v.expires) || len(projectQueryCache.m) >= maxCached {
+					delete(projectQueryCache.m, k)
+				}
+			}
+		}
+		projectQueryCache.m[key] = cachedExecuted{e: *e, expires: time.Now().Add(projectCacheTTL)}
+		projectQueryCache.Unlock()
+	}
+	return nil
+}
+
+// finishQuery writes the outcome of a query to the history with its event.
+func (h *Queries) finishQuery(ctx context.Context, qr *store.Query, e *queries.Executed, runErr error, start time.Time) error {
+	took := time.Since(start).Milliseconds()
+	qr.ExecutionTimeMS, qr.FinishedAt = &took, ptr(h.now())
+	event := "query.completed"
+	e.Status = "completed"
+	if runErr != nil {
+		event, e.Status = "query.failed", "failed"
+		f := &queries.Failure{Code: "INTERNAL_ERROR", Message: "the query failed"}
+		var ae *apierr.Error
+		if errors.As(runErr, &ae) {
+			f.Code, f.Message = ae.Code, ae.Message
+			if d, ok := ae.Details.(map[string]any); ok {
+				f.Details = d
+			} else if ae.Details != nil {
+				f.Details = map[string]any{"errors": ae.Details}
+			}
+		}
+		e.Error, qr.ErrorCode = f, &f.Code
+	} else {
+		qr.RowCount = &e.Results.RowCount
+	}
+	qr.Status = e.Status
+	if e.Explanation != nil {
+		for _, u := range e.Explanation.DatasetsUsed {
+			qr.DatasetIDs = append(qr.DatasetIDs, u.ID)
+		}
+	}
+	body, err := json.Marshal(e.ForHistory())
+	if err != nil {
+		return err
+	}
+	qr.Body = ptr(string(body))
+	return h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		// History is not worth a disk flush per query.
+		if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			return err
+		}
+		if err := store.FinishQuery(ctx, tx, qr); err != nil {
+			return err
+		}
+		return store.Emit(ctx, tx, event, qr.OrgID, map[string]any{"query_id": qr.ID, "project_id": qr.ProjectID, "type": qr.Type,
+			"status": qr.Status, "row_count": qr.RowCount, "execution_time_ms": took, "error_code": qr.ErrorCode, "dataset_ids": qr.DatasetIDs}, *qr.FinishedAt)
+	})
+}
+
+func (h *Queries) ListQueries(ctx context.Context, req queryapi.ListQueriesRequestObject) (queryapi.ListQueriesResponseObject, error) {
+	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read")
+	if err != nil {
+		return nil, err
+	}
+	pr := req.Params
+	pg, limit, offset := page(pr.Page, pr.Limit)
+	f := store.QueryFilter{ProjectID: prj.ID, Type: string(deref(pr.Type)), Status: string(deref(pr.Status)), DatasetID: deref(pr.DatasetId),
+		Limit: limit, Offset: offset}
+	if f.From, err = dateBound("start_date", pr.StartDate, false); err != nil {
+		return nil, err
+	}
+	if f.To, err = dateBound("end_date", pr.EndDate, true); err != nil {
+		return nil, err
+	}
+	qs, total, err := h.Store.ListQueries(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := queryapi.ListQueries200JSONResponse{Queries: []queryapi.QueryHistoryItem{}, Pagination: queryapi.Pagination(paginate(ctx, pg, limit, total))}
+	for _, q := range qs {
+		it := queryapi.QueryHistoryItem{Id: q.ID, Type: queryapi.QueryHistoryItemType(q.Type), Query: q.Query, Status: queryapi.QueryHistoryItemStatus(q.Status),
+			RowCount: q.RowCount, DatasetIds: ptr([]string(q.DatasetIDs)), ErrorCode: q.ErrorCode, CreatedAt: q.CreatedAt}
+		if q.ExecutionTimeMS != nil {
+			it.ExecutionTimeMs = ptr(int(*q.ExecutionTimeMS))
+		}
+		if q.UserID != nil && q.CreatedByName != nil {
+			it.CreatedBy = &struct {
+				Id   string `json:"id"`
+				Name string `json:"name"`
+			}{*q.UserID, *q.CreatedByName}
+		}
+		out.Queries = append(out.Queries, it)
+	}
+	return out, nil
+}
+
+// dateBound reads a start_date or end_date filter: a date (an end date includes its whole
+// day) or a date-time.
+func dateBound(name string, v *string, end bool) (*time.Time, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if t, err := time.Parse(time.RFC3339, *v); err == nil {
+		return &t, nil
+	}
+	t, err := time.Parse(time.DateOnly, *v)
+	if err != nil {
+		return nil, apierr.Field("query."+name, "format", name+" must be a date (2024-01-31) or a date-time (2024-01-31T12:00:00Z)")
+	}
+	if end {
+		t = t.AddDate(0, 0, 1)
+	}
+	return &t, nil
+}
+
+func (h *Queries) GetQuery(ctx context.Context, req queryapi.GetQueryRequestObject) (queryapi.GetQueryResponseObject, error) {
+	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read")
+	if err != nil {
+		return nil, err
+	}
+	q, err := h.Store.QueryByID(ctx, prj.ID, req.QueryId)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.NotFound("query", req.QueryId)
+	} else if err != nil {
+		return nil, err
+	}
+	e := &queries.Executed{QueryID: q.ID, Status: q.Status, Type: q.Type, OriginalQuery: q.Query, CreatedAt: q.CreatedAt}
+	if q.Body != nil && q.Status != "running" {
+		if err := json.Unmarshal([]byte(*q.Body), e); err != nil {
+			return nil, err
+		}
+	}
+	return executedResponse{e}, nil
+}

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Query is an execution of a project query.
+type Query struct {
+	ID              string         `db:"id"`
+	ProjectID       string         `db:"project_id"`
+	OrgID           string         `db:"organization_id"`
+	UserID          *string        `db:"user_id"`
+	Type            string         `db:"type"`
+	Query           string         `db:"query"`
+	Status          string         `db:"status"`
+	DatasetIDs      pq.StringArray `db:"dataset_ids"`
+	RowCount        *int           `db:"row_count"`
+	ExecutionTimeMS *int64         `db:"execution_time_ms"`
+	ErrorCode       *string        `db:"error_code"`
+	Body            *string        `db:"body"` // jsonb: the executed query as answered
+	CreatedAt       time.Time      `db:"created_at"`
+	FinishedAt      *time.Time     `db:"finished_at"`
+	// CreatedByName is the user's name (history reads).
+	CreatedByName *string `db:"created_by_name"`
+}
+
+const queryCols = `q.id, q.project_id, q.organization_id, q.user_id, q.type, q.query, q.status, q.dataset_ids, q.row_count,
+	q.execution_time_ms, q.error_code, q.body, q.created_at, q.finished_at`
+
+// ErrTooManyQueries is a user with as many running queries as allowed.
+var ErrTooManyQueries = errors.New("too many running queries")
+
+// ProjectDatasets are a project's active datasets, by name.
+func ProjectDatasets(ctx context.Context, q sqlx.QueryerContext, projectID string) ([]Dataset, error) {
+	var out []Dataset
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+datasetCols+` FROM platform.datasets d
+		WHERE d.project_id = $1 AND d.status = 'active' ORDER BY d.name, d.id`, projectID)
+	return out, err
+}
+
+// StartQuery records a running query unless its user already runs max queries started after
+// since (older running rows are from a server that died). The count and the insert are one
+// step per user (an advisory lock), so concurrent starts cannot both pass.
+func (s *Store) StartQuery(ctx context.Context, qr *Query, max int, since time.Time) error {
+	return s.Tx(ctx, func(tx *sqlx.Tx) error {
+		if qr.UserID != nil {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('query:' || $1))`, *qr.UserID); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM platform.queries WHERE user_id = $1 AND status = 'running' AND created_at > $2`,
+				*qr.UserID, since); err != nil {
+				return err
+			}
+			if n >= max {
+				return ErrTooManyQueries
+			}
+		}
+		_, err := sqlx.NamedExecContext(ctx, tx, `INSERT INTO platform.queries (id, project_id, organization_id, user_id, type, query, status,
+			dataset_ids, created_at) VALUES (:id, :project_id, :organization_id, :user_id, :type, :query, :status, :dataset_ids, :created_at)`, qr)
+		return err
+	})
+}
+
+// FinishQuery writes a query's outcome.
+func FinishQuery(ctx context.Context, q sqlx.ExtContext, qr *Query) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.queries SET status = :status, dataset_ids = :dataset_ids, row_count = :row_count,
+		execution_time_ms = :execution_time_ms, error_code = :error_code, body = :body, finished_at = :finished_at WHERE id = :id`, qr)
+	return err
+}
+
+// QueryFilter selects history entries.
+type QueryFilter struct {
+	ProjectID, Type, Status, DatasetID string
+	From, To                           *time.Time
+	Limit, Offset                      int
+}
+
+// ListQueries pages through a project's history, newest first, without bodies.
+func (s *Store) ListQueries(ctx context.Context, f QueryFilter) ([]Query, int, error) {
+	cond := ` WHERE q.project_id = $1 AND ($2 = '' OR q.type = $2) AND ($3 = '' OR q.status = $3) AND ($4 = '' OR $4 = ANY (q.dataset_ids))
+		AND ($5::timestamptz IS NULL OR q.created_at >= $5) AND ($6::timestamptz IS NULL OR q.created_at < $6)`
+	args := []any{f.ProjectID, f.Type, f.Status, f.DatasetID, f.From, f.To}
+	var total int
+	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.queries q`+cond, args...); err != nil {
+		return nil, 0, err
+	}
+	var out []Query
+	err := s.DB.SelectContext(ctx, &out, `SELECT q.id, q.project_id, q.organization_id, q.user_id, q.type, q.query, q.status, q.dataset_ids,
+		q.row_count, q.execution_time_ms, q.error_code, q.created_at, q.finished_at, u.name AS created_by_name
+		FROM platform.queries q LEFT JOIN platform.users u ON u.id = q.user_id`+cond+
+		` ORDER BY q.created_at DESC, q.seq DESC LIMIT $7 OFFSET $8`, append(args, f.Limit, f.Offset)...)
+	return out, total, err
+}
+
+// QueryByID is a query of a project's history.
+func (s *Store) QueryByID(ctx context.Context, projectID, id string) (*Query, error) {
+	var qr Query
+	err := s.DB.GetContext(ctx, &qr, `SELECT `+queryCols+` FROM platform.queries q WHERE q.project_id = $1 AND q.id = $2`, projectID, id)
+	return &qr, notFound(err)
+}

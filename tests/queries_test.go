@@ -1,0 +1,226 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// queryFixture is a project with customers and orders datasets (uploaded CSVs).
+func queryFixture(t *testing.T) (e *env, customers, orders string) {
+	e = newEnv(t)
+	customers = e.uploadAndCreate(e.ownerToken, "Customers", "customers.csv",
+		"customer_no,name,city,credit\n1,Ann,Berlin,120.5\n2,Bob,Paris,80\n3,Cid,Berlin,15\n4,Dee,Rome,\n")
+	orders = e.uploadAndCreate(e.ownerToken, "Sales Orders", "orders.csv",
+		"order_no,customer_ref,total,placed\n10,1,19.90,2024-03-01\n11,1,5.10,2024-03-02\n12,3,100,2024-04-10\n13,2,7.5,2024-05-01\n")
+	for _, id := range []string{customers, orders} {
+		if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+			t.Fatalf("dataset: %s", d.Body)
+		}
+	}
+	return e, customers, orders
+}
+
+func (e *env) execute(body map[string]any, tok string) *resp {
+	e.t.Helper()
+	if _, ok := body["type"]; !ok {
+		body["type"] = "sql"
+	}
+	return e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", body, bearer(tok))
+}
+
+// rows is results.rows as text, one line per row, values joined by |.
+func rows(r *resp) string {
+	var lines []string
+	for i := 0; i < r.len("results.rows"); i++ {
+		var vals []string
+		for j := 0; j < r.len(fmt.Sprintf("results.rows.%d", i)); j++ {
+			vals = append(vals, fmt.Sprint(r.get(fmt.Sprintf("results.rows.%d.%d", i, j))))
+		}
+		lines = append(lines, strings.Join(vals, "|"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestProjectSQLQuery(t *testing.T) {
+	e, customers, orders := queryFixture(t)
+	// Datasets by name, quoted display name and identifier form; a join; grouping.
+	for _, q := range []string{
+		`SELECT c.name, sum(o.total) AS spent FROM customers c JOIN sales_orders o ON o.customer_ref = c.customer_no GROUP BY c.name ORDER BY spent DESC`,
+		`SELECT c.name, sum(o.total) AS spent FROM "Customers" c JOIN "Sales Orders" o ON o.customer_ref = c.customer_no GROUP BY 1 ORDER BY 2 DESC`,
+		`SELECT customers.name, sum(o.total) AS spent FROM ` + customers + ` AS customers JOIN ` + orders + ` o ON o.customer_ref = customers.customer_no GROUP BY 1 ORDER BY 2 DESC`,
+	} {
+		r := e.execute(map[string]any{"query": q}, e.ownerToken).status(200)
+		if got := rows(r); got != "Cid|100\nAnn|25\nBob|7.5" {
+			t.Fatalf("%s:\n%s\n%s", q, got, r.Body)
+		}
+		if r.str("status") != "completed" || r.str("type") != "sql" || r.str("original_query") != q || !strings.Contains(r.str("generated_sql"), `"`+e.orgID+`"."`+customers+`"`) ||
+			r.num("results.row_count") != 3 || r.get("results.truncated") != false || r.str("results.columns.0.name") != "name" || r.str("results.columns.1.type") != "numeric" ||
+			r.len("explanation.datasets_used") != 2 || r.get("metadata.cache_hit") != false || r.str("metadata.query_plan_hash") == "" || r.num("metadata.rows_scanned") == 0 {
+			t.Fatalf("executed query: %s", r.Body)
+		}
+	}
+	// A table named without an alias keeps its name for qualified columns.
+	r := e.execute(map[string]any{"query": `SELECT customers.city, count(*) FROM customers GROUP BY customers.city ORDER BY 2 DESC, 1`}, e.ownerToken).status(200)
+	if got := rows(r); got != "Berlin|2\nParis|1\nRome|1" {
+		t.Fatalf("group by: %s", got)
+	}
+	// {{name}} placeholders are bound values, never text: an injection attempt is a value.
+	q := `SELECT name FROM customers WHERE credit > {{min}} AND name <> {{who}} ORDER BY name`
+	r = e.execute(map[string]any{"query": q, "parameters": map[string]any{"min": 10, "who": "x' OR '1'='1"}}, e.ownerToken).status(200)
+	if got := rows(r); got != "Ann\nBob\nCid" || !strings.Contains(r.str("generated_sql"), "$1") {
+		t.Fatalf("parameters: %s %s", got, r.Body)
+	}
+	e.execute(map[string]any{"query": q, "parameters": map[string]any{"min": 10}}, e.ownerToken).apiError(400, "VALIDATION_ERROR", "body.parameters.who", "required")
+	e.execute(map[string]any{"query": q, "parameters": map[string]any{"min": []int{1}, "who": "a"}}, e.ownerToken).apiError(400, "VALIDATION_ERROR")
+	// limit truncates; options are checked.
+	r = e.execute(map[string]any{"query": `SELECT * FROM customers ORDER BY customer_no`, "options": map[string]any{"limit": 2, "explain": true}}, e.ownerToken).status(200)
+	if r.num("results.row_count") != 2 || r.get("results.truncated") != true || r.get("explanation.query_plan") == nil {
+		t.Fatalf("limit: %s", r.Body)
+	}
+	e.execute(map[string]any{"query": `SELECT 1`, "options": map[string]any{"limit": 0}}, e.ownerToken).apiError(400, "VALIDATION_ERROR", "body.options.limit", "minimum")
+	e.execute(map[string]any{"query": `SELECT 1`, "options": map[string]any{"timeout_seconds": 121}}, e.ownerToken).apiError(400, "VALIDATION_ERROR", "body.options.timeout_seconds", "maximum")
+
+	// Errors: unknown datasets (with what is available), syntax, missing columns, writes.
+	r = e.execute(map[string]any{"query": "SELECT *\nFROM  nope"}, e.ownerToken).apiError(400, "INVALID_QUERY")
+	if r.num("error.details.line") != 2 || r.num("error.details.column") != 7 || !strings.Contains(string(r.Body), `"customers"`) || !strings.Contains(string(r.Body), `"sales_orders"`) {
+		t.Fatalf("unknown dataset: %s", r.Body)
+	}
+	r = e.execute(map[string]any{"query": "SELECT name FROM customers WHERE"}, e.ownerToken).apiError(400, "INVALID_QUERY")
+	if r.num("error.details.line") != 1 || r.num("error.details.column") < 30 {
+		t.Fatalf("syntax: %s", r.Body)
+	}
+	r = e.execute(map[string]any{"query": "SELECT\n  missing FROM customers"}, e.ownerToken).apiError(400, "INVALID_QUERY")
+	if r.num("error.details.line") != 2 || !strings.Contains(r.str("error.details.message"), "missing") {
+		t.Fatalf("missing column: %s", r.Body)
+	}
+	for _, q := range []string{
+		"DELETE FROM customers",
+		"WITH d AS (DELETE FROM customers RETURNING *) SELECT * FROM d",
+		"SELECT * FROM customers FOR UPDATE",
+		"SELECT set_config('role', 'postgres', true)",
+		"SELECT * FROM pg_catalog.pg_roles",
+		"SELECT 1; SELECT 2",
+	} {
+		e.execute(map[string]any{"query": q}, e.ownerToken).apiError(400, "FORBIDDEN_OPERATION")
+	}
+	// A statement past its timeout is cancelled: 408 with details.
+	r = e.execute(map[string]any{"query": `SELECT count(*) FROM customers, generate_series(1, 200000000)`, "options": map[string]any{"timeout_seconds": 1}}, e.ownerToken).
+		apiError(408, "QUERY_TIMEOUT")
+	if r.num("error.details.timeout_seconds") != 1 {
+		t.Fatalf("timeout: %s", r.Body)
+	}
+	// Natural language is not answered yet.
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "how many customers"}, bearer(e.ownerToken)).apiError(501, "NOT_SUPPORTED")
+
+	// datasets limits what the query may name.
+	e.execute(map[string]any{"query": `SELECT * FROM customers`, "datasets": []string{orders}}, e.ownerToken).apiError(400, "INVALID_QUERY")
+	e.execute(map[string]any{"query": `SELECT count(*) FROM sales_orders`, "datasets": []string{orders}}, e.ownerToken).status(200)
+	e.execute(map[string]any{"query": `SELECT 1`, "datasets": []string{"ds_nope"}}, e.ownerToken).apiError(400, "VALIDATION_ERROR", "body.datasets.0", "not_found")
+
+	// Soft-deleted records are invisible (row-level security).
+	rec := e.do("GET", "/api/v1/datasets/"+customers+"/data?filter[name]=Dee", nil, bearer(e.ownerToken)).status(200)
+	e.do("DELETE", fmt.Sprintf("/api/v1/datasets/%s/data/%d", customers, rec.num("data.0.id")), nil, bearer(e.ownerToken)).status(200)
+	if r := e.execute(map[string]any{"query": `SELECT count(*) FROM customers`}, e.ownerToken).status(200); rows(r) != "3" {
+		t.Fatalf("soft-deleted rows counted: %s", rows(r))
+	}
+
+	// The cache answers the same query again.
+	body := map[string]any{"query": `SELECT count(*) AS n FROM sales_orders`, "options": map[string]any{"cache": true}}
+	e.execute(body, e.ownerToken).status(200)
+	if r := e.execute(body, e.ownerToken).status(200); r.get("metadata.cache_hit") != true || rows(r) != "4" {
+		t.Fatalf("cache: %s", r.Body)
+	}
+}
+
+func TestProjectQueryIsolation(t *testing.T) {
+	e, customers, _ := queryFixture(t)
+	own := bearer(e.ownerToken)
+	// Another project of the same organization: its datasets cannot be named, by name or id.
+	other := e.do("POST", "/api/v1/organizations/"+e.orgID+"/projects", map[string]any{"name": "Other"}, own).status(201).str("id")
+	first := e.projectID
+	e.projectID = other
+	e.execute(map[string]any{"query": `SELECT * FROM customers`}, e.ownerToken).apiError(400, "INVALID_QUERY")
+	e.execute(map[string]any{"query": `SELECT * FROM ` + customers}, e.ownerToken).apiError(400, "INVALID_QUERY")
+	e.execute(map[string]any{"query": `SELECT * FROM "` + e.orgID + `"."` + customers + `"`}, e.ownerToken).apiError(400, "INVALID_QUERY")
+	e.projectID = first
+	// Roles: a viewer reads the history but may not execute; a stranger sees nothing.
+	_, viewer := e.member(e.orgID, "viewer")
+	e.execute(map[string]any{"query": `SELECT 1`}, viewer).authError(403, "PERMISSION_DENIED")
+	e.do("GET", "/api/v1/projects/"+e.projectID+"/queries", nil, bearer(viewer)).status(200)
+	_, analyst := e.member(e.orgID, "analyst")
+	e.execute(map[string]any{"query": `SELECT count(*) FROM customers`}, analyst).status(200)
+	stranger := newEnv(t)
+	stranger.do("GET", "/api/v1/projects/"+e.projectID+"/queries", nil, bearer(stranger.ownerToken)).apiError(404, "NOT_FOUND")
+}
+
+func TestProjectQueryHistory(t *testing.T) {
+	e, customers, orders := queryFixture(t)
+	own := bearer(e.ownerToken)
+	base := "/api/v1/projects/" + e.projectID + "/queries"
+	ok := e.execute(map[string]any{"query": `SELECT name FROM customers ORDER BY name`}, e.ownerToken).status(200)
+	e.execute(map[string]any{"query": `SELECT total FROM sales_orders WHERE nope`}, e.ownerToken).apiError(400, "INVALID_QUERY")
+	e.execute(map[string]any{"query": `SELECT 1 AS one`}, e.ownerToken).status(200)
+
+	r := e.do("GET", base, nil, own).status(200)
+	if r.num("pagination.total") != 3 || r.str("queries.0.query") != "SELECT 1 AS one" || r.str("queries.1.status") != "failed" ||
+		r.str("queries.1.error_code") != "INVALID_QUERY" || r.str("queries.2.id") != ok.str("query_id") || r.num("queries.2.row_count") != 4 ||
+		r.str("queries.2.created_by.name") == "" {
+		t.Fatalf("history: %s", r.Body)
+	}
+	for q, want := range map[string]int{
+		"?status=failed": 1, "?status=completed": 2, "?type=sql": 3, "?type=natural_language": 0,
+		"?dataset_id=" + customers: 1, "?dataset_id=" + orders: 1, "?limit=1&page=2": 3,
+		"?start_date=" + time.Now().UTC().Format(time.DateOnly): 3, "?end_date=2020-01-01": 0,
+		"?start_date=" + time.Now().UTC().Add(time.Hour).Format(time.RFC3339): 0,
+	} {
+		if r := e.do("GET", base+q, nil, own).status(200); r.num("pagination.total") != want {
+			t.Fatalf("%s: %s", q, r.Body)
+		}
+	}
+	e.do("GET", base+"?start_date=yesterday", nil, own).apiError(400, "VALIDATION_ERROR")
+	e.do("GET", base+"?status=lost", nil, own).apiError(400, "VALIDATION_ERROR", "query.status", "enum")
+
+	// One query, with its results; a failed one with its error.
+	g := e.do("GET", base+"/"+ok.str("query_id"), nil, own).status(200)
+	if rows(g) != "Ann\nBob\nCid\nDee" || g.num("results.stored_row_count") != 4 || g.str("generated_sql") != ok.str("generated_sql") {
+		t.Fatalf("get: %s", g.Body)
+	}
+	failed := e.do("GET", base+"?status=failed", nil, own).status(200).str("queries.0.id")
+	if f := e.do("GET", base+"/"+failed, nil, own).status(200); f.str("status") != "failed" || f.str("error.code") != "INVALID_QUERY" {
+		t.Fatalf("failed query: %s", f.Body)
+	}
+	e.do("GET", base+"/q_nope", nil, own).apiError(404, "NOT_FOUND")
+	if e.countOutboxRows(e.orgID, "query.completed") != 2 || e.countOutboxRows(e.orgID, "query.failed") != 1 {
+		t.Fatal("query events missing from the outbox")
+	}
+}
+
+// TestProjectQueryConcurrency: five running queries of a user (across replicas: counted in
+// the database) refuse a sixth; running rows of a server that died stop counting.
+func TestProjectQueryConcurrency(t *testing.T) {
+	e, _, _ := queryFixture(t)
+	var user string
+	if err := e.st.DB.Get(&user, `SELECT id FROM platform.users WHERE email = $1`, adminEmail); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(age time.Duration) {
+		_, err := e.st.DB.Exec(`INSERT INTO platform.queries (id, project_id, organization_id, user_id, type, query, status, created_at)
+			VALUES ('q_' || md5(random()::text), $1, $2, $3, 'sql', 'SELECT 1', 'running', now() - $4 * interval '1 second')`,
+			e.projectID, e.orgID, user, age.Seconds())
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 4; i++ {
+		insert(0)
+	}
+	insert(time.Hour) // a dead server's
+	e.execute(map[string]any{"query": `SELECT 1`}, e.ownerToken).status(200)
+	insert(0)
+	r := e.execute(map[string]any{"query": `SELECT 1`}, e.ownerToken).apiError(429, "RATE_LIMIT_EXCEEDED")
+	if r.num("error.details.concurrent_limit") != 5 {
+		t.Fatalf("concurrency: %s", r.Body)
+	}
+}
