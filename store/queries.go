@@ -61,9 +61,15 @@ func (s *Store) StartQuery(ctx context.Context, qr *Query, max int, since time.T
 				return ErrTooManyQueries
 			}
 		}
-		_, err := sqlx.NamedExecContext(ctx, tx, `INSERT INTO platform.queries (id, project_id, organization_id, user_id, type, query, status,
-			dataset_ids, created_at) VALUES (:id, :project_id, :organization_id, :user_id, :type, :query, :status, :dataset_ids, :created_at)`, qr)
-		return err
+		// History is not worth a disk flush per query.
+		if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			return err
+		}
+		if _, err := sqlx.NamedExecContext(ctx, tx, `INSERT INTO platform.queries (id, project_id, organization_id, user_id, type, query, status,
+			dataset_ids, created_at) VALUES (:id, :project_id, :organization_id, :user_id, :type, :query, :status, :dataset_ids, :created_at)`, qr); err != nil {
+			return err
+		}
+		return Emit(ctx, tx, "query.started", qr.OrgID, map[string]any{"query_id": qr.ID, "project_id": qr.ProjectID, "type": qr.Type, "user_id": qr.UserID}, qr.CreatedAt)
 	})
 }
 

@@ -183,6 +183,13 @@ func TestPostgresConnectedDataset(t *testing.T) {
 	if q.num("meta.row_count") != 2 || q.str("data.0.name") != "Ann" || q.num("data.1.target") != 20 {
 		t.Fatalf("join with a connected table: %s", q.Body)
 	}
+	// A project query names both by name: the connected tables as dataset.table.
+	pq := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"type": "sql",
+		"query": `SELECT c.name, t.target, count(o.id) AS orders FROM targets t JOIN shop.customers c ON c.id = t.customer
+			LEFT JOIN orders o ON o.customer_id = c.id GROUP BY 1, 2 ORDER BY c.name`}, own).status(200)
+	if got := rows(pq); got != "Ann|50|2\nCid|20|1" || pq.len("explanation.datasets_used") != 2 {
+		t.Fatalf("project query over connected and uploaded datasets: %s", pq.Body)
+	}
 	// The list tells the two kinds apart.
 	if l := e.do("GET", base[:len(base)-1]+"?type=database", nil, own).status(200); l.num("pagination.total") != 1 || l.str("datasets.0.id") != id {
 		t.Fatalf("type=database: %s", l.Body)

@@ -192,7 +192,7 @@ func TestProjectQueryHistory(t *testing.T) {
 		t.Fatalf("failed query: %s", f.Body)
 	}
 	e.do("GET", base+"/q_nope", nil, own).apiError(404, "NOT_FOUND")
-	if e.countOutboxRows(e.orgID, "query.completed") != 2 || e.countOutboxRows(e.orgID, "query.failed") != 1 {
+	if e.countOutboxRows(e.orgID, "query.started") != 3 || e.countOutboxRows(e.orgID, "query.completed") != 2 || e.countOutboxRows(e.orgID, "query.failed") != 1 {
 		t.Fatal("query events missing from the outbox")
 	}
 }
