@@ -65,14 +65,10 @@ func (h *Queries) ExecuteQuery(ctx context.Context, req queryapi.ExecuteQueryReq
 		return nil, err
 	}
 	b := req.Body
-	typ := "natural_language"
-	if b.Type != nil {
-		typ = string(*b.Type)
+	if err := sqlOnly((*string)(b.Type)); err != nil {
+		return nil, err
 	}
-	if typ != "sql" {
-		return nil, apierr.New(http.StatusNotImplemented, "NOT_SUPPORTED", "natural-language questions are not answered by this server version yet; send type: sql").
-			WithDetails(map[string]any{"supported_types": []string{"sql"}})
-	}
+	typ := "sql"
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -99,66 +95,98 @@ func (h *Queries) ExecuteQuery(ctx context.Context, req queryapi.ExecuteQueryReq
 	return executedResponse{e}, nil
 }
 
-// execute prepares and runs a SQL query into e.
-func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest, e *queries.Executed, start time.Time) error {
+// prepared is a project query mapped onto its datasets, with its bound values.
+type prepared struct {
+	*queries.Prepared
+	args    []any
+	missing []string // placeholders without a value (bound as NULL when allowed)
+	sources []queries.Source
+}
+
+// prepare maps query onto the project's datasets (or those of only) and binds its
+// placeholders from params; a placeholder without a value is an error unless allowMissing.
+func (h *Queries) prepare(ctx context.Context, prj *store.Project, query string, only *[]string, params *map[string]*any, allowMissing bool) (*prepared, error) {
 	all, err := store.ProjectDatasets(ctx, h.Store.DB, prj.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sources := make([]queries.Source, 0, len(all))
 	byID := map[string]int{}
 	for i := range all {
 		t, err := datasets.Tables(&all[i])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		byID[all[i].ID] = len(sources)
 		sources = append(sources, queries.Source{ID: all[i].ID, Name: all[i].Name, Tables: t})
 	}
-	if b.Datasets != nil && len(*b.Datasets) > 0 {
-		var only []queries.Source
+	if only != nil && len(*only) > 0 {
+		var picked []queries.Source
 		var bad []apierr.FieldError
-		for i, id := range *b.Datasets {
+		for i, id := range *only {
 			if j, ok := byID[id]; ok {
-				only = append(only, sources[j])
+				picked = append(picked, sources[j])
 			} else {
 				bad = append(bad, apierr.FieldError{Field: "body.datasets." + strconv.Itoa(i), Code: "not_found",
 					Message: "no active dataset " + id + " in this project"})
 			}
 		}
 		if len(bad) > 0 {
-			return apierr.Validation(bad...)
+			return nil, apierr.Validation(bad...)
 		}
-		sources = only
+		sources = picked
 	}
-	prep, err := queries.Prepare(b.Query, sources)
+	prep, err := queries.Prepare(query, sources)
 	var ue *queries.UnknownError
 	if errors.As(err, &ue) {
-		return apierr.New(http.StatusBadRequest, "INVALID_QUERY", ue.Error()).WithDetails(map[string]any{"line": ue.Line, "column": ue.Column,
+		return nil, apierr.New(http.StatusBadRequest, "INVALID_QUERY", ue.Error()).WithDetails(map[string]any{"line": ue.Line, "column": ue.Column,
 			"message": ue.Error(), "available_datasets": ue.Available})
 	} else if err != nil {
-		return queryErr(err, nil, 0, 0)
+		return nil, queryErr(err, nil, 0, 0)
 	}
-	e.GeneratedSQL = prep.SQL
-	args := make([]any, len(prep.Params))
-	var params map[string]*any
-	if b.Parameters != nil {
-		params = *b.Parameters
+	out := &prepared{Prepared: prep, args: make([]any, len(prep.Params)), sources: sources}
+	var values map[string]*any
+	if params != nil {
+		values = *params
 	}
 	for i, n := range prep.Params {
-		v, ok := params[n]
+		v, ok := values[n]
 		if !ok {
-			return apierr.Field("body.parameters."+n, "required", "the query uses {{"+n+"}} but parameters has no "+n)
+			if allowMissing {
+				out.missing = append(out.missing, n)
+				continue
+			}
+			return nil, apierr.Field("body.parameters."+n, "required", "the query uses {{"+n+"}} but parameters has no "+n)
 		}
 		if v != nil {
 			switch x := (*v).(type) {
 			case float64:
-				args[i] = strconv.FormatFloat(x, 'f', -1, 64)
+				out.args[i] = strconv.FormatFloat(x, 'f', -1, 64)
 			default:
-				args[i] = x
+				out.args[i] = x
 			}
 		}
 	}
+	return out, nil
+}
+
+// sqlOnly refuses natural-language requests until the engine is built.
+func sqlOnly(typ *string) error {
+	if typ == nil || *typ != "sql" {
+		return apierr.New(http.StatusNotImplemented, "NOT_SUPPORTED", "natural-language questions are not answered by this server version yet; send type: sql").
+			WithDetails(map[string]any{"supported_types": []string{"sql"}})
+	}
+	return nil
+}
+
+// execute prepares and runs a SQL query into e.
+func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest, e *queries.Executed, start time.Time) error {
+	pp, err := h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, false)
+	if err != nil {
+		return err
+	}
+	prep, args := pp.Prepared, pp.args
+	e.GeneratedSQL = prep.SQL
 	limit, timeout, explain, cache := defaultQueryLimit, projectQueryTimeout, false, false
 	if o := b.Options; o != nil {
 		if o.Limit != nil {
@@ -349,4 +377,130 @@ func (h *Queries) GetQuery(ctx context.Context, req queryapi.GetQueryRequestObje
 		}
 	}
 	return executedResponse{e}, nil
+}
+
+// plan runs the planner (no execution) over a prepared query under the organization's role.
+func (h *Queries) plan(ctx context.Context, prj *store.Project, pp *prepared) (json.RawMessage, error) {
+	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
+		return nil, err
+	}
+	res, err := records.RunQuery(ctx, h.Store.DB, prj.OrgID, pp.SQL, pp.args, records.QueryOptions{Timeout: projectQueryTimeout, PlanOnly: true})
+	if err != nil {
+		return nil, queryErr(err, &pp.SQL, projectQueryTimeout, 0)
+	}
+	return res.Plan, nil
+}
+
+func (h *Queries) ValidateQuery(ctx context.Context, req queryapi.ValidateQueryRequestObject) (queryapi.ValidateQueryResponseObject, error) {
+	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	if err := sqlOnly((*string)(b.Type)); err != nil {
+		return nil, err
+	}
+	out := queryapi.ValidateQuery200JSONResponse{DatasetsRequired: []string{}, Warnings: []string{}, Errors: []queryapi.QueryValidationError{}}
+	// A query that would fail is a verdict here, not an error of this request.
+	verdict := func(err error) (queryapi.ValidateQueryResponseObject, error) {
+		var ae *apierr.Error
+		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+			return nil, err
+		}
+		if fields, ok := ae.Details.([]apierr.FieldError); ok && ae.Code == "VALIDATION_ERROR" {
+			for _, f := range fields {
+				out.Errors = append(out.Errors, queryapi.QueryValidationError{Code: ae.Code, Message: f.Message, Field: ptr(f.Field)})
+			}
+			return out, nil
+		}
+		e := queryapi.QueryValidationError{Code: ae.Code, Message: ae.Message}
+		if d, ok := ae.Details.(map[string]any); ok {
+			if l, ok := d["line"].(int); ok {
+				e.Line = &l
+			}
+			if c, ok := d["column"].(int); ok {
+				e.Column = &c
+			}
+		}
+		out.Errors = append(out.Errors, e)
+		return out, nil
+	}
+	pp, err := h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, true)
+	if err != nil {
+		return verdict(err)
+	}
+	out.GeneratedSql = &pp.SQL
+	for _, u := range pp.Used {
+		out.DatasetsRequired = append(out.DatasetsRequired, u.ID)
+	}
+	for _, n := range pp.missing {
+		out.Warnings = append(out.Warnings, "{{"+n+"}} has no value in parameters: it was planned as NULL, and running the query needs one")
+	}
+	plan, err := h.plan(ctx, prj, pp)
+	if err != nil {
+		return verdict(err)
+	}
+	root, advice, err := queries.ReadPlan(plan, nil)
+	if err != nil {
+		return nil, err
+	}
+	out.Valid = len(pp.missing) == 0
+	if !out.Valid {
+		out.Errors = append(out.Errors, queryapi.QueryValidationError{Code: "VALIDATION_ERROR", Message: "parameters lacks values for the query's placeholders",
+			Field: ptr("body.parameters")})
+	}
+	out.EstimatedRows = ptr(int(root.EstimatedRows))
+	out.EstimatedTimeMs = ptr(int(root.EstimatedCost*0.01) + 1)
+	out.Warnings = append(out.Warnings, advice.Warnings...)
+	return out, nil
+}
+
+// explainedResponse answers with the plan in the API's words.
+type explainedResponse struct {
+	SQL         string `json:"generated_sql"`
+	Explanation struct {
+		Summary   string            `json:"summary"`
+		QueryPlan *queries.PlanNode `json:"query_plan"`
+		queries.Advice
+	} `json:"explanation"`
+}
+
+func (r *explainedResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	return json.NewEncoder(w).Encode(r)
+}
+
+func (h *Queries) ExplainQuery(ctx context.Context, req queryapi.ExplainQueryRequestObject) (queryapi.ExplainQueryResponseObject, error) {
+	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	if err := sqlOnly((*string)(b.Type)); err != nil {
+		return nil, err
+	}
+	pp, err := h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, true)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := h.plan(ctx, prj, pp)
+	if err != nil {
+		return nil, err
+	}
+	facts, err := queries.Facts(ctx, h.Store.DB, pp.sources, pp.Used)
+	if err != nil {
+		return nil, err
+	}
+	root, advice, err := queries.ReadPlan(plan, facts)
+	if err != nil {
+		return nil, err
+	}
+	out := &explainedResponse{SQL: pp.SQL}
+	out.Explanation.QueryPlan, out.Explanation.Advice = root, advice
+	out.Explanation.Summary = fmt.Sprintf("%s: ~%d rows at an estimated cost of %.0f", root.Type, root.EstimatedRows, root.EstimatedCost)
+	if root.Table != "" {
+		out.Explanation.Summary = fmt.Sprintf("%s of %s: ~%d rows at an estimated cost of %.0f", root.Type, root.Table, root.EstimatedRows, root.EstimatedCost)
+	}
+	return out, nil
 }

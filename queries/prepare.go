@@ -52,14 +52,14 @@ type target struct {
 	table datasets.TableDef
 }
 
+// Identifier is a dataset name as a query can write it unquoted ("Sales Data" → sales_data).
+func Identifier(name string) string { return ingest.Identifiers([]string{name})[0] }
+
 // names are the lower-case names a dataset answers to: its id, its name, and its name as an
 // identifier ("Sales Data" → sales_data).
 func names(s Source) []string {
 	out := []string{strings.ToLower(s.ID), strings.ToLower(s.Name)}
-	if id := ingest.Identifiers([]string{s.Name}); len(id) == 1 {
-		out = append(out, strings.ToLower(id[0]))
-	}
-	return out
+	return append(out, Identifier(s.Name))
 }
 
 // Prepare binds the placeholders of query and maps its relations onto sources: a file
@@ -158,11 +158,11 @@ func available(sources []Source) []string {
 	var out []string
 	for _, s := range sources {
 		if len(s.Tables) == 1 {
-			out = append(out, ingest.Identifiers([]string{s.Name})[0])
+			out = append(out, Identifier(s.Name))
 			continue
 		}
 		for _, t := range s.Tables {
-			out = append(out, ingest.Identifiers([]string{s.Name})[0]+"."+t.Name)
+			out = append(out, Identifier(s.Name)+"."+t.Name)
 		}
 	}
 	sort.Strings(out)

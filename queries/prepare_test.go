@@ -1,7 +1,9 @@
 package queries
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -52,5 +54,32 @@ func TestPrepare(t *testing.T) {
 	}
 	if _, err := Prepare(`SELECT * FROM sales_data; DROP TABLE x`, sources); !errors.As(err, new(*sqlguard.ForbiddenError)) {
 		t.Fatalf("two statements: %v", err)
+	}
+}
+
+func TestReadPlan(t *testing.T) {
+	plan := `[{"Plan": {"Node Type": "Hash Join", "Plan Rows": 50000, "Total Cost": 9000.5, "Plans": [
+		{"Node Type": "Seq Scan", "Relation Name": "ds_big", "Filter": "((city = 'name'::text) AND (amount > '5'::numeric))", "Plan Rows": 40000, "Total Cost": 8000},
+		{"Node Type": "Hash", "Plan Rows": 100, "Total Cost": 10, "Plans": [
+			{"Node Type": "Index Scan", "Relation Name": "ds_small", "Index Name": "ds_small_pkey", "Index Cond": "(id = 3)", "Plan Rows": 100, "Total Cost": 9}]}]}}]`
+	facts := map[string]TableFacts{
+		"ds_big":   {Label: "orders", Rows: 1_000_000, Columns: []string{"id", "city", "amount", "name"}, Indexed: map[string]bool{"amount": true}},
+		"ds_small": {Label: "customers", Rows: 100, Columns: []string{"id"}},
+	}
+	root, a, err := ReadPlan(json.RawMessage(plan), facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root.Type != "Hash Join" || root.Plans[0].Table != "orders" || root.Plans[1].Plans[0].Index != "ds_small_pkey" || root.Plans[1].Plans[0].Filter != "(id = 3)" {
+		t.Fatalf("plan: %+v", root)
+	}
+	want := Advice{
+		Optimizations: []string{"Hash Join (no row-by-row lookups)", "Index Scan reads customers through the index ds_small_pkey"},
+		Warnings:      []string{"reads all of orders (~1000000 rows) to keep ~40000 that match ((city = 'name'::text) AND (amount > '5'::numeric))"},
+		// city only: amount has an index, and 'name' is a string, not the name column.
+		Suggestions: []string{"an index on orders.city would let the filter skip the rest of the table", "the query returns ~50000 rows: add a LIMIT, or aggregate"},
+	}
+	if !reflect.DeepEqual(a, want) {
+		t.Fatalf("advice:\n got %q\nwant %q", a, want)
 	}
 }

@@ -33,9 +33,10 @@ type QueryResult struct {
 // QueryOptions bound a query: its statement timeout, the rows returned, and whether the
 // planner's plan is read first.
 type QueryOptions struct {
-	Timeout time.Duration
-	MaxRows int
-	Plan    bool
+	Timeout  time.Duration
+	MaxRows  int
+	Plan     bool
+	PlanOnly bool // read the plan and stop: nothing runs
 }
 
 // RunQuery runs checked user SQL (a SELECT with $n parameters) in a read-only transaction,
@@ -63,13 +64,16 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 		}
 	}
 	res := &QueryResult{Rows: [][]any{}}
-	if o.Plan {
+	if o.Plan || o.PlanOnly {
 		// Prepared too, and so one statement: EXPLAIN runs nothing (no ANALYZE).
 		var plan []byte
 		if err := tx.QueryRowxContext(ctx, `EXPLAIN (FORMAT JSON) `+query, args...).Scan(&plan); err != nil {
 			return nil, err
 		}
 		res.Plan = plan
+		if o.PlanOnly {
+			return res, nil
+		}
 	}
 	// Prepared: the extended protocol takes exactly one statement, so "RESET ROLE; SELECT ..."
 	// cannot ride in with the simple protocol lib/pq uses for queries without arguments.

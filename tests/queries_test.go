@@ -224,3 +224,46 @@ func TestProjectQueryConcurrency(t *testing.T) {
 		t.Fatalf("concurrency: %s", r.Body)
 	}
 }
+
+func TestProjectQueryValidateAndExplain(t *testing.T) {
+	e, customers, orders := queryFixture(t)
+	own := bearer(e.ownerToken)
+	base := "/api/v1/projects/" + e.projectID + "/queries/"
+	v := e.do("POST", base+"validate", map[string]any{"type": "sql", "query": `SELECT name FROM customers WHERE credit > {{min}}`,
+		"parameters": map[string]any{"min": 5}}, own).status(200)
+	if v.get("valid") != true || v.str("datasets_required.0") != customers || !strings.Contains(v.str("generated_sql"), "$1") || v.num("estimated_rows") < 1 ||
+		v.len("errors") != 0 {
+		t.Fatalf("valid: %s", v.Body)
+	}
+	v = e.do("POST", base+"validate", map[string]any{"type": "sql", "query": `SELECT name FROM customers WHERE credit > {{min}}`}, own).status(200)
+	if v.get("valid") != false || v.str("errors.0.field") != "body.parameters" || !strings.Contains(v.str("warnings.0"), "{{min}}") {
+		t.Fatalf("missing parameter: %s", v.Body)
+	}
+	for q, code := range map[string]string{
+		"SELECT name FROM customers WHERE":   "INVALID_QUERY",
+		"SELECT nope FROM customers":         "INVALID_QUERY", // found by the planner's dry run
+		"SELECT * FROM nowhere":              "INVALID_QUERY",
+		"UPDATE customers SET name = 'x'":    "FORBIDDEN_OPERATION",
+		"SELECT * FROM customers FOR UPDATE": "FORBIDDEN_OPERATION",
+	} {
+		v := e.do("POST", base+"validate", map[string]any{"type": "sql", "query": q}, own).status(200)
+		if v.get("valid") != false || v.str("errors.0.code") != code || (code == "INVALID_QUERY" && v.num("errors.0.line") != 1) {
+			t.Fatalf("%s: %s", q, v.Body)
+		}
+	}
+	e.do("POST", base+"validate", map[string]any{"type": "sql", "query": "SELECT 1", "datasets": []string{"ds_gone"}}, own).status(200)
+	e.do("POST", base+"validate", map[string]any{"query": "how many"}, own).apiError(501, "NOT_SUPPORTED")
+
+	x := e.do("POST", base+"explain", map[string]any{"type": "sql",
+		"query": `SELECT c.name, o.total FROM customers c JOIN sales_orders o ON o.customer_ref = c.customer_no WHERE c.city = {{city}}`,
+		"parameters": map[string]any{"city": "Berlin"}}, own).status(200)
+	body := string(x.Body)
+	if !strings.Contains(body, `"table":"customers"`) || !strings.Contains(body, `"table":"sales_orders"`) || x.str("explanation.query_plan.type") == "" ||
+		x.get("explanation.optimizations") == nil || x.get("explanation.suggestions") == nil || !strings.Contains(x.str("explanation.summary"), "rows") {
+		t.Fatalf("explain: %s", body)
+	}
+	e.do("POST", base+"explain", map[string]any{"type": "sql", "query": "DELETE FROM customers"}, own).apiError(400, "FORBIDDEN_OPERATION")
+	e.do("POST", base+"explain", map[string]any{"type": "sql", "query": "SELECT x FROM " + orders}, own).apiError(400, "INVALID_QUERY")
+	_, viewer := e.member(e.orgID, "viewer")
+	e.do("POST", base+"explain", map[string]any{"type": "sql", "query": "SELECT 1"}, bearer(viewer)).authError(403, "PERMISSION_DENIED")
+}

@@ -139,6 +139,21 @@ type Pagination struct {
 	Total        int     `json:"total"`
 }
 
+// PlanNode defines model for PlanNode.
+type PlanNode struct {
+	EstimatedCost float64     `json:"estimated_cost"`
+	EstimatedRows int         `json:"estimated_rows"`
+	Filter        *string     `json:"filter,omitempty"`
+	Index         *string     `json:"index,omitempty"`
+	Plans         *[]PlanNode `json:"plans,omitempty"`
+
+	// Table The dataset (or dataset.table) the node reads.
+	Table *string `json:"table,omitempty"`
+
+	// Type The node type: Seq Scan, Index Scan, Hash Join, Sort, Aggregate...
+	Type string `json:"type"`
+}
+
 // Project defines model for Project.
 type Project struct {
 	CreatedAt time.Time `json:"created_at"`

@@ -195,6 +195,24 @@ func (e ListQueriesParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for ExplainQueryJSONBodyType.
+const (
+	ExplainQueryJSONBodyTypeNaturalLanguage ExplainQueryJSONBodyType = "natural_language"
+	ExplainQueryJSONBodyTypeSql             ExplainQueryJSONBodyType = "sql"
+)
+
+// Valid indicates whether the value is a known member of the ExplainQueryJSONBodyType enum.
+func (e ExplainQueryJSONBodyType) Valid() bool {
+	switch e {
+	case ExplainQueryJSONBodyTypeNaturalLanguage:
+		return true
+	case ExplainQueryJSONBodyTypeSql:
+		return true
+	default:
+		return false
+	}
+}
+
 // AuthError defines model for AuthError.
 type AuthError struct {
 	Code               AuthErrorCode  `json:"code"`
@@ -353,6 +371,21 @@ type Pagination struct {
 	Total        int     `json:"total"`
 }
 
+// PlanNode defines model for PlanNode.
+type PlanNode struct {
+	EstimatedCost float64     `json:"estimated_cost"`
+	EstimatedRows int         `json:"estimated_rows"`
+	Filter        *string     `json:"filter,omitempty"`
+	Index         *string     `json:"index,omitempty"`
+	Plans         *[]PlanNode `json:"plans,omitempty"`
+
+	// Table The dataset (or dataset.table) the node reads.
+	Table *string `json:"table,omitempty"`
+
+	// Type The node type: Seq Scan, Index Scan, Hash Join, Sort, Aggregate...
+	Type string `json:"type"`
+}
+
 // ProjectId Example: prj_3n8b5v1c7x2z9l4k6j0h
 type ProjectId = string
 
@@ -389,6 +422,34 @@ type QueryHistoryItemStatus string
 
 // QueryHistoryItemType defines model for QueryHistoryItem.Type.
 type QueryHistoryItemType string
+
+// QueryValidation defines model for QueryValidation.
+type QueryValidation struct {
+	// DatasetsRequired Ids of the datasets the query reads.
+	DatasetsRequired []string               `json:"datasets_required"`
+	Errors           []QueryValidationError `json:"errors"`
+
+	// EstimatedRows The planner's estimate of the rows returned.
+	EstimatedRows *int `json:"estimated_rows,omitempty"`
+
+	// EstimatedTimeMs A rough figure from the planner's total cost (cost units times 0.01 ms); an order of magnitude, not a promise.
+	EstimatedTimeMs *int `json:"estimated_time_ms,omitempty"`
+
+	// GeneratedSql Absent when the query could not be mapped.
+	GeneratedSql *string  `json:"generated_sql,omitempty"`
+	Valid        bool     `json:"valid"`
+	Warnings     []string `json:"warnings"`
+}
+
+// QueryValidationError defines model for QueryValidationError.
+type QueryValidationError struct {
+	// Code INVALID_QUERY, FORBIDDEN_OPERATION or VALIDATION_ERROR.
+	Code    string  `json:"code"`
+	Column  *int    `json:"column,omitempty"`
+	Field   *string `json:"field,omitempty"`
+	Line    *int    `json:"line,omitempty"`
+	Message string  `json:"message"`
+}
 
 // UserId Example: usr_5g2f8d4s1a9p7o3i6u0y
 type UserId = string
@@ -449,8 +510,25 @@ type ListQueriesParamsType string
 // ListQueriesParamsStatus defines parameters for ListQueries.
 type ListQueriesParamsStatus string
 
+// ExplainQueryJSONBody defines parameters for ExplainQuery.
+type ExplainQueryJSONBody struct {
+	Datasets   *[]string                 `json:"datasets,omitempty"`
+	Parameters *map[string]*any          `json:"parameters,omitempty"`
+	Query      string                    `json:"query"`
+	Type       *ExplainQueryJSONBodyType `json:"type,omitempty"`
+}
+
+// ExplainQueryJSONBodyType defines parameters for ExplainQuery.
+type ExplainQueryJSONBodyType string
+
 // ExecuteQueryJSONRequestBody defines body for ExecuteQuery for application/json ContentType.
 type ExecuteQueryJSONRequestBody = ExecuteQueryRequest
+
+// ExplainQueryJSONRequestBody defines body for ExplainQuery for application/json ContentType.
+type ExplainQueryJSONRequestBody ExplainQueryJSONBody
+
+// ValidateQueryJSONRequestBody defines body for ValidateQuery for application/json ContentType.
+type ValidateQueryJSONRequestBody = ExecuteQueryRequest
 
 // AsErrorEnvelopeErrorDetails0 returns the union data inside the ErrorEnvelope_Error_Details as a ErrorEnvelopeErrorDetails0
 func (t ErrorEnvelope_Error_Details) AsErrorEnvelopeErrorDetails0() (ErrorEnvelopeErrorDetails0, error) {
@@ -522,6 +600,12 @@ type ServerInterface interface {
 	// ExecuteQuery Run a query over the project's datasets (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/execute)
 	ExecuteQuery(ctx echo.Context, projectId ProjectId) error
+	// ExplainQuery The planner's plan of a query, with suggestions (queries:execute)
+	// (POST /api/v1/projects/{project_id}/queries/explain)
+	ExplainQuery(ctx echo.Context, projectId ProjectId) error
+	// ValidateQuery Check a query without running it (queries:execute)
+	// (POST /api/v1/projects/{project_id}/queries/validate)
+	ValidateQuery(ctx echo.Context, projectId ProjectId) error
 	// GetQuery One query of the history with its results (queries:read)
 	// (GET /api/v1/projects/{project_id}/queries/{query_id})
 	GetQuery(ctx echo.Context, projectId ProjectId, queryId string) error
@@ -615,6 +699,38 @@ func (w *ServerInterfaceWrapper) ExecuteQuery(ctx echo.Context) error {
 	return err
 }
 
+// ExplainQuery converts echo context to params.
+func (w *ServerInterfaceWrapper) ExplainQuery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExplainQuery(ctx, projectId)
+	return err
+}
+
+// ValidateQuery converts echo context to params.
+func (w *ServerInterfaceWrapper) ValidateQuery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ValidateQuery(ctx, projectId)
+	return err
+}
+
 // GetQuery converts echo context to params.
 func (w *ServerInterfaceWrapper) GetQuery(ctx echo.Context) error {
 	var err error
@@ -689,6 +805,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/queries/execute", wrapper.ExecuteQuery, options.OperationMiddlewares["executeQuery"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/queries", wrapper.ListQueries, options.OperationMiddlewares["listQueries"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/queries/:query_id", wrapper.GetQuery, options.OperationMiddlewares["getQuery"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/queries/validate", wrapper.ValidateQuery, options.OperationMiddlewares["validateQuery"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/queries/explain", wrapper.ExplainQuery, options.OperationMiddlewares["explainQuery"]...)
 
 }
 
@@ -960,6 +1078,259 @@ func (response ExecuteQuery501JSONResponse) VisitExecuteQueryResponse(w http.Res
 	return err
 }
 
+type ExplainQueryRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *ExplainQueryJSONRequestBody
+}
+
+type ExplainQueryResponseObject interface {
+	VisitExplainQueryResponse(w http.ResponseWriter) error
+}
+
+type ExplainQuery200JSONResponse struct {
+	Explanation struct {
+		Optimizations []string `json:"optimizations"`
+		QueryPlan     PlanNode `json:"query_plan"`
+		Suggestions   []string `json:"suggestions"`
+		Summary       string   `json:"summary"`
+		Warnings      []string `json:"warnings"`
+	} `json:"explanation"`
+	GeneratedSql string `json:"generated_sql"`
+}
+
+func (response ExplainQuery200JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainQuery400JSONResponse ErrorEnvelope
+
+func (response ExplainQuery400JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ExplainQuery401JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ExplainQuery403JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ExplainQuery404JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainQuery429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ExplainQuery429JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainQuery501JSONResponse ErrorEnvelope
+
+func (response ExplainQuery501JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateQueryRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *ValidateQueryJSONRequestBody
+}
+
+type ValidateQueryResponseObject interface {
+	VisitValidateQueryResponse(w http.ResponseWriter) error
+}
+
+type ValidateQuery200JSONResponse QueryValidation
+
+func (response ValidateQuery200JSONResponse) VisitValidateQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ValidateQuery400JSONResponse) VisitValidateQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ValidateQuery401JSONResponse) VisitValidateQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ValidateQuery403JSONResponse) VisitValidateQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ValidateQuery404JSONResponse) VisitValidateQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateQuery429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ValidateQuery429JSONResponse) VisitValidateQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateQuery501JSONResponse ErrorEnvelope
+
+func (response ValidateQuery501JSONResponse) VisitValidateQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetQueryRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	QueryId   string    `json:"query_id"`
@@ -1076,6 +1447,12 @@ type StrictServerInterface interface {
 	// ExecuteQuery Run a query over the project's datasets (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/execute)
 	ExecuteQuery(ctx context.Context, request ExecuteQueryRequestObject) (ExecuteQueryResponseObject, error)
+	// ExplainQuery The planner's plan of a query, with suggestions (queries:execute)
+	// (POST /api/v1/projects/{project_id}/queries/explain)
+	ExplainQuery(ctx context.Context, request ExplainQueryRequestObject) (ExplainQueryResponseObject, error)
+	// ValidateQuery Check a query without running it (queries:execute)
+	// (POST /api/v1/projects/{project_id}/queries/validate)
+	ValidateQuery(ctx context.Context, request ValidateQueryRequestObject) (ValidateQueryResponseObject, error)
 	// GetQuery One query of the history with its results (queries:read)
 	// (GET /api/v1/projects/{project_id}/queries/{query_id})
 	GetQuery(ctx context.Context, request GetQueryRequestObject) (GetQueryResponseObject, error)
@@ -1161,6 +1538,102 @@ func (sh *strictHandler) ExecuteQuery(ctx echo.Context, projectId ProjectId) err
 		return err
 	} else if validResponse, ok := response.(ExecuteQueryResponseObject); ok {
 		return validResponse.VisitExecuteQueryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ExplainQuery operation middleware
+func (sh *strictHandler) ExplainQuery(ctx echo.Context, projectId ProjectId) error {
+	var request ExplainQueryRequestObject
+
+	request.ProjectId = projectId
+
+	var body ExplainQueryJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExplainQuery(ctx.Request().Context(), request.(ExplainQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExplainQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExplainQueryResponseObject); ok {
+		return validResponse.VisitExplainQueryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ValidateQuery operation middleware
+func (sh *strictHandler) ValidateQuery(ctx echo.Context, projectId ProjectId) error {
+	var request ValidateQueryRequestObject
+
+	request.ProjectId = projectId
+
+	var body ValidateQueryJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ValidateQuery(ctx.Request().Context(), request.(ValidateQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ValidateQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ValidateQueryResponseObject); ok {
+		return validResponse.VisitValidateQueryResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

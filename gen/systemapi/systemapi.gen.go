@@ -122,6 +122,21 @@ type HealthStatus string
 // OrganizationId Example: org_7k2m9x4q1w8e5r3t6y0u
 type OrganizationId = string
 
+// PlanNode defines model for PlanNode.
+type PlanNode struct {
+	EstimatedCost float64     `json:"estimated_cost"`
+	EstimatedRows int         `json:"estimated_rows"`
+	Filter        *string     `json:"filter,omitempty"`
+	Index         *string     `json:"index,omitempty"`
+	Plans         *[]PlanNode `json:"plans,omitempty"`
+
+	// Table The dataset (or dataset.table) the node reads.
+	Table *string `json:"table,omitempty"`
+
+	// Type The node type: Seq Scan, Index Scan, Hash Join, Sort, Aggregate...
+	Type string `json:"type"`
+}
+
 // ProjectId Example: prj_3n8b5v1c7x2z9l4k6j0h
 type ProjectId = string
 
