@@ -31,6 +31,7 @@ var Catalog = map[string]Doc{
 	"INVALID_QUERY":            {400, "Invalid query", "PostgreSQL refused the SQL: `details` has `line`, `column` and the database's `message`."},
 	"FORBIDDEN_OPERATION":      {400, "Forbidden operation", "Query endpoints run exactly one SELECT: other statements, data-modifying WITH clauses, SELECT INTO, locking clauses, settings, advisory locks, sleeping, files and the system catalogs are refused (400, so that the details stay in the nested envelope)."},
 	"QUERY_TIMEOUT":            {408, "Query timeout", "The query ran past its statement timeout and was cancelled; `details` has `timeout_seconds`, `execution_time_seconds` and a `suggestion`."},
+	"LIMIT_EXCEEDED":           {422, "Limit exceeded", "A fixed limit of the service is reached: `details` has `limit` and `current`."},
 	"PLAN_LIMIT_EXCEEDED":      {422, "Plan limit exceeded", "The organization's plan does not allow more; `details` names the current count, the plan limit and a plan that allows more."},
 	"SCHEMA_VIOLATION":         {422, "Schema change violated by existing rows", "A schema change cannot be applied: existing rows cannot be cast to the new type or break a new constraint. `details.violations` lists each failing change with `row_count` and the first rows (`id`, `value`). Nothing was changed."},
 	"SCHEMA_VERSION_CONFLICT":  {409, "Schema changed meanwhile", "`expected_version` is not the dataset's current `schema_version`: read the schema again and resend the change."},

@@ -47,6 +47,9 @@ func (r executedResponse) write(w http.ResponseWriter) error {
 
 func (r executedResponse) VisitExecuteQueryResponse(w http.ResponseWriter) error { return r.write(w) }
 func (r executedResponse) VisitGetQueryResponse(w http.ResponseWriter) error     { return r.write(w) }
+func (r executedResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+	return r.write(w)
+}
 
 var projectQueryCache = struct {
 	sync.Mutex
@@ -59,12 +62,20 @@ type cachedExecuted struct {
 }
 
 func (h *Queries) ExecuteQuery(ctx context.Context, req queryapi.ExecuteQueryRequestObject) (queryapi.ExecuteQueryResponseObject, error) {
-	start := time.Now()
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
 	if err != nil {
 		return nil, err
 	}
-	b := req.Body
+	e, err := h.run(ctx, prj, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return executedResponse{e}, nil
+}
+
+// run executes a query as a new entry of the history.
+func (h *Queries) run(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest) (*queries.Executed, error) {
+	start := time.Now()
 	if err := sqlOnly((*string)(b.Type)); err != nil {
 		return nil, err
 	}
@@ -89,10 +100,7 @@ func (h *Queries) ExecuteQuery(ctx context.Context, req queryapi.ExecuteQueryReq
 	if err := h.finishQuery(context.WithoutCancel(ctx), qr, e, runErr, start); err != nil {
 		return nil, err
 	}
-	if runErr != nil {
-		return nil, runErr
-	}
-	return executedResponse{e}, nil
+	return e, runErr
 }
 
 // prepared is a project query mapped onto its datasets, with its bound values.

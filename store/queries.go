@@ -110,3 +110,74 @@ func (s *Store) QueryByID(ctx context.Context, projectID, id string) (*Query, er
 	err := s.DB.GetContext(ctx, &qr, `SELECT `+queryCols+` FROM platform.queries q WHERE q.project_id = $1 AND q.id = $2`, projectID, id)
 	return &qr, notFound(err)
 }
+
+// SavedQuery is a query saved under a name.
+type SavedQuery struct {
+	ID            string         `db:"id"`
+	ProjectID     string         `db:"project_id"`
+	OrgID         string         `db:"organization_id"`
+	SourceQueryID *string        `db:"source_query_id"`
+	Name          string         `db:"name"`
+	Description   *string        `db:"description"`
+	Type          string         `db:"type"`
+	Query         string         `db:"query"`
+	Tags          pq.StringArray `db:"tags"`
+	Visibility    string         `db:"visibility"`
+	Parameters    string         `db:"parameters"` // jsonb: the declared parameters
+	UsageCount    int            `db:"usage_count"`
+	LastUsedAt    *time.Time     `db:"last_used_at"`
+	CreatedBy     *string        `db:"created_by"`
+	CreatedAt     time.Time      `db:"created_at"`
+	// CreatedByName is the author's name (reads).
+	CreatedByName *string `db:"created_by_name"`
+}
+
+const savedCols = `s.id, s.project_id, s.organization_id, s.source_query_id, s.name, s.description, s.type, s.query, s.tags, s.visibility,
+	s.parameters, s.usage_count, s.last_used_at, s.created_by, s.created_at, u.name AS created_by_name`
+
+// ErrLimit is a fixed limit reached.
+var ErrLimit = errors.New("limit reached")
+
+// CreateSavedQuery saves sq unless its project already holds max saved queries (the
+// project row is locked, so concurrent saves cannot both pass).
+func CreateSavedQuery(ctx context.Context, tx *sqlx.Tx, sq *SavedQuery, max int) error {
+	var n int
+	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM platform.saved_queries WHERE project_id = (
+		SELECT id FROM platform.projects WHERE id = $1 FOR UPDATE)`, sq.ProjectID); err != nil {
+		return err
+	}
+	if n >= max {
+		return ErrLimit
+	}
+	_, err := sqlx.NamedExecContext(ctx, tx, `INSERT INTO platform.saved_queries (id, project_id, organization_id, source_query_id, name,
+		description, type, query, tags, visibility, parameters, created_by, created_at) VALUES (:id, :project_id, :organization_id,
+		:source_query_id, :name, :description, :type, :query, :tags, :visibility, :parameters, :created_by, :created_at)`, sq)
+	return err
+}
+
+// SavedQueryFor is a saved query of a project that userID may see.
+func (s *Store) SavedQueryFor(ctx context.Context, projectID, id, userID string) (*SavedQuery, error) {
+	var sq SavedQuery
+	err := s.DB.GetContext(ctx, &sq, `SELECT `+savedCols+` FROM platform.saved_queries s LEFT JOIN platform.users u ON u.id = s.created_by
+		WHERE s.project_id = $1 AND s.id = $2 AND (s.visibility = 'project' OR s.created_by = $3)`, projectID, id, userID)
+	return &sq, notFound(err)
+}
+
+// ListSavedQueries pages through the saved queries userID may see, most used first.
+func (s *Store) ListSavedQueries(ctx context.Context, projectID, userID, tag string, limit, offset int) ([]SavedQuery, int, error) {
+	cond := ` WHERE s.project_id = $1 AND (s.visibility = 'project' OR s.created_by = $2) AND ($3 = '' OR $3 = ANY (s.tags))`
+	var total int
+	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.saved_queries s`+cond, projectID, userID, tag); err != nil {
+		return nil, 0, err
+	}
+	var out []SavedQuery
+	err := s.DB.SelectContext(ctx, &out, `SELECT `+savedCols+` FROM platform.saved_queries s LEFT JOIN platform.users u ON u.id = s.created_by`+cond+
+		` ORDER BY s.usage_count DESC, s.last_used_at DESC NULLS LAST, s.name LIMIT $4 OFFSET $5`, projectID, userID, tag, limit, offset)
+	return out, total, err
+}
+
+// UseSavedQuery counts a use of a saved query.
+func (s *Store) UseSavedQuery(ctx context.Context, id string, at time.Time) error {
+	_, err := s.DB.ExecContext(ctx, `UPDATE platform.saved_queries SET usage_count = usage_count + 1, last_used_at = $2 WHERE id = $1`, id, at)
+	return err
+}

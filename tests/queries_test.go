@@ -267,3 +267,95 @@ func TestProjectQueryValidateAndExplain(t *testing.T) {
 	_, viewer := e.member(e.orgID, "viewer")
 	e.do("POST", base+"explain", map[string]any{"type": "sql", "query": "SELECT 1"}, bearer(viewer)).authError(403, "PERMISSION_DENIED")
 }
+
+func TestSavedQueries(t *testing.T) {
+	e, _, _ := queryFixture(t)
+	own := bearer(e.ownerToken)
+	base := "/api/v1/projects/" + e.projectID + "/"
+	q := e.execute(map[string]any{"query": `SELECT name FROM customers WHERE city = {{city}} AND credit >= {{min}} AND {{on}} ORDER BY name`,
+		"parameters": map[string]any{"city": "Berlin", "min": 0, "on": true}}, e.ownerToken).status(200)
+	if rows(q) != "Ann\nCid" {
+		t.Fatalf("query: %s", q.Body)
+	}
+	save := base + "queries/" + q.str("query_id") + "/save"
+	params := []any{
+		map[string]any{"name": "city", "type": "string", "default": "Berlin", "description": "where they live"},
+		map[string]any{"name": "min", "type": "integer"},
+		map[string]any{"name": "on", "type": "boolean", "default": true},
+	}
+	// Declarations must match the placeholders, defaults their types.
+	e.do("POST", save, map[string]any{"name": "By city", "parameters": params[:2]}, own).apiError(400, "VALIDATION_ERROR", "body.parameters.on", "required")
+	e.do("POST", save, map[string]any{"name": "By city", "parameters": append(params, map[string]any{"name": "extra", "type": "date"})}, own).
+		apiError(400, "VALIDATION_ERROR", "body.parameters.extra", "unknown_field")
+	e.do("POST", save, map[string]any{"name": "By city", "parameters": []any{params[0], map[string]any{"name": "min", "type": "integer", "default": 1.5}, params[2]}}, own).
+		apiError(400, "VALIDATION_ERROR", "body.parameters.min", "type")
+	e.do("POST", save, map[string]any{"name": "By city", "parameters": []any{params[0], map[string]any{"name": "min", "type": "money"}, params[2]}}, own).
+		apiError(400, "VALIDATION_ERROR")
+	s := e.do("POST", save, map[string]any{"name": "By city", "description": "customers of a city", "tags": []string{"crm"}, "parameters": params}, own).status(201)
+	if s.str("query") != q.str("original_query") || s.num("usage_count") != 0 || s.get("last_used_at") != nil || s.str("visibility") != "project" ||
+		s.str("source_query_id") != q.str("query_id") || s.str("parameters.1.type") != "integer" || s.str("created_by.name") == "" {
+		t.Fatalf("saved: %s", s.Body)
+	}
+	e.do("POST", save, map[string]any{"name": "By city", "parameters": params}, own).apiError(409, "CONFLICT")
+	e.do("POST", base+"queries/q_nope/save", map[string]any{"name": "x"}, own).apiError(404, "NOT_FOUND")
+	if e.countOutboxRows(e.orgID, "query.saved") != 1 || e.countAuditRows(e.orgID, "query.save") != 1 {
+		t.Fatal("query.saved event or audit entry missing")
+	}
+
+	// Execution: defaults fill in, values are checked against their types.
+	run := base + "saved-queries/" + s.str("id") + "/execute"
+	r := e.do("POST", run, map[string]any{"parameters": map[string]any{"min": 50}}, own).status(200)
+	if rows(r) != "Ann" || r.str("status") != "completed" {
+		t.Fatalf("run with defaults: %s", r.Body)
+	}
+	r = e.do("POST", run, map[string]any{"parameters": map[string]any{"min": 0, "city": "Paris", "on": false}}, own).status(200)
+	if rows(r) != "" {
+		t.Fatalf("run with values: %s", r.Body)
+	}
+	e.do("POST", run, map[string]any{}, own).apiError(400, "VALIDATION_ERROR", "body.parameters.min", "required")
+	e.do("POST", run, map[string]any{"parameters": map[string]any{"min": "ten"}}, own).apiError(400, "VALIDATION_ERROR", "body.parameters.min", "type")
+	e.do("POST", run, map[string]any{"parameters": map[string]any{"min": 1, "nope": 1}}, own).apiError(400, "VALIDATION_ERROR", "body.parameters.nope", "unknown_field")
+	e.do("POST", base+"saved-queries/sq_nope/execute", map[string]any{}, own).apiError(404, "NOT_FOUND")
+
+	// A date parameter, and a private query its author alone sees.
+	d := e.execute(map[string]any{"query": `SELECT count(*) FROM sales_orders WHERE placed >= {{since}}`, "parameters": map[string]any{"since": "2024-04-01"}}, e.ownerToken).status(200)
+	if rows(d) != "2" {
+		t.Fatalf("date: %s", d.Body)
+	}
+	p := e.do("POST", base+"queries/"+d.str("query_id")+"/save", map[string]any{"name": "Recent", "visibility": "private",
+		"parameters": []any{map[string]any{"name": "since", "type": "date", "default": "2024-01-01"}}}, own).status(201)
+	if r := e.do("POST", base+"saved-queries/"+p.str("id")+"/execute", nil, own).status(200); rows(r) != "4" {
+		t.Fatalf("date default: %s", r.Body)
+	}
+	e.do("POST", base+"saved-queries/"+p.str("id")+"/execute", map[string]any{"parameters": map[string]any{"since": "April"}}, own).
+		apiError(400, "VALIDATION_ERROR", "body.parameters.since", "type")
+	_, analyst := e.member(e.orgID, "analyst")
+	if l := e.do("GET", base+"saved-queries", nil, bearer(analyst)).status(200); l.num("pagination.total") != 1 {
+		t.Fatalf("the analyst sees the private query: %s", l.Body)
+	}
+	e.do("POST", base+"saved-queries/"+p.str("id")+"/execute", nil, bearer(analyst)).apiError(404, "NOT_FOUND")
+
+	// The list: most used first, with use counts; tag filter.
+	l := e.do("GET", base+"saved-queries", nil, own).status(200)
+	if l.num("pagination.total") != 2 || l.str("saved_queries.0.name") != "By city" || l.num("saved_queries.0.usage_count") != 2 ||
+		l.get("saved_queries.0.last_used_at") == nil || l.num("saved_queries.1.usage_count") != 1 {
+		t.Fatalf("list: %s", l.Body)
+	}
+	if l := e.do("GET", base+"saved-queries?tag=crm", nil, own).status(200); l.num("pagination.total") != 1 {
+		t.Fatalf("tag: %s", l.Body)
+	}
+}
+
+// TestSavedQueryLimit: a project holds at most 1,000 saved queries.
+func TestSavedQueryLimit(t *testing.T) {
+	e, _, _ := queryFixture(t)
+	own := bearer(e.ownerToken)
+	q := e.execute(map[string]any{"query": `SELECT 1`}, e.ownerToken).status(200).str("query_id")
+	if _, err := e.st.DB.Exec(`INSERT INTO platform.saved_queries (id, project_id, organization_id, name, type, query, visibility, created_at)
+		SELECT 'sq_' || i, $1, $2, 'q' || i, 'sql', 'SELECT 1', 'project', now() FROM generate_series(1, 999) i`, e.projectID, e.orgID); err != nil {
+		t.Fatal(err)
+	}
+	save := "/api/v1/projects/" + e.projectID + "/queries/" + q + "/save"
+	e.do("POST", save, map[string]any{"name": "the thousandth"}, own).status(201)
+	e.do("POST", save, map[string]any{"name": "one too many"}, own).apiError(422, "LIMIT_EXCEEDED")
+}

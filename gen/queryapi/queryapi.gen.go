@@ -7,7 +7,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -156,6 +158,69 @@ func (e QueryHistoryItemType) Valid() bool {
 	}
 }
 
+// Defines values for SavedQueryType.
+const (
+	SavedQueryTypeNaturalLanguage SavedQueryType = "natural_language"
+	SavedQueryTypeSql             SavedQueryType = "sql"
+)
+
+// Valid indicates whether the value is a known member of the SavedQueryType enum.
+func (e SavedQueryType) Valid() bool {
+	switch e {
+	case SavedQueryTypeNaturalLanguage:
+		return true
+	case SavedQueryTypeSql:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SavedQueryVisibility.
+const (
+	SavedQueryVisibilityPrivate SavedQueryVisibility = "private"
+	SavedQueryVisibilityProject SavedQueryVisibility = "project"
+)
+
+// Valid indicates whether the value is a known member of the SavedQueryVisibility enum.
+func (e SavedQueryVisibility) Valid() bool {
+	switch e {
+	case SavedQueryVisibilityPrivate:
+		return true
+	case SavedQueryVisibilityProject:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SavedQueryParameterType.
+const (
+	Boolean SavedQueryParameterType = "boolean"
+	Date    SavedQueryParameterType = "date"
+	Integer SavedQueryParameterType = "integer"
+	Number  SavedQueryParameterType = "number"
+	String  SavedQueryParameterType = "string"
+)
+
+// Valid indicates whether the value is a known member of the SavedQueryParameterType enum.
+func (e SavedQueryParameterType) Valid() bool {
+	switch e {
+	case Boolean:
+		return true
+	case Date:
+		return true
+	case Integer:
+		return true
+	case Number:
+		return true
+	case String:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListQueriesParamsType.
 const (
 	ListQueriesParamsTypeNaturalLanguage ListQueriesParamsType = "natural_language"
@@ -207,6 +272,24 @@ func (e ExplainQueryJSONBodyType) Valid() bool {
 	case ExplainQueryJSONBodyTypeNaturalLanguage:
 		return true
 	case ExplainQueryJSONBodyTypeSql:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SaveQueryJSONBodyVisibility.
+const (
+	SaveQueryJSONBodyVisibilityPrivate SaveQueryJSONBodyVisibility = "private"
+	SaveQueryJSONBodyVisibilityProject SaveQueryJSONBodyVisibility = "project"
+)
+
+// Valid indicates whether the value is a known member of the SaveQueryJSONBodyVisibility enum.
+func (e SaveQueryJSONBodyVisibility) Valid() bool {
+	switch e {
+	case SaveQueryJSONBodyVisibilityPrivate:
+		return true
+	case SaveQueryJSONBodyVisibilityProject:
 		return true
 	default:
 		return false
@@ -451,6 +534,48 @@ type QueryValidationError struct {
 	Message string  `json:"message"`
 }
 
+// SavedQuery defines model for SavedQuery.
+type SavedQuery struct {
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy *struct {
+		Id   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"created_by,omitempty"`
+	Description *string               `json:"description,omitempty"`
+	Id          string                `json:"id"`
+	LastUsedAt  *time.Time            `json:"last_used_at,omitempty"`
+	Name        string                `json:"name"`
+	Parameters  []SavedQueryParameter `json:"parameters"`
+
+	// Query The text, with its {{name}} placeholders.
+	Query         string               `json:"query"`
+	SourceQueryId *string              `json:"source_query_id,omitempty"`
+	Tags          []string             `json:"tags"`
+	Type          SavedQueryType       `json:"type"`
+	UsageCount    int                  `json:"usage_count"`
+	Visibility    SavedQueryVisibility `json:"visibility"`
+}
+
+// SavedQueryType defines model for SavedQuery.Type.
+type SavedQueryType string
+
+// SavedQueryVisibility defines model for SavedQuery.Visibility.
+type SavedQueryVisibility string
+
+// SavedQueryParameter defines model for SavedQueryParameter.
+type SavedQueryParameter struct {
+	// Default A value of the parameter's type (a date as YYYY-MM-DD); without one the parameter is required.
+	Default     *any    `json:"default,omitempty"`
+	Description *string `json:"description,omitempty"`
+
+	// Name The placeholder {{name}} it fills (placeholders are matched in lower case).
+	Name string                  `json:"name"`
+	Type SavedQueryParameterType `json:"type"`
+}
+
+// SavedQueryParameterType defines model for SavedQueryParameter.Type.
+type SavedQueryParameterType string
+
 // UserId Example: usr_5g2f8d4s1a9p7o3i6u0y
 type UserId = string
 
@@ -471,6 +596,9 @@ type Page = int
 
 // BadRequest defines model for BadRequest.
 type BadRequest = ErrorEnvelope
+
+// Conflict defines model for Conflict.
+type Conflict = ErrorEnvelope
 
 // Forbidden defines model for Forbidden.
 type Forbidden = AuthError
@@ -521,6 +649,38 @@ type ExplainQueryJSONBody struct {
 // ExplainQueryJSONBodyType defines parameters for ExplainQuery.
 type ExplainQueryJSONBodyType string
 
+// SaveQueryJSONBody defines parameters for SaveQuery.
+type SaveQueryJSONBody struct {
+	Description *string                      `json:"description,omitempty"`
+	Name        string                       `json:"name"`
+	Parameters  *[]SavedQueryParameter       `json:"parameters,omitempty"`
+	Tags        *[]string                    `json:"tags,omitempty"`
+	Visibility  *SaveQueryJSONBodyVisibility `json:"visibility,omitempty"`
+}
+
+// SaveQueryJSONBodyVisibility defines parameters for SaveQuery.
+type SaveQueryJSONBodyVisibility string
+
+// ListSavedQueriesParams defines parameters for ListSavedQueries.
+type ListSavedQueriesParams struct {
+	// Page Page number, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit  `form:"limit,omitempty" json:"limit,omitempty"`
+	Tag   *string `form:"tag,omitempty" json:"tag,omitempty"`
+}
+
+// ExecuteSavedQueryJSONBody defines parameters for ExecuteSavedQuery.
+type ExecuteSavedQueryJSONBody struct {
+	Options *struct {
+		Cache          *bool `json:"cache,omitempty"`
+		Limit          *int  `json:"limit,omitempty"`
+		TimeoutSeconds *int  `json:"timeout_seconds,omitempty"`
+	} `json:"options,omitempty"`
+	Parameters *map[string]*any `json:"parameters,omitempty"`
+}
+
 // ExecuteQueryJSONRequestBody defines body for ExecuteQuery for application/json ContentType.
 type ExecuteQueryJSONRequestBody = ExecuteQueryRequest
 
@@ -529,6 +689,12 @@ type ExplainQueryJSONRequestBody ExplainQueryJSONBody
 
 // ValidateQueryJSONRequestBody defines body for ValidateQuery for application/json ContentType.
 type ValidateQueryJSONRequestBody = ExecuteQueryRequest
+
+// SaveQueryJSONRequestBody defines body for SaveQuery for application/json ContentType.
+type SaveQueryJSONRequestBody SaveQueryJSONBody
+
+// ExecuteSavedQueryJSONRequestBody defines body for ExecuteSavedQuery for application/json ContentType.
+type ExecuteSavedQueryJSONRequestBody ExecuteSavedQueryJSONBody
 
 // AsErrorEnvelopeErrorDetails0 returns the union data inside the ErrorEnvelope_Error_Details as a ErrorEnvelopeErrorDetails0
 func (t ErrorEnvelope_Error_Details) AsErrorEnvelopeErrorDetails0() (ErrorEnvelopeErrorDetails0, error) {
@@ -609,6 +775,15 @@ type ServerInterface interface {
 	// GetQuery One query of the history with its results (queries:read)
 	// (GET /api/v1/projects/{project_id}/queries/{query_id})
 	GetQuery(ctx echo.Context, projectId ProjectId, queryId string) error
+	// SaveQuery Save a query of the history under a name, with typed parameters (queries:execute)
+	// (POST /api/v1/projects/{project_id}/queries/{query_id}/save)
+	SaveQuery(ctx echo.Context, projectId ProjectId, queryId string) error
+	// ListSavedQueries The project's saved queries, most used first (queries:read)
+	// (GET /api/v1/projects/{project_id}/saved-queries)
+	ListSavedQueries(ctx echo.Context, projectId ProjectId, params ListSavedQueriesParams) error
+	// ExecuteSavedQuery Run a saved query with parameter values (queries:execute)
+	// (POST /api/v1/projects/{project_id}/saved-queries/{saved_query_id}/execute)
+	ExecuteSavedQuery(ctx echo.Context, projectId ProjectId, savedQueryId string) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -755,6 +930,93 @@ func (w *ServerInterfaceWrapper) GetQuery(ctx echo.Context) error {
 	return err
 }
 
+// SaveQuery converts echo context to params.
+func (w *ServerInterfaceWrapper) SaveQuery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "query_id" -------------
+	var queryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "query_id", ctx.Param("query_id"), &queryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter query_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SaveQuery(ctx, projectId, queryId)
+	return err
+}
+
+// ListSavedQueries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSavedQueries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSavedQueriesParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "tag" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tag", ctx.QueryParams(), &params.Tag, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tag: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSavedQueries(ctx, projectId, params)
+	return err
+}
+
+// ExecuteSavedQuery converts echo context to params.
+func (w *ServerInterfaceWrapper) ExecuteSavedQuery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "saved_query_id" -------------
+	var savedQueryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "saved_query_id", ctx.Param("saved_query_id"), &savedQueryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter saved_query_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExecuteSavedQuery(ctx, projectId, savedQueryId)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -807,10 +1069,15 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/queries/:query_id", wrapper.GetQuery, options.OperationMiddlewares["getQuery"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/queries/validate", wrapper.ValidateQuery, options.OperationMiddlewares["validateQuery"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/queries/explain", wrapper.ExplainQuery, options.OperationMiddlewares["explainQuery"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/queries/:query_id/save", wrapper.SaveQuery, options.OperationMiddlewares["saveQuery"]...)
+	router.GET(options.BaseURL+"/api/v1/projects/:project_id/saved-queries", wrapper.ListSavedQueries, options.OperationMiddlewares["listSavedQueries"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/saved-queries/:saved_query_id/execute", wrapper.ExecuteSavedQuery, options.OperationMiddlewares["executeSavedQuery"]...)
 
 }
 
 type BadRequestJSONResponse ErrorEnvelope
+
+type ConflictJSONResponse ErrorEnvelope
 
 type ForbiddenJSONResponse AuthError
 
@@ -1439,6 +1706,377 @@ func (response GetQuery429JSONResponse) VisitGetQueryResponse(w http.ResponseWri
 	return err
 }
 
+type SaveQueryRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	QueryId   string    `json:"query_id"`
+	Body      *SaveQueryJSONRequestBody
+}
+
+type SaveQueryResponseObject interface {
+	VisitSaveQueryResponse(w http.ResponseWriter) error
+}
+
+type SaveQuery201JSONResponse SavedQuery
+
+func (response SaveQuery201JSONResponse) VisitSaveQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SaveQuery400JSONResponse) VisitSaveQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SaveQuery401JSONResponse) VisitSaveQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SaveQuery403JSONResponse) VisitSaveQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SaveQuery404JSONResponse) VisitSaveQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveQuery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SaveQuery409JSONResponse) VisitSaveQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveQuery422JSONResponse ErrorEnvelope
+
+func (response SaveQuery422JSONResponse) VisitSaveQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveQuery429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response SaveQuery429JSONResponse) VisitSaveQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSavedQueriesRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Params    ListSavedQueriesParams
+}
+
+type ListSavedQueriesResponseObject interface {
+	VisitListSavedQueriesResponse(w http.ResponseWriter) error
+}
+
+type ListSavedQueries200JSONResponse struct {
+	Pagination   Pagination   `json:"pagination"`
+	SavedQueries []SavedQuery `json:"saved_queries"`
+}
+
+func (response ListSavedQueries200JSONResponse) VisitListSavedQueriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSavedQueries400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListSavedQueries400JSONResponse) VisitListSavedQueriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSavedQueries401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListSavedQueries401JSONResponse) VisitListSavedQueriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSavedQueries403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListSavedQueries403JSONResponse) VisitListSavedQueriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSavedQueries404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListSavedQueries404JSONResponse) VisitListSavedQueriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSavedQueries429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ListSavedQueries429JSONResponse) VisitListSavedQueriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteSavedQueryRequestObject struct {
+	ProjectId    ProjectId `json:"project_id"`
+	SavedQueryId string    `json:"saved_query_id"`
+	Body         *ExecuteSavedQueryJSONRequestBody
+}
+
+type ExecuteSavedQueryResponseObject interface {
+	VisitExecuteSavedQueryResponse(w http.ResponseWriter) error
+}
+
+type ExecuteSavedQuery200JSONResponse ExecutedQuery
+
+func (response ExecuteSavedQuery200JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteSavedQuery400JSONResponse ErrorEnvelope
+
+func (response ExecuteSavedQuery400JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteSavedQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ExecuteSavedQuery401JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteSavedQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ExecuteSavedQuery403JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteSavedQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ExecuteSavedQuery404JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteSavedQuery408JSONResponse ErrorEnvelope
+
+func (response ExecuteSavedQuery408JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteSavedQuery429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ExecuteSavedQuery429JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// ListQueries The project's query history, newest first (queries:read)
@@ -1456,6 +2094,15 @@ type StrictServerInterface interface {
 	// GetQuery One query of the history with its results (queries:read)
 	// (GET /api/v1/projects/{project_id}/queries/{query_id})
 	GetQuery(ctx context.Context, request GetQueryRequestObject) (GetQueryResponseObject, error)
+	// SaveQuery Save a query of the history under a name, with typed parameters (queries:execute)
+	// (POST /api/v1/projects/{project_id}/queries/{query_id}/save)
+	SaveQuery(ctx context.Context, request SaveQueryRequestObject) (SaveQueryResponseObject, error)
+	// ListSavedQueries The project's saved queries, most used first (queries:read)
+	// (GET /api/v1/projects/{project_id}/saved-queries)
+	ListSavedQueries(ctx context.Context, request ListSavedQueriesRequestObject) (ListSavedQueriesResponseObject, error)
+	// ExecuteSavedQuery Run a saved query with parameter values (queries:execute)
+	// (POST /api/v1/projects/{project_id}/saved-queries/{saved_query_id}/execute)
+	ExecuteSavedQuery(ctx context.Context, request ExecuteSavedQueryRequestObject) (ExecuteSavedQueryResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -1660,6 +2307,133 @@ func (sh *strictHandler) GetQuery(ctx echo.Context, projectId ProjectId, queryId
 		return err
 	} else if validResponse, ok := response.(GetQueryResponseObject); ok {
 		return validResponse.VisitGetQueryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SaveQuery operation middleware
+func (sh *strictHandler) SaveQuery(ctx echo.Context, projectId ProjectId, queryId string) error {
+	var request SaveQueryRequestObject
+
+	request.ProjectId = projectId
+	request.QueryId = queryId
+
+	var body SaveQueryJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SaveQuery(ctx.Request().Context(), request.(SaveQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SaveQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SaveQueryResponseObject); ok {
+		return validResponse.VisitSaveQueryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListSavedQueries operation middleware
+func (sh *strictHandler) ListSavedQueries(ctx echo.Context, projectId ProjectId, params ListSavedQueriesParams) error {
+	var request ListSavedQueriesRequestObject
+
+	request.ProjectId = projectId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSavedQueries(ctx.Request().Context(), request.(ListSavedQueriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSavedQueries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSavedQueriesResponseObject); ok {
+		return validResponse.VisitListSavedQueriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ExecuteSavedQuery operation middleware
+func (sh *strictHandler) ExecuteSavedQuery(ctx echo.Context, projectId ProjectId, savedQueryId string) error {
+	var request ExecuteSavedQueryRequestObject
+
+	request.ProjectId = projectId
+	request.SavedQueryId = savedQueryId
+
+	var body ExecuteSavedQueryJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExecuteSavedQuery(ctx.Request().Context(), request.(ExecuteSavedQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExecuteSavedQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExecuteSavedQueryResponseObject); ok {
+		return validResponse.VisitExecuteSavedQueryResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
