@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -88,9 +87,7 @@ func (h *Queries) run(ctx context.Context, prj *store.Project, b *queryapi.Execu
 	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: typ, Query: b.Query,
 		Status: "running", DatasetIDs: pq.StringArray{}, CreatedAt: now}
 	if err := h.Store.StartQuery(ctx, qr, maxConcurrentQuery, now.Add(-(maxQueryTimeout + time.Minute))); errors.Is(err, store.ErrTooManyQueries) {
-		return nil, apierr.New(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED",
-			fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
-			WithDetails(map[string]any{"concurrent_limit": maxConcurrentQuery})
+		return nil, tooManyQueries()
 	} else if err != nil {
 		return nil, err
 	}
@@ -205,14 +202,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.E
 		}
 		explain, cache = deref(o.Explain), deref(o.Cache)
 	}
-	used := make([]string, len(prep.Used))
-	for i, u := range prep.Used {
-		used[i] = u.Name
-	}
-	e.Explanation = &queries.Explanation{Summary: "SQL over " + strings.Join(used, ", "), Steps: prep.Steps, DatasetsUsed: prep.Used}
-	if len(used) == 0 {
-		e.Explanation.Summary = "SQL that reads no dataset"
-	}
+	e.Explanation = &queries.Explanation{Summary: "SQL over " + usedNames(prep.Used), Steps: prep.Steps, DatasetsUsed: prep.Used}
 	key := ""
 	if cache {
 		aj, _ := json.Marshal(args)

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -358,4 +359,71 @@ func TestSavedQueryLimit(t *testing.T) {
 	save := "/api/v1/projects/" + e.projectID + "/queries/" + q + "/save"
 	e.do("POST", save, map[string]any{"name": "the thousandth"}, own).status(201)
 	e.do("POST", save, map[string]any{"name": "one too many"}, own).apiError(422, "LIMIT_EXCEEDED")
+}
+
+// sseEvents splits a text/event-stream body into (event, data) pairs.
+func sseEvents(t *testing.T, body []byte) (names []string, data []map[string]any) {
+	t.Helper()
+	for _, block := range strings.Split(strings.TrimSpace(string(body)), "\n\n") {
+		var name, payload string
+		for _, line := range strings.Split(block, "\n") {
+			if v, ok := strings.CutPrefix(line, "event: "); ok {
+				name = v
+			} else if v, ok := strings.CutPrefix(line, "data: "); ok {
+				payload = v
+			}
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(payload), &m); err != nil {
+			t.Fatalf("event %s: %v: %q", name, err, payload)
+		}
+		names = append(names, name)
+		data = append(data, m)
+	}
+	return names, data
+}
+
+func TestProjectQueryStream(t *testing.T) {
+	e, _, _ := queryFixture(t)
+	own := bearer(e.ownerToken)
+	url := "/api/v1/projects/" + e.projectID + "/queries/stream"
+	r := e.do("POST", url, map[string]any{"type": "sql", "query": `SELECT name, credit FROM customers WHERE credit > {{min}} ORDER BY name`,
+		"parameters": map[string]any{"min": 10}}, own).status(200)
+	names, data := sseEvents(t, r.Body)
+	if strings.Join(names, ",") != "status,sql,status,schema,row,row,row,complete" || data[0]["status"] != "parsing" || data[2]["status"] != "executing" ||
+		!strings.Contains(data[1]["sql"].(string), "$1") || fmt.Sprint(data[3]["columns"]) == "" || fmt.Sprint(data[4]["values"]) != "[Ann 120.5]" ||
+		data[7]["row_count"] != 3.0 || r.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream: %v\n%s", names, r.Body)
+	}
+	// The history keeps it.
+	h := e.do("GET", "/api/v1/projects/"+e.projectID+"/queries/"+data[7]["query_id"].(string), nil, own).status(200)
+	if h.str("status") != "completed" || h.num("results.row_count") != 3 {
+		t.Fatalf("history: %s", h.Body)
+	}
+	// Many rows arrive in batches through the cursor; limit cuts them.
+	r = e.do("POST", url, map[string]any{"type": "sql", "query": `SELECT g, md5(g::text) FROM generate_series(1, 25000) g`}, own).status(200)
+	names, data = sseEvents(t, r.Body)
+	if len(names) != 25005 || names[25004] != "complete" || data[25004]["row_count"] != 25000.0 || fmt.Sprint(data[25003]["values"].([]any)[0]) != "25000" {
+		t.Fatalf("25,000 rows: %d events, last %v", len(names), data[len(data)-1])
+	}
+	r = e.do("POST", url, map[string]any{"type": "sql", "query": `SELECT g FROM generate_series(1, 5000) g`, "options": map[string]any{"limit": 1500}}, own).status(200)
+	names, data = sseEvents(t, r.Body)
+	if len(names) != 1505 || data[1504]["truncated"] != true || data[1504]["row_count"] != 1500.0 {
+		t.Fatalf("limit: %d events, last %v", len(names), data[len(data)-1])
+	}
+	// Refusals before anything runs are JSON errors; failures while running end the stream.
+	e.do("POST", url, map[string]any{"type": "sql", "query": `DELETE FROM customers`}, own).apiError(400, "FORBIDDEN_OPERATION")
+	e.do("POST", url, map[string]any{"type": "sql", "query": `SELECT * FROM nowhere`}, own).apiError(400, "INVALID_QUERY")
+	r = e.do("POST", url, map[string]any{"type": "sql", "query": `SELECT 1 / (g - 3) FROM generate_series(1, 5) g`}, own).status(200)
+	names, data = sseEvents(t, r.Body)
+	if names[len(names)-1] != "error" || data[len(data)-1]["code"] != "INVALID_QUERY" {
+		t.Fatalf("failure mid-stream: %v %v", names, data[len(data)-1])
+	}
+	r = e.do("POST", url, map[string]any{"type": "sql", "query": `SELECT count(*) FROM generate_series(1, 300000000)`, "options": map[string]any{"timeout_seconds": 1}}, own).status(200)
+	if names, data = sseEvents(t, r.Body); names[len(names)-1] != "error" || data[len(data)-1]["code"] != "QUERY_TIMEOUT" {
+		t.Fatalf("timeout: %v %v", names, data[len(data)-1])
+	}
+	if f := e.do("GET", "/api/v1/projects/"+e.projectID+"/queries?status=failed", nil, own).status(200); f.num("pagination.total") != 4 {
+		t.Fatalf("failed streams in the history: %s", f.Body)
+	}
 }

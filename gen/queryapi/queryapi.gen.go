@@ -221,6 +221,24 @@ func (e SavedQueryParameterType) Valid() bool {
 	}
 }
 
+// Defines values for StreamQueryRequestType.
+const (
+	StreamQueryRequestTypeNaturalLanguage StreamQueryRequestType = "natural_language"
+	StreamQueryRequestTypeSql             StreamQueryRequestType = "sql"
+)
+
+// Valid indicates whether the value is a known member of the StreamQueryRequestType enum.
+func (e StreamQueryRequestType) Valid() bool {
+	switch e {
+	case StreamQueryRequestTypeNaturalLanguage:
+		return true
+	case StreamQueryRequestTypeSql:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListQueriesParamsType.
 const (
 	ListQueriesParamsTypeNaturalLanguage ListQueriesParamsType = "natural_language"
@@ -576,6 +594,24 @@ type SavedQueryParameter struct {
 // SavedQueryParameterType defines model for SavedQueryParameter.Type.
 type SavedQueryParameterType string
 
+// StreamQueryRequest defines model for StreamQueryRequest.
+type StreamQueryRequest struct {
+	Datasets *[]string `json:"datasets,omitempty"`
+	Options  *struct {
+		// Limit Rows streamed at most; default every row.
+		Limit *int `json:"limit,omitempty"`
+
+		// TimeoutSeconds Bounds each fetch of 1,000 rows.
+		TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
+	} `json:"options,omitempty"`
+	Parameters *map[string]*any        `json:"parameters,omitempty"`
+	Query      string                  `json:"query"`
+	Type       *StreamQueryRequestType `json:"type,omitempty"`
+}
+
+// StreamQueryRequestType defines model for StreamQueryRequest.Type.
+type StreamQueryRequestType string
+
 // UserId Example: usr_5g2f8d4s1a9p7o3i6u0y
 type UserId = string
 
@@ -687,6 +723,9 @@ type ExecuteQueryJSONRequestBody = ExecuteQueryRequest
 // ExplainQueryJSONRequestBody defines body for ExplainQuery for application/json ContentType.
 type ExplainQueryJSONRequestBody ExplainQueryJSONBody
 
+// StreamQueryJSONRequestBody defines body for StreamQuery for application/json ContentType.
+type StreamQueryJSONRequestBody = StreamQueryRequest
+
 // ValidateQueryJSONRequestBody defines body for ValidateQuery for application/json ContentType.
 type ValidateQueryJSONRequestBody = ExecuteQueryRequest
 
@@ -769,6 +808,9 @@ type ServerInterface interface {
 	// ExplainQuery The planner's plan of a query, with suggestions (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/explain)
 	ExplainQuery(ctx echo.Context, projectId ProjectId) error
+	// StreamQuery Run a query and stream its rows as server-sent events (queries:execute)
+	// (POST /api/v1/projects/{project_id}/queries/stream)
+	StreamQuery(ctx echo.Context, projectId ProjectId) error
 	// ValidateQuery Check a query without running it (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/validate)
 	ValidateQuery(ctx echo.Context, projectId ProjectId) error
@@ -887,6 +929,22 @@ func (w *ServerInterfaceWrapper) ExplainQuery(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ExplainQuery(ctx, projectId)
+	return err
+}
+
+// StreamQuery converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamQuery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamQuery(ctx, projectId)
 	return err
 }
 
@@ -1072,6 +1130,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/queries/:query_id/save", wrapper.SaveQuery, options.OperationMiddlewares["saveQuery"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/saved-queries", wrapper.ListSavedQueries, options.OperationMiddlewares["listSavedQueries"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/saved-queries/:saved_query_id/execute", wrapper.ExecuteSavedQuery, options.OperationMiddlewares["executeSavedQuery"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/queries/stream", wrapper.StreamQuery, options.OperationMiddlewares["streamQuery"]...)
 
 }
 
@@ -1465,6 +1524,157 @@ func (response ExplainQuery429JSONResponse) VisitExplainQueryResponse(w http.Res
 type ExplainQuery501JSONResponse ErrorEnvelope
 
 func (response ExplainQuery501JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamQueryRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *StreamQueryJSONRequestBody
+}
+
+type StreamQueryResponseObject interface {
+	VisitStreamQueryResponse(w http.ResponseWriter) error
+}
+
+type StreamQuery200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response StreamQuery200TexteventStreamResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StreamQuery400JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StreamQuery401JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StreamQuery403JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StreamQuery404JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamQuery429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response StreamQuery429JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamQuery501JSONResponse ErrorEnvelope
+
+func (response StreamQuery501JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -2088,6 +2298,9 @@ type StrictServerInterface interface {
 	// ExplainQuery The planner's plan of a query, with suggestions (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/explain)
 	ExplainQuery(ctx context.Context, request ExplainQueryRequestObject) (ExplainQueryResponseObject, error)
+	// StreamQuery Run a query and stream its rows as server-sent events (queries:execute)
+	// (POST /api/v1/projects/{project_id}/queries/stream)
+	StreamQuery(ctx context.Context, request StreamQueryRequestObject) (StreamQueryResponseObject, error)
 	// ValidateQuery Check a query without running it (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/validate)
 	ValidateQuery(ctx context.Context, request ValidateQueryRequestObject) (ValidateQueryResponseObject, error)
@@ -2233,6 +2446,54 @@ func (sh *strictHandler) ExplainQuery(ctx echo.Context, projectId ProjectId) err
 		return err
 	} else if validResponse, ok := response.(ExplainQueryResponseObject); ok {
 		return validResponse.VisitExplainQueryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamQuery operation middleware
+func (sh *strictHandler) StreamQuery(ctx echo.Context, projectId ProjectId) error {
+	var request StreamQueryRequestObject
+
+	request.ProjectId = projectId
+
+	var body StreamQueryJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamQuery(ctx.Request().Context(), request.(StreamQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamQueryResponseObject); ok {
+		return validResponse.VisitStreamQueryResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -1,0 +1,168 @@
+package handlers
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/datasets"
+	"dataplatform/gen/queryapi"
+	"dataplatform/queries"
+	"dataplatform/records"
+	"dataplatform/store"
+
+	"github.com/lib/pq"
+)
+
+// StreamQuery is POST .../queries/stream: the rows of a query as server-sent events, read
+// through a cursor. What can be refused before anything runs is an ordinary JSON error.
+func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryRequestObject) (queryapi.StreamQueryResponseObject, error) {
+	start := time.Now()
+	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	if err := sqlOnly((*string)(b.Type)); err != nil {
+		return nil, err
+	}
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := h.now()
+	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: "sql", Query: b.Query,
+		Status: "running", DatasetIDs: pq.StringArray{}, CreatedAt: now}
+	if err := h.Store.StartQuery(ctx, qr, maxConcurrentQuery, now.Add(-(maxQueryTimeout + time.Minute))); errors.Is(err, store.ErrTooManyQueries) {
+		return nil, tooManyQueries()
+	} else if err != nil {
+		return nil, err
+	}
+	e := &queries.Executed{QueryID: qr.ID, Type: "sql", OriginalQuery: b.Query, CreatedAt: now}
+	pp, err := h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, false)
+	if err == nil {
+		err = datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID)
+	}
+	if err != nil {
+		if ferr := h.finishQuery(context.WithoutCancel(ctx), qr, e, err, start); ferr != nil {
+			return nil, ferr
+		}
+		return nil, err
+	}
+	e.GeneratedSQL = pp.SQL
+	e.Explanation = &queries.Explanation{Summary: "SQL over " + usedNames(pp.Used), Steps: pp.Steps, DatasetsUsed: pp.Used}
+	s := &queryStream{h: h, ctx: ctx, prj: prj, qr: qr, e: e, pp: pp, start: start, timeout: projectQueryTimeout}
+	if o := b.Options; o != nil {
+		if o.TimeoutSeconds != nil {
+			s.timeout = time.Duration(*o.TimeoutSeconds) * time.Second
+		}
+		s.limit = deref(o.Limit)
+	}
+	return s, nil
+}
+
+func tooManyQueries() error {
+	return apierr.New(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
+		WithDetails(map[string]any{"concurrent_limit": maxConcurrentQuery})
+}
+
+// queryStream writes the events of a streamed query.
+type queryStream struct {
+	h       *Queries
+	ctx     context.Context
+	prj     *store.Project
+	qr      *store.Query
+	e       *queries.Executed
+	pp      *prepared
+	start   time.Time
+	timeout time.Duration
+	limit   int
+}
+
+func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
+	_ = http.NewResponseController(rw).SetWriteDeadline(time.Time{}) // as long as the rows last
+	rw.Header().Set("Content-Type", "text/event-stream")
+	rw.Header().Set("Cache-Control", "no-cache")
+	rw.Header().Set("X-Accel-Buffering", "no")
+	rw.WriteHeader(http.StatusOK)
+	w := bufio.NewWriterSize(rw, 64<<10)
+	flush := func() error {
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		return http.NewResponseController(rw).Flush()
+	}
+	event := func(name string, payload any) error {
+		b, err := json.Marshal(payload)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+		return err
+	}
+	event("status", map[string]any{"status": "parsing", "message": "checked with PostgreSQL's parser: one SELECT over " + usedNames(s.pp.Used)})
+	event("sql", map[string]any{"sql": s.pp.SQL})
+	event("status", map[string]any{"status": "executing", "message": "reading rows through a cursor, " + fmt.Sprint(records.StreamBatch) + " at a time"})
+	flush()
+	res := &queries.Results{Rows: [][]any{}}
+	batch := 0
+	n, truncated, err := records.StreamQuery(s.ctx, s.h.Store.DB, s.prj.OrgID, s.pp.SQL, s.pp.args, s.timeout, s.limit,
+		func(cols []records.QueryColumn) error {
+			res.Columns = cols
+			if err := event("schema", map[string]any{"columns": cols}); err != nil {
+				return err
+			}
+			return flush()
+		},
+		func(row []any) error {
+			if len(res.Rows) < queries.StoredRows {
+				res.Rows = append(res.Rows, row)
+			}
+			if err := event("row", map[string]any{"values": row}); err != nil {
+				return err
+			}
+			if batch++; batch == records.StreamBatch {
+				batch = 0
+				return flush()
+			}
+			return nil
+		})
+	res.RowCount, res.Truncated = n, truncated
+	var runErr error
+	if err != nil {
+		runErr = queryErr(err, &s.pp.SQL, s.timeout, time.Since(s.start))
+		f := map[string]any{"code": "INTERNAL_ERROR", "message": "the query failed"}
+		var ae *apierr.Error
+		if errors.As(runErr, &ae) {
+			f = map[string]any{"code": ae.Code, "message": ae.Message, "details": ae.Details}
+		}
+		event("error", f)
+	} else {
+		s.e.Results = res
+		s.e.Metadata = &queries.Metadata{ExecutionTimeMS: time.Since(s.start).Milliseconds()}
+		event("complete", map[string]any{"row_count": n, "execution_time_ms": time.Since(s.start).Milliseconds(), "truncated": truncated,
+			"query_id": s.qr.ID})
+	}
+	flush()
+	return s.h.finishQuery(context.WithoutCancel(s.ctx), s.qr, s.e, runErr, s.start)
+}
+
+func usedNames(used []queries.Used) string {
+	if len(used) == 0 {
+		return "no dataset"
+	}
+	out := ""
+	for i, u := range used {
+		if i > 0 {
+			out += ", "
+		}
+		out += u.Name
+	}
+	return out
+}
