@@ -72,32 +72,47 @@ func (h *Queries) ExecuteQuery(ctx context.Context, req queryapi.ExecuteQueryReq
 	return executedResponse{e}, nil
 }
 
-// run executes a query as a new entry of the history.
+// run executes a query and enters it in the history.
 func (h *Queries) run(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest) (*queries.Executed, error) {
 	start := time.Now()
 	if err := sqlOnly((*string)(b.Type)); err != nil {
 		return nil, err
 	}
-	typ := "sql"
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := h.now()
-	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: typ, Query: b.Query,
-		Status: "running", DatasetIDs: pq.StringArray{}, CreatedAt: now}
-	if err := h.Store.StartQuery(ctx, qr, maxConcurrentQuery, now.Add(-(maxQueryTimeout + time.Minute))); errors.Is(err, store.ErrTooManyQueries) {
-		return nil, tooManyQueries()
-	} else if err != nil {
-		return nil, err
+	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: "sql", Query: b.Query,
+		DatasetIDs: pq.StringArray{}, CreatedAt: now}
+	e := &queries.Executed{QueryID: qr.ID, Type: "sql", OriginalQuery: b.Query, CreatedAt: now}
+	runErr := h.execute(ctx, prj, b, e, start, p.UserID)
+	if errors.Is(runErr, records.ErrNoSlot) {
+		return nil, tooManyQueries() // refused, not run: not history
 	}
-	e := &queries.Executed{QueryID: qr.ID, Type: typ, OriginalQuery: b.Query, CreatedAt: now}
-	runErr := h.execute(ctx, prj, b, e, start)
 	// The outcome is written even when the client went away.
-	if err := h.finishQuery(context.WithoutCancel(ctx), qr, e, runErr, start); err != nil {
+	if err := h.recordQuery(context.WithoutCancel(ctx), qr, e, runErr, start, false); err != nil {
 		return nil, err
 	}
 	return e, runErr
+}
+
+// userSlot is a user's share of running queries (across replicas).
+func userSlot(userID string) *records.Slot {
+	return &records.Slot{Key: "queries." + userID, Max: maxConcurrentQuery}
+}
+
+// planFacts keeps what the planner said of a query's SQL for a minute, so that repeating a
+// query does not pay for its EXPLAIN each time.
+var planFacts = struct {
+	sync.Mutex
+	m map[string]cachedPlan
+}{m: map[string]cachedPlan{}}
+
+type cachedPlan struct {
+	rows, bytes int64
+	hash        string
+	expires     time.Time
 }
 
 // prepared is a project query mapped onto its datasets, with its bound values.
@@ -185,7 +200,7 @@ func sqlOnly(typ *string) error {
 }
 
 // execute prepares and runs a SQL query into e.
-func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest, e *queries.Executed, start time.Time) error {
+func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest, e *queries.Executed, start time.Time, userID string) error {
 	pp, err := h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, false)
 	if err != nil {
 		return err
@@ -222,19 +237,42 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.E
 	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
 		return err
 	}
-	res, err := records.RunQuery(ctx, h.Store.DB, prj.OrgID, prep.SQL, args, records.QueryOptions{Timeout: timeout, MaxRows: limit, Plan: true})
-	if err != nil {
+	planKey := prj.OrgID + "\x00" + prep.SQL
+	planFacts.Lock()
+	known, ok := planFacts.m[planKey]
+	planFacts.Unlock()
+	fresh := ok && time.Now().Before(known.expires)
+	res, err := records.RunQuery(ctx, h.Store.DB, prj.OrgID, prep.SQL, args, records.QueryOptions{Timeout: timeout, MaxRows: limit,
+		Plan: explain || !fresh, Slot: userSlot(userID)})
+	if errors.Is(err, records.ErrNoSlot) {
+		return err
+	} else if err != nil {
 		return queryErr(err, &prep.SQL, timeout, time.Since(start))
 	}
-	plan, rows, bytes, hash := queries.PlanFacts(res.Plan)
+	if res.Plan != nil {
+		var plan json.RawMessage
+		plan, known.rows, known.bytes, known.hash = queries.PlanFacts(res.Plan)
+		if explain {
+			e.Explanation.QueryPlan = plan
+		}
+		known.expires = time.Now().Add(time.Minute)
+		planFacts.Lock()
+		if len(planFacts.m) >= maxCached {
+			for k, v := range planFacts.m {
+				if time.Now().After(v.expires) || len(planFacts.m) >= maxCached {
+					delete(planFacts.m, k)
+				}
+			}
+		}
+		planFacts.m[planKey] = known
+		planFacts.Unlock()
+	}
 	e.Results = &queries.Results{Columns: res.Columns, Rows: res.Rows, RowCount: len(res.Rows), Truncated: res.Truncated}
 	if e.Results.Columns == nil {
 		e.Results.Columns = []records.QueryColumn{}
 	}
-	e.Metadata = &queries.Metadata{ExecutionTimeMS: time.Since(start).Milliseconds(), RowsScanned: rows, BytesScanned: bytes, QueryPlanHash: hash}
-	if explain {
-		e.Explanation.QueryPlan = plan
-	}
+	e.Metadata = &queries.Metadata{ExecutionTimeMS: time.Since(start).Milliseconds(), RowsScanned: known.rows, BytesScanned: known.bytes,
+		QueryPlanHash: known.hash}
 	step := fmt.Sprintf("Ran read-only with a %s timeout: %d row(s)", timeout, len(res.Rows))
 	if res.Truncated {
 		step += fmt.Sprintf(" (more were cut at the limit of %d)", limit)
@@ -255,8 +293,9 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.E
 	return nil
 }
 
-// finishQuery writes the outcome of a query to the history with its event.
-func (h *Queries) finishQuery(ctx context.Context, qr *store.Query, e *queries.Executed, runErr error, start time.Time) error {
+// recordQuery writes the outcome of a query to the history with its events: a new entry
+// (with query.started), or the running entry of a stream (inserted).
+func (h *Queries) recordQuery(ctx context.Context, qr *store.Query, e *queries.Executed, runErr error, start time.Time, inserted bool) error {
 	took := time.Since(start).Milliseconds()
 	qr.ExecutionTimeMS, qr.FinishedAt = &took, ptr(h.now())
 	event := "query.completed"
@@ -293,12 +332,26 @@ func (h *Queries) finishQuery(ctx context.Context, qr *store.Query, e *queries.E
 		if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
 			return err
 		}
-		if err := store.FinishQuery(ctx, tx, qr); err != nil {
-			return err
+		if inserted {
+			if err := store.FinishQuery(ctx, tx, qr); err != nil {
+				return err
+			}
+		} else {
+			if err := store.InsertQuery(ctx, tx, qr); err != nil {
+				return err
+			}
+			if err := emitStarted(ctx, tx, qr); err != nil {
+				return err
+			}
 		}
 		return store.Emit(ctx, tx, event, qr.OrgID, map[string]any{"query_id": qr.ID, "project_id": qr.ProjectID, "type": qr.Type,
 			"status": qr.Status, "row_count": qr.RowCount, "execution_time_ms": took, "error_code": qr.ErrorCode, "dataset_ids": qr.DatasetIDs}, *qr.FinishedAt)
 	})
+}
+
+func emitStarted(ctx context.Context, tx *sqlx.Tx, qr *store.Query) error {
+	return store.Emit(ctx, tx, "query.started", qr.OrgID, map[string]any{"query_id": qr.ID, "project_id": qr.ProjectID, "type": qr.Type,
+		"user_id": qr.UserID}, qr.CreatedAt)
 }
 
 func (h *Queries) ListQueries(ctx context.Context, req queryapi.ListQueriesRequestObject) (queryapi.ListQueriesResponseObject, error) {

@@ -17,11 +17,14 @@ import (
 	"dataplatform/records"
 	"dataplatform/store"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
 // StreamQuery is POST .../queries/stream: the rows of a query as server-sent events, read
-// through a cursor. What can be refused before anything runs is an ordinary JSON error.
+// through a cursor. Everything that can be refused before a row is read (validation, names,
+// forbidden statements, the concurrency limit, what the database rejects when the cursor is
+// declared) is an ordinary JSON error.
 func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryRequestObject) (queryapi.StreamQueryResponseObject, error) {
 	start := time.Now()
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
@@ -38,31 +41,46 @@ func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryReque
 	}
 	now := h.now()
 	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: "sql", Query: b.Query,
-		Status: "running", DatasetIDs: pq.StringArray{}, CreatedAt: now}
-	if err := h.Store.StartQuery(ctx, qr, maxConcurrentQuery, now.Add(-(maxQueryTimeout + time.Minute))); errors.Is(err, store.ErrTooManyQueries) {
-		return nil, tooManyQueries()
-	} else if err != nil {
-		return nil, err
-	}
+		DatasetIDs: pq.StringArray{}, CreatedAt: now}
 	e := &queries.Executed{QueryID: qr.ID, Type: "sql", OriginalQuery: b.Query, CreatedAt: now}
-	pp, err := h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, false)
-	if err == nil {
-		err = datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID)
-	}
-	if err != nil {
-		if ferr := h.finishQuery(context.WithoutCancel(ctx), qr, e, err, start); ferr != nil {
-			return nil, ferr
-		}
-		return nil, err
-	}
-	e.GeneratedSQL = pp.SQL
-	e.Explanation = &queries.Explanation{Summary: "SQL over " + usedNames(pp.Used), Steps: pp.Steps, DatasetsUsed: pp.Used}
-	s := &queryStream{h: h, ctx: ctx, prj: prj, qr: qr, e: e, pp: pp, start: start, timeout: projectQueryTimeout}
+	s := &queryStream{h: h, ctx: ctx, prj: prj, qr: qr, e: e, start: start, timeout: projectQueryTimeout}
 	if o := b.Options; o != nil {
 		if o.TimeoutSeconds != nil {
 			s.timeout = time.Duration(*o.TimeoutSeconds) * time.Second
 		}
 		s.limit = deref(o.Limit)
+	}
+	s.pp, err = h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, false)
+	if err == nil {
+		if err = datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err == nil {
+			s.cur, err = records.OpenCursor(ctx, h.Store.DB, prj.OrgID, s.pp.SQL, s.pp.args,
+				records.QueryOptions{Timeout: s.timeout, MaxRows: s.limit, Slot: userSlot(p.UserID)})
+			if errors.Is(err, records.ErrNoSlot) {
+				return nil, tooManyQueries()
+			} else if err != nil {
+				err = queryErr(err, &s.pp.SQL, s.timeout, time.Since(start))
+			}
+		}
+	}
+	if err != nil {
+		if rerr := h.recordQuery(context.WithoutCancel(ctx), qr, e, err, start, false); rerr != nil {
+			return nil, rerr
+		}
+		return nil, err
+	}
+	e.GeneratedSQL = s.pp.SQL
+	e.Explanation = &queries.Explanation{Summary: "SQL over " + usedNames(s.pp.Used), Steps: s.pp.Steps, DatasetsUsed: s.pp.Used}
+	// Entered as running while its rows stream.
+	qr.Status = "running"
+	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		if err := store.InsertQuery(ctx, tx, qr); err != nil {
+			return err
+		}
+		return emitStarted(ctx, tx, qr)
+	})
+	if err != nil {
+		s.cur.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -80,6 +98,7 @@ type queryStream struct {
 	qr      *store.Query
 	e       *queries.Executed
 	pp      *prepared
+	cur     *records.RowCursor
 	start   time.Time
 	timeout time.Duration
 	limit   int
@@ -112,7 +131,8 @@ func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
 	flush()
 	res := &queries.Results{Rows: [][]any{}}
 	batch := 0
-	n, truncated, err := records.StreamQuery(s.ctx, s.h.Store.DB, s.prj.OrgID, s.pp.SQL, s.pp.args, s.timeout, s.limit,
+	defer s.cur.Close()
+	n, truncated, err := s.cur.Each(s.ctx,
 		func(cols []records.QueryColumn) error {
 			res.Columns = cols
 			if err := event("schema", map[string]any{"columns": cols}); err != nil {
@@ -150,7 +170,7 @@ func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
 			"query_id": s.qr.ID})
 	}
 	flush()
-	return s.h.finishQuery(context.WithoutCancel(s.ctx), s.qr, s.e, runErr, s.start)
+	return s.h.recordQuery(context.WithoutCancel(s.ctx), s.qr, s.e, runErr, s.start, true)
 }
 
 func usedNames(used []queries.Used) string {

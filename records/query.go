@@ -30,19 +30,31 @@ type QueryResult struct {
 	Plan      json.RawMessage // EXPLAIN (FORMAT JSON) of the query, when asked
 }
 
-// QueryOptions bound a query: its statement timeout, the rows returned, and whether the
-// planner's plan is read first.
+// QueryOptions bound a query: its statement timeout, the rows returned, whether the
+// planner's plan is read first, and the concurrency slot it takes.
 type QueryOptions struct {
 	Timeout  time.Duration
 	MaxRows  int
 	Plan     bool
-	PlanOnly bool // read the plan and stop: nothing runs
+	PlanOnly bool  // read the plan and stop: nothing runs
+	Slot     *Slot // when set, the query holds one of Slot.Max slots of Slot.Key while it runs
 }
+
+// Slot is a counted resource, such as a user's running queries: an advisory lock per slot,
+// held by the query's transaction (so every replica sees it, and a rollback or a dead
+// connection frees it).
+type Slot struct {
+	Key string
+	Max int
+}
+
+// ErrNoSlot is a query refused because every slot of its key is taken.
+var ErrNoSlot = errors.New("every slot is taken")
 
 // RunQuery runs checked user SQL (a SELECT with $n parameters) in a read-only transaction,
 // under the organization's query role, with a statement timeout, and always rolls back.
 func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any, o QueryOptions) (*QueryResult, error) {
-	conn, tx, err := beginQuery(ctx, db, orgID, o.Timeout, o.Timeout+5*time.Second)
+	conn, tx, err := beginQuery(ctx, db, orgID, o, o.Timeout+5*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +106,10 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 }
 
 // beginQuery opens the read-only transaction user SQL runs in: the organization's query
-// role and schema, a statement timeout, and an idle timeout so that a stalled client
-// cannot hold it open.
-func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, timeout, idle time.Duration) (*sqlx.Conn, *sqlx.Tx, error) {
+// role and schema, a statement timeout, an idle timeout so that a stalled client cannot hold
+// it open, and the query's slot. One round trip: the settings are this service's own values
+// (never request text), so the statement goes as a simple query.
+func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, o QueryOptions, idle time.Duration) (*sqlx.Conn, *sqlx.Tx, error) {
 	conn, err := db.Connx(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -106,18 +119,26 @@ func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, timeout, idle ti
 		conn.Close()
 		return nil, nil, err
 	}
-	for _, q := range []string{
-		`SET LOCAL statement_timeout = ` + strconv.FormatInt(timeout.Milliseconds(), 10),
-		`SET LOCAL lock_timeout = 1000`,
-		`SET LOCAL idle_in_transaction_session_timeout = ` + strconv.FormatInt(idle.Milliseconds(), 10),
-		`SET LOCAL search_path = ` + pq.QuoteIdentifier(orgID),
-		`SET LOCAL ROLE ` + pq.QuoteIdentifier(datasets.QueryRole(orgID)),
-	} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			tx.Rollback()
-			conn.Close()
-			return nil, nil, err
-		}
+	slot := `0`
+	if o.Slot != nil {
+		// In FROM, so that the lock is taken before the role (which may not call it) is set.
+		slot = `(SELECT s FROM generate_series(0, ` + strconv.Itoa(o.Slot.Max-1) + `) s WHERE pg_try_advisory_xact_lock(hashtext(` +
+			pq.QuoteLiteral("platform.slot."+o.Slot.Key) + `), s) LIMIT 1)`
+	}
+	var got sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT t.slot FROM (SELECT `+slot+` AS slot) t, LATERAL (SELECT
+		set_config('statement_timeout', '`+strconv.FormatInt(o.Timeout.Milliseconds(), 10)+`', true),
+		set_config('lock_timeout', '1000', true),
+		set_config('idle_in_transaction_session_timeout', '`+strconv.FormatInt(idle.Milliseconds(), 10)+`', true),
+		set_config('search_path', `+pq.QuoteLiteral(pq.QuoteIdentifier(orgID))+`, true),
+		set_config('role', `+pq.QuoteLiteral(datasets.QueryRole(orgID))+`, true) OFFSET 0) s`).Scan(&got)
+	if err == nil && !got.Valid {
+		err = ErrNoSlot
+	}
+	if err != nil {
+		tx.Rollback()
+		conn.Close()
+		return nil, nil, err
 	}
 	return conn, tx, nil
 }
@@ -157,27 +178,45 @@ func scanner(cols []QueryColumn) func(*sqlx.Rows) ([]any, error) {
 // StreamBatch is the rows a streamed query fetches at a time.
 const StreamBatch = 1000
 
-// StreamQuery runs checked user SQL like RunQuery but reads it through a cursor, StreamBatch
-// rows at a time, handing each row to row as it arrives: memory stays flat whatever the row
-// count. Timeout bounds each fetch (a slow reader is not a slow query); the transaction may
-// sit idle a minute between fetches while the client catches up. columns is called once,
-// before the first row. maxRows 0 reads everything.
-func StreamQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any, timeout time.Duration, maxRows int,
-	columns func([]QueryColumn) error, row func([]any) error) (n int, truncated bool, err error) {
-	conn, tx, err := beginQuery(ctx, db, orgID, timeout, time.Minute)
+// RowCursor is checked user SQL opened like RunQuery but read through a server-side cursor,
+// StreamBatch rows at a time: memory stays flat whatever the row count. Timeout bounds each
+// fetch (a slow reader is not a slow query); the transaction may sit idle a minute between
+// fetches while the client catches up.
+type RowCursor struct {
+	conn    *sqlx.Conn
+	tx      *sqlx.Tx
+	maxRows int
+}
+
+// OpenCursor begins the transaction, takes the slot and declares the cursor: what the
+// database refuses up front (a missing column, a wrong type) is an error here.
+func OpenCursor(ctx context.Context, db *sqlx.DB, orgID, query string, args []any, o QueryOptions) (*RowCursor, error) {
+	conn, tx, err := beginQuery(ctx, db, orgID, o, time.Minute)
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
-	defer conn.Close()
-	defer tx.Rollback()
 	// Prepared (one statement); the cursor runs the checked SELECT with its parameters.
 	if _, err := tx.ExecContext(ctx, `DECLARE dp_stream NO SCROLL CURSOR FOR `+query, args...); err != nil {
-		return 0, false, err
+		tx.Rollback()
+		conn.Close()
+		return nil, err
 	}
+	return &RowCursor{conn: conn, tx: tx, maxRows: o.MaxRows}, nil
+}
+
+// Close rolls the transaction back and returns the connection.
+func (c *RowCursor) Close() {
+	c.tx.Rollback()
+	c.conn.Close()
+}
+
+// Each reads every row (at most MaxRows, when set), calling columns once before the first
+// and row for each; it reports the rows read and whether more were left unread.
+func (c *RowCursor) Each(ctx context.Context, columns func([]QueryColumn) error, row func([]any) error) (n int, truncated bool, err error) {
 	var cols []QueryColumn
 	var scan func(*sqlx.Rows) ([]any, error)
 	for {
-		rows, err := tx.QueryxContext(ctx, `FETCH FORWARD `+strconv.Itoa(StreamBatch)+` FROM dp_stream`)
+		rows, err := c.tx.QueryxContext(ctx, `FETCH FORWARD `+strconv.Itoa(StreamBatch)+` FROM dp_stream`)
 		if err != nil {
 			return n, false, err
 		}
@@ -195,7 +234,7 @@ func StreamQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []a
 		got := 0
 		for rows.Next() {
 			got++
-			if maxRows > 0 && n == maxRows {
+			if c.maxRows > 0 && n == c.maxRows {
 				rows.Close()
 				return n, true, nil
 			}

@@ -32,9 +32,6 @@ type Query struct {
 const queryCols = `q.id, q.project_id, q.organization_id, q.user_id, q.type, q.query, q.status, q.dataset_ids, q.row_count,
 	q.execution_time_ms, q.error_code, q.body, q.created_at, q.finished_at`
 
-// ErrTooManyQueries is a user with as many running queries as allowed.
-var ErrTooManyQueries = errors.New("too many running queries")
-
 // ProjectDatasets are a project's active datasets, by name.
 func ProjectDatasets(ctx context.Context, q sqlx.QueryerContext, projectID string) ([]Dataset, error) {
 	var out []Dataset
@@ -43,34 +40,12 @@ func ProjectDatasets(ctx context.Context, q sqlx.QueryerContext, projectID strin
 	return out, err
 }
 
-// StartQuery records a running query unless its user already runs max queries started after
-// since (older running rows are from a server that died). The count and the insert are one
-// step per user (an advisory lock), so concurrent starts cannot both pass.
-func (s *Store) StartQuery(ctx context.Context, qr *Query, max int, since time.Time) error {
-	return s.Tx(ctx, func(tx *sqlx.Tx) error {
-		if qr.UserID != nil {
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('query:' || $1))`, *qr.UserID); err != nil {
-				return err
-			}
-			var n int
-			if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM platform.queries WHERE user_id = $1 AND status = 'running' AND created_at > $2`,
-				*qr.UserID, since); err != nil {
-				return err
-			}
-			if n >= max {
-				return ErrTooManyQueries
-			}
-		}
-		// History is not worth a disk flush per query.
-		if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-			return err
-		}
-		if _, err := sqlx.NamedExecContext(ctx, tx, `INSERT INTO platform.queries (id, project_id, organization_id, user_id, type, query, status,
-			dataset_ids, created_at) VALUES (:id, :project_id, :organization_id, :user_id, :type, :query, :status, :dataset_ids, :created_at)`, qr); err != nil {
-			return err
-		}
-		return Emit(ctx, tx, "query.started", qr.OrgID, map[string]any{"query_id": qr.ID, "project_id": qr.ProjectID, "type": qr.Type, "user_id": qr.UserID}, qr.CreatedAt)
-	})
+// InsertQuery adds a query to the history.
+func InsertQuery(ctx context.Context, q sqlx.ExtContext, qr *Query) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.queries (id, project_id, organization_id, user_id, type, query, status,
+		dataset_ids, row_count, execution_time_ms, error_code, body, created_at, finished_at) VALUES (:id, :project_id, :organization_id,
+		:user_id, :type, :query, :status, :dataset_ids, :row_count, :execution_time_ms, :error_code, :body, :created_at, :finished_at)`, qr)
+	return err
 }
 
 // FinishQuery writes a query's outcome.

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -198,31 +199,41 @@ func TestProjectQueryHistory(t *testing.T) {
 	}
 }
 
-// TestProjectQueryConcurrency: five running queries of a user (across replicas: counted in
-// the database) refuse a sixth; running rows of a server that died stop counting.
+// TestProjectQueryConcurrency: a user runs at most five queries at once, counted with
+// advisory locks in the database (so across replicas) that each query's transaction holds.
 func TestProjectQueryConcurrency(t *testing.T) {
 	e, _, _ := queryFixture(t)
 	var user string
 	if err := e.st.DB.Get(&user, `SELECT id FROM platform.users WHERE email = $1`, adminEmail); err != nil {
 		t.Fatal(err)
 	}
-	insert := func(age time.Duration) {
-		_, err := e.st.DB.Exec(`INSERT INTO platform.queries (id, project_id, organization_id, user_id, type, query, status, created_at)
-			VALUES ('q_' || md5(random()::text), $1, $2, $3, 'sql', 'SELECT 1', 'running', now() - $4 * interval '1 second')`,
-			e.projectID, e.orgID, user, age.Seconds())
+	// Five queries of this user, running elsewhere.
+	var held []*sql.Tx
+	for s := 0; s < 5; s++ {
+		tx, err := e.st.DB.Begin()
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer tx.Rollback()
+		if _, err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtext('platform.slot.queries.' || $1), $2)`, user, s); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, tx)
 	}
-	for i := 0; i < 4; i++ {
-		insert(0)
-	}
-	insert(time.Hour) // a dead server's
-	e.execute(map[string]any{"query": `SELECT 1`}, e.ownerToken).status(200)
-	insert(0)
 	r := e.execute(map[string]any{"query": `SELECT 1`}, e.ownerToken).apiError(429, "RATE_LIMIT_EXCEEDED")
 	if r.num("error.details.concurrent_limit") != 5 {
 		t.Fatalf("concurrency: %s", r.Body)
+	}
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/stream", map[string]any{"type": "sql", "query": `SELECT 1`}, bearer(e.ownerToken)).
+		apiError(429, "RATE_LIMIT_EXCEEDED")
+	// Another user is not held back.
+	_, analyst := e.member(e.orgID, "analyst")
+	e.execute(map[string]any{"query": `SELECT 1`}, analyst).status(200)
+	// One finishes: the next query runs.
+	held[2].Rollback()
+	e.execute(map[string]any{"query": `SELECT 1`}, e.ownerToken).status(200)
+	if h := e.do("GET", "/api/v1/projects/"+e.projectID+"/queries", nil, bearer(e.ownerToken)).status(200); h.num("pagination.total") != 2 {
+		t.Fatalf("refused queries entered the history: %s", h.Body)
 	}
 }
 

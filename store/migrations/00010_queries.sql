@@ -1,7 +1,7 @@
 -- +goose Up
 -- Project queries: every execution, failures included. body is the executed query as
--- answered (results cut to the first 1,000 rows); running rows count a user's concurrent
--- queries across replicas.
+-- answered (results cut to the first 1,000 rows). A streamed query is entered as running
+-- when it starts.
 CREATE TABLE platform.queries (
     id                text PRIMARY KEY,
     seq               bigint GENERATED ALWAYS AS IDENTITY, -- orders queries of the same instant
@@ -20,7 +20,6 @@ CREATE TABLE platform.queries (
     finished_at       timestamptz
 );
 CREATE INDEX queries_project_idx ON platform.queries (project_id, created_at DESC, seq DESC);
-CREATE INDEX queries_running_idx ON platform.queries (user_id, created_at) WHERE status = 'running';
 
 -- +goose Down
 DROP TABLE platform.queries;

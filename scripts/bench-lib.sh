@@ -1,0 +1,67 @@
+# Shared steps of the benchmark scripts (sourced): build and start the server on a fresh
+# embedded cluster, sign in, upload a dataset, reach the cluster with psql and pgbench.
+
+# bench_init PORT: wrk and PostgreSQL's binaries present, a scratch directory, the binary.
+bench_init() {
+  port=${BENCH_PORT:-$1}
+  if ! command -v wrk >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+    else
+      echo "$0: needs wrk (apt-get install wrk)" >&2; exit 1
+    fi
+  fi
+  bash scripts/ensure-postgres.sh
+  tmp=$(mktemp -d); chmod 755 "$tmp"
+  go build -o "$tmp/dataplatform" ./cmd/dataplatform
+}
+
+# bench_start [VAR=value...]: the server, with these settings, until it is ready.
+bench_start() {
+  env DP_DATA_DIR="$tmp/d" DP_ADDR="127.0.0.1:$port" DP_ADMIN_EMAIL=bench@example.com DP_ADMIN_PASSWORD=bench-password \
+    DP_LOG_REQUESTS=false "$@" "$tmp/dataplatform" serve > "$tmp/server.log" 2>&1 &
+  pid=$!
+  trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+  for _ in $(seq 1 100); do curl -sf "127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
+}
+
+j() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+
+# bench_login: tok, org and prj of the first owner.
+bench_login() {
+  tok=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/auth/login" -H 'Content-Type: application/json' \
+    -d '{"email":"bench@example.com","password":"bench-password"}' | j '["access_token"]')
+  org=$(curl -sf "127.0.0.1:$port/api/v1/organizations" -H "Authorization: Bearer $tok" | j '["organizations"][0]["id"]')
+  prj=$(curl -sf "127.0.0.1:$port/api/v1/organizations/$org/projects" -H "Authorization: Bearer $tok" | j '["projects"][0]["id"]')
+}
+
+# bench_dataset FILE NAME: uploads FILE as dataset NAME and waits until it and the work that
+# follows its load are done; sets ds.
+bench_dataset() {
+  local fid
+  fid=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/upload" -H "Authorization: Bearer $tok" -F "file=@$1" | j '["file_id"]')
+  ds=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$prj/datasets" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
+    -d "{\"name\":\"$2\",\"source\":{\"file_id\":\"$fid\"}}" | j '["id"]')
+  while [ "$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$ds" -H "Authorization: Bearer $tok" | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)" = processing ]; do sleep 0.2; done
+  bench_psql
+  while [ "$(psqlc -At -c "SELECT count(*) FROM platform.jobs WHERE status IN ('queued', 'running')")" != 0 ]; do sleep 0.5; done
+}
+
+# bench_psql: pgport and PGPASSWORD of the server's embedded cluster; psqlc runs psql there.
+bench_psql() {
+  pgport=$(grep -o '"port":[0-9]*' "$tmp/server.log" | head -1 | cut -d: -f2)
+  export PGPASSWORD=$(cat "$tmp/d/postgres.password")
+}
+psqlc() { psql -q -h 127.0.0.1 -p "$pgport" -U postgres -d postgres "$@"; }
+
+# bench_rss_while PID: the server's peak RSS in MB while PID runs.
+bench_rss_while() {
+  local peak=0 rss
+  while kill -0 "$1" 2>/dev/null; do rss=$(awk '/VmRSS/{print $2}' /proc/$pid/status); [ "$rss" -gt "$peak" ] && peak=$rss; sleep 0.05; done
+  echo $((peak / 1024))
+}
+
+# bench_median FILE: the median of pgbench's per-transaction log (latency in µs, 3rd field), in ms.
+bench_median() {
+  awk '{print $3}' "$@" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]/1000}'
+}
