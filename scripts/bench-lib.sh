@@ -65,3 +65,20 @@ bench_rss_while() {
 bench_median() {
   awk '{print $3}' "$@" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]/1000}'
 }
+
+# bench_csv FILE ROWS: the benchmark file: ROWS rows of 10 mixed columns (integer, bigint,
+# numeric, boolean, date, timestamp, uuid, two texts, an integer with gaps).
+bench_csv() {
+  python3 - "$1" "$2" <<'PY'
+import sys, random, uuid, datetime
+path, n = sys.argv[1], int(sys.argv[2])
+random.seed(1)
+base = datetime.datetime(2020, 1, 1)
+with open(path, "w") as f:
+    f.write("id_num,big,amount,flag,day,seen_at,ref,city,note,maybe\n")
+    for i in range(n):
+        d = base + datetime.timedelta(seconds=random.randrange(0, 10**8))
+        f.write(f"{i},{i*100000},{random.random()*1000:.2f},{'true' if i%2 else 'false'},{d.date()},{d.isoformat()}Z,"
+                f"{uuid.UUID(int=random.getrandbits(128))},city{i%50},\"note, {i} with text\",{'' if i%7==0 else i%100}\n")
+PY
+}

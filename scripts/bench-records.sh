@@ -10,58 +10,27 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rows=${1:-1000000}
 secs=${2:-15}
-command -v wrk >/dev/null || { [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
-bash scripts/ensure-postgres.sh
-tmp=$(mktemp -d); chmod 755 "$tmp"
-port=${BENCH_PORT:-18092}
-go build -o "$tmp/dataplatform" ./cmd/dataplatform
-python3 - "$tmp/data.csv" "$rows" <<'PY'
-import sys, random, uuid, datetime
-path, n = sys.argv[1], int(sys.argv[2])
-random.seed(1)
-base = datetime.datetime(2020, 1, 1)
-with open(path, "w") as f:
-    f.write("id_num,big,amount,flag,day,seen_at,ref,city,note,maybe\n")
-    for i in range(n):
-        d = base + datetime.timedelta(seconds=random.randrange(0, 10**8))
-        f.write(f"{i},{i*100000},{random.random()*1000:.2f},{'true' if i%2 else 'false'},{d.date()},{d.isoformat()}Z,"
-                f"{uuid.UUID(int=random.getrandbits(128))},city{i%50},\"note, {i} with text\",{'' if i%7==0 else i%100}\n")
-PY
+source scripts/bench-lib.sh
+bench_init 18092
+bench_csv "$tmp/data.csv" "$rows"
 size=$(stat -c %s "$tmp/data.csv")
-DP_DATA_DIR="$tmp/d" DP_ADDR="127.0.0.1:$port" DP_ADMIN_EMAIL=bench@example.com DP_ADMIN_PASSWORD=bench-password \
-  DP_MAX_UPLOAD_BYTES=$((size + 1048576)) DP_LOG_REQUESTS=false \
-  DP_RATE_LIMITS="records_read=100000000-M,records_export=1000-M,default=100000-M" "$tmp/dataplatform" serve > "$tmp/server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$tmp"' EXIT
-for _ in $(seq 1 100); do curl -sf "127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
-j() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
-tok=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/auth/login" -H 'Content-Type: application/json' -d '{"email":"bench@example.com","password":"bench-password"}' | j '["access_token"]')
-org=$(curl -sf "127.0.0.1:$port/api/v1/organizations" -H "Authorization: Bearer $tok" | j '["organizations"][0]["id"]')
-prj=$(curl -sf "127.0.0.1:$port/api/v1/organizations/$org/projects" -H "Authorization: Bearer $tok" | j '["projects"][0]["id"]')
-fid=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/upload" -H "Authorization: Bearer $tok" -F "file=@$tmp/data.csv" | j '["file_id"]')
-ds=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$prj/datasets" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
-  -d "{\"name\":\"bench\",\"source\":{\"file_id\":\"$fid\"}}" | j '["id"]')
-while [ "$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$ds" -H "Authorization: Bearer $tok" | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)" = processing ]; do sleep 0.2; done
-pgport=$(grep -o '"port":[0-9]*' "$tmp/server.log" | head -1 | cut -d: -f2)
-export PGPASSWORD=$(cat "$tmp/d/postgres.password")
-psqlc() { psql -q -h 127.0.0.1 -p "$pgport" -U postgres -d postgres "$@"; }
+bench_start DP_MAX_UPLOAD_BYTES=$((size + 1048576)) DP_RATE_LIMITS="records_read=100000000-M,records_export=1000-M,default=100000-M"
+bench_login
+bench_dataset "$tmp/data.csv" bench
 table="\"$org\".\"$ds\""
 cols="id, id_num, big, amount, flag, day, seen_at, ref, city, note, maybe, created_at, updated_at, version"
-# Wait for the background work that follows the load (the search index).
-while [ "$(psqlc -At -c "SELECT count(*) FROM platform.jobs WHERE status IN ('queued', 'running')")" != 0 ]; do sleep 0.5; done
 echo "dataset $ds: $rows rows"
 
 # Export.
-peak=0
 t0=$(date +%s.%N)
 curl -sf "127.0.0.1:$port/api/v1/datasets/$ds/data/export?format=csv" -H "Authorization: Bearer $tok" -o "$tmp/export.csv" &
 cpid=$!
-while kill -0 $cpid 2>/dev/null; do rss=$(awk '/VmRSS/{print $2}' /proc/$pid/status); [ "$rss" -gt "$peak" ] && peak=$rss; sleep 0.05; done
+peak=$(bench_rss_while $cpid)
 wait $cpid
 t1=$(date +%s.%N)
 psqlc -c "COPY (SELECT $cols FROM $table WHERE deleted_at IS NULL ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)" > "$tmp/copy.csv"
 t2=$(date +%s.%N)
-echo "export csv: $(echo "$t1 - $t0" | bc) s ($(stat -c %s "$tmp/export.csv") bytes), server peak RSS $((peak/1024)) MB; COPY TO STDOUT: $(echo "$t2 - $t1" | bc) s ($(stat -c %s "$tmp/copy.csv") bytes)"
+echo "export csv: $(echo "$t1 - $t0" | bc) s ($(stat -c %s "$tmp/export.csv") bytes), server peak RSS $peak MB; COPY TO STDOUT: $(echo "$t2 - $t1" | bc) s ($(stat -c %s "$tmp/copy.csv") bytes)"
 if cmp -s "$tmp/export.csv" "$tmp/copy.csv"; then echo "export and COPY output are byte-identical"; else
   echo "export and COPY output differ:"; diff "$tmp/export.csv" "$tmp/copy.csv" | head -6; fi
 
