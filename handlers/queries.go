@@ -86,7 +86,7 @@ func (h *Queries) run(ctx context.Context, prj *store.Project, b *queryapi.Execu
 	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: "sql", Query: b.Query,
 		DatasetIDs: pq.StringArray{}, CreatedAt: now}
 	e := &queries.Executed{QueryID: qr.ID, Type: "sql", OriginalQuery: b.Query, CreatedAt: now}
-	runErr := h.execute(ctx, prj, b, e, start, p.UserID)
+	runErr := h.execute(ctx, prj, b, e, qr, start)
 	if errors.Is(runErr, records.ErrNoSlot) {
 		return nil, tooManyQueries() // refused, not run: not history
 	}
@@ -95,6 +95,15 @@ func (h *Queries) run(ctx context.Context, prj *store.Project, b *queryapi.Execu
 		return nil, err
 	}
 	return e, runErr
+}
+
+// argsJSON keeps the values bound to a query's SQL, so that an export can run it again.
+func argsJSON(args []any) string {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return "[]"
+	}
+	return string(b)
 }
 
 // userSlot is a user's share of running queries (across replicas).
@@ -200,12 +209,13 @@ func sqlOnly(typ *string) error {
 }
 
 // execute prepares and runs a SQL query into e.
-func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest, e *queries.Executed, start time.Time, userID string) error {
+func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest, e *queries.Executed, qr *store.Query, start time.Time) error {
 	pp, err := h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, false)
 	if err != nil {
 		return err
 	}
 	prep, args := pp.Prepared, pp.args
+	qr.Args = argsJSON(args)
 	e.GeneratedSQL = prep.SQL
 	limit, timeout, explain, cache := defaultQueryLimit, projectQueryTimeout, false, false
 	if o := b.Options; o != nil {
@@ -243,7 +253,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.E
 	planFacts.Unlock()
 	fresh := ok && time.Now().Before(known.expires)
 	res, err := records.RunQuery(ctx, h.Store.DB, prj.OrgID, prep.SQL, args, records.QueryOptions{Timeout: timeout, MaxRows: limit,
-		Plan: explain || !fresh, Slot: userSlot(userID)})
+		Plan: explain || !fresh, Slot: userSlot(*qr.UserID)})
 	if errors.Is(err, records.ErrNoSlot) {
 		return err
 	} else if err != nil {

@@ -68,7 +68,7 @@ func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryReque
 		}
 		return nil, err
 	}
-	e.GeneratedSQL = s.pp.SQL
+	e.GeneratedSQL, qr.Args = s.pp.SQL, argsJSON(s.pp.args)
 	e.Explanation = &queries.Explanation{Summary: "SQL over " + usedNames(s.pp.Used), Steps: s.pp.Steps, DatasetsUsed: s.pp.Used}
 	// Entered as running while its rows stream.
 	qr.Status = "running"

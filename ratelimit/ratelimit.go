@@ -26,6 +26,7 @@ var Defaults = map[string]string{
 	"datasets":       "50-H",   // dataset creation, per project
 	"schema_refresh": "100-H",  // dataset re-analysis, per project
 	"queries":        "100-M",  // project query executions
+	"downloads":      "60-M",   // signed export links, per client address
 }
 
 // Limiter holds one ulule limiter per category over a shared store.

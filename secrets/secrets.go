@@ -6,7 +6,9 @@ package secrets
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -16,7 +18,10 @@ import (
 )
 
 // Box seals and opens secrets.
-type Box struct{ aead cipher.AEAD }
+type Box struct {
+	aead    cipher.AEAD
+	signKey []byte
+}
 
 // KeyFile is the key's file under the data directory when DP_SECRET_KEY is not set.
 const KeyFile = "secret.key"
@@ -57,7 +62,17 @@ func Load(dataDir, key string) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Box{aead: aead}, nil
+	mac := hmac.New(sha256.New, raw)
+	mac.Write([]byte("dataplatform signing key"))
+	return &Box{aead: aead, signKey: mac.Sum(nil)}, nil
+}
+
+// Sign is an HMAC-SHA256 of data under a key derived from the secret key (signed links):
+// every replica sharing the key signs alike.
+func (b *Box) Sign(data string) []byte {
+	mac := hmac.New(sha256.New, b.signKey)
+	mac.Write([]byte(data))
+	return mac.Sum(nil)
 }
 
 // Seal encrypts plain: a random nonce followed by the ciphertext.

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"dataplatform/gen/systemapi"
 	"dataplatform/handlers"
 	"dataplatform/jobs"
+	"dataplatform/queries"
 	"dataplatform/ratelimit"
 	"dataplatform/secrets"
 	"dataplatform/store"
@@ -119,6 +122,7 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 	(&datasets.Ingester{Store: d.Store, Clock: d.Clock, Log: d.Logger, UploadPath: h.UploadPath}).Register(s.Jobs)
 	(&datasets.Analyzer{Store: d.Store, Clock: d.Clock, Secrets: box, Networks: d.Config.ConnectionNetworks}).Register(s.Jobs)
 	(&datasets.Indexer{Store: d.Store}).Register(s.Jobs)
+	(&queries.Exporter{Store: d.Store, Clock: d.Clock, Dir: h.ExportDir()}).Register(s.Jobs)
 	if err := s.loadRoutes(); err != nil {
 		return nil, err
 	}
@@ -257,6 +261,13 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 		if _, err := s.H.Store.DB.ExecContext(ctx, `DELETE FROM platform.idempotency_keys WHERE created_at < $1`,
 			s.H.Clock().Add(-handlers.IdempotencyTTL)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping idempotency keys", "error", err)
+		}
+		if keys, err := store.ExpireQueryExports(ctx, s.H.Store.DB, s.H.Clock()); err != nil && ctx.Err() == nil {
+			s.log.Warn("expiring query exports", "error", err)
+		} else {
+			for _, k := range keys {
+				os.Remove(filepath.Join(s.H.ExportDir(), filepath.FromSlash(k)))
+			}
 		}
 		if _, err := s.H.Store.DB.ExecContext(ctx, `DELETE FROM platform.record_changes WHERE changed_at < $1`,
 			s.H.Clock().Add(-handlers.ChangeRetention)); err != nil && ctx.Err() == nil {

@@ -17,6 +17,7 @@ type Query struct {
 	UserID          *string        `db:"user_id"`
 	Type            string         `db:"type"`
 	Query           string         `db:"query"`
+	Args            string         `db:"args"` // jsonb: the values of the generated SQL's $n
 	Status          string         `db:"status"`
 	DatasetIDs      pq.StringArray `db:"dataset_ids"`
 	RowCount        *int           `db:"row_count"`
@@ -29,7 +30,7 @@ type Query struct {
 	CreatedByName *string `db:"created_by_name"`
 }
 
-const queryCols = `q.id, q.project_id, q.organization_id, q.user_id, q.type, q.query, q.status, q.dataset_ids, q.row_count,
+const queryCols = `q.id, q.project_id, q.organization_id, q.user_id, q.type, q.query, q.args, q.status, q.dataset_ids, q.row_count,
 	q.execution_time_ms, q.error_code, q.body, q.created_at, q.finished_at`
 
 // ProjectDatasets are a project's active datasets, by name.
@@ -42,9 +43,12 @@ func ProjectDatasets(ctx context.Context, q sqlx.QueryerContext, projectID strin
 
 // InsertQuery adds a query to the history.
 func InsertQuery(ctx context.Context, q sqlx.ExtContext, qr *Query) error {
-	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.queries (id, project_id, organization_id, user_id, type, query, status,
+	if qr.Args == "" {
+		qr.Args = "[]"
+	}
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.queries (id, project_id, organization_id, user_id, type, query, args, status,
 		dataset_ids, row_count, execution_time_ms, error_code, body, created_at, finished_at) VALUES (:id, :project_id, :organization_id,
-		:user_id, :type, :query, :status, :dataset_ids, :row_count, :execution_time_ms, :error_code, :body, :created_at, :finished_at)`, qr)
+		:user_id, :type, :query, :args, :status, :dataset_ids, :row_count, :execution_time_ms, :error_code, :body, :created_at, :finished_at)`, qr)
 	return err
 }
 
@@ -155,4 +159,63 @@ func (s *Store) ListSavedQueries(ctx context.Context, projectID, userID, tag str
 func (s *Store) UseSavedQuery(ctx context.Context, id string, at time.Time) error {
 	_, err := s.DB.ExecContext(ctx, `UPDATE platform.saved_queries SET usage_count = usage_count + 1, last_used_at = $2 WHERE id = $1`, id, at)
 	return err
+}
+
+// QueryExport is a file of a query's results.
+type QueryExport struct {
+	ID          string     `db:"id"`
+	QueryID     string     `db:"query_id"`
+	ProjectID   string     `db:"project_id"`
+	OrgID       string     `db:"organization_id"`
+	UserID      *string    `db:"user_id"`
+	Format      string     `db:"format"`
+	Options     string     `db:"options"` // jsonb
+	Status      string     `db:"status"`
+	Error       *string    `db:"error"`
+	SizeBytes   *int64     `db:"size_bytes"`
+	RowCount    *int64     `db:"row_count"`
+	StorageKey  *string    `db:"storage_key"`
+	JobID       string     `db:"job_id"`
+	CreatedAt   time.Time  `db:"created_at"`
+	CompletedAt *time.Time `db:"completed_at"`
+	ExpiresAt   time.Time  `db:"expires_at"`
+}
+
+const exportCols = `id, query_id, project_id, organization_id, user_id, format, options, status, error, size_bytes, row_count, storage_key,
+	job_id, created_at, completed_at, expires_at`
+
+// CreateQueryExport adds an export.
+func CreateQueryExport(ctx context.Context, q sqlx.ExtContext, x *QueryExport) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.query_exports (`+exportCols+`) VALUES (:id, :query_id, :project_id,
+		:organization_id, :user_id, :format, :options, :status, :error, :size_bytes, :row_count, :storage_key, :job_id, :created_at,
+		:completed_at, :expires_at)`, x)
+	return err
+}
+
+// QueryExportByID is an export; projectID, when not empty, must be its project.
+func QueryExportByID(ctx context.Context, q sqlx.QueryerContext, projectID, id string) (*QueryExport, error) {
+	var x QueryExport
+	err := sqlx.GetContext(ctx, q, &x, `SELECT `+exportCols+` FROM platform.query_exports WHERE id = $1 AND ($2 = '' OR project_id = $2)`, id, projectID)
+	return &x, notFound(err)
+}
+
+// FinishQueryExport writes an export's outcome.
+func FinishQueryExport(ctx context.Context, q sqlx.ExtContext, x *QueryExport) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.query_exports SET status = :status, error = :error, size_bytes = :size_bytes,
+		row_count = :row_count, storage_key = :storage_key, completed_at = :completed_at WHERE id = :id`, x)
+	return err
+}
+
+// ExpireQueryExports marks exports past their expiry expired and returns their files' keys.
+func ExpireQueryExports(ctx context.Context, q sqlx.QueryerContext, now time.Time) ([]string, error) {
+	var keys []*string
+	err := sqlx.SelectContext(ctx, q, &keys, `UPDATE platform.query_exports SET status = 'expired' WHERE expires_at < $1
+		AND status IN ('completed', 'failed') RETURNING storage_key`, now)
+	var out []string
+	for _, k := range keys {
+		if k != nil {
+			out = append(out, *k)
+		}
+	}
+	return out, err
 }

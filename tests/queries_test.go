@@ -1,12 +1,16 @@
 package tests
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/xuri/excelize/v2"
 )
 
 // queryFixture is a project with customers and orders datasets (uploaded CSVs).
@@ -437,4 +441,93 @@ func TestProjectQueryStream(t *testing.T) {
 	if f := e.do("GET", "/api/v1/projects/"+e.projectID+"/queries?status=failed", nil, own).status(200); f.num("pagination.total") != 4 {
 		t.Fatalf("failed streams in the history: %s", f.Body)
 	}
+}
+
+func TestQueryExport(t *testing.T) {
+	e, customers, _ := queryFixture(t)
+	own := bearer(e.ownerToken)
+	q := e.execute(map[string]any{"query": `SELECT customer_no, name, credit, city = 'Berlin' AS local FROM customers WHERE credit > {{min}} ORDER BY customer_no`,
+		"parameters": map[string]any{"min": 10}}, e.ownerToken).status(200)
+	base := "/api/v1/projects/" + e.projectID + "/queries/" + q.str("query_id")
+	export := func(body map[string]any) (*resp, []byte) {
+		t.Helper()
+		x := e.do("POST", base+"/export", body, own).status(202)
+		if x.str("status") != "processing" || x.get("download_url") != nil {
+			t.Fatalf("export: %s", x.Body)
+		}
+		e.waitJob(e.ownerToken, x.str("job_id"))
+		x = e.do("GET", base+"/exports/"+x.str("export_id"), nil, own).status(200)
+		if x.str("status") != "completed" || x.num("row_count") != 3 || x.num("size_bytes") == 0 {
+			t.Fatalf("export after its job: %s", x.Body)
+		}
+		d := e.do("GET", strings.TrimPrefix(x.str("download_url"), baseURL), nil).status(200)
+		if !strings.Contains(d.Header.Get("Content-Disposition"), "attachment") || len(d.Body) != x.num("size_bytes") {
+			t.Fatalf("download: %v", d.Header)
+		}
+		return x, d.Body
+	}
+	if _, b := export(map[string]any{"format": "csv"}); string(b) != "customer_no,name,credit,local\n1,Ann,120.5,true\n2,Bob,80,false\n3,Cid,15,true\n" {
+		t.Fatalf("csv:\n%s", b)
+	}
+	if _, b := export(map[string]any{"format": "csv", "options": map[string]any{"include_headers": false, "delimiter": "tab"}}); string(b) != "1\tAnn\t120.5\ttrue\n2\tBob\t80\tfalse\n3\tCid\t15\ttrue\n" {
+		t.Fatalf("tsv:\n%q", b)
+	}
+	_, b := export(map[string]any{"format": "json"})
+	var objs []map[string]any
+	if err := json.Unmarshal(b, &objs); err != nil || len(objs) != 3 || objs[0]["name"] != "Ann" || objs[2]["credit"] != 15.0 || objs[1]["local"] != false {
+		t.Fatalf("json: %v %s", err, b)
+	}
+	_, b = export(map[string]any{"format": "excel"})
+	xf, err := excelize.OpenReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, _ := xf.GetRows("Sheet1"); len(rows) != 4 || rows[0][1] != "name" || rows[2][1] != "Bob" || rows[1][2] != "120.5" {
+		t.Fatalf("excel: %v", rows)
+	}
+	_, b = export(map[string]any{"format": "parquet"})
+	type row struct {
+		CustomerNo *int32   `parquet:"customer_no,optional"`
+		Name       *string  `parquet:"name,optional"`
+		Credit     *float64 `parquet:"credit,optional"`
+		Local      *bool    `parquet:"local,optional"`
+	}
+	got, err := parquet.Read[row](bytes.NewReader(b), int64(len(b)))
+	if err != nil || len(got) != 3 || *got[0].Name != "Ann" || *got[0].CustomerNo != 1 || *got[1].Credit != 80 || !*got[2].Local {
+		t.Fatalf("parquet: %v %+v", err, got)
+	}
+
+	// Every row, not only the 1,000 the history keeps.
+	big := e.execute(map[string]any{"query": `SELECT g FROM generate_series(1, 2500) g`}, e.ownerToken).status(200)
+	x := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/"+big.str("query_id")+"/export", map[string]any{"format": "csv"}, own).status(202)
+	e.waitJob(e.ownerToken, x.str("job_id"))
+	x = e.do("GET", "/api/v1/projects/"+e.projectID+"/queries/"+big.str("query_id")+"/exports/"+x.str("export_id"), nil, own).status(200)
+	link := strings.TrimPrefix(x.str("download_url"), baseURL)
+	if d := e.do("GET", link, nil).status(200); strings.Count(string(d.Body), "\n") != 2501 {
+		t.Fatalf("big export: %d lines", strings.Count(string(d.Body), "\n"))
+	}
+	// The link is signed and expires.
+	e.do("GET", strings.Replace(link, "signature=", "signature=x", 1), nil).authError(403, "PERMISSION_DENIED")
+	e.do("GET", strings.Replace(link, "expires=", "expires=1", 1), nil).authError(403, "PERMISSION_DENIED")
+	e.clock.Advance(25 * time.Hour)
+	e.do("GET", link, nil).authError(403, "PERMISSION_DENIED")
+	e.clock.Advance(-25 * time.Hour)
+
+	// Only completed queries; a dataset gone since makes the export fail, readably.
+	failed := e.execute(map[string]any{"query": `SELECT nope FROM customers`}, e.ownerToken)
+	_ = failed
+	fid := e.do("GET", "/api/v1/projects/"+e.projectID+"/queries?status=failed", nil, own).status(200).str("queries.0.id")
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/"+fid+"/export", map[string]any{"format": "csv"}, own).apiError(409, "CONFLICT")
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/q_nope/export", map[string]any{"format": "csv"}, own).apiError(404, "NOT_FOUND")
+	e.do("POST", base+"/export", map[string]any{"format": "xml"}, own).apiError(400, "VALIDATION_ERROR", "body.format", "enum")
+	e.do("DELETE", "/api/v1/projects/"+e.projectID+"/datasets/"+customers, nil, own).status(200)
+	x = e.do("POST", base+"/export", map[string]any{"format": "csv"}, own).status(202)
+	for i := 0; i < 500 && x.str("status") == "processing"; i++ {
+		time.Sleep(20 * time.Millisecond)
+		x = e.do("GET", base+"/exports/"+x.str("export_id"), nil, own).status(200)
+	}
+	if x.str("status") != "failed" || !strings.Contains(x.str("error"), "does not exist") {
+		t.Fatalf("export of a deleted dataset: %s", x.Body)
+	}
+	e.do("GET", "/api/v1/projects/"+e.projectID+"/queries/"+big.str("query_id")+"/exports/"+x.str("export_id"), nil, own).apiError(404, "NOT_FOUND")
 }

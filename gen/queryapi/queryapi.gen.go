@@ -119,6 +119,54 @@ func (e ExecutedQueryType) Valid() bool {
 	}
 }
 
+// Defines values for QueryExportFormat.
+const (
+	QueryExportFormatCsv     QueryExportFormat = "csv"
+	QueryExportFormatExcel   QueryExportFormat = "excel"
+	QueryExportFormatJson    QueryExportFormat = "json"
+	QueryExportFormatParquet QueryExportFormat = "parquet"
+)
+
+// Valid indicates whether the value is a known member of the QueryExportFormat enum.
+func (e QueryExportFormat) Valid() bool {
+	switch e {
+	case QueryExportFormatCsv:
+		return true
+	case QueryExportFormatExcel:
+		return true
+	case QueryExportFormatJson:
+		return true
+	case QueryExportFormatParquet:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueryExportStatus.
+const (
+	QueryExportStatusCompleted  QueryExportStatus = "completed"
+	QueryExportStatusExpired    QueryExportStatus = "expired"
+	QueryExportStatusFailed     QueryExportStatus = "failed"
+	QueryExportStatusProcessing QueryExportStatus = "processing"
+)
+
+// Valid indicates whether the value is a known member of the QueryExportStatus enum.
+func (e QueryExportStatus) Valid() bool {
+	switch e {
+	case QueryExportStatusCompleted:
+		return true
+	case QueryExportStatusExpired:
+		return true
+	case QueryExportStatusFailed:
+		return true
+	case QueryExportStatusProcessing:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for QueryHistoryItemStatus.
 const (
 	QueryHistoryItemStatusCompleted QueryHistoryItemStatus = "completed"
@@ -290,6 +338,72 @@ func (e ExplainQueryJSONBodyType) Valid() bool {
 	case ExplainQueryJSONBodyTypeNaturalLanguage:
 		return true
 	case ExplainQueryJSONBodyTypeSql:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportQueryJSONBodyFormat.
+const (
+	ExportQueryJSONBodyFormatCsv     ExportQueryJSONBodyFormat = "csv"
+	ExportQueryJSONBodyFormatExcel   ExportQueryJSONBodyFormat = "excel"
+	ExportQueryJSONBodyFormatJson    ExportQueryJSONBodyFormat = "json"
+	ExportQueryJSONBodyFormatParquet ExportQueryJSONBodyFormat = "parquet"
+)
+
+// Valid indicates whether the value is a known member of the ExportQueryJSONBodyFormat enum.
+func (e ExportQueryJSONBodyFormat) Valid() bool {
+	switch e {
+	case ExportQueryJSONBodyFormatCsv:
+		return true
+	case ExportQueryJSONBodyFormatExcel:
+		return true
+	case ExportQueryJSONBodyFormatJson:
+		return true
+	case ExportQueryJSONBodyFormatParquet:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportQueryJSONBodyOptionsDelimiter.
+const (
+	ExportQueryJSONBodyOptionsDelimiterEmpty ExportQueryJSONBodyOptionsDelimiter = ","
+	ExportQueryJSONBodyOptionsDelimiterN1    ExportQueryJSONBodyOptionsDelimiter = ";"
+	ExportQueryJSONBodyOptionsDelimiterOr    ExportQueryJSONBodyOptionsDelimiter = "|"
+	ExportQueryJSONBodyOptionsDelimiterTab   ExportQueryJSONBodyOptionsDelimiter = "tab"
+)
+
+// Valid indicates whether the value is a known member of the ExportQueryJSONBodyOptionsDelimiter enum.
+func (e ExportQueryJSONBodyOptionsDelimiter) Valid() bool {
+	switch e {
+	case ExportQueryJSONBodyOptionsDelimiterEmpty:
+		return true
+	case ExportQueryJSONBodyOptionsDelimiterN1:
+		return true
+	case ExportQueryJSONBodyOptionsDelimiterOr:
+		return true
+	case ExportQueryJSONBodyOptionsDelimiterTab:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportQueryJSONBodyOptionsQuoteChar.
+const (
+	ExportQueryJSONBodyOptionsQuoteCharEmpty ExportQueryJSONBodyOptionsQuoteChar = "\""
+	ExportQueryJSONBodyOptionsQuoteCharN1    ExportQueryJSONBodyOptionsQuoteChar = "'"
+)
+
+// Valid indicates whether the value is a known member of the ExportQueryJSONBodyOptionsQuoteChar enum.
+func (e ExportQueryJSONBodyOptionsQuoteChar) Valid() bool {
+	switch e {
+	case ExportQueryJSONBodyOptionsQuoteCharEmpty:
+		return true
+	case ExportQueryJSONBodyOptionsQuoteCharN1:
 		return true
 	default:
 		return false
@@ -499,6 +613,30 @@ type QueryColumn struct {
 	Type string `json:"type"`
 }
 
+// QueryExport defines model for QueryExport.
+type QueryExport struct {
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+
+	// DownloadUrl When completed: a signed link, valid until expires_at.
+	DownloadUrl *string           `json:"download_url,omitempty"`
+	Error       *string           `json:"error,omitempty"`
+	ExpiresAt   time.Time         `json:"expires_at"`
+	ExportId    string            `json:"export_id"`
+	Format      QueryExportFormat `json:"format"`
+	JobId       *string           `json:"job_id,omitempty"`
+	QueryId     string            `json:"query_id"`
+	RowCount    *int              `json:"row_count,omitempty"`
+	SizeBytes   *int              `json:"size_bytes,omitempty"`
+	Status      QueryExportStatus `json:"status"`
+}
+
+// QueryExportFormat defines model for QueryExport.Format.
+type QueryExportFormat string
+
+// QueryExportStatus defines model for QueryExport.Status.
+type QueryExportStatus string
+
 // QueryHistoryItem defines model for QueryHistoryItem.
 type QueryHistoryItem struct {
 	CreatedAt time.Time `json:"created_at"`
@@ -648,6 +786,12 @@ type RateLimitExceeded = ErrorEnvelope
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = AuthError
 
+// DownloadQueryExportParams defines parameters for DownloadQueryExport.
+type DownloadQueryExportParams struct {
+	Expires   int    `form:"expires" json:"expires"`
+	Signature string `form:"signature" json:"signature"`
+}
+
 // ListQueriesParams defines parameters for ListQueries.
 type ListQueriesParams struct {
 	// Page Page number, starting at 1.
@@ -684,6 +828,28 @@ type ExplainQueryJSONBody struct {
 
 // ExplainQueryJSONBodyType defines parameters for ExplainQuery.
 type ExplainQueryJSONBodyType string
+
+// ExportQueryJSONBody defines parameters for ExportQuery.
+type ExportQueryJSONBody struct {
+	Format  ExportQueryJSONBodyFormat `json:"format"`
+	Options *struct {
+		// Delimiter csv: the field separator (tab for a TAB).
+		Delimiter *ExportQueryJSONBodyOptionsDelimiter `json:"delimiter,omitempty"`
+
+		// IncludeHeaders csv and excel: a first row of column names.
+		IncludeHeaders *bool                                `json:"include_headers,omitempty"`
+		QuoteChar      *ExportQueryJSONBodyOptionsQuoteChar `json:"quote_char,omitempty"`
+	} `json:"options,omitempty"`
+}
+
+// ExportQueryJSONBodyFormat defines parameters for ExportQuery.
+type ExportQueryJSONBodyFormat string
+
+// ExportQueryJSONBodyOptionsDelimiter defines parameters for ExportQuery.
+type ExportQueryJSONBodyOptionsDelimiter string
+
+// ExportQueryJSONBodyOptionsQuoteChar defines parameters for ExportQuery.
+type ExportQueryJSONBodyOptionsQuoteChar string
 
 // SaveQueryJSONBody defines parameters for SaveQuery.
 type SaveQueryJSONBody struct {
@@ -728,6 +894,9 @@ type StreamQueryJSONRequestBody = StreamQueryRequest
 
 // ValidateQueryJSONRequestBody defines body for ValidateQuery for application/json ContentType.
 type ValidateQueryJSONRequestBody = ExecuteQueryRequest
+
+// ExportQueryJSONRequestBody defines body for ExportQuery for application/json ContentType.
+type ExportQueryJSONRequestBody ExportQueryJSONBody
 
 // SaveQueryJSONRequestBody defines body for SaveQuery for application/json ContentType.
 type SaveQueryJSONRequestBody SaveQueryJSONBody
@@ -799,6 +968,9 @@ func (t *ErrorEnvelope_Error_Details) UnmarshalJSON(b []byte) error {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// DownloadQueryExport The file of an export, through its signed link (no credentials)
+	// (GET /api/v1/exports/{export_id}/download)
+	DownloadQueryExport(ctx echo.Context, exportId string, params DownloadQueryExportParams) error
 	// ListQueries The project's query history, newest first (queries:read)
 	// (GET /api/v1/projects/{project_id}/queries)
 	ListQueries(ctx echo.Context, projectId ProjectId, params ListQueriesParams) error
@@ -817,6 +989,12 @@ type ServerInterface interface {
 	// GetQuery One query of the history with its results (queries:read)
 	// (GET /api/v1/projects/{project_id}/queries/{query_id})
 	GetQuery(ctx echo.Context, projectId ProjectId, queryId string) error
+	// ExportQuery Export all the results of a completed query to a file (queries:execute)
+	// (POST /api/v1/projects/{project_id}/queries/{query_id}/export)
+	ExportQuery(ctx echo.Context, projectId ProjectId, queryId string) error
+	// GetQueryExport An export of a query (queries:read)
+	// (GET /api/v1/projects/{project_id}/queries/{query_id}/exports/{export_id})
+	GetQueryExport(ctx echo.Context, projectId ProjectId, queryId string, exportId string) error
 	// SaveQuery Save a query of the history under a name, with typed parameters (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/{query_id}/save)
 	SaveQuery(ctx echo.Context, projectId ProjectId, queryId string) error
@@ -831,6 +1009,38 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// DownloadQueryExport converts echo context to params.
+func (w *ServerInterfaceWrapper) DownloadQueryExport(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "export_id" -------------
+	var exportId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "export_id", ctx.Param("export_id"), &exportId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter export_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadQueryExportParams
+	// ------------- Required query parameter "expires" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "expires", ctx.QueryParams(), &params.Expires, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter expires: %s", err))
+	}
+
+	// ------------- Required query parameter "signature" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "signature", ctx.QueryParams(), &params.Signature, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter signature: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DownloadQueryExport(ctx, exportId, params)
+	return err
 }
 
 // ListQueries converts echo context to params.
@@ -988,6 +1198,62 @@ func (w *ServerInterfaceWrapper) GetQuery(ctx echo.Context) error {
 	return err
 }
 
+// ExportQuery converts echo context to params.
+func (w *ServerInterfaceWrapper) ExportQuery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "query_id" -------------
+	var queryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "query_id", ctx.Param("query_id"), &queryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter query_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExportQuery(ctx, projectId, queryId)
+	return err
+}
+
+// GetQueryExport converts echo context to params.
+func (w *ServerInterfaceWrapper) GetQueryExport(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "query_id" -------------
+	var queryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "query_id", ctx.Param("query_id"), &queryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter query_id: %s", err))
+	}
+
+	// ------------- Path parameter "export_id" -------------
+	var exportId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "export_id", ctx.Param("export_id"), &exportId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter export_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetQueryExport(ctx, projectId, queryId, exportId)
+	return err
+}
+
 // SaveQuery converts echo context to params.
 func (w *ServerInterfaceWrapper) SaveQuery(ctx echo.Context) error {
 	var err error
@@ -1131,6 +1397,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/saved-queries", wrapper.ListSavedQueries, options.OperationMiddlewares["listSavedQueries"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/saved-queries/:saved_query_id/execute", wrapper.ExecuteSavedQuery, options.OperationMiddlewares["executeSavedQuery"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/queries/stream", wrapper.StreamQuery, options.OperationMiddlewares["streamQuery"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/queries/:query_id/export", wrapper.ExportQuery, options.OperationMiddlewares["exportQuery"]...)
+	router.GET(options.BaseURL+"/api/v1/projects/:project_id/queries/:query_id/exports/:export_id", wrapper.GetQueryExport, options.OperationMiddlewares["getQueryExport"]...)
+	router.GET(options.BaseURL+"/api/v1/exports/:export_id/download", wrapper.DownloadQueryExport, options.OperationMiddlewares["downloadQueryExport"]...)
 
 }
 
@@ -1156,6 +1425,174 @@ type RateLimitExceededJSONResponse struct {
 }
 
 type UnauthorizedJSONResponse AuthError
+
+type DownloadQueryExportRequestObject struct {
+	ExportId string `json:"export_id"`
+	Params   DownloadQueryExportParams
+}
+
+type DownloadQueryExportResponseObject interface {
+	VisitDownloadQueryExportResponse(w http.ResponseWriter) error
+}
+
+type DownloadQueryExport200ResponseHeaders struct {
+	ContentDisposition string
+}
+
+type DownloadQueryExport200JSONResponse struct {
+	Body    []map[string]interface{}
+	Headers DownloadQueryExport200ResponseHeaders
+}
+
+func (response DownloadQueryExport200JSONResponse) VisitDownloadQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadQueryExport200ApplicationvndApacheParquetResponse struct {
+	Body          io.Reader
+	Headers       DownloadQueryExport200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadQueryExport200ApplicationvndApacheParquetResponse) VisitDownloadQueryExportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/vnd.apache.parquet")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadQueryExport200ApplicationvndOpenxmlformatsOfficedocumentSpreadsheetmlSheetResponse struct {
+	Body          io.Reader
+	Headers       DownloadQueryExport200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadQueryExport200ApplicationvndOpenxmlformatsOfficedocumentSpreadsheetmlSheetResponse) VisitDownloadQueryExportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadQueryExport200TextcsvResponse struct {
+	Body          io.Reader
+	Headers       DownloadQueryExport200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadQueryExport200TextcsvResponse) VisitDownloadQueryExportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadQueryExport400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadQueryExport400JSONResponse) VisitDownloadQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadQueryExport403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DownloadQueryExport403JSONResponse) VisitDownloadQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadQueryExport404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadQueryExport404JSONResponse) VisitDownloadQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadQueryExport429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response DownloadQueryExport429JSONResponse) VisitDownloadQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type ListQueriesRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
@@ -1916,6 +2353,238 @@ func (response GetQuery429JSONResponse) VisitGetQueryResponse(w http.ResponseWri
 	return err
 }
 
+type ExportQueryRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	QueryId   string    `json:"query_id"`
+	Body      *ExportQueryJSONRequestBody
+}
+
+type ExportQueryResponseObject interface {
+	VisitExportQueryResponse(w http.ResponseWriter) error
+}
+
+type ExportQuery202JSONResponse QueryExport
+
+func (response ExportQuery202JSONResponse) VisitExportQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ExportQuery400JSONResponse) VisitExportQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ExportQuery401JSONResponse) VisitExportQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ExportQuery403JSONResponse) VisitExportQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ExportQuery404JSONResponse) VisitExportQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportQuery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ExportQuery409JSONResponse) VisitExportQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportQuery429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ExportQuery429JSONResponse) VisitExportQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetQueryExportRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	QueryId   string    `json:"query_id"`
+	ExportId  string    `json:"export_id"`
+}
+
+type GetQueryExportResponseObject interface {
+	VisitGetQueryExportResponse(w http.ResponseWriter) error
+}
+
+type GetQueryExport200JSONResponse QueryExport
+
+func (response GetQueryExport200JSONResponse) VisitGetQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetQueryExport400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetQueryExport400JSONResponse) VisitGetQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetQueryExport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetQueryExport401JSONResponse) VisitGetQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetQueryExport403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetQueryExport403JSONResponse) VisitGetQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetQueryExport404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetQueryExport404JSONResponse) VisitGetQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetQueryExport429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetQueryExport429JSONResponse) VisitGetQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SaveQueryRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	QueryId   string    `json:"query_id"`
@@ -2289,6 +2958,9 @@ func (response ExecuteSavedQuery429JSONResponse) VisitExecuteSavedQueryResponse(
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// DownloadQueryExport The file of an export, through its signed link (no credentials)
+	// (GET /api/v1/exports/{export_id}/download)
+	DownloadQueryExport(ctx context.Context, request DownloadQueryExportRequestObject) (DownloadQueryExportResponseObject, error)
 	// ListQueries The project's query history, newest first (queries:read)
 	// (GET /api/v1/projects/{project_id}/queries)
 	ListQueries(ctx context.Context, request ListQueriesRequestObject) (ListQueriesResponseObject, error)
@@ -2307,6 +2979,12 @@ type StrictServerInterface interface {
 	// GetQuery One query of the history with its results (queries:read)
 	// (GET /api/v1/projects/{project_id}/queries/{query_id})
 	GetQuery(ctx context.Context, request GetQueryRequestObject) (GetQueryResponseObject, error)
+	// ExportQuery Export all the results of a completed query to a file (queries:execute)
+	// (POST /api/v1/projects/{project_id}/queries/{query_id}/export)
+	ExportQuery(ctx context.Context, request ExportQueryRequestObject) (ExportQueryResponseObject, error)
+	// GetQueryExport An export of a query (queries:read)
+	// (GET /api/v1/projects/{project_id}/queries/{query_id}/exports/{export_id})
+	GetQueryExport(ctx context.Context, request GetQueryExportRequestObject) (GetQueryExportResponseObject, error)
 	// SaveQuery Save a query of the history under a name, with typed parameters (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/{query_id}/save)
 	SaveQuery(ctx context.Context, request SaveQueryRequestObject) (SaveQueryResponseObject, error)
@@ -2328,6 +3006,32 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// DownloadQueryExport operation middleware
+func (sh *strictHandler) DownloadQueryExport(ctx echo.Context, exportId string, params DownloadQueryExportParams) error {
+	var request DownloadQueryExportRequestObject
+
+	request.ExportId = exportId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadQueryExport(ctx.Request().Context(), request.(DownloadQueryExportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadQueryExport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DownloadQueryExportResponseObject); ok {
+		return validResponse.VisitDownloadQueryExportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // ListQueries operation middleware
@@ -2568,6 +3272,82 @@ func (sh *strictHandler) GetQuery(ctx echo.Context, projectId ProjectId, queryId
 		return err
 	} else if validResponse, ok := response.(GetQueryResponseObject); ok {
 		return validResponse.VisitGetQueryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ExportQuery operation middleware
+func (sh *strictHandler) ExportQuery(ctx echo.Context, projectId ProjectId, queryId string) error {
+	var request ExportQueryRequestObject
+
+	request.ProjectId = projectId
+	request.QueryId = queryId
+
+	var body ExportQueryJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportQuery(ctx.Request().Context(), request.(ExportQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExportQueryResponseObject); ok {
+		return validResponse.VisitExportQueryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetQueryExport operation middleware
+func (sh *strictHandler) GetQueryExport(ctx echo.Context, projectId ProjectId, queryId string, exportId string) error {
+	var request GetQueryExportRequestObject
+
+	request.ProjectId = projectId
+	request.QueryId = queryId
+	request.ExportId = exportId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetQueryExport(ctx.Request().Context(), request.(GetQueryExportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetQueryExport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetQueryExportResponseObject); ok {
+		return validResponse.VisitGetQueryExportResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -10,6 +10,7 @@ CREATE TABLE platform.queries (
     user_id           text REFERENCES platform.users (id) ON DELETE SET NULL,
     type              text NOT NULL,
     query             text NOT NULL,
+    args              jsonb NOT NULL DEFAULT '[]', -- the values bound to the generated SQL's $n (exports run it again)
     status            text NOT NULL,
     dataset_ids       text[] NOT NULL DEFAULT '{}',
     row_count         int,
