@@ -1,0 +1,991 @@
+package nlsql
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// intentWords are words the engine reads as intent rather than names.
+var intentWords = map[string]bool{"how": true, "many": true, "count": true, "number": true, "total": true, "sum": true, "average": true,
+	"avg": true, "mean": true, "max": true, "maximum": true, "highest": true, "largest": true, "biggest": true, "most": true, "min": true,
+	"minimum": true, "lowest": true, "smallest": true, "least": true, "fewest": true, "top": true, "bottom": true, "first": true,
+	"distinct": true, "unique": true, "different": true, "over": true, "above": true, "under": true, "below": true, "more": true,
+	"less": true, "greater": true, "fewer": true, "lower": true, "higher": true, "between": true, "since": true, "before": true,
+	"after": true, "during": true, "sorted": true, "ordered": true, "order": true, "sort": true, "desc": true, "descending": true,
+	"asc": true, "ascending": true, "not": true, "except": true, "excluding": true, "without": true, "exceeding": true, "exactly": true,
+	"equal": true, "today": true, "yesterday": true, "ago": true, "grouped": true, "broken": true, "down": true, "up": true,
+	"no": true, "than": true, ">": true, "<": true, ">=": true, "<=": true, "=": true, "year": true, "month": true, "week": true,
+	"day": true, "quarter": true, "years": true, "months": true, "weeks": true, "days": true, "monthly": true, "weekly": true,
+	"daily": true, "yearly": true, "quarterly": true, "annually": true, "this": true, "last": true, "past": true, "non": true}
+
+type colRef struct{ table, column string }
+
+type group struct {
+	expr, alias, label string
+	col                colRef
+	time               bool
+}
+
+type query struct {
+	p       *parser
+	ms      []mention
+	main    string
+	joined  map[string]bool // one-side tables joined to main
+	agg     string          // count, count_distinct, sum, avg, max, min
+	measure *colRef
+	groups  []group
+	where   []string
+	having  []string
+	exists  map[string][]string // many-side table → its conditions
+	order   string              // desc or asc (of the aggregate, or of the measure for rows)
+	orderBy *colRef             // explicit "sorted by"
+	limit   int
+	rows    bool // a listing of rows
+	// byMeasure: "top 3 cities by revenue": the measure orders the groups (summed)
+	byMeasure bool
+}
+
+// alias is how a table ref is written inside the SQL (its last part).
+func alias(ref string) string { return ref[strings.LastIndex(ref, ".")+1:] }
+
+func (q *query) col(c colRef) string { return quote(alias(c.table)) + "." + quote(c.column) }
+
+func (q *query) column(c colRef) *Column {
+	if t := q.p.s.table(c.table); t != nil {
+		return t.column(c.column)
+	}
+	return nil
+}
+
+func (q *query) label(c colRef) string { return strings.Join(words(c.column), " ") }
+
+// tok is token i, or "" outside the question.
+func (q *query) tok(i int) string {
+	if i < 0 || i >= len(q.p.toks) {
+		return ""
+	}
+	return q.p.toks[i]
+}
+
+// mentionAt is the mention starting at token i (skipping "the"), or nil. A table named
+// before one of its columns ("customer city") is that column.
+func (q *query) mentionAt(i int) (*mention, int) {
+	for q.tok(i) == "the" || q.tok(i) == "a" || q.tok(i) == "each" || q.tok(i) == "their" {
+		i++
+	}
+	for k := range q.ms {
+		if q.ms[k].pos == i {
+			m := &q.ms[k]
+			if m.column == "" && k+1 < len(q.ms) {
+				if n := &q.ms[k+1]; n.pos == m.end && n.column != "" && n.value == "" && n.table == m.table {
+					return &mention{table: n.table, column: n.column, pos: m.pos, end: n.end}, i
+				}
+			}
+			return m, i
+		}
+	}
+	return nil, i
+}
+
+// numericAt is the numeric column mentioned at token i, or nil.
+func (q *query) numericAt(i int) (*colRef, int) {
+	m, _ := q.mentionAt(i)
+	if m == nil || m.column == "" || m.value != "" {
+		return nil, 0
+	}
+	c := colRef{m.table, m.column}
+	if col := q.column(c); col == nil || !col.numeric() {
+		return nil, 0
+	}
+	return &c, m.end
+}
+
+// numericNear is the numeric column mentioned closest before token i (or after, within 3).
+func (q *query) numericNear(i int) *colRef {
+	var best *colRef
+	for k := range q.ms {
+		m := q.ms[k]
+		if m.column == "" || m.value != "" {
+			continue
+		}
+		c := q.column(colRef{m.table, m.column})
+		if c == nil || !c.numeric() {
+			continue
+		}
+		if m.pos < i || m.pos <= i+3 && best == nil {
+			best = &colRef{m.table, m.column}
+		}
+	}
+	return best
+}
+
+func (q *query) read(ms []mention) error {
+	p := q.p
+	q.ms = ms
+	q.joined = map[string]bool{}
+	q.exists = map[string][]string{}
+	hasSignal := false
+	countTarget := ""
+	superlative := ""
+	supAt := -1
+	// Aggregates and ordering words.
+	for i := 0; i < len(p.toks); i++ {
+		t := p.toks[i]
+		switch {
+		case t == "how" && q.tok(i+1) == "many", t == "number" && q.tok(i+1) == "of", t == "count" && q.agg == "":
+			q.agg, hasSignal = "count", true
+			p.mark(i, i+2)
+			j := i + 1
+			if t == "how" || t == "number" {
+				j = i + 2
+			}
+			if w := q.tok(j); w == "distinct" || w == "different" || w == "unique" {
+				p.mark(j, j+1)
+				if m, _ := q.mentionAt(j + 1); m != nil && m.column != "" && m.value == "" {
+					q.agg, q.measure = "count_distinct", &colRef{m.table, m.column}
+				}
+			} else if m, _ := q.mentionAt(j); m != nil && m.column == "" {
+				countTarget = m.table
+			}
+		case t == "total" || t == "sum":
+			if q.tok(i+1) == "number" {
+				continue // "total number of": a count
+			}
+			if q.agg == "" || q.agg == "count" && t == "sum" {
+				q.agg, hasSignal = "sum", true
+				p.mark(i, i+1)
+				q.measure = q.numericNear(i + 1)
+			}
+		case t == "average" || t == "avg" || t == "mean":
+			q.agg, hasSignal = "avg", true
+			p.mark(i, i+1)
+			q.measure = q.numericNear(i + 1)
+		case (t == "max" || t == "maximum") && q.agg == "":
+			q.agg, hasSignal = "max", true
+			p.mark(i, i+1)
+			q.measure = q.numericNear(i + 1)
+		case (t == "min" || t == "minimum") && q.tok(i-1) != "a" && q.agg == "":
+			q.agg, hasSignal = "min", true
+			p.mark(i, i+1)
+			q.measure = q.numericNear(i + 1)
+		case (t == "highest" || t == "largest" || t == "biggest" || t == "most" || t == "greatest") && q.tok(i-1) != "at":
+			superlative, supAt, hasSignal = "desc", i, true
+			p.mark(i, i+1)
+		case (t == "lowest" || t == "smallest" || t == "least" || t == "fewest" || t == "cheapest") && q.tok(i-1) != "at":
+			superlative, supAt, hasSignal = "asc", i, true
+			p.mark(i, i+1)
+		case t == "top" || t == "first" || t == "bottom":
+			if n, err := strconv.Atoi(q.tok(i + 1)); err == nil && n > 0 {
+				q.limit, q.order, hasSignal = n, "desc", true
+				if t == "bottom" {
+					q.order = "asc"
+				}
+				p.mark(i, i+2)
+			}
+		}
+	}
+	// "top 3 cities by revenue", "customers with the highest credit by ...": a "by" naming
+	// a number after an ordering word orders by it rather than grouping.
+	if q.order != "" || superlative != "" {
+		for i := 0; i+1 < len(p.toks); i++ {
+			if p.toks[i] == "by" {
+				if c, end := q.numericAt(i + 1); c != nil {
+					if q.measure == nil {
+						q.measure = c
+					}
+					q.byMeasure = true
+					p.mark(i, end)
+				}
+			}
+		}
+	}
+	if q.measure != nil && (q.agg == "sum" || q.agg == "avg" || q.agg == "max" || q.agg == "min") {
+		p.step("Measure: %s of %s", q.agg, q.label(*q.measure))
+	}
+	// The main table: what is counted, what is measured, what is named first.
+	switch {
+	case countTarget != "":
+		q.main = countTarget
+	case q.measure != nil:
+		q.main = q.measure.table
+	default:
+		score := map[string]int{}
+		first := map[string]int{}
+		for _, m := range ms {
+			w := 1
+			if m.column == "" {
+				w = 3
+			}
+			score[m.table] += w
+			if _, ok := first[m.table]; !ok {
+				first[m.table] = m.pos
+			}
+		}
+		best := -1
+		for _, t := range p.s.Tables {
+			if s, ok := score[t.Ref]; ok && (s > best || s == best && first[t.Ref] < first[q.main]) {
+				q.main, best = t.Ref, s
+			}
+		}
+	}
+	if q.main == "" {
+		return p.refuse("it names no dataset, column or value of this project")
+	}
+	named := false
+	for _, m := range ms {
+		if m.value == "" {
+			named = true
+		}
+	}
+	if !hasSignal && !named {
+		return p.refuse("only values were recognised (" + q.valuesSeen() + "), not what to compute or list")
+	}
+	p.step("Dataset: %s", p.s.table(q.main).Dataset)
+	// Groups: "by X", "per X", "for each X", "which X ...".
+	for i := 0; i < len(p.toks); i++ {
+		t := p.toks[i]
+		start := -1
+		switch {
+		case t == "by" && q.tok(i-1) != "sorted" && q.tok(i-1) != "ordered" && q.tok(i-1) != "order" && q.tok(i-1) != "sort":
+			if c, _ := q.numericAt(i + 1); c != nil && q.byMeasure {
+				continue
+			}
+			start = i + 1
+		case t == "per" || t == "each" && q.tok(i-1) == "for":
+			start = i + 1
+		case t == "which" && i == 0 || t == "what" && i == 0:
+			if m, _ := q.mentionAt(i + 1); m != nil && m.column != "" && m.value == "" {
+				start = i + 1
+			}
+		case units[t] != "" && (t == "monthly" || t == "weekly" || t == "daily" || t == "yearly" || t == "quarterly" || t == "annually"):
+			start = i
+		}
+		if start < 0 {
+			continue
+		}
+		for {
+			if u := units[q.tok(start)]; u != "" {
+				dc := q.dateColumn()
+				if dc == nil {
+					return p.refuse("it groups by " + u + " but no dataset it reads has a date column")
+				}
+				q.groups = append(q.groups, group{expr: "date_trunc('" + u + "', " + q.col(*dc) + ")::date", alias: u, label: u + " of " + q.label(*dc),
+					col: *dc, time: true})
+				p.mark(start, start+1)
+				start++
+			} else if m, at := q.mentionAt(start); m != nil && m.column != "" && m.value == "" {
+				c := colRef{m.table, m.column}
+				if err := q.reach(c.table); err != nil {
+					return err
+				}
+				q.groups = append(q.groups, group{expr: q.col(c), alias: c.column, label: q.label(c), col: c})
+				p.mark(i, m.end)
+				start = m.end
+				_ = at
+			} else {
+				if w := q.tok(start); (t == "by" || t == "per") && w != "" && !stop[w] && !intentWords[w] && !isNumber.MatchString(w) {
+					return p.refuse("it groups by \"" + w + "\", which is no column of the datasets it reads")
+				}
+				break
+			}
+			if q.tok(start) != "and" {
+				break
+			}
+			start++
+		}
+	}
+	if q.limit > 0 && len(q.groups) == 0 {
+		for i := 0; i+2 < len(p.toks); i++ {
+			if w := p.toks[i]; (w == "top" || w == "bottom" || w == "first") && isNumber.MatchString(p.toks[i+1]) {
+				if m, _ := q.mentionAt(i + 2); m != nil && m.column != "" && m.value == "" {
+					c := colRef{m.table, m.column}
+					if col := q.column(c); col != nil && !col.numeric() {
+						if err := q.reach(c.table); err != nil {
+							return err
+						}
+						q.groups = append(q.groups, group{expr: q.col(c), alias: c.column, label: q.label(c), col: c})
+					}
+				}
+			}
+		}
+	}
+	if q.byMeasure && len(q.groups) > 0 && q.agg == "" {
+		q.agg = "sum"
+		p.step("Measure: sum of %s", q.label(*q.measure))
+	}
+	for _, g := range q.groups {
+		p.step("Grouped by %s", g.label)
+	}
+	// Ordering: "sorted by X" / "ordered by X".
+	for i := 0; i+1 < len(p.toks); i++ {
+		if (p.toks[i] == "sorted" || p.toks[i] == "ordered" || p.toks[i] == "order" || p.toks[i] == "sort") && p.toks[i+1] == "by" {
+			if m, _ := q.mentionAt(i + 2); m != nil && m.column != "" && m.value == "" {
+				q.orderBy = &colRef{m.table, m.column}
+				q.order = "asc"
+				p.mark(i, m.end)
+				if w := q.tok(m.end); w == "desc" || w == "descending" || w == "highest" || w == "largest" {
+					q.order = "desc"
+					p.mark(m.end, m.end+1)
+				}
+				if err := q.reach(m.table); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := q.comparisons(); err != nil {
+		return err
+	}
+	if err := q.timeFilters(); err != nil {
+		return err
+	}
+	if err := q.valueFilters(); err != nil {
+		return err
+	}
+	// A superlative orders: groups by their aggregate, rows by the measure.
+	if superlative != "" {
+		q.order = superlative
+		if q.limit == 0 {
+			q.limit = 1
+		}
+		if len(q.groups) == 0 && (q.agg == "" || q.agg == "max" || q.agg == "min") {
+			if q.measure == nil {
+				q.measure = q.numericNear(supAt + 1)
+			}
+			if q.measure == nil {
+				return p.refuse("it asks for the " + p.toks[supAt] + " but names no number to order by")
+			}
+			q.agg, q.rows = "", true
+			p.step("Rows ordered by %s, %s first", q.label(*q.measure), map[string]string{"desc": "highest", "asc": "lowest"}[superlative])
+		} else if q.agg == "" {
+			q.agg = "count"
+			if m := q.numericNear(supAt + 1); m != nil && m.table == q.main {
+				q.agg, q.measure = "sum", m
+			}
+		}
+	}
+	if q.agg == "" && len(q.groups) == 0 {
+		q.rows = true
+		if q.limit > 0 && q.measure == nil {
+			q.measure = q.numericNear(len(p.toks))
+		}
+	}
+	if q.agg == "" && len(q.groups) > 0 {
+		q.agg = "count"
+	}
+	if (q.agg == "sum" || q.agg == "avg" || q.agg == "max" || q.agg == "min") && q.measure == nil {
+		if c := q.onlyNumber(q.main); c != nil {
+			q.measure = c
+			p.step("Measure: %s of %s (its only number)", q.agg, q.label(*c))
+		} else {
+			return p.refuse("it asks for a " + map[string]string{"sum": "total", "avg": "average", "max": "maximum", "min": "minimum"}[q.agg] +
+				" but does not say of which number")
+		}
+	}
+	if q.measure != nil && q.measure.table != q.main {
+		if err := q.reach(q.measure.table); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (q *query) valuesSeen() string {
+	var vs []string
+	for _, m := range q.ms {
+		if m.value != "" {
+			vs = append(vs, m.value)
+		}
+	}
+	return strings.Join(vs, ", ")
+}
+
+// onlyNumber is a table's one numeric column that is not a key, or nil.
+func (q *query) onlyNumber(ref string) *colRef {
+	var found *colRef
+	for _, c := range q.p.s.table(ref).Columns {
+		if c.numeric() && !keyLike(c.Name) {
+			if found != nil {
+				return nil
+			}
+			found = &colRef{ref, c.Name}
+		}
+	}
+	return found
+}
+
+// dateColumn is the date the question means: a date column it names, else the main table's
+// only one (or first), else a joined table's.
+func (q *query) dateColumn() *colRef {
+	for _, m := range q.ms {
+		if m.column != "" && m.value == "" {
+			if c := q.column(colRef{m.table, m.column}); c != nil && c.temporal() {
+				return &colRef{m.table, m.column}
+			}
+		}
+	}
+	for _, ref := range append([]string{q.main}, q.joinedRefs()...) {
+		for _, c := range q.p.s.table(ref).Columns {
+			if c.temporal() {
+				return &colRef{ref, c.Name}
+			}
+		}
+	}
+	return nil
+}
+
+func (q *query) joinedRefs() []string {
+	var out []string
+	for r := range q.joined {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// reach makes table ref readable from the main table: itself, or joined along a relation
+// where it is the one side. A many-side table is reached through EXISTS (see cond).
+func (q *query) reach(ref string) error {
+	if ref == q.main || q.joined[ref] {
+		return nil
+	}
+	if q.relation(q.main, ref) != nil {
+		q.joined[ref] = true
+		q.p.step("Joined %s along its relationship", q.p.s.table(ref).Dataset)
+		return nil
+	}
+	if q.relation(ref, q.main) != nil {
+		return q.p.refuse(fmt.Sprintf("it would need each %s row once per %s row; ask about %s instead", alias(q.main), alias(ref), alias(ref)))
+	}
+	return q.p.refuse(fmt.Sprintf("%s and %s have no known relationship", q.p.s.table(q.main).Dataset, q.p.s.table(ref).Dataset))
+}
+
+// relation is the foreign key from → to, or nil.
+func (q *query) relation(from, to string) *Relation {
+	for i, r := range q.p.s.Relations {
+		if r.From == from && r.To == to {
+			return &q.p.s.Relations[i]
+		}
+	}
+	return nil
+}
+
+// cond adds a condition on table ref: in WHERE when the main table reaches it by a join, in
+// an EXISTS over it when it is on the many side of a relation to the main table.
+func (q *query) cond(ref, c string) error {
+	if ref == q.main || q.joined[ref] {
+		q.where = append(q.where, c)
+		return nil
+	}
+	if q.relation(q.main, ref) != nil {
+		q.joined[ref] = true
+		q.p.step("Joined %s along its relationship", q.p.s.table(ref).Dataset)
+		q.where = append(q.where, c)
+		return nil
+	}
+	if q.relation(ref, q.main) != nil {
+		if len(q.exists[ref]) == 0 {
+			q.p.step("Kept %s rows that have matching %s", alias(q.main), alias(ref))
+		}
+		q.exists[ref] = append(q.exists[ref], c)
+		return nil
+	}
+	return q.p.refuse(fmt.Sprintf("%s and %s have no known relationship", q.p.s.table(q.main).Dataset, q.p.s.table(ref).Dataset))
+}
+
+var comparators = []struct {
+	words []string
+	op    string
+}{
+	{[]string{"more", "than"}, ">"}, {[]string{"greater", "than"}, ">"}, {[]string{"higher", "than"}, ">"}, {[]string{"over"}, ">"},
+	{[]string{"above"}, ">"}, {[]string{"exceeding"}, ">"}, {[]string{">"}, ">"},
+	{[]string{"at", "least"}, ">="}, {[]string{"no", "less", "than"}, ">="}, {[]string{"minimum", "of"}, ">="}, {[]string{">="}, ">="},
+	{[]string{"less", "than"}, "<"}, {[]string{"fewer", "than"}, "<"}, {[]string{"lower", "than"}, "<"}, {[]string{"under"}, "<"},
+	{[]string{"below"}, "<"}, {[]string{"<"}, "<"},
+	{[]string{"at", "most"}, "<="}, {[]string{"no", "more", "than"}, "<="}, {[]string{"up", "to"}, "<="}, {[]string{"<="}, "<="},
+	{[]string{"exactly"}, "="}, {[]string{"equal", "to"}, "="}, {[]string{"="}, "="},
+}
+
+// comparisons reads "over 100", "at least 5", "between 10 and 20" on numbers.
+func (q *query) comparisons() error {
+	p := q.p
+	for i := 0; i < len(p.toks); i++ {
+		if p.toks[i] == "between" {
+			a, okA := number(q.tok(i + 1))
+			b, okB := number(q.tok(i + 3))
+			if okA && okB && q.tok(i+2) == "and" && !isYear.MatchString(q.tok(i+1)) {
+				c := q.numericNear(i)
+				if c == nil {
+					c = q.measureOrOnly()
+				}
+				if c == nil {
+					return p.refuse("it compares with numbers but names no number column")
+				}
+				if err := q.cond(c.table, q.col(*c)+" BETWEEN "+p.param(fmtNum(a))+" AND "+p.param(fmtNum(b))); err != nil {
+					return err
+				}
+				p.mark(i, i+4)
+				p.step("Filter: %s between %s and %s", q.label(*c), fmtNum(a), fmtNum(b))
+				i += 3
+			}
+			continue
+		}
+		for _, cmp := range comparators {
+			n := len(cmp.words)
+			if i+n >= len(p.toks) || !slices.Equal(p.toks[i:i+n], cmp.words) {
+				continue
+			}
+			v, ok := number(p.toks[i+n])
+			if !ok {
+				break
+			}
+			p.mark(i, i+n+1)
+			// "more than 2 orders": a count of related rows, or of the group.
+			if m, _ := q.mentionAt(i + n + 1); m != nil && m.column == "" {
+				if err := q.countCondition(m.table, cmp.op, v); err != nil {
+					return err
+				}
+				p.mark(m.pos, m.end)
+				break
+			}
+			c := q.numericNear(i)
+			if c == nil {
+				c = q.measureOrOnly()
+			}
+			if c == nil {
+				return p.refuse("it compares with " + fmtNum(v) + " but names no number column")
+			}
+			if err := q.cond(c.table, q.col(*c)+" "+cmp.op+" "+p.param(fmtNum(v))); err != nil {
+				return err
+			}
+			p.step("Filter: %s %s %s", q.label(*c), cmp.op, fmtNum(v))
+			break
+		}
+	}
+	return nil
+}
+
+func (q *query) measureOrOnly() *colRef {
+	if q.measure != nil {
+		return q.measure
+	}
+	return q.onlyNumber(q.main)
+}
+
+// countCondition is "with more than N <table>": the rows of a related many-side table per
+// main row, or the rows of each group.
+func (q *query) countCondition(ref, op string, n float64) error {
+	p := q.p
+	if ref == q.main {
+		q.having = append(q.having, "count(*) "+op+" "+p.param(fmtNum(n)))
+		p.step("Keep groups with %s %s %s", op, fmtNum(n), alias(ref))
+		return nil
+	}
+	r := q.relation(ref, q.main)
+	if r == nil {
+		return p.refuse(fmt.Sprintf("%s rows are not counted per %s row (no relationship)", alias(ref), alias(q.main)))
+	}
+	q.where = append(q.where, fmt.Sprintf("(SELECT count(*) FROM %s WHERE %s.%s = %s.%s) %s %s", ref, quote(alias(ref)), quote(r.FromColumn),
+		quote(alias(q.main)), quote(r.ToColumn), op, p.param(fmtNum(n))))
+	p.step("Filter: %s with %s %s %s", alias(q.main), op, fmtNum(n), alias(ref))
+	return nil
+}
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// valueFilters turns known values into equality filters (several of one column: IN), with
+// "not"/"except" before them as exclusions; boolean columns named alone are true.
+func (q *query) valueFilters() error {
+	p := q.p
+	type key struct {
+		c   colRef
+		neg bool
+	}
+	vals := map[key][]string{}
+	var order []key
+	for _, m := range q.ms {
+		if m.value == "" {
+			continue
+		}
+		neg := false
+		for k := m.pos - 1; k >= 0 && k >= m.pos-3; k-- {
+			if w := p.toks[k]; w == "not" || w == "except" || w == "excluding" || w == "without" || w == "outside" {
+				neg = true
+				p.mark(k, k+1)
+			}
+		}
+		k := key{colRef{m.table, m.column}, neg}
+		if _, ok := vals[k]; !ok {
+			order = append(order, k)
+		}
+		vals[k] = append(vals[k], m.value)
+		p.mark(m.pos, m.end)
+	}
+	for _, k := range order {
+		vs := vals[k]
+		var ph []string
+		for _, v := range vs {
+			ph = append(ph, p.param(v))
+		}
+		c := q.col(k.c)
+		expr := c + " = " + ph[0]
+		if len(ph) > 1 {
+			expr = c + " IN (" + strings.Join(ph, ", ") + ")"
+		}
+		if k.neg {
+			expr = "(" + c + " IS NULL OR NOT (" + expr + "))"
+		}
+		if err := q.cond(k.c.table, expr); err != nil {
+			return err
+		}
+		verb := "is"
+		if k.neg {
+			verb = "is not"
+		}
+		p.step("Filter: %s %s %s", q.label(k.c), verb, strings.Join(vs, " or "))
+	}
+	// A boolean column named on its own: "active customers", "not active".
+	for _, m := range q.ms {
+		if m.column == "" || m.value != "" {
+			continue
+		}
+		c := q.column(colRef{m.table, m.column})
+		if c == nil || c.Type != "boolean" || q.isGroup(colRef{m.table, m.column}) {
+			continue
+		}
+		val := "true"
+		if w := q.tok(m.pos - 1); w == "not" || w == "non" || w == "in" {
+			val = "false"
+			p.mark(m.pos-1, m.pos)
+		}
+		if err := q.cond(m.table, q.col(colRef{m.table, m.column})+" = "+val); err != nil {
+			return err
+		}
+		p.mark(m.pos, m.end)
+		p.step("Filter: %s is %s", q.label(colRef{m.table, m.column}), val)
+	}
+	return nil
+}
+
+func (q *query) isGroup(c colRef) bool {
+	for _, g := range q.groups {
+		if g.col == c && !g.time {
+			return true
+		}
+	}
+	return false
+}
+
+// timeFilters reads years, months, relative periods and since/before/after on the date the
+// question means.
+func (q *query) timeFilters() error {
+	p := q.p
+	var from, to *time.Time // [from, to)
+	var monthFrom, monthTo time.Month
+	desc := ""
+	at := func(y int, m time.Month, d int) *time.Time { t := time.Date(y, m, d, 0, 0, 0, 0, time.UTC); return &t }
+	startOfMonth := func(t time.Time) time.Time { return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC) }
+	today := time.Date(p.now.Year(), p.now.Month(), p.now.Day(), 0, 0, 0, 0, time.UTC)
+	year := func(i int) (int, bool) {
+		if isYear.MatchString(q.tok(i)) {
+			y, _ := strconv.Atoi(q.tok(i))
+			return y, true
+		}
+		return 0, false
+	}
+	// point reads a moment at token i: a date, a month with a year, a year. It answers its
+	// start, its end and the tokens it took.
+	point := func(i int) (start, end *time.Time, n int) {
+		t := q.tok(i)
+		if isDate.MatchString(t) {
+			d, err := time.Parse(time.DateOnly, t)
+			if err == nil {
+				e := d.AddDate(0, 0, 1)
+				return &d, &e, 1
+			}
+		}
+		if m, ok := months[t]; ok {
+			if y, ok := year(i + 1); ok {
+				s := at(y, m, 1)
+				e := s.AddDate(0, 1, 0)
+				return s, &e, 2
+			}
+		}
+		if y, ok := year(i); ok {
+			s := at(y, 1, 1)
+			e := s.AddDate(1, 0, 0)
+			return s, &e, 1
+		}
+		return nil, nil, 0
+	}
+	for i := 0; i < len(p.toks); i++ {
+		t := p.toks[i]
+		switch {
+		case t == "between" && months[q.tok(i+1)] != 0 && q.tok(i+2) == "and" && months[q.tok(i+3)] != 0:
+			m1, m2 := months[q.tok(i+1)], months[q.tok(i+3)]
+			if y, ok := year(i + 4); ok {
+				from, to = at(y, m1, 1), at(y, m2+1, 1)
+				p.mark(i, i+5)
+				desc = fmt.Sprintf("between %s and %s %d", m1, m2, y)
+			} else {
+				monthFrom, monthTo = m1, m2
+				p.mark(i, i+4)
+				desc = fmt.Sprintf("between %s and %s (any year)", m1, m2)
+			}
+			i += 3
+		case t == "between":
+			if s, _, n := point(i + 1); n > 0 && q.tok(i+1+n) == "and" {
+				if _, e, n2 := point(i + 2 + n); n2 > 0 {
+					from, to = s, e
+					p.mark(i, i+2+n+n2)
+					desc = "between " + s.Format(time.DateOnly) + " and " + e.AddDate(0, 0, -1).Format(time.DateOnly)
+				}
+			}
+		case t == "in" || t == "during" || t == "for" || t == "on":
+			if m, ok := months[q.tok(i+1)]; ok {
+				if y, ok := year(i + 2); ok {
+					from, to = at(y, m, 1), at(y, m+1, 1)
+					p.mark(i, i+3)
+					desc = fmt.Sprintf("in %s %d", m, y)
+				} else {
+					monthFrom, monthTo = m, m
+					p.mark(i, i+2)
+					desc = fmt.Sprintf("in %s (any year)", m)
+				}
+			} else if s, e, n := point(i + 1); n > 0 {
+				from, to = s, e
+				p.mark(i, i+1+n)
+				desc = "in " + strings.Join(p.toks[i+1:i+1+n], " ")
+			}
+		case t == "since" || t == "after" || t == "from":
+			if s, e, n := point(i + 1); n > 0 {
+				if t == "after" {
+					from = e
+				} else {
+					from = s
+				}
+				p.mark(i, i+1+n)
+				desc = t + " " + strings.Join(p.toks[i+1:i+1+n], " ")
+			}
+		case t == "before" || t == "until":
+			if s, e, n := point(i + 1); n > 0 {
+				if t == "until" {
+					to = e
+				} else {
+					to = s
+				}
+				p.mark(i, i+1+n)
+				desc = t + " " + strings.Join(p.toks[i+1:i+1+n], " ")
+			}
+		case (t == "last" || t == "past" || t == "previous") && units[q.tok(i+1)] != "":
+			u := units[q.tok(i+1)]
+			switch u {
+			case "day":
+				from, to = ptrTime(today.AddDate(0, 0, -1)), &today
+			case "week":
+				w := today.AddDate(0, 0, -int((today.Weekday()+6)%7))
+				from, to = ptrTime(w.AddDate(0, 0, -7)), &w
+			case "month":
+				m := startOfMonth(today)
+				from, to = ptrTime(m.AddDate(0, -1, 0)), &m
+			case "quarter":
+				qs := time.Date(today.Year(), time.Month((int(today.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC)
+				from, to = ptrTime(qs.AddDate(0, -3, 0)), &qs
+			case "year":
+				y := at(today.Year(), 1, 1)
+				from, to = ptrTime(y.AddDate(-1, 0, 0)), y
+			}
+			p.mark(i, i+2)
+			desc = "the previous " + u
+		case (t == "last" || t == "past") && isNumber.MatchString(q.tok(i+1)) && units[q.tok(i+2)] != "":
+			n, _ := strconv.Atoi(q.tok(i + 1))
+			s := today.AddDate(0, 0, 1) // through today
+			switch units[q.tok(i+2)] {
+			case "day":
+				s = s.AddDate(0, 0, -n)
+			case "week":
+				s = s.AddDate(0, 0, -7*n)
+			case "month":
+				s = s.AddDate(0, -n, 0)
+			case "quarter":
+				s = s.AddDate(0, -3*n, 0)
+			case "year":
+				s = s.AddDate(-n, 0, 0)
+			}
+			from, to = &s, ptrTime(today.AddDate(0, 0, 1))
+			p.mark(i, i+3)
+			desc = fmt.Sprintf("the last %d %s", n, q.tok(i+2))
+		case t == "this" && units[q.tok(i+1)] != "":
+			switch units[q.tok(i+1)] {
+			case "day":
+				from = &today
+			case "week":
+				from = ptrTime(today.AddDate(0, 0, -int((today.Weekday()+6)%7)))
+			case "month":
+				from = ptrTime(startOfMonth(today))
+			case "quarter":
+				from = ptrTime(time.Date(today.Year(), time.Month((int(today.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC))
+			case "year":
+				from = at(today.Year(), 1, 1)
+			}
+			to = ptrTime(today.AddDate(0, 0, 1))
+			p.mark(i, i+2)
+			desc = "this " + units[q.tok(i+1)]
+		case t == "today":
+			from, to = &today, ptrTime(today.AddDate(0, 0, 1))
+			p.mark(i, i+1)
+			desc = "today"
+		case t == "yesterday":
+			from, to = ptrTime(today.AddDate(0, 0, -1)), &today
+			p.mark(i, i+1)
+			desc = "yesterday"
+		}
+	}
+	if from == nil && to == nil && monthFrom == 0 {
+		return nil
+	}
+	dc := q.dateColumn()
+	if dc == nil {
+		return p.refuse("it names a time (" + desc + ") but no dataset it reads has a date column")
+	}
+	c := q.col(*dc)
+	var conds []string
+	if from != nil {
+		conds = append(conds, c+" >= "+p.param(from.Format(time.DateOnly)))
+	}
+	if to != nil {
+		conds = append(conds, c+" < "+p.param(to.Format(time.DateOnly)))
+	}
+	if monthFrom != 0 {
+		conds = append(conds, "extract(month FROM "+c+") BETWEEN "+p.param(int(monthFrom))+" AND "+p.param(int(monthTo)))
+	}
+	for _, cond := range conds {
+		if err := q.cond(dc.table, cond); err != nil {
+			return err
+		}
+	}
+	p.step("Time: %s %s", q.label(*dc), desc)
+	return nil
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }
+
+// tables are the refs the query reads.
+func (q *query) tables() []string {
+	out := []string{q.main}
+	out = append(out, q.joinedRefs()...)
+	for r := range q.exists {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (q *query) aggExpr() (expr, name string) {
+	switch q.agg {
+	case "count":
+		return "count(*)", "count"
+	case "count_distinct":
+		return "count(DISTINCT " + q.col(*q.measure) + ")", "distinct_" + q.measure.column
+	default:
+		return q.agg + "(" + q.col(*q.measure) + ")", q.agg + "_" + q.measure.column
+	}
+}
+
+func (q *query) sql() (string, error) {
+	p := q.p
+	var sel, groupBy []string
+	for i, g := range q.groups {
+		sel = append(sel, g.expr+" AS "+quote(g.alias))
+		groupBy = append(groupBy, strconv.Itoa(i+1))
+	}
+	aggName := ""
+	if q.rows {
+		sel = append(sel, quote(alias(q.main))+".*")
+	} else {
+		var e string
+		e, aggName = q.aggExpr()
+		sel = append(sel, e+" AS "+quote(aggName))
+	}
+	var b strings.Builder
+	b.WriteString("SELECT " + strings.Join(sel, ", ") + " FROM " + q.main)
+	for _, ref := range q.joinedRefs() {
+		r := q.relation(q.main, ref)
+		fmt.Fprintf(&b, " JOIN %s ON %s.%s = %s.%s", ref, quote(alias(ref)), quote(r.ToColumn), quote(alias(q.main)), quote(r.FromColumn))
+	}
+	where := slices.Clone(q.where)
+	refs := make([]string, 0, len(q.exists))
+	for r := range q.exists {
+		refs = append(refs, r)
+	}
+	slices.Sort(refs)
+	for _, ref := range refs {
+		r := q.relation(ref, q.main)
+		where = append(where, fmt.Sprintf("EXISTS (SELECT 1 FROM %s WHERE %s.%s = %s.%s AND %s)", ref, quote(alias(ref)), quote(r.FromColumn),
+			quote(alias(q.main)), quote(r.ToColumn), strings.Join(q.exists[ref], " AND ")))
+	}
+	if len(where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+	}
+	if len(groupBy) > 0 {
+		b.WriteString(" GROUP BY " + strings.Join(groupBy, ", "))
+	}
+	if len(q.having) > 0 {
+		if len(groupBy) == 0 {
+			return "", p.refuse("it counts rows per group but says no group")
+		}
+		b.WriteString(" HAVING " + strings.Join(q.having, " AND "))
+	}
+	switch {
+	case q.orderBy != nil:
+		b.WriteString(" ORDER BY " + q.col(*q.orderBy) + " " + strings.ToUpper(q.order) + " NULLS LAST")
+	case q.order != "" && !q.rows:
+		b.WriteString(" ORDER BY " + quote(aggName) + " " + strings.ToUpper(q.order) + " NULLS LAST")
+		for i := range q.groups {
+			b.WriteString(", " + strconv.Itoa(i+1))
+		}
+	case q.order != "" && q.measure != nil:
+		b.WriteString(" ORDER BY " + q.col(*q.measure) + " " + strings.ToUpper(q.order) + " NULLS LAST")
+	case len(q.groups) > 0:
+		b.WriteString(" ORDER BY " + strings.Join(groupBy, ", "))
+	}
+	limit := q.limit
+	if q.rows && limit == 0 {
+		limit = 100
+		p.step("Rows: at most 100")
+	}
+	if limit > 0 {
+		b.WriteString(" LIMIT " + strconv.Itoa(limit))
+		if limit != 100 || !q.rows {
+			p.step("Limit: %d", limit)
+		}
+	}
+	return b.String(), nil
+}
+
+func (q *query) summary() string {
+	t := q.p.s.table(q.main)
+	switch {
+	case q.rows:
+		return "Rows of " + t.Dataset
+	case q.measure != nil:
+		s := q.agg + " of " + q.label(*q.measure) + " in " + t.Dataset
+		if q.agg == "count_distinct" {
+			s = "distinct " + q.label(*q.measure) + " in " + t.Dataset
+		}
+		if len(q.groups) > 0 {
+			s += " by " + q.groups[0].label
+		}
+		return s
+	default:
+		s := "count of " + t.Dataset
+		if len(q.groups) > 0 {
+			s += " by " + q.groups[0].label
+		}
+		return s
+	}
+}

@@ -1,0 +1,302 @@
+package nlsql
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+// Answer is a question read as SQL.
+type Answer struct {
+	SQL     string
+	Params  map[string]any // the values of the {{pN}} placeholders
+	Tables  []string       // the table refs it reads
+	Steps   []string       // how the question was read
+	Summary string
+}
+
+// NotUnderstood is a question the engine cannot read well enough to answer.
+type NotUnderstood struct {
+	Reason      string
+	Suggestions []string
+}
+
+func (e *NotUnderstood) Error() string { return "the question could not be answered: " + e.Reason }
+
+// mention is a place in the question that names a table, a column or a column's value.
+type mention struct {
+	table  string // ref
+	column string // "" for a table mention
+	value  string // a text column's value
+	pos    int    // first token
+	end    int    // after the last token
+}
+
+type parser struct {
+	s      *Schema
+	toks   []string
+	used   []bool // tokens read as something
+	now    time.Time
+	params map[string]any
+	steps  []string
+}
+
+func (p *parser) param(v any) string {
+	name := fmt.Sprintf("p%d", len(p.params)+1)
+	p.params[name] = v
+	return "{{" + name + "}}"
+}
+
+func (p *parser) step(format string, args ...any) { p.steps = append(p.steps, fmt.Sprintf(format, args...)) }
+
+func (p *parser) mark(from, to int) {
+	for i := from; i < to && i < len(p.used); i++ {
+		p.used[i] = true
+	}
+}
+
+var (
+	digitComma = regexp.MustCompile(`(\d),(\d{3})`)
+	isNumber   = regexp.MustCompile(`^-?\d+(\.\d+)?$`)
+	isYear     = regexp.MustCompile(`^(19|20)\d\d$`)
+	isDate     = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+)
+
+var months = map[string]time.Month{"january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,
+	"may": 5, "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9, "sep": 9, "sept": 9,
+	"october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12, "dec": 12}
+
+var units = map[string]string{"day": "day", "days": "day", "daily": "day", "week": "week", "weeks": "week", "weekly": "week",
+	"month": "month", "months": "month", "monthly": "month", "quarter": "quarter", "quarters": "quarter", "quarterly": "quarter",
+	"year": "year", "years": "year", "yearly": "year", "annually": "year"}
+
+var stop = map[string]bool{"the": true, "a": true, "an": true, "of": true, "in": true, "on": true, "for": true, "with": true, "and": true,
+	"is": true, "are": true, "was": true, "were": true, "what": true, "which": true, "who": true, "show": true, "me": true, "list": true,
+	"give": true, "get": true, "find": true, "all": true, "to": true, "from": true, "that": true, "have": true, "has": true, "do": true,
+	"does": true, "did": true, "there": true, "their": true, "its": true, "by": true, "per": true, "each": true, "than": true, "be": true,
+	"please": true, "tell": true, "i": true, "we": true, "our": true, "my": true, "how": true, "at": true, "as": true, "it": true,
+	"whose": true, "where": true, "when": true, "this": true, "last": true, "these": true, "those": true, "they": true, "them": true}
+
+// tokenize lowers the question and splits it into words, numbers and dates.
+func tokenize(q string) []string {
+	q = strings.ToLower(digitComma.ReplaceAllString(q, "$1$2"))
+	q = strings.NewReplacer("$", " ", "€", " ", "£", " ", "?", " ", "!", " ", ",", " ", ";", " ", ":", " ", "\"", " ", "'s ", " ",
+		"'", " ", "(", " ", ")", " ", ">=", " >= ", "<=", " <= ", ">", " > ", "<", " < ", "=", " = ").Replace(q + " ")
+	var out []string
+	for _, w := range strings.Fields(q) {
+		w = strings.TrimSuffix(w, ".")
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Translate reads question against s. now anchors relative time phrases ("last month").
+func Translate(question string, s Schema, now time.Time) (*Answer, error) {
+	p := &parser{s: &s, toks: tokenize(question), now: now.UTC(), params: map[string]any{}}
+	p.used = make([]bool, len(p.toks))
+	if len(p.toks) == 0 {
+		return nil, p.refuse("the question is empty")
+	}
+	ms := p.mentions()
+	for _, m := range ms {
+		p.mark(m.pos, m.end)
+	}
+	q := &query{p: p}
+	if err := q.read(ms); err != nil {
+		return nil, err
+	}
+	sql, err := q.sql()
+	if err != nil {
+		return nil, err
+	}
+	var ignored []string
+	for i, t := range p.toks {
+		if !p.used[i] && !stop[t] && !intentWords[t] {
+			ignored = append(ignored, t)
+		}
+	}
+	if len(ignored) > 0 {
+		p.step("Words not used: %s", strings.Join(ignored, ", "))
+	}
+	return &Answer{SQL: sql, Params: p.params, Tables: q.tables(), Steps: p.steps, Summary: q.summary()}, nil
+}
+
+// mentions finds the tables, columns and known values the question names, longest first.
+func (p *parser) mentions() []mention {
+	var out []mention
+	taken := make([]bool, len(p.toks))
+	free := func(i, n int) bool {
+		if i+n > len(taken) {
+			return false
+		}
+		for k := i; k < i+n; k++ {
+			if taken[k] {
+				return false
+			}
+		}
+		return true
+	}
+	take := func(m mention) {
+		for k := m.pos; k < m.end; k++ {
+			taken[k] = true
+		}
+		out = append(out, m)
+	}
+	matchWords := func(i int, ws []string) bool {
+		if i+len(ws) > len(p.toks) {
+			return false
+		}
+		for k, w := range ws {
+			if !close(p.toks[i+k], w) {
+				return false
+			}
+		}
+		return true
+	}
+	// Known values first, longest first: "new york" before "york".
+	for n := 4; n >= 1; n-- {
+		for i := 0; i+n <= len(p.toks); i++ {
+			if !free(i, n) {
+				continue
+			}
+			phrase := strings.Join(p.toks[i:i+n], " ")
+			if n == 1 && (stop[phrase] || intentWords[phrase] || isNumber.MatchString(phrase)) {
+				continue
+			}
+		values:
+			for _, t := range p.s.Tables {
+				for _, c := range t.Columns {
+					for _, v := range c.Values {
+						lv := strings.ToLower(v)
+						if lv == phrase || n == 1 && !strings.Contains(lv, " ") && len(lv) >= 5 && edits(lv, phrase) == 1 {
+							if n == 1 && p.namesSomething(phrase) {
+								continue
+							}
+							take(mention{table: t.Ref, column: c.Name, value: v, pos: i, end: i + n})
+							break values
+						}
+					}
+				}
+			}
+		}
+	}
+	// Tables by their names ("sales orders", "orders"), then columns by label or synonym.
+	for i := range p.toks {
+		for _, t := range p.s.Tables {
+			for _, name := range []string{t.Dataset, t.Name} {
+				ws := words(name)
+				if len(ws) > 0 && free(i, len(ws)) && matchWords(i, ws) {
+					take(mention{table: t.Ref, pos: i, end: i + len(ws)})
+				} else if len(ws) > 1 && free(i, 1) && close(p.toks[i], ws[len(ws)-1]) && !p.namesColumn(p.toks[i]) {
+					take(mention{table: t.Ref, pos: i, end: i + 1}) // "orders" for "Sales Orders"
+				}
+			}
+		}
+	}
+	for i := range p.toks {
+		for _, t := range p.s.Tables {
+			for _, c := range t.Columns {
+				ws := words(c.Name)
+				if len(ws) > 0 && free(i, len(ws)) && matchWords(i, ws) {
+					take(mention{table: t.Ref, column: c.Name, pos: i, end: i + len(ws)})
+				}
+			}
+		}
+	}
+	for i, tok := range p.toks {
+		if !free(i, 1) || stop[tok] {
+			continue
+		}
+		for _, t := range p.s.Tables {
+			for _, c := range t.Columns {
+				for _, w := range words(c.Name) {
+					if slices.Contains(synonyms[w], tok) && free(i, 1) {
+						take(mention{table: t.Ref, column: c.Name, pos: i, end: i + 1})
+					}
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b mention) int { return a.pos - b.pos })
+	return out
+}
+
+// namesSomething reports whether a word is a table's or a column's name.
+func (p *parser) namesSomething(w string) bool {
+	for _, t := range p.s.Tables {
+		for _, n := range append(words(t.Dataset), words(t.Name)...) {
+			if close(w, n) {
+				return true
+			}
+		}
+	}
+	return p.namesColumn(w)
+}
+
+func (p *parser) namesColumn(w string) bool {
+	for _, t := range p.s.Tables {
+		for _, c := range t.Columns {
+			for _, n := range words(c.Name) {
+				if close(w, n) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// refuse says the question cannot be answered, with questions that can be.
+func (p *parser) refuse(reason string) error {
+	var sug []string
+	for _, t := range p.s.Tables {
+		label := strings.ToLower(t.Dataset)
+		if t.Name != "" && t.Name != t.DatasetID && len(p.s.Tables) > 1 {
+			label = t.Name
+		}
+		sug = append(sug, "How many "+label+" are there?")
+		var num, cat *Column
+		for i := range t.Columns {
+			c := &t.Columns[i]
+			if num == nil && c.numeric() && !keyLike(c.Name) {
+				num = c
+			}
+			if cat == nil && len(c.Values) > 1 {
+				cat = c
+			}
+		}
+		if num != nil && cat != nil {
+			sug = append(sug, fmt.Sprintf("Average %s of %s by %s", strings.Join(words(num.Name), " "), label, strings.Join(words(cat.Name), " ")))
+		}
+		if cat != nil {
+			sug = append(sug, fmt.Sprintf("%s in %s", strings.ToUpper(label[:1])+label[1:], cat.Values[0]))
+		}
+		if len(sug) >= 6 {
+			break
+		}
+	}
+	return &NotUnderstood{Reason: reason, Suggestions: sug}
+}
+
+// keyLike is a column that identifies rows rather than measures them.
+func keyLike(name string) bool {
+	return name == "id" || strings.HasSuffix(name, "_id") || strings.HasSuffix(name, "_no") || strings.HasSuffix(name, "_number") ||
+		strings.HasSuffix(name, "_ref") || name == "version"
+}
+
+func quote(ident string) string { return pq.QuoteIdentifier(ident) }
+
+func number(s string) (float64, bool) {
+	if !isNumber.MatchString(s) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err == nil
+}
