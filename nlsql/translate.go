@@ -52,7 +52,9 @@ func (p *parser) param(v any) string {
 	return "{{" + name + "}}"
 }
 
-func (p *parser) step(format string, args ...any) { p.steps = append(p.steps, fmt.Sprintf(format, args...)) }
+func (p *parser) step(format string, args ...any) {
+	p.steps = append(p.steps, fmt.Sprintf(format, args...))
+}
 
 func (p *parser) mark(from, to int) {
 	for i := from; i < to && i < len(p.used); i++ {
