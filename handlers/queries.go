@@ -16,6 +16,7 @@ import (
 	"dataplatform/auth"
 	"dataplatform/datasets"
 	"dataplatform/gen/queryapi"
+	"dataplatform/nlsql"
 	"dataplatform/queries"
 	"dataplatform/records"
 	"dataplatform/store"
@@ -75,17 +76,15 @@ func (h *Queries) ExecuteQuery(ctx context.Context, req queryapi.ExecuteQueryReq
 // run executes a query and enters it in the history.
 func (h *Queries) run(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest) (*queries.Executed, error) {
 	start := time.Now()
-	if err := sqlOnly((*string)(b.Type)); err != nil {
-		return nil, err
-	}
+	typ := typeOf((*string)(b.Type))
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := h.now()
-	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: "sql", Query: b.Query,
+	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: typ, Query: b.Query,
 		DatasetIDs: pq.StringArray{}, CreatedAt: now}
-	e := &queries.Executed{QueryID: qr.ID, Type: "sql", OriginalQuery: b.Query, CreatedAt: now}
+	e := &queries.Executed{QueryID: qr.ID, Type: typ, OriginalQuery: b.Query, CreatedAt: now}
 	runErr := h.execute(ctx, prj, b, e, qr, start)
 	if errors.Is(runErr, records.ErrNoSlot) {
 		return nil, tooManyQueries() // refused, not run: not history
@@ -127,6 +126,7 @@ type cachedPlan struct {
 // prepared is a project query mapped onto its datasets, with its bound values.
 type prepared struct {
 	*queries.Prepared
+	summary string // what a question was read as
 	args    []any
 	missing []string // placeholders without a value (bound as NULL when allowed)
 	sources []queries.Source
@@ -134,7 +134,7 @@ type prepared struct {
 
 // prepare maps query onto the project's datasets (or those of only) and binds its
 // placeholders from params; a placeholder without a value is an error unless allowMissing.
-func (h *Queries) prepare(ctx context.Context, prj *store.Project, query string, only *[]string, params *map[string]*any, allowMissing bool) (*prepared, error) {
+func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query string, only *[]string, params *map[string]*any, allowMissing bool) (*prepared, error) {
 	all, err := store.ProjectDatasets(ctx, h.Store.DB, prj.ID)
 	if err != nil {
 		return nil, err
@@ -165,6 +165,27 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, query string,
 		}
 		sources = picked
 	}
+	var nl *nlsql.Answer
+	if typ == "natural_language" {
+		schema, err := queries.NLSchema(ctx, h.Store.DB, all, sources)
+		if err != nil {
+			return nil, err
+		}
+		nl, err = nlsql.Translate(query, schema, h.now())
+		var nu *nlsql.NotUnderstood
+		if errors.As(err, &nu) {
+			return nil, apierr.New(http.StatusBadRequest, "INVALID_QUERY", nu.Error()).WithDetails(map[string]any{"reason": nu.Reason,
+				"suggestions": nu.Suggestions})
+		} else if err != nil {
+			return nil, err
+		}
+		query = nl.SQL
+		given := map[string]*any{}
+		for k, v := range nl.Params {
+			given[k] = &v
+		}
+		params = &given
+	}
 	prep, err := queries.Prepare(query, sources)
 	var ue *queries.UnknownError
 	if errors.As(err, &ue) {
@@ -174,6 +195,10 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, query string,
 		return nil, queryErr(err, nil, 0, 0)
 	}
 	out := &prepared{Prepared: prep, args: make([]any, len(prep.Params)), sources: sources}
+	if nl != nil {
+		out.summary = nl.Summary
+		out.Steps = append(append(nl.Steps, "Wrote SQL: "+nl.SQL), prep.Steps...)
+	}
 	var values map[string]*any
 	if params != nil {
 		values = *params
@@ -199,18 +224,25 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, query string,
 	return out, nil
 }
 
-// sqlOnly refuses natural-language requests until the engine is built.
-func sqlOnly(typ *string) error {
-	if typ == nil || *typ != "sql" {
-		return apierr.New(http.StatusNotImplemented, "NOT_SUPPORTED", "natural-language questions are not answered by this server version yet; send type: sql").
-			WithDetails(map[string]any{"supported_types": []string{"sql"}})
+// describe is the explanation's summary: what a question was read as, or the datasets SQL reads.
+func (pp *prepared) describe() string {
+	if pp.summary != "" {
+		return pp.summary
 	}
-	return nil
+	return "SQL over " + usedNames(pp.Used)
+}
+
+// typeOf is a request's query type: natural_language unless it says sql.
+func typeOf(t *string) string {
+	if t != nil && *t == "sql" {
+		return "sql"
+	}
+	return "natural_language"
 }
 
 // execute prepares and runs a SQL query into e.
 func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest, e *queries.Executed, qr *store.Query, start time.Time) error {
-	pp, err := h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, false)
+	pp, err := h.prepare(ctx, prj, e.Type, b.Query, b.Datasets, b.Parameters, false)
 	if err != nil {
 		return err
 	}
@@ -227,7 +259,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.E
 		}
 		explain, cache = deref(o.Explain), deref(o.Cache)
 	}
-	e.Explanation = &queries.Explanation{Summary: "SQL over " + usedNames(prep.Used), Steps: prep.Steps, DatasetsUsed: prep.Used}
+	e.Explanation = &queries.Explanation{Summary: pp.describe(), Steps: prep.Steps, DatasetsUsed: prep.Used}
 	key := ""
 	if cache {
 		aj, _ := json.Marshal(args)
@@ -458,9 +490,6 @@ func (h *Queries) ValidateQuery(ctx context.Context, req queryapi.ValidateQueryR
 		return nil, err
 	}
 	b := req.Body
-	if err := sqlOnly((*string)(b.Type)); err != nil {
-		return nil, err
-	}
 	out := queryapi.ValidateQuery200JSONResponse{DatasetsRequired: []string{}, Warnings: []string{}, Errors: []queryapi.QueryValidationError{}}
 	// A query that would fail is a verdict here, not an error of this request.
 	verdict := func(err error) (queryapi.ValidateQueryResponseObject, error) {
@@ -486,7 +515,7 @@ func (h *Queries) ValidateQuery(ctx context.Context, req queryapi.ValidateQueryR
 		out.Errors = append(out.Errors, e)
 		return out, nil
 	}
-	pp, err := h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, true)
+	pp, err := h.prepare(ctx, prj, typeOf((*string)(b.Type)), b.Query, b.Datasets, b.Parameters, true)
 	if err != nil {
 		return verdict(err)
 	}
@@ -538,10 +567,7 @@ func (h *Queries) ExplainQuery(ctx context.Context, req queryapi.ExplainQueryReq
 		return nil, err
 	}
 	b := req.Body
-	if err := sqlOnly((*string)(b.Type)); err != nil {
-		return nil, err
-	}
-	pp, err := h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, true)
+	pp, err := h.prepare(ctx, prj, typeOf((*string)(b.Type)), b.Query, b.Datasets, b.Parameters, true)
 	if err != nil {
 		return nil, err
 	}

@@ -32,17 +32,15 @@ func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryReque
 		return nil, err
 	}
 	b := req.Body
-	if err := sqlOnly((*string)(b.Type)); err != nil {
-		return nil, err
-	}
+	typ := typeOf((*string)(b.Type))
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := h.now()
-	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: "sql", Query: b.Query,
+	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: typ, Query: b.Query,
 		DatasetIDs: pq.StringArray{}, CreatedAt: now}
-	e := &queries.Executed{QueryID: qr.ID, Type: "sql", OriginalQuery: b.Query, CreatedAt: now}
+	e := &queries.Executed{QueryID: qr.ID, Type: typ, OriginalQuery: b.Query, CreatedAt: now}
 	s := &queryStream{h: h, ctx: ctx, prj: prj, qr: qr, e: e, start: start, timeout: projectQueryTimeout}
 	if o := b.Options; o != nil {
 		if o.TimeoutSeconds != nil {
@@ -50,7 +48,7 @@ func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryReque
 		}
 		s.limit = deref(o.Limit)
 	}
-	s.pp, err = h.prepare(ctx, prj, b.Query, b.Datasets, b.Parameters, false)
+	s.pp, err = h.prepare(ctx, prj, typ, b.Query, b.Datasets, b.Parameters, false)
 	if err == nil {
 		if err = datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err == nil {
 			s.cur, err = records.OpenCursor(ctx, h.Store.DB, prj.OrgID, s.pp.SQL, s.pp.args,
@@ -69,7 +67,7 @@ func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryReque
 		return nil, err
 	}
 	e.GeneratedSQL, qr.Args = s.pp.SQL, argsJSON(s.pp.args)
-	e.Explanation = &queries.Explanation{Summary: "SQL over " + usedNames(s.pp.Used), Steps: s.pp.Steps, DatasetsUsed: s.pp.Used}
+	e.Explanation = &queries.Explanation{Summary: s.pp.describe(), Steps: s.pp.Steps, DatasetsUsed: s.pp.Used}
 	// Entered as running while its rows stream.
 	qr.Status = "running"
 	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
@@ -125,7 +123,12 @@ func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
 		_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
 		return err
 	}
-	event("status", map[string]any{"status": "parsing", "message": "checked with PostgreSQL's parser: one SELECT over " + usedNames(s.pp.Used)})
+	if s.e.Type == "natural_language" {
+		event("status", map[string]any{"status": "parsing", "message": "read the question: " + s.pp.describe()})
+		event("status", map[string]any{"status": "generating", "message": "wrote SQL over " + usedNames(s.pp.Used) + ", checked with PostgreSQL's parser"})
+	} else {
+		event("status", map[string]any{"status": "parsing", "message": "checked with PostgreSQL's parser: one SELECT over " + usedNames(s.pp.Used)})
+	}
 	event("sql", map[string]any{"sql": s.pp.SQL})
 	event("status", map[string]any{"status": "executing", "message": "reading rows through a cursor, " + fmt.Sprint(records.StreamBatch) + " at a time"})
 	flush()

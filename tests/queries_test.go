@@ -117,8 +117,16 @@ func TestProjectSQLQuery(t *testing.T) {
 	if r.num("error.details.timeout_seconds") != 1 {
 		t.Fatalf("timeout: %s", r.Body)
 	}
-	// Natural language is not answered yet.
-	e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "how many customers"}, bearer(e.ownerToken)).apiError(501, "NOT_SUPPORTED")
+	// Natural language is the default type.
+	if r := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "how many customers live in berlin?"},
+		bearer(e.ownerToken)).status(200); rows(r) != "2" || r.str("type") != "natural_language" || r.len("explanation.steps") < 3 {
+		t.Fatalf("natural language: %s", r.Body)
+	}
+	r = e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "what is the weather like?"}, bearer(e.ownerToken)).
+		apiError(400, "INVALID_QUERY")
+	if r.len("error.details.suggestions") == 0 {
+		t.Fatalf("refusal: %s", r.Body)
+	}
 
 	// datasets limits what the query may name.
 	e.execute(map[string]any{"query": `SELECT * FROM customers`, "datasets": []string{orders}}, e.ownerToken).apiError(400, "INVALID_QUERY")
@@ -268,7 +276,10 @@ func TestProjectQueryValidateAndExplain(t *testing.T) {
 		}
 	}
 	e.do("POST", base+"validate", map[string]any{"type": "sql", "query": "SELECT 1", "datasets": []string{"ds_gone"}}, own).status(200)
-	e.do("POST", base+"validate", map[string]any{"query": "how many"}, own).apiError(501, "NOT_SUPPORTED")
+	if v := e.do("POST", base+"validate", map[string]any{"query": "average credit by city"}, own).status(200); v.get("valid") != true ||
+		!strings.Contains(v.str("generated_sql"), "avg(") {
+		t.Fatalf("validate a question: %s", v.Body)
+	}
 
 	x := e.do("POST", base+"explain", map[string]any{"type": "sql",
 		"query": `SELECT c.name, o.total FROM customers c JOIN sales_orders o ON o.customer_ref = c.customer_no WHERE c.city = {{city}}`,

@@ -1827,20 +1827,6 @@ func (response ExecuteQuery429JSONResponse) VisitExecuteQueryResponse(w http.Res
 	return err
 }
 
-type ExecuteQuery501JSONResponse ErrorEnvelope
-
-func (response ExecuteQuery501JSONResponse) VisitExecuteQueryResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ExplainQueryRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Body      *ExplainQueryJSONRequestBody
@@ -1954,20 +1940,6 @@ func (response ExplainQuery429JSONResponse) VisitExplainQueryResponse(w http.Res
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ExplainQuery501JSONResponse ErrorEnvelope
-
-func (response ExplainQuery501JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2109,20 +2081,6 @@ func (response StreamQuery429JSONResponse) VisitStreamQueryResponse(w http.Respo
 	return err
 }
 
-type StreamQuery501JSONResponse ErrorEnvelope
-
-func (response StreamQuery501JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ValidateQueryRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Body      *ValidateQueryJSONRequestBody
@@ -2227,20 +2185,6 @@ func (response ValidateQuery429JSONResponse) VisitValidateQueryResponse(w http.R
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ValidateQuery501JSONResponse ErrorEnvelope
-
-func (response ValidateQuery501JSONResponse) VisitValidateQueryResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
