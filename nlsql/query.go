@@ -46,6 +46,7 @@ type query struct {
 	rows    bool // a listing of rows
 	// byMeasure: "top 3 cities by revenue": the measure orders the groups (summed)
 	byMeasure bool
+	compared  []colRef // columns compared with numbers
 }
 
 // alias is how a table ref is written inside the SQL (its last part).
@@ -205,6 +206,28 @@ func (q *query) read(ms []mention) error {
 	if q.measure != nil && (q.agg == "sum" || q.agg == "avg" || q.agg == "max" || q.agg == "min") {
 		p.step("Measure: %s of %s", q.agg, q.label(*q.measure))
 	}
+	// A number named with nothing to do to it ("revenue from customers in Berlin") is what
+	// is measured (summed, below): its table is the main one. Not when it is compared, ordered
+	// by, or there is an ordering word.
+	if q.agg == "" && superlative == "" && q.order == "" {
+		for _, m := range ms {
+			c := colRef{m.table, m.column}
+			col := q.column(c)
+			if m.column == "" || m.value != "" || col == nil || !col.numeric() || keyLike(c.column) {
+				continue
+			}
+			if w := q.tok(m.end); w == "over" || w == "above" || w == "under" || w == "below" || w == "between" || w == "more" ||
+				w == "less" || w == "greater" || w == "at" || w == "of" && isNumber.MatchString(q.tok(m.end+1)) || w == "exceeding" ||
+				w == ">" || w == "<" || w == ">=" || w == "<=" || w == "=" {
+				continue
+			}
+			if w := q.tok(m.pos - 1); w == "by" || w == "with" {
+				continue
+			}
+			q.measure = &c
+			break
+		}
+	}
 	// The main table: what is counted, what is measured, what is named first.
 	switch {
 	case countTarget != "":
@@ -276,15 +299,22 @@ func (q *query) read(ms []mention) error {
 					col: *dc, time: true})
 				p.mark(start, start+1)
 				start++
-			} else if m, at := q.mentionAt(start); m != nil && m.column != "" && m.value == "" {
+			} else if m, _ := q.mentionAt(start); m != nil && m.column != "" && m.value == "" {
 				c := colRef{m.table, m.column}
 				if err := q.reach(c.table); err != nil {
 					return err
 				}
-				q.groups = append(q.groups, group{expr: q.col(c), alias: c.column, label: q.label(c), col: c})
-				p.mark(i, m.end)
-				start = m.end
-				_ = at
+				if col := q.column(c); col != nil && col.temporal() && units[q.tok(m.end)] != "" {
+					u := units[q.tok(m.end)] // "by signup year"
+					q.groups = append(q.groups, group{expr: "date_trunc('" + u + "', " + q.col(c) + ")::date", alias: u, label: u + " of " + q.label(c),
+						col: c, time: true})
+					p.mark(i, m.end+1)
+					start = m.end + 1
+				} else {
+					q.groups = append(q.groups, group{expr: q.col(c), alias: c.column, label: q.label(c), col: c})
+					p.mark(i, m.end)
+					start = m.end
+				}
 			} else {
 				if w := q.tok(start); (t == "by" || t == "per") && w != "" && !stop[w] && !intentWords[w] && !isNumber.MatchString(w) {
 					return p.refuse("it groups by \"" + w + "\", which is no column of the datasets it reads")
@@ -351,7 +381,18 @@ func (q *query) read(ms []mention) error {
 		if q.limit == 0 {
 			q.limit = 1
 		}
-		if len(q.groups) == 0 && (q.agg == "" || q.agg == "max" || q.agg == "min") {
+		if len(q.groups) == 0 && (q.tok(0) == "what" || q.tok(0) == "what's") && (q.agg == "" || q.agg == "max" || q.agg == "min") {
+			// "what is the highest credit": the value itself
+			if q.measure == nil {
+				q.measure = q.numericNear(supAt + 1)
+			}
+			if q.measure == nil {
+				return p.refuse("it asks for the " + p.toks[supAt] + " but names no number")
+			}
+			q.agg = map[string]string{"desc": "max", "asc": "min"}[superlative]
+			q.order, q.limit = "", 0
+			p.step("Measure: %s of %s", q.agg, q.label(*q.measure))
+		} else if len(q.groups) == 0 && (q.agg == "" || q.agg == "max" || q.agg == "min") {
 			if q.measure == nil {
 				q.measure = q.numericNear(supAt + 1)
 			}
@@ -364,6 +405,22 @@ func (q *query) read(ms []mention) error {
 			q.agg = "count"
 			if m := q.numericNear(supAt + 1); m != nil && m.table == q.main {
 				q.agg, q.measure = "sum", m
+			}
+		}
+	}
+	// A number named without an aggregate ("revenue by month", "revenue in March") is summed,
+	// unless it is compared or ordered by.
+	if q.agg == "" && !q.rows && q.orderBy == nil && !q.byMeasure {
+		for _, m := range q.ms {
+			c := colRef{m.table, m.column}
+			if col := q.column(c); m.column != "" && m.value == "" && col != nil && col.numeric() && !keyLike(c.column) &&
+				!slices.Contains(q.compared, c) {
+				if err := q.reach(c.table); err != nil {
+					return err
+				}
+				q.agg, q.measure = "sum", &c
+				p.step("Measure: sum of %s", q.label(c))
+				break
 			}
 		}
 	}
@@ -524,6 +581,7 @@ func (q *query) comparisons() error {
 				if c == nil {
 					return p.refuse("it compares with numbers but names no number column")
 				}
+				q.compared = append(q.compared, *c)
 				if err := q.cond(c.table, q.col(*c)+" BETWEEN "+p.param(fmtNum(a))+" AND "+p.param(fmtNum(b))); err != nil {
 					return err
 				}
@@ -551,13 +609,28 @@ func (q *query) comparisons() error {
 				p.mark(m.pos, m.end)
 				break
 			}
-			c := q.numericNear(i)
+			if w := q.tok(i + n + 1); w != "" && !stop[w] && !intentWords[w] && units[w] == "" && !isNumber.MatchString(w) {
+				if m, _ := q.mentionAt(i + n + 1); m == nil {
+					return p.refuse(fmt.Sprintf("it compares %s %s with \"%s\", which is no dataset or column", strings.Join(cmp.words, " "), fmtNum(v), w))
+				}
+			}
+			var c *colRef
+			for k := range q.ms {
+				// "orders over 100": the number of the table named just before
+				if q.ms[k].end == i && q.ms[k].column == "" {
+					c = q.onlyNumber(q.ms[k].table)
+				}
+			}
+			if c == nil {
+				c = q.numericNear(i)
+			}
 			if c == nil {
 				c = q.measureOrOnly()
 			}
 			if c == nil {
 				return p.refuse("it compares with " + fmtNum(v) + " but names no number column")
 			}
+			q.compared = append(q.compared, *c)
 			if err := q.cond(c.table, q.col(*c)+" "+cmp.op+" "+p.param(fmtNum(v))); err != nil {
 				return err
 			}

@@ -162,6 +162,17 @@ func (p *parser) mentions() []mention {
 		}
 		return true
 	}
+	// Tables the question names: a value found in several tables belongs to a named one.
+	named := map[string]bool{}
+	for i := range p.toks {
+		for _, t := range p.s.Tables {
+			for _, name := range []string{t.Dataset, t.Name} {
+				if ws := words(name); len(ws) > 0 && (matchWords(i, ws) || close(p.toks[i], ws[len(ws)-1])) {
+					named[t.Ref] = true
+				}
+			}
+		}
+	}
 	// Known values first, longest first: "new york" before "york".
 	for n := 4; n >= 1; n-- {
 		for i := 0; i+n <= len(p.toks); i++ {
@@ -172,7 +183,7 @@ func (p *parser) mentions() []mention {
 			if n == 1 && (stop[phrase] || intentWords[phrase] || isNumber.MatchString(phrase)) {
 				continue
 			}
-		values:
+			var found []mention
 			for _, t := range p.s.Tables {
 				for _, c := range t.Columns {
 					for _, v := range c.Values {
@@ -181,11 +192,24 @@ func (p *parser) mentions() []mention {
 							if n == 1 && p.namesSomething(phrase) {
 								continue
 							}
-							take(mention{table: t.Ref, column: c.Name, value: v, pos: i, end: i + n})
-							break values
+							m := mention{table: t.Ref, column: c.Name, value: v, pos: i, end: i + n}
+							if lv == phrase {
+								found = append([]mention{m}, found...) // exact before misspelt
+							} else {
+								found = append(found, m)
+							}
 						}
 					}
 				}
+			}
+			if len(found) > 0 {
+				pick := found[0]
+				for _, m := range found {
+					if named[m.table] && !named[pick.table] {
+						pick = m
+					}
+				}
+				take(pick)
 			}
 		}
 	}
@@ -202,32 +226,67 @@ func (p *parser) mentions() []mention {
 			}
 		}
 	}
-	for i := range p.toks {
-		for _, t := range p.s.Tables {
-			for _, c := range t.Columns {
-				ws := words(c.Name)
-				if len(ws) > 0 && free(i, len(ws)) && matchWords(i, ws) {
-					take(mention{table: t.Ref, column: c.Name, pos: i, end: i + len(ws)})
+	// A column name found in several tables belongs to a named table, else the first.
+	best := func(found []mention) {
+		if len(found) == 0 {
+			return
+		}
+		pick := found[0]
+		for _, m := range found {
+			if named[m.table] && !named[pick.table] {
+				pick = m
+			}
+		}
+		take(pick)
+	}
+	for n := 3; n >= 1; n-- {
+		for i := range p.toks {
+			var found []mention
+			for _, t := range p.s.Tables {
+				for _, c := range t.Columns {
+					if ws := words(c.Name); len(ws) == n && free(i, n) && matchWords(i, ws) {
+						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + n})
+					}
 				}
 			}
+			best(found)
 		}
 	}
 	for i, tok := range p.toks {
-		if !free(i, 1) || stop[tok] {
+		if !free(i, 1) || stop[tok] || intentWords[tok] && units[tok] == "" || len(tok) < 3 {
 			continue
 		}
+		var found []mention
 		for _, t := range p.s.Tables {
 			for _, c := range t.Columns {
 				for _, w := range words(c.Name) {
-					if slices.Contains(synonyms[w], tok) && free(i, 1) {
-						take(mention{table: t.Ref, column: c.Name, pos: i, end: i + 1})
+					// A synonym ("revenue" for amount), or a distinctive word of a longer name
+					// ("signup" for signup_date).
+					if slices.Contains(synonyms[w], tok) || len(words(c.Name)) > 1 && !generic[w] && len(w) >= 4 && close(tok, w) && !p.namesTable(tok) {
+						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + 1})
 					}
 				}
 			}
 		}
+		best(found)
 	}
 	slices.SortFunc(out, func(a, b mention) int { return a.pos - b.pos })
 	return out
+}
+
+// generic are words of column names too common to name a column on their own.
+var generic = map[string]bool{"date": true, "time": true, "name": true, "type": true, "code": true, "number": true, "count": true,
+	"value": true, "at": true, "id": true, "src": true, "total": true, "amount": true}
+
+func (p *parser) namesTable(w string) bool {
+	for _, t := range p.s.Tables {
+		for _, n := range append(words(t.Dataset), words(t.Name)...) {
+			if close(w, n) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // namesSomething reports whether a word is a table's or a column's name.
