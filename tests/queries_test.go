@@ -282,7 +282,7 @@ func TestProjectQueryValidateAndExplain(t *testing.T) {
 	}
 
 	x := e.do("POST", base+"explain", map[string]any{"type": "sql",
-		"query": `SELECT c.name, o.total FROM customers c JOIN sales_orders o ON o.customer_ref = c.customer_no WHERE c.city = {{city}}`,
+		"query":      `SELECT c.name, o.total FROM customers c JOIN sales_orders o ON o.customer_ref = c.customer_no WHERE c.city = {{city}}`,
 		"parameters": map[string]any{"city": "Berlin"}}, own).status(200)
 	body := string(x.Body)
 	if !strings.Contains(body, `"table":"customers"`) || !strings.Contains(body, `"table":"sales_orders"`) || x.str("explanation.query_plan.type") == "" ||
