@@ -167,7 +167,7 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 	}
 	var nl *nlsql.Answer
 	if typ == "natural_language" {
-		schema, err := queries.NLSchema(ctx, h.Store.DB, all, sources)
+		schema, err := queries.NLSchema(ctx, h.Store.DB, prj.ID, query, sources)
 		if err != nil {
 			return nil, err
 		}

@@ -249,8 +249,27 @@ func (q *query) read(ms []mention) error {
 		}
 		best := -1
 		for _, t := range p.s.Tables {
-			if s, ok := score[t.Ref]; ok && (s > best || s == best && first[t.Ref] < first[q.main]) {
+			s, ok := score[t.Ref]
+			if !ok {
+				continue
+			}
+			cur := p.s.table(q.main)
+			if cur == nil || s > best || s == best && (t.Rank > cur.Rank || t.Rank == cur.Rank && first[t.Ref] < first[q.main]) {
 				q.main, best = t.Ref, s
+			}
+		}
+		if q.main == "" && hasSignal {
+			// Nothing named: the dataset whose name, description or columns the search
+			// index matches best ("how many purchases" for orders described as purchases).
+			var top *Table
+			for i := range p.s.Tables {
+				if t := &p.s.Tables[i]; t.Rank > 0 && (top == nil || t.Rank > top.Rank) {
+					top = t
+				}
+			}
+			if top != nil {
+				q.main = top.Ref
+				p.step("Picked %s with the search index (its name, description and columns match the question best)", top.Dataset)
 			}
 		}
 	}
@@ -316,7 +335,7 @@ func (q *query) read(ms []mention) error {
 					start = m.end
 				}
 			} else {
-				if w := q.tok(start); (t == "by" || t == "per") && w != "" && !stop[w] && !intentWords[w] && !isNumber.MatchString(w) {
+				if w := q.tok(start); (t == "by" || t == "per") && w != "" && !stop[w] && !intentWords[w] && !isNumber.MatchString(w) && !p.used[start] {
 					return p.refuse("it groups by \"" + w + "\", which is no column of the datasets it reads")
 				}
 				break

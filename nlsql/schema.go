@@ -30,7 +30,8 @@ type Table struct {
 	Dataset   string // the dataset's display name
 	Name      string // the table's own name (a connected table's), else the dataset's
 	Columns   []Column
-	System    bool // has the platform's system columns (id, created_at, ...)
+	System    bool    // has the platform's system columns (id, created_at, ...)
+	Rank      float64 // how well the dataset's search entries match the question (0: not at all)
 }
 
 // Relation is a foreign key between two tables: From.FromColumn → To.ToColumn.

@@ -2,58 +2,53 @@ package queries
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"sync"
 
-	"dataplatform/datasets"
 	"dataplatform/ingest"
 	"dataplatform/nlsql"
 	"dataplatform/store"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
-// maxKnownValues is how many distinct values a text column may have for the engine to match
-// words against them.
-const maxKnownValues = 100
-
-// knownValues caches the values per dataset and analysis (they change when it is analysed).
-var knownValues = struct {
-	sync.Mutex
-	m map[string]map[string][]string // dataset|analysis|schema → table.column → values
-}{m: map[string]map[string][]string{}}
-
-// NLSchema describes sources for the natural-language engine: the columns, the values of
-// text columns with few distinct values (read from the tables; live rows only), and the
-// relationships between the sources.
-func NLSchema(ctx context.Context, db *sqlx.DB, all []store.Dataset, sources []Source) (nlsql.Schema, error) {
+// NLSchema describes sources for the natural-language engine: the columns, the known values
+// of text columns and how well each dataset's search entries match the question (the
+// project's search index), and the relationships between the sources.
+func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sources []Source) (nlsql.Schema, error) {
 	var s nlsql.Schema
-	byID := map[string]*store.Dataset{}
-	for i := range all {
-		byID[all[i].ID] = &all[i]
+	// Known values come from the search index: the frequent values of low-cardinality text
+	// columns, kept by each analysis.
+	var rows []struct {
+		Dataset string `db:"dataset_id"`
+		Column  string `db:"column_name"`
+		Value   string `db:"content"`
+	}
+	if err := sqlx.SelectContext(ctx, db, &rows, `SELECT dataset_id, column_name, content FROM platform.dataset_search
+		WHERE project_id = $1 AND kind = 'value' ORDER BY dataset_id, column_name, frequency DESC NULLS LAST, content`, projectID); err != nil {
+		return s, err
+	}
+	values := map[string][]string{} // dataset id + "." + column → values
+	for _, r := range rows {
+		values[r.Dataset+"."+r.Column] = append(values[r.Dataset+"."+r.Column], r.Value)
+	}
+	rank, err := rankDatasets(ctx, db, projectID, question)
+	if err != nil {
+		return s, err
 	}
 	refs := map[string]string{} // dataset id + "." + table name → ref
 	for _, src := range sources {
-		d := byID[src.ID]
-		values, err := datasetValues(ctx, db, d, src)
-		if err != nil {
-			return s, err
-		}
 		for _, t := range src.Tables {
 			ref := Identifier(src.Name)
 			if len(src.Tables) > 1 {
 				ref += "." + t.Name
 			}
 			refs[src.ID+"."+t.Name] = ref
-			nt := nlsql.Table{Ref: ref, DatasetID: src.ID, Dataset: src.Name, Name: t.Name, System: t.System()}
+			nt := nlsql.Table{Ref: ref, DatasetID: src.ID, Dataset: src.Name, Name: t.Name, System: t.System(), Rank: rank[src.ID]}
 			for _, c := range t.Columns {
 				label := c.Original
 				if label == "" {
 					label = c.Name
 				}
-				nt.Columns = append(nt.Columns, nlsql.Column{Name: c.Name, Label: label, Type: c.Type, Values: values[t.Name+"."+c.Name]})
+				nt.Columns = append(nt.Columns, nlsql.Column{Name: c.Name, Label: label, Type: c.Type, Values: values[src.ID+"."+c.Name]})
 			}
 			if t.System() {
 				nt.Columns = append(nt.Columns, nlsql.Column{Name: "created_at", Label: "created at", Type: ingest.Timestamptz})
@@ -80,58 +75,22 @@ func NLSchema(ctx context.Context, db *sqlx.DB, all []store.Dataset, sources []S
 	return s, nil
 }
 
-// datasetValues reads the distinct values of the dataset's text columns that have at most
-// maxKnownValues of them (by its statistics).
-func datasetValues(ctx context.Context, db *sqlx.DB, d *store.Dataset, src Source) (map[string][]string, error) {
-	if d == nil {
-		return nil, nil
+// rankDatasets scores the project's datasets against the question with their search
+// entries (names, descriptions, columns, values): full-text matches of its words, and
+// trigram word similarity for the rest (misspellings, plurals).
+func rankDatasets(ctx context.Context, db *sqlx.DB, projectID, question string) (map[string]float64, error) {
+	var rows []struct {
+		ID    string  `db:"dataset_id"`
+		Score float64 `db:"score"`
 	}
-	key := fmt.Sprintf("%s|%d|%d", d.ID, d.AnalysisVersion, d.SchemaVersion)
-	knownValues.Lock()
-	cached, ok := knownValues.m[key]
-	knownValues.Unlock()
-	if ok {
-		return cached, nil
+	err := sqlx.SelectContext(ctx, db, &rows, `SELECT dataset_id, sum(CASE WHEN s.tsv @@ q.q THEN 1 ELSE 0 END + word_similarity(s.content, $2)) AS score
+		FROM platform.dataset_search s, (SELECT replace(plainto_tsquery('simple', $2)::text, '&', '|') AS t) w,
+			LATERAL (SELECT CASE WHEN w.t = '' THEN NULL ELSE w.t::tsquery END AS q) q
+		WHERE s.project_id = $1 AND s.kind IN ('dataset', 'column') AND (s.tsv @@ q.q OR s.content <% $2)
+		GROUP BY 1`, projectID, question)
+	out := map[string]float64{}
+	for _, r := range rows {
+		out[r.ID] = r.Score
 	}
-	var st datasets.Statistics
-	_ = json.Unmarshal([]byte(d.Statistics), &st)
-	out := map[string][]string{}
-	for _, t := range src.Tables {
-		ts := st.Tables[t.Name]
-		if ts == nil {
-			continue
-		}
-		for _, c := range t.Columns {
-			cs := ts.Columns[c.Name]
-			if c.Type != ingest.Text || cs == nil || cs.DistinctCount == 0 || cs.DistinctCount > maxKnownValues {
-				continue
-			}
-			col := pq.QuoteIdentifier(c.Name)
-			where := ` WHERE ` + col + ` IS NOT NULL`
-			if t.System() {
-				where += ` AND deleted_at IS NULL`
-			}
-			var vs []string
-			if err := sqlx.SelectContext(ctx, db, &vs, `SELECT DISTINCT `+col+` FROM `+t.Qualified()+where+` ORDER BY 1 LIMIT `+
-				fmt.Sprint(maxKnownValues+1)); err != nil {
-				return nil, err
-			}
-			var kept []string
-			for _, v := range vs {
-				if v != "" {
-					kept = append(kept, v)
-				}
-			}
-			if len(kept) <= maxKnownValues {
-				out[t.Name+"."+c.Name] = kept
-			}
-		}
-	}
-	knownValues.Lock()
-	if len(knownValues.m) > 1000 {
-		knownValues.m = map[string]map[string][]string{}
-	}
-	knownValues.m[key] = out
-	knownValues.Unlock()
-	return out, nil
+	return out, err
 }

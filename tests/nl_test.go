@@ -194,3 +194,31 @@ func TestNaturalLanguageQuestions(t *testing.T) {
 		}
 	}
 }
+
+// TestNaturalLanguagePicksDatasetsWithTheSearchIndex: a question that names no dataset,
+// column or value is matched against the datasets' descriptions in the search index.
+func TestNaturalLanguagePicksDatasetsWithTheSearchIndex(t *testing.T) {
+	e := newEnv(t)
+	a := e.uploadAndCreateWith(e.ownerToken, "Tickets", "t.csv", "subject,hours\nlogin,2\nbilling,5\n", map[string]any{"description": "support requests from clients"})
+	b := e.uploadAndCreateWith(e.ownerToken, "Shipments", "s.csv", "carrier,weight\nups,2\ndhl,3\nfedex,1\n", map[string]any{"description": "parcels sent to clients"})
+	for _, id := range []string{a, b} {
+		e.waitDataset(e.ownerToken, id)
+	}
+	r := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "how many parcels were sent?"}, bearer(e.ownerToken)).status(200)
+	if rows(r) != "3" || r.str("explanation.datasets_used.0.id") != b || !strings.Contains(fmt.Sprint(r.get("explanation.steps")), "search index") {
+		t.Fatalf("picked by description: %s", r.Body)
+	}
+	r = e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "how many support requests?"}, bearer(e.ownerToken)).status(200)
+	if rows(r) != "2" || r.str("explanation.datasets_used.0.id") != a {
+		t.Fatalf("picked by description: %s", r.Body)
+	}
+	// The index also gives the values: "ups" is a carrier.
+	if r := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "total weight of shipments by ups"},
+		bearer(e.ownerToken)).status(200); rows(r) != "2" {
+		t.Fatalf("value from the index: %s", r.Body)
+	}
+	d := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+b, nil, bearer(e.ownerToken)).status(200)
+	if d.num("metadata.vector_count") < 5 {
+		t.Fatalf("vector_count: %s", d.Body)
+	}
+}
