@@ -39,6 +39,9 @@ type Config struct {
 	JobLease         time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
 	StreamHeartbeat  time.Duration // DP_STREAM_HEARTBEAT: the comment line change streams send when quiet; default 15s
 	SecretKey        string        // DP_SECRET_KEY: base64 AES-256 key for stored credentials; empty: DataDir/secret.key
+	LLMBaseURL       string        // DP_LLM_BASE_URL: an OpenAI-compatible API for natural language; empty: the built-in engine only
+	LLMAPIKey        string        // DP_LLM_API_KEY
+	LLMModel         string        // DP_LLM_MODEL
 	// DP_CONNECTION_NETWORKS: networks (CIDRs or addresses, "*" for any) beyond the public
 	// internet that connected databases may be in
 	ConnectionNetworks []netip.Prefix
@@ -95,6 +98,9 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_SHUTDOWN_TIMEOUT", &shutdown)
 	env("DP_JOB_LEASE", &lease)
 	env("DP_SECRET_KEY", &c.SecretKey)
+	env("DP_LLM_BASE_URL", &c.LLMBaseURL)
+	env("DP_LLM_API_KEY", &c.LLMAPIKey)
+	env("DP_LLM_MODEL", &c.LLMModel)
 	var heartbeat, networks string
 	env("DP_CONNECTION_NETWORKS", &networks)
 	for _, n := range strings.Split(networks, ",") {
@@ -178,6 +184,9 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	if c.StagingURL == "" {
 		c.StagingURL = c.BaseURL
+	}
+	if c.LLMBaseURL != "" && c.LLMModel == "" {
+		return c, fmt.Errorf("DP_LLM_BASE_URL is set: DP_LLM_MODEL is needed too")
 	}
 	if c.OIDCIssuer != "" && (c.OIDCClientID == "" || c.OIDCRedirectURL == "") {
 		return c, fmt.Errorf("DP_OIDC_ISSUER is set: DP_OIDC_CLIENT_ID and DP_OIDC_REDIRECT_URL are needed too")

@@ -126,7 +126,8 @@ type cachedPlan struct {
 // prepared is a project query mapped onto its datasets, with its bound values.
 type prepared struct {
 	*queries.Prepared
-	summary string // what a question was read as
+	summary  string   // what a question was read as
+	warnings []string // what went wrong on the way (the model's SQL refused, say)
 	args    []any
 	missing []string // placeholders without a value (bound as NULL when allowed)
 	sources []queries.Source
@@ -166,10 +167,18 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 		sources = picked
 	}
 	var nl *nlsql.Answer
+	var warnings []string
 	if typ == "natural_language" {
 		schema, err := queries.NLSchema(ctx, h.Store.DB, prj.ID, query, sources)
 		if err != nil {
 			return nil, err
+		}
+		if m := h.model(); m != nil {
+			out, err := h.askModel(ctx, m, prj, query, schema, sources)
+			if err == nil {
+				return out, nil
+			}
+			warnings = append(warnings, err.Error()+"; the built-in engine answered instead")
 		}
 		nl, err = nlsql.Translate(query, schema, h.now())
 		var nu *nlsql.NotUnderstood
@@ -198,6 +207,7 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 	if nl != nil {
 		out.summary = nl.Summary
 		out.Steps = append(append(nl.Steps, "Wrote SQL: "+nl.SQL), prep.Steps...)
+		out.warnings = warnings
 	}
 	var values map[string]*any
 	if params != nil {
@@ -221,6 +231,38 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 			}
 		}
 	}
+	return out, nil
+}
+
+// model is the configured language model, or nil.
+func (h *Handlers) model() *nlsql.Model {
+	if h.Config.LLMBaseURL == "" {
+		return nil
+	}
+	return &nlsql.Model{BaseURL: h.Config.LLMBaseURL, APIKey: h.Config.LLMAPIKey, Name: h.Config.LLMModel}
+}
+
+// askModel has the model write a question's SQL, then holds it to what user SQL must pass:
+// the names mapped, one SELECT by the parser, and a planner dry run under the organization's
+// role. Any failure is an error, so that the built-in engine answers instead.
+func (h *Queries) askModel(ctx context.Context, m *nlsql.Model, prj *store.Project, question string, schema nlsql.Schema, sources []queries.Source) (*prepared, error) {
+	sql, err := m.SQL(ctx, question, schema)
+	if err != nil {
+		return nil, fmt.Errorf("the model %s did not answer (%v)", m.Name, err)
+	}
+	prep, err := queries.Prepare(sql, sources)
+	if err == nil && len(prep.Params) > 0 {
+		err = fmt.Errorf("it has placeholders")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the model's SQL was refused (%v)", err)
+	}
+	out := &prepared{Prepared: prep, args: []any{}, sources: sources, summary: "the model " + m.Name + "'s SQL over " + usedNames(prep.Used)}
+	if _, err := h.plan(ctx, prj, out); err != nil {
+		return nil, fmt.Errorf("the model's SQL failed the planner's dry run (%v)", err)
+	}
+	out.Steps = append([]string{"Asked the model " + m.Name + " with the schema, known values and relationships", "It wrote: " + sql,
+		"Dry run: PostgreSQL planned it"}, prep.Steps...)
 	return out, nil
 }
 
@@ -260,6 +302,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.E
 		explain, cache = deref(o.Explain), deref(o.Cache)
 	}
 	e.Explanation = &queries.Explanation{Summary: pp.describe(), Steps: prep.Steps, DatasetsUsed: prep.Used}
+	e.Warnings = pp.warnings
 	key := ""
 	if cache {
 		aj, _ := json.Marshal(args)

@@ -68,6 +68,7 @@ func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryReque
 	}
 	e.GeneratedSQL, qr.Args = s.pp.SQL, argsJSON(s.pp.args)
 	e.Explanation = &queries.Explanation{Summary: s.pp.describe(), Steps: s.pp.Steps, DatasetsUsed: s.pp.Used}
+	e.Warnings = s.pp.warnings
 	// Entered as running while its rows stream.
 	qr.Status = "running"
 	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {

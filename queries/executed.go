@@ -21,6 +21,7 @@ type Executed struct {
 	Explanation   *Explanation `json:"explanation,omitempty"`
 	Metadata      *Metadata    `json:"metadata,omitempty"`
 	Error         *Failure     `json:"error,omitempty"`
+	Warnings      []string     `json:"warnings,omitempty"`
 	CreatedAt     time.Time    `json:"created_at"`
 }
 

@@ -1,9 +1,13 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,9 +17,9 @@ import (
 // nlFixture is a project with the customer and orders datasets the natural-language test
 // asks about: orders.customer_id refers to customers.id (an inferred relationship). A few
 // orders are dated relative to today for the relative time phrases.
-func nlFixture(t *testing.T) *env {
+func nlFixture(t *testing.T, opts ...option) *env {
 	// Each question and its hand-written SQL are executions: more than the 100 a minute.
-	e := newEnv(t, func(c *config.Config) { c.RateLimits = "queries=100000-M" })
+	e := newEnv(t, append(opts, func(c *config.Config) { c.RateLimits = "queries=100000-M" })...)
 	customers := e.uploadAndCreate(e.ownerToken, "Customers", "customers.csv", `id,name,email,city,country,status,tier,credit,signup_date,vip
 1,Ann Lee,ann@example.com,Berlin,Germany,active,gold,120.50,2023-01-15,true
 2,Bob Stone,bob@example.com,Paris,France,inactive,silver,80,2023-03-02,false
@@ -221,4 +225,88 @@ func TestNaturalLanguagePicksDatasetsWithTheSearchIndex(t *testing.T) {
 	if d.num("metadata.vector_count") < 5 {
 		t.Fatalf("vector_count: %s", d.Body)
 	}
+}
+
+// TestNaturalLanguageWithAModel: with DP_LLM_* set, a model server (started here, speaking
+// the OpenAI chat completions API) writes the SQL; its SQL goes through the same checks and
+// a planner dry run, and when it fails or is refused the built-in engine answers with a
+// warning.
+func TestNaturalLanguageWithAModel(t *testing.T) {
+	var mu sync.Mutex
+	var answer string // what the model says next; "" = fail with 500
+	var prompts []string
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Role, Content string
+			} `json:"messages"`
+		}
+		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer model-key" || json.NewDecoder(r.Body).Decode(&req) != nil ||
+			req.Model != "sql-model" || len(req.Messages) != 2 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		prompts = append(prompts, req.Messages[1].Content)
+		if answer == "" {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": answer}}}})
+	}))
+	defer model.Close()
+	e := nlFixture(t, func(c *config.Config) {
+		c.LLMBaseURL, c.LLMAPIKey, c.LLMModel = model.URL+"/v1", "model-key", "sql-model"
+	})
+	ask := func(a string) *resp {
+		mu.Lock()
+		answer = a
+		mu.Unlock()
+		return e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "how many customers in Paris"}, bearer(e.ownerToken)).status(200)
+	}
+	// The model's SQL runs (it counts Berlin, so the answer shows whose SQL ran).
+	r := ask("```sql\nSELECT count(*) FROM customers c JOIN orders o ON o.customer_id = c.src_id WHERE c.city = 'Berlin';\n```")
+	if rows(r) != "7" || r.get("warnings") != nil || !strings.Contains(r.str("explanation.summary"), "sql-model") {
+		t.Fatalf("the model's SQL: %s", r.Body)
+	}
+	mu.Lock()
+	p := prompts[0]
+	mu.Unlock()
+	for _, want := range []string{"customers", "orders", "city text", "Berlin", "orders.customer_id references customers.src_id", "Question: how many customers in Paris"} {
+		if !strings.Contains(p, want) {
+			t.Fatalf("the prompt lacks %q:\n%s", want, p)
+		}
+	}
+	// Refused, failing the dry run, or no answer: the built-in engine answers (Paris: 2).
+	for _, a := range []string{"DELETE FROM customers", "SELECT nope FROM customers", "SELECT * FROM pg_catalog.pg_authid", "WITH x AS (DELETE FROM orders RETURNING 1) SELECT 1", ""} {
+		r := ask(a)
+		if rows(r) != "2" || r.len("warnings") != 1 || !strings.Contains(r.str("warnings.0"), "built-in engine") {
+			t.Fatalf("model answer %q: %s", a, r.Body)
+		}
+	}
+	if n := e.countRows(`SELECT count(*) FROM "` + e.orgID + `"."` + e.datasetID("Customers") + `" WHERE deleted_at IS NULL`); n != 9 {
+		t.Fatalf("the model's DELETE changed data: %d customers", n)
+	}
+}
+
+// countRows runs a count on the database.
+func (e *env) countRows(sql string) int {
+	e.t.Helper()
+	var n int
+	if err := e.st.DB.Get(&n, sql); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// datasetID is the id of the project's dataset of that name.
+func (e *env) datasetID(name string) string {
+	e.t.Helper()
+	var id string
+	if err := e.st.DB.Get(&id, `SELECT id FROM platform.datasets WHERE project_id = $1 AND name = $2`, e.projectID, name); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
 }

@@ -549,6 +549,9 @@ type ExecutedQuery struct {
 	} `json:"results,omitempty"`
 	Status ExecutedQueryStatus `json:"status"`
 	Type   ExecutedQueryType   `json:"type"`
+
+	// Warnings What went wrong on the way without failing the query (the language model's SQL refused, so the built-in engine answered).
+	Warnings *[]string `json:"warnings,omitempty"`
 }
 
 // ExecutedQueryStatus defines model for ExecutedQuery.Status.
