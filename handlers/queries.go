@@ -128,9 +128,9 @@ type prepared struct {
 	*queries.Prepared
 	summary  string   // what a question was read as
 	warnings []string // what went wrong on the way (the model's SQL refused, say)
-	args    []any
-	missing []string // placeholders without a value (bound as NULL when allowed)
-	sources []queries.Source
+	args     []any
+	missing  []string // placeholders without a value (bound as NULL when allowed)
+	sources  []queries.Source
 }
 
 // prepare maps query onto the project's datasets (or those of only) and binds its
