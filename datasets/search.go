@@ -61,7 +61,8 @@ func (x *Indexer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) err
 		}
 	}
 	if doc == "" {
-		return nil
+		// No text to search: the column indexes still come.
+		return x.columnIndexes(ctx, d, tables[0], p)
 	}
 	p.Set(ctx, "indexing", 0, 0, "building the full-text search index")
 	// An interrupted CONCURRENTLY build leaves an invalid index: drop it before building again.

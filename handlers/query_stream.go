@@ -84,9 +84,13 @@ func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryReque
 	return s, nil
 }
 
+// tooManyQueries is the refusal of a sixth concurrent query: it carries the category's
+// X-RateLimit headers (set by the rate limiter) and a Retry-After of one second.
 func tooManyQueries() error {
-	return apierr.New(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
+	e := apierr.New(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
 		WithDetails(map[string]any{"concurrent_limit": maxConcurrentQuery})
+	e.Headers = map[string]string{"Retry-After": "1"}
+	return e
 }
 
 // queryStream writes the events of a streamed query.
