@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"dataplatform/config"
+
 	"github.com/parquet-go/parquet-go"
 	"github.com/xuri/excelize/v2"
 )
@@ -590,4 +592,22 @@ func TestExplainSuggestsAnIndex(t *testing.T) {
 	if strings.Contains(string(x.Body), "an index on wide.c2") || x.len("explanation.optimizations") == 0 {
 		t.Fatalf("explain of a filter on an indexed column: %s", x.Body)
 	}
+}
+
+// TestProjectQueryRateLimit: executions count against the queries category (100 a minute by
+// default; 3 here), with the rate-limit headers.
+func TestProjectQueryRateLimit(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.RateLimits = "queries=3-M" })
+	for i := 0; i < 3; i++ {
+		r := e.execute(map[string]any{"query": "SELECT 1"}, e.ownerToken).status(200)
+		if r.Header.Get("X-RateLimit-Limit") != "3" || r.Header.Get("X-RateLimit-Remaining") != fmt.Sprint(2-i) {
+			t.Fatalf("headers: %v", r.Header)
+		}
+	}
+	r := e.execute(map[string]any{"query": "SELECT 1"}, e.ownerToken).apiError(429, "RATE_LIMIT_EXCEEDED")
+	if r.Header.Get("Retry-After") == "" || r.str("error.details.category") != "queries" {
+		t.Fatalf("429: %v %s", r.Header, r.Body)
+	}
+	// Reads of the history are not executions.
+	e.do("GET", "/api/v1/projects/"+e.projectID+"/queries", nil, bearer(e.ownerToken)).status(200)
 }
