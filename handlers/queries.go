@@ -76,15 +76,10 @@ func (h *Queries) ExecuteQuery(ctx context.Context, req queryapi.ExecuteQueryReq
 // run executes a query and enters it in the history.
 func (h *Queries) run(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest) (*queries.Executed, error) {
 	start := time.Now()
-	typ := typeOf((*string)(b.Type))
-	p, err := auth.Caller(ctx)
+	qr, e, err := h.newQuery(ctx, prj, typeOf((*string)(b.Type)), b.Query)
 	if err != nil {
 		return nil, err
 	}
-	now := h.now()
-	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: typ, Query: b.Query,
-		DatasetIDs: pq.StringArray{}, CreatedAt: now}
-	e := &queries.Executed{QueryID: qr.ID, Type: typ, OriginalQuery: b.Query, CreatedAt: now}
 	runErr := h.execute(ctx, prj, b, e, qr, start)
 	if errors.Is(runErr, records.ErrNoSlot) {
 		return nil, tooManyQueries() // refused, not run: not history
@@ -103,6 +98,27 @@ func argsJSON(args []any) string {
 		return "[]"
 	}
 	return string(b)
+}
+
+// newQuery is a query of the caller's about to run: its history row and its answer.
+func (h *Queries) newQuery(ctx context.Context, prj *store.Project, typ, text string) (*store.Query, *queries.Executed, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := h.now()
+	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: typ, Query: text,
+		DatasetIDs: pq.StringArray{}, CreatedAt: now}
+	return qr, &queries.Executed{QueryID: qr.ID, Type: typ, OriginalQuery: text, CreatedAt: now}, nil
+}
+
+// historyQuery is a query of the project's history, or 404.
+func (h *Queries) historyQuery(ctx context.Context, prj *store.Project, id string) (*store.Query, error) {
+	q, err := h.Store.QueryByID(ctx, prj.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.NotFound("query", id)
+	}
+	return q, err
 }
 
 // userSlot is a user's share of running queries (across replicas).
@@ -500,10 +516,8 @@ func (h *Queries) GetQuery(ctx context.Context, req queryapi.GetQueryRequestObje
 	if err != nil {
 		return nil, err
 	}
-	q, err := h.Store.QueryByID(ctx, prj.ID, req.QueryId)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, apierr.NotFound("query", req.QueryId)
-	} else if err != nil {
+	q, err := h.historyQuery(ctx, prj, req.QueryId)
+	if err != nil {
 		return nil, err
 	}
 	e := &queries.Executed{QueryID: q.ID, Status: q.Status, Type: q.Type, OriginalQuery: q.Query, CreatedAt: q.CreatedAt}

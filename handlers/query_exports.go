@@ -58,10 +58,8 @@ func (h *Queries) ExportQuery(ctx context.Context, req queryapi.ExportQueryReque
 	if err != nil {
 		return nil, err
 	}
-	q, err := h.Store.QueryByID(ctx, prj.ID, req.QueryId)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, apierr.NotFound("query", req.QueryId)
-	} else if err != nil {
+	q, err := h.historyQuery(ctx, prj, req.QueryId)
+	if err != nil {
 		return nil, err
 	}
 	if q.Status != "completed" {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"dataplatform/apierr"
-	"dataplatform/auth"
 	"dataplatform/datasets"
 	"dataplatform/gen/queryapi"
 	"dataplatform/queries"
@@ -18,7 +17,6 @@ import (
 	"dataplatform/store"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // StreamQuery is POST .../queries/stream: the rows of a query as server-sent events, read
@@ -33,14 +31,10 @@ func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryReque
 	}
 	b := req.Body
 	typ := typeOf((*string)(b.Type))
-	p, err := auth.Caller(ctx)
+	qr, e, err := h.newQuery(ctx, prj, typ, b.Query)
 	if err != nil {
 		return nil, err
 	}
-	now := h.now()
-	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: typ, Query: b.Query,
-		DatasetIDs: pq.StringArray{}, CreatedAt: now}
-	e := &queries.Executed{QueryID: qr.ID, Type: typ, OriginalQuery: b.Query, CreatedAt: now}
 	s := &queryStream{h: h, ctx: ctx, prj: prj, qr: qr, e: e, start: start, timeout: projectQueryTimeout}
 	if o := b.Options; o != nil {
 		if o.TimeoutSeconds != nil {
@@ -52,7 +46,7 @@ func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryReque
 	if err == nil {
 		if err = datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err == nil {
 			s.cur, err = records.OpenCursor(ctx, h.Store.DB, prj.OrgID, s.pp.SQL, s.pp.args,
-				records.QueryOptions{Timeout: s.timeout, MaxRows: s.limit, Slot: userSlot(p.UserID)})
+				records.QueryOptions{Timeout: s.timeout, MaxRows: s.limit, Slot: userSlot(*qr.UserID)})
 			if errors.Is(err, records.ErrNoSlot) {
 				return nil, tooManyQueries()
 			} else if err != nil {
