@@ -39,17 +39,7 @@ func (e *env) execute(body map[string]any, tok string) *resp {
 }
 
 // rows is results.rows as text, one line per row, values joined by |.
-func rows(r *resp) string {
-	var lines []string
-	for i := 0; i < r.len("results.rows"); i++ {
-		var vals []string
-		for j := 0; j < r.len(fmt.Sprintf("results.rows.%d", i)); j++ {
-			vals = append(vals, fmt.Sprint(r.get(fmt.Sprintf("results.rows.%d.%d", i, j))))
-		}
-		lines = append(lines, strings.Join(vals, "|"))
-	}
-	return strings.Join(lines, "\n")
-}
+func rows(r *resp) string { return strings.Join(resultSet(r, true), "\n") }
 
 func TestProjectSQLQuery(t *testing.T) {
 	e, customers, orders := queryFixture(t)
