@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"dataplatform/apierr"
@@ -51,15 +50,8 @@ func (r executedResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) 
 	return r.write(w)
 }
 
-var projectQueryCache = struct {
-	sync.Mutex
-	m map[string]cachedExecuted
-}{m: map[string]cachedExecuted{}}
-
-type cachedExecuted struct {
-	e       queries.Executed
-	expires time.Time
-}
+// projectQueryCache keeps executed queries (options.cache) for projectCacheTTL.
+var projectQueryCache = newTTLCache[queries.Executed](maxCached)
 
 func (h *Queries) ExecuteQuery(ctx context.Context, req queryapi.ExecuteQueryRequestObject) (queryapi.ExecuteQueryResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
@@ -128,15 +120,11 @@ func userSlot(userID string) *records.Slot {
 
 // planFacts keeps what the planner said of a query's SQL for a minute, so that repeating a
 // query does not pay for its EXPLAIN each time.
-var planFacts = struct {
-	sync.Mutex
-	m map[string]cachedPlan
-}{m: map[string]cachedPlan{}}
+var planFacts = newTTLCache[cachedPlan](maxCached)
 
 type cachedPlan struct {
 	rows, bytes int64
 	hash        string
-	expires     time.Time
 }
 
 // prepared is a project query mapped onto its datasets, with its bound values.
@@ -324,12 +312,9 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.E
 		aj, _ := json.Marshal(args)
 		sum := sha256.Sum256([]byte(prj.OrgID + "\x00" + prep.SQL + "\x00" + string(aj) + "\x00" + strconv.Itoa(limit) + "\x00" + strconv.FormatBool(explain)))
 		key = hex.EncodeToString(sum[:])
-		projectQueryCache.Lock()
-		hit, ok := projectQueryCache.m[key]
-		projectQueryCache.Unlock()
-		if ok && time.Now().Before(hit.expires) {
-			e.Results, e.Metadata = hit.e.Results, ptr(*hit.e.Metadata)
-			e.Explanation.QueryPlan = hit.e.Explanation.QueryPlan
+		if hit, ok := projectQueryCache.get(key); ok {
+			e.Results, e.Metadata = hit.Results, ptr(*hit.Metadata)
+			e.Explanation.QueryPlan = hit.Explanation.QueryPlan
 			e.Metadata.CacheHit, e.Metadata.ExecutionTimeMS = true, time.Since(start).Milliseconds()
 			e.Explanation.Steps = append(e.Explanation.Steps, "Answered from the cache: the same query ran less than a minute ago")
 			return nil
@@ -339,10 +324,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.E
 		return err
 	}
 	planKey := prj.OrgID + "\x00" + prep.SQL
-	planFacts.Lock()
-	known, ok := planFacts.m[planKey]
-	planFacts.Unlock()
-	fresh := ok && time.Now().Before(known.expires)
+	known, fresh := planFacts.get(planKey)
 	res, err := records.RunQuery(ctx, h.Store.DB, prj.OrgID, prep.SQL, args, records.QueryOptions{Timeout: timeout, MaxRows: limit,
 		Plan: explain || !fresh, Slot: userSlot(*qr.UserID)})
 	if errors.Is(err, records.ErrNoSlot) {
@@ -356,17 +338,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.E
 		if explain {
 			e.Explanation.QueryPlan = plan
 		}
-		known.expires = time.Now().Add(time.Minute)
-		planFacts.Lock()
-		if len(planFacts.m) >= maxCached {
-			for k, v := range planFacts.m {
-				if time.Now().After(v.expires) || len(planFacts.m) >= maxCached {
-					delete(planFacts.m, k)
-				}
-			}
-		}
-		planFacts.m[planKey] = known
-		planFacts.Unlock()
+		planFacts.put(planKey, known, time.Minute)
 	}
 	e.Results = &queries.Results{Columns: res.Columns, Rows: res.Rows, RowCount: len(res.Rows), Truncated: res.Truncated}
 	if e.Results.Columns == nil {
@@ -380,16 +352,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.E
 	}
 	e.Explanation.Steps = append(e.Explanation.Steps, step)
 	if key != "" {
-		projectQueryCache.Lock()
-		if len(projectQueryCache.m) >= maxCached {
-			for k, v := range projectQueryCache.m {
-				if time.Now().After(v.expires) || len(projectQueryCache.m) >= maxCached {
-					delete(projectQueryCache.m, k)
-				}
-			}
-		}
-		projectQueryCache.m[key] = cachedExecuted{e: *e, expires: time.Now().Add(projectCacheTTL)}
-		projectQueryCache.Unlock()
+		projectQueryCache.put(key, *e, projectCacheTTL)
 	}
 	return nil
 }

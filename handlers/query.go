@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"dataplatform/apierr"
@@ -30,15 +29,8 @@ const (
 	maxCached           = 1000
 )
 
-type cachedQuery struct {
-	body    map[string]any
-	expires time.Time
-}
-
-var queryCache = struct {
-	sync.Mutex
-	m map[string]cachedQuery
-}{m: map[string]cachedQuery{}}
+// queryCache keeps record query answers (options.cache) for their cache_ttl.
+var queryCache = newTTLCache[map[string]any](maxCached)
 
 // Query is POST /api/v1/datasets/{id}/data/query: one SELECT of the caller's, checked with
 // PostgreSQL's parser, run read-only under the organization's query role with a timeout.
@@ -95,13 +87,10 @@ func (h *Records) Query(c echo.Context) error {
 		pj, _ := json.Marshal(req.Parameters)
 		sum := sha256.Sum256([]byte(rc.d.OrgID + "\x00" + rc.d.ID + "\x00" + bound + "\x00" + string(pj)))
 		key = hex.EncodeToString(sum[:])
-		queryCache.Lock()
-		hit, ok := queryCache.m[key]
-		queryCache.Unlock()
-		if ok && time.Now().Before(hit.expires) {
-			out := map[string]any{"data": hit.body["data"], "schema": hit.body["schema"]}
+		if hit, ok := queryCache.get(key); ok {
+			out := map[string]any{"data": hit["data"], "schema": hit["schema"]}
 			meta := map[string]any{}
-			for k, v := range hit.body["meta"].(map[string]any) {
+			for k, v := range hit["meta"].(map[string]any) {
 				meta[k] = v
 			}
 			meta["cached"], meta["execution_time_ms"] = true, time.Since(start).Milliseconds()
@@ -132,16 +121,7 @@ func (h *Records) Query(c echo.Context) error {
 		if req.Options.CacheTTL != nil {
 			ttl = time.Duration(*req.Options.CacheTTL) * time.Second
 		}
-		queryCache.Lock()
-		if len(queryCache.m) >= maxCached { // drop the expired, then anything, to stay bounded
-			for k, v := range queryCache.m {
-				if time.Now().After(v.expires) || len(queryCache.m) >= maxCached {
-					delete(queryCache.m, k)
-				}
-			}
-		}
-		queryCache.m[key] = cachedQuery{body: body, expires: time.Now().Add(ttl)}
-		queryCache.Unlock()
+		queryCache.put(key, body, ttl)
 	}
 	return c.JSON(http.StatusOK, body)
 }
