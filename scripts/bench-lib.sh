@@ -61,10 +61,13 @@ bench_rss_while() {
   echo $((peak / 1024))
 }
 
-# bench_median FILE: the median of pgbench's per-transaction log (latency in µs, 3rd field), in ms.
-bench_median() {
-  awk '{print $3}' "$@" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]/1000}'
+# bench_percentile P FILE...: the P-th percentile of pgbench's per-transaction logs (latency
+# in µs, 3rd field), in ms.
+bench_percentile() {
+  local p=$1; shift
+  awk '{print $3}' "$@" | sort -n | awk -v p="$p" '{a[NR]=$1} END {i=int(NR*p/100+0.5); if (i<1) i=1; printf "%.3f", a[i]/1000}'
 }
+bench_median() { bench_percentile 50 "$@"; }
 
 # bench_csv FILE ROWS: the benchmark file: ROWS rows of 10 mixed columns (integer, bigint,
 # numeric, boolean, date, timestamp, uuid, two texts, an integer with gaps).

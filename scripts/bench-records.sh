@@ -45,7 +45,8 @@ cat > "$tmp/page.sql" <<SQL
 SELECT to_jsonb(r) - 'x', json_build_array(amount, id) FROM (SELECT $cols FROM $table WHERE deleted_at IS NULL AND city = 'city7'::text AND amount >= '500'::numeric ORDER BY amount DESC NULLS FIRST, id ASC NULLS LAST LIMIT 21 OFFSET 0) r;
 SQL
 echo "pgbench, the same SELECT, ${secs}s, 32 clients:"
-pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c 32 -j 2 -T "$secs" -f "$tmp/page.sql" postgres 2>/dev/null | grep -E "^tps|latency average"
+(cd "$tmp" && pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c 32 -j 2 -T "$secs" -f page.sql --log --log-prefix=pgpage postgres 2>/dev/null | grep -E "^tps|latency average")
+echo "  pgbench latency: p50 $(bench_percentile 50 "$tmp"/pgpage.*) ms, p99 $(bench_percentile 99 "$tmp"/pgpage.*) ms"
 
 # One record by id.
 wrk -t2 -c32 -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" >/dev/null
