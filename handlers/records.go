@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"dataplatform/apierr"
+	"dataplatform/apiversions"
 	"dataplatform/auth"
 	"dataplatform/datasets"
 	"dataplatform/gen/datasetapi"
@@ -50,6 +51,8 @@ type Description struct {
 	ETag     string
 	Table    *records.Table
 	links    []link
+	versions []apiversions.Version     // every published version, oldest first
+	inputs   map[string]specgen.Input // what renders each past version
 }
 
 type link struct {
@@ -146,6 +149,11 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 		in.Links = append(in.Links, specgen.Link{Name: l.name, Many: l.many})
 	}
 	desc.linksSQL = linksSQL(d.ID, desc.Table, desc.links)
+	if desc.versions, desc.inputs, err = ds.history(ctx, d, in); err != nil {
+		return nil, err
+	}
+	current := desc.versions[len(desc.versions)-1]
+	in.Version, in.APIVersions = current.Version, ds.listed(d.ID, desc.versions)
 	if desc.Doc, desc.JSON, err = specgen.Render(ctx, in); err != nil {
 		return nil, err
 	}
@@ -171,24 +179,24 @@ func relKey(rels []store.Relationship) string {
 }
 
 func (h *Datasets) GetDatasetDescription(ctx context.Context, req datasetapi.GetDatasetDescriptionRequestObject) (datasetapi.GetDatasetDescriptionResponseObject, error) {
-	desc, err := h.description(ctx, req.DatasetId)
+	raw, etag, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
 	if err != nil {
 		return nil, err
 	}
 	var m map[string]any
-	if err := json.Unmarshal(desc.JSON, &m); err != nil {
+	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	return datasetapi.GetDatasetDescription200JSONResponse{Body: m, Headers: datasetapi.GetDatasetDescription200ResponseHeaders{ETag: &desc.ETag}}, nil
+	return datasetapi.GetDatasetDescription200JSONResponse{Body: m, Headers: datasetapi.GetDatasetDescription200ResponseHeaders{ETag: &etag}}, nil
 }
 
 func (h *Datasets) GetDatasetDescriptionYAML(ctx context.Context, req datasetapi.GetDatasetDescriptionYAMLRequestObject) (datasetapi.GetDatasetDescriptionYAMLResponseObject, error) {
-	desc, err := h.description(ctx, req.DatasetId)
+	raw, etag, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
 	if err != nil {
 		return nil, err
 	}
 	var node yaml.Node // keeps the JSON document's key order
-	if err := yaml.Unmarshal(desc.JSON, &node); err != nil {
+	if err := yaml.Unmarshal(raw, &node); err != nil {
 		return nil, err
 	}
 	blockStyle(&node)
@@ -199,7 +207,7 @@ func (h *Datasets) GetDatasetDescriptionYAML(ctx context.Context, req datasetapi
 		return nil, err
 	}
 	return datasetapi.GetDatasetDescriptionYAML200ApplicationyamlResponse{Body: &buf, ContentLength: int64(buf.Len()),
-		Headers: datasetapi.GetDatasetDescriptionYAML200ResponseHeaders{ETag: &desc.ETag}}, nil
+		Headers: datasetapi.GetDatasetDescriptionYAML200ResponseHeaders{ETag: &etag}}, nil
 }
 
 // blockStyle turns a node parsed from JSON (flow style, quoted strings) into ordinary YAML.

@@ -14,6 +14,7 @@ type Meta struct {
 	UserAgent string
 	Path      string
 	Query     url.Values
+	Accept    string // the Accept header (content negotiation in strict handlers)
 }
 
 type key struct{}

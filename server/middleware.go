@@ -63,7 +63,8 @@ func (s *Server) requestMeta(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Set("request_id", id)
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
-		m := &reqmeta.Meta{RequestID: id, IP: c.RealIP(), UserAgent: req.UserAgent(), Path: req.URL.Path, Query: req.URL.Query()}
+		m := &reqmeta.Meta{RequestID: id, IP: c.RealIP(), UserAgent: req.UserAgent(), Path: req.URL.Path, Query: req.URL.Query(),
+			Accept: req.Header.Get("Accept")}
 		c.SetRequest(req.WithContext(reqmeta.With(req.Context(), m)))
 		return next(c)
 	}

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -26,10 +25,21 @@ import (
 type Input struct {
 	DatasetID, Name, Description string
 	SchemaVersion                int
+	Version                      string       // info.version; empty: 1.0.0
+	APIVersions                  []APIVersion // x-api-versions: every published version
 	Table                        datasets.TableDef
 	Links                        []Link // relationships, as links of each record
 	ProductionURL, StagingURL    string
 	GeneratedAt                  time.Time
+}
+
+// APIVersion is one published version as the description lists it.
+type APIVersion struct {
+	Version    string `json:"version"`
+	Status     string `json:"status"`
+	ReleasedAt string `json:"released_at"`
+	SunsetAt   string `json:"sunset_at,omitempty"`
+	URL        string `json:"url"`
 }
 
 // Link is a related collection of a record: `<name>` → url template with {field}.
@@ -118,8 +128,11 @@ type filterParam struct {
 
 // Render makes the description. It is validated before it is returned.
 func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
-	v := view{Input: in, Names: NamesOf(in.Name), Title: in.Name + " API", Version: Version(in.SchemaVersion),
+	v := view{Input: in, Names: NamesOf(in.Name), Title: in.Name + " API", Version: in.Version,
 		GeneratedAt: in.GeneratedAt.UTC().Format(time.RFC3339)}
+	if v.Version == "" {
+		v.Version = "1.0.0"
+	}
 	v.Description = in.Description
 	if v.Description == "" {
 		v.Description = "Records of the " + in.Name + " dataset."
@@ -312,7 +325,3 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 		"required": append([]string{"id", "created_at", "updated_at", "version", "_links"}, required...)}
 	return record, create, update, patch
 }
-
-// Version is the description version of a dataset's schema version (issue 5 replaces this
-// with semantic versions decided by breaking-change checks).
-func Version(schemaVersion int) string { return "1." + strconv.Itoa(schemaVersion-1) + ".0" }

@@ -192,6 +192,14 @@ type SchemaChange struct {
 	CreatedAt     time.Time `db:"created_at"`
 }
 
+// SchemaChanges are a dataset's accepted schema changes, oldest first.
+func SchemaChanges(ctx context.Context, q sqlx.QueryerContext, datasetID string) ([]SchemaChange, error) {
+	var out []SchemaChange
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, dataset_id, schema_version, changes, columns_before, columns_after, created_by, created_at
+		FROM platform.dataset_schema_changes WHERE dataset_id = $1 ORDER BY schema_version`, datasetID)
+	return out, err
+}
+
 // RecordSchemaChange stores c and moves the dataset to its schema version and columns (the
 // tables of a connected dataset, when tables is set).
 func RecordSchemaChange(ctx context.Context, q sqlx.ExtContext, c *SchemaChange, tables bool) error {

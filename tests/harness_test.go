@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 		"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "text/event-stream"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
 	}
+	openapi3filter.RegisterBodyDecoder("text/markdown", openapi3filter.PlainBodyDecoder)
 	os.Exit(pgtest.Main(m))
 }
 

@@ -333,6 +333,72 @@ func (e DatasetSourceType) Valid() bool {
 	}
 }
 
+// Defines values for DescriptionChangeLevel.
+const (
+	Breaking DescriptionChangeLevel = "breaking"
+	Info     DescriptionChangeLevel = "info"
+	Warning  DescriptionChangeLevel = "warning"
+)
+
+// Valid indicates whether the value is a known member of the DescriptionChangeLevel enum.
+func (e DescriptionChangeLevel) Valid() bool {
+	switch e {
+	case Breaking:
+		return true
+	case Info:
+		return true
+	case Warning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DescriptionVersionLevel.
+const (
+	DescriptionVersionLevelInitial DescriptionVersionLevel = "initial"
+	DescriptionVersionLevelMajor   DescriptionVersionLevel = "major"
+	DescriptionVersionLevelMinor   DescriptionVersionLevel = "minor"
+	DescriptionVersionLevelPatch   DescriptionVersionLevel = "patch"
+)
+
+// Valid indicates whether the value is a known member of the DescriptionVersionLevel enum.
+func (e DescriptionVersionLevel) Valid() bool {
+	switch e {
+	case DescriptionVersionLevelInitial:
+		return true
+	case DescriptionVersionLevelMajor:
+		return true
+	case DescriptionVersionLevelMinor:
+		return true
+	case DescriptionVersionLevelPatch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DescriptionVersionStatus.
+const (
+	Current    DescriptionVersionStatus = "current"
+	Deprecated DescriptionVersionStatus = "deprecated"
+	Sunset     DescriptionVersionStatus = "sunset"
+)
+
+// Valid indicates whether the value is a known member of the DescriptionVersionStatus enum.
+func (e DescriptionVersionStatus) Valid() bool {
+	switch e {
+	case Current:
+		return true
+	case Deprecated:
+		return true
+	case Sunset:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobStatus.
 const (
 	JobStatusCancelled JobStatus = "cancelled"
@@ -525,6 +591,48 @@ func (e UploadType) Valid() bool {
 	case UploadTypeNdjson:
 		return true
 	case UploadTypeParquet:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDatasetChangelogParamsFormat.
+const (
+	GetDatasetChangelogParamsFormatJson     GetDatasetChangelogParamsFormat = "json"
+	GetDatasetChangelogParamsFormatMarkdown GetDatasetChangelogParamsFormat = "markdown"
+)
+
+// Valid indicates whether the value is a known member of the GetDatasetChangelogParamsFormat enum.
+func (e GetDatasetChangelogParamsFormat) Valid() bool {
+	switch e {
+	case GetDatasetChangelogParamsFormatJson:
+		return true
+	case GetDatasetChangelogParamsFormatMarkdown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDatasetChangelog200JSONResponseBodyVersionsLevel.
+const (
+	GetDatasetChangelog200JSONResponseBodyVersionsLevelInitial GetDatasetChangelog200JSONResponseBodyVersionsLevel = "initial"
+	GetDatasetChangelog200JSONResponseBodyVersionsLevelMajor   GetDatasetChangelog200JSONResponseBodyVersionsLevel = "major"
+	GetDatasetChangelog200JSONResponseBodyVersionsLevelMinor   GetDatasetChangelog200JSONResponseBodyVersionsLevel = "minor"
+	GetDatasetChangelog200JSONResponseBodyVersionsLevelPatch   GetDatasetChangelog200JSONResponseBodyVersionsLevel = "patch"
+)
+
+// Valid indicates whether the value is a known member of the GetDatasetChangelog200JSONResponseBodyVersionsLevel enum.
+func (e GetDatasetChangelog200JSONResponseBodyVersionsLevel) Valid() bool {
+	switch e {
+	case GetDatasetChangelog200JSONResponseBodyVersionsLevelInitial:
+		return true
+	case GetDatasetChangelog200JSONResponseBodyVersionsLevelMajor:
+		return true
+	case GetDatasetChangelog200JSONResponseBodyVersionsLevelMinor:
+		return true
+	case GetDatasetChangelog200JSONResponseBodyVersionsLevelPatch:
 		return true
 	default:
 		return false
@@ -875,6 +983,40 @@ type DatasetTable struct {
 	Name        string          `json:"name"`
 }
 
+// DescriptionChange defines model for DescriptionChange.
+type DescriptionChange struct {
+	// Id oasdiff's check id, e.g. request-property-removed
+	Id        string                 `json:"id"`
+	Level     DescriptionChangeLevel `json:"level"`
+	Operation *string                `json:"operation,omitempty"`
+	Path      *string                `json:"path,omitempty"`
+	Text      string                 `json:"text"`
+}
+
+// DescriptionChangeLevel defines model for DescriptionChange.Level.
+type DescriptionChangeLevel string
+
+// DescriptionVersion defines model for DescriptionVersion.
+type DescriptionVersion struct {
+	ChangesCount  int                      `json:"changes_count"`
+	DeprecatedAt  *time.Time               `json:"deprecated_at"`
+	Level         DescriptionVersionLevel  `json:"level"`
+	ReleasedAt    time.Time                `json:"released_at"`
+	SchemaVersion int                      `json:"schema_version"`
+	Status        DescriptionVersionStatus `json:"status"`
+	SunsetAt      *time.Time               `json:"sunset_at"`
+
+	// Url The version's description.
+	Url     string `json:"url"`
+	Version string `json:"version"`
+}
+
+// DescriptionVersionLevel defines model for DescriptionVersion.Level.
+type DescriptionVersionLevel string
+
+// DescriptionVersionStatus defines model for DescriptionVersion.Status.
+type DescriptionVersionStatus string
+
 // ErrorEnvelope defines model for ErrorEnvelope.
 type ErrorEnvelope struct {
 	Error struct {
@@ -1121,6 +1263,9 @@ type Limit = int
 // Page defines model for Page.
 type Page = int
 
+// VersionParam defines model for VersionParam.
+type VersionParam = string
+
 // BadRequest defines model for BadRequest.
 type BadRequest = ErrorEnvelope
 
@@ -1141,6 +1286,35 @@ type RateLimitExceeded = ErrorEnvelope
 
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = AuthError
+
+// GetDatasetChangelogParams defines parameters for GetDatasetChangelog.
+type GetDatasetChangelogParams struct {
+	Format *GetDatasetChangelogParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetDatasetChangelogParamsFormat defines parameters for GetDatasetChangelog.
+type GetDatasetChangelogParamsFormat string
+
+// GetDatasetChangelog200JSONResponseBodyVersionsLevel defines parameters for GetDatasetChangelog.
+type GetDatasetChangelog200JSONResponseBodyVersionsLevel string
+
+// GetDatasetCompatibilityParams defines parameters for GetDatasetCompatibility.
+type GetDatasetCompatibilityParams struct {
+	From string  `form:"from" json:"from"`
+	To   *string `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// GetDatasetDescriptionParams defines parameters for GetDatasetDescription.
+type GetDatasetDescriptionParams struct {
+	// Version A published version (x.y.z); default the current one.
+	Version *VersionParam `form:"version,omitempty" json:"version,omitempty"`
+}
+
+// GetDatasetDescriptionYAMLParams defines parameters for GetDatasetDescriptionYAML.
+type GetDatasetDescriptionYAMLParams struct {
+	// Version A published version (x.y.z); default the current one.
+	Version *VersionParam `form:"version,omitempty" json:"version,omitempty"`
+}
 
 // ListDatasetsParams defines parameters for ListDatasets.
 type ListDatasetsParams struct {
@@ -1329,15 +1503,24 @@ func (t *SchemaChange_Column) UnmarshalJSON(b []byte) error {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetDatasetChangelog What changed in each version, with levels (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/changelog)
+	GetDatasetChangelog(ctx echo.Context, datasetId DatasetId, params GetDatasetChangelogParams) error
+	// GetDatasetCompatibility The changes between two versions, and whether clients of the first still work (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/compatibility)
+	GetDatasetCompatibility(ctx echo.Context, datasetId DatasetId, params GetDatasetCompatibilityParams) error
 	// GetDatasetDescription The OpenAPI 3.0 description of the dataset's record API (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/openapi.json)
-	GetDatasetDescription(ctx echo.Context, datasetId DatasetId) error
+	GetDatasetDescription(ctx echo.Context, datasetId DatasetId, params GetDatasetDescriptionParams) error
 	// GetDatasetDescriptionYAML The same description as YAML (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/openapi.yaml)
-	GetDatasetDescriptionYAML(ctx echo.Context, datasetId DatasetId) error
+	GetDatasetDescriptionYAML(ctx echo.Context, datasetId DatasetId, params GetDatasetDescriptionYAMLParams) error
 	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
 	// (PUT /api/v1/datasets/{dataset_id}/schema)
 	ChangeDatasetSchema(ctx echo.Context, datasetId DatasetId) error
+	// GetDatasetVersions Every published version of the dataset's description (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/versions)
+	GetDatasetVersions(ctx echo.Context, datasetId DatasetId) error
 	// GetJob A background job's state and progress (member of the job's organization)
 	// (GET /api/v1/jobs/{job_id})
 	GetJob(ctx echo.Context, jobId string) error
@@ -1384,6 +1567,63 @@ type ServerInterfaceWrapper struct {
 	Handler ServerInterface
 }
 
+// GetDatasetChangelog converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDatasetChangelog(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDatasetChangelogParams
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDatasetChangelog(ctx, datasetId, params)
+	return err
+}
+
+// GetDatasetCompatibility converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDatasetCompatibility(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDatasetCompatibilityParams
+	// ------------- Required query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", ctx.QueryParams(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter to: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDatasetCompatibility(ctx, datasetId, params)
+	return err
+}
+
 // GetDatasetDescription converts echo context to params.
 func (w *ServerInterfaceWrapper) GetDatasetDescription(ctx echo.Context) error {
 	var err error
@@ -1395,8 +1635,17 @@ func (w *ServerInterfaceWrapper) GetDatasetDescription(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDatasetDescriptionParams
+	// ------------- Optional query parameter "version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "version", ctx.QueryParams(), &params.Version, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetDatasetDescription(ctx, datasetId)
+	err = w.Handler.GetDatasetDescription(ctx, datasetId, params)
 	return err
 }
 
@@ -1411,8 +1660,17 @@ func (w *ServerInterfaceWrapper) GetDatasetDescriptionYAML(ctx echo.Context) err
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDatasetDescriptionYAMLParams
+	// ------------- Optional query parameter "version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "version", ctx.QueryParams(), &params.Version, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetDatasetDescriptionYAML(ctx, datasetId)
+	err = w.Handler.GetDatasetDescriptionYAML(ctx, datasetId, params)
 	return err
 }
 
@@ -1429,6 +1687,22 @@ func (w *ServerInterfaceWrapper) ChangeDatasetSchema(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ChangeDatasetSchema(ctx, datasetId)
+	return err
+}
+
+// GetDatasetVersions converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDatasetVersions(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDatasetVersions(ctx, datasetId)
 	return err
 }
 
@@ -1812,6 +2086,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/openapi.json", wrapper.GetDatasetDescription, options.OperationMiddlewares["getDatasetDescription"]...)
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/openapi.yaml", wrapper.GetDatasetDescriptionYAML, options.OperationMiddlewares["getDatasetDescriptionYAML"]...)
 	router.GET(options.BaseURL+"/api/v1/jobs/:job_id", wrapper.GetJob, options.OperationMiddlewares["getJob"]...)
+	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/versions", wrapper.GetDatasetVersions, options.OperationMiddlewares["getDatasetVersions"]...)
+	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/changelog", wrapper.GetDatasetChangelog, options.OperationMiddlewares["getDatasetChangelog"]...)
+	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/compatibility", wrapper.GetDatasetCompatibility, options.OperationMiddlewares["getDatasetCompatibility"]...)
 
 }
 
@@ -1840,8 +2117,288 @@ type RateLimitExceededJSONResponse struct {
 
 type UnauthorizedJSONResponse AuthError
 
+type GetDatasetChangelogRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Params    GetDatasetChangelogParams
+}
+
+type GetDatasetChangelogResponseObject interface {
+	VisitGetDatasetChangelogResponse(w http.ResponseWriter) error
+}
+
+type GetDatasetChangelog200JSONResponse struct {
+	Current   string `json:"current"`
+	DatasetId string `json:"dataset_id"`
+	Versions  []struct {
+		Changes    []DescriptionChange                                 `json:"changes"`
+		Level      GetDatasetChangelog200JSONResponseBodyVersionsLevel `json:"level"`
+		ReleasedAt time.Time                                           `json:"released_at"`
+		Version    string                                              `json:"version"`
+	} `json:"versions"`
+}
+
+func (response GetDatasetChangelog200JSONResponse) VisitGetDatasetChangelogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetChangelog200TextmarkdownResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetDatasetChangelog200TextmarkdownResponse) VisitGetDatasetChangelogResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/markdown")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetDatasetChangelog400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetChangelog400JSONResponse) VisitGetDatasetChangelogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetChangelog401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDatasetChangelog401JSONResponse) VisitGetDatasetChangelogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetChangelog403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDatasetChangelog403JSONResponse) VisitGetDatasetChangelogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetChangelog404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDatasetChangelog404JSONResponse) VisitGetDatasetChangelogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetChangelog409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetDatasetChangelog409JSONResponse) VisitGetDatasetChangelogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetChangelog429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDatasetChangelog429JSONResponse) VisitGetDatasetChangelogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetCompatibilityRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Params    GetDatasetCompatibilityParams
+}
+
+type GetDatasetCompatibilityResponseObject interface {
+	VisitGetDatasetCompatibilityResponse(w http.ResponseWriter) error
+}
+
+type GetDatasetCompatibility200JSONResponse struct {
+	BreakingChanges []DescriptionChange `json:"breaking_changes"`
+	Changes         []DescriptionChange `json:"changes"`
+	Compatible      bool                `json:"compatible"`
+	From            string              `json:"from"`
+	To              string              `json:"to"`
+}
+
+func (response GetDatasetCompatibility200JSONResponse) VisitGetDatasetCompatibilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetCompatibility400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetCompatibility400JSONResponse) VisitGetDatasetCompatibilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetCompatibility401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDatasetCompatibility401JSONResponse) VisitGetDatasetCompatibilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetCompatibility403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDatasetCompatibility403JSONResponse) VisitGetDatasetCompatibilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetCompatibility404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDatasetCompatibility404JSONResponse) VisitGetDatasetCompatibilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetCompatibility409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetDatasetCompatibility409JSONResponse) VisitGetDatasetCompatibilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetCompatibility429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDatasetCompatibility429JSONResponse) VisitGetDatasetCompatibilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetDescriptionRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
+	Params    GetDatasetDescriptionParams
 }
 
 type GetDatasetDescriptionResponseObject interface {
@@ -1973,6 +2530,7 @@ func (response GetDatasetDescription429JSONResponse) VisitGetDatasetDescriptionR
 
 type GetDatasetDescriptionYAMLRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
+	Params    GetDatasetDescriptionYAMLParams
 }
 
 type GetDatasetDescriptionYAMLResponseObject interface {
@@ -2230,6 +2788,131 @@ func (response ChangeDatasetSchema422JSONResponse) VisitChangeDatasetSchemaRespo
 type ChangeDatasetSchema429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response ChangeDatasetSchema429JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetVersionsRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type GetDatasetVersionsResponseObject interface {
+	VisitGetDatasetVersionsResponse(w http.ResponseWriter) error
+}
+
+type GetDatasetVersions200JSONResponse struct {
+	Current   string               `json:"current"`
+	DatasetId string               `json:"dataset_id"`
+	Versions  []DescriptionVersion `json:"versions"`
+}
+
+func (response GetDatasetVersions200JSONResponse) VisitGetDatasetVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetVersions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetVersions400JSONResponse) VisitGetDatasetVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetVersions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDatasetVersions401JSONResponse) VisitGetDatasetVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetVersions403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDatasetVersions403JSONResponse) VisitGetDatasetVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetVersions404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDatasetVersions404JSONResponse) VisitGetDatasetVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetVersions409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetDatasetVersions409JSONResponse) VisitGetDatasetVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetVersions429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDatasetVersions429JSONResponse) VisitGetDatasetVersionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3833,6 +4516,12 @@ func (response GetDatasetSchema429JSONResponse) VisitGetDatasetSchemaResponse(w 
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetDatasetChangelog What changed in each version, with levels (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/changelog)
+	GetDatasetChangelog(ctx context.Context, request GetDatasetChangelogRequestObject) (GetDatasetChangelogResponseObject, error)
+	// GetDatasetCompatibility The changes between two versions, and whether clients of the first still work (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/compatibility)
+	GetDatasetCompatibility(ctx context.Context, request GetDatasetCompatibilityRequestObject) (GetDatasetCompatibilityResponseObject, error)
 	// GetDatasetDescription The OpenAPI 3.0 description of the dataset's record API (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/openapi.json)
 	GetDatasetDescription(ctx context.Context, request GetDatasetDescriptionRequestObject) (GetDatasetDescriptionResponseObject, error)
@@ -3842,6 +4531,9 @@ type StrictServerInterface interface {
 	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
 	// (PUT /api/v1/datasets/{dataset_id}/schema)
 	ChangeDatasetSchema(ctx context.Context, request ChangeDatasetSchemaRequestObject) (ChangeDatasetSchemaResponseObject, error)
+	// GetDatasetVersions Every published version of the dataset's description (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/versions)
+	GetDatasetVersions(ctx context.Context, request GetDatasetVersionsRequestObject) (GetDatasetVersionsResponseObject, error)
 	// GetJob A background job's state and progress (member of the job's organization)
 	// (GET /api/v1/jobs/{job_id})
 	GetJob(ctx context.Context, request GetJobRequestObject) (GetJobResponseObject, error)
@@ -3895,11 +4587,64 @@ type strictHandler struct {
 	middlewares []StrictMiddlewareFunc
 }
 
+// GetDatasetChangelog operation middleware
+func (sh *strictHandler) GetDatasetChangelog(ctx echo.Context, datasetId DatasetId, params GetDatasetChangelogParams) error {
+	var request GetDatasetChangelogRequestObject
+
+	request.DatasetId = datasetId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDatasetChangelog(ctx.Request().Context(), request.(GetDatasetChangelogRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDatasetChangelog")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetChangelogResponseObject); ok {
+		return validResponse.VisitGetDatasetChangelogResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDatasetCompatibility operation middleware
+func (sh *strictHandler) GetDatasetCompatibility(ctx echo.Context, datasetId DatasetId, params GetDatasetCompatibilityParams) error {
+	var request GetDatasetCompatibilityRequestObject
+
+	request.DatasetId = datasetId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDatasetCompatibility(ctx.Request().Context(), request.(GetDatasetCompatibilityRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDatasetCompatibility")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetCompatibilityResponseObject); ok {
+		return validResponse.VisitGetDatasetCompatibilityResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetDatasetDescription operation middleware
-func (sh *strictHandler) GetDatasetDescription(ctx echo.Context, datasetId DatasetId) error {
+func (sh *strictHandler) GetDatasetDescription(ctx echo.Context, datasetId DatasetId, params GetDatasetDescriptionParams) error {
 	var request GetDatasetDescriptionRequestObject
 
 	request.DatasetId = datasetId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetDatasetDescription(ctx.Request().Context(), request.(GetDatasetDescriptionRequestObject))
@@ -3921,10 +4666,11 @@ func (sh *strictHandler) GetDatasetDescription(ctx echo.Context, datasetId Datas
 }
 
 // GetDatasetDescriptionYAML operation middleware
-func (sh *strictHandler) GetDatasetDescriptionYAML(ctx echo.Context, datasetId DatasetId) error {
+func (sh *strictHandler) GetDatasetDescriptionYAML(ctx echo.Context, datasetId DatasetId, params GetDatasetDescriptionYAMLParams) error {
 	var request GetDatasetDescriptionYAMLRequestObject
 
 	request.DatasetId = datasetId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetDatasetDescriptionYAML(ctx.Request().Context(), request.(GetDatasetDescriptionYAMLRequestObject))
@@ -3987,6 +4733,31 @@ func (sh *strictHandler) ChangeDatasetSchema(ctx echo.Context, datasetId Dataset
 		return err
 	} else if validResponse, ok := response.(ChangeDatasetSchemaResponseObject); ok {
 		return validResponse.VisitChangeDatasetSchemaResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDatasetVersions operation middleware
+func (sh *strictHandler) GetDatasetVersions(ctx echo.Context, datasetId DatasetId) error {
+	var request GetDatasetVersionsRequestObject
+
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDatasetVersions(ctx.Request().Context(), request.(GetDatasetVersionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDatasetVersions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetVersionsResponseObject); ok {
+		return validResponse.VisitGetDatasetVersionsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

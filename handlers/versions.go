@@ -1,0 +1,207 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/apiversions"
+	"dataplatform/gen/datasetapi"
+	"dataplatform/ingest"
+	"dataplatform/reqmeta"
+	"dataplatform/specgen"
+	"dataplatform/store"
+)
+
+// history renders the dataset's description at each of its schema versions (the columns
+// before the first change, then after each) and numbers them (apiversions). in is the
+// current description's input; past ones differ in their columns. It also keeps, per past
+// version, the input that renders it.
+func (ds *Descriptions) history(ctx context.Context, d *store.Dataset, in specgen.Input) ([]apiversions.Version, map[string]specgen.Input, error) {
+	changes, err := store.SchemaChanges(ctx, ds.h.Store.DB, d.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	inputs := []specgen.Input{}
+	released := []store.SchemaChange{}
+	first := in
+	first.SchemaVersion, first.GeneratedAt = 1, d.CreatedAt
+	if len(changes) > 0 {
+		var cols []ingest.Column
+		if err := json.Unmarshal([]byte(changes[0].ColumnsBefore), &cols); err != nil {
+			return nil, nil, err
+		}
+		first.Table.Columns, first.SchemaVersion = cols, changes[0].SchemaVersion-1
+	}
+	inputs = append(inputs, first)
+	released = append(released, store.SchemaChange{CreatedAt: d.CreatedAt, SchemaVersion: first.SchemaVersion})
+	for i, c := range changes {
+		x := in
+		if i < len(changes)-1 {
+			var cols []ingest.Column
+			if err := json.Unmarshal([]byte(c.ColumnsAfter), &cols); err != nil {
+				return nil, nil, err
+			}
+			x.Table.Columns = cols
+		}
+		x.SchemaVersion, x.GeneratedAt = c.SchemaVersion, c.CreatedAt
+		inputs = append(inputs, x)
+		released = append(released, c)
+	}
+	states := make([]apiversions.State, len(inputs))
+	for i, x := range inputs {
+		x.Version = "0.0.0" // the same in all: the number is what is being worked out
+		doc, _, err := specgen.Render(ctx, x)
+		if err != nil {
+			return nil, nil, err
+		}
+		states[i] = apiversions.State{SchemaVersion: released[i].SchemaVersion, ReleasedAt: released[i].CreatedAt, Doc: doc}
+	}
+	versions, err := apiversions.History(states, ds.h.now())
+	if err != nil {
+		return nil, nil, err
+	}
+	byVersion := map[string]specgen.Input{}
+	for i, v := range versions {
+		x := inputs[i]
+		x.Version = v.Version
+		byVersion[v.Version] = x
+	}
+	return versions, byVersion, nil
+}
+
+// listed is x-api-versions: every version with its status and description URL.
+func (ds *Descriptions) listed(datasetID string, versions []apiversions.Version) []specgen.APIVersion {
+	out := make([]specgen.APIVersion, len(versions))
+	for i, v := range versions {
+		out[i] = specgen.APIVersion{Version: v.Version, Status: v.Status, ReleasedAt: v.ReleasedAt.UTC().Format("2006-01-02T15:04:05Z"),
+			URL: ds.h.Config.BaseURL + "/api/v1/datasets/" + datasetID + "/openapi.json?version=" + v.Version}
+		if v.SunsetAt != nil {
+			out[i].SunsetAt = v.SunsetAt.UTC().Format("2006-01-02T15:04:05Z")
+		}
+	}
+	return out
+}
+
+// descriptionAt is the dataset's description at version (nil: the current one) as JSON,
+// and its ETag.
+func (h *Datasets) descriptionAt(ctx context.Context, id string, version *string) ([]byte, string, error) {
+	desc, err := h.description(ctx, id)
+	if err != nil {
+		return nil, "", err
+	}
+	current := desc.versions[len(desc.versions)-1].Version
+	if version == nil || *version == current {
+		return desc.JSON, desc.ETag, nil
+	}
+	in, ok := desc.inputs[*version]
+	if !ok {
+		return nil, "", versionNotFound(*version, desc.versions)
+	}
+	in.APIVersions = h.Descriptions().listed(id, desc.versions)
+	_, raw, err := specgen.Render(ctx, in)
+	return raw, fmt.Sprintf(`"%s-v%s"`, id, *version), err
+}
+
+func versionNotFound(v string, versions []apiversions.Version) error {
+	known := make([]string, len(versions))
+	for i, x := range versions {
+		known[i] = x.Version
+	}
+	return apierr.NotFound("version", v).WithDetails(map[string]any{"resource": "version", "id": v, "versions": known})
+}
+
+func (h *Datasets) GetDatasetVersions(ctx context.Context, req datasetapi.GetDatasetVersionsRequestObject) (datasetapi.GetDatasetVersionsResponseObject, error) {
+	desc, err := h.description(ctx, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	out := datasetapi.GetDatasetVersions200JSONResponse{DatasetId: req.DatasetId, Current: desc.versions[len(desc.versions)-1].Version}
+	for _, v := range h.Descriptions().listed(req.DatasetId, desc.versions) {
+		x := apiversions.Find(desc.versions, v.Version)
+		out.Versions = append(out.Versions, datasetapi.DescriptionVersion{Version: v.Version, Status: datasetapi.DescriptionVersionStatus(x.Status),
+			Level: datasetapi.DescriptionVersionLevel(x.Level), SchemaVersion: x.SchemaVersion, ReleasedAt: x.ReleasedAt, DeprecatedAt: x.DeprecatedAt,
+			SunsetAt: x.SunsetAt, ChangesCount: len(x.Changes), Url: v.URL})
+	}
+	return out, nil
+}
+
+func changesOut(cs []apiversions.Change) []datasetapi.DescriptionChange {
+	out := make([]datasetapi.DescriptionChange, len(cs))
+	for i, c := range cs {
+		out[i] = datasetapi.DescriptionChange{Level: datasetapi.DescriptionChangeLevel(c.Level), Id: c.ID, Text: c.Text}
+		if c.Operation != "" {
+			out[i].Operation = ptr(c.Operation)
+		}
+		if c.Path != "" {
+			out[i].Path = ptr(c.Path)
+		}
+	}
+	return out
+}
+
+func (h *Datasets) GetDatasetChangelog(ctx context.Context, req datasetapi.GetDatasetChangelogRequestObject) (datasetapi.GetDatasetChangelogResponseObject, error) {
+	desc, err := h.description(ctx, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	markdown := req.Params.Format != nil && *req.Params.Format == "markdown" ||
+		req.Params.Format == nil && strings.Contains(reqmeta.From(ctx).Accept, "text/markdown")
+	if markdown {
+		var b strings.Builder
+		fmt.Fprintf(&b, "# %s changelog\n", desc.Doc.Info.Title)
+		for i := len(desc.versions) - 1; i >= 0; i-- {
+			v := desc.versions[i]
+			fmt.Fprintf(&b, "\n## %s (%s) - %s\n\n", v.Version, v.Level, v.ReleasedAt.UTC().Format("2006-01-02"))
+			if len(v.Changes) == 0 {
+				b.WriteString("- first version\n")
+			}
+			for _, c := range v.Changes {
+				fmt.Fprintf(&b, "- **%s** `%s %s`: %s\n", c.Level, c.Operation, c.Path, c.Text)
+			}
+		}
+		return datasetapi.GetDatasetChangelog200TextmarkdownResponse{Body: strings.NewReader(b.String()), ContentLength: int64(b.Len())}, nil
+	}
+	out := datasetapi.GetDatasetChangelog200JSONResponse{DatasetId: req.DatasetId, Current: desc.versions[len(desc.versions)-1].Version}
+	for i := len(desc.versions) - 1; i >= 0; i-- {
+		v := desc.versions[i]
+		out.Versions = append(out.Versions, struct {
+			Changes    []datasetapi.DescriptionChange                                 `json:"changes"`
+			Level      datasetapi.GetDatasetChangelog200JSONResponseBodyVersionsLevel `json:"level"`
+			ReleasedAt time.Time                                                      `json:"released_at"`
+			Version    string                                                         `json:"version"`
+		}{changesOut(v.Changes), datasetapi.GetDatasetChangelog200JSONResponseBodyVersionsLevel(v.Level), v.ReleasedAt, v.Version})
+	}
+	return out, nil
+}
+
+func (h *Datasets) GetDatasetCompatibility(ctx context.Context, req datasetapi.GetDatasetCompatibilityRequestObject) (datasetapi.GetDatasetCompatibilityResponseObject, error) {
+	desc, err := h.description(ctx, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	from, to := req.Params.From, desc.versions[len(desc.versions)-1].Version
+	if req.Params.To != nil {
+		to = *req.Params.To
+	}
+	for _, v := range []string{from, to} {
+		if apiversions.Find(desc.versions, v) == nil {
+			return nil, versionNotFound(v, desc.versions)
+		}
+	}
+	changes, err := apiversions.Between(desc.versions, from, to)
+	if err != nil {
+		return nil, apierr.Field("query.from", "order", "from must be a version before to")
+	}
+	out := datasetapi.GetDatasetCompatibility200JSONResponse{From: from, To: to, Changes: changesOut(changes), BreakingChanges: []datasetapi.DescriptionChange{}}
+	for _, c := range out.Changes {
+		if c.Level == "breaking" {
+			out.BreakingChanges = append(out.BreakingChanges, c)
+		}
+	}
+	out.Compatible = len(out.BreakingChanges) == 0
+	return out, nil
+}

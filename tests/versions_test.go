@@ -1,0 +1,91 @@
+package tests
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDescriptionVersions: three schema changes (an optional column added, a column made
+// required, a column dropped) release 1.0.0 → 1.1.0 → 2.0.0 → 3.0.0; the changelog names
+// each change with its level; compatibility between 1.1.0 and 3.0.0 lists the breaking ones;
+// older versions stay retrievable.
+func TestDescriptionVersions(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Customers", "c.csv", "name,email\nAnn,ann@example.com\nBob,\n")
+	e.waitDataset(e.ownerToken, id)
+	base := "/api/v1/datasets/" + id
+	if d := e.do("GET", base+"/openapi.json", nil, own).status(200); d.str("info.version") != "1.0.0" || d.str("x-api-versions.0.status") != "current" {
+		t.Fatalf("first version: %s", d.Body)
+	}
+	change := func(c map[string]any) {
+		t.Helper()
+		e.do("PUT", base+"/schema", map[string]any{"changes": []any{c}}, own).status(200)
+	}
+	change(map[string]any{"op": "add_column", "column": map[string]any{"name": "phone", "type": "text"}})
+	e.do("PATCH", "/api/v1/datasets/"+id+"/data/2", map[string]any{"email": "bob@example.com"}, own).status(200)
+	change(map[string]any{"op": "alter_column", "column": "email", "required": true})
+	change(map[string]any{"op": "drop_column", "column": "phone"})
+
+	v := e.do("GET", base+"/versions", nil, own).status(200)
+	var got []string
+	for i := 0; i < v.len("versions"); i++ {
+		p := "versions." + string(rune('0'+i)) + "."
+		got = append(got, v.str(p+"version")+"/"+v.str(p+"level")+"/"+v.str(p+"status"))
+	}
+	if strings.Join(got, " ") != "1.0.0/initial/deprecated 1.1.0/minor/deprecated 2.0.0/major/deprecated 3.0.0/major/current" || v.str("current") != "3.0.0" {
+		t.Fatalf("versions: %v\n%s", got, v.Body)
+	}
+	if v.get("versions.0.sunset_at") == nil || v.get("versions.3.sunset_at") != nil || v.get("versions.1.deprecated_at") == nil {
+		t.Fatalf("deprecation and sunset dates: %s", v.Body)
+	}
+	d := e.do("GET", base+"/openapi.json", nil, own).status(200)
+	if d.str("info.version") != "3.0.0" || d.len("x-api-versions") != 4 {
+		t.Fatalf("current description: %s", d.Body)
+	}
+	// Older versions are still served, as they were.
+	old := e.do("GET", base+"/openapi.json?version=1.1.0", nil, own).status(200)
+	if old.str("info.version") != "1.1.0" || !strings.Contains(string(old.Body), `"phone"`) || strings.Contains(string(d.Body), `"phone"`) {
+		t.Fatalf("version 1.1.0: %s", old.Body)
+	}
+	if y := e.do("GET", base+"/openapi.yaml?version=1.0.0", nil, own).status(200); !strings.Contains(string(y.Body), "version: 1.0.0") {
+		t.Fatalf("yaml 1.0.0: %s", y.Body)
+	}
+	e.do("GET", base+"/openapi.json?version=9.9.9", nil, own).apiError(404, "NOT_FOUND")
+	e.do("GET", base+"/openapi.json?version=latest", nil, own).apiError(400, "VALIDATION_ERROR", "query.version", "pattern")
+
+	// The changelog: newest first, every change with its level.
+	c := e.do("GET", base+"/changelog", nil, own).status(200)
+	body := string(c.Body)
+	if c.str("versions.0.version") != "3.0.0" || c.str("versions.0.level") != "major" || !strings.Contains(body, `"level":"breaking"`) ||
+		!strings.Contains(body, "removed the request property `phone`") || !strings.Contains(body, "became required") ||
+		!strings.Contains(body, "added the new optional request property `phone`") {
+		t.Fatalf("changelog: %s", body)
+	}
+	md := e.do("GET", base+"/changelog", nil, own, header{"Accept": "text/markdown"}).status(200)
+	if !strings.HasPrefix(string(md.Body), "# Customers API changelog") || !strings.Contains(string(md.Body), "## 2.0.0 (major)") ||
+		!strings.Contains(string(md.Body), "**breaking**") || !strings.HasPrefix(md.Header.Get("Content-Type"), "text/markdown") {
+		t.Fatalf("markdown changelog: %s", md.Body)
+	}
+	if md := e.do("GET", base+"/changelog?format=markdown", nil, own).status(200); !strings.HasPrefix(string(md.Body), "# ") {
+		t.Fatalf("format=markdown: %s", md.Body)
+	}
+
+	// Compatibility, as a CI gate.
+	cp := e.do("GET", base+"/compatibility?from=1.1.0&to=3.0.0", nil, own).status(200)
+	if cp.get("compatible") != false || cp.len("breaking_changes") == 0 || !strings.Contains(string(cp.Body), "became required") ||
+		!strings.Contains(string(cp.Body), "removed the request property `phone`") {
+		t.Fatalf("compatibility 1.1.0 → 3.0.0: %s", cp.Body)
+	}
+	if cp := e.do("GET", base+"/compatibility?from=1.0.0&to=1.1.0", nil, own).status(200); cp.get("compatible") != true || cp.len("changes") == 0 {
+		t.Fatalf("compatibility 1.0.0 → 1.1.0: %s", cp.Body)
+	}
+	if cp := e.do("GET", base+"/compatibility?from=2.0.0", nil, own).status(200); cp.str("to") != "3.0.0" || cp.get("compatible") != false {
+		t.Fatalf("compatibility to the current version: %s", cp.Body)
+	}
+	e.do("GET", base+"/compatibility?from=3.0.0&to=1.0.0", nil, own).apiError(400, "VALIDATION_ERROR", "query.from", "order")
+	e.do("GET", base+"/compatibility?from=4.0.0", nil, own).apiError(404, "NOT_FOUND")
+	e.do("GET", base+"/compatibility", nil, own).apiError(400, "VALIDATION_ERROR", "query.from", "required")
+	stranger := newEnv(t)
+	stranger.do("GET", base+"/versions", nil, bearer(stranger.ownerToken)).apiError(404, "DATASET_NOT_FOUND")
+}
