@@ -15,7 +15,7 @@ import (
 func render(t *testing.T, v int, cols ...ingest.Column) *openapi3.T {
 	t.Helper()
 	doc, _, err := specgen.Render(context.Background(), specgen.Input{DatasetID: "ds_abc", Name: "customers", SchemaVersion: v,
-		Table: datasets.TableDef{Name: "ds_abc", Schema: "org_a", Relation: "ds_abc", Columns: cols},
+		Table:         datasets.TableDef{Name: "ds_abc", Schema: "org_a", Relation: "ds_abc", Columns: cols},
 		ProductionURL: "https://api.example.com", StagingURL: "https://staging.example.com", GeneratedAt: time.Unix(int64(v), 0)})
 	if err != nil {
 		t.Fatal(err)

@@ -51,7 +51,7 @@ type Description struct {
 	ETag     string
 	Table    *records.Table
 	links    []link
-	versions []apiversions.Version     // every published version, oldest first
+	versions []apiversions.Version    // every published version, oldest first
 	inputs   map[string]specgen.Input // what renders each past version
 }
 
