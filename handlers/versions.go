@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -204,4 +205,33 @@ func (h *Datasets) GetDatasetCompatibility(ctx context.Context, req datasetapi.G
 	}
 	out.Compatible = len(out.BreakingChanges) == 0
 	return out, nil
+}
+
+// VersionHeaders are the response headers of a record request made against version (the
+// client's X-API-Version): Deprecation (RFC 9745), Sunset (RFC 8594) and a successor-version
+// link when it is not the current one; none when version is empty or current. An unknown
+// version is a validation error.
+func (d *Description) VersionHeaders(datasetID, baseURL, version string) (map[string]string, error) {
+	if version == "" {
+		return nil, nil
+	}
+	v := apiversions.Find(d.versions, version)
+	if v == nil {
+		known := make([]string, len(d.versions))
+		for i, x := range d.versions {
+			known[i] = x.Version
+		}
+		return nil, apierr.Field("header.X-API-Version", "enum", "no version "+version+" of this dataset's API; versions: "+strings.Join(known, ", "))
+	}
+	if v.DeprecatedAt == nil {
+		return nil, nil
+	}
+	h := map[string]string{
+		"Deprecation": fmt.Sprintf("@%d", v.DeprecatedAt.Unix()),
+		"Link":        fmt.Sprintf(`<%s/api/v1/datasets/%s/openapi.json>; rel="successor-version"`, baseURL, datasetID),
+	}
+	if v.SunsetAt != nil {
+		h["Sunset"] = v.SunsetAt.UTC().Format(http.TimeFormat)
+	}
+	return h, nil
 }

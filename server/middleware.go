@@ -256,6 +256,13 @@ func (s *Server) recordRoute(c echo.Context, rt *route) (*route, error) {
 		return nil, echo.NewHTTPError(http.StatusMethodNotAllowed)
 	}
 	op := item.GetOperation(method)
+	vh, err := desc.VersionHeaders(d.ID, s.cfg.BaseURL, c.Request().Header.Get("X-API-Version"))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range vh {
+		c.Response().Header().Set(k, v)
+	}
 	unsecured := *op
 	unsecured.Security = &openapi3.SecurityRequirements{}
 	handlers.WithRecordContext(c, d, desc)

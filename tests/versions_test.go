@@ -89,3 +89,22 @@ func TestDescriptionVersions(t *testing.T) {
 	stranger := newEnv(t)
 	stranger.do("GET", base+"/versions", nil, bearer(stranger.ownerToken)).apiError(404, "DATASET_NOT_FOUND")
 }
+
+// TestDeprecatedVersionHeaders: a record request naming a deprecated version in
+// X-API-Version is answered with Deprecation, Sunset and a successor-version link.
+func TestDeprecatedVersionHeaders(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Items", "i.csv", "name,size\npen,1\n")
+	e.waitDataset(e.ownerToken, id)
+	base := "/api/v1/datasets/" + id
+	e.do("PUT", base+"/schema", map[string]any{"changes": []any{map[string]any{"op": "drop_column", "column": "size"}}}, own).status(200)
+	r := e.do("GET", base+"/data", nil, own, header{"X-API-Version": "1.0.0"}).status(200)
+	if !strings.HasPrefix(r.Header.Get("Deprecation"), "@") || r.Header.Get("Sunset") == "" || !strings.Contains(r.Header.Get("Link"), `rel="successor-version"`) {
+		t.Fatalf("deprecated version headers: %v", r.Header)
+	}
+	if r := e.do("GET", base+"/data", nil, own, header{"X-API-Version": "2.0.0"}).status(200); r.Header.Get("Deprecation") != "" {
+		t.Fatalf("the current version is not deprecated: %v", r.Header)
+	}
+	e.do("GET", base+"/data", nil, own, header{"X-API-Version": "7.0.0"}).apiError(400, "VALIDATION_ERROR", "header.X-API-Version", "enum")
+}
