@@ -235,3 +235,83 @@ func (d *Description) VersionHeaders(datasetID, baseURL, version string) (map[st
 	}
 	return h, nil
 }
+
+// GetDatasetJSONSchema is a record of the dataset (at a version) as JSON Schema 2020-12.
+func (h *Datasets) GetDatasetJSONSchema(ctx context.Context, req datasetapi.GetDatasetJSONSchemaRequestObject) (datasetapi.GetDatasetJSONSchemaResponseObject, error) {
+	raw, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Info struct {
+			Title   string `json:"title"`
+			Version string `json:"version"`
+		} `json:"info"`
+		Components struct {
+			Schemas map[string]any `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	desc, err := h.description(ctx, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	record, ok := doc.Components.Schemas[desc.singular].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the description has no %s schema", desc.singular)
+	}
+	out := jsonSchema(record).(map[string]any)
+	out["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	out["$id"] = h.Config.BaseURL + "/api/v1/datasets/" + req.DatasetId + "/schema?version=" + doc.Info.Version
+	out["title"] = desc.singular
+	out["x-version"] = doc.Info.Version
+	defs := map[string]any{}
+	for _, kind := range []string{"Create", "Update"} {
+		if s, ok := doc.Components.Schemas[desc.singular+kind]; ok {
+			defs[desc.singular+kind] = jsonSchema(s)
+		}
+	}
+	out["$defs"] = defs
+	return datasetapi.GetDatasetJSONSchema200ApplicationSchemaPlusJSONResponse(out), nil
+}
+
+// jsonSchema turns an OpenAPI 3.0 schema into JSON Schema 2020-12: nullable becomes a null
+// type (or a null alternative), local component references point into $defs, and the
+// OpenAPI-only keywords go.
+func jsonSchema(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, val := range x {
+			switch k {
+			case "nullable", "discriminator", "xml", "externalDocs", "example":
+			case "$ref":
+				if s, ok := val.(string); ok {
+					out[k] = strings.Replace(s, "#/components/schemas/", "#/$defs/", 1)
+				}
+			default:
+				out[k] = jsonSchema(val)
+			}
+		}
+		if x["nullable"] == true {
+			if t, ok := out["type"].(string); ok {
+				out["type"] = []any{t, "null"}
+			} else if _, ok := out["type"]; !ok {
+				return map[string]any{"anyOf": []any{out, map[string]any{"type": "null"}}}
+			}
+			if e, ok := out["enum"].([]any); ok {
+				out["enum"] = append(e, nil)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonSchema(e)
+		}
+		return out
+	}
+	return v
+}

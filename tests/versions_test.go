@@ -108,3 +108,27 @@ func TestDeprecatedVersionHeaders(t *testing.T) {
 	}
 	e.do("GET", base+"/data", nil, own, header{"X-API-Version": "7.0.0"}).apiError(400, "VALIDATION_ERROR", "header.X-API-Version", "enum")
 }
+
+// TestDatasetJSONSchema: a record as JSON Schema, nullable columns as null types, at any
+// version.
+func TestDatasetJSONSchema(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Items", "i.csv", "name,size\npen,1\nbox,\n")
+	e.waitDataset(e.ownerToken, id)
+	base := "/api/v1/datasets/" + id
+	s := e.do("GET", base+"/schema", nil, own).status(200)
+	body := string(s.Body)
+	if !strings.Contains(body, `"$schema":"https://json-schema.org/draft/2020-12/schema"`) || !strings.Contains(body, `"x-version":"1.0.0"`) || !strings.Contains(body, `"type":"object"`) ||
+		!strings.Contains(body, `"size":{`) || !strings.Contains(body, `"null"`) || strings.Contains(body, `"nullable"`) ||
+		!strings.Contains(body, `"$defs":{"ItemCreate"`) || !strings.HasPrefix(s.Header.Get("Content-Type"), "application/schema+json") {
+		t.Fatalf("JSON Schema: %s", body)
+	}
+	e.do("PUT", base+"/schema", map[string]any{"changes": []any{map[string]any{"op": "drop_column", "column": "size"}}}, own).status(200)
+	if s := e.do("GET", base+"/schema", nil, own).status(200); strings.Contains(string(s.Body), `"size"`) || !strings.Contains(string(s.Body), `"x-version":"2.0.0"`) {
+		t.Fatalf("after the change: %s", s.Body)
+	}
+	if s := e.do("GET", base+"/schema?version=1.0.0", nil, own).status(200); !strings.Contains(string(s.Body), `"size"`) {
+		t.Fatalf("version 1.0.0: %s", s.Body)
+	}
+}

@@ -1316,6 +1316,12 @@ type GetDatasetDescriptionYAMLParams struct {
 	Version *VersionParam `form:"version,omitempty" json:"version,omitempty"`
 }
 
+// GetDatasetJSONSchemaParams defines parameters for GetDatasetJSONSchema.
+type GetDatasetJSONSchemaParams struct {
+	// Version A published version (x.y.z); default the current one.
+	Version *VersionParam `form:"version,omitempty" json:"version,omitempty"`
+}
+
 // ListDatasetsParams defines parameters for ListDatasets.
 type ListDatasetsParams struct {
 	// Page Page number, starting at 1.
@@ -1515,6 +1521,9 @@ type ServerInterface interface {
 	// GetDatasetDescriptionYAML The same description as YAML (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/openapi.yaml)
 	GetDatasetDescriptionYAML(ctx echo.Context, datasetId DatasetId, params GetDatasetDescriptionYAMLParams) error
+	// GetDatasetJSONSchema A record of the dataset as JSON Schema (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/schema)
+	GetDatasetJSONSchema(ctx echo.Context, datasetId DatasetId, params GetDatasetJSONSchemaParams) error
 	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
 	// (PUT /api/v1/datasets/{dataset_id}/schema)
 	ChangeDatasetSchema(ctx echo.Context, datasetId DatasetId) error
@@ -1671,6 +1680,31 @@ func (w *ServerInterfaceWrapper) GetDatasetDescriptionYAML(ctx echo.Context) err
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetDatasetDescriptionYAML(ctx, datasetId, params)
+	return err
+}
+
+// GetDatasetJSONSchema converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDatasetJSONSchema(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDatasetJSONSchemaParams
+	// ------------- Optional query parameter "version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "version", ctx.QueryParams(), &params.Version, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDatasetJSONSchema(ctx, datasetId, params)
 	return err
 }
 
@@ -2082,6 +2116,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/preview", wrapper.PreviewDataset, options.OperationMiddlewares["previewDataset"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/schema", wrapper.GetDatasetSchema, options.OperationMiddlewares["getDatasetSchema"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/refresh", wrapper.RefreshDataset, options.OperationMiddlewares["refreshDataset"]...)
+	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/schema", wrapper.GetDatasetJSONSchema, options.OperationMiddlewares["getDatasetJSONSchema"]...)
 	router.PUT(options.BaseURL+"/api/v1/datasets/:dataset_id/schema", wrapper.ChangeDatasetSchema, options.OperationMiddlewares["changeDatasetSchema"]...)
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/openapi.json", wrapper.GetDatasetDescription, options.OperationMiddlewares["getDatasetDescription"]...)
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/openapi.yaml", wrapper.GetDatasetDescriptionYAML, options.OperationMiddlewares["getDatasetDescriptionYAML"]...)
@@ -2638,6 +2673,128 @@ func (response GetDatasetDescriptionYAML409JSONResponse) VisitGetDatasetDescript
 type GetDatasetDescriptionYAML429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response GetDatasetDescriptionYAML429JSONResponse) VisitGetDatasetDescriptionYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetJSONSchemaRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Params    GetDatasetJSONSchemaParams
+}
+
+type GetDatasetJSONSchemaResponseObject interface {
+	VisitGetDatasetJSONSchemaResponse(w http.ResponseWriter) error
+}
+
+type GetDatasetJSONSchema200ApplicationSchemaPlusJSONResponse map[string]interface{}
+
+func (response GetDatasetJSONSchema200ApplicationSchemaPlusJSONResponse) VisitGetDatasetJSONSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/schema+json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetJSONSchema400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetJSONSchema400JSONResponse) VisitGetDatasetJSONSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetJSONSchema401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDatasetJSONSchema401JSONResponse) VisitGetDatasetJSONSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetJSONSchema403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDatasetJSONSchema403JSONResponse) VisitGetDatasetJSONSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetJSONSchema404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDatasetJSONSchema404JSONResponse) VisitGetDatasetJSONSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetJSONSchema409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetDatasetJSONSchema409JSONResponse) VisitGetDatasetJSONSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetJSONSchema429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDatasetJSONSchema429JSONResponse) VisitGetDatasetJSONSchemaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4528,6 +4685,9 @@ type StrictServerInterface interface {
 	// GetDatasetDescriptionYAML The same description as YAML (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/openapi.yaml)
 	GetDatasetDescriptionYAML(ctx context.Context, request GetDatasetDescriptionYAMLRequestObject) (GetDatasetDescriptionYAMLResponseObject, error)
+	// GetDatasetJSONSchema A record of the dataset as JSON Schema (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/schema)
+	GetDatasetJSONSchema(ctx context.Context, request GetDatasetJSONSchemaRequestObject) (GetDatasetJSONSchemaResponseObject, error)
 	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
 	// (PUT /api/v1/datasets/{dataset_id}/schema)
 	ChangeDatasetSchema(ctx context.Context, request ChangeDatasetSchemaRequestObject) (ChangeDatasetSchemaResponseObject, error)
@@ -4685,6 +4845,32 @@ func (sh *strictHandler) GetDatasetDescriptionYAML(ctx echo.Context, datasetId D
 		return err
 	} else if validResponse, ok := response.(GetDatasetDescriptionYAMLResponseObject); ok {
 		return validResponse.VisitGetDatasetDescriptionYAMLResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDatasetJSONSchema operation middleware
+func (sh *strictHandler) GetDatasetJSONSchema(ctx echo.Context, datasetId DatasetId, params GetDatasetJSONSchemaParams) error {
+	var request GetDatasetJSONSchemaRequestObject
+
+	request.DatasetId = datasetId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDatasetJSONSchema(ctx.Request().Context(), request.(GetDatasetJSONSchemaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDatasetJSONSchema")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetJSONSchemaResponseObject); ok {
+		return validResponse.VisitGetDatasetJSONSchemaResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
