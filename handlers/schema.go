@@ -306,34 +306,7 @@ func (h *Datasets) ChangeDatasetSchema(ctx context.Context, req datasetapi.Chang
 	}
 	var out datasetapi.ChangeDatasetSchema200JSONResponse
 	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		d, err := store.DatasetForUserAnyProject(ctx, tx, req.DatasetId, p.UserID)
-		if errors.Is(err, store.ErrNotFound) {
-			return apierr.New(http.StatusNotFound, "DATASET_NOT_FOUND", "dataset not found").WithDetails(map[string]any{"dataset_id": req.DatasetId})
-		} else if err != nil {
-			return err
-		}
-		if err := auth.AccessFor(p, d.OrgID, d.Role).Need("datasets:write"); err != nil {
-			return err
-		}
-		if d, err = store.DatasetByID(ctx, tx, d.ID, true); err != nil {
-			return err
-		}
-		if err := active(d, "its schema can be changed"); err != nil {
-			return err
-		}
-		if d.Type == "database" {
-			return apierr.Conflict("type", "a connected dataset's schema is its database's: change it there, then refresh the dataset")
-		}
-		if v := req.Body.ExpectedVersion; v != nil && *v != d.SchemaVersion {
-			return apierr.New(http.StatusConflict, "SCHEMA_VERSION_CONFLICT",
-				fmt.Sprintf("the schema is at version %d, not %d", d.SchemaVersion, *v)).
-				WithDetails(map[string]any{"schema_version": d.SchemaVersion, "expected_version": *v})
-		}
-		var before []ingest.Column
-		if err := json.Unmarshal([]byte(d.Columns), &before); err != nil {
-			return err
-		}
-		after, err := h.applyChanges(ctx, tx, d, before, req.Body.Changes)
+		d, before, after, err := h.alterSchema(ctx, tx, p, req.DatasetId, req.Body)
 		if err != nil {
 			return err
 		}
@@ -362,6 +335,41 @@ func (h *Datasets) ChangeDatasetSchema(ctx context.Context, req datasetapi.Chang
 		return nil, err
 	}
 	return out, nil
+}
+
+// alterSchema applies a schema change request to the dataset's table in tx (locking the
+// dataset row) and answers the dataset with its columns before and after. The caller
+// commits it (PUT) or rolls it back (a dry run).
+func (h *Datasets) alterSchema(ctx context.Context, tx *sqlx.Tx, p *auth.Principal, id string, body *datasetapi.SchemaChangeRequest) (*store.Dataset, []ingest.Column, []ingest.Column, error) {
+	d, err := store.DatasetForUserAnyProject(ctx, tx, id, p.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, nil, apierr.New(http.StatusNotFound, "DATASET_NOT_FOUND", "dataset not found").WithDetails(map[string]any{"dataset_id": id})
+	} else if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := auth.AccessFor(p, d.OrgID, d.Role).Need("datasets:write"); err != nil {
+		return nil, nil, nil, err
+	}
+	if d, err = store.DatasetByID(ctx, tx, d.ID, true); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := active(d, "its schema can be changed"); err != nil {
+		return nil, nil, nil, err
+	}
+	if d.Type == "database" {
+		return nil, nil, nil, apierr.Conflict("type", "a connected dataset's schema is its database's: change it there, then refresh the dataset")
+	}
+	if v := body.ExpectedVersion; v != nil && *v != d.SchemaVersion {
+		return nil, nil, nil, apierr.New(http.StatusConflict, "SCHEMA_VERSION_CONFLICT",
+			fmt.Sprintf("the schema is at version %d, not %d", d.SchemaVersion, *v)).
+			WithDetails(map[string]any{"schema_version": d.SchemaVersion, "expected_version": *v})
+	}
+	var before []ingest.Column
+	if err := json.Unmarshal([]byte(d.Columns), &before); err != nil {
+		return nil, nil, nil, err
+	}
+	after, err := h.applyChanges(ctx, tx, d, before, body.Changes)
+	return d, before, after, err
 }
 
 func columnsOut(cols []ingest.Column) []datasetapi.DatasetColumn {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,11 +11,14 @@ import (
 
 	"dataplatform/apierr"
 	"dataplatform/apiversions"
+	"dataplatform/auth"
 	"dataplatform/gen/datasetapi"
 	"dataplatform/ingest"
 	"dataplatform/reqmeta"
 	"dataplatform/specgen"
 	"dataplatform/store"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // history renders the dataset's description at each of its schema versions (the columns
@@ -314,4 +318,68 @@ func jsonSchema(v any) any {
 		return out
 	}
 	return v
+}
+
+// errDryRun rolls a dry run's transaction back.
+var errDryRun = errors.New("dry run")
+
+// ValidateDatasetSchema applies a schema change in a transaction it rolls back, and says
+// what the change would release.
+func (h *Datasets) ValidateDatasetSchema(ctx context.Context, req datasetapi.ValidateDatasetSchemaRequestObject) (datasetapi.ValidateDatasetSchemaResponseObject, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var after []ingest.Column
+	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		if _, _, after, err = h.alterSchema(ctx, tx, p, req.DatasetId, req.Body); err != nil {
+			return err
+		}
+		return errDryRun
+	})
+	desc, derr := h.description(ctx, req.DatasetId)
+	if derr != nil {
+		return nil, derr
+	}
+	current := desc.versions[len(desc.versions)-1]
+	out := datasetapi.ValidateDatasetSchema200JSONResponse{CurrentVersion: current.Version, Valid: true, BreakingChanges: []datasetapi.DescriptionChange{},
+		Changes: []datasetapi.DescriptionChange{}, Violations: []map[string]any{}}
+	var ae *apierr.Error
+	switch {
+	case errors.As(err, &ae) && ae.Code == "SCHEMA_VIOLATION":
+		out.Valid = false
+		b, _ := json.Marshal(ae.Details.(map[string]any)["violations"])
+		if err := json.Unmarshal(b, &out.Violations); err != nil {
+			return nil, err
+		}
+		return out, nil
+	case !errors.Is(err, errDryRun):
+		return nil, err
+	}
+	in := desc.inputs[current.Version]
+	in.Table.Columns, in.Version, in.SchemaVersion = after, "0.0.0", in.SchemaVersion+1
+	next, _, err := specgen.Render(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	changes, changed, err := apiversions.Compare(desc.Doc, next)
+	if err != nil {
+		return nil, err
+	}
+	level := apiversions.Level(changes, changed)
+	if level == "" {
+		level = "patch"
+	}
+	v, _ := apiversions.Parse(current.Version)
+	out.NextVersion, out.Level = ptr(v.Bump(level).String()), ptr(datasetapi.ValidateDatasetSchema200JSONResponseBodyLevel(level))
+	out.Changes = changesOut(changes)
+	for _, c := range out.Changes {
+		if c.Level == "breaking" {
+			out.BreakingChanges = append(out.BreakingChanges, c)
+		}
+	}
+	cols := columnsOut(after)
+	out.Columns = &cols
+	return out, nil
 }

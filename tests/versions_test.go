@@ -132,3 +132,40 @@ func TestDatasetJSONSchema(t *testing.T) {
 		t.Fatalf("version 1.0.0: %s", s.Body)
 	}
 }
+
+// TestValidateSchemaChange: a dry run tells the version a change would release, its
+// breaking changes and the rows that violate it, and changes nothing.
+func TestValidateSchemaChange(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "People", "p.csv", "name,email,age\nAnn,ann@example.com,30\nBob,,41\n")
+	e.waitDataset(e.ownerToken, id)
+	url := "/api/v1/datasets/" + id + "/validate-schema"
+	dry := func(c map[string]any) *resp {
+		t.Helper()
+		return e.do("POST", url, map[string]any{"changes": []any{c}}, own).status(200)
+	}
+	r := dry(map[string]any{"op": "alter_column", "column": "email", "required": true})
+	if r.get("valid") != false || r.len("violations") != 1 || !strings.Contains(string(r.Body), "Bob") && !strings.Contains(string(r.Body), `"id":2`) || r.get("next_version") != nil {
+		t.Fatalf("violated change: %s", r.Body)
+	}
+	r = dry(map[string]any{"op": "drop_column", "column": "age"})
+	if r.get("valid") != true || r.str("current_version") != "1.0.0" || r.str("next_version") != "2.0.0" || r.str("level") != "major" ||
+		r.len("breaking_changes") == 0 || !strings.Contains(string(r.Body), "removed the request property `age`") {
+		t.Fatalf("breaking change: %s", r.Body)
+	}
+	r = dry(map[string]any{"op": "add_column", "column": map[string]any{"name": "city", "type": "text"}})
+	if r.get("valid") != true || r.str("next_version") != "1.1.0" || r.str("level") != "minor" || r.len("breaking_changes") != 0 {
+		t.Fatalf("additive change: %s", r.Body)
+	}
+	e.do("POST", url, map[string]any{"changes": []any{map[string]any{"op": "drop_column", "column": "nope"}}}, own).apiError(400, "VALIDATION_ERROR")
+	// Nothing changed.
+	if v := e.do("GET", "/api/v1/datasets/"+id+"/versions", nil, own).status(200); v.len("versions") != 1 {
+		t.Fatalf("a dry run released a version: %s", v.Body)
+	}
+	if rec := e.do("GET", "/api/v1/datasets/"+id+"/data/1", nil, own).status(200); rec.num("age") != 30 {
+		t.Fatalf("a dry run changed the table: %s", rec.Body)
+	}
+	_, viewer := e.member(e.orgID, "viewer")
+	e.do("POST", url, map[string]any{"changes": []any{map[string]any{"op": "drop_column", "column": "age"}}}, bearer(viewer)).authError(403, "PERMISSION_DENIED")
+}

@@ -639,6 +639,27 @@ func (e GetDatasetChangelog200JSONResponseBodyVersionsLevel) Valid() bool {
 	}
 }
 
+// Defines values for ValidateDatasetSchema200JSONResponseBodyLevel.
+const (
+	ValidateDatasetSchema200JSONResponseBodyLevelMajor ValidateDatasetSchema200JSONResponseBodyLevel = "major"
+	ValidateDatasetSchema200JSONResponseBodyLevelMinor ValidateDatasetSchema200JSONResponseBodyLevel = "minor"
+	ValidateDatasetSchema200JSONResponseBodyLevelPatch ValidateDatasetSchema200JSONResponseBodyLevel = "patch"
+)
+
+// Valid indicates whether the value is a known member of the ValidateDatasetSchema200JSONResponseBodyLevel enum.
+func (e ValidateDatasetSchema200JSONResponseBodyLevel) Valid() bool {
+	switch e {
+	case ValidateDatasetSchema200JSONResponseBodyLevelMajor:
+		return true
+	case ValidateDatasetSchema200JSONResponseBodyLevelMinor:
+		return true
+	case ValidateDatasetSchema200JSONResponseBodyLevelPatch:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListDatasetsParamsType.
 const (
 	ListDatasetsParamsTypeDatabase ListDatasetsParamsType = "database"
@@ -1322,6 +1343,9 @@ type GetDatasetJSONSchemaParams struct {
 	Version *VersionParam `form:"version,omitempty" json:"version,omitempty"`
 }
 
+// ValidateDatasetSchema200JSONResponseBodyLevel defines parameters for ValidateDatasetSchema.
+type ValidateDatasetSchema200JSONResponseBodyLevel string
+
 // ListDatasetsParams defines parameters for ListDatasets.
 type ListDatasetsParams struct {
 	// Page Page number, starting at 1.
@@ -1367,6 +1391,9 @@ type RefreshDataset202JSONResponseBodyStatus string
 
 // ChangeDatasetSchemaJSONRequestBody defines body for ChangeDatasetSchema for application/json ContentType.
 type ChangeDatasetSchemaJSONRequestBody = SchemaChangeRequest
+
+// ValidateDatasetSchemaJSONRequestBody defines body for ValidateDatasetSchema for application/json ContentType.
+type ValidateDatasetSchemaJSONRequestBody = SchemaChangeRequest
 
 // CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
 type CreateDatasetJSONRequestBody = CreateDatasetRequest
@@ -1527,6 +1554,9 @@ type ServerInterface interface {
 	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
 	// (PUT /api/v1/datasets/{dataset_id}/schema)
 	ChangeDatasetSchema(ctx echo.Context, datasetId DatasetId) error
+	// ValidateDatasetSchema Dry run of a schema change (datasets:write)
+	// (POST /api/v1/datasets/{dataset_id}/validate-schema)
+	ValidateDatasetSchema(ctx echo.Context, datasetId DatasetId) error
 	// GetDatasetVersions Every published version of the dataset's description (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/versions)
 	GetDatasetVersions(ctx echo.Context, datasetId DatasetId) error
@@ -1721,6 +1751,22 @@ func (w *ServerInterfaceWrapper) ChangeDatasetSchema(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ChangeDatasetSchema(ctx, datasetId)
+	return err
+}
+
+// ValidateDatasetSchema converts echo context to params.
+func (w *ServerInterfaceWrapper) ValidateDatasetSchema(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ValidateDatasetSchema(ctx, datasetId)
 	return err
 }
 
@@ -2124,6 +2170,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/versions", wrapper.GetDatasetVersions, options.OperationMiddlewares["getDatasetVersions"]...)
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/changelog", wrapper.GetDatasetChangelog, options.OperationMiddlewares["getDatasetChangelog"]...)
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/compatibility", wrapper.GetDatasetCompatibility, options.OperationMiddlewares["getDatasetCompatibility"]...)
+	router.POST(options.BaseURL+"/api/v1/datasets/:dataset_id/validate-schema", wrapper.ValidateDatasetSchema, options.OperationMiddlewares["validateDatasetSchema"]...)
 
 }
 
@@ -2945,6 +2992,141 @@ func (response ChangeDatasetSchema422JSONResponse) VisitChangeDatasetSchemaRespo
 type ChangeDatasetSchema429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response ChangeDatasetSchema429JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateDatasetSchemaRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *ValidateDatasetSchemaJSONRequestBody
+}
+
+type ValidateDatasetSchemaResponseObject interface {
+	VisitValidateDatasetSchemaResponse(w http.ResponseWriter) error
+}
+
+type ValidateDatasetSchema200JSONResponse struct {
+	BreakingChanges []DescriptionChange                            `json:"breaking_changes"`
+	Changes         []DescriptionChange                            `json:"changes"`
+	Columns         *[]DatasetColumn                               `json:"columns,omitempty"`
+	CurrentVersion  string                                         `json:"current_version"`
+	Level           *ValidateDatasetSchema200JSONResponseBodyLevel `json:"level,omitempty"`
+
+	// NextVersion The version the change would release (absent when existing rows violate it: the change cannot be applied).
+	NextVersion *string `json:"next_version,omitempty"`
+	Valid       bool    `json:"valid"`
+
+	// Violations As SCHEMA_VIOLATION's details, per change that existing rows violate.
+	Violations []map[string]interface{} `json:"violations"`
+}
+
+func (response ValidateDatasetSchema200JSONResponse) VisitValidateDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateDatasetSchema400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ValidateDatasetSchema400JSONResponse) VisitValidateDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateDatasetSchema401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ValidateDatasetSchema401JSONResponse) VisitValidateDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateDatasetSchema403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ValidateDatasetSchema403JSONResponse) VisitValidateDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateDatasetSchema404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ValidateDatasetSchema404JSONResponse) VisitValidateDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateDatasetSchema409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ValidateDatasetSchema409JSONResponse) VisitValidateDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ValidateDatasetSchema429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ValidateDatasetSchema429JSONResponse) VisitValidateDatasetSchemaResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4691,6 +4873,9 @@ type StrictServerInterface interface {
 	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
 	// (PUT /api/v1/datasets/{dataset_id}/schema)
 	ChangeDatasetSchema(ctx context.Context, request ChangeDatasetSchemaRequestObject) (ChangeDatasetSchemaResponseObject, error)
+	// ValidateDatasetSchema Dry run of a schema change (datasets:write)
+	// (POST /api/v1/datasets/{dataset_id}/validate-schema)
+	ValidateDatasetSchema(ctx context.Context, request ValidateDatasetSchemaRequestObject) (ValidateDatasetSchemaResponseObject, error)
 	// GetDatasetVersions Every published version of the dataset's description (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/versions)
 	GetDatasetVersions(ctx context.Context, request GetDatasetVersionsRequestObject) (GetDatasetVersionsResponseObject, error)
@@ -4919,6 +5104,54 @@ func (sh *strictHandler) ChangeDatasetSchema(ctx echo.Context, datasetId Dataset
 		return err
 	} else if validResponse, ok := response.(ChangeDatasetSchemaResponseObject); ok {
 		return validResponse.VisitChangeDatasetSchemaResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ValidateDatasetSchema operation middleware
+func (sh *strictHandler) ValidateDatasetSchema(ctx echo.Context, datasetId DatasetId) error {
+	var request ValidateDatasetSchemaRequestObject
+
+	request.DatasetId = datasetId
+
+	var body ValidateDatasetSchemaJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ValidateDatasetSchema(ctx.Request().Context(), request.(ValidateDatasetSchemaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ValidateDatasetSchema")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ValidateDatasetSchemaResponseObject); ok {
+		return validResponse.VisitValidateDatasetSchemaResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
