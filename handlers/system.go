@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"dataplatform/apierr"
 	"dataplatform/gen/spec"
 	"dataplatform/gen/systemapi"
+	"dataplatform/oascheck"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -61,4 +63,13 @@ func (s *System) GetErrorDoc(c echo.Context, code string) error {
 		return apierr.NotFound("error code", code)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"code": code, "status": d.Status, "title": d.Title, "description": d.Description})
+}
+
+// ValidateOpenAPI checks any description sent as JSON or YAML (oascheck).
+func (s *System) ValidateOpenAPI(c echo.Context) error {
+	data, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, oascheck.Check(c.Request().Context(), data))
 }

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -168,4 +169,40 @@ func TestValidateSchemaChange(t *testing.T) {
 	}
 	_, viewer := e.member(e.orgID, "viewer")
 	e.do("POST", url, map[string]any{"changes": []any{map[string]any{"op": "drop_column", "column": "age"}}}, bearer(viewer)).authError(403, "PERMISSION_DENIED")
+}
+
+// TestValidateOpenAPI: any description, JSON or YAML, is checked part by part, each error
+// with its JSON pointer; the platform's own and a dataset's descriptions are valid.
+func TestValidateOpenAPI(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	spec := e.do("GET", "/api/v1/openapi.json", nil).status(200)
+	var doc map[string]any
+	if err := json.Unmarshal(spec.Body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do("POST", "/api/v1/validate/openapi", doc, own).status(200); r.get("valid") != true || r.num("operations") < 50 {
+		t.Fatalf("the platform's description: %s", r.Body)
+	}
+	yml := "openapi: 3.0.3\ninfo: {title: T, version: '1'}\npaths:\n  /a:\n    get:\n      responses: {}\n"
+	r := e.do("POST", "/api/v1/validate/openapi", yml, own, header{"Content-Type": "application/yaml"}).status(200)
+	if r.get("valid") != false || r.str("errors.0.path") != "/paths/~1a/get" {
+		t.Fatalf("yaml with an operation without responses: %s", r.Body)
+	}
+	bad := map[string]any{"openapi": "3.0.3", "info": map[string]any{"title": "T"}, "paths": map[string]any{},
+		"components": map[string]any{"schemas": map[string]any{"X": map[string]any{"type": "strin"}}}}
+	r = e.do("POST", "/api/v1/validate/openapi", bad, own).status(200)
+	body := string(r.Body)
+	if r.get("valid") != false || !strings.Contains(body, `"path":"/info"`) || !strings.Contains(body, `"path":"/components/schemas/X"`) || !strings.Contains(body, `"path":"/paths"`) {
+		t.Fatalf("several problems: %s", body)
+	}
+	e.do("POST", "/api/v1/validate/openapi", map[string]any{"openapi": "3.0.3"}).authError(401, "AUTH_REQUIRED")
+	// A dataset's own description is valid too.
+	id := e.uploadAndCreate(e.ownerToken, "Notes", "n.csv", "text\nhello\n")
+	e.waitDataset(e.ownerToken, id)
+	var dd map[string]any
+	json.Unmarshal(e.do("GET", "/api/v1/datasets/"+id+"/openapi.json", nil, own).status(200).Body, &dd)
+	if r := e.do("POST", "/api/v1/validate/openapi", dd, own).status(200); r.get("valid") != true {
+		t.Fatalf("a dataset's description: %s", r.Body)
+	}
 }

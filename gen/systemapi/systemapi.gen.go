@@ -12,6 +12,51 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AuthErrorCode.
+const (
+	AUTHREQUIRED            AuthErrorCode = "AUTH_REQUIRED"
+	INSUFFICIENTPERMISSIONS AuthErrorCode = "INSUFFICIENT_PERMISSIONS"
+	PERMISSIONDENIED        AuthErrorCode = "PERMISSION_DENIED"
+	TOKENEXPIRED            AuthErrorCode = "TOKEN_EXPIRED"
+)
+
+// Valid indicates whether the value is a known member of the AuthErrorCode enum.
+func (e AuthErrorCode) Valid() bool {
+	switch e {
+	case AUTHREQUIRED:
+		return true
+	case INSUFFICIENTPERMISSIONS:
+		return true
+	case PERMISSIONDENIED:
+		return true
+	case TOKENEXPIRED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuthErrorError.
+const (
+	AuthErrorErrorForbidden    AuthErrorError = "forbidden"
+	AuthErrorErrorTokenExpired AuthErrorError = "token_expired"
+	AuthErrorErrorUnauthorized AuthErrorError = "unauthorized"
+)
+
+// Valid indicates whether the value is a known member of the AuthErrorError enum.
+func (e AuthErrorError) Valid() bool {
+	switch e {
+	case AuthErrorErrorForbidden:
+		return true
+	case AuthErrorErrorTokenExpired:
+		return true
+	case AuthErrorErrorUnauthorized:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok          HealthStatus = "ok"
@@ -74,6 +119,23 @@ func (e Jwks200JSONResponseBodyKeysUse) Valid() bool {
 		return false
 	}
 }
+
+// AuthError defines model for AuthError.
+type AuthError struct {
+	Code               AuthErrorCode  `json:"code"`
+	Error              AuthErrorError `json:"error"`
+	Message            string         `json:"message"`
+	RequestId          *string        `json:"request_id,omitempty"`
+	RequiredPermission *string        `json:"required_permission,omitempty"`
+	RequiredRole       *string        `json:"required_role,omitempty"`
+	YourRole           *string        `json:"your_role,omitempty"`
+}
+
+// AuthErrorCode defines model for AuthError.Code.
+type AuthErrorCode string
+
+// AuthErrorError defines model for AuthError.Error.
+type AuthErrorError string
 
 // ErrorEnvelope defines model for ErrorEnvelope.
 type ErrorEnvelope struct {
@@ -158,6 +220,15 @@ type BadRequest = ErrorEnvelope
 // NotFound defines model for NotFound.
 type NotFound = ErrorEnvelope
 
+// PayloadTooLarge defines model for PayloadTooLarge.
+type PayloadTooLarge = ErrorEnvelope
+
+// RateLimitExceeded defines model for RateLimitExceeded.
+type RateLimitExceeded = ErrorEnvelope
+
+// Unauthorized defines model for Unauthorized.
+type Unauthorized = AuthError
+
 // Jwks200JSONResponseBodyKeysAlg defines parameters for Jwks.
 type Jwks200JSONResponseBodyKeysAlg string
 
@@ -166,6 +237,12 @@ type Jwks200JSONResponseBodyKeysKty string
 
 // Jwks200JSONResponseBodyKeysUse defines parameters for Jwks.
 type Jwks200JSONResponseBodyKeysUse string
+
+// ValidateOpenAPIJSONBody defines parameters for ValidateOpenAPI.
+type ValidateOpenAPIJSONBody = map[string]interface{}
+
+// ValidateOpenAPIJSONRequestBody defines body for ValidateOpenAPI for application/json ContentType.
+type ValidateOpenAPIJSONRequestBody = ValidateOpenAPIJSONBody
 
 // AsErrorEnvelopeErrorDetails0 returns the union data inside the ErrorEnvelope_Error_Details as a ErrorEnvelopeErrorDetails0
 func (t ErrorEnvelope_Error_Details) AsErrorEnvelopeErrorDetails0() (ErrorEnvelopeErrorDetails0, error) {
@@ -243,6 +320,9 @@ type ServerInterface interface {
 	// GetOpenAPIYAML This description as YAML
 	// (GET /api/v1/openapi.yaml)
 	GetOpenAPIYAML(ctx echo.Context) error
+	// ValidateOpenAPI Validate any OpenAPI 3.0 description (signed-in users)
+	// (POST /api/v1/validate/openapi)
+	ValidateOpenAPI(ctx echo.Context) error
 	// Healthz Liveness (the process answers)
 	// (GET /healthz)
 	Healthz(ctx echo.Context) error
@@ -299,6 +379,15 @@ func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetOpenAPIYAML(ctx)
+	return err
+}
+
+// ValidateOpenAPI converts echo context to params.
+func (w *ServerInterfaceWrapper) ValidateOpenAPI(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ValidateOpenAPI(ctx)
 	return err
 }
 
@@ -382,6 +471,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/.well-known/jwks.json", wrapper.Jwks, options.OperationMiddlewares["jwks"]...)
 	router.GET(options.BaseURL+"/api/v1/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/api/v1/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
+	router.POST(options.BaseURL+"/api/v1/validate/openapi", wrapper.ValidateOpenAPI, options.OperationMiddlewares["validateOpenAPI"]...)
 	router.GET(options.BaseURL+"/api/v1/errors/:code", wrapper.GetErrorDoc, options.OperationMiddlewares["getErrorDoc"]...)
 
 }
