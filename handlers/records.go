@@ -146,8 +146,12 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 		}
 	}
 	for _, l := range desc.links {
-		in.Links = append(in.Links, specgen.Link{Name: l.name, Many: l.many})
+		in.Links = append(in.Links, specgen.Link{Name: l.name, Many: l.many, Dataset: l.dataset, LocalKey: l.column, ForeignKey: l.target})
 	}
+	if in.Samples, err = ds.samples(ctx, d.ID, tables[0].Name); err != nil {
+		return nil, err
+	}
+	in.AuthURL = ds.h.Config.OIDCIssuer
 	desc.linksSQL = linksSQL(d.ID, desc.Table, desc.links)
 	if desc.versions, desc.inputs, err = ds.history(ctx, d, in); err != nil {
 		return nil, err

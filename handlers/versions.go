@@ -12,6 +12,7 @@ import (
 	"dataplatform/apierr"
 	"dataplatform/apiversions"
 	"dataplatform/auth"
+	"dataplatform/datasets"
 	"dataplatform/gen/datasetapi"
 	"dataplatform/ingest"
 	"dataplatform/reqmeta"
@@ -381,5 +382,27 @@ func (h *Datasets) ValidateDatasetSchema(ctx context.Context, req datasetapi.Val
 	}
 	cols := columnsOut(after)
 	out.Columns = &cols
+	return out, nil
+}
+
+// samples are the sample values of a table's columns from the dataset's last analysis, as
+// text (the description marks columns that hold personal data with them).
+func (ds *Descriptions) samples(ctx context.Context, datasetID, table string) (map[string][]string, error) {
+	raw, err := store.DatasetStatistics(ctx, ds.h.Store.DB, datasetID)
+	if err != nil {
+		return nil, err
+	}
+	var st datasets.Statistics
+	if json.Unmarshal([]byte(raw), &st) != nil || st.Tables[table] == nil {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for col, cs := range st.Tables[table].Columns {
+		for _, v := range cs.SampleValues {
+			if s, ok := v.(string); ok {
+				out[col] = append(out[col], s)
+			}
+		}
+	}
 	return out, nil
 }

@@ -30,6 +30,8 @@ type Input struct {
 	Table                        datasets.TableDef
 	Links                        []Link // relationships, as links of each record
 	ProductionURL, StagingURL    string
+	AuthURL                      string              // the OAuth 2.0 authorization server (its /authorize and /token); empty: this service's
+	Samples                      map[string][]string // sample values per column (personal data detection)
 	GeneratedAt                  time.Time
 }
 
@@ -46,6 +48,9 @@ type APIVersion struct {
 type Link struct {
 	Name string
 	Many bool // a collection of records of the other dataset, else one record
+	// Dataset is the other dataset; LocalKey and ForeignKey the columns that match: this
+	// record's LocalKey equals the other's ForeignKey.
+	Dataset, LocalKey, ForeignKey string
 }
 
 var tmpl = template.Must(template.New("dataset.openapi.yaml.tmpl").Funcs(template.FuncMap{
@@ -159,6 +164,7 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("rendered description: %w", err)
 	}
+	decorate(doc, in)
 	if err := doc.Validate(ctx); err != nil {
 		return nil, nil, fmt.Errorf("rendered description is invalid: %w", err)
 	}

@@ -65,3 +65,27 @@ func TestRenderCustomers(t *testing.T) {
 		t.Fatalf("hostile name: %v", err)
 	}
 }
+
+func TestPII(t *testing.T) {
+	col := func(name string) ingest.Column { return ingest.Column{Name: name, Type: ingest.Text} }
+	for _, tc := range []struct {
+		dataset, column string
+		samples         []string
+		want            string
+	}{
+		{"Customers", "email", nil, "email"},
+		{"Customers", "name", nil, "name"},
+		{"Products", "name", nil, ""},
+		{"Products", "first_name", nil, "name"},
+		{"Leads", "contact", []string{"a@b.co", "c@d.org", "x"}, "email"},
+		{"Leads", "notes", []string{"call back", "a@b.co", "later"}, ""},
+		{"Leads", "reach", []string{"+1 415 555 0101", "+44 20 7183 8750"}, "phone"},
+		{"Shops", "zip_code", nil, "address"},
+		{"Logs", "ip_address", nil, "ip_address"},
+		{"Logs", "shipping", nil, ""},
+	} {
+		if got := PII(tc.dataset, col(tc.column), tc.samples); got != tc.want {
+			t.Errorf("%s.%s %v: %q, want %q", tc.dataset, tc.column, tc.samples, got, tc.want)
+		}
+	}
+}

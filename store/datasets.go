@@ -192,6 +192,13 @@ type SchemaChange struct {
 	CreatedAt     time.Time `db:"created_at"`
 }
 
+// DatasetStatistics is a dataset's statistics (JSON, datasets.Statistics).
+func DatasetStatistics(ctx context.Context, q sqlx.QueryerContext, id string) (string, error) {
+	var s string
+	err := sqlx.GetContext(ctx, q, &s, `SELECT statistics FROM platform.datasets WHERE id = $1`, id)
+	return s, notFound(err)
+}
+
 // SchemaChanges are a dataset's accepted schema changes, oldest first.
 func SchemaChanges(ctx context.Context, q sqlx.QueryerContext, datasetID string) ([]SchemaChange, error) {
 	var out []SchemaChange

@@ -206,3 +206,49 @@ func TestValidateOpenAPI(t *testing.T) {
 		t.Fatalf("a dataset's description: %s", r.Body)
 	}
 }
+
+// TestDescriptionExtensions: the x- extensions of SPEC.md in a dataset's description:
+// personal data found by name and by value, code samples on every operation, constraints,
+// relationships, access control, the OAuth 2.0 scheme with SPEC.md's scopes.
+func TestDescriptionExtensions(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	c := e.uploadAndCreate(e.ownerToken, "Customers", "c.csv", "id,name,contact,phone,tier\n1,Ann,ann@example.com,+14155550101,gold\n2,Bob,bob@example.org,+442071838750,silver\n")
+	e.waitDataset(e.ownerToken, c)
+	o := e.uploadAndCreate(e.ownerToken, "Orders", "o.csv", "id,customer_id,amount\n10,1,5\n11,2,7\n")
+	e.waitDataset(e.ownerToken, o)
+	d := e.do("GET", "/api/v1/datasets/"+c+"/openapi.json", nil, own).status(200)
+	body := string(d.Body)
+	for _, want := range []string{
+		`"x-pii":[{"category":"email","field":"contact"},{"category":"name","field":"name"},{"category":"phone","field":"phone"}]`,
+		`"x-tagGroups":`, `"x-code-samples":[{"label":"curl"`, `"lang":"Python"`, `"lang":"Go"`, `"lang":"JavaScript"`,
+		`"x-access-control":{"delete":["developer","admin","owner"],"read":["analyst","developer","admin","owner"]`,
+		`"x-dataset-config":{"audit_trail":true,"encryption_at_rest":false,"row_level_security":true,"soft_delete":true}`,
+		`"x-constraints":[{"name":"name_not_null","type":"not_null"}]`, `"x-display-name":"Customers"`, `"x-logo":{`, `"x-documentation":{`,
+		`"x-generator-config":{`, `"x-encryption":{`, `"x-security":{`, `"x-validation":[]`, `"x-relationship":{"foreign_key":"customer_id"`,
+		`"oauth2":{"description"`, `"authorizationCode":{"authorizationUrl":"http://dp.test/api/v1/auth/oauth/authorize"`, `"datasets:write":"create and change datasets and records"`,
+		`"admin:billing"`, `"offline_access"`, `"x-dataset-id":"` + c + `"`, `"x-generated-at":"`, `"x-api-versions":[`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the description lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("%s", body)
+	}
+	// Every operation has its samples.
+	var doc struct {
+		Paths map[string]map[string]map[string]any `json:"paths"`
+	}
+	json.Unmarshal(d.Body, &doc)
+	for p, ops := range doc.Paths {
+		for m, op := range ops {
+			if m == "parameters" {
+				continue
+			}
+			if s, ok := op["x-code-samples"].([]any); !ok || len(s) != 4 {
+				t.Errorf("%s %s has no code samples", m, p)
+			}
+		}
+	}
+}
