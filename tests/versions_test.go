@@ -2,6 +2,9 @@ package tests
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -249,6 +252,44 @@ func TestDescriptionExtensions(t *testing.T) {
 			if s, ok := op["x-code-samples"].([]any); !ok || len(s) != 4 {
 				t.Errorf("%s %s has no code samples", m, p)
 			}
+		}
+	}
+}
+
+// TestDescriptionsPassRedoclyLint: the customer-shaped dataset's description (current and an
+// older version, JSON and YAML) has no error under `redocly lint` (@redocly/cli, installed by
+// scripts/ensure-node-tools.sh from tools/lint's lock file).
+func TestDescriptionsPassRedoclyLint(t *testing.T) {
+	bin, err := filepath.Abs("../tools/lint/node_modules/.bin/redocly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("redocly is not installed: run scripts/ensure-node-tools.sh (go tool task test does): %v", err)
+	}
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	c := e.uploadAndCreateWith(e.ownerToken, "Customers", "c.csv", "id,name,email,phone,status,tags\n1,Ann,ann@example.com,+14155550101,active,\n",
+		map[string]any{"schema": customerRecordSchema()})
+	if d := e.waitDataset(e.ownerToken, c); d.str("status") != "active" {
+		t.Fatalf("customers: %s", d.Body)
+	}
+	o := e.uploadAndCreate(e.ownerToken, "Orders", "o.csv", "id,customer_id,amount\n10,1,5\n")
+	e.waitDataset(e.ownerToken, o)
+	e.do("PUT", "/api/v1/datasets/"+c+"/schema", map[string]any{"changes": []any{map[string]any{"op": "drop_column", "column": "tags"}}}, own).status(200)
+	dir := t.TempDir()
+	for name, path := range map[string]string{
+		"customers.json": "/api/v1/datasets/" + c + "/openapi.json", "customers.yaml": "/api/v1/datasets/" + c + "/openapi.yaml",
+		"customers-1.0.0.json": "/api/v1/datasets/" + c + "/openapi.json?version=1.0.0", "orders.json": "/api/v1/datasets/" + o + "/openapi.json",
+	} {
+		r := e.do("GET", path, nil, own).status(200)
+		if err := os.WriteFile(filepath.Join(dir, name), r.Body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "lint", filepath.Join(dir, name), "--format=summary")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("redocly lint %s: %v\n%s", name, err, out)
 		}
 	}
 }
