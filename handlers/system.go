@@ -2,12 +2,14 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"dataplatform/apierr"
+	"dataplatform/docs"
 	"dataplatform/gen/spec"
 	"dataplatform/gen/systemapi"
 	"dataplatform/oascheck"
@@ -72,4 +74,28 @@ func (s *System) ValidateOpenAPI(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, oascheck.Check(c.Request().Context(), data))
+}
+
+// platformSpec is this service's description as a value the docs pages embed.
+var platformSpec = func() any {
+	var v any
+	if err := json.Unmarshal(spec.JSON, &v); err != nil {
+		panic(err)
+	}
+	return v
+}()
+
+func (s *System) GetPlatformDocs(c echo.Context) error {
+	return docs.Render(c.Response(), docs.Swagger, "Data Platform API", platformSpec)
+}
+
+func (s *System) GetPlatformRedoc(c echo.Context) error {
+	return docs.Render(c.Response(), docs.Redoc, "Data Platform API", platformSpec)
+}
+
+func (s *System) GetDocsAsset(c echo.Context, file string) error {
+	if !docs.Asset(c.Response(), c.Request(), file) {
+		return apierr.NotFound("asset", file)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"dataplatform/apiversions"
 	"dataplatform/auth"
 	"dataplatform/datasets"
+	"dataplatform/docs"
 	"dataplatform/gen/datasetapi"
 	"dataplatform/ingest"
 	"dataplatform/reqmeta"
@@ -405,4 +406,35 @@ func (ds *Descriptions) samples(ctx context.Context, datasetID, table string) (m
 		}
 	}
 	return out, nil
+}
+
+// docsPage answers a documentation page of the dataset's current description.
+type docsPage struct {
+	kind, title string
+	spec        any
+}
+
+func (p docsPage) write(w http.ResponseWriter) error { return docs.Render(w, p.kind, p.title, p.spec) }
+
+func (p docsPage) VisitGetDatasetDocsResponse(w http.ResponseWriter) error  { return p.write(w) }
+func (p docsPage) VisitGetDatasetRedocResponse(w http.ResponseWriter) error { return p.write(w) }
+
+func (h *Datasets) docsPage(ctx context.Context, id, kind string) (docsPage, error) {
+	desc, err := h.description(ctx, id)
+	if err != nil {
+		return docsPage{}, err
+	}
+	var spec any
+	if err := json.Unmarshal(desc.JSON, &spec); err != nil {
+		return docsPage{}, err
+	}
+	return docsPage{kind: kind, title: desc.Doc.Info.Title, spec: spec}, nil
+}
+
+func (h *Datasets) GetDatasetDocs(ctx context.Context, req datasetapi.GetDatasetDocsRequestObject) (datasetapi.GetDatasetDocsResponseObject, error) {
+	return h.docsPage(ctx, req.DatasetId, docs.Swagger)
+}
+
+func (h *Datasets) GetDatasetRedoc(ctx context.Context, req datasetapi.GetDatasetRedocRequestObject) (datasetapi.GetDatasetRedocResponseObject, error) {
+	return h.docsPage(ctx, req.DatasetId, docs.Redoc)
 }

@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 		"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "text/event-stream"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
 	}
-	openapi3filter.RegisterBodyDecoder("text/markdown", openapi3filter.PlainBodyDecoder)
+	for _, ct := range []string{"text/markdown", "text/html", "text/css", "application/javascript", "text/javascript"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
 	os.Exit(pgtest.Main(m))
 }
 

@@ -1542,12 +1542,18 @@ type ServerInterface interface {
 	// GetDatasetCompatibility The changes between two versions, and whether clients of the first still work (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/compatibility)
 	GetDatasetCompatibility(ctx echo.Context, datasetId DatasetId, params GetDatasetCompatibilityParams) error
+	// GetDatasetDocs Swagger UI over the dataset's description (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/docs)
+	GetDatasetDocs(ctx echo.Context, datasetId DatasetId) error
 	// GetDatasetDescription The OpenAPI 3.0 description of the dataset's record API (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/openapi.json)
 	GetDatasetDescription(ctx echo.Context, datasetId DatasetId, params GetDatasetDescriptionParams) error
 	// GetDatasetDescriptionYAML The same description as YAML (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/openapi.yaml)
 	GetDatasetDescriptionYAML(ctx echo.Context, datasetId DatasetId, params GetDatasetDescriptionYAMLParams) error
+	// GetDatasetRedoc Redoc over the dataset's description (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/redoc)
+	GetDatasetRedoc(ctx echo.Context, datasetId DatasetId) error
 	// GetDatasetJSONSchema A record of the dataset as JSON Schema (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/schema)
 	GetDatasetJSONSchema(ctx echo.Context, datasetId DatasetId, params GetDatasetJSONSchemaParams) error
@@ -1663,6 +1669,22 @@ func (w *ServerInterfaceWrapper) GetDatasetCompatibility(ctx echo.Context) error
 	return err
 }
 
+// GetDatasetDocs converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDatasetDocs(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDatasetDocs(ctx, datasetId)
+	return err
+}
+
 // GetDatasetDescription converts echo context to params.
 func (w *ServerInterfaceWrapper) GetDatasetDescription(ctx echo.Context) error {
 	var err error
@@ -1710,6 +1732,22 @@ func (w *ServerInterfaceWrapper) GetDatasetDescriptionYAML(ctx echo.Context) err
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetDatasetDescriptionYAML(ctx, datasetId, params)
+	return err
+}
+
+// GetDatasetRedoc converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDatasetRedoc(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDatasetRedoc(ctx, datasetId)
 	return err
 }
 
@@ -2171,6 +2209,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/changelog", wrapper.GetDatasetChangelog, options.OperationMiddlewares["getDatasetChangelog"]...)
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/compatibility", wrapper.GetDatasetCompatibility, options.OperationMiddlewares["getDatasetCompatibility"]...)
 	router.POST(options.BaseURL+"/api/v1/datasets/:dataset_id/validate-schema", wrapper.ValidateDatasetSchema, options.OperationMiddlewares["validateDatasetSchema"]...)
+	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/docs", wrapper.GetDatasetDocs, options.OperationMiddlewares["getDatasetDocs"]...)
+	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/redoc", wrapper.GetDatasetRedoc, options.OperationMiddlewares["getDatasetRedoc"]...)
 
 }
 
@@ -2478,6 +2518,133 @@ func (response GetDatasetCompatibility429JSONResponse) VisitGetDatasetCompatibil
 	return err
 }
 
+type GetDatasetDocsRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type GetDatasetDocsResponseObject interface {
+	VisitGetDatasetDocsResponse(w http.ResponseWriter) error
+}
+
+type GetDatasetDocs200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetDatasetDocs200TexthtmlResponse) VisitGetDatasetDocsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetDatasetDocs400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetDocs400JSONResponse) VisitGetDatasetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDocs401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDatasetDocs401JSONResponse) VisitGetDatasetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDocs403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDatasetDocs403JSONResponse) VisitGetDatasetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDocs404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDatasetDocs404JSONResponse) VisitGetDatasetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDocs409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetDatasetDocs409JSONResponse) VisitGetDatasetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDocs429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDatasetDocs429JSONResponse) VisitGetDatasetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetDescriptionRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    GetDatasetDescriptionParams
@@ -2720,6 +2887,133 @@ func (response GetDatasetDescriptionYAML409JSONResponse) VisitGetDatasetDescript
 type GetDatasetDescriptionYAML429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response GetDatasetDescriptionYAML429JSONResponse) VisitGetDatasetDescriptionYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetRedocRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type GetDatasetRedocResponseObject interface {
+	VisitGetDatasetRedocResponse(w http.ResponseWriter) error
+}
+
+type GetDatasetRedoc200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetDatasetRedoc200TexthtmlResponse) VisitGetDatasetRedocResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetDatasetRedoc400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetRedoc400JSONResponse) VisitGetDatasetRedocResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetRedoc401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDatasetRedoc401JSONResponse) VisitGetDatasetRedocResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetRedoc403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDatasetRedoc403JSONResponse) VisitGetDatasetRedocResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetRedoc404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDatasetRedoc404JSONResponse) VisitGetDatasetRedocResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetRedoc409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetDatasetRedoc409JSONResponse) VisitGetDatasetRedocResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetRedoc429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDatasetRedoc429JSONResponse) VisitGetDatasetRedocResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4861,12 +5155,18 @@ type StrictServerInterface interface {
 	// GetDatasetCompatibility The changes between two versions, and whether clients of the first still work (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/compatibility)
 	GetDatasetCompatibility(ctx context.Context, request GetDatasetCompatibilityRequestObject) (GetDatasetCompatibilityResponseObject, error)
+	// GetDatasetDocs Swagger UI over the dataset's description (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/docs)
+	GetDatasetDocs(ctx context.Context, request GetDatasetDocsRequestObject) (GetDatasetDocsResponseObject, error)
 	// GetDatasetDescription The OpenAPI 3.0 description of the dataset's record API (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/openapi.json)
 	GetDatasetDescription(ctx context.Context, request GetDatasetDescriptionRequestObject) (GetDatasetDescriptionResponseObject, error)
 	// GetDatasetDescriptionYAML The same description as YAML (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/openapi.yaml)
 	GetDatasetDescriptionYAML(ctx context.Context, request GetDatasetDescriptionYAMLRequestObject) (GetDatasetDescriptionYAMLResponseObject, error)
+	// GetDatasetRedoc Redoc over the dataset's description (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/redoc)
+	GetDatasetRedoc(ctx context.Context, request GetDatasetRedocRequestObject) (GetDatasetRedocResponseObject, error)
 	// GetDatasetJSONSchema A record of the dataset as JSON Schema (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/schema)
 	GetDatasetJSONSchema(ctx context.Context, request GetDatasetJSONSchemaRequestObject) (GetDatasetJSONSchemaResponseObject, error)
@@ -4984,6 +5284,31 @@ func (sh *strictHandler) GetDatasetCompatibility(ctx echo.Context, datasetId Dat
 	return nil
 }
 
+// GetDatasetDocs operation middleware
+func (sh *strictHandler) GetDatasetDocs(ctx echo.Context, datasetId DatasetId) error {
+	var request GetDatasetDocsRequestObject
+
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDatasetDocs(ctx.Request().Context(), request.(GetDatasetDocsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDatasetDocs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetDocsResponseObject); ok {
+		return validResponse.VisitGetDatasetDocsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetDatasetDescription operation middleware
 func (sh *strictHandler) GetDatasetDescription(ctx echo.Context, datasetId DatasetId, params GetDatasetDescriptionParams) error {
 	var request GetDatasetDescriptionRequestObject
@@ -5030,6 +5355,31 @@ func (sh *strictHandler) GetDatasetDescriptionYAML(ctx echo.Context, datasetId D
 		return err
 	} else if validResponse, ok := response.(GetDatasetDescriptionYAMLResponseObject); ok {
 		return validResponse.VisitGetDatasetDescriptionYAMLResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDatasetRedoc operation middleware
+func (sh *strictHandler) GetDatasetRedoc(ctx echo.Context, datasetId DatasetId) error {
+	var request GetDatasetRedocRequestObject
+
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDatasetRedoc(ctx.Request().Context(), request.(GetDatasetRedocRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDatasetRedoc")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetRedocResponseObject); ok {
+		return validResponse.VisitGetDatasetRedocResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -311,6 +311,12 @@ type ServerInterface interface {
 	// Jwks Public keys that verify this service's access tokens (RS256)
 	// (GET /.well-known/jwks.json)
 	Jwks(ctx echo.Context) error
+	// GetPlatformDocs Swagger UI over this description
+	// (GET /api/v1/docs)
+	GetPlatformDocs(ctx echo.Context) error
+	// GetDocsAsset A front-end file of the documentation pages (embedded in the binary)
+	// (GET /api/v1/docs/assets/{file})
+	GetDocsAsset(ctx echo.Context, file string) error
 	// GetErrorDoc What an error code means (the documentation_url of error bodies)
 	// (GET /api/v1/errors/{code})
 	GetErrorDoc(ctx echo.Context, code string) error
@@ -320,6 +326,9 @@ type ServerInterface interface {
 	// GetOpenAPIYAML This description as YAML
 	// (GET /api/v1/openapi.yaml)
 	GetOpenAPIYAML(ctx echo.Context) error
+	// GetPlatformRedoc Redoc over this description
+	// (GET /api/v1/redoc)
+	GetPlatformRedoc(ctx echo.Context) error
 	// ValidateOpenAPI Validate any OpenAPI 3.0 description (signed-in users)
 	// (POST /api/v1/validate/openapi)
 	ValidateOpenAPI(ctx echo.Context) error
@@ -345,6 +354,31 @@ func (w *ServerInterfaceWrapper) Jwks(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.Jwks(ctx)
+	return err
+}
+
+// GetPlatformDocs converts echo context to params.
+func (w *ServerInterfaceWrapper) GetPlatformDocs(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetPlatformDocs(ctx)
+	return err
+}
+
+// GetDocsAsset converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDocsAsset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "file" -------------
+	var file string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "file", ctx.Param("file"), &file, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter file: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDocsAsset(ctx, file)
 	return err
 }
 
@@ -379,6 +413,15 @@ func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetOpenAPIYAML(ctx)
+	return err
+}
+
+// GetPlatformRedoc converts echo context to params.
+func (w *ServerInterfaceWrapper) GetPlatformRedoc(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetPlatformRedoc(ctx)
 	return err
 }
 
@@ -472,6 +515,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/api/v1/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.POST(options.BaseURL+"/api/v1/validate/openapi", wrapper.ValidateOpenAPI, options.OperationMiddlewares["validateOpenAPI"]...)
+	router.GET(options.BaseURL+"/api/v1/docs", wrapper.GetPlatformDocs, options.OperationMiddlewares["getPlatformDocs"]...)
+	router.GET(options.BaseURL+"/api/v1/redoc", wrapper.GetPlatformRedoc, options.OperationMiddlewares["getPlatformRedoc"]...)
+	router.GET(options.BaseURL+"/api/v1/docs/assets/:file", wrapper.GetDocsAsset, options.OperationMiddlewares["getDocsAsset"]...)
 	router.GET(options.BaseURL+"/api/v1/errors/:code", wrapper.GetErrorDoc, options.OperationMiddlewares["getErrorDoc"]...)
 
 }

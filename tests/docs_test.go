@@ -1,0 +1,69 @@
+package tests
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromiumDOM opens url in headless Chromium (Debian's package, installed by
+// scripts/ensure-chromium.sh) and answers the page's DOM once its scripts have run, and what
+// the browser logged (CSP refusals among it).
+func chromiumDOM(t *testing.T, url string) (dom, log string) {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is not installed: run scripts/ensure-chromium.sh (go tool task test does): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--user-data-dir="+t.TempDir(), "--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000", "--dump-dom", url)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %s: %v\n%s", url, err, errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// TestDocsPages: Swagger UI and Redoc, for a dataset and for the platform, render their
+// operations in a real browser, with nothing loaded from elsewhere and no CSP refusal.
+func TestDocsPages(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "c.csv", "id,name,email,phone,status,tags\n1,Ann,ann@example.com,+14155550101,active,\n",
+		map[string]any{"schema": customerRecordSchema()})
+	e.waitDataset(e.ownerToken, id)
+	key := e.do("POST", "/api/v1/api-keys", map[string]any{"name": "docs", "permissions": []string{"datasets:list"}}, own).status(201).str("key")
+
+	page := e.do("GET", "/api/v1/datasets/"+id+"/docs?api_key="+key, nil).status(200)
+	csp := page.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self' 'nonce-") || strings.Contains(csp, "unsafe") || strings.Contains(csp, "http") ||
+		!strings.Contains(string(page.Body), "validatorUrl: null") || strings.Contains(string(page.Body), "https://") {
+		t.Fatalf("docs page: %s\n%s", csp, page.Body[:min(len(page.Body), 800)])
+	}
+	a := e.do("GET", "/api/v1/docs/assets/swagger-ui-bundle.js", nil).status(200)
+	if len(a.Body) < 100000 || !strings.HasPrefix(a.Header.Get("Content-Type"), "text/javascript") && !strings.HasPrefix(a.Header.Get("Content-Type"), "application/javascript") {
+		t.Fatalf("asset: %d bytes, %s", len(a.Body), a.Header.Get("Content-Type"))
+	}
+	e.do("GET", "/api/v1/docs/assets/nope.js", nil).apiError(404, "NOT_FOUND")
+	e.do("GET", "/api/v1/datasets/"+id+"/docs", nil).authError(401, "AUTH_REQUIRED")
+
+	for _, tc := range []struct{ path, want string }{
+		{"/api/v1/datasets/" + id + "/docs?api_key=" + key, "listCustomers"},
+		{"/api/v1/datasets/" + id + "/redoc?api_key=" + key, "List customers"},
+		{"/api/v1/docs", "listProjects"},
+		{"/api/v1/redoc", "Projects of an organization"},
+	} {
+		dom, log := chromiumDOM(t, e.ts.URL+tc.path)
+		if !strings.Contains(dom, tc.want) {
+			t.Errorf("%s does not show %q:\n%.2000s\n%s", tc.path, tc.want, dom, log)
+		}
+		if strings.Contains(log, "Content Security Policy") || strings.Contains(log, "Refused to") {
+			t.Errorf("%s: the browser refused something:\n%s", tc.path, log)
+		}
+	}
+}
