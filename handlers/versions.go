@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"dataplatform/gen/datasetapi"
 	"dataplatform/ingest"
 	"dataplatform/reqmeta"
+	"dataplatform/sdk"
 	"dataplatform/specgen"
 	"dataplatform/store"
 
@@ -437,4 +440,77 @@ func (h *Datasets) GetDatasetDocs(ctx context.Context, req datasetapi.GetDataset
 
 func (h *Datasets) GetDatasetRedoc(ctx context.Context, req datasetapi.GetDatasetRedocRequestObject) (datasetapi.GetDatasetRedocResponseObject, error) {
 	return h.docsPage(ctx, req.DatasetId, docs.Redoc)
+}
+
+// GetDatasetSDK generates a client package of the dataset's current description.
+func (h *Datasets) GetDatasetSDK(ctx context.Context, req datasetapi.GetDatasetSDKRequestObject) (datasetapi.GetDatasetSDKResponseObject, error) {
+	desc, err := h.description(ctx, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(sdk.Languages, req.Language) {
+		return nil, apierr.NotFound("sdk language", req.Language).WithDetails(map[string]any{"resource": "sdk language", "id": req.Language,
+			"supported_languages": sdk.Languages})
+	}
+	version := desc.versions[len(desc.versions)-1].Version
+	pkg := strings.ReplaceAll(ingest.Identifiers([]string{desc.Doc.Info.Title})[0], "_", "")
+	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' {
+		pkg = "dataset" + pkg
+	}
+	res, genErr := sdk.Generate(req.Language, sdk.Input{DatasetID: req.DatasetId, Name: desc.Doc.Info.Title, Package: pkg, Version: version,
+		Server: h.Config.BaseURL, DescriptionURL: h.Config.BaseURL + "/api/v1/datasets/" + req.DatasetId + "/openapi.json", Doc: desc.Doc, JSON: desc.JSON})
+	g := &store.SDKGeneration{ID: store.NewID("sdk"), DatasetID: req.DatasetId, Language: req.Language, Version: version, Status: "succeeded",
+		Warnings: "[]", CreatedAt: h.now()}
+	if p := auth.FromContext(ctx); p != nil {
+		g.UserID = &p.UserID
+	}
+	if genErr != nil {
+		g.Status, g.Error = "failed", ptr(genErr.Error())
+	} else {
+		g.DurationMS, g.SizeBytes = res.Duration.Milliseconds(), ptr(int64(len(res.Archive)))
+		w, _ := json.Marshal(append([]string{}, res.Warnings...))
+		g.Warnings = string(w)
+	}
+	if err := store.LogSDKGeneration(ctx, h.Store.DB, g); err != nil {
+		return nil, err
+	}
+	if genErr != nil {
+		return nil, genErr
+	}
+	name := fmt.Sprintf("%s-%s-%s.zip", pkg, req.Language, version)
+	return datasetapi.GetDatasetSDK200ApplicationzipResponse{Body: bytes.NewReader(res.Archive), ContentLength: int64(len(res.Archive)),
+		Headers: datasetapi.GetDatasetSDK200ResponseHeaders{ContentDisposition: `attachment; filename="` + name + `"`}}, nil
+}
+
+func (h *Datasets) GetDatasetSDKLogs(ctx context.Context, req datasetapi.GetDatasetSDKLogsRequestObject) (datasetapi.GetDatasetSDKLogsResponseObject, error) {
+	if _, err := h.description(ctx, req.DatasetId); err != nil {
+		return nil, err
+	}
+	gens, err := store.SDKGenerations(ctx, h.Store.DB, req.DatasetId, 100)
+	if err != nil {
+		return nil, err
+	}
+	out := datasetapi.GetDatasetSDKLogs200JSONResponse{DatasetId: req.DatasetId}
+	type gen = struct {
+		CreatedAt  time.Time                                                        `json:"created_at"`
+		DurationMs int                                                              `json:"duration_ms"`
+		Error      *string                                                          `json:"error,omitempty"`
+		Id         string                                                           `json:"id"`
+		Language   string                                                           `json:"language"`
+		SizeBytes  *int                                                             `json:"size_bytes,omitempty"`
+		Status     datasetapi.GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus `json:"status"`
+		Version    string                                                           `json:"version"`
+		Warnings   []string                                                         `json:"warnings"`
+	}
+	out.Generations = []gen{}
+	for _, g := range gens {
+		x := gen{CreatedAt: g.CreatedAt, DurationMs: int(g.DurationMS), Error: g.Error, Id: g.ID, Language: g.Language, Version: g.Version,
+			Status: datasetapi.GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus(g.Status), Warnings: []string{}}
+		if g.SizeBytes != nil {
+			x.SizeBytes = ptr(int(*g.SizeBytes))
+		}
+		_ = json.Unmarshal([]byte(g.Warnings), &x.Warnings)
+		out.Generations = append(out.Generations, x)
+	}
+	return out, nil
 }

@@ -301,3 +301,34 @@ func (s *Store) DatasetForRecords(ctx context.Context, id, userID string) (*Data
 	err = st.GetContext(ctx, &d, id, userID)
 	return &d, notFound(err)
 }
+
+// SDKGeneration is one generation of a dataset's SDK.
+type SDKGeneration struct {
+	ID         string    `db:"id"`
+	DatasetID  string    `db:"dataset_id"`
+	Language   string    `db:"language"`
+	Version    string    `db:"version"`
+	Status     string    `db:"status"`
+	DurationMS int64     `db:"duration_ms"`
+	SizeBytes  *int64    `db:"size_bytes"`
+	Warnings   string    `db:"warnings"` // jsonb: []string
+	Error      *string   `db:"error"`
+	UserID     *string   `db:"user_id"`
+	CreatedAt  time.Time `db:"created_at"`
+}
+
+// LogSDKGeneration records a generation.
+func LogSDKGeneration(ctx context.Context, q sqlx.ExtContext, g *SDKGeneration) error {
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.sdk_generations (id, dataset_id, language, version, status, duration_ms,
+		size_bytes, warnings, error, user_id, created_at) VALUES (:id, :dataset_id, :language, :version, :status, :duration_ms, :size_bytes,
+		:warnings, :error, :user_id, :created_at)`, g)
+	return err
+}
+
+// SDKGenerations are a dataset's last generations, newest first.
+func SDKGenerations(ctx context.Context, q sqlx.QueryerContext, datasetID string, limit int) ([]SDKGeneration, error) {
+	var out []SDKGeneration
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, dataset_id, language, version, status, duration_ms, size_bytes, warnings, error,
+		user_id, created_at FROM platform.sdk_generations WHERE dataset_id = $1 ORDER BY created_at DESC, id LIMIT $2`, datasetID, limit)
+	return out, err
+}

@@ -11,3 +11,6 @@ var FS embed.FS
 
 //go:embed docs
 var Docs embed.FS
+
+//go:embed sdk
+var SDK embed.FS

@@ -33,7 +33,7 @@ import (
 func TestMain(m *testing.M) {
 	// Exports answer files; the validator checks their headers and takes their bodies whole.
 	for _, ct := range []string{"text/csv", "application/x-ndjson", "application/vnd.apache.parquet",
-		"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "text/event-stream"} {
+		"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "text/event-stream", "application/zip"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
 	}
 	for _, ct := range []string{"text/markdown", "text/html", "text/css", "application/javascript", "text/javascript"} {

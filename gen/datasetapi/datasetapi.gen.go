@@ -639,6 +639,24 @@ func (e GetDatasetChangelog200JSONResponseBodyVersionsLevel) Valid() bool {
 	}
 }
 
+// Defines values for GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus.
+const (
+	GetDatasetSDKLogs200JSONResponseBodyGenerationsStatusFailed    GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus = "failed"
+	GetDatasetSDKLogs200JSONResponseBodyGenerationsStatusSucceeded GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus enum.
+func (e GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus) Valid() bool {
+	switch e {
+	case GetDatasetSDKLogs200JSONResponseBodyGenerationsStatusFailed:
+		return true
+	case GetDatasetSDKLogs200JSONResponseBodyGenerationsStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ValidateDatasetSchema200JSONResponseBodyLevel.
 const (
 	ValidateDatasetSchema200JSONResponseBodyLevelMajor ValidateDatasetSchema200JSONResponseBodyLevel = "major"
@@ -1343,6 +1361,9 @@ type GetDatasetJSONSchemaParams struct {
 	Version *VersionParam `form:"version,omitempty" json:"version,omitempty"`
 }
 
+// GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus defines parameters for GetDatasetSDKLogs.
+type GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus string
+
 // ValidateDatasetSchema200JSONResponseBodyLevel defines parameters for ValidateDatasetSchema.
 type ValidateDatasetSchema200JSONResponseBodyLevel string
 
@@ -1560,6 +1581,12 @@ type ServerInterface interface {
 	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
 	// (PUT /api/v1/datasets/{dataset_id}/schema)
 	ChangeDatasetSchema(ctx echo.Context, datasetId DatasetId) error
+	// GetDatasetSDKLogs The dataset's SDK generations, newest first (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/sdk/logs)
+	GetDatasetSDKLogs(ctx echo.Context, datasetId DatasetId) error
+	// GetDatasetSDK A client package of the dataset's API, as a zip archive (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/sdk/{language})
+	GetDatasetSDK(ctx echo.Context, datasetId DatasetId, language string) error
 	// ValidateDatasetSchema Dry run of a schema change (datasets:write)
 	// (POST /api/v1/datasets/{dataset_id}/validate-schema)
 	ValidateDatasetSchema(ctx echo.Context, datasetId DatasetId) error
@@ -1789,6 +1816,46 @@ func (w *ServerInterfaceWrapper) ChangeDatasetSchema(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ChangeDatasetSchema(ctx, datasetId)
+	return err
+}
+
+// GetDatasetSDKLogs converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDatasetSDKLogs(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDatasetSDKLogs(ctx, datasetId)
+	return err
+}
+
+// GetDatasetSDK converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDatasetSDK(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// ------------- Path parameter "language" -------------
+	var language string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "language", ctx.Param("language"), &language, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter language: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDatasetSDK(ctx, datasetId, language)
 	return err
 }
 
@@ -2211,6 +2278,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/datasets/:dataset_id/validate-schema", wrapper.ValidateDatasetSchema, options.OperationMiddlewares["validateDatasetSchema"]...)
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/docs", wrapper.GetDatasetDocs, options.OperationMiddlewares["getDatasetDocs"]...)
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/redoc", wrapper.GetDatasetRedoc, options.OperationMiddlewares["getDatasetRedoc"]...)
+	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/sdk/logs", wrapper.GetDatasetSDKLogs, options.OperationMiddlewares["getDatasetSDKLogs"]...)
+	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/sdk/:language", wrapper.GetDatasetSDK, options.OperationMiddlewares["getDatasetSDK"]...)
 
 }
 
@@ -3286,6 +3355,274 @@ func (response ChangeDatasetSchema422JSONResponse) VisitChangeDatasetSchemaRespo
 type ChangeDatasetSchema429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response ChangeDatasetSchema429JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDKLogsRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+}
+
+type GetDatasetSDKLogsResponseObject interface {
+	VisitGetDatasetSDKLogsResponse(w http.ResponseWriter) error
+}
+
+type GetDatasetSDKLogs200JSONResponse struct {
+	DatasetId   string `json:"dataset_id"`
+	Generations []struct {
+		CreatedAt  time.Time                                             `json:"created_at"`
+		DurationMs int                                                   `json:"duration_ms"`
+		Error      *string                                               `json:"error,omitempty"`
+		Id         string                                                `json:"id"`
+		Language   string                                                `json:"language"`
+		SizeBytes  *int                                                  `json:"size_bytes,omitempty"`
+		Status     GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus `json:"status"`
+		Version    string                                                `json:"version"`
+		Warnings   []string                                              `json:"warnings"`
+	} `json:"generations"`
+}
+
+func (response GetDatasetSDKLogs200JSONResponse) VisitGetDatasetSDKLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDKLogs400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetSDKLogs400JSONResponse) VisitGetDatasetSDKLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDKLogs401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDatasetSDKLogs401JSONResponse) VisitGetDatasetSDKLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDKLogs403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDatasetSDKLogs403JSONResponse) VisitGetDatasetSDKLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDKLogs404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDatasetSDKLogs404JSONResponse) VisitGetDatasetSDKLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDKLogs409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetDatasetSDKLogs409JSONResponse) VisitGetDatasetSDKLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDKLogs429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDatasetSDKLogs429JSONResponse) VisitGetDatasetSDKLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDKRequestObject struct {
+	DatasetId DatasetId `json:"dataset_id"`
+	Language  string    `json:"language"`
+}
+
+type GetDatasetSDKResponseObject interface {
+	VisitGetDatasetSDKResponse(w http.ResponseWriter) error
+}
+
+type GetDatasetSDK200ResponseHeaders struct {
+	ContentDisposition string
+}
+
+type GetDatasetSDK200ApplicationzipResponse struct {
+	Body          io.Reader
+	Headers       GetDatasetSDK200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetDatasetSDK200ApplicationzipResponse) VisitGetDatasetSDKResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/zip")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetDatasetSDK400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetDatasetSDK400JSONResponse) VisitGetDatasetSDKResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDK401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetDatasetSDK401JSONResponse) VisitGetDatasetSDKResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDK403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetDatasetSDK403JSONResponse) VisitGetDatasetSDKResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDK404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetDatasetSDK404JSONResponse) VisitGetDatasetSDKResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDK409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetDatasetSDK409JSONResponse) VisitGetDatasetSDKResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDK429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetDatasetSDK429JSONResponse) VisitGetDatasetSDKResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5173,6 +5510,12 @@ type StrictServerInterface interface {
 	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
 	// (PUT /api/v1/datasets/{dataset_id}/schema)
 	ChangeDatasetSchema(ctx context.Context, request ChangeDatasetSchemaRequestObject) (ChangeDatasetSchemaResponseObject, error)
+	// GetDatasetSDKLogs The dataset's SDK generations, newest first (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/sdk/logs)
+	GetDatasetSDKLogs(ctx context.Context, request GetDatasetSDKLogsRequestObject) (GetDatasetSDKLogsResponseObject, error)
+	// GetDatasetSDK A client package of the dataset's API, as a zip archive (datasets:list)
+	// (GET /api/v1/datasets/{dataset_id}/sdk/{language})
+	GetDatasetSDK(ctx context.Context, request GetDatasetSDKRequestObject) (GetDatasetSDKResponseObject, error)
 	// ValidateDatasetSchema Dry run of a schema change (datasets:write)
 	// (POST /api/v1/datasets/{dataset_id}/validate-schema)
 	ValidateDatasetSchema(ctx context.Context, request ValidateDatasetSchemaRequestObject) (ValidateDatasetSchemaResponseObject, error)
@@ -5454,6 +5797,57 @@ func (sh *strictHandler) ChangeDatasetSchema(ctx echo.Context, datasetId Dataset
 		return err
 	} else if validResponse, ok := response.(ChangeDatasetSchemaResponseObject); ok {
 		return validResponse.VisitChangeDatasetSchemaResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDatasetSDKLogs operation middleware
+func (sh *strictHandler) GetDatasetSDKLogs(ctx echo.Context, datasetId DatasetId) error {
+	var request GetDatasetSDKLogsRequestObject
+
+	request.DatasetId = datasetId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDatasetSDKLogs(ctx.Request().Context(), request.(GetDatasetSDKLogsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDatasetSDKLogs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetSDKLogsResponseObject); ok {
+		return validResponse.VisitGetDatasetSDKLogsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDatasetSDK operation middleware
+func (sh *strictHandler) GetDatasetSDK(ctx echo.Context, datasetId DatasetId, language string) error {
+	var request GetDatasetSDKRequestObject
+
+	request.DatasetId = datasetId
+	request.Language = language
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDatasetSDK(ctx.Request().Context(), request.(GetDatasetSDKRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDatasetSDK")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDatasetSDKResponseObject); ok {
+		return validResponse.VisitGetDatasetSDKResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
