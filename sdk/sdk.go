@@ -6,6 +6,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"fmt"
+	"encoding/json"
 	"go/format"
 	"runtime/debug"
 	"slices"
@@ -21,7 +22,7 @@ import (
 )
 
 // Languages are the SDK languages served.
-var Languages = []string{"go"}
+var Languages = []string{"go", "typescript", "javascript", "python"}
 
 // Input is what an SDK is generated from.
 type Input struct {
@@ -39,7 +40,61 @@ type Result struct {
 	Duration time.Duration
 }
 
-var tmpl = template.Must(template.New("").ParseFS(templates.SDK, "sdk/*/*.tmpl"))
+var funcs = template.FuncMap{
+	"camel": camel,
+	"snake": snake,
+	"key": func(name string) string {
+		if ident(name) {
+			return name
+		}
+		return `"` + name + `"`
+	},
+	// path is an operation's path as a template literal of its parameters.
+	"path": func(p string) string {
+		for _, seg := range strings.Split(p, "/") {
+			if strings.HasPrefix(seg, "{") {
+				name := strings.Trim(seg, "{}")
+				p = strings.Replace(p, seg, "${encodeURIComponent(String("+camel(name)+"))}", 1)
+			}
+		}
+		return p
+	},
+	"pypath": func(p string) string {
+		for _, seg := range strings.Split(p, "/") {
+			if strings.HasPrefix(seg, "{") {
+				name := strings.Trim(seg, "{}")
+				p = strings.Replace(p, seg, "{urllib.parse.quote(str("+name+"), safe='')}", 1)
+			}
+		}
+		return p
+	},
+}
+
+// camel is dataset_id → datasetId.
+func camel(s string) string {
+	parts := strings.Split(s, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+// snake is listCustomers → list_customers.
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 // codegenMu serialises oapi-codegen: its codegen package keeps global state.
 var codegenMu sync.Mutex
@@ -71,6 +126,8 @@ func Generate(language string, in Input) (*Result, error) {
 	switch language {
 	case "go":
 		files, warnings, err = goSDK(in)
+	case "typescript", "javascript", "python":
+		files, err = templated(language, in)
 	default:
 		return nil, fmt.Errorf("unknown language %q", language)
 	}
@@ -116,7 +173,7 @@ func goSDK(in Input) (map[string][]byte, []string, error) {
 		"DescriptionURL": in.DescriptionURL, "DatasetID": in.DatasetID, "List": list}
 	files := map[string][]byte{"client.gen.go": []byte(code), "openapi.json": in.JSON}
 	var helpers, readme bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&helpers, "helpers.go.tmpl", data); err != nil {
+	if err := execute(&helpers, "go", "helpers.go.tmpl", data); err != nil {
 		return nil, nil, err
 	}
 	h, err := format.Source(helpers.Bytes())
@@ -124,7 +181,7 @@ func goSDK(in Input) (map[string][]byte, []string, error) {
 		return nil, nil, err
 	}
 	files["helpers.go"] = h
-	if err := tmpl.ExecuteTemplate(&readme, "README.md.tmpl", data); err != nil {
+	if err := execute(&readme, "go", "README.md.tmpl", data); err != nil {
 		return nil, nil, err
 	}
 	files["README.md"] = readme.Bytes()
@@ -152,4 +209,50 @@ func sortedNames(m map[string][]byte) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// execute runs a language's template (templates with the same file name exist per language).
+func execute(w *bytes.Buffer, language, name string, data any) error {
+	t, err := template.New(name).Funcs(funcs).ParseFS(templates.SDK, "sdk/"+language+"/"+name)
+	if err != nil {
+		return err
+	}
+	return t.Execute(w, data)
+}
+
+// examples are the README examples per language.
+var examples = map[string]string{
+	"typescript": "```ts\nimport { Client, APIError } from \"./client\";\n\nconst c = new Client({ baseUrl: \"%[1]s\", token: process.env.TOKEN });\nconst page = await c.%[2]s(\"%[3]s\", { limit: 20 });\nfor await (const r of c.pages((q) => c.%[2]s(\"%[3]s\", q))) console.log(r.id);\n```",
+	"javascript": "```js\nimport { Client, APIError } from \"./client.mjs\";\n\nconst c = new Client({ baseUrl: \"%[1]s\", apiKey: process.env.API_KEY });\nconst page = await c.%[2]s(\"%[3]s\", { limit: 20 });\n```",
+	"python":     "```python\nfrom client import Client, APIError\n\nc = Client(\"%[1]s\", token=os.environ[\"TOKEN\"])\npage = c.%[4]s(\"%[3]s\", query={\"limit\": 20})\nfor r in c.pages(lambda query: c.%[4]s(\"%[3]s\", query=query)): print(r[\"id\"])\n```",
+}
+
+// templated makes a TypeScript, JavaScript or Python SDK from its templates.
+func templated(language string, in Input) (map[string][]byte, error) {
+	ops, models := describe(in.Doc)
+	list := operationID(in.Doc, "GET", "/api/v1/datasets/{dataset_id}/data")
+	data := map[string]any{"Name": in.Name, "Version": in.Version, "Ops": ops, "Models": models, "Language": language,
+		"DescriptionURL": in.DescriptionURL,
+		"Example":        fmt.Sprintf(examples[language], in.Server, list, in.DatasetID, snake(list))}
+	client := map[string]string{"typescript": "client.ts", "javascript": "client.mjs", "python": "client.py"}[language]
+	files := map[string][]byte{"openapi.json": in.JSON}
+	for name, tname := range map[string]string{client: client + ".tmpl", "README.md": "README.md.tmpl"} {
+		var b bytes.Buffer
+		if err := execute(&b, language, tname, data); err != nil {
+			return nil, err
+		}
+		files[name] = b.Bytes()
+	}
+	switch language {
+	case "typescript", "javascript":
+		pkg := map[string]any{"name": in.Package + "-client", "version": in.Version, "private": true, "type": "module"}
+		if language == "typescript" {
+			pkg["main"], pkg["types"] = "client.ts", "client.ts"
+		} else {
+			pkg["main"] = "client.mjs"
+		}
+		b, _ := json.MarshalIndent(pkg, "", "  ")
+		files["package.json"] = b
+	}
+	return files, nil
 }

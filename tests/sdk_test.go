@@ -141,3 +141,128 @@ func TestGoSDK(t *testing.T) {
 		t.Fatalf("unknown language: %s", nf.Body)
 	}
 }
+
+const tsProgram = `import { Client, APIError, Customer } from "./customersapi/client";
+
+// node's globals this program uses (no @types/node needed).
+declare const process: { argv: string[]; env: Record<string, string | undefined>; exit(code: number): never };
+
+async function main() {
+  const [baseUrl, ds] = process.argv.slice(2);
+  const c = new Client({ baseUrl, token: process.env.TOKEN });
+  const created: Customer = await c.createCustomer(ds, { name: "Tia", email: "tia@example.com" });
+  console.log("created", created.name, created.status);
+  const id = created.id as number;
+  const got = await c.getCustomer(ds, id);
+  console.log("read", got.email);
+  const patched = await c.patchCustomer(ds, id, { status: "active" });
+  console.log("patched", patched.status, patched.version);
+  let n = 0;
+  for await (const r of c.pages((q) => c.listCustomers(ds, { ...q, limit: 1 }))) { n += r.id ? 1 : 0; }
+  console.log("listed", n);
+  await c.deleteCustomer(ds, id);
+  console.log("deleted");
+  try {
+    await c.createCustomer(ds, { name: "Ann", email: "ann@example.com" });
+  } catch (e) {
+    if (e instanceof APIError) console.log("error", e.code, e.status);
+  }
+}
+main().catch((e) => { console.error(e); process.exit(1); });
+`
+
+const jsProgram = `import { Client, APIError } from "./customersapi/client.mjs";
+
+const [baseUrl, ds] = process.argv.slice(2);
+const c = new Client({ baseUrl, token: process.env.TOKEN });
+const created = await c.createCustomer(ds, { name: "Jo", email: "jo@example.com" });
+console.log("created", created.name, created.status);
+console.log("read", (await c.getCustomer(ds, created.id)).email);
+const patched = await c.patchCustomer(ds, created.id, { status: "inactive" });
+console.log("patched", patched.status, patched.version);
+let n = 0;
+for await (const r of c.cursor((q) => c.listCustomers(ds, { ...q, limit: 1, sort: "id" }))) n++;
+console.log("listed", n);
+await c.deleteCustomer(ds, created.id);
+console.log("deleted");
+try { await c.createCustomer(ds, { name: "Ann", email: "ann@example.com" }); } catch (e) { if (e instanceof APIError) console.log("error", e.code, e.status); }
+`
+
+const pyProgram = `import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "customersapi"))
+from client import Client, APIError
+
+base_url, ds = sys.argv[1], sys.argv[2]
+c = Client(base_url, token=os.environ["TOKEN"])
+created = c.create_customer(ds, {"name": "Py", "email": "py@example.com"})
+print("created", created["name"], created["status"])
+print("read", c.get_customer(ds, created["id"])["email"])
+patched = c.patch_customer(ds, created["id"], {"status": "active"})
+print("patched", patched["status"], patched["version"])
+print("listed", sum(1 for _ in c.pages(lambda query: c.list_customers(ds, query=query), limit=1)))
+c.delete_customer(ds, created["id"])
+print("deleted")
+try:
+    c.create_customer(ds, {"name": "Ann", "email": "ann@example.com"})
+except APIError as e:
+    print("error", e.code, e.status)
+`
+
+// TestTemplateSDKs: the TypeScript SDK type-checks (tsc --strict) and runs under node, the
+// JavaScript one runs under node, the Python one under python3 (standard library only): each
+// creates, reads, patches, lists (pages or cursor), deletes, and gets a typed error.
+func TestTemplateSDKs(t *testing.T) {
+	tsc, err := filepath.Abs("../tools/sdk/node_modules/.bin/tsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "c.csv", "id,name,email,phone,status,tags\n1,Ann,ann@example.com,+14155550101,active,\n",
+		map[string]any{"schema": customerRecordSchema()})
+	e.waitDataset(e.ownerToken, id)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		lang, file, program string
+		run                 [][]string
+	}{
+		{"typescript", "main.ts", tsProgram, [][]string{{tsc, "--strict", "--target", "es2022", "--module", "commonjs", "--lib", "es2022,dom", "--outDir", "out", "main.ts"},
+			{"node", "out/main.js"}}},
+		{"javascript", "main.mjs", jsProgram, [][]string{{"node", "main.mjs"}}},
+		{"python", "main.py", pyProgram, [][]string{{"python3", "main.py"}}},
+	} {
+		t.Run(tc.lang, func(t *testing.T) {
+			r := e.do("GET", "/api/v1/datasets/"+id+"/sdk/"+tc.lang, nil, own).status(200)
+			dir := t.TempDir()
+			unzip(t, r.Body, dir)
+			if err := os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.program), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.lang == "typescript" {
+				// CommonJS output for node: the SDK's package.json says module.
+				os.Remove(filepath.Join(dir, "customersapi", "package.json"))
+			}
+			var out string
+			for _, args := range tc.run {
+				bin := args[0]
+				if len(tc.run) > 1 && bin == "node" || len(tc.run) == 1 {
+					args = append(args, e.ts.URL, id)
+				}
+				cmd := exec.CommandContext(ctx, bin, args[1:]...)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "TOKEN="+e.ownerToken)
+				b, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("%v: %v\n%s", args, err, b)
+				}
+				out = string(b)
+			}
+			for _, want := range []string{"created", "read ", "patched ", "listed 2", "deleted", "error CONFLICT 409"} {
+				if !strings.Contains(out, want) {
+					t.Fatalf("output lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
