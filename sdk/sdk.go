@@ -5,8 +5,8 @@ package sdk
 import (
 	"archive/zip"
 	"bytes"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"go/format"
 	"runtime/debug"
 	"slices"
