@@ -332,9 +332,19 @@ func (h *Datasets) ChangeDatasetSchema(ctx context.Context, req datasetapi.Chang
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, busy(err)
 	}
 	return out, nil
+}
+
+// busy turns a schema change that kept losing to concurrent work on the table (a deadlock
+// with an index being built, after Store.Tx's retries) into a 409 the client can retry.
+func busy(err error) error {
+	var pe *pq.Error
+	if errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "55P03") {
+		return apierr.Conflict("schema", "the dataset's table is busy (an index is being built on it); try again in a few seconds")
+	}
+	return err
 }
 
 // alterSchema applies a schema change request to the dataset's table in tx (locking the

@@ -360,7 +360,7 @@ func (h *Datasets) ValidateDatasetSchema(ctx context.Context, req datasetapi.Val
 		}
 		return out, nil
 	case !errors.Is(err, errDryRun):
-		return nil, err
+		return nil, busy(err)
 	}
 	in := desc.inputs[current.Version]
 	in.Table.Columns, in.Version, in.SchemaVersion = after, "0.0.0", in.SchemaVersion+1

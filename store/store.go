@@ -100,12 +100,19 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 }
 
 // Tx runs fn in a transaction, committing when it returns nil. A transaction PostgreSQL
-// aborts as a deadlock victim or a serialization failure is run again (twice at most): fn
-// starts over from what the database holds then.
+// aborts as a deadlock victim or a serialization failure is run again (three times at most,
+// after 50, 200 and 800 ms): fn starts over from what the database holds then.
 func (s *Store) Tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	for attempt := 0; ; attempt++ {
 		err := s.tx(ctx, fn)
-		if attempt < 2 && retryable(err) {
+		if attempt < 3 && retryable(err) {
+			// A deadlock victim's rival (an index being built concurrently, say) goes on
+			// once the victim is gone: give it a moment before trying again.
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(50<<(2*attempt)) * time.Millisecond):
+			}
 			continue
 		}
 		return err
