@@ -148,6 +148,22 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 	for _, l := range desc.links {
 		in.Links = append(in.Links, specgen.Link{Name: l.name, Many: l.many, Dataset: l.dataset, LocalKey: l.column, ForeignKey: l.target})
 	}
+	// A dataset whose records point here and at another dataset is a junction: many-to-many.
+	for _, r := range rels {
+		if r.ToDataset != d.ID || r.FromDataset == d.ID {
+			continue
+		}
+		jrels, err := store.Relationships(ctx, ds.h.Store.DB, r.FromDataset)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range jrels {
+			if o.FromDataset == r.FromDataset && o.ToDataset != d.ID && o.ToDataset != r.FromDataset {
+				in.ManyToMany = append(in.ManyToMany, specgen.ManyToMany{Target: o.ToDataset, TargetName: o.ToName, Junction: r.FromDataset,
+					JunctionName: r.FromName, LocalKey: r.FromColumn, ForeignKey: o.FromColumn})
+			}
+		}
+	}
 	if in.Samples, err = ds.samples(ctx, d.ID, tables[0].Name); err != nil {
 		return nil, err
 	}

@@ -180,6 +180,27 @@ func decorate(doc *openapi3.T, in Input) {
 			}
 		}
 	}
+	// Every relationship of the record, many-to-many through junction datasets included.
+	if rec := doc.Components.Schemas[names.Singular]; rec != nil && rec.Value != nil {
+		var rels []map[string]any
+		for _, l := range in.Links {
+			if l.Many {
+				rels = append(rels, map[string]any{"type": "one-to-many", "name": l.Name, "target": l.Dataset, "foreign_key": l.ForeignKey, "local_key": l.LocalKey})
+			} else {
+				rels = append(rels, map[string]any{"type": "many-to-one", "name": l.Name, "target": l.Dataset, "foreign_key": l.LocalKey, "target_key": l.ForeignKey})
+			}
+		}
+		for _, m := range in.ManyToMany {
+			rels = append(rels, map[string]any{"type": "many-to-many", "name": ingest.Identifiers([]string{m.TargetName})[0], "target": m.Target,
+				"junction_table": m.Junction, "junction_name": m.JunctionName, "local_key": m.LocalKey, "foreign_key": m.ForeignKey})
+		}
+		if len(rels) > 0 {
+			if rec.Value.Extensions == nil {
+				rec.Value.Extensions = map[string]any{}
+			}
+			rec.Value.Extensions["x-relationships"] = rels
+		}
+	}
 	// Description-wide extensions.
 	if doc.Info.Extensions == nil {
 		doc.Info.Extensions = map[string]any{}

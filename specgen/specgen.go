@@ -29,10 +29,17 @@ type Input struct {
 	APIVersions                  []APIVersion // x-api-versions: every published version
 	Table                        datasets.TableDef
 	Links                        []Link // relationships, as links of each record
+	ManyToMany                   []ManyToMany
 	ProductionURL, StagingURL    string
 	AuthURL                      string              // the OAuth 2.0 authorization server (its /authorize and /token); empty: this service's
 	Samples                      map[string][]string // sample values per column (personal data detection)
 	GeneratedAt                  time.Time
+}
+
+// ManyToMany is a relationship through a junction dataset whose records point at this
+// dataset (LocalKey) and at the target (ForeignKey).
+type ManyToMany struct {
+	Target, TargetName, Junction, JunctionName, LocalKey, ForeignKey string
 }
 
 // APIVersion is one published version as the description lists it.

@@ -293,3 +293,26 @@ func TestDescriptionsPassRedoclyLint(t *testing.T) {
 		}
 	}
 }
+
+// TestManyToManyRelationship: a junction dataset (order items pointing at orders and at
+// products) makes orders and products many-to-many in their descriptions.
+func TestManyToManyRelationship(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	o := e.uploadAndCreate(e.ownerToken, "Orders", "o.csv", "id,total\n1,10\n2,20\n")
+	p := e.uploadAndCreate(e.ownerToken, "Products", "p.csv", "id,title\n7,pen\n8,ink\n")
+	for _, id := range []string{o, p} {
+		e.waitDataset(e.ownerToken, id)
+	}
+	j := e.uploadAndCreate(e.ownerToken, "Order items", "j.csv", "order_id,product_id,qty\n1,7,2\n2,8,1\n")
+	e.waitDataset(e.ownerToken, j)
+	d := e.do("GET", "/api/v1/datasets/"+o+"/openapi.json", nil, own).status(200)
+	body := string(d.Body)
+	want := `{"foreign_key":"product_id","junction_name":"Order items","junction_table":"` + j + `","local_key":"order_id","name":"products","target":"` + p + `","type":"many-to-many"}`
+	if !strings.Contains(body, want) || !strings.Contains(body, `"type":"one-to-many"`) {
+		t.Fatalf("orders lacks the many-to-many relationship %s:\n%s", want, body)
+	}
+	if d := e.do("GET", "/api/v1/datasets/"+p+"/openapi.json", nil, own).status(200); !strings.Contains(string(d.Body), `"target":"`+o+`","type":"many-to-many"`) {
+		t.Fatalf("products lacks the many-to-many relationship: %s", d.Body)
+	}
+}
