@@ -611,3 +611,18 @@ func (h *Queries) ExplainQuery(ctx context.Context, req queryapi.ExplainQueryReq
 	}
 	return out, nil
 }
+
+// InterruptedAfter is how long a query may stay running before it counts as interrupted (a
+// stream whose server died).
+const InterruptedAfter = time.Hour
+
+// FailInterruptedQueries marks queries running for longer than InterruptedAfter failed.
+func (h *Handlers) FailInterruptedQueries(ctx context.Context) (int64, error) {
+	now := h.now()
+	res, err := h.Store.DB.ExecContext(ctx, `UPDATE platform.queries SET status = 'failed', error_code = 'INTERRUPTED', finished_at = $1
+		WHERE status = 'running' AND created_at < $2`, now, now.Add(-InterruptedAfter))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

@@ -262,6 +262,9 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 			s.H.Clock().Add(-handlers.IdempotencyTTL)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping idempotency keys", "error", err)
 		}
+		if _, err := s.H.FailInterruptedQueries(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("failing interrupted queries", "error", err)
+		}
 		if keys, err := store.ExpireQueryExports(ctx, s.H.Store.DB, s.H.Clock()); err != nil && ctx.Err() == nil {
 			s.log.Warn("expiring query exports", "error", err)
 		} else {

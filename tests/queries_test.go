@@ -601,3 +601,21 @@ func TestProjectQueryRateLimit(t *testing.T) {
 	// Reads of the history are not executions.
 	e.do("GET", "/api/v1/projects/"+e.projectID+"/queries", nil, bearer(e.ownerToken)).status(200)
 }
+
+// TestInterruptedQueries: a query left running by a server that died is failed after an hour.
+func TestInterruptedQueries(t *testing.T) {
+	e := newEnv(t)
+	for _, age := range []string{"2 hours", "5 minutes"} {
+		if _, err := e.st.DB.Exec(`INSERT INTO platform.queries (id, project_id, organization_id, type, query, status, created_at)
+			VALUES ('q_' || md5(random()::text), $1, $2, 'sql', 'SELECT 1', 'running', $3::timestamptz - $4::interval)`, e.projectID, e.orgID, e.clock.Now(), age); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := e.srv.H.FailInterruptedQueries(t.Context()); err != nil || n != 1 {
+		t.Fatalf("failed %d, %v", n, err)
+	}
+	r := e.do("GET", "/api/v1/projects/"+e.projectID+"/queries?status=failed", nil, bearer(e.ownerToken)).status(200)
+	if r.num("pagination.total") != 1 || r.str("queries.0.error_code") != "INTERRUPTED" {
+		t.Fatalf("history: %s", r.Body)
+	}
+}
