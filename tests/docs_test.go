@@ -34,9 +34,7 @@ func chromiumDOM(t *testing.T, url string) (dom, log string) {
 func TestDocsPages(t *testing.T) {
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
-	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "c.csv", "id,name,email,phone,status,tags\n1,Ann,ann@example.com,+14155550101,active,\n",
-		map[string]any{"schema": customerRecordSchema()})
-	e.waitDataset(e.ownerToken, id)
+	id := e.customers()
 	key := e.do("POST", "/api/v1/api-keys", map[string]any{"name": "docs", "permissions": []string{"datasets:list"}}, own).status(201).str("key")
 
 	page := e.do("GET", "/api/v1/datasets/"+id+"/docs?api_key="+key, nil).status(200)

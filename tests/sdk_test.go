@@ -12,6 +12,17 @@ import (
 	"time"
 )
 
+// customers is an active dataset of the customer shape SPEC.md gives (one record: Ann).
+func (e *env) customers() string {
+	e.t.Helper()
+	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "c.csv", "id,name,email,phone,status,tags\n1,Ann,ann@example.com,+14155550101,active,\n",
+		map[string]any{"schema": customerRecordSchema()})
+	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+		e.t.Fatalf("customers: %s", d.Body)
+	}
+	return id
+}
+
 // unzip writes an archive's files under dir.
 func unzip(t *testing.T, archive []byte, dir string) {
 	t.Helper()
@@ -98,9 +109,7 @@ func check(err error) {
 func TestGoSDK(t *testing.T) {
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
-	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "c.csv", "id,name,email,phone,status,tags\n1,Ann,ann@example.com,+14155550101,active,\n",
-		map[string]any{"schema": customerRecordSchema()})
-	e.waitDataset(e.ownerToken, id)
+	id := e.customers()
 	r := e.do("GET", "/api/v1/datasets/"+id+"/sdk/go", nil, own).status(200)
 	if !strings.Contains(r.Header.Get("Content-Disposition"), "customersapi-go-1.0.0.zip") {
 		t.Fatalf("archive name: %v", r.Header)
@@ -218,9 +227,7 @@ func TestTemplateSDKs(t *testing.T) {
 	}
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
-	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "c.csv", "id,name,email,phone,status,tags\n1,Ann,ann@example.com,+14155550101,active,\n",
-		map[string]any{"schema": customerRecordSchema()})
-	e.waitDataset(e.ownerToken, id)
+	id := e.customers()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, tc := range []struct {
@@ -336,9 +343,7 @@ func TestThirdPartyClients(t *testing.T) {
 	root, _ := filepath.Abs("..")
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
-	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "c.csv", "id,name,email,phone,status,tags\n1,Ann,ann@example.com,+14155550101,active,\n",
-		map[string]any{"schema": customerRecordSchema()})
-	e.waitDataset(e.ownerToken, id)
+	id := e.customers()
 	spec := e.do("GET", "/api/v1/datasets/"+id+"/openapi.json", nil, own).status(200).Body
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
