@@ -1,0 +1,230 @@
+package handlers
+
+// The published forms of a dataset's description besides the description itself: its
+// record as JSON Schema, the documentation pages and the SDKs.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"dataplatform/apierr"
+	"dataplatform/auth"
+	"dataplatform/datasets"
+	"dataplatform/docs"
+	"dataplatform/gen/datasetapi"
+	"dataplatform/ingest"
+	"dataplatform/sdk"
+	"dataplatform/store"
+)
+
+// GetDatasetJSONSchema is a record of the dataset (at a version) as JSON Schema 2020-12.
+func (h *Datasets) GetDatasetJSONSchema(ctx context.Context, req datasetapi.GetDatasetJSONSchemaRequestObject) (datasetapi.GetDatasetJSONSchemaResponseObject, error) {
+	raw, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Info struct {
+			Title   string `json:"title"`
+			Version string `json:"version"`
+		} `json:"info"`
+		Components struct {
+			Schemas map[string]any `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	desc, err := h.description(ctx, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	record, ok := doc.Components.Schemas[desc.singular].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the description has no %s schema", desc.singular)
+	}
+	out := jsonSchema(record).(map[string]any)
+	out["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	out["$id"] = h.Config.BaseURL + "/api/v1/datasets/" + req.DatasetId + "/schema?version=" + doc.Info.Version
+	out["title"] = desc.singular
+	out["x-version"] = doc.Info.Version
+	defs := map[string]any{}
+	for _, kind := range []string{"Create", "Update"} {
+		if s, ok := doc.Components.Schemas[desc.singular+kind]; ok {
+			defs[desc.singular+kind] = jsonSchema(s)
+		}
+	}
+	out["$defs"] = defs
+	return datasetapi.GetDatasetJSONSchema200ApplicationSchemaPlusJSONResponse(out), nil
+}
+
+// jsonSchema turns an OpenAPI 3.0 schema into JSON Schema 2020-12: nullable becomes a null
+// type (or a null alternative), local component references point into $defs, and the
+// OpenAPI-only keywords go.
+func jsonSchema(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, val := range x {
+			switch k {
+			case "nullable", "discriminator", "xml", "externalDocs", "example":
+			case "$ref":
+				if s, ok := val.(string); ok {
+					out[k] = strings.Replace(s, "#/components/schemas/", "#/$defs/", 1)
+				}
+			default:
+				out[k] = jsonSchema(val)
+			}
+		}
+		if x["nullable"] == true {
+			if t, ok := out["type"].(string); ok {
+				out["type"] = []any{t, "null"}
+			} else if _, ok := out["type"]; !ok {
+				return map[string]any{"anyOf": []any{out, map[string]any{"type": "null"}}}
+			}
+			if e, ok := out["enum"].([]any); ok {
+				out["enum"] = append(e, nil)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonSchema(e)
+		}
+		return out
+	}
+	return v
+}
+
+// samples are the sample values of a table's columns from the dataset's last analysis, as
+// text (the description marks columns that hold personal data with them).
+func (ds *Descriptions) samples(ctx context.Context, datasetID, table string) (map[string][]string, error) {
+	raw, err := store.DatasetStatistics(ctx, ds.h.Store.DB, datasetID)
+	if err != nil {
+		return nil, err
+	}
+	var st datasets.Statistics
+	if json.Unmarshal([]byte(raw), &st) != nil || st.Tables[table] == nil {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for col, cs := range st.Tables[table].Columns {
+		for _, v := range cs.SampleValues {
+			if s, ok := v.(string); ok {
+				out[col] = append(out[col], s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// docsPage answers a documentation page of the dataset's current description.
+type docsPage struct {
+	kind, title string
+	spec        any
+}
+
+func (p docsPage) write(w http.ResponseWriter) error { return docs.Render(w, p.kind, p.title, p.spec) }
+
+func (p docsPage) VisitGetDatasetDocsResponse(w http.ResponseWriter) error  { return p.write(w) }
+func (p docsPage) VisitGetDatasetRedocResponse(w http.ResponseWriter) error { return p.write(w) }
+
+func (h *Datasets) docsPage(ctx context.Context, id, kind string) (docsPage, error) {
+	desc, err := h.description(ctx, id)
+	if err != nil {
+		return docsPage{}, err
+	}
+	var spec any
+	if err := json.Unmarshal(desc.JSON, &spec); err != nil {
+		return docsPage{}, err
+	}
+	return docsPage{kind: kind, title: desc.Doc.Info.Title, spec: spec}, nil
+}
+
+func (h *Datasets) GetDatasetDocs(ctx context.Context, req datasetapi.GetDatasetDocsRequestObject) (datasetapi.GetDatasetDocsResponseObject, error) {
+	return h.docsPage(ctx, req.DatasetId, docs.Swagger)
+}
+
+func (h *Datasets) GetDatasetRedoc(ctx context.Context, req datasetapi.GetDatasetRedocRequestObject) (datasetapi.GetDatasetRedocResponseObject, error) {
+	return h.docsPage(ctx, req.DatasetId, docs.Redoc)
+}
+
+// GetDatasetSDK generates a client package of the dataset's current description.
+func (h *Datasets) GetDatasetSDK(ctx context.Context, req datasetapi.GetDatasetSDKRequestObject) (datasetapi.GetDatasetSDKResponseObject, error) {
+	desc, err := h.description(ctx, req.DatasetId)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(sdk.Languages, req.Language) {
+		return nil, apierr.NotFound("sdk language", req.Language).WithDetails(map[string]any{"resource": "sdk language", "id": req.Language,
+			"supported_languages": sdk.Languages})
+	}
+	version := desc.versions[len(desc.versions)-1].Version
+	pkg := strings.ReplaceAll(ingest.Identifiers([]string{desc.Doc.Info.Title})[0], "_", "")
+	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' {
+		pkg = "dataset" + pkg
+	}
+	res, genErr := sdk.Generate(req.Language, sdk.Input{DatasetID: req.DatasetId, Name: desc.Doc.Info.Title, Package: pkg, Version: version,
+		Server: h.Config.BaseURL, DescriptionURL: h.Config.BaseURL + "/api/v1/datasets/" + req.DatasetId + "/openapi.json", Doc: desc.Doc, JSON: desc.JSON})
+	g := &store.SDKGeneration{ID: store.NewID("sdk"), DatasetID: req.DatasetId, Language: req.Language, Version: version, Status: "succeeded",
+		Warnings: "[]", CreatedAt: h.now()}
+	if p := auth.FromContext(ctx); p != nil {
+		g.UserID = &p.UserID
+	}
+	if genErr != nil {
+		g.Status, g.Error = "failed", ptr(genErr.Error())
+	} else {
+		g.DurationMS, g.SizeBytes = res.Duration.Milliseconds(), ptr(int64(len(res.Archive)))
+		w, _ := json.Marshal(append([]string{}, res.Warnings...))
+		g.Warnings = string(w)
+	}
+	if err := store.LogSDKGeneration(ctx, h.Store.DB, g); err != nil {
+		return nil, err
+	}
+	if genErr != nil {
+		return nil, genErr
+	}
+	name := fmt.Sprintf("%s-%s-%s.zip", pkg, req.Language, version)
+	return datasetapi.GetDatasetSDK200ApplicationzipResponse{Body: bytes.NewReader(res.Archive), ContentLength: int64(len(res.Archive)),
+		Headers: datasetapi.GetDatasetSDK200ResponseHeaders{ContentDisposition: `attachment; filename="` + name + `"`}}, nil
+}
+
+func (h *Datasets) GetDatasetSDKLogs(ctx context.Context, req datasetapi.GetDatasetSDKLogsRequestObject) (datasetapi.GetDatasetSDKLogsResponseObject, error) {
+	if _, err := h.description(ctx, req.DatasetId); err != nil {
+		return nil, err
+	}
+	gens, err := store.SDKGenerations(ctx, h.Store.DB, req.DatasetId, 100)
+	if err != nil {
+		return nil, err
+	}
+	out := datasetapi.GetDatasetSDKLogs200JSONResponse{DatasetId: req.DatasetId}
+	type gen = struct {
+		CreatedAt  time.Time                                                        `json:"created_at"`
+		DurationMs int                                                              `json:"duration_ms"`
+		Error      *string                                                          `json:"error,omitempty"`
+		Id         string                                                           `json:"id"`
+		Language   string                                                           `json:"language"`
+		SizeBytes  *int                                                             `json:"size_bytes,omitempty"`
+		Status     datasetapi.GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus `json:"status"`
+		Version    string                                                           `json:"version"`
+		Warnings   []string                                                         `json:"warnings"`
+	}
+	out.Generations = []gen{}
+	for _, g := range gens {
+		x := gen{CreatedAt: g.CreatedAt, DurationMs: int(g.DurationMS), Error: g.Error, Id: g.ID, Language: g.Language, Version: g.Version,
+			Status: datasetapi.GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus(g.Status), Warnings: []string{}}
+		if g.SizeBytes != nil {
+			x.SizeBytes = ptr(int(*g.SizeBytes))
+		}
+		_ = json.Unmarshal([]byte(g.Warnings), &x.Warnings)
+		out.Generations = append(out.Generations, x)
+	}
+	return out, nil
+}
