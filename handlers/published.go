@@ -25,7 +25,7 @@ import (
 
 // GetDatasetJSONSchema is a record of the dataset (at a version) as JSON Schema 2020-12.
 func (h *Datasets) GetDatasetJSONSchema(ctx context.Context, req datasetapi.GetDatasetJSONSchemaRequestObject) (datasetapi.GetDatasetJSONSchemaResponseObject, error) {
-	raw, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
+	raw, _, desc, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -39,10 +39,6 @@ func (h *Datasets) GetDatasetJSONSchema(ctx context.Context, req datasetapi.GetD
 		} `json:"components"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, err
-	}
-	desc, err := h.description(ctx, req.DatasetId)
-	if err != nil {
 		return nil, err
 	}
 	record, ok := doc.Components.Schemas[desc.singular].(map[string]any)

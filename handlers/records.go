@@ -53,6 +53,8 @@ type Description struct {
 	links    []link
 	versions []apiversions.Version    // every published version, oldest first
 	inputs   map[string]specgen.Input // what renders each past version
+	pastMu   sync.Mutex
+	past     map[string][]byte // past versions rendered so far
 }
 
 type link struct {
@@ -199,7 +201,7 @@ func relKey(rels []store.Relationship) string {
 }
 
 func (h *Datasets) GetDatasetDescription(ctx context.Context, req datasetapi.GetDatasetDescriptionRequestObject) (datasetapi.GetDatasetDescriptionResponseObject, error) {
-	raw, etag, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
+	raw, etag, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +213,7 @@ func (h *Datasets) GetDatasetDescription(ctx context.Context, req datasetapi.Get
 }
 
 func (h *Datasets) GetDatasetDescriptionYAML(ctx context.Context, req datasetapi.GetDatasetDescriptionYAMLRequestObject) (datasetapi.GetDatasetDescriptionYAMLResponseObject, error) {
-	raw, etag, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
+	raw, etag, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
 	if err != nil {
 		return nil, err
 	}

@@ -95,23 +95,37 @@ func (ds *Descriptions) listed(datasetID string, versions []apiversions.Version)
 }
 
 // descriptionAt is the dataset's description at version (nil: the current one) as JSON,
-// and its ETag.
-func (h *Datasets) descriptionAt(ctx context.Context, id string, version *string) ([]byte, string, error) {
+// its ETag, and the current description it comes from. An older version is rendered once per
+// description and kept with it.
+func (h *Datasets) descriptionAt(ctx context.Context, id string, version *string) ([]byte, string, *Description, error) {
 	desc, err := h.description(ctx, id)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	current := desc.versions[len(desc.versions)-1].Version
 	if version == nil || *version == current {
-		return desc.JSON, desc.ETag, nil
+		return desc.JSON, desc.ETag, desc, nil
 	}
 	in, ok := desc.inputs[*version]
 	if !ok {
-		return nil, "", versionNotFound(*version, desc.versions)
+		return nil, "", nil, versionNotFound(*version, desc.versions)
+	}
+	etag := fmt.Sprintf(`"%s-v%s"`, id, *version)
+	desc.pastMu.Lock()
+	defer desc.pastMu.Unlock()
+	if raw, ok := desc.past[*version]; ok {
+		return raw, etag, desc, nil
 	}
 	in.APIVersions = h.Descriptions().listed(id, desc.versions)
 	_, raw, err := specgen.Render(ctx, in)
-	return raw, fmt.Sprintf(`"%s-v%s"`, id, *version), err
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if desc.past == nil {
+		desc.past = map[string][]byte{}
+	}
+	desc.past[*version] = raw
+	return raw, etag, desc, nil
 }
 
 func versionNotFound(v string, versions []apiversions.Version) error {
