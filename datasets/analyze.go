@@ -145,7 +145,7 @@ func numeric(t ingest.Type) bool {
 func tableStatistics(ctx context.Context, tx *sqlx.Tx, t TableDef) (*TableStats, error) {
 	sampleRows := t.sampleRows()
 	cols := analyzedColumns(t)
-	from := t.Qualified() + ` WHERE ` + t.live()
+	from := t.Qualified() + ` WHERE ` + t.Live()
 	exact := true
 	ts := &TableStats{Columns: map[string]*ColumnStats{}}
 	if t.Foreign {
@@ -285,7 +285,7 @@ func samples(ctx context.Context, tx *sqlx.Tx, t TableDef, ts *TableStats) error
 	if t.System() {
 		order = " ORDER BY id"
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+t.Qualified()+` WHERE `+t.live()+order+` LIMIT 1000`)
+	rows, err := tx.QueryContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+t.Qualified()+` WHERE `+t.Live()+order+` LIMIT 1000`)
 	if err != nil {
 		return err
 	}

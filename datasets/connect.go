@@ -105,7 +105,8 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 			// the remote ones (MySQL compares column names without regard to case).
 			colNames = cols
 		}
-		td := TableDef{Name: names[i], Schema: d.ID, Relation: names[i], Foreign: true, Remote: t.Schema + "." + t.Name, SampleRows: opts.SampleRows}
+		td := TableDef{Name: names[i], Schema: d.ID, Relation: names[i], Foreign: true, Remote: t.Schema + "." + t.Name, SampleRows: opts.SampleRows,
+			Writable: c.Type == "postgresql"}
 		defs := make([]string, len(t.Columns))
 		for j, ec := range t.Columns {
 			col := ec.Column
@@ -113,7 +114,7 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 			td.Columns = append(td.Columns, col)
 			defs[j] = pq.QuoteIdentifier(col.Name) + " " + SQLType(col)
 			if c.Type == "postgresql" {
-				defs[j] += " OPTIONS (column_name " + pq.QuoteLiteral(ec.Original) + ")"
+				defs[j] += " OPTIONS (column_name " + pq.QuoteLiteral(ec.Original) + ")" + writeDefault(col)
 			}
 			for _, k := range t.PrimaryKey {
 				if k == ec.Original {
@@ -152,6 +153,23 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 		}
 	}
 	return tables, nil
+}
+
+// writeDefault is what a foreign table column declares so that an INSERT through
+// postgres_fdw (which sends every column of the foreign table) leaves the remote database's
+// defaults in force: a literal default is declared locally as well; a column the database
+// computes (a sequence, an identity, an expression) is declared generated, which makes
+// postgres_fdw send DEFAULT for it and read back the value the database chose.
+func writeDefault(c ingest.Column) string {
+	if c.Computed {
+		return " GENERATED ALWAYS AS (NULL::" + SQLType(c) + ") STORED"
+	}
+	if v := c.DefaultValue(); v != nil {
+		if text, null, err := c.Text(v); err == nil && !null {
+			return " DEFAULT " + pq.QuoteLiteral(text) + "::" + SQLType(c)
+		}
+	}
+	return ""
 }
 
 func slicesIndex(ts []TableDef, name string) int {

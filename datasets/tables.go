@@ -23,6 +23,9 @@ type TableDef struct {
 	PrimaryKey []string        `json:"primary_key,omitempty"`
 	// SampleRows is how many rows of a connected table its statistics cover (options.sample_rows).
 	SampleRows int64 `json:"sample_rows,omitempty"`
+	// Writable: the record API may write a connected table (through postgres_fdw; mysql_fdw
+	// tables are read-only).
+	Writable bool `json:"writable,omitempty"`
 }
 
 // DefaultSampleRows is SampleRows when the connection's options do not set it.
@@ -42,8 +45,8 @@ func (t TableDef) Qualified() string { return Table(t.Schema, t.Relation) }
 // updated_at, deleted_at, version): uploaded tables do, connected ones do not.
 func (t TableDef) System() bool { return !t.Foreign }
 
-// live is the condition that keeps soft-deleted rows out of a read of the table.
-func (t TableDef) live() string {
+// Live is the condition that keeps soft-deleted rows out of a read of the table.
+func (t TableDef) Live() string {
 	if t.System() {
 		return "deleted_at IS NULL"
 	}

@@ -277,7 +277,7 @@ var dialects = map[string]dialect{
 
 func describePostgres(ctx context.Context, db *sql.DB, t *Table) error {
 	rows, err := db.QueryContext(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
-			pg_get_expr(d.adbin, d.adrelid), t.typtype = 'e',
+			pg_get_expr(d.adbin, d.adrelid), t.typtype = 'e', a.attidentity <> '' OR a.attgenerated <> '',
 			COALESCE((SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = a.atttypid), '{}')
 		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 		WHERE a.attrelid = (quote_ident($1) || '.' || quote_ident($2))::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, t.Schema, t.Name)
@@ -287,10 +287,10 @@ func describePostgres(ctx context.Context, db *sql.DB, t *Table) error {
 	defer rows.Close()
 	for rows.Next() {
 		var name, typ string
-		var notNull, isEnum bool
+		var notNull, isEnum, computed bool
 		var def sql.NullString
 		var labels pq.StringArray
-		if err := rows.Scan(&name, &typ, &notNull, &def, &isEnum, &labels); err != nil {
+		if err := rows.Scan(&name, &typ, &notNull, &def, &isEnum, &computed, &labels); err != nil {
 			return err
 		}
 		c := Column{DatabaseType: typ}
@@ -305,8 +305,11 @@ func describePostgres(ctx context.Context, db *sql.DB, t *Table) error {
 		if def.Valid {
 			if v, ok := literalDefault(def.String); ok {
 				k.Default = v
+			} else if !strings.EqualFold(strings.TrimSpace(def.String), "null") && !strings.HasPrefix(def.String, "NULL::") {
+				computed = true // a sequence or an expression: the database computes it
 			}
 		}
+		c.Computed = computed
 		if !k.Empty() {
 			c.Constraints = &k
 		}
@@ -356,7 +359,7 @@ func describePostgres(ctx context.Context, db *sql.DB, t *Table) error {
 
 func describeMySQL(ctx context.Context, db *sql.DB, t *Table) error {
 	rows, err := db.QueryContext(ctx, `SELECT column_name, column_type, data_type, is_nullable = 'YES', column_default, column_key,
-			COALESCE(character_maximum_length, 0)
+			COALESCE(character_maximum_length, 0), extra
 		FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position`, t.Schema, t.Name)
 	if err != nil {
 		return err
@@ -367,7 +370,8 @@ func describeMySQL(ctx context.Context, db *sql.DB, t *Table) error {
 		var nullable bool
 		var def sql.NullString
 		var maxLen int64
-		if err := rows.Scan(&name, &colType, &dataType, &nullable, &def, &key, &maxLen); err != nil {
+		var extra string
+		if err := rows.Scan(&name, &colType, &dataType, &nullable, &def, &key, &maxLen, &extra); err != nil {
 			return err
 		}
 		c := Column{DatabaseType: colType}
@@ -383,8 +387,12 @@ func describeMySQL(ctx context.Context, db *sql.DB, t *Table) error {
 		if def.Valid && def.String != "NULL" {
 			if v, ok := literalDefault(def.String); ok {
 				k.Default = boolDefault(c.Type, v)
+			} else {
+				c.Computed = true
 			}
 		}
+		x := strings.ToLower(extra)
+		c.Computed = c.Computed || strings.Contains(x, "auto_increment") || strings.Contains(x, "generated")
 		switch key {
 		case "PRI":
 			t.PrimaryKey = append(t.PrimaryKey, name)

@@ -21,15 +21,15 @@ type bulkOp struct {
 	Method string         `json:"method"`
 	Data   map[string]any `json:"data"`
 	Filter map[string]any `json:"filter"`
-	IDs    []int64        `json:"ids"`
+	IDs    []any          `json:"ids"`
 	Soft   *bool          `json:"soft"`
 }
 
 type bulkResult struct {
 	Index   int             `json:"index"`
 	Success bool            `json:"success"`
-	ID      *int64          `json:"id,omitempty"`
-	IDs     []int64         `json:"ids,omitempty"`
+	ID      json.RawMessage   `json:"id,omitempty"`
+	IDs     []json.RawMessage `json:"ids,omitempty"`
 	Count   int             `json:"count"`
 	Data    json.RawMessage `json:"data,omitempty"`
 	Error   *bulkError      `json:"error,omitempty"`
@@ -141,7 +141,14 @@ func (h *Records) bulkOne(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, i int
 		return res, err
 	}
 	t := rc.desc.Table
-	sel := records.Selector{IDs: op.IDs}
+	var sel records.Selector
+	for j, v := range op.IDs {
+		id, err := t.ParseKey(fmt.Sprint(v))
+		if err != nil {
+			return fail(apierr.Field(fmt.Sprintf("body.operations[%d].ids[%d]", i, j), "type", err.(*records.FieldError).Message))
+		}
+		sel.IDs = append(sel.IDs, id)
+	}
 	if len(op.Filter) > 0 {
 		v := url.Values{}
 		for k, x := range op.Filter {
@@ -159,7 +166,7 @@ func (h *Records) bulkOne(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, i int
 		}
 		sel.Filters = fs
 	}
-	var ids []int64
+	var ids []json.RawMessage
 	var err error
 	switch op.Method {
 	case "create":
@@ -170,9 +177,9 @@ func (h *Records) bulkOne(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, i int
 		if err != nil {
 			return fail(err)
 		}
-		var m struct{ ID int64 }
+		var m map[string]json.RawMessage
 		_ = json.Unmarshal(rec, &m)
-		res.ID, res.Data, ids = &m.ID, rec, []int64{m.ID}
+		res.ID, res.Data, ids = m[t.Key()], rec, []json.RawMessage{m[t.Key()]}
 	case "update":
 		if len(op.Data) == 0 {
 			return fail(apierr.Field(fmt.Sprintf("body.operations[%d].data", i), "required", "an update needs data"))
@@ -184,7 +191,10 @@ func (h *Records) bulkOne(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, i int
 			return fail(fieldErr(err))
 		}
 	case "delete":
-		soft := op.Soft == nil || *op.Soft
+		if op.Soft != nil && *op.Soft && !t.System() {
+			return fail(apierr.Field(fmt.Sprintf("body.operations[%d].soft", i), "enum", "a connected database's records are deleted for good: soft must be false"))
+		}
+		soft := (op.Soft == nil || *op.Soft) && t.System()
 		if ids, err = t.DeleteWhere(ctx, tx, sel, soft); err != nil {
 			return fail(fieldErr(err))
 		}
@@ -195,11 +205,11 @@ func (h *Records) bulkOne(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, i int
 	if returnIDs {
 		res.IDs = ids
 		if ids == nil {
-			res.IDs = []int64{}
+			res.IDs = []json.RawMessage{}
 		}
 	}
 	if len(ids) == 1 && res.ID == nil {
-		res.ID = &ids[0]
+		res.ID = ids[0]
 	}
 	return res, nil
 }

@@ -25,7 +25,7 @@ import (
 
 // GetDatasetJSONSchema is a record of the dataset (at a version) as JSON Schema 2020-12.
 func (h *Datasets) GetDatasetJSONSchema(ctx context.Context, req datasetapi.GetDatasetJSONSchemaRequestObject) (datasetapi.GetDatasetJSONSchemaResponseObject, error) {
-	raw, _, desc, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
+	raw, _, desc, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Table, req.Params.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +132,8 @@ func (p docsPage) write(w http.ResponseWriter) error { return docs.Render(w, p.k
 func (p docsPage) VisitGetDatasetDocsResponse(w http.ResponseWriter) error  { return p.write(w) }
 func (p docsPage) VisitGetDatasetRedocResponse(w http.ResponseWriter) error { return p.write(w) }
 
-func (h *Datasets) docsPage(ctx context.Context, id, kind string) (docsPage, error) {
-	desc, err := h.description(ctx, id)
+func (h *Datasets) docsPage(ctx context.Context, id string, table *string, kind string) (docsPage, error) {
+	desc, err := h.description(ctx, id, table)
 	if err != nil {
 		return docsPage{}, err
 	}
@@ -145,16 +145,16 @@ func (h *Datasets) docsPage(ctx context.Context, id, kind string) (docsPage, err
 }
 
 func (h *Datasets) GetDatasetDocs(ctx context.Context, req datasetapi.GetDatasetDocsRequestObject) (datasetapi.GetDatasetDocsResponseObject, error) {
-	return h.docsPage(ctx, req.DatasetId, docs.Swagger)
+	return h.docsPage(ctx, req.DatasetId, req.Params.Table, docs.Swagger)
 }
 
 func (h *Datasets) GetDatasetRedoc(ctx context.Context, req datasetapi.GetDatasetRedocRequestObject) (datasetapi.GetDatasetRedocResponseObject, error) {
-	return h.docsPage(ctx, req.DatasetId, docs.Redoc)
+	return h.docsPage(ctx, req.DatasetId, req.Params.Table, docs.Redoc)
 }
 
 // GetDatasetSDK generates a client package of the dataset's current description.
 func (h *Datasets) GetDatasetSDK(ctx context.Context, req datasetapi.GetDatasetSDKRequestObject) (datasetapi.GetDatasetSDKResponseObject, error) {
-	desc, err := h.description(ctx, req.DatasetId)
+	desc, err := h.description(ctx, req.DatasetId, req.Params.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (h *Datasets) GetDatasetSDK(ctx context.Context, req datasetapi.GetDatasetS
 }
 
 func (h *Datasets) GetDatasetSDKLogs(ctx context.Context, req datasetapi.GetDatasetSDKLogsRequestObject) (datasetapi.GetDatasetSDKLogsResponseObject, error) {
-	if _, err := h.description(ctx, req.DatasetId); err != nil {
+	if _, err := h.description(ctx, req.DatasetId, nil); err != nil {
 		return nil, err
 	}
 	gens, err := store.SDKGenerations(ctx, h.Store.DB, req.DatasetId, 100)

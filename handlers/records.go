@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,9 +82,10 @@ func (h *Handlers) Descriptions() *Descriptions {
 	return h.desc
 }
 
-// Resolve finds a dataset the caller is a member of and its description: 404 otherwise, 409
-// while it is not active, and for connected datasets (their record API is not served yet).
-func (ds *Descriptions) Resolve(ctx context.Context, datasetID string) (*store.Dataset, *Description, error) {
+// Resolve finds a dataset the caller is a member of and the description of one of its tables
+// (table "": the first; a connected database's dataset has one per table): 404 otherwise, 409
+// while it is not active, 400 for a table it does not have.
+func (ds *Descriptions) Resolve(ctx context.Context, datasetID, table string) (*store.Dataset, *Description, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -97,17 +99,59 @@ func (ds *Descriptions) Resolve(ctx context.Context, datasetID string) (*store.D
 	if err := active(d, "its API is served"); err != nil {
 		return nil, nil, err
 	}
-	if d.Type != "file" {
-		return nil, nil, apierr.Conflict("type", "the record API of database-connected datasets is not served yet; use preview and queries")
-	}
-	desc, err := ds.describe(ctx, d)
+	desc, err := ds.describe(ctx, d, table)
 	return d, desc, err
 }
 
-func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Description, error) {
+// NotServed is the answer to a record API operation the description does not have: 405
+// with the reason (a connected table without a key, or read-only, or without a change stream).
+func (d *Description) NotServed(path, method string) error {
+	t := d.Table
+	reason := "this operation is not part of the dataset's API"
+	switch {
+	case strings.HasSuffix(path, "/stream") || strings.HasSuffix(path, "/ws"):
+		if !t.System() {
+			reason = "a connected database's tables have no change stream (changes made in the database itself are not seen as they happen); poll the list instead"
+		}
+	case strings.HasSuffix(path, "/{id}") && t.Key() == "":
+		reason = "the table " + t.Name + " has no single-column primary key: its records are listed, queried, aggregated and exported, not addressed one by one"
+	case method != http.MethodGet && !t.Writable():
+		reason = "the table " + t.Name + " is read-only through the record API (a MySQL connection, or no single-column primary key)"
+	}
+	return apierr.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", reason).WithDetails(map[string]any{"method": method, "table": t.Name})
+}
+
+// pickTable is the dataset's table named table ("": the first), or a 400 naming the others.
+func pickTable(tables []datasets.TableDef, table string) (datasets.TableDef, error) {
+	if table == "" {
+		return tables[0], nil
+	}
+	var names []string
+	for _, t := range tables {
+		if t.Name == table && t.Foreign {
+			return t, nil
+		}
+		names = append(names, t.Name)
+	}
+	if !tables[0].Foreign {
+		return datasets.TableDef{}, apierr.Field("query.table", "not_found", "an uploaded dataset has one table: leave table out")
+	}
+	return datasets.TableDef{}, apierr.Field("query.table", "not_found", fmt.Sprintf("no table %q; the dataset's tables are: %s", table, strings.Join(names, ", ")))
+}
+
+func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset, table string) (*Description, error) {
+	tables, err := datasets.Tables(d)
+	if err != nil {
+		return nil, err
+	}
+	served, err := pickTable(tables, table)
+	if err != nil {
+		return nil, err
+	}
 	base := fmt.Sprintf("%d|%d", d.SchemaVersion, d.UpdatedAt.UnixNano())
+	cacheKey := d.ID + "/" + served.Name
 	ds.mu.Lock()
-	cached := ds.cache[d.ID]
+	cached := ds.cache[cacheKey]
 	ds.mu.Unlock()
 	// Relationships change without the dataset changing (another dataset starts to refer to
 	// it): they are looked at again when the cached description is older than relCheck.
@@ -125,17 +169,23 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 		ds.mu.Unlock()
 		return cached, nil
 	}
-	tables, err := datasets.Tables(d)
-	if err != nil {
-		return nil, err
-	}
 	staging := ds.h.Config.StagingURL
 	if staging == "" {
 		staging = ds.h.Config.BaseURL
 	}
 	in := specgen.Input{DatasetID: d.ID, Name: d.Name, Description: deref(d.Description), SchemaVersion: d.SchemaVersion,
-		Table: tables[0], ProductionURL: ds.h.Config.BaseURL, StagingURL: staging, GeneratedAt: d.UpdatedAt}
-	desc := &Description{key: key, base: base, checked: time.Now(), Table: records.NewTable(tables[0]), singular: specgen.NamesOf(d.Name).Singular}
+		Table: served, ProductionURL: ds.h.Config.BaseURL, StagingURL: staging, GeneratedAt: d.UpdatedAt}
+	if served.Foreign { // a connected database's table: its operations are named after it
+		in.Name = served.Name
+		for _, t := range tables {
+			in.Tables = append(in.Tables, t.Name)
+		}
+	}
+	desc := &Description{key: key, base: base, checked: time.Now(), Table: records.NewTable(served), singular: specgen.NamesOf(in.Name).Singular}
+	// Relationships between a connected database's tables are not links of the record API yet.
+	if served.Foreign {
+		rels = nil
+	}
 	for _, r := range rels {
 		if r.FromDataset == d.ID { // this.col → other.key: the one record it points at
 			l := link{name: strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id"), dataset: r.ToDataset, column: r.FromColumn, target: r.ToColumn}
@@ -166,7 +216,7 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 			}
 		}
 	}
-	if in.Samples, err = ds.samples(ctx, d.ID, tables[0].Name); err != nil {
+	if in.Samples, err = ds.samples(ctx, d.ID, served.Name); err != nil {
 		return nil, err
 	}
 	in.AuthURL = ds.h.Config.OIDCIssuer
@@ -180,6 +230,9 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 		return nil, err
 	}
 	desc.ETag = fmt.Sprintf(`"%s-%d-%d"`, d.ID, d.SchemaVersion, d.UpdatedAt.UnixNano())
+	if served.Foreign {
+		desc.ETag = fmt.Sprintf(`"%s-%s-%d-%d"`, d.ID, served.Name, d.SchemaVersion, d.UpdatedAt.UnixNano())
+	}
 	ds.mu.Lock()
 	if len(ds.cache) >= maxDescriptions { // bounded: drop one (map order is random enough)
 		for k := range ds.cache {
@@ -187,7 +240,7 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset) (*Descri
 			break
 		}
 	}
-	ds.cache[d.ID] = desc
+	ds.cache[cacheKey] = desc
 	ds.mu.Unlock()
 	return desc, nil
 }
@@ -201,7 +254,7 @@ func relKey(rels []store.Relationship) string {
 }
 
 func (h *Datasets) GetDatasetDescription(ctx context.Context, req datasetapi.GetDatasetDescriptionRequestObject) (datasetapi.GetDatasetDescriptionResponseObject, error) {
-	raw, etag, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
+	raw, etag, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Table, req.Params.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +266,7 @@ func (h *Datasets) GetDatasetDescription(ctx context.Context, req datasetapi.Get
 }
 
 func (h *Datasets) GetDatasetDescriptionYAML(ctx context.Context, req datasetapi.GetDatasetDescriptionYAMLRequestObject) (datasetapi.GetDatasetDescriptionYAMLResponseObject, error) {
-	raw, etag, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Version)
+	raw, etag, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Table, req.Params.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -244,8 +297,8 @@ func blockStyle(n *yaml.Node) {
 	}
 }
 
-func (h *Datasets) description(ctx context.Context, id string) (*Description, error) {
-	d, desc, err := h.Descriptions().Resolve(ctx, id)
+func (h *Datasets) description(ctx context.Context, id string, table *string) (*Description, error) {
+	d, desc, err := h.Descriptions().Resolve(ctx, id, deref(table))
 	if err != nil {
 		return nil, err
 	}
@@ -292,12 +345,19 @@ func recordNotFound(id string) error {
 	return apierr.New(http.StatusNotFound, "RECORD_NOT_FOUND", "record not found").WithDetails(map[string]any{"id": id})
 }
 
-func recordID(c echo.Context) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id < 1 {
-		return 0, apierr.Field("path.id", "type", "a record id is a positive integer")
+// recordID is the record named by the path, checked against the table's key.
+func recordID(c echo.Context, t *records.Table) (string, error) {
+	id, err := t.ParseKey(c.Param("id"))
+	return id, fieldErr(err)
+}
+
+// selfURL is a record's address; a connected database's table is named in it.
+func (d *Description) selfURL(datasetID, key string) string {
+	u := "/api/v1/datasets/" + datasetID + "/data/" + url.PathEscape(key)
+	if d.Table.Foreign {
+		u += "?table=" + url.QueryEscape(d.Table.Name)
 	}
-	return id, nil
+	return u
 }
 
 // List is GET /api/v1/datasets/{id}/data.
@@ -414,10 +474,14 @@ func (h *Records) Aggregate(c echo.Context) error {
 // linksSQL is the SQL expression of a record's _links, as withLinks makes them, when every
 // link is built from an integer (nothing to escape in a URL); "" otherwise.
 func linksSQL(datasetID string, t *records.Table, links []link) string {
-	parts := []string{`'self'`, pq.QuoteLiteral("/api/v1/datasets/"+datasetID+"/data/") + ` || id`}
-	if len(links) > 40 {
+	if k := t.Column(t.Key()); t.Key() == "" || (k.Type != ingest.Integer && k.Type != ingest.BigInt) || len(links) > 40 {
 		return ""
 	}
+	self := pq.QuoteLiteral("/api/v1/datasets/"+datasetID+"/data/") + ` || ` + pq.QuoteIdentifier(t.Key())
+	if t.Foreign {
+		self += ` || ` + pq.QuoteLiteral("?table="+url.QueryEscape(t.Name))
+	}
+	parts := []string{`'self'`, self}
 	for _, l := range links {
 		if c := t.Column(l.column); c.Type != ingest.Integer && c.Type != ingest.BigInt {
 			return ""
@@ -440,8 +504,11 @@ func (h *Records) withLinks(rc *recordCtx, raw json.RawMessage) (json.RawMessage
 	if err := dec.Decode(&m); err != nil {
 		return nil, err
 	}
-	id := fmt.Sprint(m["id"])
-	links := map[string]any{"self": "/api/v1/datasets/" + rc.d.ID + "/data/" + id}
+	id := fmt.Sprint(m[rc.desc.Table.Key()])
+	links := map[string]any{}
+	if rc.desc.Table.Key() != "" {
+		links["self"] = rc.desc.selfURL(rc.d.ID, id)
+	}
 	for _, l := range rc.desc.links {
 		v, ok := m[l.column]
 		if l.column == "id" {
@@ -476,13 +543,35 @@ func returnFields(c echo.Context, t *records.Table, query string) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(fields, "version") { // ETags need it
-		fields = append(fields, "version")
-	}
 	return fields, nil
 }
 
-func etag(d *store.Dataset, rec json.RawMessage) string {
+// readFields are the fields to read for a record answered with fields: those and what its
+// ETag is made of (version; a connected table's whole record).
+func readFields(t *records.Table, fields []string) []string {
+	if !t.System() {
+		return t.Fields()
+	}
+	if !slices.Contains(fields, "version") {
+		fields = append(fields, "version")
+	}
+	return fields
+}
+
+// etag is a record's entity tag: its id and version, or for a connected table's record
+// (which has no version) its key and a digest of all its values.
+func etag(d *store.Dataset, t *records.Table, rec json.RawMessage) string {
+	if !t.System() {
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(rec, &m)
+		b, _ := json.Marshal(m) // keys sorted: the same values make the same tag
+		sum := sha256.Sum256(b)
+		var key string
+		if raw, ok := m[t.Key()]; ok {
+			key = strings.Trim(string(raw), `"`)
+		}
+		return fmt.Sprintf(`"%s.%s.%s.%s"`, d.ID, t.Name, url.PathEscape(key), hex.EncodeToString(sum[:8]))
+	}
 	var m struct {
 		ID      json.Number `json:"id"`
 		Version json.Number `json:"version"`
@@ -491,12 +580,32 @@ func etag(d *store.Dataset, rec json.RawMessage) string {
 	return fmt.Sprintf(`"%s.%s.%s"`, d.ID, m.ID, m.Version)
 }
 
-func (h *Records) respond(c echo.Context, rc *recordCtx, status int, rec json.RawMessage) error {
-	out, err := h.withLinks(rc, rec)
+// narrow keeps only fields of a record read with readFields (a connected table's record is
+// read whole for its ETag).
+func narrow(t *records.Table, rec json.RawMessage, fields []string) json.RawMessage {
+	if t.System() || len(fields) == len(t.Fields()) {
+		return rec
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(rec, &m) != nil {
+		return rec
+	}
+	out := make(map[string]json.RawMessage, len(fields))
+	for _, f := range fields {
+		if v, ok := m[f]; ok {
+			out[f] = v
+		}
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+func (h *Records) respond(c echo.Context, rc *recordCtx, status int, rec json.RawMessage, fields []string) error {
+	out, err := h.withLinks(rc, narrow(rc.desc.Table, rec, fields))
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("ETag", etag(rc.d, rec))
+	c.Response().Header().Set("ETag", etag(rc.d, rc.desc.Table, rec))
 	return c.JSONBlob(status, out)
 }
 
@@ -506,39 +615,37 @@ func (h *Records) Get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := recordID(c)
+	t := rc.desc.Table
+	id, err := recordID(c, t)
 	if err != nil {
 		return err
 	}
-	fields, err := rc.desc.Table.Select(c.QueryParam("fields"), "")
+	fields, err := t.Select(c.QueryParam("fields"), "")
 	if err != nil {
 		return fieldErr(err)
 	}
-	if !slices.Contains(fields, "version") {
-		fields = append(fields, "version")
-	}
-	rec, err := rc.desc.Table.Get(c.Request().Context(), h.Store.DB, id, fields, false)
+	rec, err := t.Get(c.Request().Context(), h.Store.DB, id, readFields(t, fields), false)
 	if errors.Is(err, records.ErrNotFound) {
 		return recordNotFound(c.Param("id"))
 	} else if err != nil {
 		return err
 	}
-	if tag := etag(rc.d, rec); c.Request().Header.Get("If-None-Match") == tag {
+	if tag := etag(rc.d, t, rec); c.Request().Header.Get("If-None-Match") == tag {
 		c.Response().Header().Set("ETag", tag)
 		return c.NoContent(http.StatusNotModified)
 	}
 	embed := strings.Join(slices.DeleteFunc([]string{c.QueryParam("include"), c.QueryParam("expand")}, func(s string) bool { return s == "" }), ",")
 	if embed == "" {
-		return h.respond(c, rc, http.StatusOK, rec)
+		return h.respond(c, rc, http.StatusOK, rec, fields)
 	}
-	out, err := h.withLinks(rc, rec)
+	out, err := h.withLinks(rc, narrow(t, rec, fields))
 	if err != nil {
 		return err
 	}
 	if out, err = h.embed(c.Request().Context(), rc, out, embed); err != nil {
 		return err
 	}
-	c.Response().Header().Set("ETag", etag(rc.d, rec))
+	c.Response().Header().Set("ETag", etag(rc.d, t, rec))
 	return c.JSONBlob(http.StatusOK, out)
 }
 
@@ -569,7 +676,7 @@ func (h *Records) embed(ctx context.Context, rc *recordCtx, out json.RawMessage,
 		if err != nil {
 			continue // not visible to the caller: nothing to embed
 		}
-		odesc, err := h.Descriptions().describe(ctx, od)
+		odesc, err := h.Descriptions().describe(ctx, od, "")
 		if err != nil {
 			return nil, err
 		}
@@ -630,6 +737,8 @@ func decodeObject(raw []byte) (map[string]any, error) {
 // writeErr maps database refusals of a write to API errors: a taken unique value is 409 with
 // the field; a value a constraint refuses is 400.
 func writeErr(err error, t *records.Table) error {
+	var pe *pq.Error
+	errors.As(err, &pe)
 	if col, ok := store.UniqueViolation(err); ok {
 		field := col
 		for _, c := range t.Columns {
@@ -637,13 +746,33 @@ func writeErr(err error, t *records.Table) error {
 				field = c.Name
 			}
 		}
+		if m := detailKey.FindStringSubmatch(pe.Detail); field == "" && m != nil {
+			// A connected database's refusal names no constraint, only the remote column.
+			field = m[1]
+			for _, c := range t.Columns {
+				if c.Original == m[1] || c.Name == m[1] {
+					field = c.Name
+				}
+			}
+		}
 		return apierr.Conflict(field, "a record with this "+field+" already exists")
+	}
+	if pe != nil && pe.Code == "23503" { // a connected database's foreign key
+		return apierr.New(http.StatusConflict, "CONFLICT", "the connected database refused: "+pe.Message).
+			WithDetails(map[string]any{"reason": pe.Detail})
+	}
+	if pe != nil && pe.Code == "42501" && t.Foreign {
+		return apierr.New(http.StatusForbidden, "PERMISSION_DENIED", "the connected database refused the write: "+pe.Message).
+			WithDetails(map[string]any{"table": t.Name})
 	}
 	if v, ok := store.ConstraintViolation(err); ok {
 		return apierr.Field("body", "constraint", v)
 	}
 	return fieldErr(err)
 }
+
+// detailKey reads the column of PostgreSQL's "Key (email)=(...) already exists."
+var detailKey = regexp.MustCompile(`^Key \(([^,()]+)\)=`)
 
 // IdempotencyTTL is how long the answer to an X-Idempotency-Key is kept.
 const IdempotencyTTL = 24 * time.Hour
@@ -663,14 +792,15 @@ func (h *Records) Create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fields, err := returnFields(c, rc.desc.Table, "")
+	t := rc.desc.Table
+	fields, err := returnFields(c, t, "")
 	if err != nil {
 		return fieldErr(err)
 	}
 	ctx := c.Request().Context()
 	key := c.Request().Header.Get("X-Idempotency-Key")
 	principal := auth.FromContext(ctx).Subject()
-	hash := sha256.Sum256(append([]byte(c.Request().Header.Get("X-Return-Fields")+"\n"), raw...))
+	hash := sha256.Sum256(append([]byte(t.Name+"\n"+c.Request().Header.Get("X-Return-Fields")+"\n"), raw...))
 	var rec json.RawMessage
 	var replay *store.Idempotent
 	var location string
@@ -689,13 +819,15 @@ func (h *Records) Create(c echo.Context) error {
 				return nil
 			}
 		}
-		if rec, err = rc.desc.Table.Insert(ctx, tx, b, fields); err != nil {
+		if rec, err = t.Insert(ctx, tx, b, readFields(t, fields)); err != nil {
 			return err
 		}
-		var m struct{ ID json.Number }
-		_ = json.Unmarshal(rec, &m)
-		location = "/api/v1/datasets/" + rc.d.ID + "/data/" + m.ID.String()
-		if out, err = h.withLinks(rc, rec); err != nil {
+		var m map[string]any
+		dec := json.NewDecoder(bytes.NewReader(rec))
+		dec.UseNumber()
+		_ = dec.Decode(&m)
+		location = rc.desc.selfURL(rc.d.ID, fmt.Sprint(m[t.Key()]))
+		if out, err = h.withLinks(rc, narrow(t, rec, fields)); err != nil {
 			return err
 		}
 		if key != "" {
@@ -713,11 +845,13 @@ func (h *Records) Create(c echo.Context) error {
 	if replay != nil && replay.Body != nil {
 		c.Response().Header().Set("Location", deref(replay.Location))
 		c.Response().Header().Set("Idempotent-Replayed", "true")
-		c.Response().Header().Set("ETag", etag(rc.d, json.RawMessage(*replay.Body)))
+		if t.System() { // a connected table's tag covers fields the stored answer may lack
+			c.Response().Header().Set("ETag", etag(rc.d, t, json.RawMessage(*replay.Body)))
+		}
 		return c.JSONBlob(*replay.Status, []byte(*replay.Body))
 	}
 	c.Response().Header().Set("Location", location)
-	c.Response().Header().Set("ETag", etag(rc.d, rec))
+	c.Response().Header().Set("ETag", etag(rc.d, t, rec))
 	return c.JSONBlob(http.StatusCreated, out)
 }
 
@@ -733,7 +867,8 @@ func (h *Records) update(c echo.Context, replace bool) error {
 	if err != nil {
 		return err
 	}
-	id, err := recordID(c)
+	t := rc.desc.Table
+	id, err := recordID(c, t)
 	if err != nil {
 		return err
 	}
@@ -749,12 +884,11 @@ func (h *Records) update(c echo.Context, replace bool) error {
 			return err
 		}
 	}
-	fields, err := returnFields(c, rc.desc.Table, "")
+	fields, err := returnFields(c, t, "")
 	if err != nil {
 		return fieldErr(err)
 	}
 	ctx := c.Request().Context()
-	t := rc.desc.Table
 	var rec json.RawMessage
 	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		cur, err := t.Get(ctx, tx, id, t.Fields(), true)
@@ -775,12 +909,18 @@ func (h *Records) update(c echo.Context, replace bool) error {
 			want, _ = strconv.Atoi(fmt.Sprint(v))
 			delete(b, "version")
 		}
-		if m := c.Request().Header.Get("If-Match"); m != "" && m != "*" && m != etag(rc.d, cur) {
+		if m := c.Request().Header.Get("If-Match"); m != "" && m != "*" && m != etag(rc.d, t, cur) {
 			want = -1
 		}
 		if want != current {
+			details := map[string]any{"id": now[t.Key()]}
+			if t.System() {
+				details["current_version"] = current
+			} else {
+				details["current_etag"] = etag(rc.d, t, cur)
+			}
 			return apierr.New(http.StatusConflict, "OPTIMISTIC_LOCK_ERROR", "the record changed since the version sent; read it again").
-				WithDetails(map[string]any{"current_version": current, "id": id})
+				WithDetails(details)
 		}
 		switch {
 		case jsonPatch:
@@ -793,11 +933,11 @@ func (h *Records) update(c echo.Context, replace bool) error {
 			}
 		}
 		var ok bool
-		if rec, ok, err = t.Update(ctx, tx, id, current, b, replace, fields); err != nil {
+		if rec, ok, err = t.Update(ctx, tx, id, current, b, replace, readFields(t, fields)); err != nil {
 			return err
 		} else if !ok {
 			return apierr.New(http.StatusConflict, "OPTIMISTIC_LOCK_ERROR", "the record changed meanwhile; read it again").
-				WithDetails(map[string]any{"id": id})
+				WithDetails(map[string]any{"id": now[t.Key()]})
 		}
 		return nil
 	})
@@ -808,14 +948,14 @@ func (h *Records) update(c echo.Context, replace bool) error {
 		}
 		return writeErr(err, t)
 	}
-	return h.respond(c, rc, http.StatusOK, rec)
+	return h.respond(c, rc, http.StatusOK, rec, fields)
 }
 
 // writable is the record's column values (no system fields, no links).
 func writable(t *records.Table, rec map[string]any) map[string]any {
 	out := map[string]any{}
 	for _, col := range t.Columns {
-		if v, ok := rec[col.Name]; ok && v != nil {
+		if v, ok := rec[col.Name]; ok && v != nil && !col.Computed {
 			out[col.Name] = v
 		}
 	}
@@ -982,17 +1122,20 @@ func (h *Records) Delete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := recordID(c)
+	t := rc.desc.Table
+	id, err := recordID(c, t)
 	if err != nil {
 		return err
 	}
-	soft := c.QueryParam("soft") != "false"
+	// A connected table has no soft deletion (its description allows only soft=false).
+	soft := c.QueryParam("soft") != "false" && t.System()
 	cascade := c.QueryParam("cascade") == "true"
 	ctx := c.Request().Context()
 	var at time.Time
+	var key any
 	cascaded := map[string]int64{}
 	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		cur, err := rc.desc.Table.Get(ctx, tx, id, rc.desc.Table.Fields(), true)
+		cur, err := t.Get(ctx, tx, id, t.Fields(), true)
 		if errors.Is(err, records.ErrNotFound) {
 			return recordNotFound(c.Param("id"))
 		} else if err != nil {
@@ -1004,19 +1147,24 @@ func (h *Records) Delete(c echo.Context) error {
 		if err := dec.Decode(&rec); err != nil {
 			return err
 		}
+		key = rec[t.Key()]
 		if err := h.referrers(ctx, tx, rc, rec, soft, cascade, cascaded, 0); err != nil {
 			return err
 		}
-		at, err = rc.desc.Table.Delete(ctx, tx, id, soft)
+		at, err = t.Delete(ctx, tx, id, soft)
 		return err
 	})
 	if err != nil {
-		return err
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			return err
+		}
+		return writeErr(err, t)
 	}
-	out := map[string]any{"deleted": true, "id": id, "message": fmt.Sprintf("record %d deleted", id)}
+	out := map[string]any{"deleted": true, "id": key, "message": fmt.Sprintf("record %s deleted", id)}
 	if soft {
 		out["deleted_at"] = at.Format(time.RFC3339Nano)
-		out["message"] = fmt.Sprintf("record %d deleted (soft: kept with deleted_at; soft=false removes it)", id)
+		out["message"] = fmt.Sprintf("record %s deleted (soft: kept with deleted_at; soft=false removes it)", id)
 	}
 	if len(cascaded) > 0 {
 		out["cascaded"] = cascaded
@@ -1045,7 +1193,7 @@ func (h *Records) referrers(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, rec
 		} else if err != nil {
 			return err
 		}
-		odesc, err := h.Descriptions().describe(ctx, od)
+		odesc, err := h.Descriptions().describe(ctx, od, "")
 		if err != nil {
 			return err
 		}

@@ -83,6 +83,9 @@ func (h *Records) Stream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if !rc.desc.Table.System() {
+		return rc.desc.NotServed("/data/stream", http.MethodGet)
+	}
 	filters, err := streamFilters(rc, c.QueryParams())
 	if err != nil {
 		return err

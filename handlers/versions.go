@@ -15,6 +15,7 @@ import (
 	"dataplatform/apierr"
 	"dataplatform/apiversions"
 	"dataplatform/auth"
+	"dataplatform/datasets"
 	"dataplatform/gen/datasetapi"
 	"dataplatform/ingest"
 	"dataplatform/reqmeta"
@@ -35,25 +36,51 @@ func (ds *Descriptions) history(ctx context.Context, d *store.Dataset, in specge
 	}
 	inputs := []specgen.Input{}
 	released := []store.SchemaChange{}
+	// A state is the served table as it was: an uploaded dataset's changes keep its columns;
+	// a connected dataset's keep all its tables (a table that did not exist yet has no state).
+	at := func(raw string, x *specgen.Input) (bool, error) {
+		if !in.Table.Foreign {
+			var cols []ingest.Column // a new slice: x shares in's
+			err := json.Unmarshal([]byte(raw), &cols)
+			x.Table.Columns = cols
+			return true, err
+		}
+		var ts []datasets.TableDef
+		if err := json.Unmarshal([]byte(raw), &ts); err != nil {
+			return false, err
+		}
+		for _, t := range ts {
+			if t.Name == in.Table.Name {
+				x.Table = t
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 	first := in
 	first.SchemaVersion, first.GeneratedAt = 1, d.CreatedAt
+	keep := true
 	if len(changes) > 0 {
-		var cols []ingest.Column
-		if err := json.Unmarshal([]byte(changes[0].ColumnsBefore), &cols); err != nil {
+		var err error
+		if keep, err = at(changes[0].ColumnsBefore, &first); err != nil {
 			return nil, nil, err
 		}
-		first.Table.Columns, first.SchemaVersion = cols, changes[0].SchemaVersion-1
+		first.SchemaVersion = changes[0].SchemaVersion - 1
 	}
-	inputs = append(inputs, first)
-	released = append(released, store.SchemaChange{CreatedAt: d.CreatedAt, SchemaVersion: first.SchemaVersion})
+	if keep {
+		inputs = append(inputs, first)
+		released = append(released, store.SchemaChange{CreatedAt: d.CreatedAt, SchemaVersion: first.SchemaVersion})
+	}
 	for i, c := range changes {
 		x := in
 		if i < len(changes)-1 {
-			var cols []ingest.Column
-			if err := json.Unmarshal([]byte(c.ColumnsAfter), &cols); err != nil {
+			ok, err := at(c.ColumnsAfter, &x)
+			if err != nil {
 				return nil, nil, err
 			}
-			x.Table.Columns = cols
+			if !ok {
+				continue
+			}
 		}
 		x.SchemaVersion, x.GeneratedAt = c.SchemaVersion, c.CreatedAt
 		inputs = append(inputs, x)
@@ -97,8 +124,8 @@ func (ds *Descriptions) listed(datasetID string, versions []apiversions.Version)
 // descriptionAt is the dataset's description at version (nil: the current one) as JSON,
 // its ETag, and the current description it comes from. An older version is rendered once per
 // description and kept with it.
-func (h *Datasets) descriptionAt(ctx context.Context, id string, version *string) ([]byte, string, *Description, error) {
-	desc, err := h.description(ctx, id)
+func (h *Datasets) descriptionAt(ctx context.Context, id string, table, version *string) ([]byte, string, *Description, error) {
+	desc, err := h.description(ctx, id, table)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -137,7 +164,7 @@ func versionNotFound(v string, versions []apiversions.Version) error {
 }
 
 func (h *Datasets) GetDatasetVersions(ctx context.Context, req datasetapi.GetDatasetVersionsRequestObject) (datasetapi.GetDatasetVersionsResponseObject, error) {
-	desc, err := h.description(ctx, req.DatasetId)
+	desc, err := h.description(ctx, req.DatasetId, req.Params.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +193,7 @@ func changesOut(cs []apiversions.Change) []datasetapi.DescriptionChange {
 }
 
 func (h *Datasets) GetDatasetChangelog(ctx context.Context, req datasetapi.GetDatasetChangelogRequestObject) (datasetapi.GetDatasetChangelogResponseObject, error) {
-	desc, err := h.description(ctx, req.DatasetId)
+	desc, err := h.description(ctx, req.DatasetId, req.Params.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +228,7 @@ func (h *Datasets) GetDatasetChangelog(ctx context.Context, req datasetapi.GetDa
 }
 
 func (h *Datasets) GetDatasetCompatibility(ctx context.Context, req datasetapi.GetDatasetCompatibilityRequestObject) (datasetapi.GetDatasetCompatibilityResponseObject, error) {
-	desc, err := h.description(ctx, req.DatasetId)
+	desc, err := h.description(ctx, req.DatasetId, req.Params.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +302,7 @@ func (h *Datasets) ValidateDatasetSchema(ctx context.Context, req datasetapi.Val
 		}
 		return errDryRun
 	})
-	desc, derr := h.description(ctx, req.DatasetId)
+	desc, derr := h.description(ctx, req.DatasetId, nil)
 	if derr != nil {
 		return nil, derr
 	}

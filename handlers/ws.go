@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -28,6 +29,9 @@ func (h *Records) Socket(c echo.Context) error {
 	rc, err := h.resolve(c, "datasets:read")
 	if err != nil {
 		return err
+	}
+	if !rc.desc.Table.System() {
+		return rc.desc.NotServed("/data/ws", http.MethodGet)
 	}
 	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: h.Config.CORSOrigins})
 	if err != nil {

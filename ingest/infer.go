@@ -272,6 +272,9 @@ type Column struct {
 	// Constraints are declared ones (a schema given with the dataset or changed later).
 	Constraints *Constraints `json:"constraints,omitempty"`
 	Description string       `json:"description,omitempty"`
+	// Computed is a connected database's column that the database fills itself (a sequence,
+	// an identity, a generated column or a default expression): read-only in the record API.
+	Computed bool `json:"computed,omitempty"`
 }
 
 // Constraints are what a declared column asks of its values beyond its type. Each becomes

@@ -39,6 +39,10 @@ func (t *Table) ExportRows(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 		return nil, 0, err
 	}
 	where := ` WHERE ` + strings.Join(b.conds, " AND ")
+	order := ""
+	if t.key != "" {
+		order = ` ORDER BY ` + pq.QuoteIdentifier(t.key)
+	}
 	var total int64
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM `+t.Qualified()+where, b.args...); err != nil {
 		return nil, 0, err
@@ -75,8 +79,7 @@ func (t *Table) ExportRows(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 		flushRun()
 		sel = strings.Join(parts, ", ")
 	case "json", "ndjson":
-		rows, err := q.QueryContext(ctx, `SELECT to_json(r)::text FROM (SELECT `+rowJSON(eq.Fields)+` FROM `+t.Qualified()+where+
-			` ORDER BY id) r`, b.args...)
+		rows, err := q.QueryContext(ctx, `SELECT to_json(r)::text FROM (SELECT `+rowJSON(eq.Fields)+` FROM `+t.Qualified()+where+order+`) r`, b.args...)
 		return rows, total, err
 	default:
 		parts := make([]string, len(eq.Fields))
@@ -88,7 +91,7 @@ func (t *Table) ExportRows(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 		}
 		sel = strings.Join(parts, ", ")
 	}
-	rows, err := q.QueryContext(ctx, `SELECT `+sel+` FROM `+t.Qualified()+where+` ORDER BY id`, b.args...)
+	rows, err := q.QueryContext(ctx, `SELECT `+sel+` FROM `+t.Qualified()+where+order, b.args...)
 	return rows, total, err
 }
 

@@ -35,10 +35,13 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 // ErrNotFound is a record that does not exist (or was soft-deleted).
 var ErrNotFound = errors.New("record not found")
 
-// Table is a dataset table as the record API sees it.
+// Table is a dataset table as the record API sees it. An uploaded dataset's table has the
+// system fields (id, created_at, updated_at, version; soft deletion); a connected database's
+// table has only its own columns, and its records are named by its primary key.
 type Table struct {
 	datasets.TableDef
 	cols map[string]ingest.Column
+	key  string // the field that names a record (its path id); "" when there is none
 }
 
 // NewTable indexes t's columns.
@@ -47,6 +50,17 @@ func NewTable(t datasets.TableDef) *Table {
 	for _, c := range t.Columns {
 		x.cols[c.Name] = c
 	}
+	if !t.System() {
+		// A single-column primary key of a type a path can carry names the records; a table
+		// without one is read as a whole (list, aggregate, export, query), not record by record.
+		if len(t.PrimaryKey) == 1 {
+			if c, ok := x.cols[t.PrimaryKey[0]]; ok && keyable(c.Type) {
+				x.key = c.Name
+			}
+		}
+		return x
+	}
+	x.key = "id"
 	for _, f := range systemFields {
 		typ := ingest.BigInt
 		switch f {
@@ -60,13 +74,56 @@ func NewTable(t datasets.TableDef) *Table {
 	return x
 }
 
+func keyable(t ingest.Type) bool {
+	switch t {
+	case ingest.Integer, ingest.BigInt, ingest.Text, ingest.UUID, ingest.Date, ingest.Numeric:
+		return true
+	}
+	return false
+}
+
+// Key is the field that names a record in paths ("id" for uploaded datasets, a connected
+// table's primary key), or "" when the table has none.
+func (t *Table) Key() string { return t.key }
+
+// Writable reports whether the record API may write the table: uploaded tables, and
+// connected tables reached through a wrapper that writes and having a key.
+func (t *Table) Writable() bool { return (t.System() || t.TableDef.Writable) && t.key != "" }
+
+// ParseKey checks a record's path id against the key's type and answers it as text.
+func (t *Table) ParseKey(s string) (string, error) {
+	c := t.cols[t.key]
+	text, null, err := c.Text(s)
+	if t.System() {
+		n, perr := strconv.ParseInt(s, 10, 64)
+		if perr != nil || n < 1 {
+			err = errors.New("not a positive integer")
+		}
+	}
+	if err != nil || null {
+		return "", &FieldError{"path.id", "type", "a record id is a " + datasets.SQLType(c) + " (" + t.key + ")"}
+	}
+	return text, nil
+}
+
+// keyIs is the condition "the record's key is p" for a bound text parameter p.
+func (t *Table) keyIs(p string) string {
+	return pq.QuoteIdentifier(t.key) + " = " + p + "::" + datasets.SQLType(t.cols[t.key])
+}
+
 // Fields are every field a record has, in order.
 func (t *Table) Fields() []string {
-	out := []string{"id"}
+	var out []string
+	if t.System() {
+		out = append(out, "id")
+	}
 	for _, c := range t.Columns {
 		out = append(out, c.Name)
 	}
-	return append(out, "created_at", "updated_at", "version")
+	if t.System() {
+		out = append(out, "created_at", "updated_at", "version")
+	}
+	return out
 }
 
 // Select picks fields: all of them, or those of fields (comma-separated), minus exclude.
@@ -109,7 +166,7 @@ func (t *Table) Select(fields, exclude string) ([]string, error) {
 
 // required reports whether every record has the field: the system fields and NOT NULL columns.
 func (t *Table) required(f string) bool {
-	if slices.Contains(systemFields, f) {
+	if t.System() && slices.Contains(systemFields, f) {
 		return true
 	}
 	c, ok := t.cols[f]
@@ -314,7 +371,7 @@ func (t *Table) cond(b *builder, f Filter) (string, error) {
 
 // where builds the conditions of a list: live rows, the filters, the search.
 func (t *Table) where(b *builder, filters []Filter, search string) error {
-	b.conds = append(b.conds, "deleted_at IS NULL")
+	b.conds = append(b.conds, t.Live())
 	for _, f := range filters {
 		c, err := t.cond(b, f)
 		if err != nil {
@@ -340,11 +397,31 @@ type sortKey struct {
 	desc  bool
 }
 
-// sortKeys parses sort (fields, - for descending; default -created_at) and ends it with id,
-// which makes the order total (keyset pagination needs that).
+// DefaultSort is the order of a list that names none: newest first for uploaded datasets,
+// by key (or the first column that sorts) for connected tables.
+func (t *Table) DefaultSort() string {
+	if t.System() {
+		return "-created_at"
+	}
+	if t.key != "" {
+		return t.key
+	}
+	for _, c := range t.Columns {
+		if c.Type != ingest.JSONB && !c.Type.IsArray() {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// sortKeys parses sort (fields, - for descending; default DefaultSort) and ends it with the
+// key, which makes the order total (keyset pagination needs that).
 func (t *Table) sortKeys(sort string) ([]sortKey, []string, error) {
 	if strings.TrimSpace(sort) == "" {
-		sort = "-created_at"
+		sort = t.DefaultSort()
+	}
+	if sort == "" {
+		return nil, nil, nil
 	}
 	var keys []sortKey
 	var names []string
@@ -365,8 +442,8 @@ func (t *Table) sortKeys(sort string) ([]sortKey, []string, error) {
 		keys = append(keys, sortKey{f, desc})
 		names = append(names, s)
 	}
-	if !slices.ContainsFunc(keys, func(k sortKey) bool { return k.field == "id" }) {
-		keys = append(keys, sortKey{"id", false})
+	if t.key != "" && !slices.ContainsFunc(keys, func(k sortKey) bool { return k.field == t.key }) {
+		keys = append(keys, sortKey{t.key, false})
 	}
 	return keys, names, nil
 }
@@ -374,6 +451,9 @@ func (t *Table) sortKeys(sort string) ([]sortKey, []string, error) {
 // orderSQL is the ORDER BY of keys; flip reverses it (to read the page before a cursor).
 // Ascending keys put NULLs last, descending first, so flipping mirrors them exactly.
 func orderSQL(keys []sortKey, flip bool) string {
+	if len(keys) == 0 {
+		return "true"
+	}
 	terms := make([]string, len(keys))
 	for i, k := range keys {
 		if k.desc != flip {
@@ -493,6 +573,9 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 	conds := slices.Clone(b.conds)
 	flip := false
 	var cur *Cursor
+	if lq.Cursor != "" && t.key == "" {
+		return nil, &FieldError{"query.cursor", "invalid_cursor", "this table has no primary key to page by; use page"}
+	}
 	if lq.Cursor != "" {
 		if cur, err = DecodeCursor(lq.Cursor, t.Name, sortSpec); err != nil {
 			return nil, err
@@ -529,6 +612,9 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 	if cur == nil {
 		offset = b.arg((lq.Page - 1) * lq.Limit)
 	}
+	if len(keys) == 0 && len(lq.Fields) == 0 {
+		sel = "NULL" // a table of no columns
+	}
 	rows, err := q.QueryxContext(ctx, `SELECT `+record+`, json_build_array(`+strings.Join(keyVals, ", ")+`)
 		FROM (SELECT `+sel+` FROM `+t.Qualified()+` WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+orderSQL(keys, flip)+
 		` LIMIT `+limit+` OFFSET `+offset+`) r`, b.args...)
@@ -561,7 +647,7 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 		_ = json.Unmarshal(bounds[i], &vals)
 		return Cursor{Dataset: t.Name, Sort: sortSpec, Values: vals, Before: before}.Encode()
 	}
-	if len(pg.Rows) > 0 {
+	if len(pg.Rows) > 0 && t.key != "" {
 		// After the last row when there is more that way (or when we came from there);
 		// before the first when a page precedes it.
 		if (!flip && more) || (flip && cur != nil) {
@@ -657,8 +743,8 @@ func (c *countCache) put(k string, n int64) {
 }
 
 // Get reads one live record.
-func (t *Table) Get(ctx context.Context, q sqlx.QueryerContext, id int64, fields []string, lock bool) (json.RawMessage, error) {
-	qs := `SELECT to_json(r) FROM (SELECT ` + rowJSON(fields) + ` FROM ` + t.Qualified() + ` WHERE id = $1 AND deleted_at IS NULL`
+func (t *Table) Get(ctx context.Context, q sqlx.QueryerContext, id string, fields []string, lock bool) (json.RawMessage, error) {
+	qs := `SELECT to_json(r) FROM (SELECT ` + rowJSON(fields) + ` FROM ` + t.Qualified() + ` WHERE ` + t.keyIs("$1") + ` AND ` + t.Live()
 	if lock {
 		qs += ` FOR UPDATE`
 	}
@@ -676,7 +762,7 @@ func (t *Table) values(b *builder, body map[string]any) ([]string, []string, err
 	var cols, params []string
 	for _, c := range t.Columns {
 		v, ok := body[c.Name]
-		if !ok {
+		if !ok || c.Computed {
 			continue
 		}
 		s, null, err := c.Text(v)
@@ -715,27 +801,38 @@ func (t *Table) Insert(ctx context.Context, q sqlx.QueryerContext, body map[stri
 
 // Update writes body's fields (replace: every column, absent ones reset to their default)
 // to record id at version, bumping version and updated_at; false when version is stale.
-func (t *Table) Update(ctx context.Context, q sqlx.QueryerContext, id int64, version int, body map[string]any, replace bool, fields []string) (json.RawMessage, bool, error) {
+// A connected table has no version: version is not looked at (the caller compared ETags).
+func (t *Table) Update(ctx context.Context, q sqlx.QueryerContext, id string, version int, body map[string]any, replace bool, fields []string) (json.RawMessage, bool, error) {
 	var b builder
 	cols, params, err := t.values(&b, body)
 	if err != nil {
 		return nil, false, err
 	}
-	sets := []string{"version = version + 1", "updated_at = now()"}
+	var sets []string
+	if t.System() {
+		sets = []string{"version = version + 1", "updated_at = now()"}
+	}
 	for i := range cols {
 		sets = append(sets, cols[i]+" = "+params[i])
 	}
 	if replace {
 		for _, c := range t.Columns {
-			if _, ok := body[c.Name]; !ok {
+			if _, ok := body[c.Name]; !ok && !c.Computed {
 				sets = append(sets, pq.QuoteIdentifier(c.Name)+" = DEFAULT")
 			}
 		}
 	}
-	idp, vp := b.arg(id), b.arg(version)
+	if len(sets) == 0 { // nothing to write
+		j, err := t.Get(ctx, q, id, fields, false)
+		return j, err == nil, err
+	}
+	where := t.keyIs(b.arg(id)) + ` AND ` + t.Live()
+	if t.System() {
+		where += ` AND version = ` + b.arg(version)
+	}
 	var j []byte
-	err = sqlx.GetContext(ctx, q, &j, `WITH r AS (UPDATE `+t.Qualified()+` SET `+strings.Join(sets, ", ")+` WHERE id = `+idp+
-		` AND deleted_at IS NULL AND version = `+vp+` RETURNING *) SELECT to_json(x) FROM (SELECT `+rowJSON(fields)+` FROM r) x`, b.args...)
+	err = sqlx.GetContext(ctx, q, &j, `WITH r AS (UPDATE `+t.Qualified()+` SET `+strings.Join(sets, ", ")+` WHERE `+where+
+		` RETURNING *) SELECT to_json(x) FROM (SELECT `+rowJSON(fields)+` FROM r) x`, b.args...)
 	if errors.Is(err, errNoRows) {
 		return nil, false, nil
 	}
@@ -743,9 +840,10 @@ func (t *Table) Update(ctx context.Context, q sqlx.QueryerContext, id int64, ver
 }
 
 // Delete removes a record: soft (deleted_at set) or for good. It returns when it was deleted.
-func (t *Table) Delete(ctx context.Context, q sqlx.QueryerContext, id int64, soft bool) (time.Time, error) {
-	qs := `DELETE FROM ` + t.Qualified() + ` WHERE id = $1 AND deleted_at IS NULL RETURNING now()`
-	if soft {
+// A connected table's records are only deleted for good.
+func (t *Table) Delete(ctx context.Context, q sqlx.QueryerContext, id string, soft bool) (time.Time, error) {
+	qs := `WITH r AS (DELETE FROM ` + t.Qualified() + ` WHERE ` + t.keyIs("$1") + ` AND ` + t.Live() + ` RETURNING 1) SELECT now() FROM r`
+	if soft && t.System() {
 		qs = `UPDATE ` + t.Qualified() + ` SET deleted_at = now(), updated_at = now(), version = version + 1 WHERE id = $1 AND deleted_at IS NULL
 			RETURNING deleted_at`
 	}
@@ -757,26 +855,27 @@ func (t *Table) Delete(ctx context.Context, q sqlx.QueryerContext, id int64, sof
 	return at.UTC(), err
 }
 
-// Referring lists the live records whose column col holds value (the records referring to
-// another dataset's record through a relationship).
-func (t *Table) Referring(ctx context.Context, q sqlx.QueryerContext, col, value string) ([]int64, error) {
+// Referring lists the keys of the live records whose column col holds value (the records
+// referring to another dataset's record through a relationship).
+func (t *Table) Referring(ctx context.Context, q sqlx.QueryerContext, col, value string) ([]string, error) {
 	c, ok := t.cols[col]
-	if !ok {
+	if !ok || t.key == "" {
 		return nil, nil
 	}
 	text, _, err := c.Text(value)
 	if err != nil {
 		return nil, nil // a value this column cannot hold: nothing refers to it
 	}
-	var ids []int64
-	err = sqlx.SelectContext(ctx, q, &ids, `SELECT id FROM `+t.Qualified()+` WHERE `+pq.QuoteIdentifier(col)+` = $1::`+datasets.SQLType(c)+
-		` AND deleted_at IS NULL ORDER BY id`, text)
+	k := pq.QuoteIdentifier(t.key)
+	var ids []string
+	err = sqlx.SelectContext(ctx, q, &ids, `SELECT `+k+`::text FROM `+t.Qualified()+` WHERE `+pq.QuoteIdentifier(col)+` = $1::`+datasets.SQLType(c)+
+		` AND `+t.Live()+` ORDER BY `+k, text)
 	return ids, err
 }
 
-// Selector picks records for a bulk update or delete: by id, and/or by filters.
+// Selector picks records for a bulk update or delete: by key, and/or by filters.
 type Selector struct {
-	IDs     []int64
+	IDs     []string // key values as text
 	Filters []Filter
 }
 
@@ -788,14 +887,14 @@ func (t *Table) selectWhere(b *builder, s Selector) error {
 		return err
 	}
 	if len(s.IDs) > 0 {
-		b.conds = append(b.conds, "id = ANY("+b.arg(pq.Array(s.IDs))+"::bigint[])")
+		b.conds = append(b.conds, pq.QuoteIdentifier(t.key)+" = ANY("+b.arg(pq.Array(s.IDs))+"::"+datasets.SQLType(t.cols[t.key])+"[])")
 	}
 	return nil
 }
 
 // UpdateWhere writes body's fields to every selected live record (version and updated_at
-// move on) and returns their ids.
-func (t *Table) UpdateWhere(ctx context.Context, q sqlx.QueryerContext, s Selector, body map[string]any) ([]int64, error) {
+// move on) and returns their keys (as JSON values).
+func (t *Table) UpdateWhere(ctx context.Context, q sqlx.QueryerContext, s Selector, body map[string]any) ([]json.RawMessage, error) {
 	var b builder
 	cols, params, err := t.values(&b, body)
 	if err != nil {
@@ -807,28 +906,33 @@ func (t *Table) UpdateWhere(ctx context.Context, q sqlx.QueryerContext, s Select
 	if err := t.selectWhere(&b, s); err != nil {
 		return nil, err
 	}
-	sets := []string{"version = version + 1", "updated_at = now()"}
+	var sets []string
+	if t.System() {
+		sets = []string{"version = version + 1", "updated_at = now()"}
+	}
 	for i := range cols {
 		sets = append(sets, cols[i]+" = "+params[i])
 	}
-	var ids []int64
+	var ids []json.RawMessage
 	err = sqlx.SelectContext(ctx, q, &ids, `UPDATE `+t.Qualified()+` SET `+strings.Join(sets, ", ")+` WHERE `+strings.Join(b.conds, " AND ")+
-		` RETURNING id`, b.args...)
+		` RETURNING to_json(`+pq.QuoteIdentifier(t.key)+`)`, b.args...)
 	return ids, err
 }
 
-// DeleteWhere deletes every selected live record (soft or for good) and returns their ids.
-func (t *Table) DeleteWhere(ctx context.Context, q sqlx.QueryerContext, s Selector, soft bool) ([]int64, error) {
+// DeleteWhere deletes every selected live record (soft or for good; connected tables only
+// for good) and returns their keys (as JSON values).
+func (t *Table) DeleteWhere(ctx context.Context, q sqlx.QueryerContext, s Selector, soft bool) ([]json.RawMessage, error) {
 	var b builder
 	if err := t.selectWhere(&b, s); err != nil {
 		return nil, err
 	}
 	where := strings.Join(b.conds, " AND ")
-	qs := `DELETE FROM ` + t.Qualified() + ` WHERE ` + where + ` RETURNING id`
-	if soft {
-		qs = `UPDATE ` + t.Qualified() + ` SET deleted_at = now(), updated_at = now(), version = version + 1 WHERE ` + where + ` RETURNING id`
+	ret := ` RETURNING to_json(` + pq.QuoteIdentifier(t.key) + `)`
+	qs := `DELETE FROM ` + t.Qualified() + ` WHERE ` + where + ret
+	if soft && t.System() {
+		qs = `UPDATE ` + t.Qualified() + ` SET deleted_at = now(), updated_at = now(), version = version + 1 WHERE ` + where + ret
 	}
-	var ids []int64
+	var ids []json.RawMessage
 	err := sqlx.SelectContext(ctx, q, &ids, qs, b.args...)
 	return ids, err
 }

@@ -246,14 +246,14 @@ func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 // recordRoute resolves a record API request's dataset (404 when the caller is not a member)
 // and the operation of its description the request is validated against.
 func (s *Server) recordRoute(c echo.Context, rt *route) (*route, error) {
-	d, desc, err := s.H.Descriptions().Resolve(c.Request().Context(), c.Param("dataset_id"))
+	d, desc, err := s.H.Descriptions().Resolve(c.Request().Context(), c.Param("dataset_id"), c.QueryParam("table"))
 	if err != nil {
 		return nil, err
 	}
 	method := c.Request().Method
 	item := desc.Doc.Paths.Value(rt.template)
 	if item == nil || item.GetOperation(method) == nil {
-		return nil, echo.NewHTTPError(http.StatusMethodNotAllowed)
+		return nil, desc.NotServed(rt.template, method)
 	}
 	op := item.GetOperation(method)
 	vh, err := desc.VersionHeaders(d.ID, s.cfg.BaseURL, c.Request().Header.Get("X-API-Version"))

@@ -123,6 +123,9 @@ func decorate(doc *openapi3.T, in Input) {
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			url := base + strings.NewReplacer("{dataset_id}", in.DatasetID, "{id}", "1").Replace(path)
+			if in.Table.Foreign {
+				url += "?table=" + in.Table.Name
+			}
 			var body any
 			switch {
 			case strings.HasSuffix(path, "/query"):
@@ -275,7 +278,11 @@ func decorate(doc *openapi3.T, in Input) {
 		"fields":      []string{},
 		"credentials": "connected databases' passwords: AES-256-GCM (DP_SECRET_KEY)",
 	}
-	doc.Extensions["x-dataset-config"] = map[string]any{"soft_delete": true, "audit_trail": true, "row_level_security": true, "encryption_at_rest": false}
+	doc.Extensions["x-dataset-config"] = map[string]any{"soft_delete": in.Table.System(), "audit_trail": true, "row_level_security": true, "encryption_at_rest": false}
+	if in.Table.Foreign {
+		doc.Extensions["x-dataset-config"].(map[string]any)["connected_table"] = map[string]any{"name": in.Table.Name, "remote": in.Table.Remote,
+			"tables": in.Tables, "primary_key": in.Table.PrimaryKey, "writable": in.Table.Writable}
+	}
 	pkg := strings.ReplaceAll(ingest.Identifiers([]string{in.Name})[0], "_", "")
 	doc.Extensions["x-generator-config"] = map[string]any{
 		"go":         map[string]any{"package": pkg + "client", "generator": "oapi-codegen"},

@@ -16,6 +16,7 @@ import (
 
 	"dataplatform/datasets"
 	"dataplatform/ingest"
+	"dataplatform/records"
 	"dataplatform/templates"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -28,6 +29,7 @@ type Input struct {
 	Version                      string       // info.version; empty: 1.0.0
 	APIVersions                  []APIVersion // x-api-versions: every published version
 	Table                        datasets.TableDef
+	Tables                       []string // a connected dataset's tables (each has its own description)
 	Links                        []Link // relationships, as links of each record
 	ManyToMany                   []ManyToMany
 	ProductionURL, StagingURL    string
@@ -131,6 +133,11 @@ type view struct {
 	Title, Version, GeneratedAt, Description string
 	Record, Create, Update, Patch            map[string]any
 	FilterParams                             []filterParam
+	// System: an uploaded dataset's table (system fields, soft deletion, change stream).
+	// Key names records in paths ("" none: no record paths); Writable adds the writes.
+	System, Writable bool
+	Key, DefaultSort string
+	KeyIn, KeyOut    map[string]any // the key's schema in requests and in answers
 }
 
 type filterParam struct {
@@ -149,7 +156,20 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 	if v.Description == "" {
 		v.Description = "Records of the " + in.Name + " dataset."
 	}
+	if in.Table.Foreign && len(in.Tables) == 0 {
+		v.Tables = []string{in.Table.Name}
+	}
 	v.Record, v.Create, v.Update, v.Patch = schemas(in)
+	t := records.NewTable(in.Table)
+	v.System, v.Writable, v.Key, v.DefaultSort = in.Table.System(), t.Writable(), t.Key(), t.DefaultSort()
+	if v.System {
+		v.KeyIn = map[string]any{"type": "integer", "format": "int64", "minimum": 1}
+		v.KeyOut = map[string]any{"type": "integer", "format": "int64"}
+	} else if v.Key != "" {
+		v.KeyIn, v.KeyOut = typeSchema(t.Column(v.Key).Type), typeSchema(t.Column(v.Key).Type)
+	} else {
+		v.KeyIn, v.KeyOut = map[string]any{"type": "string"}, map[string]any{"type": "string"}
+	}
 	for _, c := range in.Table.Columns {
 		if c.Type == ingest.JSONB || c.Type.IsArray() {
 			continue
@@ -249,16 +269,24 @@ func typeSchema(t ingest.Type) map[string]any {
 // schemas are the record (as read), create, update (create + version) and patch schemas.
 func schemas(in Input) (record, create, update, patch map[string]any) {
 	props := map[string]any{}
+	computed := map[string]any{} // columns a connected database fills: read-only
 	var required, createRequired []string
 	for _, c := range in.Table.Columns {
-		props[c.Name] = column(c)
+		if c.Computed {
+			s := column(c)
+			s["readOnly"] = true
+			computed[c.Name] = s
+		} else {
+			props[c.Name] = column(c)
+		}
 		if !c.Nullable {
 			required = append(required, c.Name)
-			if c.DefaultValue() == nil {
+			if c.DefaultValue() == nil && !c.Computed {
 				createRequired = append(createRequired, c.Name)
 			}
 		}
 	}
+	system := in.Table.System()
 	writable := func() map[string]any {
 		m := make(map[string]any, len(props)+1)
 		for k, v := range props {
@@ -271,13 +299,17 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 		create["required"] = createRequired
 	}
 	up := writable()
-	up["version"] = map[string]any{"type": "integer", "minimum": 1, "description": "The version read; a stale one is refused (optimistic locking)."}
+	if system {
+		up["version"] = map[string]any{"type": "integer", "minimum": 1, "description": "The version read; a stale one is refused (optimistic locking)."}
+	}
 	update = map[string]any{"type": "object", "additionalProperties": false, "properties": up}
 	if len(createRequired) > 0 {
 		update["required"] = createRequired
 	}
 	pp := writable()
-	pp["version"] = up["version"]
+	if system {
+		pp["version"] = up["version"]
+	}
 	for k, v := range pp {
 		if m, ok := v.(map[string]any); ok && k != "version" {
 			c := make(map[string]any, len(m))
@@ -293,6 +325,9 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 	// $setOnInsert sets a field only when it has no value yet.
 	inc, push, set := map[string]any{}, map[string]any{}, map[string]any{}
 	for _, c := range in.Table.Columns {
+		if c.Computed {
+			continue
+		}
 		switch {
 		case c.Type == ingest.Integer || c.Type == ingest.BigInt || c.Type == ingest.Numeric:
 			inc[c.Name] = map[string]any{"type": "number"}
@@ -311,15 +346,23 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 	patch = map[string]any{"type": "object", "additionalProperties": false, "minProperties": 1, "properties": pp}
 
 	rp := writable()
-	rp["id"] = map[string]any{"type": "integer", "format": "int64", "readOnly": true}
-	rp["created_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
-	rp["updated_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
-	rp["version"] = map[string]any{"type": "integer", "readOnly": true, "description": "Optimistic-locking version; every write increments it."}
+	for k, v := range computed {
+		rp[k] = v
+	}
+	if system {
+		rp["id"] = map[string]any{"type": "integer", "format": "int64", "readOnly": true}
+		rp["created_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
+		rp["updated_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
+		rp["version"] = map[string]any{"type": "integer", "readOnly": true, "description": "Optimistic-locking version; every write increments it."}
+	}
 	links := map[string]any{"self": map[string]any{"type": "string", "format": "uri-reference"}}
 	for _, l := range in.Links {
 		links[l.Name] = map[string]any{"type": "string", "format": "uri-reference"}
 	}
 	rp["_links"] = map[string]any{"type": "object", "readOnly": true, "required": []string{"self"}, "properties": links}
+	if records.NewTable(in.Table).Key() == "" { // no key: no record address
+		rp["_links"] = map[string]any{"type": "object", "readOnly": true, "properties": map[string]any{}}
+	}
 	if len(in.Links) > 0 {
 		emb := map[string]any{}
 		for _, l := range in.Links {
@@ -334,7 +377,10 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 		rp["_embedded"] = map[string]any{"type": "object", "readOnly": true, "properties": emb,
 			"description": "Related records asked for with include or expand."}
 	}
-	record = map[string]any{"type": "object", "properties": rp,
-		"required": append([]string{"id", "created_at", "updated_at", "version", "_links"}, required...)}
+	fixed := []string{"_links"}
+	if system {
+		fixed = []string{"id", "created_at", "updated_at", "version", "_links"}
+	}
+	record = map[string]any{"type": "object", "properties": rp, "required": append(fixed, required...)}
 	return record, create, update, patch
 }

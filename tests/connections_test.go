@@ -321,6 +321,21 @@ func TestMySQLConnectedDataset(t *testing.T) {
 	if p.row(0, "name") != "Ann" || p.row(0, "vip") != true || p.row(1, "age") != nil {
 		t.Fatalf("preview: %s", p.Body)
 	}
+	// The record API reads MySQL tables (mysql_fdw does not write them back: read-only).
+	data := "/api/v1/datasets/" + id + "/data"
+	if l := e.do("GET", data+"?table=customers&filter[vip]=true", nil, own).status(200); l.len("data") != 1 || l.str("data.0.name") != "Ann" ||
+		l.str("data.0._links.self") != "/api/v1/datasets/"+id+"/data/1?table=customers" {
+		t.Fatalf("list: %s", l.Body)
+	}
+	if g := e.do("GET", data+"/2?table=customers", nil, own).status(200); g.str("email") != "bob@example.com" || g.get("vip") != false {
+		t.Fatalf("get: %s", g.Body)
+	}
+	if d := e.do("GET", "/api/v1/datasets/"+id+"/openapi.json?table=customers", nil, own).status(200); d.get("components.schemas.Customer.properties.id.readOnly") != true ||
+		d.get("paths./api/v1/datasets/{dataset_id}/data.post") != nil || d.get("paths./api/v1/datasets/{dataset_id}/data/{id}.put") != nil {
+		t.Fatalf("read-only description: %s", d.Body)
+	}
+	e.do("POST", data+"?table=customers", map[string]any{"name": "Cid", "email": "cid@example.com"}, own).apiError(405, "METHOD_NOT_ALLOWED")
+	e.do("DELETE", data+"/1?table=customers", nil, own).apiError(405, "METHOD_NOT_ALLOWED")
 	e.do("DELETE", base+id, nil, own).status(200)
 }
 

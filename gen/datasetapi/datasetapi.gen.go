@@ -1302,6 +1302,9 @@ type Limit = int
 // Page defines model for Page.
 type Page = int
 
+// TableParam defines model for TableParam.
+type TableParam = string
+
 // VersionParam defines model for VersionParam.
 type VersionParam = string
 
@@ -1329,6 +1332,9 @@ type Unauthorized = AuthError
 // GetDatasetChangelogParams defines parameters for GetDatasetChangelog.
 type GetDatasetChangelogParams struct {
 	Format *GetDatasetChangelogParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
+	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
 }
 
 // GetDatasetChangelogParamsFormat defines parameters for GetDatasetChangelog.
@@ -1341,31 +1347,73 @@ type GetDatasetChangelog200JSONResponseBodyVersionsLevel string
 type GetDatasetCompatibilityParams struct {
 	From string  `form:"from" json:"from"`
 	To   *string `form:"to,omitempty" json:"to,omitempty"`
+
+	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
+	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
+}
+
+// GetDatasetDocsParams defines parameters for GetDatasetDocs.
+type GetDatasetDocsParams struct {
+	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
+	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
 }
 
 // GetDatasetDescriptionParams defines parameters for GetDatasetDescription.
 type GetDatasetDescriptionParams struct {
 	// Version A published version (x.y.z); default the current one.
 	Version *VersionParam `form:"version,omitempty" json:"version,omitempty"`
+
+	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
+	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
 }
 
 // GetDatasetDescriptionYAMLParams defines parameters for GetDatasetDescriptionYAML.
 type GetDatasetDescriptionYAMLParams struct {
 	// Version A published version (x.y.z); default the current one.
 	Version *VersionParam `form:"version,omitempty" json:"version,omitempty"`
+
+	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
+	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
+}
+
+// GetDatasetRedocParams defines parameters for GetDatasetRedoc.
+type GetDatasetRedocParams struct {
+	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
+	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
 }
 
 // GetDatasetJSONSchemaParams defines parameters for GetDatasetJSONSchema.
 type GetDatasetJSONSchemaParams struct {
 	// Version A published version (x.y.z); default the current one.
 	Version *VersionParam `form:"version,omitempty" json:"version,omitempty"`
+
+	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
+	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
+}
+
+// ChangeDatasetSchemaParams defines parameters for ChangeDatasetSchema.
+type ChangeDatasetSchemaParams struct {
+	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
+	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
 }
 
 // GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus defines parameters for GetDatasetSDKLogs.
 type GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus string
 
+// GetDatasetSDKParams defines parameters for GetDatasetSDK.
+type GetDatasetSDKParams struct {
+	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
+	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
+}
+
 // ValidateDatasetSchema200JSONResponseBodyLevel defines parameters for ValidateDatasetSchema.
 type ValidateDatasetSchema200JSONResponseBodyLevel string
+
+// GetDatasetVersionsParams defines parameters for GetDatasetVersions.
+type GetDatasetVersionsParams struct {
+	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
+	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
+}
 
 // ListDatasetsParams defines parameters for ListDatasets.
 type ListDatasetsParams struct {
@@ -1565,7 +1613,7 @@ type ServerInterface interface {
 	GetDatasetCompatibility(ctx echo.Context, datasetId DatasetId, params GetDatasetCompatibilityParams) error
 	// GetDatasetDocs Swagger UI over the dataset's description (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/docs)
-	GetDatasetDocs(ctx echo.Context, datasetId DatasetId) error
+	GetDatasetDocs(ctx echo.Context, datasetId DatasetId, params GetDatasetDocsParams) error
 	// GetDatasetDescription The OpenAPI 3.0 description of the dataset's record API (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/openapi.json)
 	GetDatasetDescription(ctx echo.Context, datasetId DatasetId, params GetDatasetDescriptionParams) error
@@ -1574,25 +1622,25 @@ type ServerInterface interface {
 	GetDatasetDescriptionYAML(ctx echo.Context, datasetId DatasetId, params GetDatasetDescriptionYAMLParams) error
 	// GetDatasetRedoc Redoc over the dataset's description (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/redoc)
-	GetDatasetRedoc(ctx echo.Context, datasetId DatasetId) error
+	GetDatasetRedoc(ctx echo.Context, datasetId DatasetId, params GetDatasetRedocParams) error
 	// GetDatasetJSONSchema A record of the dataset as JSON Schema (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/schema)
 	GetDatasetJSONSchema(ctx echo.Context, datasetId DatasetId, params GetDatasetJSONSchemaParams) error
 	// ChangeDatasetSchema Add, rename and drop columns, change types and constraints (datasets:write)
 	// (PUT /api/v1/datasets/{dataset_id}/schema)
-	ChangeDatasetSchema(ctx echo.Context, datasetId DatasetId) error
+	ChangeDatasetSchema(ctx echo.Context, datasetId DatasetId, params ChangeDatasetSchemaParams) error
 	// GetDatasetSDKLogs The dataset's SDK generations, newest first (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/sdk/logs)
 	GetDatasetSDKLogs(ctx echo.Context, datasetId DatasetId) error
 	// GetDatasetSDK A client package of the dataset's API, as a zip archive (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/sdk/{language})
-	GetDatasetSDK(ctx echo.Context, datasetId DatasetId, language string) error
+	GetDatasetSDK(ctx echo.Context, datasetId DatasetId, language string, params GetDatasetSDKParams) error
 	// ValidateDatasetSchema Dry run of a schema change (datasets:write)
 	// (POST /api/v1/datasets/{dataset_id}/validate-schema)
 	ValidateDatasetSchema(ctx echo.Context, datasetId DatasetId) error
 	// GetDatasetVersions Every published version of the dataset's description (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/versions)
-	GetDatasetVersions(ctx echo.Context, datasetId DatasetId) error
+	GetDatasetVersions(ctx echo.Context, datasetId DatasetId, params GetDatasetVersionsParams) error
 	// GetJob A background job's state and progress (member of the job's organization)
 	// (GET /api/v1/jobs/{job_id})
 	GetJob(ctx echo.Context, jobId string) error
@@ -1659,6 +1707,13 @@ func (w *ServerInterfaceWrapper) GetDatasetChangelog(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
 	}
 
+	// ------------- Optional query parameter "table" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetDatasetChangelog(ctx, datasetId, params)
 	return err
@@ -1691,6 +1746,13 @@ func (w *ServerInterfaceWrapper) GetDatasetCompatibility(ctx echo.Context) error
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter to: %s", err))
 	}
 
+	// ------------- Optional query parameter "table" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetDatasetCompatibility(ctx, datasetId, params)
 	return err
@@ -1707,8 +1769,17 @@ func (w *ServerInterfaceWrapper) GetDatasetDocs(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDatasetDocsParams
+	// ------------- Optional query parameter "table" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetDatasetDocs(ctx, datasetId)
+	err = w.Handler.GetDatasetDocs(ctx, datasetId, params)
 	return err
 }
 
@@ -1730,6 +1801,13 @@ func (w *ServerInterfaceWrapper) GetDatasetDescription(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "version", ctx.QueryParams(), &params.Version, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// ------------- Optional query parameter "table" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -1757,6 +1835,13 @@ func (w *ServerInterfaceWrapper) GetDatasetDescriptionYAML(ctx echo.Context) err
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
 	}
 
+	// ------------- Optional query parameter "table" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetDatasetDescriptionYAML(ctx, datasetId, params)
 	return err
@@ -1773,8 +1858,17 @@ func (w *ServerInterfaceWrapper) GetDatasetRedoc(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDatasetRedocParams
+	// ------------- Optional query parameter "table" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetDatasetRedoc(ctx, datasetId)
+	err = w.Handler.GetDatasetRedoc(ctx, datasetId, params)
 	return err
 }
 
@@ -1798,6 +1892,13 @@ func (w *ServerInterfaceWrapper) GetDatasetJSONSchema(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
 	}
 
+	// ------------- Optional query parameter "table" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetDatasetJSONSchema(ctx, datasetId, params)
 	return err
@@ -1814,8 +1915,17 @@ func (w *ServerInterfaceWrapper) ChangeDatasetSchema(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ChangeDatasetSchemaParams
+	// ------------- Optional query parameter "table" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ChangeDatasetSchema(ctx, datasetId)
+	err = w.Handler.ChangeDatasetSchema(ctx, datasetId, params)
 	return err
 }
 
@@ -1854,8 +1964,17 @@ func (w *ServerInterfaceWrapper) GetDatasetSDK(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter language: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDatasetSDKParams
+	// ------------- Optional query parameter "table" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetDatasetSDK(ctx, datasetId, language)
+	err = w.Handler.GetDatasetSDK(ctx, datasetId, language, params)
 	return err
 }
 
@@ -1886,8 +2005,17 @@ func (w *ServerInterfaceWrapper) GetDatasetVersions(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDatasetVersionsParams
+	// ------------- Optional query parameter "table" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetDatasetVersions(ctx, datasetId)
+	err = w.Handler.GetDatasetVersions(ctx, datasetId, params)
 	return err
 }
 
@@ -2589,6 +2717,7 @@ func (response GetDatasetCompatibility429JSONResponse) VisitGetDatasetCompatibil
 
 type GetDatasetDocsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
+	Params    GetDatasetDocsParams
 }
 
 type GetDatasetDocsResponseObject interface {
@@ -2984,6 +3113,7 @@ func (response GetDatasetDescriptionYAML429JSONResponse) VisitGetDatasetDescript
 
 type GetDatasetRedocRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
+	Params    GetDatasetRedocParams
 }
 
 type GetDatasetRedocResponseObject interface {
@@ -3233,6 +3363,7 @@ func (response GetDatasetJSONSchema429JSONResponse) VisitGetDatasetJSONSchemaRes
 
 type ChangeDatasetSchemaRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
+	Params    ChangeDatasetSchemaParams
 	Body      *ChangeDatasetSchemaJSONRequestBody
 }
 
@@ -3518,6 +3649,7 @@ func (response GetDatasetSDKLogs429JSONResponse) VisitGetDatasetSDKLogsResponse(
 type GetDatasetSDKRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Language  string    `json:"language"`
+	Params    GetDatasetSDKParams
 }
 
 type GetDatasetSDKResponseObject interface {
@@ -3786,6 +3918,7 @@ func (response ValidateDatasetSchema429JSONResponse) VisitValidateDatasetSchemaR
 
 type GetDatasetVersionsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
+	Params    GetDatasetVersionsParams
 }
 
 type GetDatasetVersionsResponseObject interface {
@@ -5628,10 +5761,11 @@ func (sh *strictHandler) GetDatasetCompatibility(ctx echo.Context, datasetId Dat
 }
 
 // GetDatasetDocs operation middleware
-func (sh *strictHandler) GetDatasetDocs(ctx echo.Context, datasetId DatasetId) error {
+func (sh *strictHandler) GetDatasetDocs(ctx echo.Context, datasetId DatasetId, params GetDatasetDocsParams) error {
 	var request GetDatasetDocsRequestObject
 
 	request.DatasetId = datasetId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetDatasetDocs(ctx.Request().Context(), request.(GetDatasetDocsRequestObject))
@@ -5705,10 +5839,11 @@ func (sh *strictHandler) GetDatasetDescriptionYAML(ctx echo.Context, datasetId D
 }
 
 // GetDatasetRedoc operation middleware
-func (sh *strictHandler) GetDatasetRedoc(ctx echo.Context, datasetId DatasetId) error {
+func (sh *strictHandler) GetDatasetRedoc(ctx echo.Context, datasetId DatasetId, params GetDatasetRedocParams) error {
 	var request GetDatasetRedocRequestObject
 
 	request.DatasetId = datasetId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetDatasetRedoc(ctx.Request().Context(), request.(GetDatasetRedocRequestObject))
@@ -5756,10 +5891,11 @@ func (sh *strictHandler) GetDatasetJSONSchema(ctx echo.Context, datasetId Datase
 }
 
 // ChangeDatasetSchema operation middleware
-func (sh *strictHandler) ChangeDatasetSchema(ctx echo.Context, datasetId DatasetId) error {
+func (sh *strictHandler) ChangeDatasetSchema(ctx echo.Context, datasetId DatasetId, params ChangeDatasetSchemaParams) error {
 	var request ChangeDatasetSchemaRequestObject
 
 	request.DatasetId = datasetId
+	request.Params = params
 
 	var body ChangeDatasetSchemaJSONRequestBody
 	var err error
@@ -5829,11 +5965,12 @@ func (sh *strictHandler) GetDatasetSDKLogs(ctx echo.Context, datasetId DatasetId
 }
 
 // GetDatasetSDK operation middleware
-func (sh *strictHandler) GetDatasetSDK(ctx echo.Context, datasetId DatasetId, language string) error {
+func (sh *strictHandler) GetDatasetSDK(ctx echo.Context, datasetId DatasetId, language string, params GetDatasetSDKParams) error {
 	var request GetDatasetSDKRequestObject
 
 	request.DatasetId = datasetId
 	request.Language = language
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetDatasetSDK(ctx.Request().Context(), request.(GetDatasetSDKRequestObject))
@@ -5903,10 +6040,11 @@ func (sh *strictHandler) ValidateDatasetSchema(ctx echo.Context, datasetId Datas
 }
 
 // GetDatasetVersions operation middleware
-func (sh *strictHandler) GetDatasetVersions(ctx echo.Context, datasetId DatasetId) error {
+func (sh *strictHandler) GetDatasetVersions(ctx echo.Context, datasetId DatasetId, params GetDatasetVersionsParams) error {
 	var request GetDatasetVersionsRequestObject
 
 	request.DatasetId = datasetId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetDatasetVersions(ctx.Request().Context(), request.(GetDatasetVersionsRequestObject))

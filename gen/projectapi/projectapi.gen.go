@@ -199,6 +199,9 @@ type Limit = int
 // Page defines model for Page.
 type Page = int
 
+// TableParam defines model for TableParam.
+type TableParam = string
+
 // BadRequest defines model for BadRequest.
 type BadRequest = ErrorEnvelope
 

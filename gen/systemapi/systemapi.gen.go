@@ -214,6 +214,9 @@ type InvitationToken = string
 // KeyId defines model for KeyId.
 type KeyId = string
 
+// TableParam defines model for TableParam.
+type TableParam = string
+
 // BadRequest defines model for BadRequest.
 type BadRequest = ErrorEnvelope
 

@@ -1,0 +1,225 @@
+package tests
+
+import (
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The record API of a database-connected dataset: each table of the connected database is
+// served through its own description, reads and writes go to the database live (through
+// postgres_fdw), the database's defaults, sequences and constraints apply.
+func TestConnectedRecordAPI(t *testing.T) {
+	host, port, password := externalPostgres(t)
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	conn := map[string]any{"type": "postgresql", "host": host, "port": port, "database": "shop", "username": "postgres", "password": password, "ssl_mode": "disable"}
+	c := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets/database", map[string]any{"name": "Shop", "connection": conn}, own).status(202)
+	id := c.str("id")
+	e.waitDataset(e.ownerToken, id)
+	ext, err := sql.Open("postgres", fmt.Sprintf("postgres://postgres:%s@%s:%d/shop?sslmode=disable", url.QueryEscape(password), host, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ext.Close()
+	data := "/api/v1/datasets/" + id + "/data"
+	customers := func(rest string) string { return data + rest + sep(rest) + "table=customers" }
+	orders := func(rest string) string { return data + rest + sep(rest) + "table=orders" }
+
+	// Each table has its own description, its operations named after it; the first table
+	// (audit_log, no primary key) is the default and is read-only, with no record paths.
+	d := e.do("GET", "/api/v1/datasets/"+id+"/openapi.json?table=customers", nil, own).status(200)
+	if d.get("paths./api/v1/datasets/{dataset_id}/data/{id}.put.operationId") != "updateCustomer" ||
+		d.get("paths./api/v1/datasets/{dataset_id}/data.get.operationId") != "listCustomers" ||
+		d.get("paths./api/v1/datasets/{dataset_id}/data/stream.get.responses.200") != nil ||
+		d.get("components.schemas.Customer.properties.id.readOnly") != true ||
+		d.get("components.schemas.Customer.properties.created_at") != nil ||
+		d.get("components.schemas.CustomerCreate.properties.id") != nil ||
+		d.get("components.schemas.CustomerUpdate.properties.version") != nil ||
+		d.str("components.schemas.CustomerCreate.required.0") != "name" || d.len("components.schemas.CustomerCreate.required") != 2 ||
+		d.get("x-dataset-config.soft_delete") != false || d.get("x-dataset-config.connected_table.writable") != true {
+		t.Fatalf("customers description: %s", d.Body)
+	}
+	a := e.do("GET", "/api/v1/datasets/"+id+"/openapi.json", nil, own).status(200)
+	if a.get("info.title") != "audit_log API" || a.get("paths./api/v1/datasets/{dataset_id}/data/{id}") != nil ||
+		a.get("paths./api/v1/datasets/{dataset_id}/data.post") != nil || a.get("paths./api/v1/datasets/{dataset_id}/data.get") == nil {
+		t.Fatalf("audit_log description: %s", a.Body)
+	}
+	if y := e.do("GET", "/api/v1/datasets/"+id+"/openapi.yaml?table=orders", nil, own).status(200); !strings.Contains(string(y.Body), "operationId: createOrder") {
+		t.Fatalf("orders YAML: %s", y.Body)
+	}
+	e.do("GET", "/api/v1/datasets/"+id+"/openapi.json?table=nope", nil, own).apiError(400, "VALIDATION_ERROR", "query.table", "not_found")
+	e.do("GET", data+"?table=nope", nil, own).apiError(400, "VALIDATION_ERROR", "query.table", "not_found")
+	e.do("POST", data, map[string]any{"id": 1}, own).apiError(405, "METHOD_NOT_ALLOWED")
+	e.do("GET", data+"/1", nil, own).apiError(405, "METHOD_NOT_ALLOWED")
+	e.do("GET", customers("/stream"), nil, own).apiError(405, "METHOD_NOT_ALLOWED")
+	if l := e.do("GET", data, nil, own).status(200); l.len("data") != 0 || l.get("pagination.next_cursor") != nil {
+		t.Fatalf("audit_log list: %s", l.Body)
+	}
+	e.do("GET", data+"?cursor=abc", nil, own).apiError(400, "VALIDATION_ERROR", "query.cursor", "invalid_cursor")
+
+	// Reads: filters, sort, fields, keyset cursors over the key, links with the table.
+	l := e.do("GET", customers("?filter[status]=active&sort=-age"), nil, own).status(200)
+	if l.len("data") != 2 || l.str("data.0.name") != "Cid" || l.str("data.1.name") != "Ann" || l.get("data.0.created_at") != nil ||
+		l.str("data.0._links.self") != "/api/v1/datasets/"+id+"/data/3?table=customers" || l.num("pagination.total") != 2 {
+		t.Fatalf("list: %s", l.Body)
+	}
+	p1 := e.do("GET", customers("?limit=2"), nil, own).status(200)
+	if p1.num("data.0.id") != 1 || p1.num("data.1.id") != 2 || p1.str("pagination.next_cursor") == "" {
+		t.Fatalf("page 1 (by key): %s", p1.Body)
+	}
+	p2 := e.do("GET", customers("?limit=2&cursor="+p1.str("pagination.next_cursor")), nil, own).status(200)
+	if p2.len("data") != 1 || p2.num("data.0.id") != 3 || p2.get("pagination.next_cursor") != nil {
+		t.Fatalf("page 2: %s", p2.Body)
+	}
+	e.do("GET", orders("?cursor="+p1.str("pagination.next_cursor")), nil, own).apiError(400, "VALIDATION_ERROR", "query.cursor", "invalid_cursor")
+	if f := e.do("GET", customers("?fields=name&filter[joined][gte]=2024-02-01"), nil, own).status(200); f.len("data") != 1 || f.str("data.0.name") != "Bob" || f.get("data.0.email") != "bob@example.com" {
+		t.Fatalf("fields (required ones kept) and a date filter: %s", f.Body)
+	}
+
+	g := e.do("GET", customers("/1"), nil, own).status(200)
+	tag := g.Header.Get("ETag")
+	if g.str("name") != "Ann" || g.str("status") != "active" || tag == "" || g.str("_links.self") != "/api/v1/datasets/"+id+"/data/1?table=customers" {
+		t.Fatalf("get: %s %v", g.Body, g.Header)
+	}
+	if r := e.do("GET", customers("/1"), nil, own, header{"If-None-Match": tag}); r.Code != 304 {
+		t.Fatalf("If-None-Match: %d", r.Code)
+	}
+	if n := e.do("GET", customers("/1?fields=name"), nil, own).status(200); n.Header.Get("ETag") != tag || n.get("age") != nil || n.str("email") != "ann@example.com" {
+		t.Fatalf("a narrowed read keeps the record's ETag: %s %v", n.Body, n.Header)
+	}
+	e.do("GET", customers("/abc"), nil, own).apiError(400, "VALIDATION_ERROR", "path.id")
+	e.do("GET", customers("/99"), nil, own).apiError(404, "RECORD_NOT_FOUND")
+
+	// Create: the database's sequence and defaults fill what the body leaves out.
+	cr := e.do("POST", customers(""), map[string]any{"name": "Dee", "email": "dee@example.com"}, own).status(201)
+	if cr.num("id") != 4 || cr.str("status") != "pending" || cr.Header.Get("Location") != "/api/v1/datasets/"+id+"/data/4?table=customers" {
+		t.Fatalf("create: %s %v", cr.Body, cr.Header)
+	}
+	var status string
+	if err := ext.QueryRow(`SELECT status FROM customers WHERE id = 4 AND name = 'Dee'`).Scan(&status); err != nil || status != "pending" {
+		t.Fatalf("not in the database: %v %q", err, status)
+	}
+	e.do("POST", customers(""), map[string]any{"name": "Eve", "email": "dee@example.com"}, own).apiError(409, "CONFLICT", "email")
+	e.do("POST", customers(""), map[string]any{"id": 9, "name": "Eve", "email": "eve@example.com"}, own).apiError(400, "VALIDATION_ERROR", "body.id")
+	e.do("POST", customers(""), map[string]any{"name": "Eve", "email": "eve@example.com", "age": -1}, own).apiError(400, "VALIDATION_ERROR", "body.age", "minimum")
+	e.do("POST", customers(""), map[string]any{"name": "Eve", "email": "eve@example.com", "status": "gone"}, own).apiError(400, "VALIDATION_ERROR", "body.status", "enum")
+	var n int
+	ext.QueryRow(`SELECT count(*) FROM customers`).Scan(&n)
+	if n != 4 {
+		t.Fatalf("refused creates wrote: %d customers", n)
+	}
+	// A table whose key has no default takes it from the body; a column renamed locally
+	// (order_note ← "Order Note") writes the remote one; amount takes its default.
+	o := e.do("POST", orders(""), map[string]any{"id": 20, "customer_id": 2, "order_note": "by phone"}, own).status(201)
+	if o.num("id") != 20 || o.get("amount") != 0.0 || o.str("order_note") != "by phone" {
+		t.Fatalf("order: %s", o.Body)
+	}
+	e.do("POST", orders(""), map[string]any{"id": 21, "customer_id": 77}, own).apiError(409, "CONFLICT")
+
+	// Replace and patch, guarded by the ETag (a connected record has no version).
+	cur := e.do("GET", customers("/4"), nil, own).status(200)
+	etag4 := cur.Header.Get("ETag")
+	put := e.do("PUT", customers("/4"), map[string]any{"name": "Dee D", "email": "dee@example.com", "age": 40}, own, header{"If-Match": etag4}).status(200)
+	if put.str("name") != "Dee D" || put.num("age") != 40 || put.str("status") != "pending" || put.Header.Get("ETag") == etag4 {
+		t.Fatalf("put: %s", put.Body)
+	}
+	e.do("PUT", customers("/4"), map[string]any{"name": "Stale", "email": "dee@example.com"}, own, header{"If-Match": etag4}).apiError(409, "OPTIMISTIC_LOCK_ERROR")
+	e.do("PUT", customers("/4"), map[string]any{"name": "X", "email": "dee@example.com", "version": 1}, own).apiError(400, "VALIDATION_ERROR", "body.version")
+	pt := e.do("PATCH", customers("/4"), map[string]any{"$inc": map[string]any{"age": 2}}, own).status(200)
+	if pt.num("age") != 42 || pt.str("name") != "Dee D" {
+		t.Fatalf("patch $inc: %s", pt.Body)
+	}
+	jp := e.do("PATCH", customers("/4"), `[{"op":"test","path":"/age","value":42},{"op":"replace","path":"/status","value":"inactive"}]`, own,
+		header{"Content-Type": "application/json-patch+json"}).status(200)
+	if jp.str("status") != "inactive" {
+		t.Fatalf("json patch: %s", jp.Body)
+	}
+	ext.QueryRow(`SELECT status FROM customers WHERE id = 4`).Scan(&status)
+	if status != "inactive" {
+		t.Fatalf("patch not in the database: %q", status)
+	}
+	// Two writers with the same ETag: exactly one wins (the row is locked in the database).
+	tag4 := e.do("GET", customers("/4"), nil, own).status(200).Header.Get("ETag")
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := e.do("PATCH", customers("/4"), map[string]any{"name": fmt.Sprintf("W%d", i)}, own, header{"If-Match": tag4})
+			codes[i] = r.Code
+		}()
+	}
+	wg.Wait()
+	if codes[0]+codes[1] != 200+409 {
+		t.Fatalf("concurrent writers with one ETag: %v", codes)
+	}
+
+	// Query, aggregate and export read the table.
+	q := e.do("POST", orders("/query"), map[string]any{"sql": "SELECT customer_id, sum(amount) AS total FROM ${table} GROUP BY 1 ORDER BY 1"}, own).status(200)
+	if q.num("meta.row_count") != 3 || q.num("data.0.customer_id") != 1 {
+		t.Fatalf("query: %s", q.Body)
+	}
+	ag := e.do("GET", orders("/aggregate?group_by=customer_id&agg=count,sum(amount)&sort=customer_id"), nil, own).status(200)
+	if ag.num("meta.groups") != 3 || ag.num("data.0.count") != 2 {
+		t.Fatalf("aggregate: %s", ag.Body)
+	}
+	ex := e.do("GET", customers("/export?fields=id,name&filter[status]=active"), nil, own).status(200)
+	if string(ex.Body) != "id,name\n1,Ann\n3,Cid\n" || ex.Header.Get("X-Total-Records") != "2" {
+		t.Fatalf("export: %q %v", ex.Body, ex.Header)
+	}
+
+	// Bulk: atomic means nothing is written when one operation fails.
+	b := e.do("POST", customers("/bulk"), map[string]any{"operations": []any{
+		map[string]any{"method": "create", "data": map[string]any{"name": "Fay", "email": "fay@example.com"}},
+		map[string]any{"method": "create", "data": map[string]any{"name": "Gus", "email": "ann@example.com"}},
+	}}, own).status(200)
+	if b.num("failed") != 2 || b.str("results.1.error.code") != "CONFLICT" {
+		t.Fatalf("atomic bulk: %s", b.Body)
+	}
+	ext.QueryRow(`SELECT count(*) FROM customers WHERE name = 'Fay'`).Scan(&n)
+	if n != 0 {
+		t.Fatal("an atomic bulk with a failure wrote")
+	}
+	b = e.do("POST", customers("/bulk"), map[string]any{"operations": []any{
+		map[string]any{"method": "create", "data": map[string]any{"name": "Fay", "email": "fay@example.com"}},
+		map[string]any{"method": "update", "ids": []any{4}, "data": map[string]any{"age": 43}},
+		map[string]any{"method": "delete", "filter": map[string]any{"name": "Fay"}, "soft": false},
+	}}, own).status(200)
+	if b.num("succeeded") != 3 || b.num("results.0.id") <= 4 || b.num("results.1.ids.0") != 4 || b.num("results.2.count") != 1 {
+		t.Fatalf("bulk: %s", b.Body)
+	}
+	if b := e.do("POST", customers("/bulk"), map[string]any{"operations": []any{map[string]any{"method": "delete", "ids": []any{4}, "soft": true}}}, own).
+		status(200); b.str("results.0.error.code") != "VALIDATION_ERROR" {
+		t.Fatalf("a soft bulk delete of connected records: %s", b.Body)
+	}
+
+	// Delete is for good; the database's foreign keys answer for the records that others refer to.
+	e.do("DELETE", customers("/4?soft=true"), nil, own).apiError(400, "VALIDATION_ERROR", "query.soft")
+	e.do("DELETE", customers("/1"), nil, own).apiError(409, "CONFLICT")
+	del := e.do("DELETE", customers("/4"), nil, own).status(200)
+	if del.get("deleted") != true || del.num("id") != 4 || del.get("deleted_at") != nil {
+		t.Fatalf("delete: %s", del.Body)
+	}
+	ext.QueryRow(`SELECT count(*) FROM customers WHERE id = 4`).Scan(&n)
+	if n != 0 {
+		t.Fatal("the record is still in the database")
+	}
+	e.do("DELETE", customers("/4"), nil, own).apiError(404, "RECORD_NOT_FOUND")
+
+	// Roles hold as for uploaded datasets: an analyst reads, cannot write.
+	_, analyst := e.member(e.orgID, "analyst")
+	e.do("GET", customers("/1"), nil, bearer(analyst)).status(200)
+	e.do("POST", customers(""), map[string]any{"name": "Hal", "email": "hal@example.com"}, bearer(analyst)).authError(403, "PERMISSION_DENIED")
+}
+
+func sep(rest string) string {
+	if strings.Contains(rest, "?") {
+		return "&"
+	}
+	return "?"
+}
