@@ -26,13 +26,13 @@ type bulkOp struct {
 }
 
 type bulkResult struct {
-	Index   int             `json:"index"`
-	Success bool            `json:"success"`
+	Index   int               `json:"index"`
+	Success bool              `json:"success"`
 	ID      json.RawMessage   `json:"id,omitempty"`
 	IDs     []json.RawMessage `json:"ids,omitempty"`
-	Count   int             `json:"count"`
-	Data    json.RawMessage `json:"data,omitempty"`
-	Error   *bulkError      `json:"error,omitempty"`
+	Count   int               `json:"count"`
+	Data    json.RawMessage   `json:"data,omitempty"`
+	Error   *bulkError        `json:"error,omitempty"`
 }
 
 type bulkError struct {

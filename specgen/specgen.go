@@ -30,7 +30,7 @@ type Input struct {
 	APIVersions                  []APIVersion // x-api-versions: every published version
 	Table                        datasets.TableDef
 	Tables                       []string // a connected dataset's tables (each has its own description)
-	Links                        []Link // relationships, as links of each record
+	Links                        []Link   // relationships, as links of each record
 	ManyToMany                   []ManyToMany
 	ProductionURL, StagingURL    string
 	AuthURL                      string              // the OAuth 2.0 authorization server (its /authorize and /token); empty: this service's
