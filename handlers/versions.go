@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -81,6 +82,9 @@ func (ds *Descriptions) history(ctx context.Context, d *store.Dataset, in specge
 			if !ok {
 				continue
 			}
+		}
+		if in.Table.Foreign && len(inputs) > 0 && reflect.DeepEqual(inputs[len(inputs)-1].Table, x.Table) {
+			continue // another table of the database changed: this one's description did not
 		}
 		x.SchemaVersion, x.GeneratedAt = c.SchemaVersion, c.CreatedAt
 		inputs = append(inputs, x)

@@ -222,6 +222,22 @@ func TestPostgresConnectedDataset(t *testing.T) {
 	if s.num("schema_version") != 2 || s.str(s.column("tier")+"constraints.default") != "basic" || s.str(s.column("tier")+"sample_values.0") != "basic" {
 		t.Fatalf("after the database changed: %s", s.Body)
 	}
+	// Each table's description keeps its versions: customers gained an optional field (minor);
+	// orders did not change.
+	if v := e.do("GET", "/api/v1/datasets/"+id+"/versions?table=customers", nil, own).status(200); v.len("versions") != 2 ||
+		v.str("current") != "1.1.0" || v.str("versions.1.level") != "minor" {
+		t.Fatalf("customers versions: %s", v.Body)
+	}
+	if v := e.do("GET", "/api/v1/datasets/"+id+"/versions?table=orders", nil, own).status(200); v.str("current") != "1.0.0" {
+		t.Fatalf("orders versions: %s", v.Body)
+	}
+	if old := e.do("GET", "/api/v1/datasets/"+id+"/openapi.json?table=customers&version=1.0.0", nil, own).status(200); old.get("components.schemas.Customer.properties.tier") != nil ||
+		old.get("components.schemas.Customer.properties.name") == nil {
+		t.Fatalf("customers 1.0.0: %s", old.Body)
+	}
+	if r := e.do("GET", "/api/v1/datasets/"+id+"/data/1?table=customers", nil, own).status(200); r.str("tier") != "basic" {
+		t.Fatalf("the new column reads: %s", r.Body)
+	}
 
 	// Deleting it drops the foreign tables and the server with its credentials.
 	e.do("DELETE", base+id, nil, own).status(200)
