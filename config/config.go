@@ -35,6 +35,7 @@ type Config struct {
 	RateLimits       string        // DP_RATE_LIMITS: overrides, "category=N/period,..."
 	LogLevel         string        // DP_LOG_LEVEL
 	LogRequests      bool          // DP_LOG_REQUESTS
+	PprofAddr        string        // DP_PPROF_ADDR: Go's profiler on its own listener; empty: off
 	ShutdownTimeout  time.Duration // DP_SHUTDOWN_TIMEOUT
 	JobLease         time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
 	StreamHeartbeat  time.Duration // DP_STREAM_HEARTBEAT: the comment line change streams send when quiet; default 15s
@@ -95,6 +96,7 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_RATE_LIMITS", &c.RateLimits)
 	env("DP_LOG_LEVEL", &c.LogLevel)
 	env("DP_LOG_REQUESTS", &logReq)
+	env("DP_PPROF_ADDR", &c.PprofAddr)
 	env("DP_SHUTDOWN_TIMEOUT", &shutdown)
 	env("DP_JOB_LEASE", &lease)
 	env("DP_SECRET_KEY", &c.SecretKey)

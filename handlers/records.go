@@ -140,16 +140,8 @@ func pickTable(tables []datasets.TableDef, table string) (datasets.TableDef, err
 }
 
 func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset, table string) (*Description, error) {
-	tables, err := datasets.Tables(d)
-	if err != nil {
-		return nil, err
-	}
-	served, err := pickTable(tables, table)
-	if err != nil {
-		return nil, err
-	}
-	base := fmt.Sprintf("%d|%d", d.SchemaVersion, d.UpdatedAt.UnixNano())
-	cacheKey := d.ID + "/" + served.Name
+	base := strconv.Itoa(d.SchemaVersion) + "|" + strconv.FormatInt(d.UpdatedAt.UnixNano(), 10)
+	cacheKey := d.ID + "/" + table // as asked: "" is the default table
 	ds.mu.Lock()
 	cached := ds.cache[cacheKey]
 	ds.mu.Unlock()
@@ -157,6 +149,14 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset, table st
 	// it): they are looked at again when the cached description is older than relCheck.
 	if cached != nil && cached.base == base && time.Since(cached.checked) < relCheck {
 		return cached, nil
+	}
+	tables, err := datasets.Tables(d)
+	if err != nil {
+		return nil, err
+	}
+	served, err := pickTable(tables, table)
+	if err != nil {
+		return nil, err
 	}
 	rels, err := store.Relationships(ctx, ds.h.Store.DB, d.ID)
 	if err != nil {
@@ -442,8 +442,33 @@ func (h *Records) List(c echo.Context) error {
 	if s := q.Get("search"); s != "" {
 		search = s
 	}
-	return c.JSON(http.StatusOK, map[string]any{"data": data, "pagination": pg,
-		"meta": map[string]any{"sort": sortKeys, "filters_applied": len(filters), "search_query": search, "execution_time_ms": time.Since(start).Milliseconds()}})
+	meta := map[string]any{"sort": sortKeys, "filters_applied": len(filters), "search_query": search, "execution_time_ms": time.Since(start).Milliseconds()}
+	return c.JSONBlob(http.StatusOK, listBody(data, pg, meta))
+}
+
+// listBody writes the list envelope with the records as PostgreSQL made them: encoding/json
+// would parse and compact every record again (a fifth of a list request's CPU).
+func listBody(data []json.RawMessage, pagination, meta any) []byte {
+	n := 64
+	for _, r := range data {
+		n += len(r) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n+512))
+	buf.WriteString(`{"data":[`)
+	for i, r := range data {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(r)
+	}
+	buf.WriteString(`],"pagination":`)
+	p, _ := json.Marshal(pagination)
+	buf.Write(p)
+	buf.WriteString(`,"meta":`)
+	m, _ := json.Marshal(meta)
+	buf.Write(m)
+	buf.WriteByte('}')
+	return buf.Bytes()
 }
 
 // Aggregate is GET /api/v1/datasets/{id}/data/aggregate.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -167,6 +168,9 @@ func serve(args []string) error {
 	srv.StartStreams(ctx)
 	srv.Jobs.Start(context.WithoutCancel(ctx))
 	defer srv.Jobs.Stop() // after the HTTP server: running jobs go back to the queue
+	if cfg.PprofAddr != "" {
+		go servePprof(cfg.PprofAddr, log)
+	}
 	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
@@ -187,4 +191,19 @@ func serve(args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	return hs.Shutdown(sctx)
+}
+
+// servePprof serves Go's profiler (CPU, heap, goroutines, traces) on a listener of its own,
+// never on the API's: it is for operators measuring the server, with no authentication.
+func servePprof(addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Info("profiler listening", "addr", addr)
+	if err := http.ListenAndServe(addr, mux); err != nil {
+		log.Error("profiler", "error", err)
+	}
 }
