@@ -60,7 +60,53 @@ type Description struct {
 
 type link struct {
 	name, dataset, column, target string // target "" → the other dataset's record by id
+	table                         string // the other table of a connected database
 	many                          bool
+}
+
+// url is the address of what the link points at for a record whose column holds val: the
+// one record (by its key) or the collection filtered on target.
+func (l link) url(val string, byKey bool) string {
+	base := "/api/v1/datasets/" + l.dataset + "/data"
+	if !l.many && byKey {
+		u := base + "/" + url.PathEscape(val)
+		if l.table != "" {
+			u += "?table=" + url.QueryEscape(l.table)
+		}
+		return u
+	}
+	q := ""
+	if l.table != "" {
+		q = "table=" + url.QueryEscape(l.table) + "&"
+	}
+	return base + "?" + q + url.Values{"filter[" + l.target + "]": {val}}.Encode()
+}
+
+// connectedLinks are the links of a connected database's table: its foreign keys to the
+// dataset's other tables (many-to-one) and theirs to it (one-to-many).
+func connectedLinks(d *store.Dataset, served datasets.TableDef, tables []datasets.TableDef, rels []store.Relationship) []link {
+	keyOf := map[string]string{}
+	for _, t := range tables {
+		keyOf[t.Name] = records.NewTable(t).Key()
+	}
+	var out []link
+	for _, r := range rels {
+		if r.FromDataset != d.ID || r.ToDataset != d.ID {
+			continue
+		}
+		if r.FromTable == served.Name {
+			name := strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id")
+			if name == "" || name == r.FromColumn {
+				name = r.FromColumn + "_ref"
+			}
+			out = append(out, link{name: name, dataset: d.ID, table: r.ToTable, column: r.FromColumn, target: r.ToColumn,
+				many: keyOf[r.ToTable] != r.ToColumn})
+		}
+		if r.ToTable == served.Name {
+			out = append(out, link{name: r.FromTable, dataset: d.ID, table: r.FromTable, column: r.ToColumn, target: r.FromColumn, many: true})
+		}
+	}
+	return out
 }
 
 // relCheck is how long a description's relationship links are trusted without a look.
@@ -182,9 +228,9 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset, table st
 		}
 	}
 	desc := &Description{key: key, base: base, checked: time.Now(), Table: records.NewTable(served), singular: specgen.NamesOf(in.Name).Singular}
-	// Relationships between a connected database's tables are not links of the record API yet.
 	if served.Foreign {
-		rels = nil
+		desc.links = connectedLinks(d, served, tables, rels)
+		rels = nil // the rules below are those of uploaded datasets
 	}
 	for _, r := range rels {
 		if r.FromDataset == d.ID { // this.col → other.key: the one record it points at
@@ -198,7 +244,7 @@ func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset, table st
 		}
 	}
 	for _, l := range desc.links {
-		in.Links = append(in.Links, specgen.Link{Name: l.name, Many: l.many, Dataset: l.dataset, LocalKey: l.column, ForeignKey: l.target})
+		in.Links = append(in.Links, specgen.Link{Name: l.name, Many: l.many, Dataset: l.dataset, LocalKey: l.column, ForeignKey: l.target, Table: l.table})
 	}
 	// A dataset whose records point here and at another dataset is a junction: many-to-many.
 	for _, r := range rels {
@@ -511,10 +557,11 @@ func linksSQL(datasetID string, t *records.Table, links []link) string {
 		if c := t.Column(l.column); c.Type != ingest.Integer && c.Type != ingest.BigInt {
 			return ""
 		}
-		href := pq.QuoteLiteral("/api/v1/datasets/"+l.dataset+"/data/") + ` || ` + pq.QuoteIdentifier(l.column)
-		if l.many || l.target != "id" {
-			href = pq.QuoteLiteral("/api/v1/datasets/"+l.dataset+"/data?"+url.Values{"filter[" + l.target + "]": {""}}.Encode()) +
-				` || ` + pq.QuoteIdentifier(l.column)
+		// The URL withLinks makes, around the column's value (an integer: nothing to escape).
+		pre, post, _ := strings.Cut(l.url("\x00", l.table != "" || l.target == "id"), "%00")
+		href := pq.QuoteLiteral(pre) + ` || ` + pq.QuoteIdentifier(l.column)
+		if post != "" {
+			href += ` || ` + pq.QuoteLiteral(post)
 		}
 		parts = append(parts, pq.QuoteLiteral(l.name), href)
 	}
@@ -542,12 +589,7 @@ func (h *Records) withLinks(rc *recordCtx, raw json.RawMessage) (json.RawMessage
 		if !ok || v == nil {
 			continue
 		}
-		val := fmt.Sprint(v)
-		if l.many || l.target != "id" {
-			links[l.name] = "/api/v1/datasets/" + l.dataset + "/data?" + url.Values{"filter[" + l.target + "]": {val}}.Encode()
-		} else {
-			links[l.name] = "/api/v1/datasets/" + l.dataset + "/data/" + url.PathEscape(val)
-		}
+		links[l.name] = l.url(fmt.Sprint(v), l.table != "" || l.target == "id")
 	}
 	m["_links"] = links
 	return json.Marshal(m)
@@ -701,7 +743,7 @@ func (h *Records) embed(ctx context.Context, rc *recordCtx, out json.RawMessage,
 		if err != nil {
 			continue // not visible to the caller: nothing to embed
 		}
-		odesc, err := h.Descriptions().describe(ctx, od, "")
+		odesc, err := h.Descriptions().describe(ctx, od, l.table)
 		if err != nil {
 			return nil, err
 		}
@@ -1204,6 +1246,9 @@ const maxCascadeDepth = 5
 // relationship: with cascade they are deleted (and theirs, recursively), without it their
 // existence is a 409.
 func (h *Records) referrers(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, rec map[string]any, soft, cascade bool, done map[string]int64, depth int) error {
+	if !rc.desc.Table.System() {
+		return nil // a connected database's foreign keys answer for its records
+	}
 	for _, l := range rc.desc.links {
 		if !l.many {
 			continue

@@ -178,6 +178,9 @@ func decorate(doc *openapi3.T, in Input) {
 					if l.Many {
 						rel = map[string]any{"type": "one-to-many", "target": l.Dataset, "foreign_key": l.ForeignKey, "local_key": l.LocalKey}
 					}
+					if l.Table != "" {
+						rel["target_table"] = l.Table
+					}
 					lp.Value.Extensions = map[string]any{"x-relationship": rel}
 				}
 			}
@@ -187,11 +190,14 @@ func decorate(doc *openapi3.T, in Input) {
 	if rec := doc.Components.Schemas[names.Singular]; rec != nil && rec.Value != nil {
 		var rels []map[string]any
 		for _, l := range in.Links {
+			rel := map[string]any{"type": "many-to-one", "name": l.Name, "target": l.Dataset, "foreign_key": l.LocalKey, "target_key": l.ForeignKey}
 			if l.Many {
-				rels = append(rels, map[string]any{"type": "one-to-many", "name": l.Name, "target": l.Dataset, "foreign_key": l.ForeignKey, "local_key": l.LocalKey})
-			} else {
-				rels = append(rels, map[string]any{"type": "many-to-one", "name": l.Name, "target": l.Dataset, "foreign_key": l.LocalKey, "target_key": l.ForeignKey})
+				rel = map[string]any{"type": "one-to-many", "name": l.Name, "target": l.Dataset, "foreign_key": l.ForeignKey, "local_key": l.LocalKey}
 			}
+			if l.Table != "" {
+				rel["target_table"] = l.Table
+			}
+			rels = append(rels, rel)
 		}
 		for _, m := range in.ManyToMany {
 			rels = append(rels, map[string]any{"type": "many-to-many", "name": ingest.Identifiers([]string{m.TargetName})[0], "target": m.Target,

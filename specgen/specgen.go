@@ -60,6 +60,7 @@ type Link struct {
 	// Dataset is the other dataset; LocalKey and ForeignKey the columns that match: this
 	// record's LocalKey equals the other's ForeignKey.
 	Dataset, LocalKey, ForeignKey string
+	Table                         string // the other table of a connected database ("" an uploaded dataset's)
 }
 
 var tmpl = template.Must(template.New("dataset.openapi.yaml.tmpl").Funcs(template.FuncMap{

@@ -91,6 +91,23 @@ func TestConnectedRecordAPI(t *testing.T) {
 	if n := e.do("GET", customers("/1?fields=name"), nil, own).status(200); n.Header.Get("ETag") != tag || n.get("age") != nil || n.str("email") != "ann@example.com" {
 		t.Fatalf("a narrowed read keeps the record's ETag: %s %v", n.Body, n.Header)
 	}
+	// The database's foreign keys are links between its tables, both ways, and embed.
+	if g.str("_links.orders") != "/api/v1/datasets/"+id+"/data?table=orders&filter%5Bcustomer_id%5D=1" {
+		t.Fatalf("one-to-many link: %s", g.Body)
+	}
+	if l.str("data.1._links.orders") != g.str("_links.orders") {
+		t.Fatalf("the list's links differ from the record's: %s", l.Body)
+	}
+	o10 := e.do("GET", orders("/10?expand=customer"), nil, own).status(200)
+	if o10.str("_links.customer") != "/api/v1/datasets/"+id+"/data/1?table=customers" || o10.str("_embedded.customer.name") != "Ann" {
+		t.Fatalf("many-to-one link and expand: %s", o10.Body)
+	}
+	if inc := e.do("GET", customers("/1?include=orders"), nil, own).status(200); inc.len("_embedded.orders") != 2 || inc.num("_embedded.orders.0.id") != 10 {
+		t.Fatalf("include: %s", inc.Body)
+	}
+	if rel := e.do("GET", "/api/v1/datasets/"+id+"/openapi.json?table=orders", nil, own).status(200); rel.str("components.schemas.Order.properties._links.properties.customer.x-relationship.target_table") != "customers" {
+		t.Fatalf("x-relationship: %s", rel.Body)
+	}
 	e.do("GET", customers("/abc"), nil, own).apiError(400, "VALIDATION_ERROR", "path.id")
 	e.do("GET", customers("/99"), nil, own).apiError(404, "RECORD_NOT_FOUND")
 
