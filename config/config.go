@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -36,13 +37,16 @@ type Config struct {
 	LogLevel         string        // DP_LOG_LEVEL
 	LogRequests      bool          // DP_LOG_REQUESTS
 	PprofAddr        string        // DP_PPROF_ADDR: Go's profiler on its own listener; empty: off
-	ShutdownTimeout  time.Duration // DP_SHUTDOWN_TIMEOUT
-	JobLease         time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
-	StreamHeartbeat  time.Duration // DP_STREAM_HEARTBEAT: the comment line change streams send when quiet; default 15s
-	SecretKey        string        // DP_SECRET_KEY: base64 AES-256 key for stored credentials; empty: DataDir/secret.key
-	LLMBaseURL       string        // DP_LLM_BASE_URL: an OpenAI-compatible API for natural language; empty: the built-in engine only
-	LLMAPIKey        string        // DP_LLM_API_KEY
-	LLMModel         string        // DP_LLM_MODEL
+	// RecordConcurrency: record API requests working on the database at once (others queue);
+	// DP_RECORD_CONCURRENCY, default 4 per CPU, 0 = no limit.
+	RecordConcurrency int
+	ShutdownTimeout   time.Duration // DP_SHUTDOWN_TIMEOUT
+	JobLease          time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
+	StreamHeartbeat   time.Duration // DP_STREAM_HEARTBEAT: the comment line change streams send when quiet; default 15s
+	SecretKey         string        // DP_SECRET_KEY: base64 AES-256 key for stored credentials; empty: DataDir/secret.key
+	LLMBaseURL        string        // DP_LLM_BASE_URL: an OpenAI-compatible API for natural language; empty: the built-in engine only
+	LLMAPIKey         string        // DP_LLM_API_KEY
+	LLMModel          string        // DP_LLM_MODEL
 	// DP_CONNECTION_NETWORKS: networks (CIDRs or addresses, "*" for any) beyond the public
 	// internet that connected databases may be in
 	ConnectionNetworks []netip.Prefix
@@ -51,18 +55,19 @@ type Config struct {
 // Defaults returns the configuration with nothing set.
 func Defaults() Config {
 	return Config{
-		Addr:            ":8080",
-		DataDir:         "./data",
-		BaseURL:         "http://localhost:8080",
-		MaxUploadBytes:  1 << 30,
-		MaxBodyBytes:    1 << 20,
-		AccessTokenTTL:  time.Hour,
-		RefreshTokenTTL: 30 * 24 * time.Hour,
-		BcryptCost:      12,
-		LogLevel:        "info",
-		LogRequests:     true,
-		ShutdownTimeout: 20 * time.Second,
-		JobLease:        30 * time.Second,
+		Addr:              ":8080",
+		DataDir:           "./data",
+		BaseURL:           "http://localhost:8080",
+		MaxUploadBytes:    1 << 30,
+		MaxBodyBytes:      1 << 20,
+		AccessTokenTTL:    time.Hour,
+		RefreshTokenTTL:   30 * 24 * time.Hour,
+		BcryptCost:        12,
+		LogLevel:          "info",
+		LogRequests:       true,
+		RecordConcurrency: 4 * runtime.NumCPU(),
+		ShutdownTimeout:   20 * time.Second,
+		JobLease:          30 * time.Second,
 	}
 }
 
@@ -97,6 +102,15 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_LOG_LEVEL", &c.LogLevel)
 	env("DP_LOG_REQUESTS", &logReq)
 	env("DP_PPROF_ADDR", &c.PprofAddr)
+	var recConc string
+	env("DP_RECORD_CONCURRENCY", &recConc)
+	if recConc != "" {
+		n, err := strconv.Atoi(recConc)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("DP_RECORD_CONCURRENCY: want a number of requests (0: no limit), got %q", recConc)
+		}
+		c.RecordConcurrency = n
+	}
 	env("DP_SHUTDOWN_TIMEOUT", &shutdown)
 	env("DP_JOB_LEASE", &lease)
 	env("DP_SECRET_KEY", &c.SecretKey)

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"dataplatform/apierr"
@@ -228,6 +229,16 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		rt := s.route(c)
+		if rt != nil && rt.dynamic && s.recordSlots != nil && !longLived(rt.template) {
+			// Many requests at once on a few cores make PostgreSQL slower for all of them
+			// (and its tail long); the rest wait here, in order, for a slot.
+			select {
+			case s.recordSlots <- struct{}{}:
+				defer func() { <-s.recordSlots }()
+			case <-c.Request().Context().Done():
+				return c.Request().Context().Err()
+			}
+		}
 		if rt != nil && rt.dynamic {
 			var err error
 			if rt, err = s.recordRoute(c, rt); err != nil {
@@ -241,6 +252,12 @@ func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// longLived are the record API operations that stream for as long as the client reads:
+// they do not take a slot.
+func longLived(template string) bool {
+	return strings.HasSuffix(template, "/data/export") || strings.HasSuffix(template, "/data/stream") || strings.HasSuffix(template, "/data/ws")
 }
 
 // recordRoute resolves a record API request's dataset (404 when the caller is not a member)

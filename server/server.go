@@ -56,8 +56,11 @@ type Server struct {
 	routes  map[string]*route // "METHOD echo-path"
 	authn   *auth.Authenticator
 	limiter *ratelimit.Limiter
-	Keys    *auth.KeyStore
-	H       *handlers.Handlers
+	// recordSlots admits record API requests to the database a few at a time, in arrival
+	// order (a channel's waiters are served first come, first served).
+	recordSlots chan struct{}
+	Keys        *auth.KeyStore
+	H           *handlers.Handlers
 	// Jobs runs background work (dataset ingestion); the caller starts and stops it.
 	Jobs *jobs.Runner
 }
@@ -118,6 +121,9 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 		h.OIDC, authn.External = oidc, oidc
 	}
 	s := &Server{cfg: d.Config, log: d.Logger, authn: authn, limiter: lim, Keys: keys, H: h}
+	if n := d.Config.RecordConcurrency; n > 0 {
+		s.recordSlots = make(chan struct{}, n)
+	}
 	s.Jobs = jobs.NewRunner(d.Store, d.DatabaseURL, d.Clock, d.Logger, jobs.Options{Workers: 2, Lease: d.Config.JobLease})
 	(&datasets.Ingester{Store: d.Store, Clock: d.Clock, Log: d.Logger, UploadPath: h.UploadPath}).Register(s.Jobs)
 	(&datasets.Analyzer{Store: d.Store, Clock: d.Clock, Secrets: box, Networks: d.Config.ConnectionNetworks}).Register(s.Jobs)
