@@ -399,11 +399,11 @@ func recordID(c echo.Context, t *records.Table) (string, error) {
 
 // selfURL is a record's address; a connected database's table is named in it.
 func (d *Description) selfURL(datasetID, key string) string {
-	u := "/api/v1/datasets/" + datasetID + "/data/" + url.PathEscape(key)
+	self := link{dataset: datasetID}
 	if d.Table.Foreign {
-		u += "?table=" + url.QueryEscape(d.Table.Name)
+		self.table = d.Table.Name
 	}
-	return u
+	return self.url(key, true)
 }
 
 // List is GET /api/v1/datasets/{id}/data.
