@@ -254,6 +254,26 @@ func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// controlPlaneWrites tells the store, once a request that may have changed datasets or
+// memberships has done its work and before its client hears the answer, that cached dataset
+// lookups are no longer to be trusted (other replicas hear it from the database). Record API
+// writes change records only.
+func (s *Server) controlPlaneWrites(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		switch c.Request().Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return next(c)
+		}
+		if rt := s.route(c); rt != nil && rt.dynamic {
+			return next(c)
+		}
+		c.Response().Before(s.H.Store.ControlPlaneChanged)
+		err := next(c)
+		s.H.Store.ControlPlaneChanged() // an error answer is written after this
+		return err
+	}
+}
+
 // longLived are the record API operations that stream for as long as the client reads:
 // they do not take a slot.
 func longLived(template string) bool {

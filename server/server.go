@@ -51,6 +51,7 @@ type Deps struct {
 // Server is the assembled service.
 type Server struct {
 	cfg     config.Config
+	dbURL   string
 	log     *slog.Logger
 	echo    *echo.Echo
 	routes  map[string]*route // "METHOD echo-path"
@@ -120,11 +121,13 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 		}
 		h.OIDC, authn.External = oidc, oidc
 	}
-	s := &Server{cfg: d.Config, log: d.Logger, authn: authn, limiter: lim, Keys: keys, H: h}
+	s := &Server{cfg: d.Config, dbURL: d.DatabaseURL, log: d.Logger, authn: authn, limiter: lim, Keys: keys, H: h}
 	if n := d.Config.RecordConcurrency; n > 0 {
 		s.recordSlots = make(chan struct{}, n)
 	}
 	s.Jobs = jobs.NewRunner(d.Store, d.DatabaseURL, d.Clock, d.Logger, jobs.Options{Workers: 2, Lease: d.Config.JobLease})
+	// A job's changes of datasets are known here before its end is seen anywhere.
+	s.Jobs.OnFinish(func(context.Context, *jobs.Job, error) { d.Store.ControlPlaneChanged() })
 	(&datasets.Ingester{Store: d.Store, Clock: d.Clock, Log: d.Logger, UploadPath: h.UploadPath}).Register(s.Jobs)
 	(&datasets.Analyzer{Store: d.Store, Clock: d.Clock, Secrets: box, Networks: d.Config.ConnectionNetworks}).Register(s.Jobs)
 	(&datasets.Indexer{Store: d.Store}).Register(s.Jobs)
@@ -194,7 +197,7 @@ func (s *Server) buildEcho() *echo.Echo {
 	if len(s.cfg.CORSOrigins) > 0 {
 		e.Use(cors(s.cfg.CORSOrigins))
 	}
-	e.Use(s.bodyLimit, s.authenticate, s.rateLimit, s.validateRequest)
+	e.Use(s.bodyLimit, s.authenticate, s.rateLimit, s.validateRequest, s.controlPlaneWrites)
 
 	authapi.RegisterHandlers(e, authapi.NewStrictHandler(&handlers.Auth{Handlers: s.H}, nil))
 	orgapi.RegisterHandlers(e, orgapi.NewStrictHandler(&handlers.Orgs{Handlers: s.H}, nil))
@@ -247,8 +250,12 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
-// StartStreams listens for record change notifications until ctx ends.
-func (s *Server) StartStreams(ctx context.Context) { s.H.Changes.Start(ctx) }
+// Listen listens for record change notifications (change streams) and control-plane change
+// notifications (the record API's cached dataset lookups) until ctx ends.
+func (s *Server) Listen(ctx context.Context) {
+	s.H.Changes.Start(ctx)
+	s.H.Store.WatchControlPlane(ctx, s.dbURL, s.log)
+}
 
 // Close releases what the server holds (not the store).
 func (s *Server) Close() error { return s.limiter.Close() }

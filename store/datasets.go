@@ -288,8 +288,14 @@ func StoreIdempotentAnswer(ctx context.Context, q sqlx.ExecerContext, principal,
 }
 
 // DatasetForRecords is DatasetForUserAnyProject for the record API's hot path: a prepared
-// statement reading what serving records needs (not the statistics, which can be large).
+// statement reading what serving records needs (not the statistics, which can be large). An
+// active dataset's answer is kept until a change of datasets or memberships is notified
+// (lookups).
 func (s *Store) DatasetForRecords(ctx context.Context, id, userID string) (*Dataset, error) {
+	if d, ok := s.look.get(id, userID); ok {
+		return d, nil
+	}
+	gen := s.look.gen.Load()
 	st, err := s.prepared(ctx, `SELECT d.id, d.project_id, d.organization_id, d.name, d.description, d.type, d.status, d.table_schema,
 		d.columns, d.tables, d.schema_version, d.created_at, d.updated_at, m.role FROM platform.datasets d
 		JOIN platform.memberships m ON m.organization_id = d.organization_id AND m.user_id = $2 AND m.status = 'active'
@@ -298,7 +304,9 @@ func (s *Store) DatasetForRecords(ctx context.Context, id, userID string) (*Data
 		return nil, err
 	}
 	var d Dataset
-	err = st.GetContext(ctx, &d, id, userID)
+	if err = st.GetContext(ctx, &d, id, userID); err == nil && d.Status == "active" {
+		s.look.put(id, userID, &d, gen)
+	}
 	return &d, notFound(err)
 }
 

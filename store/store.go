@@ -30,6 +30,7 @@ type Store struct {
 	DB *sqlx.DB
 
 	stmts sync.Map // query text -> *sqlx.Stmt
+	look  lookups
 }
 
 // prepared returns a prepared statement for a hot query: PostgreSQL then parses and plans it

@@ -99,7 +99,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	e.srv.Jobs.Start(context.Background())
 	t.Cleanup(e.srv.Jobs.Stop)
 	streams, stop := context.WithCancel(context.Background())
-	e.srv.StartStreams(streams)
+	e.srv.Listen(streams)
 	t.Cleanup(stop)
 	if err := e.srv.H.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func (e *env) replica() string {
 		e.t.Fatal(err)
 	}
 	streams, stop := context.WithCancel(context.Background())
-	srv.StartStreams(streams)
+	srv.Listen(streams)
 	ts := httptest.NewServer(srv.Handler())
 	e.t.Cleanup(func() { ts.Close(); stop(); srv.Close() })
 	return ts.URL

@@ -165,7 +165,7 @@ func serve(args []string) error {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	go srv.Maintain(ctx, 10*time.Minute)
-	srv.StartStreams(ctx)
+	srv.Listen(ctx)
 	srv.Jobs.Start(context.WithoutCancel(ctx))
 	defer srv.Jobs.Stop() // after the HTTP server: running jobs go back to the queue
 	if cfg.PprofAddr != "" {

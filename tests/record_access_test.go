@@ -1,0 +1,78 @@
+package tests
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// The record API keeps each dataset-and-membership lookup in memory until datasets or
+// memberships change: a change made through this server is seen by the very next request; one
+// made anywhere else (another replica, a job, SQL) as soon as PostgreSQL's notification arrives.
+func TestRecordAccessFollowsChanges(t *testing.T) {
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Items", "items.csv", "name,qty\na,1\nb,2\n")
+	e.waitDataset(e.ownerToken, id)
+	inv := e.do("POST", "/api/v1/organizations/"+e.orgID+"/invitations", map[string]any{"email": "cache@example.com", "role": "developer"}, own).status(201)
+	uid := inv.str("user_id")
+	acc := e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "C", "password": "long-enough"}).status(200)
+	ed := bearer(acc.str("access_token"))
+	data := "/api/v1/datasets/" + id + "/data"
+	e.do("GET", data, nil, ed).status(200)
+	e.do("POST", data, map[string]any{"name": "c", "qty": 3}, ed).status(201)
+
+	// A change that tells no one (triggers off for this transaction) is not seen: the
+	// lookup is answered from memory...
+	quiet := func(sql string, args ...any) {
+		t.Helper()
+		err := sqlxTx(e, func(tx *sqlx.Tx) error {
+			if _, err := tx.Exec(`SET LOCAL session_replication_role = replica`); err != nil {
+				return err
+			}
+			_, err := tx.Exec(sql, args...)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	quiet(`UPDATE platform.memberships SET role = 'analyst' WHERE user_id = $1`, uid)
+	e.do("POST", data, map[string]any{"name": "d", "qty": 4}, ed).status(201)
+	// ...until this server makes a control-plane change itself (here one no trigger sees):
+	// then at once.
+	e.do("PATCH", "/api/v1/projects/"+e.projectID, map[string]any{"description": "things"}, own).status(200)
+	e.do("POST", data, map[string]any{"name": "e", "qty": 5}, ed).authError(403, "PERMISSION_DENIED")
+
+	// A change made elsewhere arrives as a notification.
+	if _, err := e.st.DB.Exec(`UPDATE platform.memberships SET role = 'developer' WHERE user_id = $1`, uid); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		r := e.do("POST", data, map[string]any{"name": "f", "qty": 6}, ed)
+		if r.Code == 201 {
+			break
+		}
+		if r.Code != 403 || i == 1000 {
+			t.Fatalf("after the role went back to developer elsewhere: %d %s", r.Code, r.Body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	// Through this server: a role change, a removal, a dataset's deletion, each seen at once.
+	e.do("PATCH", "/api/v1/organizations/"+e.orgID+"/users/"+uid, map[string]any{"role": "analyst"}, own).status(200)
+	e.do("POST", data, map[string]any{"name": "g", "qty": 7}, ed).authError(403, "PERMISSION_DENIED")
+	e.do("GET", data, nil, ed).status(200)
+	e.do("DELETE", "/api/v1/organizations/"+e.orgID+"/users/"+uid, nil, own).status(204)
+	e.do("GET", data, nil, ed).apiError(404, "DATASET_NOT_FOUND")
+	e.do("GET", data, nil, own).status(200)
+	e.do("DELETE", "/api/v1/projects/"+e.projectID+"/datasets/"+id, nil, own).status(200)
+	e.do("GET", data, nil, own).apiError(404, "DATASET_NOT_FOUND")
+
+}
+
+func sqlxTx(e *env, fn func(tx *sqlx.Tx) error) error {
+	return e.st.Tx(context.Background(), fn)
+}
