@@ -188,14 +188,19 @@ func pickTable(tables []datasets.TableDef, table string) (datasets.TableDef, err
 func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset, table string) (*Description, error) {
 	base := strconv.Itoa(d.SchemaVersion) + "|" + strconv.FormatInt(d.UpdatedAt.UnixNano(), 10)
 	cacheKey := d.ID + "/" + table // as asked: "" is the default table
+	// Relationships change without the dataset changing (another dataset starts to refer to
+	// it): they are looked at again when the cached description is older than relCheck, by
+	// one request while the others go on with it.
 	ds.mu.Lock()
 	cached := ds.cache[cacheKey]
-	ds.mu.Unlock()
-	// Relationships change without the dataset changing (another dataset starts to refer to
-	// it): they are looked at again when the cached description is older than relCheck.
 	if cached != nil && cached.base == base && time.Since(cached.checked) < relCheck {
+		ds.mu.Unlock()
 		return cached, nil
 	}
+	if cached != nil && cached.base == base {
+		cached.checked = time.Now()
+	}
+	ds.mu.Unlock()
 	tables, err := datasets.Tables(d)
 	if err != nil {
 		return nil, err
@@ -445,56 +450,80 @@ func (h *Records) List(c echo.Context) error {
 	}
 	total := page0.Total
 	pages := int(math.Ceil(float64(total) / float64(limit)))
-	link := func(set map[string]string) string {
-		u := *c.Request().URL
-		v := u.Query()
-		v.Del("cursor")
-		v.Del("page")
-		v.Set("limit", strconv.Itoa(limit))
-		for k, x := range set {
-			v.Set(k, x)
-		}
-		u.RawQuery = v.Encode()
-		return u.Path + "?" + u.RawQuery
+	path, asked := c.Request().URL.Path, c.Request().URL.Query()
+	asked.Del("cursor")
+	asked.Del("page")
+	asked.Set("limit", strconv.Itoa(limit))
+	link := func(k, v string) *string {
+		asked.Set(k, v)
+		u := path + "?" + asked.Encode()
+		asked.Del(k)
+		return &u
 	}
-	pageURL := func(p int) string { return link(map[string]string{"page": strconv.Itoa(p)}) }
-	pg := map[string]any{"page": page, "limit": limit, "total": total, "pages": pages, "has_next": page < pages, "has_prev": page > 1,
-		"next_cursor": nil, "prev_cursor": nil, "first_page_url": pageURL(1), "last_page_url": pageURL(max(pages, 1)),
-		"next_page_url": nil, "prev_page_url": nil, "total_estimated": page0.Estimated}
-	if q.Get("cursor") == "" {
+	pageURL := func(p int) *string { return link("page", strconv.Itoa(p)) }
+	pg := listPagination{Page: page, Limit: limit, Total: total, Pages: pages, HasNext: page < pages, HasPrev: page > 1,
+		FirstPageURL: *pageURL(1), LastPageURL: *pageURL(max(pages, 1)), TotalEstimated: page0.Estimated}
+	cursor := q.Get("cursor")
+	if cursor == "" {
 		if page < pages {
-			pg["next_page_url"] = pageURL(page + 1)
+			pg.NextPageURL = pageURL(page + 1)
 		}
 		if page > 1 {
-			pg["prev_page_url"] = pageURL(page - 1)
+			pg.PrevPageURL = pageURL(page - 1)
 		}
 	} else { // a cursor wins over page: the page links follow the cursors
-		pg["has_next"], pg["has_prev"] = page0.Next != "", page0.Prev != ""
+		pg.HasNext, pg.HasPrev = page0.Next != "", page0.Prev != ""
 	}
 	if page0.Next != "" {
-		pg["next_cursor"] = page0.Next
-		if q.Get("cursor") != "" {
-			pg["next_page_url"] = link(map[string]string{"cursor": page0.Next})
+		pg.NextCursor = &page0.Next
+		if cursor != "" {
+			pg.NextPageURL = link("cursor", page0.Next)
 		}
 	}
 	if page0.Prev != "" {
-		pg["prev_cursor"] = page0.Prev
-		if q.Get("cursor") != "" {
-			pg["prev_page_url"] = link(map[string]string{"cursor": page0.Prev})
+		pg.PrevCursor = &page0.Prev
+		if cursor != "" {
+			pg.PrevPageURL = link("cursor", page0.Prev)
 		}
 	}
-	sortKeys := page0.Sort
-	var search any
+	meta := listMeta{Sort: page0.Sort, FiltersApplied: len(filters)}
 	if s := q.Get("search"); s != "" {
-		search = s
+		meta.SearchQuery = &s
 	}
-	meta := map[string]any{"sort": sortKeys, "filters_applied": len(filters), "search_query": search, "execution_time_ms": time.Since(start).Milliseconds()}
-	return c.JSONBlob(http.StatusOK, listBody(data, pg, meta))
+	meta.ExecutionTimeMS = time.Since(start).Milliseconds()
+	body := listBody(data, pg, meta)
+	// A known length: net/http would send a body this size in chunks, with more writes.
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+	return c.JSONBlob(http.StatusOK, body)
+}
+
+// listPagination and listMeta are SPEC.md's pagination object and list meta.
+type listPagination struct {
+	Page           int     `json:"page"`
+	Limit          int     `json:"limit"`
+	Total          int64   `json:"total"`
+	Pages          int     `json:"pages"`
+	HasNext        bool    `json:"has_next"`
+	HasPrev        bool    `json:"has_prev"`
+	NextCursor     *string `json:"next_cursor"`
+	PrevCursor     *string `json:"prev_cursor"`
+	FirstPageURL   string  `json:"first_page_url"`
+	LastPageURL    string  `json:"last_page_url"`
+	NextPageURL    *string `json:"next_page_url"`
+	PrevPageURL    *string `json:"prev_page_url"`
+	TotalEstimated bool    `json:"total_estimated"`
+}
+
+type listMeta struct {
+	Sort            []string `json:"sort"`
+	FiltersApplied  int      `json:"filters_applied"`
+	SearchQuery     *string  `json:"search_query"`
+	ExecutionTimeMS int64    `json:"execution_time_ms"`
 }
 
 // listBody writes the list envelope with the records as PostgreSQL made them: encoding/json
 // would parse and compact every record again (a fifth of a list request's CPU).
-func listBody(data []json.RawMessage, pagination, meta any) []byte {
+func listBody(data []json.RawMessage, pagination listPagination, meta listMeta) []byte {
 	n := 64
 	for _, r := range data {
 		n += len(r) + 1

@@ -665,18 +665,19 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mode string) (int64, bool, error) {
 	where := ` WHERE ` + strings.Join(b.conds, " AND ")
 	var n int64
-	switch mode {
-	case "exact":
+	if mode == "exact" {
 		err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM `+t.Qualified()+where, b.args...)
 		return n, false, err
-	case "planned":
-	default:
+	}
+	// A planned count known from a moment ago answers at once: the planner's estimate of the
+	// same question is asked again at most every few seconds.
+	key := t.Qualified() + where + fmt.Sprint(b.args...)
+	if n, ok := plannedCounts.get(key); ok {
+		return n, true, nil
+	}
+	if mode != "planned" {
 		// Estimated: exact on a table the statistics say is small, planned on a large one
-		// (counting a large table costs as much as a scan of it, on every page). A planned
-		// count known from a moment ago answers at once.
-		if n, ok := plannedCounts.get(t.Qualified() + where + fmt.Sprint(b.args...)); ok {
-			return n, true, nil
-		}
+		// (counting a large table costs as much as a scan of it, on every page).
 		var rel float64
 		if err := sqlx.GetContext(ctx, q, &rel, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, t.Qualified()); err != nil {
 			return 0, false, err
@@ -685,11 +686,6 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 			err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM `+t.Qualified()+where, b.args...)
 			return n, false, err
 		}
-	}
-	// The planner's estimate of the same question is asked again at most every few seconds.
-	key := t.Qualified() + where + fmt.Sprint(b.args...)
-	if n, ok := plannedCounts.get(key); ok {
-		return n, true, nil
 	}
 	var plan []byte
 	if err := sqlx.GetContext(ctx, q, &plan, `EXPLAIN (FORMAT JSON) SELECT 1 FROM `+t.Qualified()+where, b.args...); err != nil {
@@ -721,11 +717,24 @@ type countEntry struct {
 
 var plannedCounts = &countCache{m: map[string]countEntry{}}
 
+// countTTL is how long a planned count is used before the planner is asked again.
+const countTTL = 5 * time.Second
+
+// get is the estimate kept for k. Once it expires, the first caller is told to ask the planner
+// again while the others keep getting it (no crowd of EXPLAINs every few seconds).
 func (c *countCache) get(k string) (int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[k]
-	return e.n, ok && time.Now().Before(e.expires)
+	if !ok {
+		return 0, false
+	}
+	if now := time.Now(); !now.Before(e.expires) {
+		e.expires = now.Add(countTTL)
+		c.m[k] = e
+		return 0, false
+	}
+	return e.n, true
 }
 
 func (c *countCache) put(k string, n int64) {
@@ -739,7 +748,7 @@ func (c *countCache) put(k string, n int64) {
 			}
 		}
 	}
-	c.m[k] = countEntry{n, time.Now().Add(5 * time.Second)}
+	c.m[k] = countEntry{n, time.Now().Add(countTTL)}
 }
 
 // Get reads one live record.
