@@ -5,6 +5,7 @@ package records
 
 import (
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -544,11 +545,25 @@ func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip b
 
 // Page is a page of a list.
 type Page struct {
-	Rows       []json.RawMessage
+	Rows       []json.RawMessage // in buf: good until Release
 	Total      int64
 	Estimated  bool // Total is the planner's estimate
 	Sort       []string
 	Next, Prev string // cursors; "" when there is no such page
+	buf        *[]byte
+}
+
+// pageBufs are the buffers pages are read into: a page is read on every list request, and a
+// reused buffer spares the garbage collector a few pages' worth of bytes each time.
+var pageBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// Release hands the page's buffer back once its rows have been written (not needed for
+// correctness: a page never released is garbage collected).
+func (p *Page) Release() {
+	if p.buf != nil && cap(*p.buf) <= 1<<20 {
+		pageBufs.Put(p.buf)
+	}
+	p.buf, p.Rows = nil, nil
 }
 
 // CountThreshold is the table size (in PostgreSQL's statistics) up to which lists count
@@ -622,17 +637,29 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 		return nil, err
 	}
 	defer rows.Close()
-	var bounds []json.RawMessage
+	// The rows are copied into one buffer (not one allocation per row and key): a page is
+	// read on every request.
+	pg.buf = pageBufs.Get().(*[]byte)
+	buf := (*pg.buf)[:0]
+	defer func() { *pg.buf = buf }()
+	ends := make([]int, 0, 2*(lq.Limit+1)) // of each record, then of its sort keys
 	for rows.Next() {
-		var j, k []byte
+		var j, k sql.RawBytes
 		if err := rows.Scan(&j, &k); err != nil {
 			return nil, err
 		}
-		pg.Rows = append(pg.Rows, j)
-		bounds = append(bounds, k)
+		buf = append(buf, j...)
+		ends = append(ends, len(buf))
+		buf = append(buf, k...)
+		ends = append(ends, len(buf))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	bounds := make([]json.RawMessage, 0, len(ends)/2)
+	for i, from := 0, 0; i < len(ends); i, from = i+2, ends[i+1] {
+		pg.Rows = append(pg.Rows, buf[from:ends[i]:ends[i]])
+		bounds = append(bounds, buf[ends[i]:ends[i+1]:ends[i+1]])
 	}
 	more := len(pg.Rows) > lq.Limit
 	if more {
