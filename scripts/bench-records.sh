@@ -3,13 +3,17 @@
 # PostgreSQL itself on the same machine:
 #  - CSV export of every row vs psql's COPY (SELECT ...) TO STDOUT of the same rows; the
 #    server's peak RSS during the export.
-#  - a filtered, sorted list page under wrk (32 connections) vs pgbench running the same SELECT.
+#  - a filtered, sorted list page under wrk vs pgbench running the same SELECT (32 connections,
+#    3 turns each; BENCH_CONNS and BENCH_RUNS change them; the server takes DP_* settings
+#    from the environment, e.g. DP_RECORD_CONCURRENCY).
 #  - a keyset (cursor) page near the end of the table vs the first page.
 # Usage: scripts/bench-records.sh [rows] [seconds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows=${1:-1000000}
 secs=${2:-15}
+conns=${BENCH_CONNS:-32}
+runs=${BENCH_RUNS:-3}
 source scripts/bench-lib.sh
 bench_init 18092
 bench_csv "$tmp/data.csv" "$rows"
@@ -34,33 +38,39 @@ echo "export csv: $(echo "$t1 - $t0" | bc) s ($(stat -c %s "$tmp/export.csv") by
 if cmp -s "$tmp/export.csv" "$tmp/copy.csv"; then echo "export and COPY output are byte-identical"; else
   echo "export and COPY output differ:"; diff "$tmp/export.csv" "$tmp/copy.csv" | head -6; fi
 
-# A filtered, sorted page.
+# A filtered, sorted page: the service under wrk and pgbench running the SELECT the service
+# sends (its parameters written in), taking turns, $runs times each: on a shared 2-core machine
+# one run says little about the tail.
 q="filter%5Bcity%5D=city7&filter%5Bamount%5D%5Bgte%5D=500&sort=-amount&limit=20"
 curl -sf "127.0.0.1:$port/api/v1/datasets/$ds/data?$q" -H "Authorization: Bearer $tok" >/dev/null
-# Warm up first (32 pooled database connections, prepared statements): steady state is measured.
-wrk -t2 -c32 -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" >/dev/null
-echo "list page (city = city7, amount >= 500, sort -amount, 20 rows), ${secs}s, 32 connections:"
-wrk -t2 -c32 -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" | grep -E "Requests/sec|99%|50%|Non-2xx"
+# Warm up first (pooled database connections, cached lookups): steady state is measured.
+wrk -t2 -c"$conns" -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" >/dev/null
 cat > "$tmp/page.sql" <<SQL
-SELECT to_jsonb(r) - 'x', json_build_array(amount, id) FROM (SELECT $cols FROM $table WHERE deleted_at IS NULL AND city = 'city7'::text AND amount >= '500'::numeric ORDER BY amount DESC NULLS FIRST, id ASC NULLS LAST LIMIT 21 OFFSET 0) r;
+SELECT to_json(r), json_build_array("amount", "id") FROM (SELECT $cols, json_strip_nulls(json_build_object('self', '/api/v1/datasets/$ds/data/' || "id")) AS _links
+  FROM $table WHERE deleted_at IS NULL AND "amount" >= '500'::numeric AND "city" = 'city7'::text ORDER BY "amount" DESC NULLS FIRST, "id" ASC NULLS LAST LIMIT 21 OFFSET 0) r;
 SQL
-echo "pgbench, the same SELECT, ${secs}s, 32 clients:"
-(cd "$tmp" && pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c 32 -j 2 -T "$secs" -f page.sql --log --log-prefix=pgpage postgres 2>/dev/null | grep -E "^tps|latency average")
-echo "  pgbench latency: p50 $(bench_percentile 50 "$tmp"/pgpage.*) ms, p99 $(bench_percentile 99 "$tmp"/pgpage.*) ms"
+echo "list page (city = city7, amount >= 500, sort -amount, 20 rows), ${secs}s each, $conns connections:"
+for i in $(seq 1 "$runs"); do
+  echo "  service run $i: $(wrk -t2 -c"$conns" -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" | grep -E "Requests/sec|50%|99%|Non-2xx" | tr -s ' ' | tr '\n' ' ')"
+  rm -f "$tmp"/pgpage.*
+  tps=$(cd "$tmp" && pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c "$conns" -j 2 -T "$secs" -f page.sql --log --log-prefix=pgpage postgres 2>/dev/null | grep -E "^tps" | cut -d' ' -f3)
+  echo "  pgbench run $i: tps $tps, p50 $(bench_percentile 50 "$tmp"/pgpage.*) ms, p99 $(bench_percentile 99 "$tmp"/pgpage.*) ms"
+done
 
 # One record by id.
-wrk -t2 -c32 -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" >/dev/null
-echo "GET one record, ${secs}s, 32 connections:"
-wrk -t2 -c32 -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" | grep -E "Requests/sec|99%|50%|Non-2xx"
-echo "SELECT ... WHERE id = 123456 under pgbench, ${secs}s, 32 clients:"
+wrk -t2 -c"$conns" -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" >/dev/null
+echo "GET one record, ${secs}s, $conns connections:"
+wrk -t2 -c"$conns" -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" | grep -E "Requests/sec|99%|50%|Non-2xx"
+echo "SELECT ... WHERE id = 123456 under pgbench, ${secs}s, $conns clients:"
 echo "SELECT to_json(r) FROM (SELECT $cols FROM $table WHERE id = 123456 AND deleted_at IS NULL) r;" > "$tmp/one.sql"
-pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c 32 -j 2 -T "$secs" -f "$tmp/one.sql" postgres 2>/dev/null | grep -E "^tps|latency average"
+pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c "$conns" -j 2 -T "$secs" -f "$tmp/one.sql" postgres 2>/dev/null | grep -E "^tps|latency average"
 
 # Cursor near the end vs the first page (sort by id).
-first=$(curl -s -o /dev/null -w '%{time_total}' "127.0.0.1:$port/api/v1/datasets/$ds/data?sort=id&limit=20" -H "Authorization: Bearer $tok")
 cur=$(python3 -c "import base64,json; print(base64.urlsafe_b64encode(json.dumps({'d':'$ds','s':'id','v':[$rows-30]}).encode()).decode().rstrip('='))")
-for i in 1 2 3; do
-  f=$(curl -s -o /dev/null -w '%{time_total}' "127.0.0.1:$port/api/v1/datasets/$ds/data?sort=id&limit=20" -H "Authorization: Bearer $tok")
-  l=$(curl -s -o /dev/null -w '%{time_total}' "127.0.0.1:$port/api/v1/datasets/$ds/data?sort=id&limit=20&cursor=$cur" -H "Authorization: Bearer $tok")
-  echo "first page ${f}s, cursor page near the end ${l}s"
+fs=(); ls=()
+for i in $(seq 1 11); do
+  fs+=("$(curl -s -o /dev/null -w '%{time_total}' "127.0.0.1:$port/api/v1/datasets/$ds/data?sort=id&limit=20" -H "Authorization: Bearer $tok")")
+  ls+=("$(curl -s -o /dev/null -w '%{time_total}' "127.0.0.1:$port/api/v1/datasets/$ds/data?sort=id&limit=20&cursor=$cur" -H "Authorization: Bearer $tok")")
 done
+med() { printf '%s\n' "$@" | sort -n | sed -n 6p; }
+echo "first page (sort id, 20 rows) median of 11: $(med "${fs[@]}")s; cursor page near the end: $(med "${ls[@]}")s"
