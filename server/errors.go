@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -15,6 +16,14 @@ import (
 // envelope everywhere else.
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
+		return
+	}
+	if errors.Is(c.Request().Context().Err(), context.Canceled) {
+		// The client closed the connection before the answer (whatever failed then failed
+		// because of it): no one to answer and nothing wrong here. 499 in the metrics and the
+		// access log, as nginx counts it.
+		s.log.Info("client closed the request", "request_id", requestID(c), "error", err)
+		c.Response().Status = 499
 		return
 	}
 	e := s.toAPIError(err, c)

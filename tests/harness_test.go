@@ -59,6 +59,7 @@ type env struct {
 	router routers.Router
 	cfg    config.Config
 	dbURL  string
+	logs   *logBuffer // the server's log, from level INFO
 	// the bootstrap owner and the ids of their organization and project
 	ownerToken string
 	orgID      string
@@ -66,6 +67,48 @@ type env struct {
 }
 
 type option func(*config.Config)
+
+// logBuffer keeps what the server logs, for tests that look at it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// teeHandler logs to both handlers (each with its own level).
+type teeHandler struct{ a, b slog.Handler }
+
+func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
+}
+
+func (t teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	for _, h := range []slog.Handler{t.a, t.b} {
+		if h.Enabled(ctx, r.Level) {
+			if err := h.Handle(ctx, r.Clone()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
+}
+
+func (t teeHandler) WithGroup(n string) slog.Handler { return teeHandler{t.a.WithGroup(n), t.b.WithGroup(n)} }
 
 func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
@@ -88,9 +131,10 @@ func newEnv(t testing.TB, opts ...option) *env {
 		o(&cfg)
 	}
 	e := &env{t: t, st: st, clock: fakeclock.New(time.Now().UTC()), cfg: cfg, dbURL: dbURL}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e.logs = &logBuffer{}
+	var log *slog.Logger = slog.New(slog.NewTextHandler(e.logs, nil))
 	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		log = slog.New(teeHandler{log.Handler(), slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
 	}
 	e.srv, err = server.New(ctx, server.Deps{Config: cfg, Store: st, DatabaseURL: dbURL, Logger: log, Clock: e.clock.Now})
 	if err != nil {

@@ -1,9 +1,19 @@
 package tests
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
+
+	"dataplatform/config"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -75,4 +85,73 @@ func TestRecordAccessFollowsChanges(t *testing.T) {
 
 func sqlxTx(e *env, fn func(tx *sqlx.Tx) error) error {
 	return e.st.Tx(context.Background(), fn)
+}
+
+// Record API requests take one of DP_RECORD_CONCURRENCY slots before they reach the database;
+// the others wait for one (exports and change streams do not), and a request whose client
+// gives up waiting ends quietly: no error logged.
+func TestRecordAdmission(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.RecordConcurrency = 1 })
+	id := e.uploadAndCreate(e.ownerToken, "Items", "items.csv", "name,qty\na,1\nb,2\n")
+	e.waitDataset(e.ownerToken, id)
+	data := "/api/v1/datasets/" + id + "/data"
+	impatient := func(path string) error {
+		req, _ := http.NewRequest("GET", e.ts.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+e.ownerToken)
+		r, err := (&http.Client{Timeout: 300 * time.Millisecond}).Do(req)
+		if err == nil {
+			_, err = io.ReadAll(r.Body)
+			r.Body.Close()
+		}
+		return err
+	}
+
+	// A create whose body is still on its way holds the only slot (validation reads the body
+	// after the slot is taken): from some moment on, a list waits in vain.
+	u, _ := url.Parse(e.ts.URL)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"name":"c","qty":3}`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		data, u.Host, e.ownerToken, len(body), body[:5])
+	for i := 0; ; i++ {
+		err := impatient(data)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			break
+		}
+		if err != nil || i == 100 {
+			t.Fatalf("list while the slot is held: %v (try %d)", err, i)
+		}
+	}
+	if err := impatient(data + "/1"); err == nil {
+		t.Fatal("a record read went past the held slot")
+	}
+	// Exports do not take a slot.
+	if err := impatient(data + "/export?format=csv"); err != nil {
+		t.Fatalf("export while the slot is held: %v", err)
+	}
+	// The requests given up on are logged as such, not as failures.
+	for i := 0; !strings.Contains(e.logs.String(), "client closed the request"); i++ {
+		if i == 500 {
+			t.Fatalf("no log line for the abandoned request:\n%s", e.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if strings.Contains(e.logs.String(), "request failed") {
+		t.Fatalf("an abandoned request was logged as a failure:\n%s", e.logs.String())
+	}
+
+	// The rest of the body: the create answers, the slot is free again.
+	fmt.Fprint(conn, body[5:])
+	st, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.HasPrefix(st, "HTTP/1.1 201") {
+		t.Fatalf("the held create: %q %v", st, err)
+	}
+	if l := e.do("GET", data, nil, bearer(e.ownerToken)).status(200); l.len("data") != 3 {
+		t.Fatalf("after the slot is free: %s", l.Body)
+	}
 }
