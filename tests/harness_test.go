@@ -108,7 +108,9 @@ func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
 }
 
-func (t teeHandler) WithGroup(n string) slog.Handler { return teeHandler{t.a.WithGroup(n), t.b.WithGroup(n)} }
+func (t teeHandler) WithGroup(n string) slog.Handler {
+	return teeHandler{t.a.WithGroup(n), t.b.WithGroup(n)}
+}
 
 func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
