@@ -38,7 +38,7 @@ func TestRecordAccessFollowsChanges(t *testing.T) {
 	// lookup is answered from memory...
 	quiet := func(sql string, args ...any) {
 		t.Helper()
-		err := sqlxTx(e, func(tx *sqlx.Tx) error {
+		err := e.st.Tx(context.Background(), func(tx *sqlx.Tx) error {
 			if _, err := tx.Exec(`SET LOCAL session_replication_role = replica`); err != nil {
 				return err
 			}
@@ -81,10 +81,6 @@ func TestRecordAccessFollowsChanges(t *testing.T) {
 	e.do("DELETE", "/api/v1/projects/"+e.projectID+"/datasets/"+id, nil, own).status(200)
 	e.do("GET", data, nil, own).apiError(404, "DATASET_NOT_FOUND")
 
-}
-
-func sqlxTx(e *env, fn func(tx *sqlx.Tx) error) error {
-	return e.st.Tx(context.Background(), fn)
 }
 
 // Record API requests take one of DP_RECORD_CONCURRENCY slots before they reach the database;
