@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/auth"
 	"dataplatform/gen/authapi"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
 	"dataplatform/store"
 
 	"github.com/jmoiron/sqlx"

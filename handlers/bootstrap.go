@@ -3,7 +3,7 @@ package handlers
 import (
 	"context"
 
-	"dataplatform/auth"
+	"dataplatform/handlers/auth"
 	"dataplatform/store"
 
 	"github.com/jmoiron/sqlx"

@@ -10,8 +10,8 @@ import (
 	"net/url"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/records"
+	"dataplatform/handlers/apierr"
+	"dataplatform/store/records"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/labstack/echo/v4"

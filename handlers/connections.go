@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/auth"
-	"dataplatform/datasets"
-	"dataplatform/extdb"
 	"dataplatform/gen/datasetapi"
-	"dataplatform/jobs"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/datasets"
+	"dataplatform/store/extdb"
+	"dataplatform/store/jobs"
 
 	"github.com/jmoiron/sqlx"
 )

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/auth"
-	"dataplatform/datasets"
 	"dataplatform/gen/datasetapi"
-	"dataplatform/ingest"
-	"dataplatform/jobs"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/datasets"
+	"dataplatform/store/ingest"
+	"dataplatform/store/jobs"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"

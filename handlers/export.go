@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/ingest"
-	"dataplatform/records"
+	"dataplatform/handlers/apierr"
+	"dataplatform/store/ingest"
+	"dataplatform/store/records"
 
 	"github.com/labstack/echo/v4"
 )

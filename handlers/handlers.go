@@ -11,13 +11,13 @@ import (
 	"sync"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/auth"
-	"dataplatform/changes"
-	"dataplatform/config"
-	"dataplatform/reqmeta"
-	"dataplatform/secrets"
+	"dataplatform/cmd/dataplatform/config"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
+	"dataplatform/handlers/reqmeta"
 	"dataplatform/store"
+	"dataplatform/store/changes"
+	"dataplatform/store/secrets"
 
 	"github.com/jmoiron/sqlx"
 )

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/auth"
 	"dataplatform/gen/authapi"
 	"dataplatform/gen/orgapi"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
 	"dataplatform/store"
 
 	"github.com/jmoiron/sqlx"

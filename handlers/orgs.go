@@ -8,11 +8,11 @@ import (
 	"regexp"
 	"strings"
 
-	"dataplatform/apierr"
-	"dataplatform/auth"
-	"dataplatform/datasets"
 	"dataplatform/gen/orgapi"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/datasets"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"

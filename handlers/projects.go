@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"strconv"
 
-	"dataplatform/apierr"
-	"dataplatform/auth"
 	"dataplatform/gen/projectapi"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
 	"dataplatform/store"
 
 	"github.com/jmoiron/sqlx"

@@ -13,14 +13,14 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/auth"
-	"dataplatform/datasets"
-	"dataplatform/docs"
 	"dataplatform/gen/datasetapi"
-	"dataplatform/ingest"
-	"dataplatform/sdk"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/datasets"
+	"dataplatform/store/ingest"
+	"dataplatform/templates/docs"
+	"dataplatform/templates/sdk"
 )
 
 // GetDatasetJSONSchema is a record of the dataset (at a version) as JSON Schema 2020-12.

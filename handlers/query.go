@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/datasets"
-	"dataplatform/records"
-	"dataplatform/sqlguard"
+	"dataplatform/handlers/apierr"
+	"dataplatform/store/datasets"
+	"dataplatform/store/records"
+	"dataplatform/store/usersql"
 
 	"github.com/labstack/echo/v4"
 	"github.com/lib/pq"
@@ -55,7 +55,7 @@ func (h *Records) Query(c echo.Context) error {
 		return apierr.Field("body", "invalid_json", "the body is not a query request")
 	}
 	sqlText := strings.ReplaceAll(req.SQL, "${table}", rc.desc.Table.Qualified())
-	bound, names, err := sqlguard.BindNames(sqlText, 1)
+	bound, names, err := usersql.BindNames(sqlText, 1)
 	if err != nil {
 		return queryErr(err, nil, 0, 0)
 	}
@@ -75,7 +75,7 @@ func (h *Records) Query(c echo.Context) error {
 			args[i] = string(b)
 		}
 	}
-	if err := sqlguard.Check(bound); err != nil {
+	if err := usersql.Check(bound); err != nil {
 		return queryErr(err, nil, 0, 0)
 	}
 	timeout := defaultQueryTimeout
@@ -128,8 +128,8 @@ func (h *Records) Query(c echo.Context) error {
 
 // queryErr maps what went wrong with user SQL to the API's errors.
 func queryErr(err error, sqlText *string, timeout, took time.Duration) error {
-	var se *sqlguard.SyntaxError
-	var fe *sqlguard.ForbiddenError
+	var se *usersql.SyntaxError
+	var fe *usersql.ForbiddenError
 	var pe *pq.Error
 	switch {
 	case errors.As(err, &se):
@@ -150,7 +150,7 @@ func queryErr(err error, sqlText *string, timeout, took time.Duration) error {
 			if sqlText != nil && pe.Position != "" {
 				var pos int
 				fmt.Sscan(pe.Position, &pos)
-				d["line"], d["column"] = sqlguard.Position(*sqlText, pos)
+				d["line"], d["column"] = usersql.Position(*sqlText, pos)
 			}
 			return apierr.New(http.StatusBadRequest, "INVALID_QUERY", pe.Message).WithDetails(d)
 		}

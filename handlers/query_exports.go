@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"dataplatform/apierr"
-	"dataplatform/auth"
 	"dataplatform/gen/queryapi"
-	"dataplatform/jobs"
-	"dataplatform/queries"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/jobs"
+	"dataplatform/store/queries"
 
 	"github.com/jmoiron/sqlx"
 )

@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/datasets"
 	"dataplatform/gen/queryapi"
-	"dataplatform/queries"
-	"dataplatform/records"
+	"dataplatform/handlers/apierr"
 	"dataplatform/store"
+	"dataplatform/store/datasets"
+	"dataplatform/store/queries"
+	"dataplatform/store/records"
 
 	"github.com/jmoiron/sqlx"
 )

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"net/http"
 
-	"dataplatform/apierr"
-	"dataplatform/auth"
 	"dataplatform/gen/queryapi"
-	"dataplatform/queries"
-	"dataplatform/sqlguard"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/queries"
+	"dataplatform/store/usersql"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -66,7 +66,7 @@ func (h *Queries) SaveQuery(ctx context.Context, req queryapi.SaveQueryRequestOb
 		}
 		params = append(params, qp)
 	}
-	_, used, err := sqlguard.BindBraces(q.Query, 1)
+	_, used, err := usersql.BindBraces(q.Query, 1)
 	if err != nil {
 		return nil, queryErr(err, nil, 0, 0)
 	}

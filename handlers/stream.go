@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/changes"
+	"dataplatform/handlers/apierr"
+	"dataplatform/store/changes"
 
 	"github.com/labstack/echo/v4"
 )

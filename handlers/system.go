@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/docs"
 	"dataplatform/gen/spec"
 	"dataplatform/gen/systemapi"
-	"dataplatform/oascheck"
+	"dataplatform/handlers/apierr"
+	"dataplatform/templates/docs"
+	"dataplatform/templates/oascheck"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"

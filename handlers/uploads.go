@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/apierr"
 	"dataplatform/gen/datasetapi"
-	"dataplatform/ingest"
+	"dataplatform/handlers/apierr"
 	"dataplatform/store"
+	"dataplatform/store/ingest"
 
 	"github.com/jmoiron/sqlx"
 )

@@ -13,15 +13,15 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/apiversions"
-	"dataplatform/auth"
-	"dataplatform/datasets"
 	"dataplatform/gen/datasetapi"
-	"dataplatform/ingest"
-	"dataplatform/reqmeta"
-	"dataplatform/specgen"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
+	"dataplatform/handlers/reqmeta"
 	"dataplatform/store"
+	"dataplatform/store/datasets"
+	"dataplatform/store/ingest"
+	"dataplatform/templates/apiversions"
+	"dataplatform/templates/specgen"
 
 	"github.com/jmoiron/sqlx"
 )

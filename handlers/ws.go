@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"dataplatform/changes"
+	"dataplatform/store/changes"
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Copies the documentation pages' front-end files from the npm packages pinned in
-# tools/docs/package-lock.json (swagger-ui-dist, redoc 2: Redoc 3 wants Node 22 and reports
+# scripts/tools/docs/package-lock.json (swagger-ui-dist, redoc 2: Redoc 3 wants Node 22 and reports
 # telemetry) into templates/docs/, which the binary embeds. Run it after changing a version
 # and commit the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-npm ci --prefix tools/docs --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null
-src=tools/docs/node_modules
+npm ci --prefix scripts/tools/docs --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null
+src=scripts/tools/docs/node_modules
 cp "$src/swagger-ui-dist/swagger-ui-bundle.js" "$src/swagger-ui-dist/swagger-ui.css" templates/docs/
 cp "$src/swagger-ui-dist/LICENSE" templates/docs/swagger-ui.LICENSE
 # Redoc's sidebar link to Redocly shows a logo from cdn.redoc.ly: the pages load nothing from

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the project's Node.js tools (tools/*/package-lock.json, exact versions) that the
+# Installs the project's Node.js tools (scripts/tools/*/package-lock.json, exact versions) that the
 # test suite runs: @redocly/cli lints the generated descriptions. Needs node (>= 20.19) and
 # npm; as root on Debian, installs Debian's nodejs and npm when they are missing.
 set -euo pipefail
@@ -14,7 +14,7 @@ if ! command -v npm >/dev/null 2>&1; then
     exit 1
   fi
 fi
-for dir in tools/*/; do
+for dir in scripts/tools/*/; do
   [ -f "$dir/package-lock.json" ] || continue
   # Installed already, after the lock file last changed.
   if [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then

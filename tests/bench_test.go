@@ -1,7 +1,7 @@
 package tests
 
 import (
-	"dataplatform/config"
+	"dataplatform/cmd/dataplatform/config"
 	"fmt"
 	"net/http"
 	"net/http/httptest"

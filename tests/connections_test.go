@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"dataplatform/config"
+	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/store/pgembed"
 
 	_ "github.com/go-sql-driver/mysql"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dataplatform/ingest"
+	"dataplatform/store/ingest"
 
 	"github.com/xuri/excelize/v2"
 )

@@ -18,12 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"dataplatform/config"
-	"dataplatform/fakeclock"
+	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/gen/spec"
-	"dataplatform/server"
+	"dataplatform/handlers/server"
 	"dataplatform/store"
 	"dataplatform/store/pgtest"
+	"dataplatform/tests/fakeclock"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"

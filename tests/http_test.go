@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"dataplatform/apierr"
-	"dataplatform/config"
+	"dataplatform/cmd/dataplatform/config"
+	"dataplatform/handlers/apierr"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )

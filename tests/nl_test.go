@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"dataplatform/config"
+	"dataplatform/cmd/dataplatform/config"
 )
 
 // nlFixture is a project with the customer and orders datasets the natural-language test

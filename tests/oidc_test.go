@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"dataplatform/auth/oidctest"
-	"dataplatform/config"
+	"dataplatform/cmd/dataplatform/config"
+	"dataplatform/handlers/auth/oidctest"
 )
 
 func withProvider(p *oidctest.Provider) option {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"dataplatform/config"
+	"dataplatform/cmd/dataplatform/config"
 )
 
 func TestOrgsCreateValidation(t *testing.T) {

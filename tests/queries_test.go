@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dataplatform/config"
+	"dataplatform/cmd/dataplatform/config"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/xuri/excelize/v2"

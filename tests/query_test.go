@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"dataplatform/datasets"
-	"dataplatform/records"
+	"dataplatform/store/datasets"
+	"dataplatform/store/records"
 
 	"github.com/lib/pq"
 )

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"dataplatform/config"
+	"dataplatform/cmd/dataplatform/config"
 
 	"github.com/jmoiron/sqlx"
 )

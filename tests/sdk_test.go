@@ -223,7 +223,7 @@ except APIError as e:
 // JavaScript one runs under node, the Python one under python3 (standard library only): each
 // creates, reads, patches, lists (pages or cursor), deletes, and gets a typed error.
 func TestTemplateSDKs(t *testing.T) {
-	tsc, err := filepath.Abs("../tools/sdk/node_modules/.bin/tsc")
+	tsc, err := filepath.Abs("../scripts/tools/sdk/node_modules/.bin/tsc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,8 +340,8 @@ console.log("ts", created.response.status, got.data?.email, patched.data?.status
 // tools — oapi-codegen's CLI for Go, openapi-typescript with openapi-fetch for TypeScript —
 // compile and list, create, read, patch and delete against the server.
 func TestThirdPartyClients(t *testing.T) {
-	bin, _ := filepath.Abs("../tools/sdk/node_modules/.bin")
-	modules, _ := filepath.Abs("../tools/sdk/node_modules")
+	bin, _ := filepath.Abs("../scripts/tools/sdk/node_modules/.bin")
+	modules, _ := filepath.Abs("../scripts/tools/sdk/node_modules")
 	root, _ := filepath.Abs("..")
 	e := newEnv(t)
 	own := bearer(e.ownerToken)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dataplatform/config"
+	"dataplatform/cmd/dataplatform/config"
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"

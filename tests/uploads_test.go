@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dataplatform/config"
+	"dataplatform/cmd/dataplatform/config"
 )
 
 // multipartBody builds a form with a file part and optional fields.

@@ -258,9 +258,9 @@ func TestDescriptionExtensions(t *testing.T) {
 
 // TestDescriptionsPassRedoclyLint: the customer-shaped dataset's description (current and an
 // older version, JSON and YAML) has no error under `redocly lint` (@redocly/cli, installed by
-// scripts/ensure-node-tools.sh from tools/lint's lock file).
+// scripts/ensure-node-tools.sh from scripts/tools/lint's lock file).
 func TestDescriptionsPassRedoclyLint(t *testing.T) {
-	bin, err := filepath.Abs("../tools/lint/node_modules/.bin/redocly")
+	bin, err := filepath.Abs("../scripts/tools/lint/node_modules/.bin/redocly")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,9 @@ import (
 	"syscall"
 	"time"
 
-	"dataplatform/auth"
-	"dataplatform/config"
-	"dataplatform/server"
+	"dataplatform/cmd/dataplatform/config"
+	"dataplatform/handlers/auth"
+	"dataplatform/handlers/server"
 	"dataplatform/store"
 	"dataplatform/store/pgembed"
 )

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"dataplatform/handlers/apierr"
+
+	"github.com/labstack/echo/v4"
+)
+
+// errorHandler is the one place error bodies are written. It renders SPEC.md's shapes: the flat
+// authentication shape for 401 and 403, the dashboard shape on dashboard routes, and the nested
+// envelope everywhere else.
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	if errors.Is(c.Request().Context().Err(), context.Canceled) {
+		// The client closed the connection before the answer (whatever failed then failed
+		// because of it): no one to answer and nothing wrong here. 499 in the metrics and the
+		// access log, as nginx counts it.
+		s.log.Info("client closed the request", "request_id", requestID(c), "error", err)
+		c.Response().Status = 499
+		return
+	}
+	e := s.toAPIError(err, c)
+	for k, v := range e.Headers {
+		c.Response().Header().Set(k, v)
+	}
+	rid := requestID(c)
+	var body any
+	switch {
+	case strings.Contains(c.Path(), "/dashboard"):
+		body = map[string]any{"code": e.Status, "error": strings.ToLower(e.Code), "message": e.Message}
+	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
+		short := "forbidden"
+		if e.Code == "TOKEN_EXPIRED" {
+			short = "token_expired"
+		} else if e.Status == http.StatusUnauthorized {
+			short = "unauthorized"
+		}
+		m := map[string]any{"error": short, "message": e.Message, "code": e.Code, "request_id": rid}
+		for k, v := range e.Extra {
+			m[k] = v
+		}
+		if e.Status == http.StatusUnauthorized {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="dataplatform"`)
+		}
+		body = m
+	default:
+		inner := map[string]any{"code": e.Code, "message": e.Message, "request_id": rid,
+			"documentation_url": s.cfg.BaseURL + "/api/v1/errors/" + e.Code}
+		if e.Details != nil {
+			inner["details"] = e.Details
+		}
+		body = map[string]any{"error": inner}
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(e.Status)
+		return
+	}
+	_ = c.JSON(e.Status, body)
+}
+
+func (s *Server) toAPIError(err error, c echo.Context) *apierr.Error {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		if ae.Status >= 500 && ae.Status != http.StatusNotImplemented {
+			s.log.Error("request failed", "request_id", requestID(c), "error", err)
+		}
+		return ae
+	}
+	// The generated multipart handlers return net/http's plain errors for a form they cannot
+	// read: client mistakes, not server failures.
+	if errors.Is(err, http.ErrNotMultipart) || errors.Is(err, http.ErrMissingBoundary) {
+		return apierr.Field("header.Content-Type", "content_type", "send a multipart/form-data body with a boundary: "+err.Error())
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg := http.StatusText(he.Code)
+		if m, ok := he.Message.(string); ok && m != "" {
+			msg = m
+		}
+		switch he.Code {
+		case http.StatusNotFound:
+			return apierr.New(http.StatusNotFound, "NOT_FOUND", "no such endpoint: "+c.Request().Method+" "+c.Request().URL.Path)
+		case http.StatusMethodNotAllowed:
+			return apierr.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "method "+c.Request().Method+" is not allowed here")
+		case http.StatusRequestEntityTooLarge:
+			return apierr.New(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "the request body is larger than the limit of this endpoint")
+		case http.StatusUnsupportedMediaType, http.StatusBadRequest:
+			// Binder errors (bad JSON, unsupported content type) are client mistakes.
+			return apierr.Field("body", "invalid_body", msg)
+		case http.StatusUnauthorized:
+			return apierr.AuthRequired(msg)
+		}
+		if he.Code < 500 {
+			return apierr.New(he.Code, strings.ToUpper(strings.ReplaceAll(http.StatusText(he.Code), " ", "_")), msg)
+		}
+		s.log.Error("request failed", "request_id", requestID(c), "error", err)
+		return apierr.New(he.Code, "INTERNAL_ERROR", "internal error")
+	}
+	s.log.Error("request failed", "request_id", requestID(c), "error", err)
+	return apierr.New(http.StatusInternalServerError, "INTERNAL_ERROR", "internal error (request "+requestID(c)+")")
+}

@@ -1,0 +1,308 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"dataplatform/handlers"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
+	"dataplatform/handlers/reqmeta"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+func (s *Server) route(c echo.Context) *route {
+	return s.routes[c.Request().Method+" "+c.Path()]
+}
+
+func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				s.log.Error("panic", "request_id", requestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = apierr.New(http.StatusInternalServerError, "INTERNAL_ERROR", "internal error (request "+requestID(c)+")")
+			}
+		}()
+		return next(c)
+	}
+}
+
+var clientRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+func requestID(c echo.Context) string {
+	id, _ := c.Get("request_id").(string)
+	return id
+}
+
+// requestMeta assigns the request id (a well-formed X-Request-Id from the client is kept) and
+// puts the request's facts in its context.
+func (s *Server) requestMeta(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		id := req.Header.Get(echo.HeaderXRequestID)
+		if !clientRequestID.MatchString(id) {
+			b := make([]byte, 12)
+			_, _ = rand.Read(b)
+			id = "req_" + hex.EncodeToString(b)
+		}
+		c.Set("request_id", id)
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		m := &reqmeta.Meta{RequestID: id, IP: c.RealIP(), UserAgent: req.UserAgent(), Path: req.URL.Path, Query: req.URL.Query(),
+			Accept: req.Header.Get("Accept")}
+		c.SetRequest(req.WithContext(reqmeta.With(req.Context(), m)))
+		return next(c)
+	}
+}
+
+// securityHeaders sets the response headers of SPEC.md (Authentication §12) on every answer.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-XSS-Protection", "1; mode=block")
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+		h.Set("Content-Security-Policy", "default-src 'self'")
+		return next(c)
+	}
+}
+
+// cors allows the configured origins with credentials. Methods, headers and max age are those
+// of SPEC.md, plus PATCH (the API has PATCH operations a browser client must be able to call)
+// and the headers a client needs to read back.
+func cors(origins []string) echo.MiddlewareFunc {
+	return middleware.CORSWithConfig(middleware.CORSConfig{
+		AllowOrigins:     origins,
+		AllowMethods:     []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions},
+		AllowHeaders:     []string{"Origin", "Content-Type", "Accept", "Authorization", "X-API-Key"},
+		AllowCredentials: true,
+		MaxAge:           86400,
+		ExposeHeaders: []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
+			"X-RateLimit-Reset-After", "Location", "ETag"},
+	})
+}
+
+var (
+	httpRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "dataplatform_http_requests_total", Help: "HTTP requests by route, method and status.",
+	}, []string{"method", "route", "status"})
+	httpDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "dataplatform_http_request_duration_seconds", Help: "HTTP request latency by route and method.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"method", "route"})
+)
+
+// observe records metrics and writes one structured log line per request.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // render now, so the status below is the one sent
+		}
+		status := c.Response().Status
+		routePath := c.Path()
+		if s.route(c) == nil {
+			routePath = "unmatched"
+		}
+		d := time.Since(start)
+		httpRequests.WithLabelValues(c.Request().Method, routePath, strconv.Itoa(status)).Inc()
+		httpDuration.WithLabelValues(c.Request().Method, routePath).Observe(d.Seconds())
+		if s.cfg.LogRequests {
+			attrs := []any{"request_id", requestID(c), "method", c.Request().Method, "path", c.Request().URL.Path,
+				"route", routePath, "status", status, "duration_ms", float64(d.Microseconds()) / 1000, "ip", c.RealIP()}
+			if p := auth.FromContext(c.Request().Context()); p != nil {
+				attrs = append(attrs, "user_id", p.UserID, "auth", string(p.Method))
+			}
+			s.log.Info("request", attrs...)
+		}
+		return nil
+	}
+}
+
+// bodyLimit caps request bodies: DP_MAX_BODY_BYTES, or DP_MAX_UPLOAD_BYTES on operations
+// marked x-body-limit: upload. A declared Content-Length over the limit is refused before
+// anything is read.
+func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		limit := s.cfg.MaxBodyBytes
+		upload := false
+		if rt := s.route(c); rt != nil {
+			limit, upload = rt.bodyLimit, rt.upload
+		}
+		if req.ContentLength > limit {
+			if upload {
+				return apierr.FileTooLarge(req.ContentLength, s.cfg.MaxUploadBytes)
+			}
+			return apierr.New(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
+				fmt.Sprintf("the request body is larger than %d bytes", limit))
+		}
+		if upload {
+			// The server's read timeout suits JSON bodies, not a gigabyte on a slow link: give
+			// uploads an hour (an idle connection still fails through TCP keepalives).
+			rc := http.NewResponseController(c.Response())
+			_ = rc.SetReadDeadline(time.Now().Add(time.Hour))
+			_ = rc.SetWriteDeadline(time.Now().Add(time.Hour + time.Minute)) // counted from the headers, not the end of the body
+		}
+		if req.Body != nil {
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
+		}
+		return next(c)
+	}
+}
+
+// authenticate requires credentials on every operation that the description does not mark
+// public (security: []).
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rt := s.route(c)
+		if rt == nil || rt.public {
+			return next(c)
+		}
+		p, err := s.authn.Authenticate(c.Request())
+		if err != nil {
+			return err
+		}
+		c.SetRequest(c.Request().WithContext(auth.WithPrincipal(c.Request().Context(), p)))
+		return next(c)
+	}
+}
+
+// rateLimit counts the request against its category, per principal (per client address for
+// public operations), and sets the X-RateLimit headers.
+func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rt := s.route(c)
+		if rt == nil || rt.category == "" {
+			return next(c)
+		}
+		key := "ip:" + c.RealIP()
+		if p := auth.FromContext(c.Request().Context()); p != nil {
+			key = p.Subject()
+		}
+		if rt.limitKey != "" {
+			key = rt.limitKey + ":" + c.Param(rt.limitKey)
+		}
+		r, err := s.limiter.Take(c.Request().Context(), rt.category, key)
+		if err != nil {
+			// A rate-limit store outage must not take the API down: let the request through.
+			s.log.Warn("rate limiter unavailable", "error", err)
+			return next(c)
+		}
+		after := r.Reset - time.Now().Unix()
+		if after < 0 {
+			after = 0
+		}
+		h := c.Response().Header()
+		h.Set("X-RateLimit-Limit", strconv.FormatInt(r.Limit, 10))
+		h.Set("X-RateLimit-Remaining", strconv.FormatInt(r.Remaining, 10))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(r.Reset, 10))
+		h.Set("X-RateLimit-Reset-After", strconv.FormatInt(after, 10))
+		if r.Reached {
+			h.Set("Retry-After", strconv.FormatInt(after, 10))
+			return (&apierr.Error{Status: http.StatusTooManyRequests, Code: "RATE_LIMIT_EXCEEDED",
+				Message: fmt.Sprintf("rate limit of %d requests exceeded for %s; retry in %d seconds", r.Limit, rt.category, after)}).
+				WithDetails(map[string]any{"category": rt.category, "limit": r.Limit, "reset_after_seconds": after})
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rt := s.route(c)
+		if rt != nil && rt.dynamic && s.recordSlots != nil && !longLived(rt.template) {
+			// Many requests at once on a few cores make PostgreSQL slower for all of them
+			// (and its tail long); the rest wait here, in order, for a slot.
+			select {
+			case s.recordSlots <- struct{}{}:
+				defer func() { <-s.recordSlots }()
+			case <-c.Request().Context().Done():
+				return c.Request().Context().Err()
+			}
+		}
+		if rt != nil && rt.dynamic {
+			var err error
+			if rt, err = s.recordRoute(c, rt); err != nil {
+				return err
+			}
+		}
+		if rt != nil {
+			if err := s.validate(c, rt); err != nil {
+				return err
+			}
+		}
+		return next(c)
+	}
+}
+
+// controlPlaneWrites tells the store, once a request that may have changed datasets or
+// memberships has done its work and before its client hears the answer, that cached dataset
+// lookups are no longer to be trusted (other replicas hear it from the database). Record API
+// writes change records only.
+func (s *Server) controlPlaneWrites(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		switch c.Request().Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return next(c)
+		}
+		if rt := s.route(c); rt != nil && rt.dynamic {
+			return next(c)
+		}
+		c.Response().Before(s.H.Store.ControlPlaneChanged)
+		err := next(c)
+		s.H.Store.ControlPlaneChanged() // an error answer is written after this
+		return err
+	}
+}
+
+// longLived are the record API operations that stream for as long as the client reads:
+// they do not take a slot.
+func longLived(template string) bool {
+	return strings.HasSuffix(template, "/data/export") || strings.HasSuffix(template, "/data/stream") || strings.HasSuffix(template, "/data/ws")
+}
+
+// recordRoute resolves a record API request's dataset (404 when the caller is not a member)
+// and the operation of its description the request is validated against.
+func (s *Server) recordRoute(c echo.Context, rt *route) (*route, error) {
+	d, desc, err := s.H.Descriptions().Resolve(c.Request().Context(), c.Param("dataset_id"), c.QueryParam("table"))
+	if err != nil {
+		return nil, err
+	}
+	method := c.Request().Method
+	item := desc.Doc.Paths.Value(rt.template)
+	if item == nil || item.GetOperation(method) == nil {
+		return nil, desc.NotServed(rt.template, method)
+	}
+	op := item.GetOperation(method)
+	vh, err := desc.VersionHeaders(d.ID, s.cfg.BaseURL, c.Request().Header.Get("X-API-Version"))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range vh {
+		c.Response().Header().Set(k, v)
+	}
+	unsecured := *op
+	unsecured.Security = &openapi3.SecurityRequirements{}
+	handlers.WithRecordContext(c, d, desc)
+	return &route{opID: op.OperationID, category: rt.category, bodyLimit: rt.bodyLimit, op: op,
+		kin: &routers.Route{Spec: desc.Doc, Path: rt.template, PathItem: item, Method: method, Operation: &unsecured}}, nil
+}

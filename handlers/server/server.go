@@ -1,0 +1,298 @@
+// Package server assembles the HTTP service: echo with the middleware chain of the
+// architecture (request id, recover, security headers, CORS, body limit, authentication, rate
+// limit, validation against the published description), the handlers, and the central error
+// handler.
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"dataplatform/cmd/dataplatform/config"
+	"dataplatform/gen/authapi"
+	"dataplatform/gen/datasetapi"
+	"dataplatform/gen/orgapi"
+	"dataplatform/gen/projectapi"
+	"dataplatform/gen/queryapi"
+	"dataplatform/gen/spec"
+	"dataplatform/gen/systemapi"
+	"dataplatform/handlers"
+	"dataplatform/handlers/auth"
+	"dataplatform/handlers/server/ratelimit"
+	"dataplatform/store"
+	"dataplatform/store/changes"
+	"dataplatform/store/datasets"
+	"dataplatform/store/jobs"
+	"dataplatform/store/queries"
+	"dataplatform/store/secrets"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/labstack/echo/v4"
+)
+
+// Deps are what the server is built from.
+type Deps struct {
+	Config config.Config
+	Store  *store.Store
+	// DatabaseURL is the store's URL, for the job runner's LISTEN connection (empty: the
+	// runner only polls).
+	DatabaseURL string
+	Logger      *slog.Logger
+	Clock       func() time.Time // nil: time.Now
+}
+
+// Server is the assembled service.
+type Server struct {
+	cfg     config.Config
+	dbURL   string
+	log     *slog.Logger
+	echo    *echo.Echo
+	routes  map[string]*route // "METHOD echo-path"
+	authn   *auth.Authenticator
+	limiter *ratelimit.Limiter
+	// recordSlots admits record API requests to the database a few at a time, in arrival
+	// order (a channel's waiters are served first come, first served).
+	recordSlots chan struct{}
+	Keys        *auth.KeyStore
+	H           *handlers.Handlers
+	// Jobs runs background work (dataset ingestion); the caller starts and stops it.
+	Jobs *jobs.Runner
+}
+
+// route is what the middleware needs to know about an operation of the description.
+type route struct {
+	opID      string
+	public    bool
+	category  string // rate-limit category ("" = not limited), from x-rate-limit
+	limitKey  string // path parameter the count is kept per, instead of the caller
+	bodyLimit int64
+	upload    bool // x-body-limit: upload
+	multipart bool
+	op        *openapi3.Operation
+	kin       *routers.Route
+	// dynamic routes are the record API: validated against the dataset's own description,
+	// at the path template of that description.
+	dynamic  bool
+	template string
+}
+
+// New builds the server: loads the signing keys, the description, the rate limiter and the
+// handlers.
+func New(ctx context.Context, d Deps) (*Server, error) {
+	if d.Clock == nil {
+		d.Clock = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	keys, err := auth.NewKeyStore(ctx, d.Store, d.Clock, d.Config.AccessTokenTTL+auth.ClockSkew)
+	if err != nil {
+		return nil, fmt.Errorf("signing keys: %w", err)
+	}
+	tokens := &auth.Tokens{Keys: keys, Issuer: d.Config.BaseURL, TTL: d.Config.AccessTokenTTL, Clock: d.Clock}
+	lim, err := ratelimit.New(d.Config.RedisURL, d.Config.RateLimits)
+	if err != nil {
+		return nil, err
+	}
+	box, err := secrets.Load(d.Config.DataDir, d.Config.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("secret key: %w", err)
+	}
+	h := &handlers.Handlers{
+		Store: d.Store, Config: d.Config, Clock: d.Clock, Log: d.Logger,
+		Tokens: tokens, Keys: keys, Passwords: auth.NewPasswords(d.Config.BcryptCost), Secrets: box,
+		Changes: changes.NewHub(d.DatabaseURL, d.Logger),
+	}
+	authn := &auth.Authenticator{Tokens: tokens, Store: d.Store, Clock: d.Clock}
+	if d.Config.OIDCEnabled() {
+		oidc, err := auth.NewOIDC(ctx, auth.OIDCConfig{
+			Issuer: d.Config.OIDCIssuer, ClientID: d.Config.OIDCClientID,
+			ClientSecret: d.Config.OIDCClientSecret, RedirectURL: d.Config.OIDCRedirectURL,
+		}, d.Store, d.Clock)
+		if err != nil {
+			return nil, fmt.Errorf("OpenID Connect provider %s: %w", d.Config.OIDCIssuer, err)
+		}
+		h.OIDC, authn.External = oidc, oidc
+	}
+	s := &Server{cfg: d.Config, dbURL: d.DatabaseURL, log: d.Logger, authn: authn, limiter: lim, Keys: keys, H: h}
+	if n := d.Config.RecordConcurrency; n > 0 {
+		s.recordSlots = make(chan struct{}, n)
+	}
+	s.Jobs = jobs.NewRunner(d.Store, d.DatabaseURL, d.Clock, d.Logger, jobs.Options{Workers: 2, Lease: d.Config.JobLease})
+	// A job's changes of datasets are known here before its end is seen anywhere.
+	s.Jobs.OnFinish(func(context.Context, *jobs.Job, error) { d.Store.ControlPlaneChanged() })
+	(&datasets.Ingester{Store: d.Store, Clock: d.Clock, Log: d.Logger, UploadPath: h.UploadPath}).Register(s.Jobs)
+	(&datasets.Analyzer{Store: d.Store, Clock: d.Clock, Secrets: box, Networks: d.Config.ConnectionNetworks}).Register(s.Jobs)
+	(&datasets.Indexer{Store: d.Store}).Register(s.Jobs)
+	(&queries.Exporter{Store: d.Store, Clock: d.Clock, Dir: h.ExportDir()}).Register(s.Jobs)
+	if err := s.loadRoutes(); err != nil {
+		return nil, err
+	}
+	s.echo = s.buildEcho()
+	return s, nil
+}
+
+func (s *Server) loadRoutes() error {
+	doc, err := openapi3.NewLoader().LoadFromData(spec.YAML)
+	if err != nil {
+		return fmt.Errorf("load description: %w", err)
+	}
+	s.routes = map[string]*route{}
+	for path, item := range doc.Paths.Map() {
+		echoPath := path
+		for strings.Contains(echoPath, "{") {
+			i, j := strings.Index(echoPath, "{"), strings.Index(echoPath, "}")
+			echoPath = echoPath[:i] + ":" + echoPath[i+1:j] + echoPath[j+1:]
+		}
+		for method, op := range item.Operations() {
+			// kin-openapi validates parameters and bodies only: authentication is the
+			// authenticate middleware's (kin's security check would also read every body,
+			// uploads included, into memory).
+			unsecured := *op
+			unsecured.Security = &openapi3.SecurityRequirements{}
+			rt := &route{opID: op.OperationID, public: op.Security != nil && len(*op.Security) == 0, op: op,
+				category: "default", bodyLimit: s.cfg.MaxBodyBytes,
+				kin: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: &unsecured}}
+			if rt.public {
+				rt.category = "auth"
+			}
+			// x-rate-limit: {category, key} names the operation's rate-limit category (none:
+			// not limited) and the path parameter counted per, when not the caller.
+			if x, ok := op.Extensions["x-rate-limit"].(map[string]any); ok {
+				if c, _ := x["category"].(string); c == "none" {
+					rt.category = ""
+				} else if c != "" {
+					rt.category = c
+				}
+				rt.limitKey, _ = x["key"].(string)
+			}
+			if op.Extensions["x-body-limit"] == "upload" {
+				rt.upload = true
+				rt.bodyLimit = s.cfg.MaxUploadBytes + 1<<20 // the file plus the form around it
+			}
+			if op.RequestBody != nil && op.RequestBody.Value.Content.Get("multipart/form-data") != nil {
+				rt.multipart = true
+			}
+			s.routes[method+" "+echoPath] = rt
+		}
+	}
+	return nil
+}
+
+func (s *Server) buildEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.errorHandler
+	// Client addresses (rate limits of public endpoints, audit) come from the connection, not
+	// from X-Forwarded-For, which any client can write.
+	e.IPExtractor = echo.ExtractIPDirect()
+	e.Use(s.requestMeta, securityHeaders, s.observe, s.recoverer)
+	if len(s.cfg.CORSOrigins) > 0 {
+		e.Use(cors(s.cfg.CORSOrigins))
+	}
+	e.Use(s.bodyLimit, s.authenticate, s.rateLimit, s.validateRequest, s.controlPlaneWrites)
+
+	authapi.RegisterHandlers(e, authapi.NewStrictHandler(&handlers.Auth{Handlers: s.H}, nil))
+	orgapi.RegisterHandlers(e, orgapi.NewStrictHandler(&handlers.Orgs{Handlers: s.H}, nil))
+	projectapi.RegisterHandlers(e, projectapi.NewStrictHandler(&handlers.Projects{Handlers: s.H}, nil))
+	datasetapi.RegisterHandlers(e, datasetapi.NewStrictHandler(&handlers.Datasets{Handlers: s.H}, nil))
+	queryapi.RegisterHandlers(e, queryapi.NewStrictHandler(&handlers.Queries{Handlers: s.H}, nil))
+	systemapi.RegisterHandlers(e, &handlers.System{Handlers: s.H})
+
+	// The record API: one handler for every dataset (handlers.Records).
+	rec := &handlers.Records{Handlers: s.H}
+	for _, r := range []struct {
+		method, path, category string
+		h                      echo.HandlerFunc
+	}{
+		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data", "records_read", rec.List},
+		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data", "records_write", rec.Create},
+		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/aggregate", "records_query", rec.Aggregate},
+		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/export", "records_export", rec.Export},
+		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data/bulk", "records_bulk", rec.Bulk},
+		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data/query", "records_query", rec.Query},
+		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/stream", "records_read", rec.Stream},
+		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/ws", "records_read", rec.Socket},
+		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/{id}", "records_read", rec.Get},
+		{http.MethodPut, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Replace},
+		{http.MethodPatch, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Patch},
+		{http.MethodDelete, "/api/v1/datasets/{dataset_id}/data/{id}", "records_delete", rec.Delete},
+	} {
+		echoPath := strings.NewReplacer("{", ":", "}", "").Replace(r.path)
+		e.Add(r.method, echoPath, r.h)
+		s.routes[r.method+" "+echoPath] = &route{opID: "records", category: r.category, bodyLimit: s.cfg.MaxBodyBytes, dynamic: true, template: r.path}
+	}
+	return e
+}
+
+// Handler is the HTTP handler of the service.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// HTTPServer is an http.Server with timeouts, so a slow client cannot hold a connection
+// forever. Streaming routes (later) extend their own deadlines with http.ResponseController.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Addr:              s.cfg.Addr,
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// Listen listens for record change notifications (change streams) and control-plane change
+// notifications (the record API's cached dataset lookups) until ctx ends.
+func (s *Server) Listen(ctx context.Context) {
+	s.H.Changes.Start(ctx)
+	s.H.Store.WatchControlPlane(ctx, s.dbURL, s.log)
+}
+
+// Close releases what the server holds (not the store).
+func (s *Server) Close() error { return s.limiter.Close() }
+
+// Maintain runs periodic housekeeping until ctx ends: removing uploads that expired without
+// a dataset claiming them, and idempotency keys past their day. Every replica may run it; each expired row is deleted once.
+func (s *Server) Maintain(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if n, err := s.H.SweepUploads(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping expired uploads", "error", err)
+		} else if n > 0 {
+			s.log.Info("removed expired uploads", "count", n)
+		}
+		if _, err := s.H.Store.DB.ExecContext(ctx, `DELETE FROM platform.idempotency_keys WHERE created_at < $1`,
+			s.H.Clock().Add(-handlers.IdempotencyTTL)); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping idempotency keys", "error", err)
+		}
+		if _, err := s.H.FailInterruptedQueries(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("failing interrupted queries", "error", err)
+		}
+		if keys, err := store.ExpireQueryExports(ctx, s.H.Store.DB, s.H.Clock()); err != nil && ctx.Err() == nil {
+			s.log.Warn("expiring query exports", "error", err)
+		} else {
+			for _, k := range keys {
+				os.Remove(filepath.Join(s.H.ExportDir(), filepath.FromSlash(k)))
+			}
+		}
+		if _, err := s.H.Store.DB.ExecContext(ctx, `DELETE FROM platform.record_changes WHERE changed_at < $1`,
+			s.H.Clock().Add(-handlers.ChangeRetention)); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping the record change log", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

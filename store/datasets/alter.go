@@ -1,0 +1,374 @@
+package datasets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"dataplatform/store"
+	"dataplatform/store/ingest"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Change is one schema change of a dataset.
+type Change struct {
+	Op      string         // add_column, rename_column, drop_column, alter_column
+	Column  string         // the existing column (rename, drop, alter)
+	Define  *ingest.Column // the new column (add)
+	NewName string         // rename
+	// Alter applies alter_column's settings to a copy of the column.
+	Alter func(c *ingest.Column)
+}
+
+// ChangeError is a change that cannot apply to this schema (an unknown column, a taken
+// name, a type the old one has no cast to): the request is wrong, whatever the rows hold.
+type ChangeError struct {
+	Index   int
+	Field   string // below changes[Index]
+	Code    string
+	Message string
+}
+
+func (e *ChangeError) Error() string {
+	return fmt.Sprintf("changes[%d].%s: %s", e.Index, e.Field, e.Message)
+}
+
+// Violation is a change that existing rows break.
+type Violation struct {
+	Change     int              `json:"change"`
+	Op         string           `json:"op"`
+	Column     string           `json:"column"`
+	Constraint string           `json:"constraint"` // type, required, unique, enum, format, pattern, minimum, maximum, min_length, max_length
+	Message    string           `json:"message"`
+	RowCount   int64            `json:"row_count"`
+	Rows       []ViolatingValue `json:"rows"`
+}
+
+// ViolatingValue is one offending row.
+type ViolatingValue struct {
+	ID    int64 `json:"id"`
+	Value any   `json:"value"`
+}
+
+// Violations is the error of a change set that existing rows break.
+type Violations []Violation
+
+func (v Violations) Error() string {
+	return fmt.Sprintf("%d schema changes are violated by existing rows", len(v))
+}
+
+// maxReported bounds the offending rows reported per change.
+const maxReported = 10
+
+// step is one ALTER TABLE statement, with the condition that finds the rows it would fail on.
+type step struct {
+	sql        string
+	offending  string // WHERE condition; "" when the statement cannot fail on rows
+	constraint string
+	message    string
+}
+
+// Alter applies changes to the dataset's table in tx, in order, and returns the new columns.
+// Every change is checked against the rows before it runs: the rows that would break it are
+// counted and the first ones reported, and the whole set fails with Violations (the caller
+// rolls back). A change that is wrong whatever the rows hold fails with *ChangeError.
+// check validates each column a change adds or alters, before anything runs for it.
+func Alter(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column, changes []Change, check func(i int, c ingest.Column) error) ([]ingest.Column, error) {
+	cols = slices.Clone(cols)
+	table := Table(d.TableSchema, d.ID)
+	a := &alterer{tx: tx, table: table, id: d.ID}
+	// The search index is built on the columns' current types: it goes, and the analysis
+	// that follows the change builds the next one.
+	var search []string
+	if err := tx.SelectContext(ctx, &search, `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = $2 AND indexname LIKE $3`,
+		d.TableSchema, d.ID, strings.ReplaceAll(d.ID, "_", `\_`)+`\_search\_%`); err != nil {
+		return nil, err
+	}
+	for _, ix := range search {
+		if _, err := tx.ExecContext(ctx, `DROP INDEX `+Table(d.TableSchema, ix)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE OR REPLACE FUNCTION pg_temp.dp_castable(v text, t text) RETURNS boolean LANGUAGE plpgsql AS $$
+		BEGIN EXECUTE format('SELECT %L::%s', v, t); RETURN true; EXCEPTION WHEN others THEN RETURN false; END $$`); err != nil {
+		return nil, err
+	}
+	find := func(i int, name string) (int, error) {
+		j := slices.IndexFunc(cols, func(c ingest.Column) bool { return c.Name == name })
+		if j < 0 {
+			return -1, &ChangeError{i, "column", "not_found", "the dataset has no column " + name}
+		}
+		return j, nil
+	}
+	taken := func(i int, field, name string) error {
+		if slices.ContainsFunc(cols, func(c ingest.Column) bool { return c.Name == name }) {
+			return &ChangeError{i, field, "duplicate", "the dataset already has a column " + name}
+		}
+		return nil
+	}
+	for i, ch := range changes {
+		var steps []step
+		var err error
+		switch ch.Op {
+		case "add_column":
+			n := *ch.Define
+			if err := taken(i, "column.name", n.Name); err != nil {
+				return nil, err
+			}
+			if err := check(i, n); err != nil {
+				return nil, err
+			}
+			def, err := ColumnDDL(n)
+			if err != nil {
+				return nil, &ChangeError{i, "column.default", "type", err.Error()}
+			}
+			s := step{sql: `ADD COLUMN ` + def}
+			if !n.Nullable && n.DefaultValue() == nil {
+				s.offending, s.constraint, s.message = "true", "required", "a required column without a default has no value in the existing rows"
+			}
+			steps = append([]step{s}, a.addConstraints(n, nil)...)
+			cols = append(cols, n)
+		case "rename_column":
+			j, err := find(i, ch.Column)
+			if err != nil {
+				return nil, err
+			}
+			if err := taken(i, "new_name", ch.NewName); err != nil {
+				return nil, err
+			}
+			o := cols[j]
+			n := o
+			n.Name, n.Original = ch.NewName, ch.NewName
+			steps = append(steps, step{sql: `RENAME COLUMN ` + pq.QuoteIdentifier(o.Name) + ` TO ` + pq.QuoteIdentifier(n.Name)})
+			oc, nc := Constraints(d.ID, o), Constraints(d.ID, n)
+			for k := range oc {
+				steps = append(steps, step{sql: `RENAME CONSTRAINT ` + pq.QuoteIdentifier(oc[k].Name) + ` TO ` + pq.QuoteIdentifier(nc[k].Name)})
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE platform.dataset_relationships SET from_column = $3 WHERE from_dataset = $1 AND from_column = $2`, d.ID, o.Name, n.Name); err != nil {
+				return nil, err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE platform.dataset_relationships SET to_column = $3 WHERE to_dataset = $1 AND to_column = $2`, d.ID, o.Name, n.Name); err != nil {
+				return nil, err
+			}
+			cols[j] = n
+		case "drop_column":
+			j, err := find(i, ch.Column)
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, step{sql: `DROP COLUMN ` + pq.QuoteIdentifier(ch.Column)})
+			if _, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE (from_dataset = $1 AND from_column = $2)
+				OR (to_dataset = $1 AND to_column = $2)`, d.ID, ch.Column); err != nil {
+				return nil, err
+			}
+			cols = slices.Delete(cols, j, j+1)
+		case "alter_column":
+			j, err := find(i, ch.Column)
+			if err != nil {
+				return nil, err
+			}
+			o := cols[j]
+			n := o
+			if o.Constraints != nil {
+				k := *o.Constraints
+				n.Constraints = &k
+			} else {
+				n.Constraints = &ingest.Constraints{}
+			}
+			ch.Alter(&n)
+			if n.Constraints.Empty() {
+				n.Constraints = nil
+			}
+			if err := check(i, n); err != nil {
+				return nil, err
+			}
+			if steps, err = a.alterColumn(o, n); err != nil {
+				return nil, &ChangeError{i, "default", "type", err.Error()}
+			}
+			cols[j] = n
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range steps {
+			if err := a.run(ctx, i, ch, s); err == errStop {
+				return nil, a.violations
+			} else if err != nil {
+				var ce *ChangeError
+				if errors.As(err, &ce) {
+					ce.Index = i
+				}
+				return nil, err
+			}
+		}
+	}
+	if len(a.violations) > 0 {
+		return nil, a.violations
+	}
+	return cols, nil
+}
+
+type alterer struct {
+	tx         *sqlx.Tx
+	table, id  string
+	violations Violations
+}
+
+// alterColumn is the steps from column o to n: drop the constraints that go or change, the
+// type (and the default around it, which may not cast), nullability, the default, then add
+// the constraints that are new or changed.
+func (a *alterer) alterColumn(o, n ingest.Column) ([]step, error) {
+	q := pq.QuoteIdentifier(n.Name)
+	alter := `ALTER COLUMN ` + q + ` `
+	var steps []step
+	oc := Constraints(a.id, o)
+	for _, c := range oc {
+		if !slices.Contains(Constraints(a.id, n), c) {
+			steps = append(steps, step{sql: `DROP CONSTRAINT ` + pq.QuoteIdentifier(c.Name)})
+		}
+	}
+	oldDefault, err := defaultSQL(o)
+	if err != nil {
+		return nil, err
+	}
+	newDefault, err := defaultSQL(n)
+	if err != nil {
+		return nil, err
+	}
+	if ot, nt := SQLType(o), SQLType(n); ot != nt {
+		if oldDefault != "" {
+			steps = append(steps, step{sql: alter + `DROP DEFAULT`})
+			oldDefault = ""
+		}
+		s := step{sql: alter + `TYPE ` + nt + ` USING ` + q + `::text::` + nt, constraint: "type",
+			offending: q + ` IS NOT NULL AND NOT pg_temp.dp_castable(` + q + `::text, ` + pq.QuoteLiteral(nt) + `)`,
+			message:   "values cannot be converted to " + nt}
+		if n.Type == ingest.Text && n.Constraints != nil && n.Constraints.MaxLength != nil {
+			s.offending, s.constraint = fmt.Sprintf(`char_length(%s::text) > %d`, q, *n.Constraints.MaxLength), "max_length"
+			s.message = fmt.Sprintf("values are longer than %d characters", *n.Constraints.MaxLength)
+		}
+		steps = append(steps, s)
+	}
+	switch {
+	case o.Nullable && !n.Nullable:
+		steps = append(steps, step{sql: alter + `SET NOT NULL`, offending: q + ` IS NULL`, constraint: "required", message: "rows have no value"})
+	case !o.Nullable && n.Nullable:
+		steps = append(steps, step{sql: alter + `DROP NOT NULL`})
+	}
+	if newDefault != oldDefault {
+		if newDefault == "" {
+			steps = append(steps, step{sql: alter + `DROP DEFAULT`})
+		} else {
+			steps = append(steps, step{sql: alter + `SET DEFAULT ` + newDefault})
+		}
+	}
+	return append(steps, a.addConstraints(n, oc)...), nil
+}
+
+func defaultSQL(c ingest.Column) (string, error) {
+	if v := c.DefaultValue(); v != nil {
+		return Literal(c, v)
+	}
+	return "", nil
+}
+
+// addConstraints is the steps that add n's constraints missing from had, each checked
+// against the rows first.
+func (a *alterer) addConstraints(n ingest.Column, had []Constraint) []step {
+	q := pq.QuoteIdentifier(n.Name)
+	var steps []step
+	for _, c := range Constraints(a.id, n) {
+		if slices.Contains(had, c) {
+			continue
+		}
+		s := step{sql: `ADD CONSTRAINT ` + pq.QuoteIdentifier(c.Name) + ` ` + c.SQL, constraint: c.Kind}
+		if c.Kind == "unique" {
+			s.offending = q + ` IN (SELECT ` + q + ` FROM ` + a.table + ` GROUP BY 1 HAVING count(*) > 1)`
+			s.message = "values occur more than once"
+		} else {
+			s.offending = `NOT ` + strings.TrimPrefix(c.SQL, "CHECK ")
+			s.message = "values break the " + c.Kind + " constraint"
+		}
+		steps = append(steps, s)
+	}
+	return steps
+}
+
+// run checks s against the rows, then runs it in a savepoint: a violation is recorded and
+// the work goes on, so that one answer reports every offending change.
+func (a *alterer) run(ctx context.Context, i int, ch Change, s step) error {
+	column := ch.Column
+	if ch.Define != nil {
+		column = ch.Define.Name
+	}
+	if s.offending != "" {
+		// After a violation the statements that failed were skipped, so a later check can
+		// refer to what does not exist (a column never added): it runs in a savepoint and
+		// is dropped when it fails.
+		guarded := len(a.violations) > 0
+		if guarded {
+			if _, err := a.tx.ExecContext(ctx, `SAVEPOINT dp_check`); err != nil {
+				return err
+			}
+		}
+		var n int64
+		if err := a.tx.GetContext(ctx, &n, `SELECT count(*) FROM `+a.table+` WHERE `+s.offending); err != nil {
+			if guarded {
+				_, rerr := a.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT dp_check`)
+				return rerr
+			}
+			return err
+		}
+		if n > 0 {
+			v := Violation{Change: i, Op: ch.Op, Column: column, Constraint: s.constraint, Message: s.message, RowCount: n, Rows: []ViolatingValue{}}
+			value := "NULL::json"
+			if s.offending != "true" {
+				value = `to_json(` + pq.QuoteIdentifier(column) + `)`
+			}
+			rows, err := a.tx.QueryxContext(ctx, `SELECT id, `+value+` FROM `+a.table+` WHERE `+s.offending+` ORDER BY id LIMIT $1`, maxReported)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var r ViolatingValue
+				var raw []byte
+				if err := rows.Scan(&r.ID, &raw); err != nil {
+					return err
+				}
+				if raw != nil {
+					r.Value = json.RawMessage(raw)
+				}
+				v.Rows = append(v.Rows, r)
+			}
+			a.violations = append(a.violations, v)
+			return rows.Err()
+		}
+	}
+	if len(a.violations) > 0 {
+		return nil // the set fails anyway; later steps may build on the failed one
+	}
+	if _, err := a.tx.ExecContext(ctx, `ALTER TABLE `+a.table+` `+s.sql); err != nil {
+		var pe *pq.Error
+		if errors.As(err, &pe) {
+			switch {
+			case pe.Code == "42846" || pe.Code == "42804" || pe.Code == "42883":
+				return &ChangeError{i, "type", "incompatible_type", pe.Message}
+			case strings.HasPrefix(string(pe.Code), "22") || strings.HasPrefix(string(pe.Code), "23"):
+				a.violations = append(a.violations, Violation{Change: i, Op: ch.Op, Column: column, Constraint: s.constraint,
+					Message: pe.Message, Rows: []ViolatingValue{}})
+				return errStop
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// errStop ends the changes after a statement failed: the transaction is aborted.
+var errStop = errors.New("stop")

@@ -1,0 +1,125 @@
+package datasets
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"dataplatform/store"
+	"dataplatform/store/ingest"
+	"dataplatform/store/jobs"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// KindSearchIndex is the job that builds a dataset table's indexes: the full-text search
+// index (GIN on SearchDocument) and a btree per filterable column, after the dataset is
+// active and after schema changes: CREATE INDEX CONCURRENTLY does not block writes, and the
+// load does not wait for it.
+const KindSearchIndex = "dataset.search_index"
+
+// EnqueueSearchIndex adds the job in tx.
+func EnqueueSearchIndex(ctx context.Context, tx sqlx.ExecerContext, d *store.Dataset) error {
+	_, err := jobs.Enqueue(ctx, tx, jobs.New{Kind: KindSearchIndex, OrgID: d.OrgID, ResourceType: "dataset", ResourceID: d.ID,
+		Payload: Payload{DatasetID: d.ID}}, d.UpdatedAt)
+	return err
+}
+
+// Indexer runs search index jobs.
+type Indexer struct{ Store *store.Store }
+
+// Register installs the handler on r.
+func (x *Indexer) Register(r *jobs.Runner) { r.Register(KindSearchIndex, x.handle) }
+
+func (x *Indexer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) error {
+	var pl Payload
+	if err := j.Decode(&pl); err != nil {
+		return jobs.Permanent(err)
+	}
+	d, err := store.DatasetByID(ctx, x.Store.DB, pl.DatasetID, false)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (d.Type != "file" || d.Status != "active")) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	tables, err := Tables(d)
+	if err != nil {
+		return err
+	}
+	doc := SearchDocument(tables[0].Columns)
+	name := SearchIndexName(d.ID, doc)
+	// Older search indexes of the table (an earlier schema) go.
+	var old []string
+	if err := x.Store.DB.SelectContext(ctx, &old, `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = $2
+		AND indexname LIKE $3 AND indexname <> $4`, d.TableSchema, d.ID, strings.ReplaceAll(d.ID, "_", `\_`)+`\_search\_%`, name); err != nil {
+		return err
+	}
+	for _, o := range old {
+		if _, err := x.Store.DB.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+Table(d.TableSchema, o)); err != nil {
+			return err
+		}
+	}
+	if doc == "" {
+		// No text to search: the column indexes still come.
+		return x.columnIndexes(ctx, d, tables[0], p)
+	}
+	p.Set(ctx, "indexing", 0, 0, "building the full-text search index")
+	// An interrupted CONCURRENTLY build leaves an invalid index: drop it before building again.
+	var invalid bool
+	if err := x.Store.DB.GetContext(ctx, &invalid, `SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2 AND NOT i.indisvalid)`, d.TableSchema, name); err != nil {
+		return err
+	}
+	if invalid {
+		if _, err := x.Store.DB.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+Table(d.TableSchema, name)); err != nil {
+			return err
+		}
+	}
+	if _, err = x.Store.DB.ExecContext(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+pq.QuoteIdentifier(name)+` ON `+Table(d.TableSchema, d.ID)+
+		` USING gin ((`+doc+`))`); err != nil {
+		return err
+	}
+	return x.columnIndexes(ctx, d, tables[0], p)
+}
+
+// maxColumnIndexes bounds the column indexes of one table.
+const maxColumnIndexes = 32
+
+// columnIndexes gives the columns lists filter and sort on a btree index each (and the
+// default sort, newest first, one of its own), so that a filtered, sorted page of a large
+// table reads a few index pages instead of the table. JSON and array columns (matched by
+// containment) and booleans (two values) get none; a text column whose values are too long
+// for a btree keeps none, and the others are built anyway.
+func (x *Indexer) columnIndexes(ctx context.Context, d *store.Dataset, t TableDef, p *jobs.Progress) error {
+	type ix struct{ name, def string }
+	list := []ix{{constraintName(d.ID + "_created_idx"), `(created_at DESC, id)`}}
+	for _, c := range t.Columns {
+		switch c.Type {
+		case ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz, ingest.UUID, ingest.Text:
+			if len(list) <= maxColumnIndexes {
+				list = append(list, ix{constraintName(d.ID + "_" + c.Name + "_idx"), `(` + pq.QuoteIdentifier(c.Name) + `)`})
+			}
+		}
+	}
+	var failed []string
+	for i, x2 := range list {
+		p.Set(ctx, "indexing", int64(i), int64(len(list)), "building column indexes")
+		_, err := x.Store.DB.ExecContext(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+pq.QuoteIdentifier(x2.name)+` ON `+
+			Table(d.TableSchema, d.ID)+` `+x2.def)
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		// A value too long for a btree, or the table changed meanwhile: this index is left
+		// out (its invalid remains dropped), the others still come.
+		failed = append(failed, x2.name+": "+err.Error())
+		_, _ = x.Store.DB.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+Table(d.TableSchema, x2.name))
+	}
+	if len(failed) > 0 {
+		p.Set(ctx, "complete", int64(len(list)-len(failed)), int64(len(list)), "not indexed: "+strings.Join(failed, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package datasets
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"dataplatform/store"
+	"dataplatform/store/ingest"
+)
+
+// TableDef is one table of a dataset: the one table of a file dataset, or a table of a
+// connected database, reached through a foreign table.
+type TableDef struct {
+	Name       string          `json:"name"`     // name in the dataset: the dataset id for a file dataset
+	Schema     string          `json:"schema"`   // PostgreSQL schema holding the relation
+	Relation   string          `json:"relation"` // PostgreSQL relation name
+	Foreign    bool            `json:"foreign,omitempty"`
+	Remote     string          `json:"remote,omitempty"` // schema.table in the connected database
+	Columns    []ingest.Column `json:"columns"`
+	PrimaryKey []string        `json:"primary_key,omitempty"`
+	// SampleRows is how many rows of a connected table its statistics cover (options.sample_rows).
+	SampleRows int64 `json:"sample_rows,omitempty"`
+	// Writable: the record API may write a connected table (through postgres_fdw; mysql_fdw
+	// tables are read-only).
+	Writable bool `json:"writable,omitempty"`
+}
+
+// DefaultSampleRows is SampleRows when the connection's options do not set it.
+const DefaultSampleRows = 1000
+
+func (t TableDef) sampleRows() int64 {
+	if t.SampleRows > 0 {
+		return t.SampleRows
+	}
+	return DefaultSampleRows
+}
+
+// Qualified is the quoted schema.relation.
+func (t TableDef) Qualified() string { return Table(t.Schema, t.Relation) }
+
+// System reports whether the table has the platform's system columns (id, created_at,
+// updated_at, deleted_at, version): uploaded tables do, connected ones do not.
+func (t TableDef) System() bool { return !t.Foreign }
+
+// Live is the condition that keeps soft-deleted rows out of a read of the table.
+func (t TableDef) Live() string {
+	if t.System() {
+		return "deleted_at IS NULL"
+	}
+	return "true"
+}
+
+// Tables are a dataset's tables.
+func Tables(d *store.Dataset) ([]TableDef, error) {
+	if d.Tables != nil {
+		var ts []TableDef
+		return ts, json.Unmarshal([]byte(*d.Tables), &ts)
+	}
+	var cols []ingest.Column
+	if err := json.Unmarshal([]byte(d.Columns), &cols); err != nil {
+		return nil, err
+	}
+	return []TableDef{{Name: d.ID, Schema: d.TableSchema, Relation: d.ID, Columns: cols, PrimaryKey: []string{"id"}}}, nil
+}
+
+// ServerName is the foreign server of a database-connected dataset.
+func ServerName(datasetID string) string { return "srv_" + datasetID }
+
+// Drop removes what a dataset keeps in the database besides its platform rows: the table of
+// an uploaded dataset; the schema of foreign tables and the foreign server (with its user
+// mappings) of a connected one.
+func Drop(ctx context.Context, tx *sqlx.Tx, d *store.Dataset) error {
+	qs := []string{`DROP TABLE IF EXISTS ` + Table(d.TableSchema, d.ID)}
+	if d.Type == "database" {
+		qs = []string{`DROP SCHEMA IF EXISTS ` + pq.QuoteIdentifier(d.ID) + ` CASCADE`,
+			`DROP SERVER IF EXISTS ` + pq.QuoteIdentifier(ServerName(d.ID)) + ` CASCADE`}
+	}
+	for _, q := range qs {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}

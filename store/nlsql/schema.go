@@ -1,0 +1,151 @@
+// Package nlsql turns questions in plain English into SQL over a project's datasets, without
+// a model: it reads counts, sums, averages, extremes and distinct counts, "by X" grouping
+// (columns and time units), filters on known column values, numeric comparisons, time
+// phrases, ordering and "top N", and joins along known relationships. It says what it read
+// as steps, and refuses (with suggestions) what it cannot read rather than guessing.
+//
+// The SQL names tables the way project queries do (dataset identifiers, dataset.table for
+// connected tables); every value taken from the question is a {{pN}} placeholder bound from
+// Answer.Params, never text in the SQL.
+package nlsql
+
+import (
+	"strings"
+
+	"dataplatform/store/ingest"
+)
+
+// Column is a column the engine may use.
+type Column struct {
+	Name   string // identifier in the table
+	Label  string // display name ("Signup Date")
+	Type   ingest.Type
+	Values []string // the known values of a text column with few of them
+}
+
+// Table is a table the engine may read.
+type Table struct {
+	Ref       string // how SQL names it: a dataset identifier, or dataset.table
+	DatasetID string
+	Dataset   string // the dataset's display name
+	Name      string // the table's own name (a connected table's), else the dataset's
+	Columns   []Column
+	System    bool    // has the platform's system columns (id, created_at, ...)
+	Rank      float64 // how well the dataset's search entries match the question (0: not at all)
+}
+
+// Relation is a foreign key between two tables: From.FromColumn → To.ToColumn.
+type Relation struct {
+	From, FromColumn, To, ToColumn string // table refs and column names
+}
+
+// Schema is what a question may be about.
+type Schema struct {
+	Tables    []Table
+	Relations []Relation
+}
+
+func (s *Schema) table(ref string) *Table {
+	for i := range s.Tables {
+		if s.Tables[i].Ref == ref {
+			return &s.Tables[i]
+		}
+	}
+	return nil
+}
+
+func (t *Table) column(name string) *Column {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return &t.Columns[i]
+		}
+	}
+	return nil
+}
+
+func (c *Column) numeric() bool {
+	return c.Type == ingest.Integer || c.Type == ingest.BigInt || c.Type == ingest.Numeric
+}
+
+func (c *Column) temporal() bool { return c.Type == ingest.Date || c.Type == ingest.Timestamptz }
+
+// words are the words a name is written with: "signup_date" and "Signup Date" → signup, date.
+func words(name string) []string {
+	f := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	})
+	return f
+}
+
+// singular is a plural English word's singular (well enough for column and table names).
+func singular(w string) string {
+	switch {
+	case len(w) > 4 && strings.HasSuffix(w, "ies"):
+		return w[:len(w)-3] + "y"
+	case len(w) > 4 && (strings.HasSuffix(w, "ses") || strings.HasSuffix(w, "xes") || strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes")):
+		return w[:len(w)-2]
+	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us"):
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+// close reports whether two words are the same up to plural and one typing mistake (for
+// words of five letters or more).
+func close(a, b string) bool {
+	a, b = singular(a), singular(b)
+	if a == b {
+		return true
+	}
+	if len(a) < 5 || len(b) < 5 {
+		return false
+	}
+	return edits(a, b) <= 1
+}
+
+// edits is the Damerau-Levenshtein distance of a and b, stopping early above 2.
+func edits(a, b string) int {
+	if d := len(a) - len(b); d > 2 || d < -2 {
+		return 3
+	}
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}
+
+// synonyms are words people use for a column's name.
+var synonyms = map[string][]string{
+	"amount":   {"revenue", "sales", "spend", "spent", "spending", "value", "price", "cost", "total", "money", "paid"},
+	"total":    {"revenue", "sales", "amount", "spend", "spent", "value", "price", "cost", "paid"},
+	"price":    {"cost", "amount", "value"},
+	"city":     {"town", "place", "location"},
+	"country":  {"nation"},
+	"created":  {"signup", "joined", "registered", "added"},
+	"signup":   {"joined", "registered", "signed"},
+	"placed":   {"ordered", "bought", "purchased", "made"},
+	"quantity": {"qty", "units", "count"},
+	"credit":   {"balance", "limit"},
+	"status":   {"state"},
+	"name":     {"who", "called"},
+	"email":    {"mail", "address"},
+	"date":     {"day", "when", "time"},
+}

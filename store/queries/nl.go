@@ -1,0 +1,96 @@
+package queries
+
+import (
+	"context"
+
+	"dataplatform/store"
+	"dataplatform/store/ingest"
+	"dataplatform/store/nlsql"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// NLSchema describes sources for the natural-language engine: the columns, the known values
+// of text columns and how well each dataset's search entries match the question (the
+// project's search index), and the relationships between the sources.
+func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sources []Source) (nlsql.Schema, error) {
+	var s nlsql.Schema
+	// Known values come from the search index: the frequent values of low-cardinality text
+	// columns, kept by each analysis.
+	var rows []struct {
+		Dataset string `db:"dataset_id"`
+		Column  string `db:"column_name"`
+		Value   string `db:"content"`
+	}
+	if err := sqlx.SelectContext(ctx, db, &rows, `SELECT dataset_id, column_name, content FROM platform.dataset_search
+		WHERE project_id = $1 AND kind = 'value' ORDER BY dataset_id, column_name, frequency DESC NULLS LAST, content`, projectID); err != nil {
+		return s, err
+	}
+	values := map[string][]string{} // dataset id + "." + column → values
+	for _, r := range rows {
+		values[r.Dataset+"."+r.Column] = append(values[r.Dataset+"."+r.Column], r.Value)
+	}
+	rank, err := rankDatasets(ctx, db, projectID, question)
+	if err != nil {
+		return s, err
+	}
+	refs := map[string]string{} // dataset id + "." + table name → ref
+	for _, src := range sources {
+		for _, t := range src.Tables {
+			ref := Identifier(src.Name)
+			if len(src.Tables) > 1 {
+				ref += "." + t.Name
+			}
+			refs[src.ID+"."+t.Name] = ref
+			nt := nlsql.Table{Ref: ref, DatasetID: src.ID, Dataset: src.Name, Name: t.Name, System: t.System(), Rank: rank[src.ID]}
+			for _, c := range t.Columns {
+				label := c.Original
+				if label == "" {
+					label = c.Name
+				}
+				nt.Columns = append(nt.Columns, nlsql.Column{Name: c.Name, Label: label, Type: c.Type, Values: values[src.ID+"."+c.Name]})
+			}
+			if t.System() {
+				nt.Columns = append(nt.Columns, nlsql.Column{Name: "created_at", Label: "created at", Type: ingest.Timestamptz})
+			}
+			s.Tables = append(s.Tables, nt)
+		}
+	}
+	seen := map[string]bool{}
+	for _, src := range sources {
+		rels, err := store.Relationships(ctx, db, src.ID)
+		if err != nil {
+			return s, err
+		}
+		for _, r := range rels {
+			from, okF := refs[r.FromDataset+"."+r.FromTable]
+			to, okT := refs[r.ToDataset+"."+r.ToTable]
+			key := from + "." + r.FromColumn + ">" + to + "." + r.ToColumn
+			if okF && okT && !seen[key] {
+				seen[key] = true
+				s.Relations = append(s.Relations, nlsql.Relation{From: from, FromColumn: r.FromColumn, To: to, ToColumn: r.ToColumn})
+			}
+		}
+	}
+	return s, nil
+}
+
+// rankDatasets scores the project's datasets against the question with their search
+// entries (names, descriptions, columns, values): full-text matches of its words, and
+// trigram word similarity for the rest (misspellings, plurals).
+func rankDatasets(ctx context.Context, db *sqlx.DB, projectID, question string) (map[string]float64, error) {
+	var rows []struct {
+		ID    string  `db:"dataset_id"`
+		Score float64 `db:"score"`
+	}
+	err := sqlx.SelectContext(ctx, db, &rows, `SELECT dataset_id, sum(CASE WHEN s.tsv @@ q.q THEN 1 ELSE 0 END + word_similarity(s.content, $2)) AS score
+		FROM platform.dataset_search s, (SELECT replace(plainto_tsquery('simple', $2)::text, '&', '|') AS t) w,
+			LATERAL (SELECT CASE WHEN w.t = '' THEN NULL ELSE w.t::tsquery END AS q) q
+		WHERE s.project_id = $1 AND s.kind IN ('dataset', 'column') AND (s.tsv @@ q.q OR s.content <% $2)
+		GROUP BY 1`, projectID, question)
+	out := map[string]float64{}
+	for _, r := range rows {
+		out[r.ID] = r.Score
+	}
+	return out, err
+}

@@ -1,0 +1,170 @@
+// Package queries runs SQL over a project's datasets: dataset names in the text become their
+// tables, {{name}} placeholders become bound parameters, and the statement goes through the
+// same checks and read-only execution as the record API's query endpoint.
+package queries
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"dataplatform/store/datasets"
+	"dataplatform/store/ingest"
+	"dataplatform/store/usersql"
+
+	"github.com/lib/pq"
+)
+
+// Source is a dataset a query may read.
+type Source struct {
+	ID, Name string
+	Tables   []datasets.TableDef
+}
+
+// Used is a dataset a query reads, and which of its tables.
+type Used struct {
+	ID     string   `json:"id"`
+	Name   string   `json:"name"`
+	Tables []string `json:"tables"`
+}
+
+// Prepared is a project query ready to run.
+type Prepared struct {
+	SQL    string   // what runs: tables for dataset names, $n for placeholders
+	Params []string // the placeholder names, in $n order
+	Used   []Used
+	Steps  []string
+}
+
+// UnknownError is a relation that names no dataset the query may read.
+type UnknownError struct {
+	Name         string
+	Line, Column int
+	Available    []string
+}
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("%q is not a dataset of this project (line %d, column %d)", e.Name, e.Line, e.Column)
+}
+
+type target struct {
+	src   int
+	table datasets.TableDef
+}
+
+// Identifier is a dataset name as a query can write it unquoted ("Sales Data" → sales_data).
+func Identifier(name string) string { return ingest.Identifiers([]string{name})[0] }
+
+// names are the lower-case names a dataset answers to: its id, its name, and its name as an
+// identifier ("Sales Data" → sales_data).
+func names(s Source) []string {
+	out := []string{strings.ToLower(s.ID), strings.ToLower(s.Name)}
+	return append(out, Identifier(s.Name))
+}
+
+// Prepare binds the placeholders of query and maps its relations onto sources: a file
+// dataset by its name or id, a connected dataset's table as dataset.table (or by the bare
+// table name when it is the only one of that name). The result passed usersql.Check.
+func Prepare(query string, sources []Source) (*Prepared, error) {
+	bound, params, err := usersql.BindBraces(query, 1)
+	if err != nil {
+		return nil, err
+	}
+	// Checked before the names are mapped, so that a write or a catalog read is refused as
+	// such rather than as an unknown dataset; and again after.
+	if err := usersql.Check(bound); err != nil {
+		return nil, err
+	}
+	rels, err := usersql.Relations(bound)
+	if err != nil {
+		return nil, err
+	}
+	single := map[string]target{}    // name → the table of a one-table dataset
+	qualified := map[string]target{} // dataset name + "." + table name → table
+	bare := map[string][]target{}    // a connected table's own name
+	for i, s := range sources {
+		for _, n := range names(s) {
+			if len(s.Tables) == 1 {
+				single[n] = target{i, s.Tables[0]}
+			}
+			for _, t := range s.Tables {
+				qualified[n+"."+strings.ToLower(t.Name)] = target{i, t}
+			}
+		}
+		for _, t := range s.Tables {
+			if t.Foreign {
+				bare[strings.ToLower(t.Name)] = append(bare[strings.ToLower(t.Name)], target{i, t})
+			}
+		}
+	}
+	p := &Prepared{Params: params, Used: []Used{}}
+	with := make([]string, len(rels))
+	used := map[int]map[string]bool{}
+	var mapped []string
+	for i, r := range rels {
+		name := strings.ToLower(r.Name)
+		var t target
+		var ok bool
+		if r.Schema != "" {
+			t, ok = qualified[strings.ToLower(r.Schema)+"."+name]
+		} else if t, ok = single[name]; !ok && len(bare[name]) == 1 {
+			t, ok = bare[name][0], true
+		}
+		if !ok {
+			line, col := usersql.Position(bound, len([]rune(bound[:r.Start]))+1)
+			return nil, &UnknownError{Name: r.Text(bound), Line: line, Column: col, Available: available(sources)}
+		}
+		with[i] = t.table.Qualified()
+		if !r.Aliased {
+			with[i] += " AS " + pq.QuoteIdentifier(r.Name)
+		}
+		if used[t.src] == nil {
+			used[t.src] = map[string]bool{}
+		}
+		if !used[t.src][t.table.Name] {
+			mapped = append(mapped, fmt.Sprintf("%s → dataset %q (%s)", r.Text(bound), sources[t.src].Name, sources[t.src].ID))
+		}
+		used[t.src][t.table.Name] = true
+	}
+	p.SQL = usersql.Splice(bound, rels, with)
+	if err := usersql.Check(p.SQL); err != nil {
+		return nil, err
+	}
+	for i, s := range sources {
+		if tabs, ok := used[i]; ok {
+			u := Used{ID: s.ID, Name: s.Name}
+			for _, t := range s.Tables {
+				if tabs[t.Name] {
+					u.Tables = append(u.Tables, t.Name)
+				}
+			}
+			p.Used = append(p.Used, u)
+		}
+	}
+	p.Steps = append(p.Steps, "Parsed the SQL with PostgreSQL's parser: one SELECT statement, nothing that writes, locks or reads the catalogs")
+	p.Steps = append(p.Steps, mapped...)
+	if len(params) > 0 {
+		ph := make([]string, len(params))
+		for i, n := range params {
+			ph[i] = fmt.Sprintf("{{%s}} as $%d", n, i+1)
+		}
+		p.Steps = append(p.Steps, "Bound the placeholders as parameters: "+strings.Join(ph, ", "))
+	}
+	return p, nil
+}
+
+// available lists what a query may name, for an error.
+func available(sources []Source) []string {
+	var out []string
+	for _, s := range sources {
+		if len(s.Tables) == 1 {
+			out = append(out, Identifier(s.Name))
+			continue
+		}
+		for _, t := range s.Tables {
+			out = append(out, Identifier(s.Name)+"."+t.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,234 @@
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"dataplatform/store/ingest"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// AggregateQuery is GET .../data/aggregate.
+type AggregateQuery struct {
+	GroupBy, Agg, Having, Sort string
+	Limit                      int
+	Filters                    []Filter
+}
+
+// Aggregation is its answer: the groups, and the aggregates over every matching row.
+type Aggregation struct {
+	Groups []json.RawMessage
+	Totals json.RawMessage
+}
+
+// TruncUnits are the units of date_trunc in group_by.
+var TruncUnits = []string{"minute", "hour", "day", "week", "month", "quarter", "year"}
+
+var (
+	truncRe = regexp.MustCompile(`^date_trunc\(\s*'?([a-z]+)'?\s*,\s*([a-z_][a-z0-9_]*)\s*\)$`)
+	aggRe   = regexp.MustCompile(`^(count|count_distinct|sum|avg|min|max)(?:\(\s*(\*|[a-z_][a-z0-9_]*)\s*\))?$`)
+	havRe   = regexp.MustCompile(`^([a-z_][a-z0-9_]*)\s*(>=|<=|!=|<>|=|>|<)\s*(-?[0-9]+(?:\.[0-9]+)?)$`)
+)
+
+// splitTop splits s at commas outside parentheses.
+func splitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	if rest := strings.TrimSpace(s[start:]); rest != "" || len(out) > 0 {
+		out = append(out, rest)
+	}
+	return out
+}
+
+type expr struct{ name, sql string }
+
+func (t *Table) groupExprs(groupBy string) ([]expr, error) {
+	var out []expr
+	for _, g := range splitTop(groupBy) {
+		if m := truncRe.FindStringSubmatch(g); m != nil {
+			c, ok := t.cols[m[2]]
+			if !ok {
+				return nil, &FieldError{"query.group_by", "unknown_field", "no field " + strconv.Quote(m[2])}
+			}
+			if c.Type != ingest.Timestamptz && c.Type != ingest.Date {
+				return nil, &FieldError{"query.group_by", "invalid_group", m[2] + " is not a date or time"}
+			}
+			if !slices.Contains(TruncUnits, m[1]) {
+				return nil, &FieldError{"query.group_by", "invalid_group", "date_trunc units: " + strings.Join(TruncUnits, ", ")}
+			}
+			out = append(out, expr{m[2] + "_" + m[1], "date_trunc(" + pq.QuoteLiteral(m[1]) + ", " + pq.QuoteIdentifier(m[2]) + ")"})
+			continue
+		}
+		c, ok := t.cols[g]
+		if !ok {
+			return nil, &FieldError{"query.group_by", "unknown_field", "no field " + strconv.Quote(g) + " (or date_trunc(unit,field))"}
+		}
+		if c.Type == ingest.JSONB {
+			return nil, &FieldError{"query.group_by", "invalid_group", g + " is a JSON field"}
+		}
+		out = append(out, expr{g, pq.QuoteIdentifier(g)})
+	}
+	return out, nil
+}
+
+func (t *Table) aggExprs(agg string) ([]expr, error) {
+	var out []expr
+	for _, a := range splitTop(agg) {
+		m := aggRe.FindStringSubmatch(a)
+		if m == nil {
+			return nil, &FieldError{"query.agg", "invalid_aggregate", "aggregates are count, count(field), count_distinct(field), sum(field), avg(field), min(field), max(field)"}
+		}
+		fn, field := m[1], m[2]
+		if fn == "count" && (field == "" || field == "*") {
+			out = append(out, expr{"count", "count(*)"})
+			continue
+		}
+		if field == "" || field == "*" {
+			return nil, &FieldError{"query.agg", "invalid_aggregate", fn + " needs a field: " + fn + "(field)"}
+		}
+		c, ok := t.cols[field]
+		if !ok {
+			return nil, &FieldError{"query.agg", "unknown_field", "no field " + strconv.Quote(field)}
+		}
+		num := c.Type == ingest.Integer || c.Type == ingest.BigInt || c.Type == ingest.Numeric
+		q := pq.QuoteIdentifier(field)
+		switch fn {
+		case "sum", "avg":
+			if !num {
+				return nil, &FieldError{"query.agg", "invalid_aggregate", fn + " needs a numeric field; " + field + " is " + string(c.Type)}
+			}
+			s := fn + "(" + q + ")"
+			if fn == "avg" {
+				s = "round(avg(" + q + "), 6)"
+			}
+			out = append(out, expr{fn + "_" + field, s})
+		case "min", "max":
+			if c.Type == ingest.JSONB || c.Type == ingest.Boolean || c.Type.IsArray() || c.Type == ingest.UUID {
+				return nil, &FieldError{"query.agg", "invalid_aggregate", fn + " does not apply to " + string(c.Type)}
+			}
+			out = append(out, expr{fn + "_" + field, fn + "(" + q + ")"})
+		case "count":
+			out = append(out, expr{"count_" + field, "count(" + q + ")"})
+		case "count_distinct":
+			out = append(out, expr{"count_distinct_" + field, "count(DISTINCT " + q + ")"})
+		}
+	}
+	if len(out) == 0 {
+		return nil, &FieldError{"query.agg", "required", "name at least one aggregate"}
+	}
+	return out, nil
+}
+
+// Aggregate groups the matching live records and computes the aggregates per group, in
+// PostgreSQL.
+func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq AggregateQuery) (*Aggregation, error) {
+	groups, err := t.groupExprs(aq.GroupBy)
+	if err != nil {
+		return nil, err
+	}
+	aggs, err := t.aggExprs(aq.Agg)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{}
+	var sel, aggSel, keys []string
+	for i, g := range groups {
+		names[g.name] = g.sql
+		sel = append(sel, g.sql+" AS "+pq.QuoteIdentifier(g.name))
+		keys = append(keys, strconv.Itoa(i+1))
+	}
+	for _, a := range aggs {
+		names[a.name] = a.sql
+		sel = append(sel, a.sql+" AS "+pq.QuoteIdentifier(a.name))
+		aggSel = append(aggSel, a.sql+" AS "+pq.QuoteIdentifier(a.name))
+	}
+	var b builder
+	if err := t.where(&b, aq.Filters, ""); err != nil {
+		return nil, err
+	}
+	where := " WHERE " + strings.Join(b.conds, " AND ")
+	var having []string
+	if strings.TrimSpace(aq.Having) != "" {
+		for _, h := range splitTop(aq.Having) {
+			m := havRe.FindStringSubmatch(h)
+			if m == nil || !slices.ContainsFunc(aggs, func(a expr) bool { return a.name == m[1] }) {
+				return nil, &FieldError{"query.having", "invalid_having", "having compares an aggregate of agg with a number: count>1,sum_amount>=100"}
+			}
+			op := m[2]
+			if op == "!=" {
+				op = "<>"
+			}
+			having = append(having, names[m[1]]+" "+op+" "+b.arg(m[3])+"::numeric")
+		}
+	}
+	var order []string
+	for _, s := range splitTop(aq.Sort) {
+		if s == "" {
+			continue
+		}
+		desc := strings.HasPrefix(s, "-")
+		n := strings.TrimPrefix(s, "-")
+		if _, ok := names[n]; !ok {
+			return nil, &FieldError{"query.sort", "unknown_field", "sort by a group or an aggregate: " + strconv.Quote(n)}
+		}
+		dir := " ASC NULLS LAST"
+		if desc {
+			dir = " DESC NULLS LAST"
+		}
+		order = append(order, pq.QuoteIdentifier(n)+dir)
+	}
+	order = append(order, keys...)
+	query := `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + t.Qualified() + where
+	if len(groups) > 0 {
+		query += ` GROUP BY ` + strings.Join(keys, ", ")
+	}
+	if len(having) > 0 {
+		query += ` HAVING ` + strings.Join(having, " AND ")
+	}
+	if len(groups) > 0 {
+		query += ` ORDER BY ` + strings.Join(order, ", ")
+	}
+	query += ` LIMIT ` + b.arg(aq.Limit)
+	rows, err := q.QueryxContext(ctx, `SELECT to_json(r) FROM (`+query+`) r`, b.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := &Aggregation{Groups: []json.RawMessage{}}
+	for rows.Next() {
+		var j []byte
+		if err := rows.Scan(&j); err != nil {
+			return nil, err
+		}
+		out.Groups = append(out.Groups, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var totals []byte
+	if err := sqlx.GetContext(ctx, q, &totals, `SELECT to_json(r) FROM (SELECT `+strings.Join(aggSel, ", ")+` FROM `+t.Qualified()+where+`) r`,
+		b.args[:len(b.args)-1-len(having)]...); err != nil {
+		return nil, err
+	}
+	out.Totals = totals
+	return out, nil
+}

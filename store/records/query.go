@@ -1,0 +1,304 @@
+package records
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"dataplatform/store/datasets"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// QueryColumn describes a column of a query's result.
+type QueryColumn struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Nullable bool   `json:"nullable"`
+}
+
+// QueryResult is what a query returned.
+type QueryResult struct {
+	Columns   []QueryColumn
+	Rows      [][]any // JSON-ready values, in the order of Columns
+	Truncated bool
+	Plan      json.RawMessage // EXPLAIN (FORMAT JSON) of the query, when asked
+}
+
+// QueryOptions bound a query: its statement timeout, the rows returned, whether the
+// planner's plan is read first, and the concurrency slot it takes.
+type QueryOptions struct {
+	Timeout  time.Duration
+	MaxRows  int
+	Plan     bool
+	PlanOnly bool  // read the plan and stop: nothing runs
+	Slot     *Slot // when set, the query holds one of Slot.Max slots of Slot.Key while it runs
+}
+
+// Slot is a counted resource, such as a user's running queries: an advisory lock per slot,
+// held by the query's transaction (so every replica sees it, and a rollback or a dead
+// connection frees it).
+type Slot struct {
+	Key string
+	Max int
+}
+
+// ErrNoSlot is a query refused because every slot of its key is taken.
+var ErrNoSlot = errors.New("every slot is taken")
+
+// RunQuery runs checked user SQL (a SELECT with $n parameters) in a read-only transaction,
+// under the organization's query role, with a statement timeout, and always rolls back.
+func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any, o QueryOptions) (*QueryResult, error) {
+	conn, tx, err := beginQuery(ctx, db, orgID, o, o.Timeout+5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	defer tx.Rollback()
+	res := &QueryResult{Rows: [][]any{}}
+	if o.Plan || o.PlanOnly {
+		// Prepared too, and so one statement: EXPLAIN runs nothing (no ANALYZE).
+		var plan []byte
+		if err := tx.QueryRowxContext(ctx, `EXPLAIN (FORMAT JSON) `+query, args...).Scan(&plan); err != nil {
+			return nil, err
+		}
+		res.Plan = plan
+		if o.PlanOnly {
+			return res, nil
+		}
+	}
+	// Prepared: the extended protocol takes exactly one statement, so "RESET ROLE; SELECT ..."
+	// cannot ride in with the simple protocol lib/pq uses for queries without arguments.
+	st, err := tx.PreparexContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	rows, err := st.QueryxContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	if res.Columns, err = queryColumns(rows); err != nil {
+		return nil, err
+	}
+	scan := scanner(res.Columns)
+	for rows.Next() {
+		if len(res.Rows) == o.MaxRows {
+			res.Truncated = true
+			break
+		}
+		row, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// beginQuery opens the read-only transaction user SQL runs in: the organization's query
+// role and schema, a statement timeout, an idle timeout so that a stalled client cannot hold
+// it open, and the query's slot. One round trip: the settings are this service's own values
+// (never request text), so the statement goes as a simple query.
+func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, o QueryOptions, idle time.Duration) (*sqlx.Conn, *sqlx.Tx, error) {
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	slot := `0`
+	if o.Slot != nil {
+		// In FROM, so that the lock is taken before the role (which may not call it) is set.
+		slot = `(SELECT s FROM generate_series(0, ` + strconv.Itoa(o.Slot.Max-1) + `) s WHERE pg_try_advisory_xact_lock(hashtext(` +
+			pq.QuoteLiteral("platform.slot."+o.Slot.Key) + `), s) LIMIT 1)`
+	}
+	var got sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT t.slot FROM (SELECT `+slot+` AS slot) t, LATERAL (SELECT
+		set_config('statement_timeout', '`+strconv.FormatInt(o.Timeout.Milliseconds(), 10)+`', true),
+		set_config('lock_timeout', '1000', true),
+		set_config('idle_in_transaction_session_timeout', '`+strconv.FormatInt(idle.Milliseconds(), 10)+`', true),
+		set_config('search_path', `+pq.QuoteLiteral(pq.QuoteIdentifier(orgID))+`, true),
+		set_config('role', `+pq.QuoteLiteral(datasets.QueryRole(orgID))+`, true) OFFSET 0) s`).Scan(&got)
+	if err == nil && !got.Valid {
+		err = ErrNoSlot
+	}
+	if err != nil {
+		tx.Rollback()
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, tx, nil
+}
+
+func queryColumns(rows *sqlx.Rows) ([]QueryColumn, error) {
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	cols := make([]QueryColumn, len(types))
+	for i, t := range types {
+		nullable, ok := t.Nullable()
+		cols[i] = QueryColumn{Name: t.Name(), Type: strings.ToLower(t.DatabaseTypeName()), Nullable: nullable || !ok}
+	}
+	return cols, nil
+}
+
+// scanner reads a row of cols as JSON-ready values.
+func scanner(cols []QueryColumn) func(*sqlx.Rows) ([]any, error) {
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	return func(rows *sqlx.Rows) ([]any, error) {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		row := make([]any, len(cols))
+		for i := range cols {
+			row[i] = jsonValue(cols[i].Type, vals[i])
+		}
+		return row, nil
+	}
+}
+
+// StreamBatch is the rows a streamed query fetches at a time.
+const StreamBatch = 1000
+
+// RowCursor is checked user SQL opened like RunQuery but read through a server-side cursor,
+// StreamBatch rows at a time: memory stays flat whatever the row count. Timeout bounds each
+// fetch (a slow reader is not a slow query); the transaction may sit idle a minute between
+// fetches while the client catches up.
+type RowCursor struct {
+	conn    *sqlx.Conn
+	tx      *sqlx.Tx
+	maxRows int
+}
+
+// OpenCursor begins the transaction, takes the slot and declares the cursor: what the
+// database refuses up front (a missing column, a wrong type) is an error here.
+func OpenCursor(ctx context.Context, db *sqlx.DB, orgID, query string, args []any, o QueryOptions) (*RowCursor, error) {
+	conn, tx, err := beginQuery(ctx, db, orgID, o, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	// Prepared (one statement); the cursor runs the checked SELECT with its parameters.
+	if _, err := tx.ExecContext(ctx, `DECLARE dp_stream NO SCROLL CURSOR FOR `+query, args...); err != nil {
+		tx.Rollback()
+		conn.Close()
+		return nil, err
+	}
+	return &RowCursor{conn: conn, tx: tx, maxRows: o.MaxRows}, nil
+}
+
+// Close rolls the transaction back and returns the connection.
+func (c *RowCursor) Close() {
+	c.tx.Rollback()
+	c.conn.Close()
+}
+
+// Each reads every row (at most MaxRows, when set), calling columns once before the first
+// and row for each; it reports the rows read and whether more were left unread.
+func (c *RowCursor) Each(ctx context.Context, columns func([]QueryColumn) error, row func([]any) error) (n int, truncated bool, err error) {
+	var cols []QueryColumn
+	var scan func(*sqlx.Rows) ([]any, error)
+	for {
+		rows, err := c.tx.QueryxContext(ctx, `FETCH FORWARD `+strconv.Itoa(StreamBatch)+` FROM dp_stream`)
+		if err != nil {
+			return n, false, err
+		}
+		if cols == nil {
+			if cols, err = queryColumns(rows); err != nil {
+				rows.Close()
+				return n, false, err
+			}
+			if err := columns(cols); err != nil {
+				rows.Close()
+				return n, false, err
+			}
+			scan = scanner(cols)
+		}
+		got := 0
+		for rows.Next() {
+			got++
+			if c.maxRows > 0 && n == c.maxRows {
+				rows.Close()
+				return n, true, nil
+			}
+			r, err := scan(rows)
+			if err != nil {
+				rows.Close()
+				return n, false, err
+			}
+			if err := row(r); err != nil {
+				rows.Close()
+				return n, false, err
+			}
+			n++
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return n, false, err
+		}
+		if got < StreamBatch {
+			return n, false, nil
+		}
+	}
+}
+
+// Objects are the rows as JSON objects keyed by column name (a later column of the same
+// name wins).
+func (r *QueryResult) Objects() []map[string]any {
+	out := make([]map[string]any, len(r.Rows))
+	for i, row := range r.Rows {
+		obj := make(map[string]any, len(row))
+		for j, v := range row {
+			obj[r.Columns[j].Name] = v
+		}
+		out[i] = obj
+	}
+	return out
+}
+
+// jsonValue is a database value as JSON: numerics as numbers, JSON as itself, dates as
+// YYYY-MM-DD, times in RFC 3339, text as strings.
+func jsonValue(typ string, v any) any {
+	switch x := v.(type) {
+	case []byte:
+		switch typ {
+		case "json", "jsonb":
+			return json.RawMessage(x)
+		case "numeric":
+			if json.Valid(x) {
+				return json.Number(x)
+			}
+		}
+		return string(x)
+	case time.Time:
+		if typ == "date" {
+			return x.Format(time.DateOnly)
+		}
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	return v
+}
+
+// IsTimeout reports a statement PostgreSQL cancelled for its statement timeout.
+func IsTimeout(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "57014"
+}

@@ -1,0 +1,227 @@
+// Package usersql checks user SQL with PostgreSQL's own parser (pg_query_go) before it runs:
+// exactly one plain SELECT, nothing that writes, locks, escapes the transaction or reads the
+// catalogs. It is defence in depth: the database is the wall (a read-only transaction under a
+// role that can only read its organization's tables, with EXECUTE on the dangerous functions
+// revoked from PUBLIC).
+package usersql
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+)
+
+// SyntaxError is SQL PostgreSQL cannot parse.
+type SyntaxError struct {
+	Message      string
+	Line, Column int // 1-based, of the error's position
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Message)
+}
+
+// ForbiddenError is SQL that parses but is not a plain SELECT.
+type ForbiddenError struct{ Reason string }
+
+func (e *ForbiddenError) Error() string { return e.Reason }
+
+// Position turns a 1-based character offset of sql into a line and column.
+func Position(sql string, offset int) (line, col int) {
+	line, col = 1, 1
+	for i, r := range []rune(sql) {
+		if i >= offset-1 {
+			break
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+// denied are functions user SQL may not call: settings (set_config can undo SET ROLE),
+// advisory locks (they outlive the rolled-back transaction and poison pooled connections),
+// files and large objects, backends and server control, sequences, SQL executed from a
+// string, sleeping, notifications, remote connections.
+var denied = []string{
+	"set_config", "current_setting", "pg_sleep", "pg_sleep_for", "pg_sleep_until",
+	"pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_file_write",
+	"pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile",
+	"pg_switch_wal", "pg_create_restore_point", "pg_backup_start", "pg_backup_stop", "pg_promote",
+	"pg_notify", "nextval", "setval", "currval", "lastval", "txid_current", "pg_current_xact_id",
+	"query_to_xml", "query_to_xml_and_xmlschema", "query_to_xmlschema", "cursor_to_xml", "cursor_to_xmlschema",
+	"table_to_xml", "table_to_xml_and_xmlschema", "schema_to_xml", "database_to_xml",
+	"pg_logical_emit_message", "pg_replication_origin_create",
+}
+
+var deniedPrefixes = []string{"pg_advisory", "pg_try_advisory", "lo_", "dblink", "pg_export_snapshot", "pg_import"}
+
+// Check accepts sql (which may hold $n parameters) when it is one SELECT statement.
+func Check(sql string) error {
+	tree, err := pg_query.ParseToJSON(sql)
+	if err != nil {
+		return syntaxError(sql, err)
+	}
+	var doc struct {
+		Stmts []struct {
+			Stmt map[string]json.RawMessage `json:"stmt"`
+		} `json:"stmts"`
+	}
+	if err := json.Unmarshal([]byte(tree), &doc); err != nil {
+		return err
+	}
+	if len(doc.Stmts) != 1 {
+		return &ForbiddenError{fmt.Sprintf("send exactly one statement (got %d)", len(doc.Stmts))}
+	}
+	for kind := range doc.Stmts[0].Stmt {
+		if kind != "SelectStmt" {
+			return &ForbiddenError{"only SELECT is allowed; this is " + statementName(kind)}
+		}
+	}
+	var v any
+	if err := json.Unmarshal([]byte(tree), &v); err != nil {
+		return err
+	}
+	return walk(v)
+}
+
+func statementName(kind string) string {
+	n := strings.TrimSuffix(kind, "Stmt")
+	return strings.ToUpper(regexp.MustCompile(`([a-z])([A-Z])`).ReplaceAllString(n, "$1 $2"))
+}
+
+// walk looks at every node of the parse tree.
+func walk(v any) error {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			switch k {
+			case "InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt":
+				return &ForbiddenError{"data-modifying statements are not allowed, not even in a WITH clause"}
+			case "intoClause":
+				return &ForbiddenError{"SELECT INTO creates a table: not allowed"}
+			case "lockingClause":
+				return &ForbiddenError{"locking clauses (FOR UPDATE, FOR SHARE) are not allowed"}
+			case "FuncCall":
+				if err := checkFunc(c); err != nil {
+					return err
+				}
+			case "RangeVar":
+				if err := checkRelation(c); err != nil {
+					return err
+				}
+			}
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, c := range x {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func names(parts any) []string {
+	var out []string
+	list, _ := parts.([]any)
+	for _, p := range list {
+		if m, ok := p.(map[string]any); ok {
+			if s, ok := m["String"].(map[string]any); ok {
+				if sv, ok := s["sval"].(string); ok {
+					out = append(out, strings.ToLower(sv))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func checkFunc(node any) error {
+	m, _ := node.(map[string]any)
+	n := names(m["funcname"])
+	if len(n) == 0 {
+		return nil
+	}
+	name := n[len(n)-1]
+	if slices.Contains(denied, name) {
+		return &ForbiddenError{"the function " + name + " is not allowed"}
+	}
+	for _, p := range deniedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return &ForbiddenError{"the function " + name + " is not allowed"}
+		}
+	}
+	return nil
+}
+
+// checkRelation refuses the system catalogs: they would show other organizations' schemas
+// and tables.
+func checkRelation(node any) error {
+	m, _ := node.(map[string]any)
+	schema, _ := m["schemaname"].(string)
+	rel, _ := m["relname"].(string)
+	schema, rel = strings.ToLower(schema), strings.ToLower(rel)
+	if schema == "pg_catalog" || schema == "information_schema" || schema == "platform" || strings.HasPrefix(schema, "pg_") ||
+		(schema == "" && strings.HasPrefix(rel, "pg_")) {
+		return &ForbiddenError{"system catalogs and platform tables are not allowed: " + strings.TrimPrefix(schema+"."+rel, ".")}
+	}
+	return nil
+}
+
+// BindNames replaces :name parameters with $1, $2, ... (the same name, the same number) and
+// returns the names in order. PostgreSQL's scanner finds them, so a colon inside a string, a
+// comment or a :: cast is left alone.
+func BindNames(sql string, first int) (string, []string, error) {
+	scan, err := pg_query.Scan(sql)
+	if err != nil {
+		return "", nil, &SyntaxError{Message: err.Error(), Line: 1, Column: 1}
+	}
+	toks := scan.Tokens
+	var spans []span
+	for i := 0; i+1 < len(toks); i++ {
+		if toks[i].Token == pg_query.Token_ASCII_58 && toks[i+1].Start == toks[i].End &&
+			(toks[i+1].Token == pg_query.Token_IDENT || toks[i+1].KeywordKind != pg_query.KeywordKind_NO_KEYWORD) {
+			spans = append(spans, span{int(toks[i].Start), int(toks[i+1].End), strings.ToLower(sql[toks[i+1].Start:toks[i+1].End])})
+		}
+	}
+	return bind(sql, spans, first)
+}
+
+// span is a placeholder's place in the text and its name.
+type span struct {
+	start, end int
+	name       string
+}
+
+// bind replaces each span with $n, numbering names from first in order of appearance.
+func bind(sql string, spans []span, first int) (string, []string, error) {
+	var order []string
+	num := map[string]int{}
+	for _, s := range spans {
+		if _, ok := num[s.name]; !ok {
+			num[s.name] = first + len(order)
+			order = append(order, s.name)
+		}
+	}
+	// Byte offsets: pg_query reports them in bytes of the UTF-8 input.
+	var b strings.Builder
+	last := 0
+	for _, s := range spans {
+		b.WriteString(sql[last:s.start])
+		fmt.Fprintf(&b, "$%d", num[s.name])
+		last = s.end
+	}
+	b.WriteString(sql[last:])
+	return b.String(), order, nil
+}

@@ -1,0 +1,77 @@
+package apiversions
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"dataplatform/store/datasets"
+	"dataplatform/store/ingest"
+	"dataplatform/templates/specgen"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+func render(t *testing.T, v int, cols ...ingest.Column) *openapi3.T {
+	t.Helper()
+	doc, _, err := specgen.Render(context.Background(), specgen.Input{DatasetID: "ds_abc", Name: "customers", SchemaVersion: v,
+		Table:         datasets.TableDef{Name: "ds_abc", Schema: "org_a", Relation: "ds_abc", Columns: cols},
+		ProductionURL: "https://api.example.com", StagingURL: "https://staging.example.com", GeneratedAt: time.Unix(int64(v), 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// TestHistory: add an optional column (minor), make a column required (major), drop a
+// column (major) → 1.0.0, 1.1.0, 2.0.0, 3.0.0.
+func TestHistory(t *testing.T) {
+	name := ingest.Column{Name: "name", Type: ingest.Text}
+	phone := ingest.Column{Name: "phone", Type: ingest.Text, Nullable: true}
+	email := ingest.Column{Name: "email", Type: ingest.Text, Nullable: true}
+	emailRequired := ingest.Column{Name: "email", Type: ingest.Text}
+	day := 24 * time.Hour
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	states := []State{
+		{1, t0, render(t, 1, name, email)},
+		{2, t0.Add(day), render(t, 2, name, email, phone)},
+		{3, t0.Add(2 * day), render(t, 3, name, emailRequired, phone)},
+		{4, t0.Add(3 * day), render(t, 4, name, emailRequired)},
+	}
+	vs, err := History(states, t0.Add(4*day))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.Version+"/"+v.Level+"/"+v.Status)
+		for _, c := range v.Changes {
+			t.Logf("%s: %s %s %s", v.Version, c.Level, c.ID, c.Text)
+		}
+	}
+	want := []string{"1.0.0/initial/deprecated", "1.1.0/minor/deprecated", "2.0.0/major/deprecated", "3.0.0/major/current"}
+	for i := range want {
+		if i >= len(got) || got[i] != want[i] {
+			t.Fatalf("versions: %v, want %v", got, want)
+		}
+	}
+	if vs[0].SunsetAt == nil || !vs[0].SunsetAt.Equal(states[2].ReleasedAt.Add(SunsetAfter)) || vs[2].SunsetAt == nil || vs[3].SunsetAt != nil {
+		t.Fatalf("sunsets: %+v", vs)
+	}
+	between, err := Between(vs, "1.1.0", "3.0.0")
+	if err != nil || !hasLevel(between, "breaking") {
+		t.Fatalf("between: %v %+v", err, between)
+	}
+	if vs, _ := History(states, t0.Add(2*day+SunsetAfter)); vs[0].Status != "sunset" || vs[1].Status != "sunset" || vs[2].Status != "deprecated" {
+		t.Fatalf("after the sunset: %+v", vs)
+	}
+	// A description change alone is a patch.
+	doc := render(t, 5, name, emailRequired)
+	doc.Info.Description = "now documented"
+	if changes, changed, err := Compare(states[3].Doc, doc); err != nil || Level(changes, changed) != "patch" {
+		t.Fatalf("documentation only: %v %v %+v", err, changed, changes)
+	}
+	if _, ok := Parse("1.02.0"); ok {
+		t.Fatal("leading zero accepted")
+	}
+}

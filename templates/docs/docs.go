@@ -1,0 +1,83 @@
+// Package docs serves the interactive documentation pages of a description: Swagger UI and
+// Redoc, from files embedded in the binary. The pages load nothing from other hosts; their
+// Content-Security-Policy adds to the service's `default-src 'self'` only what they need: a
+// per-request nonce for the inline script and injected styles, data: images and fonts, and
+// blob: workers (Redoc's search).
+package docs
+
+import (
+	"bytes"
+	"crypto/rand"
+	"embed"
+	"encoding/base64"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"time"
+)
+
+// files are the page templates and the front-end files beside this file (copied from the npm
+// packages by scripts/docs-assets.sh).
+//
+//go:embed *.html.tmpl *.js *.css *.LICENSE
+var files embed.FS
+
+var pages = template.Must(template.ParseFS(files, "*.html.tmpl"))
+
+// Page kinds.
+const (
+	Swagger = "swagger.html.tmpl"
+	Redoc   = "redoc.html.tmpl"
+)
+
+// styleHashes allow the <style> elements a page's bundle injects without the nonce (Redoc
+// 2.5.4's style-loader: an empty one and its scrollbar CSS), by their SHA-256: nothing else.
+var styleHashes = map[string]string{
+	Redoc: " 'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=' 'sha256-QMIg+bpjm3JdElJ388KYke01izlUW0UoNOeKjpMxdgc='",
+}
+
+// AssetsPath is where the pages' front-end files are served.
+const AssetsPath = "/api/v1/docs/assets"
+
+// Render writes a documentation page of spec (the description, as a JSON-ready value) with
+// its headers: the page's own CSP and no caching.
+func Render(w http.ResponseWriter, kind, title string, spec any) error {
+	raw := make([]byte, 18)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	nonce := base64.RawStdEncoding.EncodeToString(raw)
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, kind, map[string]any{"Title": title, "Spec": spec, "Nonce": nonce, "Assets": AssetsPath}); err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'nonce-"+nonce+"'; style-src 'self' 'nonce-"+nonce+"'"+styleHashes[kind]+
+		"; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// assets are the front-end files, by name.
+var assets fs.FS = files
+
+// started is the files' modification time (the binary's start: they change with it).
+var started = time.Now()
+
+// Asset serves a front-end file of the pages, or answers false when there is none.
+func Asset(w http.ResponseWriter, r *http.Request, name string) bool {
+	if path.Ext(name) != ".js" && path.Ext(name) != ".css" {
+		return false
+	}
+	b, err := fs.ReadFile(assets, name)
+	if err != nil {
+		return false
+	}
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	http.ServeContent(w, r, name, started, bytes.NewReader(b))
+	return true
+}

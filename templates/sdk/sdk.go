@@ -1,0 +1,263 @@
+// Package sdk generates client packages of a dataset's description: Go with oapi-codegen's
+// codegen package (at runtime) plus hand-written helpers; each as a zip archive.
+package sdk
+
+import (
+	"archive/zip"
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"go/format"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"text/template"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/oapi-codegen/oapi-codegen/v2/pkg/codegen"
+)
+
+// files are the templates of the TypeScript, JavaScript and Python SDKs and the Go SDK's helpers,
+// one folder per language beside this file.
+//
+//go:embed go python typescript javascript
+var files embed.FS
+
+// Languages are the SDK languages served.
+var Languages = []string{"go", "typescript", "javascript", "python"}
+
+// Input is what an SDK is generated from.
+type Input struct {
+	DatasetID, Name, Package, Version string
+	Server, DescriptionURL            string
+	Doc                               *openapi3.T // the description (not changed)
+	JSON                              []byte      // the description as JSON
+}
+
+// Result is a generated SDK.
+type Result struct {
+	Archive  []byte
+	Files    []string
+	Warnings []string
+	Duration time.Duration
+}
+
+var funcs = template.FuncMap{
+	"camel": camel,
+	"snake": snake,
+	"key": func(name string) string {
+		if ident(name) {
+			return name
+		}
+		return `"` + name + `"`
+	},
+	// path is an operation's path as a template literal of its parameters.
+	"path": func(p string) string {
+		for _, seg := range strings.Split(p, "/") {
+			if strings.HasPrefix(seg, "{") {
+				name := strings.Trim(seg, "{}")
+				p = strings.Replace(p, seg, "${encodeURIComponent(String("+camel(name)+"))}", 1)
+			}
+		}
+		return p
+	},
+	"pypath": func(p string) string {
+		for _, seg := range strings.Split(p, "/") {
+			if strings.HasPrefix(seg, "{") {
+				name := strings.Trim(seg, "{}")
+				p = strings.Replace(p, seg, "{urllib.parse.quote(str("+name+"), safe='')}", 1)
+			}
+		}
+		return p
+	},
+}
+
+// camel is dataset_id → datasetId.
+func camel(s string) string {
+	parts := strings.Split(s, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+// snake is listCustomers → list_customers.
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// codegenMu serialises oapi-codegen: its codegen package keeps global state.
+var codegenMu sync.Mutex
+
+// runtimeVersion is the version of oapi-codegen's runtime this binary is built with: the
+// generated Go code needs it, and requiring the same one keeps the SDK buildable offline
+// wherever this service builds.
+func runtimeVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/oapi-codegen/runtime" {
+				return d.Version
+			}
+		}
+	}
+	return runtimeModuleVersion
+}
+
+// runtimeModuleVersion is go.mod's oapi-codegen/runtime, for binaries without module
+// information (test binaries); a test keeps it equal to go.mod's.
+const runtimeModuleVersion = "v1.8.0"
+
+// Generate makes the SDK of language.
+func Generate(language string, in Input) (*Result, error) {
+	start := time.Now()
+	var files map[string][]byte
+	var warnings []string
+	var err error
+	switch language {
+	case "go":
+		files, warnings, err = goSDK(in)
+	case "typescript", "javascript", "python":
+		files, err = templated(language, in)
+	default:
+		return nil, fmt.Errorf("unknown language %q", language)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	r := &Result{Warnings: warnings}
+	for _, name := range sortedNames(files) {
+		w, err := zw.Create(in.Package + "/" + name)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(files[name]); err != nil {
+			return nil, err
+		}
+		r.Files = append(r.Files, name)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	r.Archive, r.Duration = buf.Bytes(), time.Since(start)
+	return r, nil
+}
+
+func goSDK(in Input) (map[string][]byte, []string, error) {
+	// A fresh copy: codegen changes the spec it is given (it prunes and filters).
+	doc, err := openapi3.NewLoader().LoadFromData(in.JSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	codegenMu.Lock()
+	code, err := codegen.Generate(doc, codegen.Configuration{PackageName: in.Package,
+		Generate: codegen.GenerateOptions{Models: true, Client: true}})
+	codegenMu.Unlock()
+	if err != nil {
+		return nil, nil, fmt.Errorf("oapi-codegen: %w", err)
+	}
+	module := "example.com/sdk/" + in.Package
+	list := "List" + strings.TrimPrefix(operationID(in.Doc, "GET", "/api/v1/datasets/{dataset_id}/data"), "list")
+	data := map[string]any{"Name": in.Name, "Package": in.Package, "Version": in.Version, "Module": module, "Server": in.Server,
+		"DescriptionURL": in.DescriptionURL, "DatasetID": in.DatasetID, "List": list}
+	files := map[string][]byte{"client.gen.go": []byte(code), "openapi.json": in.JSON}
+	var helpers, readme bytes.Buffer
+	if err := execute(&helpers, "go", "helpers.go.tmpl", data); err != nil {
+		return nil, nil, err
+	}
+	h, err := format.Source(helpers.Bytes())
+	if err != nil {
+		return nil, nil, err
+	}
+	files["helpers.go"] = h
+	if err := execute(&readme, "go", "README.md.tmpl", data); err != nil {
+		return nil, nil, err
+	}
+	files["README.md"] = readme.Bytes()
+	files["go.mod"] = []byte("module " + module + "\n\ngo 1.22\n\nrequire github.com/oapi-codegen/runtime " + runtimeVersion() + "\n")
+	var warnings []string
+	if strings.Contains(code, "interface{}") {
+		warnings = append(warnings, "free-form objects (JSON columns, metadata) are map[string]interface{}")
+	}
+	return files, warnings, nil
+}
+
+func operationID(doc *openapi3.T, method, path string) string {
+	if item := doc.Paths.Value(path); item != nil {
+		if op := item.GetOperation(method); op != nil {
+			return op.OperationID
+		}
+	}
+	return ""
+}
+
+func sortedNames(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// execute runs a language's template (templates with the same file name exist per language).
+func execute(w *bytes.Buffer, language, name string, data any) error {
+	t, err := template.New(name).Funcs(funcs).ParseFS(files, language+"/"+name)
+	if err != nil {
+		return err
+	}
+	return t.Execute(w, data)
+}
+
+// examples are the README examples per language.
+var examples = map[string]string{
+	"typescript": "```ts\nimport { Client, APIError } from \"./client\";\n\nconst c = new Client({ baseUrl: \"%[1]s\", token: process.env.TOKEN });\nconst page = await c.%[2]s(\"%[3]s\", { limit: 20 });\nfor await (const r of c.pages((q) => c.%[2]s(\"%[3]s\", q))) console.log(r.id);\n```",
+	"javascript": "```js\nimport { Client, APIError } from \"./client.mjs\";\n\nconst c = new Client({ baseUrl: \"%[1]s\", apiKey: process.env.API_KEY });\nconst page = await c.%[2]s(\"%[3]s\", { limit: 20 });\n```",
+	"python":     "```python\nfrom client import Client, APIError\n\nc = Client(\"%[1]s\", token=os.environ[\"TOKEN\"])\npage = c.%[4]s(\"%[3]s\", query={\"limit\": 20})\nfor r in c.pages(lambda query: c.%[4]s(\"%[3]s\", query=query)): print(r[\"id\"])\n```",
+}
+
+// templated makes a TypeScript, JavaScript or Python SDK from its templates.
+func templated(language string, in Input) (map[string][]byte, error) {
+	ops, models := describe(in.Doc)
+	list := operationID(in.Doc, "GET", "/api/v1/datasets/{dataset_id}/data")
+	data := map[string]any{"Name": in.Name, "Version": in.Version, "Ops": ops, "Models": models, "Language": language,
+		"DescriptionURL": in.DescriptionURL,
+		"Example":        fmt.Sprintf(examples[language], in.Server, list, in.DatasetID, snake(list))}
+	client := map[string]string{"typescript": "client.ts", "javascript": "client.mjs", "python": "client.py"}[language]
+	files := map[string][]byte{"openapi.json": in.JSON}
+	for name, tname := range map[string]string{client: client + ".tmpl", "README.md": "README.md.tmpl"} {
+		var b bytes.Buffer
+		if err := execute(&b, language, tname, data); err != nil {
+			return nil, err
+		}
+		files[name] = b.Bytes()
+	}
+	switch language {
+	case "typescript", "javascript":
+		pkg := map[string]any{"name": in.Package + "-client", "version": in.Version, "private": true, "type": "module"}
+		if language == "typescript" {
+			pkg["main"], pkg["types"] = "client.ts", "client.ts"
+		} else {
+			pkg["main"] = "client.mjs"
+		}
+		b, _ := json.MarshalIndent(pkg, "", "  ")
+		files["package.json"] = b
+	}
+	return files, nil
+}

@@ -1,0 +1,392 @@
+// Package specgen renders a dataset's OpenAPI 3.0 description from templates/ out of its
+// schema: the record, create, update and patch schemas follow the columns and their
+// constraints (SPEC.md "Generated schema rules"); the paths are those of the record API.
+package specgen
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"text/template"
+	"time"
+	"unicode"
+
+	"dataplatform/store/datasets"
+	"dataplatform/store/ingest"
+	"dataplatform/store/records"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// tmplFS is the per-dataset description template beside this file.
+//
+//go:embed dataset.openapi.yaml.tmpl
+var tmplFS embed.FS
+
+// Input is what a description is made of.
+type Input struct {
+	DatasetID, Name, Description string
+	SchemaVersion                int
+	Version                      string       // info.version; empty: 1.0.0
+	APIVersions                  []APIVersion // x-api-versions: every published version
+	Table                        datasets.TableDef
+	Tables                       []string // a connected dataset's tables (each has its own description)
+	Links                        []Link   // relationships, as links of each record
+	ManyToMany                   []ManyToMany
+	ProductionURL, StagingURL    string
+	AuthURL                      string              // the OAuth 2.0 authorization server (its /authorize and /token); empty: this service's
+	Samples                      map[string][]string // sample values per column (personal data detection)
+	GeneratedAt                  time.Time
+}
+
+// ManyToMany is a relationship through a junction dataset whose records point at this
+// dataset (LocalKey) and at the target (ForeignKey).
+type ManyToMany struct {
+	Target, TargetName, Junction, JunctionName, LocalKey, ForeignKey string
+}
+
+// APIVersion is one published version as the description lists it.
+type APIVersion struct {
+	Version    string `json:"version"`
+	Status     string `json:"status"`
+	ReleasedAt string `json:"released_at"`
+	SunsetAt   string `json:"sunset_at,omitempty"`
+	URL        string `json:"url"`
+}
+
+// Link is a related collection of a record: `<name>` → url template with {field}.
+type Link struct {
+	Name string
+	Many bool // a collection of records of the other dataset, else one record
+	// Dataset is the other dataset; LocalKey and ForeignKey the columns that match: this
+	// record's LocalKey equals the other's ForeignKey.
+	Dataset, LocalKey, ForeignKey string
+	Table                         string // the other table of a connected database ("" an uploaded dataset's)
+}
+
+var tmpl = template.Must(template.New("dataset.openapi.yaml.tmpl").Funcs(template.FuncMap{
+	"q": func(s string) string { b, _ := json.Marshal(s); return string(b) },
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+}).ParseFS(tmplFS, "dataset.openapi.yaml.tmpl"))
+
+// Names are the words a dataset's operations are named with: listCustomers, getCustomer.
+type Names struct {
+	Singular, Plural, SingularWords, PluralWords string
+}
+
+// NamesOf derives them from a dataset name: "customers" → Customer/Customers, "order items" →
+// OrderItem/OrderItems. Names that are not words fall back to Record/Records.
+func NamesOf(name string) Names {
+	var words []string
+	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		words = append(words, strings.ToLower(w))
+	}
+	if len(words) == 0 || !unicode.IsLetter([]rune(words[0])[0]) {
+		words = append([]string{"record"}, words...)
+	}
+	last := words[len(words)-1]
+	single := append([]string(nil), words...)
+	single[len(single)-1] = singular(last)
+	plural := append([]string(nil), words...)
+	if singular(last) == last {
+		plural[len(plural)-1] = pluralOf(last)
+	}
+	pascal := func(ws []string) string {
+		var b strings.Builder
+		for _, w := range ws {
+			r := []rune(w)
+			b.WriteString(string(unicode.ToUpper(r[0])) + string(r[1:]))
+		}
+		return b.String()
+	}
+	return Names{Singular: pascal(single), Plural: pascal(plural), SingularWords: strings.Join(single, " "), PluralWords: strings.Join(plural, " ")}
+}
+
+func pluralOf(w string) string {
+	switch {
+	case strings.HasSuffix(w, "s"), strings.HasSuffix(w, "x"), strings.HasSuffix(w, "z"), strings.HasSuffix(w, "ch"), strings.HasSuffix(w, "sh"):
+		return w + "es"
+	case len(w) > 1 && strings.HasSuffix(w, "y") && !strings.ContainsRune("aeiou", rune(w[len(w)-2])):
+		return w[:len(w)-1] + "ies"
+	}
+	return w + "s"
+}
+
+func singular(w string) string {
+	switch {
+	case strings.HasSuffix(w, "ies") && len(w) > 3:
+		return w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "shes"):
+		return w[:len(w)-2]
+	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
+		return w
+	case strings.HasSuffix(w, "s") && len(w) > 1:
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+type view struct {
+	Input
+	Names
+	Title, Version, GeneratedAt, Description string
+	Record, Create, Update, Patch            map[string]any
+	FilterParams                             []filterParam
+	// System: an uploaded dataset's table (system fields, soft deletion, change stream).
+	// Key names records in paths ("" none: no record paths); Writable adds the writes.
+	System, Writable bool
+	Key, DefaultSort string
+	KeyIn, KeyOut    map[string]any // the key's schema in requests and in answers
+}
+
+type filterParam struct {
+	Name, Description string
+	Schema            map[string]any
+}
+
+// Render makes the description. It is validated before it is returned.
+func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
+	v := view{Input: in, Names: NamesOf(in.Name), Title: in.Name + " API", Version: in.Version,
+		GeneratedAt: in.GeneratedAt.UTC().Format(time.RFC3339)}
+	if v.Version == "" {
+		v.Version = "1.0.0"
+	}
+	v.Description = in.Description
+	if v.Description == "" {
+		v.Description = "Records of the " + in.Name + " dataset."
+	}
+	if in.Table.Foreign && len(in.Tables) == 0 {
+		v.Tables = []string{in.Table.Name}
+	}
+	v.Record, v.Create, v.Update, v.Patch = schemas(in)
+	t := records.NewTable(in.Table)
+	v.System, v.Writable, v.Key, v.DefaultSort = in.Table.System(), t.Writable(), t.Key(), t.DefaultSort()
+	if v.System {
+		v.KeyIn = map[string]any{"type": "integer", "format": "int64", "minimum": 1}
+		v.KeyOut = map[string]any{"type": "integer", "format": "int64"}
+	} else if v.Key != "" {
+		v.KeyIn, v.KeyOut = typeSchema(t.Column(v.Key).Type), typeSchema(t.Column(v.Key).Type)
+	} else {
+		v.KeyIn, v.KeyOut = map[string]any{"type": "string"}, map[string]any{"type": "string"}
+	}
+	for _, c := range in.Table.Columns {
+		if c.Type == ingest.JSONB || c.Type.IsArray() {
+			continue
+		}
+		s := column(c)
+		delete(s, "default")
+		delete(s, "nullable")
+		delete(s, "x-database-type")
+		delete(s, "x-unique")
+		delete(s, "description")
+		v.FilterParams = append(v.FilterParams, filterParam{Name: "filter[" + c.Name + "]", Description: "Only records whose " + c.Name + " equals this.", Schema: s})
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, v); err != nil {
+		return nil, nil, err
+	}
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(buf.Bytes())
+	if err != nil {
+		return nil, nil, fmt.Errorf("rendered description: %w", err)
+	}
+	decorate(doc, in)
+	if err := doc.Validate(ctx); err != nil {
+		return nil, nil, fmt.Errorf("rendered description is invalid: %w", err)
+	}
+	j, err := json.Marshal(doc)
+	return doc, j, err
+}
+
+// column is the description of one column (SPEC.md "Generated schema rules").
+func column(c ingest.Column) map[string]any {
+	s := typeSchema(c.Type)
+	s["x-database-type"] = datasets.SQLType(c)
+	if c.Nullable {
+		s["nullable"] = true
+	}
+	if c.Description != "" {
+		s["description"] = c.Description
+	}
+	if k := c.Constraints; k != nil {
+		if k.Unique {
+			s["x-unique"] = true
+		}
+		if len(k.Enum) > 0 {
+			s["enum"] = k.Enum
+		}
+		if k.Format != "" {
+			s["format"] = k.Format
+		}
+		if k.Pattern != "" {
+			s["pattern"] = k.Pattern
+		}
+		if k.Minimum != nil {
+			s["minimum"] = *k.Minimum
+		}
+		if k.Maximum != nil {
+			s["maximum"] = *k.Maximum
+		}
+		if k.MinLength != nil {
+			s["minLength"] = *k.MinLength
+		}
+		if k.MaxLength != nil {
+			s["maxLength"] = *k.MaxLength
+		}
+		if d := c.DefaultValue(); d != nil {
+			s["default"] = d
+		}
+	}
+	return s
+}
+
+func typeSchema(t ingest.Type) map[string]any {
+	if t.IsArray() {
+		return map[string]any{"type": "array", "items": typeSchema(t.Elem())}
+	}
+	switch t {
+	case ingest.Integer:
+		return map[string]any{"type": "integer", "format": "int32", "minimum": math.MinInt32, "maximum": math.MaxInt32}
+	case ingest.BigInt:
+		return map[string]any{"type": "integer", "format": "int64"}
+	case ingest.Numeric:
+		return map[string]any{"type": "number", "format": "double"}
+	case ingest.Boolean:
+		return map[string]any{"type": "boolean"}
+	case ingest.Date:
+		return map[string]any{"type": "string", "format": "date"}
+	case ingest.Timestamptz:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case ingest.UUID:
+		return map[string]any{"type": "string", "format": "uuid", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"}
+	case ingest.JSONB:
+		return map[string]any{"type": "object", "additionalProperties": true}
+	}
+	return map[string]any{"type": "string"}
+}
+
+// schemas are the record (as read), create, update (create + version) and patch schemas.
+func schemas(in Input) (record, create, update, patch map[string]any) {
+	props := map[string]any{}
+	computed := map[string]any{} // columns a connected database fills: read-only
+	var required, createRequired []string
+	for _, c := range in.Table.Columns {
+		if c.Computed {
+			s := column(c)
+			s["readOnly"] = true
+			computed[c.Name] = s
+		} else {
+			props[c.Name] = column(c)
+		}
+		if !c.Nullable {
+			required = append(required, c.Name)
+			if c.DefaultValue() == nil && !c.Computed {
+				createRequired = append(createRequired, c.Name)
+			}
+		}
+	}
+	system := in.Table.System()
+	writable := func() map[string]any {
+		m := make(map[string]any, len(props)+1)
+		for k, v := range props {
+			m[k] = v
+		}
+		return m
+	}
+	create = map[string]any{"type": "object", "additionalProperties": false, "properties": writable()}
+	if len(createRequired) > 0 {
+		create["required"] = createRequired
+	}
+	up := writable()
+	if system {
+		up["version"] = map[string]any{"type": "integer", "minimum": 1, "description": "The version read; a stale one is refused (optimistic locking)."}
+	}
+	update = map[string]any{"type": "object", "additionalProperties": false, "properties": up}
+	if len(createRequired) > 0 {
+		update["required"] = createRequired
+	}
+	pp := writable()
+	if system {
+		pp["version"] = up["version"]
+	}
+	for k, v := range pp {
+		if m, ok := v.(map[string]any); ok && k != "version" {
+			c := make(map[string]any, len(m))
+			for x, y := range m {
+				if x != "default" { // a patch leaves absent fields alone
+					c[x] = y
+				}
+			}
+			pp[k] = c
+		}
+	}
+	// Update operators: $inc adds to numbers, $push and $pull add and remove array elements,
+	// $setOnInsert sets a field only when it has no value yet.
+	inc, push, set := map[string]any{}, map[string]any{}, map[string]any{}
+	for _, c := range in.Table.Columns {
+		if c.Computed {
+			continue
+		}
+		switch {
+		case c.Type == ingest.Integer || c.Type == ingest.BigInt || c.Type == ingest.Numeric:
+			inc[c.Name] = map[string]any{"type": "number"}
+		case c.Type.IsArray():
+			push[c.Name] = typeSchema(c.Type.Elem())
+		}
+		set[c.Name] = pp[c.Name]
+	}
+	op := func(props map[string]any, desc string) map[string]any {
+		return map[string]any{"type": "object", "additionalProperties": false, "minProperties": 1, "properties": props, "description": desc}
+	}
+	pp["$inc"] = op(inc, "Numbers to add to numeric fields (negative to subtract).")
+	pp["$push"] = op(push, "An element to append to each array field.")
+	pp["$pull"] = op(push, "An element to remove (every occurrence) from each array field.")
+	pp["$setOnInsert"] = op(set, "Values for fields that have none yet (NULL); fields with a value keep it.")
+	patch = map[string]any{"type": "object", "additionalProperties": false, "minProperties": 1, "properties": pp}
+
+	rp := writable()
+	for k, v := range computed {
+		rp[k] = v
+	}
+	if system {
+		rp["id"] = map[string]any{"type": "integer", "format": "int64", "readOnly": true}
+		rp["created_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
+		rp["updated_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
+		rp["version"] = map[string]any{"type": "integer", "readOnly": true, "description": "Optimistic-locking version; every write increments it."}
+	}
+	links := map[string]any{"self": map[string]any{"type": "string", "format": "uri-reference"}}
+	for _, l := range in.Links {
+		links[l.Name] = map[string]any{"type": "string", "format": "uri-reference"}
+	}
+	rp["_links"] = map[string]any{"type": "object", "readOnly": true, "required": []string{"self"}, "properties": links}
+	if records.NewTable(in.Table).Key() == "" { // no key: no record address
+		rp["_links"] = map[string]any{"type": "object", "readOnly": true, "properties": map[string]any{}}
+	}
+	if len(in.Links) > 0 {
+		emb := map[string]any{}
+		for _, l := range in.Links {
+			other := map[string]any{"type": "object", "additionalProperties": true, "description": "A record of the related dataset (its own description has its shape)."}
+			if l.Many {
+				emb[l.Name] = map[string]any{"type": "array", "items": other}
+			} else {
+				other["nullable"] = true
+				emb[l.Name] = other
+			}
+		}
+		rp["_embedded"] = map[string]any{"type": "object", "readOnly": true, "properties": emb,
+			"description": "Related records asked for with include or expand."}
+	}
+	fixed := []string{"_links"}
+	if system {
+		fixed = []string{"id", "created_at", "updated_at", "version", "_links"}
+	}
+	record = map[string]any{"type": "object", "properties": rp, "required": append(fixed, required...)}
+	return record, create, update, patch
+}
