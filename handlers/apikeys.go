@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"dataplatform/gen/authapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -35,26 +35,26 @@ func (a *Auth) keyManager(ctx context.Context) (*auth.Principal, error) {
 	return nil, apierr.PermissionDenied("api-keys:manage")
 }
 
-func keyStatus(k *store.APIKey, now time.Time) authapi.ApiKeyStatus {
+func keyStatus(k *store.APIKey, now time.Time) api.ApiKeyStatus {
 	switch {
 	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
-		return authapi.ApiKeyStatusExpired
+		return api.ApiKeyStatusExpired
 	case k.RotatedTo != nil:
-		return authapi.ApiKeyStatusExpiring
+		return api.ApiKeyStatusExpiring
 	}
-	return authapi.ApiKeyStatusActive
+	return api.ApiKeyStatusActive
 }
 
-func apiKeyOut(k *store.APIKey, now time.Time) authapi.ApiKey {
-	perms := make([]authapi.Permission, len(k.Permissions))
+func apiKeyOut(k *store.APIKey, now time.Time) api.ApiKey {
+	perms := make([]api.Permission, len(k.Permissions))
 	for i, p := range k.Permissions {
-		perms[i] = authapi.Permission(p)
+		perms[i] = api.Permission(p)
 	}
-	return authapi.ApiKey{Id: k.ID, Name: k.Name, Description: k.Description, KeyPreview: k.KeyPreview, Permissions: perms,
+	return api.ApiKey{Id: k.ID, Name: k.Name, Description: k.Description, KeyPreview: k.KeyPreview, Permissions: perms,
 		Status: keyStatus(k, now), CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, LastUsedAt: k.LastUsedAt}
 }
 
-func (a *Auth) ListApiKeys(ctx context.Context, req authapi.ListApiKeysRequestObject) (authapi.ListApiKeysResponseObject, error) {
+func (a *Auth) ListApiKeys(ctx context.Context, req api.ListApiKeysRequestObject) (api.ListApiKeysResponseObject, error) {
 	p, err := a.keyManager(ctx)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func (a *Auth) ListApiKeys(ctx context.Context, req authapi.ListApiKeysRequestOb
 	if err != nil {
 		return nil, err
 	}
-	out := authapi.ListApiKeys200JSONResponse{ApiKeys: []authapi.ApiKey{}, Pagination: authapi.Pagination(paginate(ctx, pg, limit, total))}
+	out := api.ListApiKeys200JSONResponse{ApiKeys: []api.ApiKey{}, Pagination: paginate(ctx, pg, limit, total)}
 	now := a.now()
 	for i := range keys {
 		out.ApiKeys = append(out.ApiKeys, apiKeyOut(&keys[i], now))
@@ -72,7 +72,7 @@ func (a *Auth) ListApiKeys(ctx context.Context, req authapi.ListApiKeysRequestOb
 	return out, nil
 }
 
-func (a *Auth) CreateApiKey(ctx context.Context, req authapi.CreateApiKeyRequestObject) (authapi.CreateApiKeyResponseObject, error) {
+func (a *Auth) CreateApiKey(ctx context.Context, req api.CreateApiKeyRequestObject) (api.CreateApiKeyResponseObject, error) {
 	p, err := a.keyManager(ctx)
 	if err != nil {
 		return nil, err
@@ -98,12 +98,12 @@ func (a *Auth) CreateApiKey(ctx context.Context, req authapi.CreateApiKeyRequest
 		return nil, err
 	}
 	o := apiKeyOut(k, now)
-	return authapi.CreateApiKey201JSONResponse{Id: o.Id, Name: o.Name, Description: o.Description, KeyPreview: o.KeyPreview,
-		Permissions: o.Permissions, Status: authapi.ApiKeyWithSecretStatus(o.Status), CreatedAt: o.CreatedAt, ExpiresAt: o.ExpiresAt,
+	return api.CreateApiKey201JSONResponse{Id: o.Id, Name: o.Name, Description: o.Description, KeyPreview: o.KeyPreview,
+		Permissions: o.Permissions, Status: api.ApiKeyWithSecretStatus(o.Status), CreatedAt: o.CreatedAt, ExpiresAt: o.ExpiresAt,
 		Key: secret}, nil
 }
 
-func (a *Auth) RevokeApiKey(ctx context.Context, req authapi.RevokeApiKeyRequestObject) (authapi.RevokeApiKeyResponseObject, error) {
+func (a *Auth) RevokeApiKey(ctx context.Context, req api.RevokeApiKeyRequestObject) (api.RevokeApiKeyResponseObject, error) {
 	p, err := a.keyManager(ctx)
 	if err != nil {
 		return nil, err
@@ -123,10 +123,10 @@ func (a *Auth) RevokeApiKey(ctx context.Context, req authapi.RevokeApiKeyRequest
 	if err != nil {
 		return nil, err
 	}
-	return authapi.RevokeApiKey204Response{}, nil
+	return api.RevokeApiKey204Response{}, nil
 }
 
-func (a *Auth) RotateApiKey(ctx context.Context, req authapi.RotateApiKeyRequestObject) (authapi.RotateApiKeyResponseObject, error) {
+func (a *Auth) RotateApiKey(ctx context.Context, req api.RotateApiKeyRequestObject) (api.RotateApiKeyResponseObject, error) {
 	p, err := a.keyManager(ctx)
 	if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func (a *Auth) RotateApiKey(ctx context.Context, req authapi.RotateApiKeyRequest
 		grace = time.Duration(*req.Body.GracePeriodSeconds) * time.Second
 	}
 	now := a.now()
-	var out authapi.RotateApiKeyResponse
+	var out api.RotateApiKeyResponse
 	err = a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		old, err := store.APIKeyForUpdate(ctx, tx, p.UserID, req.KeyId)
 		if errors.Is(err, store.ErrNotFound) {
@@ -164,7 +164,7 @@ func (a *Auth) RotateApiKey(ctx context.Context, req authapi.RotateApiKeyRequest
 		if old.ExpiresAt != nil && old.ExpiresAt.Before(end) {
 			end = *old.ExpiresAt
 		}
-		out = authapi.RotateApiKeyResponse{Id: nk.ID, OldKeyId: old.ID, OldKey: old.KeyPreview, NewKey: secret,
+		out = api.RotateApiKeyResponse{Id: nk.ID, OldKeyId: old.ID, OldKey: old.KeyPreview, NewKey: secret,
 			KeyPreview: nk.KeyPreview, GracePeriodEnds: end}
 		return a.audit(ctx, tx, p.TokenOrg, "api_key.rotate", "api_key", old.ID, old.Name,
 			map[string]any{"new_key_id": nk.ID, "grace_period_ends": end})
@@ -172,5 +172,5 @@ func (a *Auth) RotateApiKey(ctx context.Context, req authapi.RotateApiKeyRequest
 	if err != nil {
 		return nil, err
 	}
-	return authapi.RotateApiKey200JSONResponse(out), nil
+	return api.RotateApiKey200JSONResponse(out), nil
 }

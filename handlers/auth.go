@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"dataplatform/gen/authapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -17,11 +17,9 @@ import (
 // Auth implements sign-in, tokens and API keys.
 type Auth struct{ *Handlers }
 
-var _ authapi.StrictServerInterface = (*Auth)(nil)
-
 var errBadLogin = apierr.AuthRequired("invalid email or password")
 
-func (a *Auth) Login(ctx context.Context, req authapi.LoginRequestObject) (authapi.LoginResponseObject, error) {
+func (a *Auth) Login(ctx context.Context, req api.LoginRequestObject) (api.LoginResponseObject, error) {
 	b := req.Body
 	u, err := store.UserByEmail(ctx, a.Store.DB, string(b.Email))
 	hash := ""
@@ -33,7 +31,7 @@ func (a *Auth) Login(ctx context.Context, req authapi.LoginRequestObject) (autha
 	if !a.Passwords.Check(hash, b.Password) {
 		return nil, errBadLogin
 	}
-	var tr authapi.TokenResponse
+	var tr api.TokenResponse
 	err = a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		var err error
 		tr, err = a.signIn(ctx, tx, u, deref(b.OrganizationId), "password")
@@ -42,38 +40,38 @@ func (a *Auth) Login(ctx context.Context, req authapi.LoginRequestObject) (autha
 	if err != nil {
 		return nil, err
 	}
-	return authapi.Login200JSONResponse(tr), nil
+	return api.Login200JSONResponse(tr), nil
 }
 
 // signIn issues an access token and a new refresh-token family for u in organization orgID
 // (default: the user's oldest membership; none when the user has no organization).
-func (h *Handlers) signIn(ctx context.Context, tx *sqlx.Tx, u *store.User, orgID, method string) (authapi.TokenResponse, error) {
+func (h *Handlers) signIn(ctx context.Context, tx *sqlx.Tx, u *store.User, orgID, method string) (api.TokenResponse, error) {
 	orgID, role, err := h.tokenOrg(ctx, tx, u.ID, orgID)
 	if err != nil {
-		return authapi.TokenResponse{}, err
+		return api.TokenResponse{}, err
 	}
 	access, claims, err := h.accessToken(u, orgID, role)
 	if err != nil {
-		return authapi.TokenResponse{}, err
+		return api.TokenResponse{}, err
 	}
 	refresh, err := h.newRefreshToken(ctx, tx, u.ID, orgID, store.NewID("rtf"))
 	if err != nil {
-		return authapi.TokenResponse{}, err
+		return api.TokenResponse{}, err
 	}
 	if err := h.audit(auth.WithPrincipal(ctx, &auth.Principal{UserID: u.ID, Email: u.Email}), tx, orgID, "auth.login", "user", u.ID, u.Name,
 		map[string]any{"method": method}); err != nil {
-		return authapi.TokenResponse{}, err
+		return api.TokenResponse{}, err
 	}
 	if err := store.TouchUser(ctx, tx, u.ID, h.now()); err != nil {
-		return authapi.TokenResponse{}, err
+		return api.TokenResponse{}, err
 	}
-	tu := authapi.TokenUser{Id: u.ID, Email: u.Email, Name: u.Name, Roles: []authapi.MemberRole{}}
+	tu := api.TokenUser{Id: u.ID, Email: u.Email, Name: u.Name, Roles: []api.MemberRole{}}
 	if orgID != "" {
 		tu.OrganizationId = &orgID
-		tu.Roles = []authapi.MemberRole{authapi.MemberRole(role)}
+		tu.Roles = []api.MemberRole{api.MemberRole(role)}
 	}
-	return authapi.TokenResponse{
-		AccessToken: access, RefreshToken: refresh, TokenType: authapi.TokenResponseTokenTypeBearer,
+	return api.TokenResponse{
+		AccessToken: access, RefreshToken: refresh, TokenType: api.TokenResponseTokenTypeBearer,
 		ExpiresIn:        int(claims.ExpiresAt.Sub(claims.IssuedAt).Seconds()),
 		RefreshExpiresIn: ptr(int(h.Config.RefreshTokenTTL.Seconds())),
 		User:             tu,
@@ -118,8 +116,8 @@ func (h *Handlers) newRefreshToken(ctx context.Context, tx *sqlx.Tx, userID, org
 
 var errBadRefresh = apierr.AuthRequired("invalid, expired or revoked refresh token")
 
-func (a *Auth) RefreshToken(ctx context.Context, req authapi.RefreshTokenRequestObject) (authapi.RefreshTokenResponseObject, error) {
-	var out authapi.RefreshResponse
+func (a *Auth) RefreshToken(ctx context.Context, req api.RefreshTokenRequestObject) (api.RefreshTokenResponseObject, error) {
+	var out api.RefreshResponse
 	var reuse bool
 	err := a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		t, err := store.RefreshTokenForUpdate(ctx, tx, auth.HashSecret(req.Body.RefreshToken))
@@ -170,7 +168,7 @@ func (a *Auth) RefreshToken(ctx context.Context, req authapi.RefreshTokenRequest
 		if err := store.TouchUser(ctx, tx, u.ID, now); err != nil {
 			return err
 		}
-		out = authapi.RefreshResponse{AccessToken: access, RefreshToken: refresh, TokenType: authapi.RefreshResponseTokenTypeBearer,
+		out = api.RefreshResponse{AccessToken: access, RefreshToken: refresh, TokenType: api.RefreshResponseTokenTypeBearer,
 			ExpiresIn: int(claims.ExpiresAt.Sub(claims.IssuedAt).Seconds()), RefreshExpiresIn: ptr(int(a.Config.RefreshTokenTTL.Seconds()))}
 		return nil
 	})
@@ -180,10 +178,10 @@ func (a *Auth) RefreshToken(ctx context.Context, req authapi.RefreshTokenRequest
 	if reuse {
 		return nil, apierr.AuthRequired("this refresh token was already used; every token of its sign-in has been revoked, sign in again")
 	}
-	return authapi.RefreshToken200JSONResponse(out), nil
+	return api.RefreshToken200JSONResponse(out), nil
 }
 
-func (a *Auth) Logout(ctx context.Context, req authapi.LogoutRequestObject) (authapi.LogoutResponseObject, error) {
+func (a *Auth) Logout(ctx context.Context, req api.LogoutRequestObject) (api.LogoutResponseObject, error) {
 	err := a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		t, err := store.RefreshTokenForUpdate(ctx, tx, auth.HashSecret(req.Body.RefreshToken))
 		if errors.Is(err, store.ErrNotFound) {
@@ -199,10 +197,10 @@ func (a *Auth) Logout(ctx context.Context, req authapi.LogoutRequestObject) (aut
 	if err != nil {
 		return nil, err
 	}
-	return authapi.Logout204Response{}, nil
+	return api.Logout204Response{}, nil
 }
 
-func (a *Auth) GetCurrentUser(ctx context.Context, _ authapi.GetCurrentUserRequestObject) (authapi.GetCurrentUserResponseObject, error) {
+func (a *Auth) GetCurrentUser(ctx context.Context, _ api.GetCurrentUserRequestObject) (api.GetCurrentUserResponseObject, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -217,26 +215,26 @@ func (a *Auth) GetCurrentUser(ctx context.Context, _ authapi.GetCurrentUserReque
 	if err != nil {
 		return nil, err
 	}
-	out := authapi.CurrentUser{Id: u.ID, Email: u.Email, Name: u.Name, AuthMethod: authapi.CurrentUserAuthMethod(p.Method),
-		Organizations: make([]authapi.CurrentUserOrganization, 0, len(orgs))}
+	out := api.CurrentUser{Id: u.ID, Email: u.Email, Name: u.Name, AuthMethod: api.CurrentUserAuthMethod(p.Method),
+		Organizations: make([]api.CurrentUserOrganization, 0, len(orgs))}
 	if p.KeyID != "" {
 		out.ApiKeyId = &p.KeyID
 	}
 	for _, o := range orgs {
 		acc := auth.AccessFor(p, o.OrgID, o.Role)
-		perms := make([]authapi.Permission, len(acc.Permissions))
+		perms := make([]api.Permission, len(acc.Permissions))
 		for i, x := range acc.Permissions {
-			perms[i] = authapi.Permission(x)
+			perms[i] = api.Permission(x)
 		}
-		out.Organizations = append(out.Organizations, authapi.CurrentUserOrganization{
-			Id: o.OrgID, Name: o.Name, Slug: o.Slug, Role: authapi.MemberRole(o.Role), Permissions: perms})
+		out.Organizations = append(out.Organizations, api.CurrentUserOrganization{
+			Id: o.OrgID, Name: o.Name, Slug: o.Slug, Role: api.MemberRole(o.Role), Permissions: perms})
 	}
-	return authapi.GetCurrentUser200JSONResponse(out), nil
+	return api.GetCurrentUser200JSONResponse(out), nil
 }
 
 var errNoOIDC = apierr.New(http.StatusNotImplemented, "OIDC_NOT_CONFIGURED", "no OpenID Connect identity provider is configured (DP_OIDC_ISSUER)")
 
-func (a *Auth) OauthAuthorize(ctx context.Context, req authapi.OauthAuthorizeRequestObject) (authapi.OauthAuthorizeResponseObject, error) {
+func (a *Auth) OauthAuthorize(ctx context.Context, req api.OauthAuthorizeRequestObject) (api.OauthAuthorizeResponseObject, error) {
 	if a.OIDC == nil {
 		return nil, errNoOIDC
 	}
@@ -244,10 +242,10 @@ func (a *Auth) OauthAuthorize(ctx context.Context, req authapi.OauthAuthorizeReq
 	if err != nil {
 		return nil, err
 	}
-	return authapi.OauthAuthorize302Response{Headers: authapi.OauthAuthorize302ResponseHeaders{Location: u}}, nil
+	return api.OauthAuthorize302Response{Headers: api.OauthAuthorize302ResponseHeaders{Location: u}}, nil
 }
 
-func (a *Auth) OauthCallback(ctx context.Context, req authapi.OauthCallbackRequestObject) (authapi.OauthCallbackResponseObject, error) {
+func (a *Auth) OauthCallback(ctx context.Context, req api.OauthCallbackRequestObject) (api.OauthCallbackResponseObject, error) {
 	if a.OIDC == nil {
 		return nil, errNoOIDC
 	}
@@ -262,7 +260,7 @@ func (a *Auth) OauthCallback(ctx context.Context, req authapi.OauthCallbackReque
 	if err != nil {
 		return nil, err
 	}
-	var tr authapi.TokenResponse
+	var tr api.TokenResponse
 	err = a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		var err error
 		tr, err = a.signIn(ctx, tx, u, "", "oidc")
@@ -271,7 +269,7 @@ func (a *Auth) OauthCallback(ctx context.Context, req authapi.OauthCallbackReque
 	if err != nil {
 		return nil, err
 	}
-	return authapi.OauthCallback200JSONResponse(tr), nil
+	return api.OauthCallback200JSONResponse(tr), nil
 }
 
 var _ = types.Email("")

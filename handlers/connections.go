@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"dataplatform/gen/datasetapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -18,7 +18,7 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-func (h *Datasets) connectionOf(c datasetapi.DatabaseConnection, o *datasetapi.DatabaseOptions) (extdb.Config, extdb.Options) {
+func (h *Datasets) connectionOf(c api.DatabaseConnection, o *api.DatabaseOptions) (extdb.Config, extdb.Options) {
 	cfg := extdb.Config{Type: string(c.Type), Host: c.Host, Port: deref(c.Port), Database: c.Database, Username: c.Username,
 		Password: deref(c.Password), SSLMode: string(deref(c.SslMode)), Networks: h.Config.ConnectionNetworks}
 	cfg.Normalize()
@@ -33,14 +33,14 @@ func (h *Datasets) connectionOf(c datasetapi.DatabaseConnection, o *datasetapi.D
 	return cfg, opts
 }
 
-func (h *Datasets) TestDatabaseConnection(ctx context.Context, req datasetapi.TestDatabaseConnectionRequestObject) (datasetapi.TestDatabaseConnectionResponseObject, error) {
+func (h *Datasets) TestDatabaseConnection(ctx context.Context, req api.TestDatabaseConnectionRequestObject) (api.TestDatabaseConnectionResponseObject, error) {
 	if _, err := h.project(ctx, nil, req.ProjectId, "datasets:write"); err != nil {
 		return nil, err
 	}
 	cfg, opts := h.connectionOf(req.Body.Connection, req.Body.Options)
 	start := time.Now()
 	info, err := extdb.Test(ctx, cfg, opts)
-	out := datasetapi.TestDatabaseConnection200JSONResponse{}
+	out := api.TestDatabaseConnection200JSONResponse{}
 	out.Details.DurationMs = ptr(time.Since(start).Milliseconds())
 	if err != nil {
 		out.Message = "could not connect to " + cfg.Type + " at " + cfg.Host + ": " + err.Error()
@@ -58,7 +58,7 @@ func (h *Datasets) TestDatabaseConnection(ctx context.Context, req datasetapi.Te
 	return out, nil
 }
 
-func (h *Datasets) CreateDatabaseDataset(ctx context.Context, req datasetapi.CreateDatabaseDatasetRequestObject) (datasetapi.CreateDatabaseDatasetResponseObject, error) {
+func (h *Datasets) CreateDatabaseDataset(ctx context.Context, req api.CreateDatabaseDatasetRequestObject) (api.CreateDatabaseDatasetResponseObject, error) {
 	b := req.Body
 	if _, err := h.project(ctx, nil, req.ProjectId, "datasets:write"); err != nil {
 		return nil, err
@@ -122,6 +122,6 @@ func (h *Datasets) CreateDatabaseDataset(ctx context.Context, req datasetapi.Cre
 	if err != nil {
 		return nil, err
 	}
-	return datasetapi.CreateDatabaseDataset202JSONResponse{Body: out,
-		Headers: datasetapi.CreateDatabaseDataset202ResponseHeaders{Location: "/api/v1/projects/" + d.ProjectID + "/datasets/" + d.ID}}, nil
+	return api.CreateDatabaseDataset202JSONResponse{Body: out,
+		Headers: api.CreateDatabaseDataset202ResponseHeaders{Location: "/api/v1/projects/" + d.ProjectID + "/datasets/" + d.ID}}, nil
 }

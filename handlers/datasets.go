@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/gen/datasetapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -23,13 +23,11 @@ import (
 	"github.com/lib/pq"
 )
 
-var _ datasetapi.StrictServerInterface = (*Datasets)(nil)
-
-func (h *Datasets) datasetOut(ctx context.Context, d *store.Dataset, detail bool) (datasetapi.Dataset, error) {
-	out := datasetapi.Dataset{Id: d.ID, ProjectId: d.ProjectID, Name: d.Name, Description: d.Description,
-		Type: datasetapi.DatasetType(d.Type), Status: datasetapi.DatasetStatus(d.Status), Error: d.Error, JobId: d.JobID,
+func (h *Datasets) datasetOut(ctx context.Context, d *store.Dataset, detail bool) (api.Dataset, error) {
+	out := api.Dataset{Id: d.ID, ProjectId: d.ProjectID, Name: d.Name, Description: d.Description,
+		Type: api.DatasetType(d.Type), Status: api.DatasetStatus(d.Status), Error: d.Error, JobId: d.JobID,
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, IndexedAt: d.IndexedAt,
-		Source: datasetapi.DatasetSource{Type: datasetapi.DatasetSourceType(d.SourceType), Filename: d.Filename, Size: d.Size,
+		Source: api.DatasetSource{Type: api.DatasetSourceType(d.SourceType), Filename: d.Filename, Size: d.Size,
 			RowCount: d.RowCount, FileId: d.UploadID}}
 	if d.Type == "file" {
 		out.Source.Table = ptr(d.ID)
@@ -39,10 +37,10 @@ func (h *Datasets) datasetOut(ctx context.Context, d *store.Dataset, detail bool
 		return out, err
 	}
 	if d.Status == "active" {
-		out.Schema = &datasetapi.DatasetSchema{Tables: []datasetapi.DatasetTable{}}
+		out.Schema = &api.DatasetSchema{Tables: []api.DatasetTable{}}
 		n := 0
 		for _, t := range tables {
-			out.Schema.Tables = append(out.Schema.Tables, datasetapi.DatasetTable{Name: t.Name, Columns: columnsOut(t.Columns)})
+			out.Schema.Tables = append(out.Schema.Tables, api.DatasetTable{Name: t.Name, Columns: columnsOut(t.Columns)})
 			n += len(t.Columns)
 		}
 		out.Source.ColumnCount = &n
@@ -52,9 +50,9 @@ func (h *Datasets) datasetOut(ctx context.Context, d *store.Dataset, detail bool
 		if err != nil {
 			return out, err
 		}
-		info := datasetapi.ConnectionInfo{Type: datasetapi.ConnectionInfoType(c.Type), Host: c.Host, Port: c.Port, Database: c.Database,
+		info := api.ConnectionInfo{Type: api.ConnectionInfoType(c.Type), Host: c.Host, Port: c.Port, Database: c.Database,
 			Username: c.Username, SslMode: c.SSLMode}
-		var o datasetapi.DatabaseOptions
+		var o api.DatabaseOptions
 		if json.Unmarshal([]byte(c.Options), &o) == nil {
 			info.Options = &o
 		}
@@ -62,7 +60,7 @@ func (h *Datasets) datasetOut(ctx context.Context, d *store.Dataset, detail bool
 	}
 	if detail {
 		out.Source.S3Key = d.StorageKey
-		out.Metadata = &datasetapi.DatasetMetadata{UploadTime: d.UploadTime, ProcessingTimeMs: d.ProcessingTimeMS,
+		out.Metadata = &api.DatasetMetadata{UploadTime: d.UploadTime, ProcessingTimeMs: d.ProcessingTimeMS,
 			IndexTimeMs: d.IndexTimeMS, VectorCount: &d.VectorCount}
 	}
 	return out, nil
@@ -83,7 +81,7 @@ func (h *Datasets) dataset(ctx context.Context, q sqlx.QueryerContext, projectID
 	return d, auth.AccessFor(p, d.OrgID, d.Role).Need(perm)
 }
 
-func (h *Datasets) ListDatasets(ctx context.Context, req datasetapi.ListDatasetsRequestObject) (datasetapi.ListDatasetsResponseObject, error) {
+func (h *Datasets) ListDatasets(ctx context.Context, req api.ListDatasetsRequestObject) (api.ListDatasetsResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "datasets:list")
 	if err != nil {
 		return nil, err
@@ -93,7 +91,7 @@ func (h *Datasets) ListDatasets(ctx context.Context, req datasetapi.ListDatasets
 	if err != nil {
 		return nil, err
 	}
-	out := datasetapi.ListDatasets200JSONResponse{Datasets: []datasetapi.Dataset{}, Pagination: datasetapi.Pagination(paginate(ctx, pg, limit, total))}
+	out := api.ListDatasets200JSONResponse{Datasets: []api.Dataset{}, Pagination: paginate(ctx, pg, limit, total)}
 	for i := range ds {
 		x, err := h.datasetOut(ctx, &ds[i], false)
 		if err != nil {
@@ -104,7 +102,7 @@ func (h *Datasets) ListDatasets(ctx context.Context, req datasetapi.ListDatasets
 	return out, nil
 }
 
-func (h *Datasets) CreateDataset(ctx context.Context, req datasetapi.CreateDatasetRequestObject) (datasetapi.CreateDatasetResponseObject, error) {
+func (h *Datasets) CreateDataset(ctx context.Context, req api.CreateDatasetRequestObject) (api.CreateDatasetResponseObject, error) {
 	b := req.Body
 	now := h.now()
 	var d *store.Dataset
@@ -152,8 +150,8 @@ func (h *Datasets) CreateDataset(ctx context.Context, req datasetapi.CreateDatas
 	if err != nil {
 		return nil, err
 	}
-	return datasetapi.CreateDataset202JSONResponse{Body: out,
-		Headers: datasetapi.CreateDataset202ResponseHeaders{Location: "/api/v1/projects/" + d.ProjectID + "/datasets/" + d.ID}}, nil
+	return api.CreateDataset202JSONResponse{Body: out,
+		Headers: api.CreateDataset202ResponseHeaders{Location: "/api/v1/projects/" + d.ProjectID + "/datasets/" + d.ID}}, nil
 }
 
 // created records a new dataset in tx: its audit entry and the dataset.created and
@@ -183,7 +181,7 @@ func (h *Datasets) activeTables(ctx context.Context, projectID, id, perm, what s
 	return d, tables, err
 }
 
-func (h *Datasets) GetDataset(ctx context.Context, req datasetapi.GetDatasetRequestObject) (datasetapi.GetDatasetResponseObject, error) {
+func (h *Datasets) GetDataset(ctx context.Context, req api.GetDatasetRequestObject) (api.GetDatasetResponseObject, error) {
 	d, err := h.dataset(ctx, h.Store.DB, req.ProjectId, req.DatasetId, "datasets:list")
 	if err != nil {
 		return nil, err
@@ -192,10 +190,10 @@ func (h *Datasets) GetDataset(ctx context.Context, req datasetapi.GetDatasetRequ
 	if err != nil {
 		return nil, err
 	}
-	return datasetapi.GetDataset200JSONResponse(out), nil
+	return api.GetDataset200JSONResponse(out), nil
 }
 
-func (h *Datasets) UpdateDataset(ctx context.Context, req datasetapi.UpdateDatasetRequestObject) (datasetapi.UpdateDatasetResponseObject, error) {
+func (h *Datasets) UpdateDataset(ctx context.Context, req api.UpdateDatasetRequestObject) (api.UpdateDatasetResponseObject, error) {
 	var d *store.Dataset
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		var err error
@@ -218,10 +216,10 @@ func (h *Datasets) UpdateDataset(ctx context.Context, req datasetapi.UpdateDatas
 	if err != nil {
 		return nil, err
 	}
-	return datasetapi.UpdateDataset200JSONResponse(out), nil
+	return api.UpdateDataset200JSONResponse(out), nil
 }
 
-func (h *Datasets) DeleteDataset(ctx context.Context, req datasetapi.DeleteDatasetRequestObject) (datasetapi.DeleteDatasetResponseObject, error) {
+func (h *Datasets) DeleteDataset(ctx context.Context, req api.DeleteDatasetRequestObject) (api.DeleteDatasetResponseObject, error) {
 	now := h.now()
 	var file string
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
@@ -258,10 +256,10 @@ func (h *Datasets) DeleteDataset(ctx context.Context, req datasetapi.DeleteDatas
 	if file != "" {
 		h.removeFiles([]string{file})
 	}
-	return datasetapi.DeleteDataset200JSONResponse{Message: "dataset " + req.DatasetId + " deleted", DeletedAt: now}, nil
+	return api.DeleteDataset200JSONResponse{Message: "dataset " + req.DatasetId + " deleted", DeletedAt: now}, nil
 }
 
-func (h *Datasets) PreviewDataset(ctx context.Context, req datasetapi.PreviewDatasetRequestObject) (datasetapi.PreviewDatasetResponseObject, error) {
+func (h *Datasets) PreviewDataset(ctx context.Context, req api.PreviewDatasetRequestObject) (api.PreviewDatasetResponseObject, error) {
 	_, tables, err := h.activeTables(ctx, req.ProjectId, req.DatasetId, "datasets:read", "its rows can be previewed")
 	if err != nil {
 		return nil, err
@@ -286,7 +284,7 @@ func (h *Datasets) PreviewDataset(ctx context.Context, req datasetapi.PreviewDat
 	if req.Params.Offset != nil {
 		offset = *req.Params.Offset
 	}
-	out := datasetapi.PreviewDataset200JSONResponse{Table: t.Name, Columns: make([]string, len(cols)), Rows: [][]*any{}}
+	out := api.PreviewDataset200JSONResponse{Table: t.Name, Columns: make([]string, len(cols)), Rows: [][]*any{}}
 	sel := ""
 	for i, c := range cols {
 		out.Columns[i] = c.Name
@@ -348,7 +346,7 @@ func (h *Datasets) PreviewDataset(ctx context.Context, req datasetapi.PreviewDat
 	return out, rows.Err()
 }
 
-func (h *Datasets) GetJob(ctx context.Context, req datasetapi.GetJobRequestObject) (datasetapi.GetJobResponseObject, error) {
+func (h *Datasets) GetJob(ctx context.Context, req api.GetJobRequestObject) (api.GetJobResponseObject, error) {
 	notFound := apierr.NotFound("job", req.JobId)
 	j, err := jobs.Get(ctx, h.Store.DB, req.JobId)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && j.OrgID == nil) {
@@ -359,11 +357,11 @@ func (h *Datasets) GetJob(ctx context.Context, req datasetapi.GetJobRequestObjec
 	if _, _, err := h.access(ctx, h.Store.DB, *j.OrgID); err != nil {
 		return nil, notFound
 	}
-	out := datasetapi.GetJob200JSONResponse{Id: j.ID, Kind: j.Kind, Status: datasetapi.JobStatus(j.Status), ResourceType: j.ResourceType,
+	out := api.GetJob200JSONResponse{Id: j.ID, Kind: j.Kind, Status: api.JobStatus(j.Status), ResourceType: j.ResourceType,
 		ResourceId: j.ResourceID, Attempts: j.Attempts, MaxAttempts: &j.MaxAttempts, Error: j.LastError, CreatedAt: j.CreatedAt,
 		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}
 	if j.Progress != nil {
-		var p datasetapi.JobProgress
+		var p api.JobProgress
 		if json.Unmarshal([]byte(*j.Progress), &p) == nil {
 			out.Progress = &p
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"dataplatform/cmd/dataplatform/config"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/reqmeta"
@@ -86,26 +87,9 @@ func page(p, l *int) (pg, limit, offset int) {
 	return pg, limit, (pg - 1) * limit
 }
 
-// pagination mirrors the generated Pagination types (identical fields, so each area converts it
-// to its own).
-type pagination struct {
-	FirstPageUrl *string `json:"first_page_url,omitempty"`
-	HasNext      bool    `json:"has_next"`
-	HasPrev      bool    `json:"has_prev"`
-	LastPageUrl  *string `json:"last_page_url,omitempty"`
-	Limit        int     `json:"limit"`
-	NextCursor   *string `json:"next_cursor,omitempty"`
-	NextPageUrl  *string `json:"next_page_url,omitempty"`
-	Page         int     `json:"page"`
-	Pages        int     `json:"pages"`
-	PrevCursor   *string `json:"prev_cursor,omitempty"`
-	PrevPageUrl  *string `json:"prev_page_url,omitempty"`
-	Total        int     `json:"total"`
-}
-
 // paginate builds the pagination object with relative page URLs that keep the request's other
 // query parameters.
-func paginate(ctx context.Context, pg, limit, total int) pagination {
+func paginate(ctx context.Context, pg, limit, total int) api.Pagination {
 	pages := (total + limit - 1) / limit
 	m := reqmeta.From(ctx)
 	link := func(n int) *string {
@@ -124,7 +108,7 @@ func paginate(ctx context.Context, pg, limit, total int) pagination {
 	if last < 1 {
 		last = 1
 	}
-	p := pagination{Page: pg, Limit: limit, Total: total, Pages: pages, HasNext: pg < pages, HasPrev: pg > 1 && total > 0,
+	p := api.Pagination{Page: pg, Limit: limit, Total: total, Pages: pages, HasNext: pg < pages, HasPrev: pg > 1 && total > 0,
 		FirstPageUrl: link(1), LastPageUrl: link(last)}
 	if p.HasNext {
 		p.NextPageUrl = link(pg + 1)
@@ -168,4 +152,21 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// API implements the generated strict server interface, one embedded type per SPEC area.
+type API struct {
+	*Auth
+	*Orgs
+	*Projects
+	*Datasets
+	*Queries
+	*System
+}
+
+var _ api.StrictServerInterface = (*API)(nil)
+
+// NewAPI is the API over h.
+func NewAPI(h *Handlers) *API {
+	return &API{Auth: &Auth{h}, Orgs: &Orgs{h}, Projects: &Projects{h}, Datasets: &Datasets{h}, Queries: &Queries{h}, System: &System{h}}
 }

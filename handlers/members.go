@@ -8,8 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/gen/authapi"
-	"dataplatform/gen/orgapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -17,9 +16,9 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-func orgUserOut(u *store.OrgUser) orgapi.OrganizationUser {
-	return orgapi.OrganizationUser{Id: u.ID, Name: u.Name, Email: u.Email, AvatarUrl: u.AvatarURL, Role: orgapi.MemberRole(u.Role),
-		Status: orgapi.OrganizationUserStatus(u.Status), JoinedAt: u.JoinedAt, LastActiveAt: u.LastActiveAt,
+func orgUserOut(u *store.OrgUser) api.OrganizationUser {
+	return api.OrganizationUser{Id: u.ID, Name: u.Name, Email: u.Email, AvatarUrl: u.AvatarURL, Role: api.MemberRole(u.Role),
+		Status: api.OrganizationUserStatus(u.Status), JoinedAt: u.JoinedAt, LastActiveAt: u.LastActiveAt,
 		TwoFactorEnabled: u.TwoFactorEnabled, Teams: []struct {
 			Id   string `json:"id"`
 			Name string `json:"name"`
@@ -40,7 +39,7 @@ func (o *Orgs) manager(ctx context.Context, tx *sqlx.Tx, orgID string) (*auth.Pr
 	return p, acc, acc.Need("users:manage")
 }
 
-func (o *Orgs) ListOrganizationUsers(ctx context.Context, req orgapi.ListOrganizationUsersRequestObject) (orgapi.ListOrganizationUsersResponseObject, error) {
+func (o *Orgs) ListOrganizationUsers(ctx context.Context, req api.ListOrganizationUsersRequestObject) (api.ListOrganizationUsersResponseObject, error) {
 	_, acc, err := o.access(ctx, o.Store.DB, req.OrganizationId)
 	if err != nil {
 		return nil, err
@@ -49,10 +48,10 @@ func (o *Orgs) ListOrganizationUsers(ctx context.Context, req orgapi.ListOrganiz
 		return nil, err
 	}
 	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
-	out := orgapi.ListOrganizationUsers200JSONResponse{Users: []orgapi.OrganizationUser{}}
+	out := api.ListOrganizationUsers200JSONResponse{Users: []api.OrganizationUser{}}
 	if req.Params.TeamId != nil {
 		// Teams do not exist yet: nobody is in any team.
-		out.Pagination = orgapi.Pagination(paginate(ctx, pg, limit, 0))
+		out.Pagination = paginate(ctx, pg, limit, 0)
 		return out, nil
 	}
 	f := store.UserFilter{Search: deref(req.Params.Search), Role: string(deref(req.Params.Role)), Status: string(deref(req.Params.Status))}
@@ -63,11 +62,11 @@ func (o *Orgs) ListOrganizationUsers(ctx context.Context, req orgapi.ListOrganiz
 	for i := range users {
 		out.Users = append(out.Users, orgUserOut(&users[i]))
 	}
-	out.Pagination = orgapi.Pagination(paginate(ctx, pg, limit, total))
+	out.Pagination = paginate(ctx, pg, limit, total)
 	return out, nil
 }
 
-func (o *Orgs) UpdateOrganizationUser(ctx context.Context, req orgapi.UpdateOrganizationUserRequestObject) (orgapi.UpdateOrganizationUserResponseObject, error) {
+func (o *Orgs) UpdateOrganizationUser(ctx context.Context, req api.UpdateOrganizationUserRequestObject) (api.UpdateOrganizationUserResponseObject, error) {
 	var out *store.OrgUser
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		_, acc, err := o.manager(ctx, tx, req.OrganizationId)
@@ -103,7 +102,7 @@ func (o *Orgs) UpdateOrganizationUser(ctx context.Context, req orgapi.UpdateOrga
 	if err != nil {
 		return nil, err
 	}
-	return orgapi.UpdateOrganizationUser200JSONResponse(orgUserOut(out)), nil
+	return api.UpdateOrganizationUser200JSONResponse(orgUserOut(out)), nil
 }
 
 // lockedMember locks the organization (role and removal checks must not race) and loads one
@@ -131,7 +130,7 @@ func (o *Orgs) keepAnOwner(ctx context.Context, tx *sqlx.Tx, orgID string) error
 	return nil
 }
 
-func (o *Orgs) RemoveOrganizationUser(ctx context.Context, req orgapi.RemoveOrganizationUserRequestObject) (orgapi.RemoveOrganizationUserResponseObject, error) {
+func (o *Orgs) RemoveOrganizationUser(ctx context.Context, req api.RemoveOrganizationUserRequestObject) (api.RemoveOrganizationUserResponseObject, error) {
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		p, acc, err := o.access(ctx, tx, req.OrganizationId)
 		if err != nil {
@@ -175,10 +174,10 @@ func (o *Orgs) RemoveOrganizationUser(ctx context.Context, req orgapi.RemoveOrga
 	if err != nil {
 		return nil, err
 	}
-	return orgapi.RemoveOrganizationUser204Response{}, nil
+	return api.RemoveOrganizationUser204Response{}, nil
 }
 
-func (o *Orgs) CreateInvitation(ctx context.Context, req orgapi.CreateInvitationRequestObject) (orgapi.CreateInvitationResponseObject, error) {
+func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationRequestObject) (api.CreateInvitationResponseObject, error) {
 	b := req.Body
 	email := strings.TrimSpace(string(b.Email))
 	role := "viewer"
@@ -244,8 +243,8 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req orgapi.CreateInvitation
 	if err != nil {
 		return nil, err
 	}
-	return orgapi.CreateInvitation201JSONResponse{InvitationId: inv.ID, OrganizationId: inv.OrgID, UserId: &inv.UserID, Email: inv.Email,
-		Name: inv.Name, Role: orgapi.MemberRole(inv.Role), Status: orgapi.InvitationStatusPending, ExpiresAt: inv.ExpiresAt,
+	return api.CreateInvitation201JSONResponse{InvitationId: inv.ID, OrganizationId: inv.OrgID, UserId: &inv.UserID, Email: inv.Email,
+		Name: inv.Name, Role: api.MemberRole(inv.Role), Status: api.InvitationStatusPending, ExpiresAt: inv.ExpiresAt,
 		InvitationUrl: o.Config.BaseURL + "/api/v1/invitations/" + token, CreatedAt: inv.CreatedAt}, nil
 }
 
@@ -281,7 +280,7 @@ func (o *Orgs) invitation(ctx context.Context, q sqlx.QueryerContext, token stri
 	return inv, nil
 }
 
-func (o *Orgs) GetInvitation(ctx context.Context, req orgapi.GetInvitationRequestObject) (orgapi.GetInvitationResponseObject, error) {
+func (o *Orgs) GetInvitation(ctx context.Context, req api.GetInvitationRequestObject) (api.GetInvitationResponseObject, error) {
 	inv, err := o.invitation(ctx, o.Store.DB, req.Token, false)
 	if err != nil {
 		return nil, err
@@ -290,14 +289,14 @@ func (o *Orgs) GetInvitation(ctx context.Context, req orgapi.GetInvitationReques
 	if err != nil {
 		return nil, err
 	}
-	return orgapi.GetInvitation200JSONResponse{OrganizationId: inv.OrgID, OrganizationName: inv.OrgName, Email: inv.Email, Name: inv.Name,
-		Role: orgapi.MemberRole(inv.Role), Status: orgapi.InvitationInfoStatusPending, ExpiresAt: inv.ExpiresAt,
+	return api.GetInvitation200JSONResponse{OrganizationId: inv.OrgID, OrganizationName: inv.OrgName, Email: inv.Email, Name: inv.Name,
+		Role: api.MemberRole(inv.Role), Status: api.InvitationInfoStatusPending, ExpiresAt: inv.ExpiresAt,
 		ExistingUser: u.Status != "invited", Message: inv.Message}, nil
 }
 
-func (o *Orgs) AcceptInvitation(ctx context.Context, req orgapi.AcceptInvitationRequestObject) (orgapi.AcceptInvitationResponseObject, error) {
+func (o *Orgs) AcceptInvitation(ctx context.Context, req api.AcceptInvitationRequestObject) (api.AcceptInvitationResponseObject, error) {
 	b := req.Body
-	var tr authapi.TokenResponse
+	var tr api.TokenResponse
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		inv, err := o.invitation(ctx, tx, req.Token, true)
 		if err != nil {
@@ -351,8 +350,8 @@ func (o *Orgs) AcceptInvitation(ctx context.Context, req orgapi.AcceptInvitation
 }
 
 // acceptResponse answers an accepted invitation with the same sign-in body as login.
-type acceptResponse struct{ authapi.TokenResponse }
+type acceptResponse struct{ api.TokenResponse }
 
 func (r acceptResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
-	return authapi.Login200JSONResponse(r.TokenResponse).VisitLoginResponse(w)
+	return api.Login200JSONResponse(r.TokenResponse).VisitLoginResponse(w)
 }

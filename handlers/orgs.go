@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"dataplatform/gen/orgapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -22,32 +22,30 @@ import (
 // Orgs implements organizations, their users and invitations.
 type Orgs struct{ *Handlers }
 
-var _ orgapi.StrictServerInterface = (*Orgs)(nil)
-
-func (o *Orgs) orgOut(org *store.Organization, detail bool) (orgapi.Organization, error) {
+func (o *Orgs) orgOut(org *store.Organization, detail bool) (api.Organization, error) {
 	p := planOf(org.PlanTier)
-	out := orgapi.Organization{
+	out := api.Organization{
 		Id: org.ID, Name: org.Name, Slug: org.Slug, Description: org.Description, LogoUrl: org.LogoURL, Website: org.Website,
 		Industry: org.Industry, Size: org.Size, CreatedAt: org.CreatedAt, UpdatedAt: org.UpdatedAt,
-		UserRole: orgapi.MemberRole(org.Role), UserCount: org.UserCount, ProjectCount: org.ProjectCount,
-		Plan: orgapi.Plan{Name: p.Name, Tier: orgapi.PlanTier(p.Tier)},
+		UserRole: api.MemberRole(org.Role), UserCount: org.UserCount, ProjectCount: org.ProjectCount,
+		Plan: api.Plan{Name: p.Name, Tier: api.PlanTier(p.Tier)},
 	}
 	if !detail {
 		return out, nil
 	}
 	out.Plan.PriceMonthly = ptr(float32(p.PriceMonthly))
-	out.Plan.BillingCycle = ptr(orgapi.Monthly)
+	out.Plan.BillingCycle = ptr(api.Monthly)
 	if d := nextBillingDate(p, o.now()); d != nil {
 		out.Plan.NextBillingDate = &openapi_types.Date{Time: *d}
 	}
-	var settings orgapi.OrganizationSettings
+	var settings api.OrganizationSettings
 	b, _ := json.Marshal(mergeSettings(defaultSettings(o.OIDC != nil), org.Settings))
 	if err := json.Unmarshal(b, &settings); err != nil {
 		return out, err
 	}
 	out.Settings = &settings
 	usage := struct {
-		Projects orgapi.UsageCount `json:"projects"`
+		Projects api.UsageCount `json:"projects"`
 		Queries  struct {
 			LimitMonthly int `json:"limit_monthly"`
 			ThisMonth    int `json:"this_month"`
@@ -56,17 +54,17 @@ func (o *Orgs) orgOut(org *store.Organization, detail bool) (orgapi.Organization
 			LimitBytes int64 `json:"limit_bytes"`
 			UsedBytes  int64 `json:"used_bytes"`
 		} `json:"storage"`
-		Users orgapi.UsageCount `json:"users"`
+		Users api.UsageCount `json:"users"`
 	}{}
-	usage.Users = orgapi.UsageCount{Count: org.UserCount, Limit: p.Users}
-	usage.Projects = orgapi.UsageCount{Count: org.ProjectCount, Limit: p.Projects}
+	usage.Users = api.UsageCount{Count: org.UserCount, Limit: p.Users}
+	usage.Projects = api.UsageCount{Count: org.ProjectCount, Limit: p.Projects}
 	usage.Storage.LimitBytes = p.StorageBytes
 	usage.Queries.LimitMonthly = p.QueriesMonthly
 	out.Usage = &usage
 	return out, nil
 }
 
-func (o *Orgs) ListOrganizations(ctx context.Context, req orgapi.ListOrganizationsRequestObject) (orgapi.ListOrganizationsResponseObject, error) {
+func (o *Orgs) ListOrganizations(ctx context.Context, req api.ListOrganizationsRequestObject) (api.ListOrganizationsResponseObject, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -76,7 +74,7 @@ func (o *Orgs) ListOrganizations(ctx context.Context, req orgapi.ListOrganizatio
 	if err != nil {
 		return nil, err
 	}
-	out := orgapi.ListOrganizations200JSONResponse{Organizations: []orgapi.Organization{}, Pagination: orgapi.Pagination(paginate(ctx, pg, limit, total))}
+	out := api.ListOrganizations200JSONResponse{Organizations: []api.Organization{}, Pagination: paginate(ctx, pg, limit, total)}
 	for i := range orgs {
 		x, err := o.orgOut(&orgs[i], false)
 		if err != nil {
@@ -101,7 +99,7 @@ func slugFrom(name string) string {
 	return s
 }
 
-func (o *Orgs) CreateOrganization(ctx context.Context, req orgapi.CreateOrganizationRequestObject) (orgapi.CreateOrganizationResponseObject, error) {
+func (o *Orgs) CreateOrganization(ctx context.Context, req api.CreateOrganizationRequestObject) (api.CreateOrganizationResponseObject, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -149,16 +147,16 @@ func (o *Orgs) CreateOrganization(ctx context.Context, req orgapi.CreateOrganiza
 	if err != nil {
 		return nil, err
 	}
-	resp := orgapi.CreateOrganization201JSONResponse{Body: out, Headers: orgapi.CreateOrganization201ResponseHeaders{Location: "/api/v1/organizations/" + org.ID}}
+	resp := api.CreateOrganization201JSONResponse{Body: out, Headers: api.CreateOrganization201ResponseHeaders{Location: "/api/v1/organizations/" + org.ID}}
 	resp.Body.Owner = &struct {
-		Email string        `json:"email"`
-		Id    orgapi.UserId `json:"id"`
-		Name  string        `json:"name"`
+		Email string     `json:"email"`
+		Id    api.UserId `json:"id"`
+		Name  string     `json:"name"`
 	}{owner.Email, owner.ID, owner.Name}
 	return resp, nil
 }
 
-func (o *Orgs) GetOrganization(ctx context.Context, req orgapi.GetOrganizationRequestObject) (orgapi.GetOrganizationResponseObject, error) {
+func (o *Orgs) GetOrganization(ctx context.Context, req api.GetOrganizationRequestObject) (api.GetOrganizationResponseObject, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -176,10 +174,10 @@ func (o *Orgs) GetOrganization(ctx context.Context, req orgapi.GetOrganizationRe
 	if err != nil {
 		return nil, err
 	}
-	return orgapi.GetOrganization200JSONResponse(out), nil
+	return api.GetOrganization200JSONResponse(out), nil
 }
 
-func (o *Orgs) UpdateOrganization(ctx context.Context, req orgapi.UpdateOrganizationRequestObject) (orgapi.UpdateOrganizationResponseObject, error) {
+func (o *Orgs) UpdateOrganization(ctx context.Context, req api.UpdateOrganizationRequestObject) (api.UpdateOrganizationResponseObject, error) {
 	var org *store.Organization
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		p, acc, err := o.access(ctx, tx, req.OrganizationId)
@@ -220,11 +218,11 @@ func (o *Orgs) UpdateOrganization(ctx context.Context, req orgapi.UpdateOrganiza
 	if err != nil {
 		return nil, err
 	}
-	return orgapi.UpdateOrganization200JSONResponse(out), nil
+	return api.UpdateOrganization200JSONResponse(out), nil
 }
 
-func (o *Orgs) DeleteOrganization(ctx context.Context, req orgapi.DeleteOrganizationRequestObject) (orgapi.DeleteOrganizationResponseObject, error) {
-	var out orgapi.DeleteOrganization200JSONResponse
+func (o *Orgs) DeleteOrganization(ctx context.Context, req api.DeleteOrganizationRequestObject) (api.DeleteOrganizationResponseObject, error) {
+	var out api.DeleteOrganization200JSONResponse
 	var files []string
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		p, acc, err := o.access(ctx, tx, req.OrganizationId)
@@ -290,7 +288,7 @@ func (o *Orgs) DeleteOrganization(ctx context.Context, req orgapi.DeleteOrganiza
 				return err
 			}
 		}
-		out = orgapi.DeleteOrganization200JSONResponse{Message: "organization " + org.Slug + " deleted", DeletedAt: now,
+		out = api.DeleteOrganization200JSONResponse{Message: "organization " + org.Slug + " deleted", DeletedAt: now,
 			ProjectsTransferred: moved, ProjectsDeleted: deleted}
 		if target != "" {
 			out.TransferredTo = &target

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"dataplatform/gen/projectapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -17,10 +17,8 @@ import (
 // Projects implements projects.
 type Projects struct{ *Handlers }
 
-var _ projectapi.StrictServerInterface = (*Projects)(nil)
-
-func projectOut(p *store.Project) projectapi.Project {
-	return projectapi.Project{Id: p.ID, OrganizationId: p.OrgID, Name: p.Name, Description: p.Description, CreatedBy: p.CreatedBy,
+func projectOut(p *store.Project) api.Project {
+	return api.Project{Id: p.ID, OrganizationId: p.OrgID, Name: p.Name, Description: p.Description, CreatedBy: p.CreatedBy,
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, DatasetCount: p.DatasetCount}
 }
 
@@ -45,7 +43,7 @@ func (h *Handlers) project(ctx context.Context, tx *sqlx.Tx, id, perm string) (*
 	return prj, auth.AccessFor(p, prj.OrgID, prj.Role).Need(perm)
 }
 
-func (h *Projects) ListProjects(ctx context.Context, req projectapi.ListProjectsRequestObject) (projectapi.ListProjectsResponseObject, error) {
+func (h *Projects) ListProjects(ctx context.Context, req api.ListProjectsRequestObject) (api.ListProjectsResponseObject, error) {
 	_, acc, err := h.access(ctx, h.Store.DB, req.OrganizationId)
 	if err != nil {
 		return nil, err
@@ -58,14 +56,14 @@ func (h *Projects) ListProjects(ctx context.Context, req projectapi.ListProjects
 	if err != nil {
 		return nil, err
 	}
-	out := projectapi.ListProjects200JSONResponse{Projects: []projectapi.Project{}, Pagination: projectapi.Pagination(paginate(ctx, pg, limit, total))}
+	out := api.ListProjects200JSONResponse{Projects: []api.Project{}, Pagination: paginate(ctx, pg, limit, total)}
 	for i := range ps {
 		out.Projects = append(out.Projects, projectOut(&ps[i]))
 	}
 	return out, nil
 }
 
-func (h *Projects) CreateProject(ctx context.Context, req projectapi.CreateProjectRequestObject) (projectapi.CreateProjectResponseObject, error) {
+func (h *Projects) CreateProject(ctx context.Context, req api.CreateProjectRequestObject) (api.CreateProjectResponseObject, error) {
 	now := h.now()
 	prj := &store.Project{ID: store.NewID("prj"), OrgID: req.OrganizationId, Name: req.Body.Name, CreatedAt: now, UpdatedAt: now}
 	if d := deref(req.Body.Description); d != "" {
@@ -99,19 +97,19 @@ func (h *Projects) CreateProject(ctx context.Context, req projectapi.CreateProje
 	if err != nil {
 		return nil, err
 	}
-	return projectapi.CreateProject201JSONResponse{Body: projectOut(prj),
-		Headers: projectapi.CreateProject201ResponseHeaders{Location: "/api/v1/projects/" + prj.ID}}, nil
+	return api.CreateProject201JSONResponse{Body: projectOut(prj),
+		Headers: api.CreateProject201ResponseHeaders{Location: "/api/v1/projects/" + prj.ID}}, nil
 }
 
-func (h *Projects) GetProject(ctx context.Context, req projectapi.GetProjectRequestObject) (projectapi.GetProjectResponseObject, error) {
+func (h *Projects) GetProject(ctx context.Context, req api.GetProjectRequestObject) (api.GetProjectResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "datasets:list")
 	if err != nil {
 		return nil, err
 	}
-	return projectapi.GetProject200JSONResponse(projectOut(prj)), nil
+	return api.GetProject200JSONResponse(projectOut(prj)), nil
 }
 
-func (h *Projects) UpdateProject(ctx context.Context, req projectapi.UpdateProjectRequestObject) (projectapi.UpdateProjectResponseObject, error) {
+func (h *Projects) UpdateProject(ctx context.Context, req api.UpdateProjectRequestObject) (api.UpdateProjectResponseObject, error) {
 	var prj *store.Project
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		var err error
@@ -130,10 +128,10 @@ func (h *Projects) UpdateProject(ctx context.Context, req projectapi.UpdateProje
 	if err != nil {
 		return nil, err
 	}
-	return projectapi.UpdateProject200JSONResponse(projectOut(prj)), nil
+	return api.UpdateProject200JSONResponse(projectOut(prj)), nil
 }
 
-func (h *Projects) DeleteProject(ctx context.Context, req projectapi.DeleteProjectRequestObject) (projectapi.DeleteProjectResponseObject, error) {
+func (h *Projects) DeleteProject(ctx context.Context, req api.DeleteProjectRequestObject) (api.DeleteProjectResponseObject, error) {
 	var files []string
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		prj, err := h.project(ctx, tx, req.ProjectId, "datasets:delete")
@@ -152,5 +150,5 @@ func (h *Projects) DeleteProject(ctx context.Context, req projectapi.DeleteProje
 		return nil, err
 	}
 	h.removeFiles(files)
-	return projectapi.DeleteProject204Response{}, nil
+	return api.DeleteProject204Response{}, nil
 }

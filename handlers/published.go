@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/gen/datasetapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -24,7 +24,7 @@ import (
 )
 
 // GetDatasetJSONSchema is a record of the dataset (at a version) as JSON Schema 2020-12.
-func (h *Datasets) GetDatasetJSONSchema(ctx context.Context, req datasetapi.GetDatasetJSONSchemaRequestObject) (datasetapi.GetDatasetJSONSchemaResponseObject, error) {
+func (h *Datasets) GetDatasetJSONSchema(ctx context.Context, req api.GetDatasetJSONSchemaRequestObject) (api.GetDatasetJSONSchemaResponseObject, error) {
 	raw, _, desc, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Table, req.Params.Version)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func (h *Datasets) GetDatasetJSONSchema(ctx context.Context, req datasetapi.GetD
 		}
 	}
 	out["$defs"] = defs
-	return datasetapi.GetDatasetJSONSchema200ApplicationSchemaPlusJSONResponse(out), nil
+	return api.GetDatasetJSONSchema200ApplicationSchemaPlusJSONResponse(out), nil
 }
 
 // jsonSchema turns an OpenAPI 3.0 schema into JSON Schema 2020-12: nullable becomes a null
@@ -144,16 +144,16 @@ func (h *Datasets) docsPage(ctx context.Context, id string, table *string, kind 
 	return docsPage{kind: kind, title: desc.Doc.Info.Title, spec: spec}, nil
 }
 
-func (h *Datasets) GetDatasetDocs(ctx context.Context, req datasetapi.GetDatasetDocsRequestObject) (datasetapi.GetDatasetDocsResponseObject, error) {
+func (h *Datasets) GetDatasetDocs(ctx context.Context, req api.GetDatasetDocsRequestObject) (api.GetDatasetDocsResponseObject, error) {
 	return h.docsPage(ctx, req.DatasetId, req.Params.Table, docs.Swagger)
 }
 
-func (h *Datasets) GetDatasetRedoc(ctx context.Context, req datasetapi.GetDatasetRedocRequestObject) (datasetapi.GetDatasetRedocResponseObject, error) {
+func (h *Datasets) GetDatasetRedoc(ctx context.Context, req api.GetDatasetRedocRequestObject) (api.GetDatasetRedocResponseObject, error) {
 	return h.docsPage(ctx, req.DatasetId, req.Params.Table, docs.Redoc)
 }
 
 // GetDatasetSDK generates a client package of the dataset's current description.
-func (h *Datasets) GetDatasetSDK(ctx context.Context, req datasetapi.GetDatasetSDKRequestObject) (datasetapi.GetDatasetSDKResponseObject, error) {
+func (h *Datasets) GetDatasetSDK(ctx context.Context, req api.GetDatasetSDKRequestObject) (api.GetDatasetSDKResponseObject, error) {
 	desc, err := h.description(ctx, req.DatasetId, req.Params.Table)
 	if err != nil {
 		return nil, err
@@ -188,11 +188,11 @@ func (h *Datasets) GetDatasetSDK(ctx context.Context, req datasetapi.GetDatasetS
 		return nil, genErr
 	}
 	name := fmt.Sprintf("%s-%s-%s.zip", pkg, req.Language, version)
-	return datasetapi.GetDatasetSDK200ApplicationzipResponse{Body: bytes.NewReader(res.Archive), ContentLength: int64(len(res.Archive)),
-		Headers: datasetapi.GetDatasetSDK200ResponseHeaders{ContentDisposition: `attachment; filename="` + name + `"`}}, nil
+	return api.GetDatasetSDK200ApplicationzipResponse{Body: bytes.NewReader(res.Archive), ContentLength: int64(len(res.Archive)),
+		Headers: api.GetDatasetSDK200ResponseHeaders{ContentDisposition: `attachment; filename="` + name + `"`}}, nil
 }
 
-func (h *Datasets) GetDatasetSDKLogs(ctx context.Context, req datasetapi.GetDatasetSDKLogsRequestObject) (datasetapi.GetDatasetSDKLogsResponseObject, error) {
+func (h *Datasets) GetDatasetSDKLogs(ctx context.Context, req api.GetDatasetSDKLogsRequestObject) (api.GetDatasetSDKLogsResponseObject, error) {
 	if _, err := h.description(ctx, req.DatasetId, nil); err != nil {
 		return nil, err
 	}
@@ -200,22 +200,22 @@ func (h *Datasets) GetDatasetSDKLogs(ctx context.Context, req datasetapi.GetData
 	if err != nil {
 		return nil, err
 	}
-	out := datasetapi.GetDatasetSDKLogs200JSONResponse{DatasetId: req.DatasetId}
+	out := api.GetDatasetSDKLogs200JSONResponse{DatasetId: req.DatasetId}
 	type gen = struct {
-		CreatedAt  time.Time                                                        `json:"created_at"`
-		DurationMs int                                                              `json:"duration_ms"`
-		Error      *string                                                          `json:"error,omitempty"`
-		Id         string                                                           `json:"id"`
-		Language   string                                                           `json:"language"`
-		SizeBytes  *int                                                             `json:"size_bytes,omitempty"`
-		Status     datasetapi.GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus `json:"status"`
-		Version    string                                                           `json:"version"`
-		Warnings   []string                                                         `json:"warnings"`
+		CreatedAt  time.Time                                                 `json:"created_at"`
+		DurationMs int                                                       `json:"duration_ms"`
+		Error      *string                                                   `json:"error,omitempty"`
+		Id         string                                                    `json:"id"`
+		Language   string                                                    `json:"language"`
+		SizeBytes  *int                                                      `json:"size_bytes,omitempty"`
+		Status     api.GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus `json:"status"`
+		Version    string                                                    `json:"version"`
+		Warnings   []string                                                  `json:"warnings"`
 	}
 	out.Generations = []gen{}
 	for _, g := range gens {
 		x := gen{CreatedAt: g.CreatedAt, DurationMs: int(g.DurationMS), Error: g.Error, Id: g.ID, Language: g.Language, Version: g.Version,
-			Status: datasetapi.GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus(g.Status), Warnings: []string{}}
+			Status: api.GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus(g.Status), Warnings: []string{}}
 		if g.SizeBytes != nil {
 			x.SizeBytes = ptr(int(*g.SizeBytes))
 		}

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"dataplatform/gen/queryapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -53,7 +53,7 @@ func (r executedResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) 
 // projectQueryCache keeps executed queries (options.cache) for projectCacheTTL.
 var projectQueryCache = newTTLCache[queries.Executed](maxCached)
 
-func (h *Queries) ExecuteQuery(ctx context.Context, req queryapi.ExecuteQueryRequestObject) (queryapi.ExecuteQueryResponseObject, error) {
+func (h *Queries) ExecuteQuery(ctx context.Context, req api.ExecuteQueryRequestObject) (api.ExecuteQueryResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
 	if err != nil {
 		return nil, err
@@ -66,7 +66,7 @@ func (h *Queries) ExecuteQuery(ctx context.Context, req queryapi.ExecuteQueryReq
 }
 
 // run executes a query and enters it in the history.
-func (h *Queries) run(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest) (*queries.Executed, error) {
+func (h *Queries) run(ctx context.Context, prj *store.Project, b *api.ExecuteQueryRequest) (*queries.Executed, error) {
 	start := time.Now()
 	qr, e, err := h.newQuery(ctx, prj, typeOf((*string)(b.Type)), b.Query)
 	if err != nil {
@@ -287,7 +287,7 @@ func typeOf(t *string) string {
 }
 
 // execute prepares and runs a SQL query into e.
-func (h *Queries) execute(ctx context.Context, prj *store.Project, b *queryapi.ExecuteQueryRequest, e *queries.Executed, qr *store.Query, start time.Time) error {
+func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.ExecuteQueryRequest, e *queries.Executed, qr *store.Query, start time.Time) error {
 	pp, err := h.prepare(ctx, prj, e.Type, b.Query, b.Datasets, b.Parameters, false)
 	if err != nil {
 		return err
@@ -418,7 +418,7 @@ func emitStarted(ctx context.Context, tx *sqlx.Tx, qr *store.Query) error {
 		"user_id": qr.UserID}, qr.CreatedAt)
 }
 
-func (h *Queries) ListQueries(ctx context.Context, req queryapi.ListQueriesRequestObject) (queryapi.ListQueriesResponseObject, error) {
+func (h *Queries) ListQueries(ctx context.Context, req api.ListQueriesRequestObject) (api.ListQueriesResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read")
 	if err != nil {
 		return nil, err
@@ -437,9 +437,9 @@ func (h *Queries) ListQueries(ctx context.Context, req queryapi.ListQueriesReque
 	if err != nil {
 		return nil, err
 	}
-	out := queryapi.ListQueries200JSONResponse{Queries: []queryapi.QueryHistoryItem{}, Pagination: queryapi.Pagination(paginate(ctx, pg, limit, total))}
+	out := api.ListQueries200JSONResponse{Queries: []api.QueryHistoryItem{}, Pagination: paginate(ctx, pg, limit, total)}
 	for _, q := range qs {
-		it := queryapi.QueryHistoryItem{Id: q.ID, Type: queryapi.QueryHistoryItemType(q.Type), Query: q.Query, Status: queryapi.QueryHistoryItemStatus(q.Status),
+		it := api.QueryHistoryItem{Id: q.ID, Type: api.QueryHistoryItemType(q.Type), Query: q.Query, Status: api.QueryHistoryItemStatus(q.Status),
 			RowCount: q.RowCount, DatasetIds: ptr([]string(q.DatasetIDs)), ErrorCode: q.ErrorCode, CreatedAt: q.CreatedAt}
 		if q.ExecutionTimeMS != nil {
 			it.ExecutionTimeMs = ptr(int(*q.ExecutionTimeMS))
@@ -474,7 +474,7 @@ func dateBound(name string, v *string, end bool) (*time.Time, error) {
 	return &t, nil
 }
 
-func (h *Queries) GetQuery(ctx context.Context, req queryapi.GetQueryRequestObject) (queryapi.GetQueryResponseObject, error) {
+func (h *Queries) GetQuery(ctx context.Context, req api.GetQueryRequestObject) (api.GetQueryResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read")
 	if err != nil {
 		return nil, err
@@ -504,26 +504,26 @@ func (h *Queries) plan(ctx context.Context, prj *store.Project, pp *prepared) (j
 	return res.Plan, nil
 }
 
-func (h *Queries) ValidateQuery(ctx context.Context, req queryapi.ValidateQueryRequestObject) (queryapi.ValidateQueryResponseObject, error) {
+func (h *Queries) ValidateQuery(ctx context.Context, req api.ValidateQueryRequestObject) (api.ValidateQueryResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
 	if err != nil {
 		return nil, err
 	}
 	b := req.Body
-	out := queryapi.ValidateQuery200JSONResponse{DatasetsRequired: []string{}, Warnings: []string{}, Errors: []queryapi.QueryValidationError{}}
+	out := api.ValidateQuery200JSONResponse{DatasetsRequired: []string{}, Warnings: []string{}, Errors: []api.QueryValidationError{}}
 	// A query that would fail is a verdict here, not an error of this request.
-	verdict := func(err error) (queryapi.ValidateQueryResponseObject, error) {
+	verdict := func(err error) (api.ValidateQueryResponseObject, error) {
 		var ae *apierr.Error
 		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
 			return nil, err
 		}
 		if fields, ok := ae.Details.([]apierr.FieldError); ok && ae.Code == "VALIDATION_ERROR" {
 			for _, f := range fields {
-				out.Errors = append(out.Errors, queryapi.QueryValidationError{Code: ae.Code, Message: f.Message, Field: ptr(f.Field)})
+				out.Errors = append(out.Errors, api.QueryValidationError{Code: ae.Code, Message: f.Message, Field: ptr(f.Field)})
 			}
 			return out, nil
 		}
-		e := queryapi.QueryValidationError{Code: ae.Code, Message: ae.Message}
+		e := api.QueryValidationError{Code: ae.Code, Message: ae.Message}
 		if d, ok := ae.Details.(map[string]any); ok {
 			if l, ok := d["line"].(int); ok {
 				e.Line = &l
@@ -556,7 +556,7 @@ func (h *Queries) ValidateQuery(ctx context.Context, req queryapi.ValidateQueryR
 	}
 	out.Valid = len(pp.missing) == 0
 	if !out.Valid {
-		out.Errors = append(out.Errors, queryapi.QueryValidationError{Code: "VALIDATION_ERROR", Message: "parameters lacks values for the query's placeholders",
+		out.Errors = append(out.Errors, api.QueryValidationError{Code: "VALIDATION_ERROR", Message: "parameters lacks values for the query's placeholders",
 			Field: ptr("body.parameters")})
 	}
 	out.EstimatedRows = ptr(int(root.EstimatedRows))
@@ -581,7 +581,7 @@ func (r *explainedResponse) VisitExplainQueryResponse(w http.ResponseWriter) err
 	return json.NewEncoder(w).Encode(r)
 }
 
-func (h *Queries) ExplainQuery(ctx context.Context, req queryapi.ExplainQueryRequestObject) (queryapi.ExplainQueryResponseObject, error) {
+func (h *Queries) ExplainQuery(ctx context.Context, req api.ExplainQueryRequestObject) (api.ExplainQueryResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"dataplatform/gen/queryapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -31,8 +31,8 @@ func (h *Handlers) exportSignature(id string, expires int64) string {
 	return base64.RawURLEncoding.EncodeToString(h.Secrets.Sign("query-export\x00" + id + "\x00" + strconv.FormatInt(expires, 10)))
 }
 
-func (h *Handlers) exportOut(x *store.QueryExport) queryapi.QueryExport {
-	out := queryapi.QueryExport{ExportId: x.ID, QueryId: x.QueryID, Format: queryapi.QueryExportFormat(x.Format), Status: queryapi.QueryExportStatus(x.Status),
+func (h *Handlers) exportOut(x *store.QueryExport) api.QueryExport {
+	out := api.QueryExport{ExportId: x.ID, QueryId: x.QueryID, Format: api.QueryExportFormat(x.Format), Status: api.QueryExportStatus(x.Status),
 		Error: x.Error, ExpiresAt: x.ExpiresAt, JobId: &x.JobID, CreatedAt: x.CreatedAt, CompletedAt: x.CompletedAt}
 	if x.SizeBytes != nil {
 		out.SizeBytes = ptr(int(*x.SizeBytes))
@@ -49,7 +49,7 @@ func (h *Handlers) exportOut(x *store.QueryExport) queryapi.QueryExport {
 	return out
 }
 
-func (h *Queries) ExportQuery(ctx context.Context, req queryapi.ExportQueryRequestObject) (queryapi.ExportQueryResponseObject, error) {
+func (h *Queries) ExportQuery(ctx context.Context, req api.ExportQueryRequestObject) (api.ExportQueryResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
 	if err != nil {
 		return nil, err
@@ -99,10 +99,10 @@ func (h *Queries) ExportQuery(ctx context.Context, req queryapi.ExportQueryReque
 	if err != nil {
 		return nil, err
 	}
-	return queryapi.ExportQuery202JSONResponse(h.exportOut(x)), nil
+	return api.ExportQuery202JSONResponse(h.exportOut(x)), nil
 }
 
-func (h *Queries) GetQueryExport(ctx context.Context, req queryapi.GetQueryExportRequestObject) (queryapi.GetQueryExportResponseObject, error) {
+func (h *Queries) GetQueryExport(ctx context.Context, req api.GetQueryExportRequestObject) (api.GetQueryExportResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read")
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (h *Queries) GetQueryExport(ctx context.Context, req queryapi.GetQueryExpor
 	} else if err != nil {
 		return nil, err
 	}
-	return queryapi.GetQueryExport200JSONResponse(h.exportOut(x)), nil
+	return api.GetQueryExport200JSONResponse(h.exportOut(x)), nil
 }
 
 // exportFile serves an export's file.
@@ -138,7 +138,7 @@ func (e exportFile) VisitDownloadQueryExportResponse(w http.ResponseWriter) erro
 	return err
 }
 
-func (h *Queries) DownloadQueryExport(ctx context.Context, req queryapi.DownloadQueryExportRequestObject) (queryapi.DownloadQueryExportResponseObject, error) {
+func (h *Queries) DownloadQueryExport(ctx context.Context, req api.DownloadQueryExportRequestObject) (api.DownloadQueryExportResponseObject, error) {
 	want := h.exportSignature(req.ExportId, int64(req.Params.Expires))
 	if !hmac.Equal([]byte(want), []byte(req.Params.Signature)) {
 		return nil, apierr.Forbidden("the link's signature does not match")

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"dataplatform/gen/queryapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/store"
 	"dataplatform/store/datasets"
@@ -23,7 +23,7 @@ import (
 // through a cursor. Everything that can be refused before a row is read (validation, names,
 // forbidden statements, the concurrency limit, what the database rejects when the cursor is
 // declared) is an ordinary JSON error.
-func (h *Queries) StreamQuery(ctx context.Context, req queryapi.StreamQueryRequestObject) (queryapi.StreamQueryResponseObject, error) {
+func (h *Queries) StreamQuery(ctx context.Context, req api.StreamQueryRequestObject) (api.StreamQueryResponseObject, error) {
 	start := time.Now()
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
 	if err != nil {

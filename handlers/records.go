@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"dataplatform/gen/datasetapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/server/validation"
@@ -304,7 +304,7 @@ func relKey(rels []store.Relationship) string {
 	return b.String()
 }
 
-func (h *Datasets) GetDatasetDescription(ctx context.Context, req datasetapi.GetDatasetDescriptionRequestObject) (datasetapi.GetDatasetDescriptionResponseObject, error) {
+func (h *Datasets) GetDatasetDescription(ctx context.Context, req api.GetDatasetDescriptionRequestObject) (api.GetDatasetDescriptionResponseObject, error) {
 	raw, etag, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Table, req.Params.Version)
 	if err != nil {
 		return nil, err
@@ -313,10 +313,10 @@ func (h *Datasets) GetDatasetDescription(ctx context.Context, req datasetapi.Get
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	return datasetapi.GetDatasetDescription200JSONResponse{Body: m, Headers: datasetapi.GetDatasetDescription200ResponseHeaders{ETag: &etag}}, nil
+	return api.GetDatasetDescription200JSONResponse{Body: m, Headers: api.GetDatasetDescription200ResponseHeaders{ETag: &etag}}, nil
 }
 
-func (h *Datasets) GetDatasetDescriptionYAML(ctx context.Context, req datasetapi.GetDatasetDescriptionYAMLRequestObject) (datasetapi.GetDatasetDescriptionYAMLResponseObject, error) {
+func (h *Datasets) GetDatasetDescriptionYAML(ctx context.Context, req api.GetDatasetDescriptionYAMLRequestObject) (api.GetDatasetDescriptionYAMLResponseObject, error) {
 	raw, etag, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Table, req.Params.Version)
 	if err != nil {
 		return nil, err
@@ -332,8 +332,8 @@ func (h *Datasets) GetDatasetDescriptionYAML(ctx context.Context, req datasetapi
 	if err := enc.Encode(&node); err != nil {
 		return nil, err
 	}
-	return datasetapi.GetDatasetDescriptionYAML200ApplicationyamlResponse{Body: &buf, ContentLength: int64(buf.Len()),
-		Headers: datasetapi.GetDatasetDescriptionYAML200ResponseHeaders{ETag: &etag}}, nil
+	return api.GetDatasetDescriptionYAML200ApplicationyamlResponse{Body: &buf, ContentLength: int64(buf.Len()),
+		Headers: api.GetDatasetDescriptionYAML200ResponseHeaders{ETag: &etag}}, nil
 }
 
 // blockStyle turns a node parsed from JSON (flow style, quoted strings) into ordinary YAML.

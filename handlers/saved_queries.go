@@ -6,7 +6,7 @@ import (
 	"errors"
 	"net/http"
 
-	"dataplatform/gen/queryapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -28,10 +28,10 @@ func paramErrors(prefix string, errs []queries.ParamError) error {
 	return apierr.Validation(fe...)
 }
 
-func savedOut(sq *store.SavedQuery) (queryapi.SavedQuery, error) {
-	out := queryapi.SavedQuery{Id: sq.ID, Name: sq.Name, Description: sq.Description, Type: queryapi.SavedQueryType(sq.Type), Query: sq.Query,
-		Tags: []string(sq.Tags), Visibility: queryapi.SavedQueryVisibility(sq.Visibility), UsageCount: sq.UsageCount, LastUsedAt: sq.LastUsedAt,
-		SourceQueryId: sq.SourceQueryID, CreatedAt: sq.CreatedAt, Parameters: []queryapi.SavedQueryParameter{}}
+func savedOut(sq *store.SavedQuery) (api.SavedQuery, error) {
+	out := api.SavedQuery{Id: sq.ID, Name: sq.Name, Description: sq.Description, Type: api.SavedQueryType(sq.Type), Query: sq.Query,
+		Tags: []string(sq.Tags), Visibility: api.SavedQueryVisibility(sq.Visibility), UsageCount: sq.UsageCount, LastUsedAt: sq.LastUsedAt,
+		SourceQueryId: sq.SourceQueryID, CreatedAt: sq.CreatedAt, Parameters: []api.SavedQueryParameter{}}
 	if out.Tags == nil {
 		out.Tags = []string{}
 	}
@@ -44,7 +44,7 @@ func savedOut(sq *store.SavedQuery) (queryapi.SavedQuery, error) {
 	return out, json.Unmarshal([]byte(sq.Parameters), &out.Parameters)
 }
 
-func (h *Queries) SaveQuery(ctx context.Context, req queryapi.SaveQueryRequestObject) (queryapi.SaveQueryResponseObject, error) {
+func (h *Queries) SaveQuery(ctx context.Context, req api.SaveQueryRequestObject) (api.SaveQueryResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
 	if err != nil {
 		return nil, err
@@ -108,10 +108,10 @@ func (h *Queries) SaveQuery(ctx context.Context, req queryapi.SaveQueryRequestOb
 		return nil, err
 	}
 	out, err := savedOut(saved)
-	return queryapi.SaveQuery201JSONResponse(out), err
+	return api.SaveQuery201JSONResponse(out), err
 }
 
-func (h *Queries) ListSavedQueries(ctx context.Context, req queryapi.ListSavedQueriesRequestObject) (queryapi.ListSavedQueriesResponseObject, error) {
+func (h *Queries) ListSavedQueries(ctx context.Context, req api.ListSavedQueriesRequestObject) (api.ListSavedQueriesResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read")
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func (h *Queries) ListSavedQueries(ctx context.Context, req queryapi.ListSavedQu
 	if err != nil {
 		return nil, err
 	}
-	out := queryapi.ListSavedQueries200JSONResponse{SavedQueries: []queryapi.SavedQuery{}, Pagination: queryapi.Pagination(paginate(ctx, pg, limit, total))}
+	out := api.ListSavedQueries200JSONResponse{SavedQueries: []api.SavedQuery{}, Pagination: paginate(ctx, pg, limit, total)}
 	for i := range sqs {
 		s, err := savedOut(&sqs[i])
 		if err != nil {
@@ -136,7 +136,7 @@ func (h *Queries) ListSavedQueries(ctx context.Context, req queryapi.ListSavedQu
 	return out, nil
 }
 
-func (h *Queries) ExecuteSavedQuery(ctx context.Context, req queryapi.ExecuteSavedQueryRequestObject) (queryapi.ExecuteSavedQueryResponseObject, error) {
+func (h *Queries) ExecuteSavedQuery(ctx context.Context, req api.ExecuteSavedQueryRequestObject) (api.ExecuteSavedQueryResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
 	if err != nil {
 		return nil, err
@@ -164,8 +164,8 @@ func (h *Queries) ExecuteSavedQuery(ctx context.Context, req queryapi.ExecuteSav
 	if len(errs) > 0 {
 		return nil, paramErrors("body.parameters.", errs)
 	}
-	typ := queryapi.ExecuteQueryRequestType(sq.Type)
-	run := &queryapi.ExecuteQueryRequest{Query: sq.Query, Type: &typ, Parameters: &values}
+	typ := api.ExecuteQueryRequestType(sq.Type)
+	run := &api.ExecuteQueryRequest{Query: sq.Query, Type: &typ, Parameters: &values}
 	if b != nil && b.Options != nil {
 		run.Options = &struct {
 			Cache          *bool `json:"cache,omitempty"`

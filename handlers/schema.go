@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"dataplatform/gen/datasetapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
@@ -23,7 +23,7 @@ import (
 )
 
 // columnOf turns a column declaration of a request into a dataset column.
-func columnOf(d datasetapi.ColumnDefinition) ingest.Column {
+func columnOf(d api.ColumnDefinition) ingest.Column {
 	c := ingest.Column{Name: d.Name, Original: deref(d.Source), Type: ingest.Type(d.Type), Nullable: !deref(d.Required),
 		Description: deref(d.Description)}
 	if c.Original == "" {
@@ -115,7 +115,7 @@ func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, fi
 }
 
 // declaredSchema checks the columns of a create request.
-func declaredSchema(ctx context.Context, q sqlx.QueryerContext, defs []datasetapi.ColumnDefinition) ([]ingest.Column, error) {
+func declaredSchema(ctx context.Context, q sqlx.QueryerContext, defs []api.ColumnDefinition) ([]ingest.Column, error) {
 	var errs []apierr.FieldError
 	cols := make([]ingest.Column, len(defs))
 	seen := map[string]bool{}
@@ -146,7 +146,7 @@ func active(d *store.Dataset, what string) error {
 	return nil
 }
 
-func (h *Datasets) GetDatasetSchema(ctx context.Context, req datasetapi.GetDatasetSchemaRequestObject) (datasetapi.GetDatasetSchemaResponseObject, error) {
+func (h *Datasets) GetDatasetSchema(ctx context.Context, req api.GetDatasetSchemaRequestObject) (api.GetDatasetSchemaResponseObject, error) {
 	d, tables, err := h.activeTables(ctx, req.ProjectId, req.DatasetId, "datasets:read", "its schema can be read")
 	if err != nil {
 		return nil, err
@@ -155,26 +155,26 @@ func (h *Datasets) GetDatasetSchema(ctx context.Context, req datasetapi.GetDatas
 	if err := json.Unmarshal([]byte(d.Statistics), &st); err != nil {
 		return nil, err
 	}
-	out := datasetapi.GetDatasetSchema200JSONResponse{DatasetId: d.ID, SchemaVersion: &d.SchemaVersion,
-		Relationships: []datasetapi.Relationship{}, Tables: []datasetapi.SchemaTable{}}
+	out := api.GetDatasetSchema200JSONResponse{DatasetId: d.ID, SchemaVersion: &d.SchemaVersion,
+		Relationships: []api.Relationship{}, Tables: []api.SchemaTable{}}
 	out.Metadata.LastAnalyzed, out.Metadata.AnalysisVersion, out.Metadata.VectorCount = d.AnalyzedAt, d.AnalysisVersion, &d.VectorCount
 	for _, t := range tables {
 		ts := st.Tables[t.Name]
 		if ts == nil {
 			ts = &datasets.TableStats{}
 		}
-		table := datasetapi.SchemaTable{Name: t.Name, RowCount: ts.RowCount, Type: datasetapi.Table, Columns: []datasetapi.SchemaColumn{}}
+		table := api.SchemaTable{Name: t.Name, RowCount: ts.RowCount, Type: api.Table, Columns: []api.SchemaColumn{}}
 		if t.Foreign {
-			table.Type = datasetapi.ForeignTable
+			table.Type = api.ForeignTable
 		} else {
 			table.Description = d.Description
 		}
-		column := func(name, typ string, nullable bool) datasetapi.SchemaColumn {
-			sc := datasetapi.SchemaColumn{Name: name, Type: typ, Nullable: nullable, SampleValues: []interface{}{},
+		column := func(name, typ string, nullable bool) api.SchemaColumn {
+			sc := api.SchemaColumn{Name: name, Type: typ, Nullable: nullable, SampleValues: []interface{}{},
 				IsPrimaryKey: slices.Contains(t.PrimaryKey, name)}
 			if s := ts.Columns[name]; s != nil {
 				sc.SampleValues = s.SampleValues
-				sc.Statistics = &datasetapi.ColumnStatistics{DistinctCount: s.DistinctCount, NullCount: s.NullCount, Avg: s.Avg,
+				sc.Statistics = &api.ColumnStatistics{DistinctCount: s.DistinctCount, NullCount: s.NullCount, Avg: s.Avg,
 					Completeness: s.Completeness}
 				if s.DistinctEstimated {
 					sc.Statistics.DistinctEstimated = ptr(true)
@@ -206,22 +206,22 @@ func (h *Datasets) GetDatasetSchema(ctx context.Context, req datasetapi.GetDatas
 		return nil, err
 	}
 	for _, r := range rels {
-		x := datasetapi.Relationship{Type: datasetapi.ManyToOne, FromTable: r.FromTable, FromColumn: r.FromColumn, ToTable: r.ToTable,
-			ToColumn: r.ToColumn, ToDatasetId: r.ToDataset, ToDatasetName: ptr(r.ToName), Origin: datasetapi.RelationshipOrigin(r.Origin)}
+		x := api.Relationship{Type: api.ManyToOne, FromTable: r.FromTable, FromColumn: r.FromColumn, ToTable: r.ToTable,
+			ToColumn: r.ToColumn, ToDatasetId: r.ToDataset, ToDatasetName: ptr(r.ToName), Origin: api.RelationshipOrigin(r.Origin)}
 		if r.FromDataset != d.ID { // a link to this dataset, seen from here
-			x = datasetapi.Relationship{Type: datasetapi.OneToMany, FromTable: r.ToTable, FromColumn: r.ToColumn, ToTable: r.FromTable,
-				ToColumn: r.FromColumn, ToDatasetId: r.FromDataset, ToDatasetName: ptr(r.FromName), Origin: datasetapi.RelationshipOrigin(r.Origin)}
+			x = api.Relationship{Type: api.OneToMany, FromTable: r.ToTable, FromColumn: r.ToColumn, ToTable: r.FromTable,
+				ToColumn: r.FromColumn, ToDatasetId: r.FromDataset, ToDatasetName: ptr(r.FromName), Origin: api.RelationshipOrigin(r.Origin)}
 		}
 		out.Relationships = append(out.Relationships, x)
 	}
 	return out, nil
 }
 
-func constraintsOut(k *ingest.Constraints) *datasetapi.ColumnConstraints {
+func constraintsOut(k *ingest.Constraints) *api.ColumnConstraints {
 	if k == nil {
 		return nil
 	}
-	out := &datasetapi.ColumnConstraints{Minimum: k.Minimum, Maximum: k.Maximum, MinLength: k.MinLength, MaxLength: k.MaxLength}
+	out := &api.ColumnConstraints{Minimum: k.Minimum, Maximum: k.Maximum, MinLength: k.MinLength, MaxLength: k.MaxLength}
 	if k.Unique {
 		out.Unique = ptr(true)
 	}
@@ -242,8 +242,8 @@ func constraintsOut(k *ingest.Constraints) *datasetapi.ColumnConstraints {
 	return out
 }
 
-func (h *Datasets) RefreshDataset(ctx context.Context, req datasetapi.RefreshDatasetRequestObject) (datasetapi.RefreshDatasetResponseObject, error) {
-	var out datasetapi.RefreshDataset202JSONResponse
+func (h *Datasets) RefreshDataset(ctx context.Context, req api.RefreshDatasetRequestObject) (api.RefreshDatasetResponseObject, error) {
+	var out api.RefreshDataset202JSONResponse
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		d, err := h.dataset(ctx, tx, req.ProjectId, req.DatasetId, "datasets:write")
 		if err != nil {
@@ -299,12 +299,12 @@ func estimate(d *store.Dataset) int {
 	return max(1, int(deref(d.RowCount)/500_000))
 }
 
-func (h *Datasets) ChangeDatasetSchema(ctx context.Context, req datasetapi.ChangeDatasetSchemaRequestObject) (datasetapi.ChangeDatasetSchemaResponseObject, error) {
+func (h *Datasets) ChangeDatasetSchema(ctx context.Context, req api.ChangeDatasetSchemaRequestObject) (api.ChangeDatasetSchemaResponseObject, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out datasetapi.ChangeDatasetSchema200JSONResponse
+	var out api.ChangeDatasetSchema200JSONResponse
 	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		d, before, after, err := h.alterSchema(ctx, tx, p, req.DatasetId, req.Body)
 		if err != nil {
@@ -327,7 +327,7 @@ func (h *Datasets) ChangeDatasetSchema(ctx context.Context, req datasetapi.Chang
 			map[string]any{"schema_version": sc.SchemaVersion, "changes": json.RawMessage(c)}); err != nil {
 			return err
 		}
-		out = datasetapi.ChangeDatasetSchema200JSONResponse{DatasetId: d.ID, SchemaVersion: sc.SchemaVersion, Changes: req.Body.Changes,
+		out = api.ChangeDatasetSchema200JSONResponse{DatasetId: d.ID, SchemaVersion: sc.SchemaVersion, Changes: req.Body.Changes,
 			ChangedAt: now, Columns: columnsOut(after)}
 		return nil
 	})
@@ -350,7 +350,7 @@ func busy(err error) error {
 // alterSchema applies a schema change request to the dataset's table in tx (locking the
 // dataset row) and answers the dataset with its columns before and after. The caller
 // commits it (PUT) or rolls it back (a dry run).
-func (h *Datasets) alterSchema(ctx context.Context, tx *sqlx.Tx, p *auth.Principal, id string, body *datasetapi.SchemaChangeRequest) (*store.Dataset, []ingest.Column, []ingest.Column, error) {
+func (h *Datasets) alterSchema(ctx context.Context, tx *sqlx.Tx, p *auth.Principal, id string, body *api.SchemaChangeRequest) (*store.Dataset, []ingest.Column, []ingest.Column, error) {
 	d, err := store.DatasetForUserAnyProject(ctx, tx, id, p.UserID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, nil, apierr.New(http.StatusNotFound, "DATASET_NOT_FOUND", "dataset not found").WithDetails(map[string]any{"dataset_id": id})
@@ -382,10 +382,10 @@ func (h *Datasets) alterSchema(ctx context.Context, tx *sqlx.Tx, p *auth.Princip
 	return d, before, after, err
 }
 
-func columnsOut(cols []ingest.Column) []datasetapi.DatasetColumn {
-	out := make([]datasetapi.DatasetColumn, len(cols))
+func columnsOut(cols []ingest.Column) []api.DatasetColumn {
+	out := make([]api.DatasetColumn, len(cols))
 	for i, c := range cols {
-		out[i] = datasetapi.DatasetColumn{Name: c.Name, OriginalName: ptr(c.Original), Type: datasets.SQLType(c), Nullable: c.Nullable,
+		out[i] = api.DatasetColumn{Name: c.Name, OriginalName: ptr(c.Original), Type: datasets.SQLType(c), Nullable: c.Nullable,
 			Constraints: constraintsOut(c.Constraints)}
 		if c.Description != "" {
 			out[i].Description = ptr(c.Description)
@@ -396,13 +396,13 @@ func columnsOut(cols []ingest.Column) []datasetapi.DatasetColumn {
 
 // applyChanges runs the changes of a PUT schema request through datasets.Alter and turns its
 // refusals into API errors.
-func (h *Datasets) applyChanges(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, before []ingest.Column, req []datasetapi.SchemaChange) ([]ingest.Column, error) {
+func (h *Datasets) applyChanges(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, before []ingest.Column, req []api.SchemaChange) ([]ingest.Column, error) {
 	changes := make([]datasets.Change, len(req))
 	for i, r := range req {
 		field := fmt.Sprintf("body.changes[%d]", i)
 		ch := datasets.Change{Op: string(r.Op)}
 		var name string
-		var def *datasetapi.ColumnDefinition
+		var def *api.ColumnDefinition
 		if r.Column != nil {
 			if x, err := r.Column.AsColumnDefinition(); err == nil && x.Name != "" {
 				def = &x
@@ -462,29 +462,29 @@ func (h *Datasets) applyChanges(ctx context.Context, tx *sqlx.Tx, d *store.Datas
 }
 
 // alteration is alter_column's settings as a change to a column.
-func alteration(r datasetapi.SchemaChange) func(c *ingest.Column) {
+func alteration(r api.SchemaChange) func(c *ingest.Column) {
 	return func(c *ingest.Column) {
 		k := c.Constraints
 		if r.DropConstraints != nil {
 			for _, x := range *r.DropConstraints {
 				switch x {
-				case datasetapi.Unique:
+				case api.Unique:
 					k.Unique = false
-				case datasetapi.Enum:
+				case api.Enum:
 					k.Enum = nil
-				case datasetapi.Default:
+				case api.Default:
 					k.Default = nil
-				case datasetapi.Format:
+				case api.Format:
 					k.Format = ""
-				case datasetapi.Pattern:
+				case api.Pattern:
 					k.Pattern = ""
-				case datasetapi.Minimum:
+				case api.Minimum:
 					k.Minimum = nil
-				case datasetapi.Maximum:
+				case api.Maximum:
 					k.Maximum = nil
-				case datasetapi.MinLength:
+				case api.MinLength:
 					k.MinLength = nil
-				case datasetapi.MaxLength:
+				case api.MaxLength:
 					k.MaxLength = nil
 				}
 			}

@@ -8,72 +8,125 @@ import (
 	"strings"
 	"time"
 
+	"dataplatform/gen/api"
 	"dataplatform/gen/spec"
-	"dataplatform/gen/systemapi"
 	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/reqmeta"
 	"dataplatform/templates/docs"
 	"dataplatform/templates/oascheck"
 
-	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // System serves health, metrics, keys and the published description.
 type System struct{ *Handlers }
 
-var _ systemapi.ServerInterface = (*System)(nil)
+// raw answers a strict operation by writing the response itself: documents served as they are,
+// the metrics handler, conditional file answers.
+type raw func(w http.ResponseWriter) error
+
+func (f raw) VisitJwksResponse(w http.ResponseWriter) error             { return f(w) }
+func (f raw) VisitMetricsResponse(w http.ResponseWriter) error          { return f(w) }
+func (f raw) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error   { return f(w) }
+func (f raw) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error   { return f(w) }
+func (f raw) VisitGetErrorDocResponse(w http.ResponseWriter) error      { return f(w) }
+func (f raw) VisitValidateOpenAPIResponse(w http.ResponseWriter) error  { return f(w) }
+func (f raw) VisitGetPlatformDocsResponse(w http.ResponseWriter) error  { return f(w) }
+func (f raw) VisitGetPlatformRedocResponse(w http.ResponseWriter) error { return f(w) }
+func (f raw) VisitGetDocsAssetResponse(w http.ResponseWriter) error     { return f(w) }
+
+// jsonAnswer is v as JSON with status.
+func jsonAnswer(status int, v any) raw {
+	return func(w http.ResponseWriter) error {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		return json.NewEncoder(w).Encode(v)
+	}
+}
+
+// blob is a stored document with its content type.
+func blob(contentType string, b []byte) raw {
+	return func(w http.ResponseWriter) error {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		_, err := w.Write(b)
+		return err
+	}
+}
+
+// request is a GET of path with the current request's headers, for the handlers that negotiate
+// (metrics) or answer conditionally (docs assets).
+func request(ctx context.Context, path string) *http.Request {
+	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, path, nil)
+	if h := reqmeta.From(ctx).Header; h != nil {
+		r.Header = h
+	}
+	return r
+}
 
 var metricsHandler = promhttp.Handler()
 
-func (s *System) Healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, systemapi.Health{Status: systemapi.Ok})
+func (s *System) Healthz(context.Context, api.HealthzRequestObject) (api.HealthzResponseObject, error) {
+	return api.Healthz200JSONResponse(api.Health{Status: api.Ok}), nil
 }
 
-func (s *System) Readyz(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+func (s *System) Readyz(ctx context.Context, _ api.ReadyzRequestObject) (api.ReadyzResponseObject, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := s.Store.DB.PingContext(ctx); err != nil {
 		checks := map[string]string{"database": "unavailable"}
-		return c.JSON(http.StatusServiceUnavailable, systemapi.Health{Status: systemapi.Unavailable, Checks: &checks})
+		return api.Readyz503JSONResponse(api.Health{Status: api.Unavailable, Checks: &checks}), nil
 	}
 	checks := map[string]string{"database": "ok"}
-	return c.JSON(http.StatusOK, systemapi.Health{Status: systemapi.Ok, Checks: &checks})
+	return api.Readyz200JSONResponse(api.Health{Status: api.Ok, Checks: &checks}), nil
 }
 
-func (s *System) Metrics(c echo.Context) error {
-	metricsHandler.ServeHTTP(c.Response(), c.Request())
-	return nil
+func (s *System) Metrics(ctx context.Context, _ api.MetricsRequestObject) (api.MetricsResponseObject, error) {
+	return raw(func(w http.ResponseWriter) error {
+		metricsHandler.ServeHTTP(w, request(ctx, "/metrics"))
+		return nil
+	}), nil
 }
 
-func (s *System) Jwks(c echo.Context) error {
-	c.Response().Header().Set("Cache-Control", "public, max-age=300")
-	return c.JSON(http.StatusOK, s.Keys.PublicSet())
+func (s *System) Jwks(context.Context, api.JwksRequestObject) (api.JwksResponseObject, error) {
+	set := s.Keys.PublicSet()
+	return raw(func(w http.ResponseWriter) error {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		return jsonAnswer(http.StatusOK, set)(w)
+	}), nil
 }
 
-func (s *System) GetOpenAPIJSON(c echo.Context) error {
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, spec.JSON)
+func (s *System) GetOpenAPIJSON(context.Context, api.GetOpenAPIJSONRequestObject) (api.GetOpenAPIJSONResponseObject, error) {
+	return blob("application/json", spec.JSON), nil
 }
 
-func (s *System) GetOpenAPIYAML(c echo.Context) error {
-	return c.Blob(http.StatusOK, "application/yaml", spec.YAML)
+func (s *System) GetOpenAPIYAML(context.Context, api.GetOpenAPIYAMLRequestObject) (api.GetOpenAPIYAMLResponseObject, error) {
+	return blob("application/yaml", spec.YAML), nil
 }
 
-func (s *System) GetErrorDoc(c echo.Context, code string) error {
-	code = strings.ToUpper(code)
+func (s *System) GetErrorDoc(_ context.Context, r api.GetErrorDocRequestObject) (api.GetErrorDocResponseObject, error) {
+	code := strings.ToUpper(r.Code)
 	d, ok := apierr.Catalog[code]
 	if !ok {
-		return apierr.NotFound("error code", code)
+		return nil, apierr.NotFound("error code", code)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"code": code, "status": d.Status, "title": d.Title, "description": d.Description})
+	return jsonAnswer(http.StatusOK, map[string]any{"code": code, "status": d.Status, "title": d.Title, "description": d.Description}), nil
 }
 
 // ValidateOpenAPI checks any description sent as JSON or YAML (oascheck).
-func (s *System) ValidateOpenAPI(c echo.Context) error {
-	data, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		return err
+func (s *System) ValidateOpenAPI(ctx context.Context, r api.ValidateOpenAPIRequestObject) (api.ValidateOpenAPIResponseObject, error) {
+	var data []byte
+	var err error
+	switch {
+	case r.JSONBody != nil:
+		data, err = json.Marshal(*r.JSONBody)
+	case r.Body != nil:
+		data, err = io.ReadAll(r.Body)
 	}
-	return c.JSON(http.StatusOK, oascheck.Check(c.Request().Context(), data))
+	if err != nil {
+		return nil, err
+	}
+	return jsonAnswer(http.StatusOK, oascheck.Check(ctx, data)), nil
 }
 
 // platformSpec is this service's description as a value the docs pages embed.
@@ -85,17 +138,24 @@ var platformSpec = func() any {
 	return v
 }()
 
-func (s *System) GetPlatformDocs(c echo.Context) error {
-	return docs.Render(c.Response(), docs.Swagger, "Data Platform API", platformSpec)
+func (s *System) GetPlatformDocs(context.Context, api.GetPlatformDocsRequestObject) (api.GetPlatformDocsResponseObject, error) {
+	return raw(func(w http.ResponseWriter) error {
+		return docs.Render(w, docs.Swagger, "Data Platform API", platformSpec)
+	}), nil
 }
 
-func (s *System) GetPlatformRedoc(c echo.Context) error {
-	return docs.Render(c.Response(), docs.Redoc, "Data Platform API", platformSpec)
+func (s *System) GetPlatformRedoc(context.Context, api.GetPlatformRedocRequestObject) (api.GetPlatformRedocResponseObject, error) {
+	return raw(func(w http.ResponseWriter) error {
+		return docs.Render(w, docs.Redoc, "Data Platform API", platformSpec)
+	}), nil
 }
 
-func (s *System) GetDocsAsset(c echo.Context, file string) error {
-	if !docs.Asset(c.Response(), c.Request(), file) {
-		return apierr.NotFound("asset", file)
+func (s *System) GetDocsAsset(ctx context.Context, r api.GetDocsAssetRequestObject) (api.GetDocsAssetResponseObject, error) {
+	if !docs.Exists(r.File) {
+		return nil, apierr.NotFound("asset", r.File)
 	}
-	return nil
+	return raw(func(w http.ResponseWriter) error {
+		docs.Asset(w, request(ctx, "/api/v1/docs/assets/"+r.File), r.File)
+		return nil
+	}), nil
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/gen/datasetapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/store"
 	"dataplatform/store/ingest"
@@ -32,7 +32,7 @@ func (h *Handlers) UploadPath(storageKey string) string {
 	return filepath.Join(h.Config.DataDir, "uploads", filepath.FromSlash(storageKey))
 }
 
-func (h *Datasets) UploadDatasetFile(ctx context.Context, req datasetapi.UploadDatasetFileRequestObject) (datasetapi.UploadDatasetFileResponseObject, error) {
+func (h *Datasets) UploadDatasetFile(ctx context.Context, req api.UploadDatasetFileRequestObject) (api.UploadDatasetFileResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "datasets:write")
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func (h *Datasets) UploadDatasetFile(ctx context.Context, req datasetapi.UploadD
 		return nil, err
 	}
 	saved = true
-	return datasetapi.UploadDatasetFile201JSONResponse(uploadOut(up)), nil
+	return api.UploadDatasetFile201JSONResponse(uploadOut(up)), nil
 }
 
 // saveUpload streams the file part to path, deciding its format from the first 64 KiB before
@@ -175,7 +175,7 @@ func (h *Handlers) SweepUploads(ctx context.Context) (int, error) {
 	return len(ups), nil
 }
 
-func (h *Datasets) GetDatasetUpload(ctx context.Context, req datasetapi.GetDatasetUploadRequestObject) (datasetapi.GetDatasetUploadResponseObject, error) {
+func (h *Datasets) GetDatasetUpload(ctx context.Context, req api.GetDatasetUploadRequestObject) (api.GetDatasetUploadResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "datasets:list")
 	if err != nil {
 		return nil, err
@@ -186,11 +186,11 @@ func (h *Datasets) GetDatasetUpload(ctx context.Context, req datasetapi.GetDatas
 	} else if err != nil {
 		return nil, err
 	}
-	return datasetapi.GetDatasetUpload200JSONResponse(uploadOut(up)), nil
+	return api.GetDatasetUpload200JSONResponse(uploadOut(up)), nil
 }
 
-func uploadOut(up *store.Upload) datasetapi.Upload {
-	return datasetapi.Upload{FileId: up.ID, Filename: up.Filename, Size: up.Size, Type: datasetapi.UploadType(up.Format),
+func uploadOut(up *store.Upload) api.Upload {
+	return api.Upload{FileId: up.ID, Filename: up.Filename, Size: up.Size, Type: api.UploadType(up.Format),
 		UploadUrl: "/api/v1/projects/" + up.ProjectID + "/datasets/uploads/" + up.ID, ExpiresAt: up.ExpiresAt,
 		Name: up.Name, Description: up.Description, Claimed: ptr(up.ClaimedAt != nil)}
 }

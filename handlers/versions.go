@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/gen/datasetapi"
+	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/reqmeta"
@@ -167,25 +167,25 @@ func versionNotFound(v string, versions []apiversions.Version) error {
 	return apierr.NotFound("version", v).WithDetails(map[string]any{"resource": "version", "id": v, "versions": known})
 }
 
-func (h *Datasets) GetDatasetVersions(ctx context.Context, req datasetapi.GetDatasetVersionsRequestObject) (datasetapi.GetDatasetVersionsResponseObject, error) {
+func (h *Datasets) GetDatasetVersions(ctx context.Context, req api.GetDatasetVersionsRequestObject) (api.GetDatasetVersionsResponseObject, error) {
 	desc, err := h.description(ctx, req.DatasetId, req.Params.Table)
 	if err != nil {
 		return nil, err
 	}
-	out := datasetapi.GetDatasetVersions200JSONResponse{DatasetId: req.DatasetId, Current: desc.versions[len(desc.versions)-1].Version}
+	out := api.GetDatasetVersions200JSONResponse{DatasetId: req.DatasetId, Current: desc.versions[len(desc.versions)-1].Version}
 	for _, v := range h.Descriptions().listed(req.DatasetId, desc.versions) {
 		x := apiversions.Find(desc.versions, v.Version)
-		out.Versions = append(out.Versions, datasetapi.DescriptionVersion{Version: v.Version, Status: datasetapi.DescriptionVersionStatus(x.Status),
-			Level: datasetapi.DescriptionVersionLevel(x.Level), SchemaVersion: x.SchemaVersion, ReleasedAt: x.ReleasedAt, DeprecatedAt: x.DeprecatedAt,
+		out.Versions = append(out.Versions, api.DescriptionVersion{Version: v.Version, Status: api.DescriptionVersionStatus(x.Status),
+			Level: api.DescriptionVersionLevel(x.Level), SchemaVersion: x.SchemaVersion, ReleasedAt: x.ReleasedAt, DeprecatedAt: x.DeprecatedAt,
 			SunsetAt: x.SunsetAt, ChangesCount: len(x.Changes), Url: v.URL})
 	}
 	return out, nil
 }
 
-func changesOut(cs []apiversions.Change) []datasetapi.DescriptionChange {
-	out := make([]datasetapi.DescriptionChange, len(cs))
+func changesOut(cs []apiversions.Change) []api.DescriptionChange {
+	out := make([]api.DescriptionChange, len(cs))
 	for i, c := range cs {
-		out[i] = datasetapi.DescriptionChange{Level: datasetapi.DescriptionChangeLevel(c.Level), Id: c.ID, Text: c.Text}
+		out[i] = api.DescriptionChange{Level: api.DescriptionChangeLevel(c.Level), Id: c.ID, Text: c.Text}
 		if c.Operation != "" {
 			out[i].Operation = ptr(c.Operation)
 		}
@@ -196,7 +196,7 @@ func changesOut(cs []apiversions.Change) []datasetapi.DescriptionChange {
 	return out
 }
 
-func (h *Datasets) GetDatasetChangelog(ctx context.Context, req datasetapi.GetDatasetChangelogRequestObject) (datasetapi.GetDatasetChangelogResponseObject, error) {
+func (h *Datasets) GetDatasetChangelog(ctx context.Context, req api.GetDatasetChangelogRequestObject) (api.GetDatasetChangelogResponseObject, error) {
 	desc, err := h.description(ctx, req.DatasetId, req.Params.Table)
 	if err != nil {
 		return nil, err
@@ -216,22 +216,22 @@ func (h *Datasets) GetDatasetChangelog(ctx context.Context, req datasetapi.GetDa
 				fmt.Fprintf(&b, "- **%s** `%s %s`: %s\n", c.Level, c.Operation, c.Path, c.Text)
 			}
 		}
-		return datasetapi.GetDatasetChangelog200TextmarkdownResponse{Body: strings.NewReader(b.String()), ContentLength: int64(b.Len())}, nil
+		return api.GetDatasetChangelog200TextmarkdownResponse{Body: strings.NewReader(b.String()), ContentLength: int64(b.Len())}, nil
 	}
-	out := datasetapi.GetDatasetChangelog200JSONResponse{DatasetId: req.DatasetId, Current: desc.versions[len(desc.versions)-1].Version}
+	out := api.GetDatasetChangelog200JSONResponse{DatasetId: req.DatasetId, Current: desc.versions[len(desc.versions)-1].Version}
 	for i := len(desc.versions) - 1; i >= 0; i-- {
 		v := desc.versions[i]
 		out.Versions = append(out.Versions, struct {
-			Changes    []datasetapi.DescriptionChange                                 `json:"changes"`
-			Level      datasetapi.GetDatasetChangelog200JSONResponseBodyVersionsLevel `json:"level"`
-			ReleasedAt time.Time                                                      `json:"released_at"`
-			Version    string                                                         `json:"version"`
-		}{changesOut(v.Changes), datasetapi.GetDatasetChangelog200JSONResponseBodyVersionsLevel(v.Level), v.ReleasedAt, v.Version})
+			Changes    []api.DescriptionChange                                 `json:"changes"`
+			Level      api.GetDatasetChangelog200JSONResponseBodyVersionsLevel `json:"level"`
+			ReleasedAt time.Time                                               `json:"released_at"`
+			Version    string                                                  `json:"version"`
+		}{changesOut(v.Changes), api.GetDatasetChangelog200JSONResponseBodyVersionsLevel(v.Level), v.ReleasedAt, v.Version})
 	}
 	return out, nil
 }
 
-func (h *Datasets) GetDatasetCompatibility(ctx context.Context, req datasetapi.GetDatasetCompatibilityRequestObject) (datasetapi.GetDatasetCompatibilityResponseObject, error) {
+func (h *Datasets) GetDatasetCompatibility(ctx context.Context, req api.GetDatasetCompatibilityRequestObject) (api.GetDatasetCompatibilityResponseObject, error) {
 	desc, err := h.description(ctx, req.DatasetId, req.Params.Table)
 	if err != nil {
 		return nil, err
@@ -249,7 +249,7 @@ func (h *Datasets) GetDatasetCompatibility(ctx context.Context, req datasetapi.G
 	if err != nil {
 		return nil, apierr.Field("query.from", "order", "from must be a version before to")
 	}
-	out := datasetapi.GetDatasetCompatibility200JSONResponse{From: from, To: to, Changes: changesOut(changes), BreakingChanges: []datasetapi.DescriptionChange{}}
+	out := api.GetDatasetCompatibility200JSONResponse{From: from, To: to, Changes: changesOut(changes), BreakingChanges: []api.DescriptionChange{}}
 	for _, c := range out.Changes {
 		if c.Level == "breaking" {
 			out.BreakingChanges = append(out.BreakingChanges, c)
@@ -293,7 +293,7 @@ var errDryRun = errors.New("dry run")
 
 // ValidateDatasetSchema applies a schema change in a transaction it rolls back, and says
 // what the change would release.
-func (h *Datasets) ValidateDatasetSchema(ctx context.Context, req datasetapi.ValidateDatasetSchemaRequestObject) (datasetapi.ValidateDatasetSchemaResponseObject, error) {
+func (h *Datasets) ValidateDatasetSchema(ctx context.Context, req api.ValidateDatasetSchemaRequestObject) (api.ValidateDatasetSchemaResponseObject, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -311,8 +311,8 @@ func (h *Datasets) ValidateDatasetSchema(ctx context.Context, req datasetapi.Val
 		return nil, derr
 	}
 	current := desc.versions[len(desc.versions)-1]
-	out := datasetapi.ValidateDatasetSchema200JSONResponse{CurrentVersion: current.Version, Valid: true, BreakingChanges: []datasetapi.DescriptionChange{},
-		Changes: []datasetapi.DescriptionChange{}, Violations: []map[string]any{}}
+	out := api.ValidateDatasetSchema200JSONResponse{CurrentVersion: current.Version, Valid: true, BreakingChanges: []api.DescriptionChange{},
+		Changes: []api.DescriptionChange{}, Violations: []map[string]any{}}
 	var ae *apierr.Error
 	switch {
 	case errors.As(err, &ae) && ae.Code == "SCHEMA_VIOLATION":
@@ -340,7 +340,7 @@ func (h *Datasets) ValidateDatasetSchema(ctx context.Context, req datasetapi.Val
 		level = "patch"
 	}
 	v, _ := apiversions.Parse(current.Version)
-	out.NextVersion, out.Level = ptr(v.Bump(level).String()), ptr(datasetapi.ValidateDatasetSchema200JSONResponseBodyLevel(level))
+	out.NextVersion, out.Level = ptr(v.Bump(level).String()), ptr(api.ValidateDatasetSchema200JSONResponseBodyLevel(level))
 	out.Changes = changesOut(changes)
 	for _, c := range out.Changes {
 		if c.Level == "breaking" {

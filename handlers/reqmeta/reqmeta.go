@@ -4,6 +4,7 @@ package reqmeta
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 )
 
@@ -15,6 +16,9 @@ type Meta struct {
 	Path      string
 	Query     url.Values
 	Accept    string // the Accept header (content negotiation in strict handlers)
+	// Header is the request's header, for the strict handlers that negotiate (metrics) or
+	// answer conditionally (documentation assets).
+	Header http.Header
 }
 
 type key struct{}

@@ -65,7 +65,7 @@ func (s *Server) requestMeta(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set("request_id", id)
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
 		m := &reqmeta.Meta{RequestID: id, IP: c.RealIP(), UserAgent: req.UserAgent(), Path: req.URL.Path, Query: req.URL.Query(),
-			Accept: req.Header.Get("Accept")}
+			Accept: req.Header.Get("Accept"), Header: req.Header}
 		c.SetRequest(req.WithContext(reqmeta.With(req.Context(), m)))
 		return next(c)
 	}

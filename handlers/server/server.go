@@ -15,13 +15,8 @@ import (
 	"time"
 
 	"dataplatform/cmd/dataplatform/config"
-	"dataplatform/gen/authapi"
-	"dataplatform/gen/datasetapi"
-	"dataplatform/gen/orgapi"
-	"dataplatform/gen/projectapi"
-	"dataplatform/gen/queryapi"
+	"dataplatform/gen/api"
 	"dataplatform/gen/spec"
-	"dataplatform/gen/systemapi"
 	"dataplatform/handlers"
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/server/ratelimit"
@@ -199,12 +194,7 @@ func (s *Server) buildEcho() *echo.Echo {
 	}
 	e.Use(s.bodyLimit, s.authenticate, s.rateLimit, s.validateRequest, s.controlPlaneWrites)
 
-	authapi.RegisterHandlers(e, authapi.NewStrictHandler(&handlers.Auth{Handlers: s.H}, nil))
-	orgapi.RegisterHandlers(e, orgapi.NewStrictHandler(&handlers.Orgs{Handlers: s.H}, nil))
-	projectapi.RegisterHandlers(e, projectapi.NewStrictHandler(&handlers.Projects{Handlers: s.H}, nil))
-	datasetapi.RegisterHandlers(e, datasetapi.NewStrictHandler(&handlers.Datasets{Handlers: s.H}, nil))
-	queryapi.RegisterHandlers(e, queryapi.NewStrictHandler(&handlers.Queries{Handlers: s.H}, nil))
-	systemapi.RegisterHandlers(e, &handlers.System{Handlers: s.H})
+	api.RegisterHandlers(e, api.NewStrictHandler(handlers.NewAPI(s.H), nil))
 
 	// The record API: one handler for every dataset (handlers.Records).
 	rec := &handlers.Records{Handlers: s.H}

@@ -68,9 +68,18 @@ var assets fs.FS = files
 // started is the files' modification time (the binary's start: they change with it).
 var started = time.Now()
 
+// Exists says whether name is a front-end file of the pages.
+func Exists(name string) bool {
+	if path.Ext(name) != ".js" && path.Ext(name) != ".css" {
+		return false
+	}
+	_, err := fs.Stat(assets, name)
+	return err == nil
+}
+
 // Asset serves a front-end file of the pages, or answers false when there is none.
 func Asset(w http.ResponseWriter, r *http.Request, name string) bool {
-	if path.Ext(name) != ".js" && path.Ext(name) != ".css" {
+	if !Exists(name) {
 		return false
 	}
 	b, err := fs.ReadFile(assets, name)
