@@ -60,7 +60,7 @@ func (a *Auth) ListApiKeys(ctx context.Context, req api.ListApiKeysRequestObject
 		return nil, err
 	}
 	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
-	keys, total, err := a.Store.ListAPIKeys(ctx, p.UserID, limit, offset)
+	keys, total, err := store.ListAPIKeys(ctx, a.Store.DB, p.UserID, limit, offset)
 	if err != nil {
 		return nil, err
 	}

@@ -232,7 +232,7 @@ func (a *Auth) GetCurrentUser(ctx context.Context, _ api.GetCurrentUserRequestOb
 	return api.GetCurrentUser200JSONResponse(out), nil
 }
 
-var errNoOIDC = apierr.New(http.StatusNotImplemented, "OIDC_NOT_CONFIGURED", "no OpenID Connect identity provider is configured (DP_OIDC_ISSUER)")
+var errNoOIDC = apierr.New(http.StatusNotImplemented, apierr.CodeOidcNotConfigured, "no OpenID Connect identity provider is configured (DP_OIDC_ISSUER)")
 
 func (a *Auth) OauthAuthorize(ctx context.Context, req api.OauthAuthorizeRequestObject) (api.OauthAuthorizeResponseObject, error) {
 	if a.OIDC == nil {

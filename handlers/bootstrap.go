@@ -14,12 +14,7 @@ import (
 // logs once.
 func (h *Handlers) Bootstrap(ctx context.Context) error {
 	return h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		// One replica bootstraps; the others wait here and then find the user.
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('platform.bootstrap'))`); err != nil {
-			return err
-		}
-		var n int
-		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM platform.users`); err != nil || n > 0 {
+		if needed, err := store.BootstrapNeeded(ctx, tx); err != nil || !needed {
 			return err
 		}
 		email, password, generated := h.Config.AdminEmail, h.Config.AdminPassword, false

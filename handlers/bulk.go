@@ -36,9 +36,9 @@ type bulkResult struct {
 }
 
 type bulkError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Details any    `json:"details,omitempty"`
+	Code    apierr.Code `json:"code"`
+	Message string      `json:"message"`
+	Details any         `json:"details,omitempty"`
 }
 
 // Bulk is POST /api/v1/datasets/{id}/data/bulk: create, update and delete operations, in
@@ -97,7 +97,7 @@ func (h *Records) Bulk(c echo.Context) error {
 		if failedAt >= 0 { // nothing was written: every operation failed with the transaction
 			for i := range results {
 				if i != failedAt {
-					results[i] = bulkResult{Index: i, Error: &bulkError{Code: "ROLLED_BACK", Message: fmt.Sprintf("not applied: operation %d failed and the request is atomic", failedAt)}}
+					results[i] = bulkResult{Index: i, Error: &bulkError{Code: apierr.CodeRolledBack, Message: fmt.Sprintf("not applied: operation %d failed and the request is atomic", failedAt)}}
 				}
 			}
 		}
@@ -106,7 +106,7 @@ func (h *Records) Bulk(c echo.Context) error {
 			err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error { return run(tx, i) })
 			if err != nil && !req.Options.ContinueOnError {
 				for j := i + 1; j < len(ops); j++ {
-					results[j] = bulkResult{Index: j, Error: &bulkError{Code: "SKIPPED", Message: fmt.Sprintf("not run: operation %d failed", i)}}
+					results[j] = bulkResult{Index: j, Error: &bulkError{Code: apierr.CodeSkipped, Message: fmt.Sprintf("not run: operation %d failed", i)}}
 				}
 				break
 			}
@@ -134,7 +134,7 @@ func (h *Records) bulkOne(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, i int
 			if e, ok := writeErr(err, rc.desc.Table).(*apierr.Error); ok {
 				ae = e
 			} else {
-				ae = apierr.New(http.StatusInternalServerError, "INTERNAL_ERROR", "the operation failed")
+				ae = apierr.New(http.StatusInternalServerError, apierr.CodeInternalError, "the operation failed")
 			}
 		}
 		res.Error = &bulkError{Code: ae.Code, Message: ae.Message, Details: ae.Details}

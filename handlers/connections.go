@@ -67,7 +67,7 @@ func (h *Datasets) CreateDatabaseDataset(ctx context.Context, req api.CreateData
 	// The database is read before the transaction opens: a slow one holds no locks here.
 	info, err := extdb.Introspect(ctx, cfg, opts)
 	if err != nil {
-		return nil, apierr.New(http.StatusBadRequest, "CONNECTION_FAILED", "could not connect to "+cfg.Type+" at "+cfg.Host+": "+err.Error()).
+		return nil, apierr.New(http.StatusBadRequest, apierr.CodeConnectionFailed, "could not connect to "+cfg.Type+" at "+cfg.Host+": "+err.Error()).
 			WithDetails(map[string]any{"type": cfg.Type, "host": cfg.Host, "port": cfg.Port, "reason": err.Error()})
 	}
 	if len(info.Tables) == 0 {
@@ -96,14 +96,14 @@ func (h *Datasets) CreateDatabaseDataset(ctx context.Context, req api.CreateData
 		}
 		tables, err := datasets.Connect(ctx, tx, d, cfg, opts, info, now)
 		if errors.Is(err, datasets.ErrWrapperMissing) {
-			return apierr.New(http.StatusNotImplemented, "NOT_SUPPORTED", "the platform's database has no foreign data wrapper for "+cfg.Type).
+			return apierr.New(http.StatusNotImplemented, apierr.CodeNotSupported, "the platform's database has no foreign data wrapper for "+cfg.Type).
 				WithDetails(map[string]any{"type": cfg.Type})
 		} else if err != nil {
 			return err
 		}
 		tj, _ := json.Marshal(tables)
 		d.Tables = ptr(string(tj))
-		if _, err := tx.ExecContext(ctx, `UPDATE platform.datasets SET tables = $2 WHERE id = $1`, d.ID, *d.Tables); err != nil {
+		if err := store.SetDatasetTables(ctx, tx, d.ID, *d.Tables); err != nil {
 			return err
 		}
 		oj, _ := json.Marshal(opts)

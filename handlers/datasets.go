@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
@@ -20,7 +19,6 @@ import (
 	"dataplatform/store/jobs"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 func (h *Datasets) datasetOut(ctx context.Context, d *store.Dataset, detail bool) (api.Dataset, error) {
@@ -74,7 +72,7 @@ func (h *Datasets) dataset(ctx context.Context, q sqlx.QueryerContext, projectID
 	}
 	d, err := store.DatasetForUser(ctx, q, projectID, id, p.UserID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, apierr.New(http.StatusNotFound, "DATASET_NOT_FOUND", "dataset not found").WithDetails(map[string]any{"dataset_id": id})
+		return nil, apierr.New(http.StatusNotFound, apierr.CodeDatasetNotFound, "dataset not found").WithDetails(map[string]any{"dataset_id": id})
 	} else if err != nil {
 		return nil, err
 	}
@@ -87,7 +85,7 @@ func (h *Datasets) ListDatasets(ctx context.Context, req api.ListDatasetsRequest
 		return nil, err
 	}
 	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
-	ds, total, err := h.Store.ListDatasets(ctx, prj.ID, deref(req.Params.Search), string(deref(req.Params.Type)), limit, offset)
+	ds, total, err := store.ListDatasets(ctx, h.Store.DB, prj.ID, deref(req.Params.Search), string(deref(req.Params.Type)), limit, offset)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +236,7 @@ func (h *Datasets) DeleteDataset(ctx context.Context, req api.DeleteDatasetReque
 			return err
 		}
 		if d.UploadID != nil {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM platform.uploads WHERE id = $1`, *d.UploadID); err != nil {
+			if err := store.DeleteUpload(ctx, tx, *d.UploadID); err != nil {
 				return err
 			}
 		}
@@ -284,66 +282,15 @@ func (h *Datasets) PreviewDataset(ctx context.Context, req api.PreviewDatasetReq
 	if req.Params.Offset != nil {
 		offset = *req.Params.Offset
 	}
-	out := api.PreviewDataset200JSONResponse{Table: t.Name, Columns: make([]string, len(cols)), Rows: [][]*any{}}
-	sel := ""
+	out := api.PreviewDataset200JSONResponse{Table: t.Name, Columns: make([]string, len(cols))}
 	for i, c := range cols {
 		out.Columns[i] = c.Name
-		if i > 0 {
-			sel += ", "
-		}
-		if c.Type.IsArray() { // as a JSON array, not PostgreSQL's {a,b} literal
-			sel += "to_json(" + pq.QuoteIdentifier(c.Name) + ")"
-		} else {
-			sel += pq.QuoteIdentifier(c.Name)
-		}
 	}
-	order := ""
-	if len(t.PrimaryKey) > 0 {
-		keys := make([]string, len(t.PrimaryKey))
-		for i, k := range t.PrimaryKey {
-			keys[i] = pq.QuoteIdentifier(k)
-		}
-		order = ` ORDER BY ` + strings.Join(keys, ", ")
-	}
-	live := ""
-	if t.System() {
-		live = ` WHERE deleted_at IS NULL`
-	}
-	if err := h.Store.DB.GetContext(ctx, &out.TotalRows, `SELECT count(*) FROM `+t.Qualified()+live); err != nil {
+	if out.Rows, out.TotalRows, err = datasets.Preview(ctx, h.Store.DB, t, limit, offset); err != nil {
 		return nil, err
-	}
-	rows, err := h.Store.DB.QueryxContext(ctx, `SELECT `+sel+` FROM `+t.Qualified()+live+order+` LIMIT $1 OFFSET $2`, limit, offset)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		vals, err := rows.SliceScan()
-		if err != nil {
-			return nil, err
-		}
-		row := make([]*any, len(vals))
-		for i, v := range vals {
-			switch x := v.(type) {
-			case []byte: // numeric, uuid, jsonb arrive as text
-				if cols[i].Type == ingest.JSONB || cols[i].Type.IsArray() {
-					vals[i] = json.RawMessage(x)
-				} else {
-					vals[i] = string(x)
-				}
-			case time.Time:
-				if cols[i].Type == ingest.Date {
-					vals[i] = x.Format(time.DateOnly)
-				}
-			}
-			if vals[i] != nil {
-				row[i] = &vals[i]
-			}
-		}
-		out.Rows = append(out.Rows, row)
 	}
 	out.RowCount = len(out.Rows)
-	return out, rows.Err()
+	return out, nil
 }
 
 func (h *Datasets) GetJob(ctx context.Context, req api.GetJobRequestObject) (api.GetJobResponseObject, error) {

@@ -68,7 +68,7 @@ func (h *Records) Export(c echo.Context) error {
 	}
 	defer rows.Close()
 	if format == "excel" && total > records.MaxExcelRows {
-		return apierr.New(http.StatusRequestEntityTooLarge, "EXPORT_TOO_LARGE",
+		return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeExportTooLarge,
 			fmt.Sprintf("%d records do not fit one Excel sheet (%d at most); export csv or parquet, or filter", total, records.MaxExcelRows)).
 			WithDetails(map[string]any{"total_records": total, "max_records": records.MaxExcelRows})
 	}

@@ -55,7 +55,7 @@ func (o *Orgs) ListOrganizationUsers(ctx context.Context, req api.ListOrganizati
 		return out, nil
 	}
 	f := store.UserFilter{Search: deref(req.Params.Search), Role: string(deref(req.Params.Role)), Status: string(deref(req.Params.Status))}
-	users, total, err := o.Store.ListOrgUsers(ctx, req.OrganizationId, f, limit, offset)
+	users, total, err := store.ListOrgUsers(ctx, o.Store.DB, req.OrganizationId, f, limit, offset)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +259,7 @@ func (o *Orgs) checkUserLimit(ctx context.Context, tx *sqlx.Tx, orgID string) er
 	}
 	p := planOf(org.PlanTier)
 	if n >= p.Users {
-		return apierr.New(http.StatusUnprocessableEntity, "PLAN_LIMIT_EXCEEDED",
+		return apierr.New(http.StatusUnprocessableEntity, apierr.CodePlanLimitExceeded,
 			"the "+p.Name+" plan allows "+strconv.Itoa(p.Users)+" users (members and pending invitations)").
 			WithDetails(map[string]any{"current_users": n, "plan_limit": p.Users, "suggested_plan": p.Next})
 	}
@@ -270,12 +270,12 @@ func (o *Orgs) checkUserLimit(ctx context.Context, tx *sqlx.Tx, orgID string) er
 func (o *Orgs) invitation(ctx context.Context, q sqlx.QueryerContext, token string, lock bool) (*store.Invitation, error) {
 	inv, err := store.InvitationByToken(ctx, q, auth.HashSecret(token), lock)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && inv.Status != "pending") {
-		return nil, apierr.New(http.StatusNotFound, "INVITATION_NOT_FOUND", "no pending invitation with this token (it may have been used or withdrawn)")
+		return nil, apierr.New(http.StatusNotFound, apierr.CodeInvitationNotFound, "no pending invitation with this token (it may have been used or withdrawn)")
 	} else if err != nil {
 		return nil, err
 	}
 	if !o.now().Before(inv.ExpiresAt) {
-		return nil, apierr.New(http.StatusGone, "INVITATION_EXPIRED", "this invitation expired on "+inv.ExpiresAt.Format(time.RFC3339)+"; ask for a new one")
+		return nil, apierr.New(http.StatusGone, apierr.CodeInvitationExpired, "this invitation expired on "+inv.ExpiresAt.Format(time.RFC3339)+"; ask for a new one")
 	}
 	return inv, nil
 }

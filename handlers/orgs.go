@@ -15,7 +15,6 @@ import (
 	"dataplatform/store/datasets"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
@@ -70,7 +69,7 @@ func (o *Orgs) ListOrganizations(ctx context.Context, req api.ListOrganizationsR
 		return nil, err
 	}
 	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
-	orgs, total, err := o.Store.ListOrganizations(ctx, p.UserID, string(deref(req.Params.Role)), limit, offset)
+	orgs, total, err := store.ListOrganizations(ctx, o.Store.DB, p.UserID, string(deref(req.Params.Role)), limit, offset)
 	if err != nil {
 		return nil, err
 	}
@@ -268,10 +267,7 @@ func (o *Orgs) DeleteOrganization(ctx context.Context, req api.DeleteOrganizatio
 			if files, err = o.dropDatasetData(ctx, tx, "organization", org.ID); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+pq.QuoteIdentifier(org.ID)+` CASCADE`); err != nil {
-				return err
-			}
-			if err := datasets.DropQueryRole(ctx, tx, org.ID); err != nil {
+			if err := datasets.DropOrganization(ctx, tx, org.ID); err != nil {
 				return err
 			}
 		}

@@ -52,7 +52,7 @@ func (h *Projects) ListProjects(ctx context.Context, req api.ListProjectsRequest
 		return nil, err
 	}
 	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
-	ps, total, err := h.Store.ListProjects(ctx, req.OrganizationId, deref(req.Params.Search), limit, offset)
+	ps, total, err := store.ListProjects(ctx, h.Store.DB, req.OrganizationId, deref(req.Params.Search), limit, offset)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (h *Projects) CreateProject(ctx context.Context, req api.CreateProjectReque
 			return err
 		}
 		if pl := planOf(org.PlanTier); org.ProjectCount >= pl.Projects {
-			return apierr.New(http.StatusUnprocessableEntity, "PLAN_LIMIT_EXCEEDED", "the "+pl.Name+" plan allows "+strconv.Itoa(pl.Projects)+" projects").
+			return apierr.New(http.StatusUnprocessableEntity, apierr.CodePlanLimitExceeded, "the "+pl.Name+" plan allows "+strconv.Itoa(pl.Projects)+" projects").
 				WithDetails(map[string]any{"current_projects": org.ProjectCount, "plan_limit": pl.Projects, "suggested_plan": pl.Next})
 		}
 		if err := store.CreateProject(ctx, tx, prj); err != nil {

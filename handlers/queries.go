@@ -106,7 +106,7 @@ func (h *Queries) newQuery(ctx context.Context, prj *store.Project, typ, text st
 
 // historyQuery is a query of the project's history, or 404.
 func (h *Queries) historyQuery(ctx context.Context, prj *store.Project, id string) (*store.Query, error) {
-	q, err := h.Store.QueryByID(ctx, prj.ID, id)
+	q, err := store.QueryByID(ctx, h.Store.DB, prj.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.NotFound("query", id)
 	}
@@ -187,7 +187,7 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 		nl, err = nlsql.Translate(query, schema, h.now())
 		var nu *nlsql.NotUnderstood
 		if errors.As(err, &nu) {
-			return nil, apierr.New(http.StatusBadRequest, "INVALID_QUERY", nu.Error()).WithDetails(map[string]any{"reason": nu.Reason,
+			return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, nu.Error()).WithDetails(map[string]any{"reason": nu.Reason,
 				"suggestions": nu.Suggestions})
 		} else if err != nil {
 			return nil, err
@@ -202,7 +202,7 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 	prep, err := queries.Prepare(query, sources)
 	var ue *queries.UnknownError
 	if errors.As(err, &ue) {
-		return nil, apierr.New(http.StatusBadRequest, "INVALID_QUERY", ue.Error()).WithDetails(map[string]any{"line": ue.Line, "column": ue.Column,
+		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, ue.Error()).WithDetails(map[string]any{"line": ue.Line, "column": ue.Column,
 			"message": ue.Error(), "available_datasets": ue.Available})
 	} else if err != nil {
 		return nil, queryErr(err, nil, 0, 0)
@@ -366,10 +366,10 @@ func (h *Queries) recordQuery(ctx context.Context, qr *store.Query, e *queries.E
 	e.Status = "completed"
 	if runErr != nil {
 		event, e.Status = "query.failed", "failed"
-		f := &queries.Failure{Code: "INTERNAL_ERROR", Message: "the query failed"}
+		f := &queries.Failure{Code: string(apierr.CodeInternalError), Message: "the query failed"}
 		var ae *apierr.Error
 		if errors.As(runErr, &ae) {
-			f.Code, f.Message = ae.Code, ae.Message
+			f.Code, f.Message = string(ae.Code), ae.Message
 			if d, ok := ae.Details.(map[string]any); ok {
 				f.Details = d
 			} else if ae.Details != nil {
@@ -393,7 +393,7 @@ func (h *Queries) recordQuery(ctx context.Context, qr *store.Query, e *queries.E
 	qr.Body = ptr(string(body))
 	return h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		// History is not worth a disk flush per query.
-		if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+		if err := store.NoFlushOnCommit(ctx, tx); err != nil {
 			return err
 		}
 		if inserted {
@@ -433,7 +433,7 @@ func (h *Queries) ListQueries(ctx context.Context, req api.ListQueriesRequestObj
 	if f.To, err = dateBound("end_date", pr.EndDate, true); err != nil {
 		return nil, err
 	}
-	qs, total, err := h.Store.ListQueries(ctx, f)
+	qs, total, err := store.ListQueries(ctx, h.Store.DB, f)
 	if err != nil {
 		return nil, err
 	}
@@ -517,13 +517,13 @@ func (h *Queries) ValidateQuery(ctx context.Context, req api.ValidateQueryReques
 		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
 			return nil, err
 		}
-		if fields, ok := ae.Details.([]apierr.FieldError); ok && ae.Code == "VALIDATION_ERROR" {
+		if fields, ok := ae.Details.([]apierr.FieldError); ok && ae.Code == apierr.CodeValidationError {
 			for _, f := range fields {
-				out.Errors = append(out.Errors, api.QueryValidationError{Code: ae.Code, Message: f.Message, Field: ptr(f.Field)})
+				out.Errors = append(out.Errors, api.QueryValidationError{Code: string(ae.Code), Message: f.Message, Field: ptr(f.Field)})
 			}
 			return out, nil
 		}
-		e := api.QueryValidationError{Code: ae.Code, Message: ae.Message}
+		e := api.QueryValidationError{Code: string(ae.Code), Message: ae.Message}
 		if d, ok := ae.Details.(map[string]any); ok {
 			if l, ok := d["line"].(int); ok {
 				e.Line = &l
@@ -556,7 +556,7 @@ func (h *Queries) ValidateQuery(ctx context.Context, req api.ValidateQueryReques
 	}
 	out.Valid = len(pp.missing) == 0
 	if !out.Valid {
-		out.Errors = append(out.Errors, api.QueryValidationError{Code: "VALIDATION_ERROR", Message: "parameters lacks values for the query's placeholders",
+		out.Errors = append(out.Errors, api.QueryValidationError{Code: string(apierr.CodeValidationError), Message: "parameters lacks values for the query's placeholders",
 			Field: ptr("body.parameters")})
 	}
 	out.EstimatedRows = ptr(int(root.EstimatedRows))
@@ -619,10 +619,5 @@ const InterruptedAfter = time.Hour
 // FailInterruptedQueries marks queries running for longer than InterruptedAfter failed.
 func (h *Handlers) FailInterruptedQueries(ctx context.Context) (int64, error) {
 	now := h.now()
-	res, err := h.Store.DB.ExecContext(ctx, `UPDATE platform.queries SET status = 'failed', error_code = 'INTERRUPTED', finished_at = $1
-		WHERE status = 'running' AND created_at < $2`, now, now.Add(-InterruptedAfter))
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return store.FailInterruptedQueries(ctx, h.Store.DB, now, now.Add(-InterruptedAfter))
 }

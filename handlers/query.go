@@ -102,7 +102,7 @@ func (h *Records) Query(c echo.Context) error {
 	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, rc.d.OrgID); err != nil {
 		var pe *pq.Error
 		if errors.As(err, &pe) && pe.Code == "42501" {
-			return apierr.New(http.StatusNotImplemented, "NOT_SUPPORTED",
+			return apierr.New(http.StatusNotImplemented, apierr.CodeNotSupported,
 				"the platform's database user may not create the query role (it needs CREATEROLE): "+pe.Message)
 		}
 		return err
@@ -133,18 +133,18 @@ func queryErr(err error, sqlText *string, timeout, took time.Duration) error {
 	var pe *pq.Error
 	switch {
 	case errors.As(err, &se):
-		return apierr.New(http.StatusBadRequest, "INVALID_QUERY", "the query does not parse: "+se.Message).
+		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, "the query does not parse: "+se.Message).
 			WithDetails(map[string]any{"line": se.Line, "column": se.Column, "message": se.Message})
 	case errors.As(err, &fe):
-		return apierr.New(http.StatusBadRequest, "FORBIDDEN_OPERATION", fe.Reason).WithDetails(map[string]any{"allowed": "one SELECT statement"})
+		return apierr.New(http.StatusBadRequest, apierr.CodeForbiddenOperation, fe.Reason).WithDetails(map[string]any{"allowed": "one SELECT statement"})
 	case records.IsTimeout(err):
-		return apierr.New(http.StatusRequestTimeout, "QUERY_TIMEOUT", fmt.Sprintf("the query ran longer than %s and was cancelled", timeout)).
+		return apierr.New(http.StatusRequestTimeout, apierr.CodeQueryTimeout, fmt.Sprintf("the query ran longer than %s and was cancelled", timeout)).
 			WithDetails(map[string]any{"timeout_seconds": timeout.Seconds(), "execution_time_seconds": took.Seconds(),
 				"suggestion": "filter or aggregate more, add a LIMIT, or raise options.timeout (at most 120000 ms)"})
 	case errors.As(err, &pe):
 		switch {
 		case pe.Code == "42501" || pe.Code == "25006":
-			return apierr.New(http.StatusBadRequest, "FORBIDDEN_OPERATION", "not allowed: "+pe.Message).WithDetails(map[string]any{"message": pe.Message})
+			return apierr.New(http.StatusBadRequest, apierr.CodeForbiddenOperation, "not allowed: "+pe.Message).WithDetails(map[string]any{"message": pe.Message})
 		case strings.HasPrefix(string(pe.Code), "42") || strings.HasPrefix(string(pe.Code), "22") || pe.Code == "21000": // syntax, names, types; data; a subquery of several rows
 			d := map[string]any{"message": pe.Message}
 			if sqlText != nil && pe.Position != "" {
@@ -152,7 +152,7 @@ func queryErr(err error, sqlText *string, timeout, took time.Duration) error {
 				fmt.Sscan(pe.Position, &pos)
 				d["line"], d["column"] = usersql.Position(*sqlText, pos)
 			}
-			return apierr.New(http.StatusBadRequest, "INVALID_QUERY", pe.Message).WithDetails(d)
+			return apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, pe.Message).WithDetails(d)
 		}
 	}
 	return err

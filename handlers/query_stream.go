@@ -81,7 +81,7 @@ func (h *Queries) StreamQuery(ctx context.Context, req api.StreamQueryRequestObj
 // tooManyQueries is the refusal of a sixth concurrent query: it carries the category's
 // X-RateLimit headers (set by the rate limiter) and a Retry-After of one second.
 func tooManyQueries() error {
-	e := apierr.New(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
+	e := apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded, fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
 		WithDetails(map[string]any{"concurrent_limit": maxConcurrentQuery})
 	e.Headers = map[string]string{"Retry-After": "1"}
 	return e
@@ -159,7 +159,7 @@ func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
 	var runErr error
 	if err != nil {
 		runErr = queryErr(err, &s.pp.SQL, s.timeout, time.Since(s.start))
-		f := map[string]any{"code": "INTERNAL_ERROR", "message": "the query failed"}
+		f := map[string]any{"code": apierr.CodeInternalError, "message": "the query failed"}
 		var ae *apierr.Error
 		if errors.As(runErr, &ae) {
 			f = map[string]any{"code": ae.Code, "message": ae.Message, "details": ae.Details}

@@ -138,7 +138,7 @@ func (ds *Descriptions) Resolve(ctx context.Context, datasetID, table string) (*
 	}
 	d, err := ds.h.Store.DatasetForRecords(ctx, datasetID, p.UserID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, apierr.New(http.StatusNotFound, "DATASET_NOT_FOUND", "dataset not found").WithDetails(map[string]any{"dataset_id": datasetID})
+		return nil, nil, apierr.New(http.StatusNotFound, apierr.CodeDatasetNotFound, "dataset not found").WithDetails(map[string]any{"dataset_id": datasetID})
 	} else if err != nil {
 		return nil, nil, err
 	}
@@ -164,7 +164,7 @@ func (d *Description) NotServed(path, method string) error {
 	case method != http.MethodGet && !t.Writable():
 		reason = "the table " + t.Name + " is read-only through the record API (a MySQL connection, or no single-column primary key)"
 	}
-	return apierr.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", reason).WithDetails(map[string]any{"method": method, "table": t.Name})
+	return apierr.New(http.StatusMethodNotAllowed, apierr.CodeMethodNotAllowed, reason).WithDetails(map[string]any{"method": method, "table": t.Name})
 }
 
 // pickTable is the dataset's table named table ("": the first), or a 400 naming the others.
@@ -393,7 +393,7 @@ func fieldErr(err error) error {
 }
 
 func recordNotFound(id string) error {
-	return apierr.New(http.StatusNotFound, "RECORD_NOT_FOUND", "record not found").WithDetails(map[string]any{"id": id})
+	return apierr.New(http.StatusNotFound, apierr.CodeRecordNotFound, "record not found").WithDetails(map[string]any{"id": id})
 }
 
 // recordID is the record named by the path, checked against the table's key.
@@ -865,11 +865,11 @@ func writeErr(err error, t *records.Table) error {
 		return apierr.Conflict(field, "a record with this "+field+" already exists")
 	}
 	if pe != nil && pe.Code == "23503" { // a connected database's foreign key
-		return apierr.New(http.StatusConflict, "CONFLICT", "the connected database refused: "+pe.Message).
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "the connected database refused: "+pe.Message).
 			WithDetails(map[string]any{"reason": pe.Detail})
 	}
 	if pe != nil && pe.Code == "42501" && t.Foreign {
-		return apierr.New(http.StatusForbidden, "PERMISSION_DENIED", "the connected database refused the write: "+pe.Message).
+		return apierr.New(http.StatusForbidden, apierr.CodePermissionDenied, "the connected database refused the write: "+pe.Message).
 			WithDetails(map[string]any{"table": t.Name})
 	}
 	if v, ok := store.ConstraintViolation(err); ok {
@@ -919,7 +919,7 @@ func (h *Records) Create(c echo.Context) error {
 			}
 			if replay != nil {
 				if replay.RequestHash != hex.EncodeToString(hash[:]) {
-					return apierr.New(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED",
+					return apierr.New(http.StatusUnprocessableEntity, apierr.CodeIdempotencyKeyReused,
 						"this X-Idempotency-Key was used with another request; use a new key for a new record").
 						WithDetails(map[string]any{"key": key})
 				}
@@ -1026,7 +1026,7 @@ func (h *Records) update(c echo.Context, replace bool) error {
 			} else {
 				details["current_etag"] = etag(rc.d, t, cur)
 			}
-			return apierr.New(http.StatusConflict, "OPTIMISTIC_LOCK_ERROR", "the record changed since the version sent; read it again").
+			return apierr.New(http.StatusConflict, apierr.CodeOptimisticLockError, "the record changed since the version sent; read it again").
 				WithDetails(details)
 		}
 		switch {
@@ -1043,7 +1043,7 @@ func (h *Records) update(c echo.Context, replace bool) error {
 		if rec, ok, err = t.Update(ctx, tx, id, current, b, replace, readFields(t, fields)); err != nil {
 			return err
 		} else if !ok {
-			return apierr.New(http.StatusConflict, "OPTIMISTIC_LOCK_ERROR", "the record changed meanwhile; read it again").
+			return apierr.New(http.StatusConflict, apierr.CodeOptimisticLockError, "the record changed meanwhile; read it again").
 				WithDetails(map[string]any{"id": now[t.Key()]})
 		}
 		return nil
@@ -1082,7 +1082,7 @@ func applyJSONPatch(rc *recordCtx, now map[string]any, raw []byte) (map[string]a
 		AllowMissingPathOnRemove: false})
 	if err != nil {
 		if errors.Is(err, jsonpatch.ErrTestFailed) {
-			return nil, apierr.New(http.StatusConflict, "PATCH_TEST_FAILED", "a test operation of the patch failed; nothing was changed").
+			return nil, apierr.New(http.StatusConflict, apierr.CodePatchTestFailed, "a test operation of the patch failed; nothing was changed").
 				WithDetails(map[string]any{"reason": err.Error()})
 		}
 		return nil, apierr.Field("body", "invalid_patch", err.Error())
@@ -1315,7 +1315,7 @@ func (h *Records) referrers(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, rec
 			continue
 		}
 		if !cascade {
-			return apierr.New(http.StatusConflict, "CONFLICT", fmt.Sprintf("%d records of %s refer to this record; delete them first or use cascade=true", len(ids), od.Name)).
+			return apierr.New(http.StatusConflict, apierr.CodeConflict, fmt.Sprintf("%d records of %s refer to this record; delete them first or use cascade=true", len(ids), od.Name)).
 				WithDetails(map[string]any{"field": l.column, "referenced_by": od.ID, "dataset_name": od.Name, "count": len(ids)})
 		}
 		if depth >= maxCascadeDepth {

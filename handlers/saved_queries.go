@@ -98,12 +98,12 @@ func (h *Queries) SaveQuery(ctx context.Context, req api.SaveQueryRequestObject)
 	})
 	switch {
 	case errors.Is(err, store.ErrLimit):
-		return nil, apierr.New(http.StatusUnprocessableEntity, "LIMIT_EXCEEDED", "a project holds at most 1000 saved queries").
+		return nil, apierr.New(http.StatusUnprocessableEntity, apierr.CodeLimitExceeded, "a project holds at most 1000 saved queries").
 			WithDetails(map[string]any{"limit": maxSavedQueries, "current": maxSavedQueries})
 	case err != nil:
 		return nil, conflictOn(err, "name", "a saved query of this project already has this name")
 	}
-	saved, err := h.Store.SavedQueryFor(ctx, prj.ID, sq.ID, p.UserID)
+	saved, err := store.SavedQueryFor(ctx, h.Store.DB, prj.ID, sq.ID, p.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (h *Queries) ListSavedQueries(ctx context.Context, req api.ListSavedQueries
 		return nil, err
 	}
 	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
-	sqs, total, err := h.Store.ListSavedQueries(ctx, prj.ID, p.UserID, deref(req.Params.Tag), limit, offset)
+	sqs, total, err := store.ListSavedQueries(ctx, h.Store.DB, prj.ID, p.UserID, deref(req.Params.Tag), limit, offset)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func (h *Queries) ExecuteSavedQuery(ctx context.Context, req api.ExecuteSavedQue
 	if err != nil {
 		return nil, err
 	}
-	sq, err := h.Store.SavedQueryFor(ctx, prj.ID, req.SavedQueryId, p.UserID)
+	sq, err := store.SavedQueryFor(ctx, h.Store.DB, prj.ID, req.SavedQueryId, p.UserID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.NotFound("saved_query", req.SavedQueryId)
 	} else if err != nil {
@@ -178,7 +178,7 @@ func (h *Queries) ExecuteSavedQuery(ctx context.Context, req api.ExecuteSavedQue
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Store.UseSavedQuery(context.WithoutCancel(ctx), sq.ID, h.now()); err != nil {
+	if err := store.UseSavedQuery(context.WithoutCancel(ctx), h.Store.DB, sq.ID, h.now()); err != nil {
 		return nil, err
 	}
 	return executedResponse{e}, nil

@@ -102,13 +102,11 @@ func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, fi
 		}
 	}
 	if k.Pattern != "" {
-		var ok bool
-		if err := sqlx.GetContext(ctx, q, &ok, `SELECT '' ~ $1`, k.Pattern); err != nil {
-			var pe *pq.Error
-			if !errors.As(err, &pe) || pe.Code != "2201B" {
-				return nil, err
-			}
-			bad(".pattern", "pattern", "not a valid regular expression: "+pe.Message)
+		msg, err := datasets.PatternError(ctx, q, k.Pattern)
+		if err != nil {
+			return nil, err
+		} else if msg != "" {
+			bad(".pattern", "pattern", "not a valid regular expression: "+msg)
 		}
 	}
 	return errs, nil
@@ -353,7 +351,7 @@ func busy(err error) error {
 func (h *Datasets) alterSchema(ctx context.Context, tx *sqlx.Tx, p *auth.Principal, id string, body *api.SchemaChangeRequest) (*store.Dataset, []ingest.Column, []ingest.Column, error) {
 	d, err := store.DatasetForUserAnyProject(ctx, tx, id, p.UserID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, nil, apierr.New(http.StatusNotFound, "DATASET_NOT_FOUND", "dataset not found").WithDetails(map[string]any{"dataset_id": id})
+		return nil, nil, nil, apierr.New(http.StatusNotFound, apierr.CodeDatasetNotFound, "dataset not found").WithDetails(map[string]any{"dataset_id": id})
 	} else if err != nil {
 		return nil, nil, nil, err
 	}
@@ -370,7 +368,7 @@ func (h *Datasets) alterSchema(ctx context.Context, tx *sqlx.Tx, p *auth.Princip
 		return nil, nil, nil, apierr.Conflict("type", "a connected dataset's schema is its database's: change it there, then refresh the dataset")
 	}
 	if v := body.ExpectedVersion; v != nil && *v != d.SchemaVersion {
-		return nil, nil, nil, apierr.New(http.StatusConflict, "SCHEMA_VERSION_CONFLICT",
+		return nil, nil, nil, apierr.New(http.StatusConflict, apierr.CodeSchemaVersionConflict,
 			fmt.Sprintf("the schema is at version %d, not %d", d.SchemaVersion, *v)).
 			WithDetails(map[string]any{"schema_version": d.SchemaVersion, "expected_version": *v})
 	}
@@ -455,7 +453,7 @@ func (h *Datasets) applyChanges(ctx context.Context, tx *sqlx.Tx, d *store.Datas
 	case errors.As(err, &ce):
 		return nil, apierr.Field(fmt.Sprintf("body.changes[%d].%s", ce.Index, ce.Field), ce.Code, ce.Message)
 	case errors.As(err, &vs):
-		return nil, apierr.New(http.StatusUnprocessableEntity, "SCHEMA_VIOLATION",
+		return nil, apierr.New(http.StatusUnprocessableEntity, apierr.CodeSchemaViolation,
 			fmt.Sprintf("existing rows violate %d of the changes; nothing was changed", len(vs))).WithDetails(map[string]any{"violations": vs})
 	}
 	return after, err

@@ -106,7 +106,7 @@ func (s *System) GetOpenAPIYAML(context.Context, api.GetOpenAPIYAMLRequestObject
 
 func (s *System) GetErrorDoc(_ context.Context, r api.GetErrorDocRequestObject) (api.GetErrorDocResponseObject, error) {
 	code := strings.ToUpper(r.Code)
-	d, ok := apierr.Catalog[code]
+	d, ok := apierr.Catalog[apierr.Code(code)]
 	if !ok {
 		return nil, apierr.NotFound("error code", code)
 	}

@@ -113,7 +113,7 @@ func (h *Datasets) saveUpload(part *multipart.Part, path string, up *store.Uploa
 	format, err := ingest.Detect(head, up.Filename)
 	var fe *ingest.FormatError
 	if errors.As(err, &fe) {
-		return apierr.New(http.StatusBadRequest, "INVALID_FILE_FORMAT",
+		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidFileFormat,
 			"the file is "+fe.Provided+"; upload CSV, JSON (an array of objects or NDJSON) or Parquet").
 			WithDetails(map[string]any{"provided_format": fe.Provided, "supported_formats": []string{"csv", "json", "parquet"}})
 	} else if err != nil {
@@ -163,7 +163,7 @@ func formValue(p *multipart.Part, max int) (string, error) {
 
 // SweepUploads deletes unclaimed uploads that have expired, rows and files.
 func (h *Handlers) SweepUploads(ctx context.Context) (int, error) {
-	ups, err := h.Store.ExpiredUploads(ctx, h.now())
+	ups, err := store.ExpiredUploads(ctx, h.Store.DB, h.now())
 	if err != nil {
 		return 0, err
 	}

@@ -315,7 +315,7 @@ func (h *Datasets) ValidateDatasetSchema(ctx context.Context, req api.ValidateDa
 		Changes: []api.DescriptionChange{}, Violations: []map[string]any{}}
 	var ae *apierr.Error
 	switch {
-	case errors.As(err, &ae) && ae.Code == "SCHEMA_VIOLATION":
+	case errors.As(err, &ae) && ae.Code == apierr.CodeSchemaViolation:
 		out.Valid = false
 		b, _ := json.Marshal(ae.Details.(map[string]any)["violations"])
 		if err := json.Unmarshal(b, &out.Violations); err != nil {

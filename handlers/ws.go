@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"dataplatform/handlers/apierr"
 	"dataplatform/store/changes"
 
 	"github.com/coder/websocket"
@@ -114,7 +115,7 @@ func (h *Records) Socket(c echo.Context) error {
 					}
 				}
 				if bad != "" {
-					reply = map[string]any{"type": "error", "code": "VALIDATION_ERROR", "message": fmt.Sprintf("no field %q to filter on", bad)}
+					reply = map[string]any{"type": "error", "code": apierr.CodeValidationError, "message": fmt.Sprintf("no field %q to filter on", bad)}
 					break
 				}
 				if m.LastEventID != nil {
@@ -130,7 +131,7 @@ func (h *Records) Socket(c echo.Context) error {
 			case "ping":
 				reply = map[string]any{"type": "pong"}
 			default:
-				reply = map[string]any{"type": "error", "code": "INVALID_MESSAGE", "message": "send {\"action\": \"subscribe\" | \"unsubscribe\" | \"ping\"}"}
+				reply = map[string]any{"type": "error", "code": apierr.CodeInvalidMessage, "message": "send {\"action\": \"subscribe\" | \"unsubscribe\" | \"ping\"}"}
 			}
 			if err := write(reply); err != nil {
 				return nil

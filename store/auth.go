@@ -17,9 +17,9 @@ type SigningKey struct {
 }
 
 // SigningKeys returns the active key(s) and the keys retired after since, newest first.
-func (s *Store) SigningKeys(ctx context.Context, since time.Time) ([]SigningKey, error) {
+func SigningKeys(ctx context.Context, q sqlx.ExtContext, since time.Time) ([]SigningKey, error) {
 	var ks []SigningKey
-	err := s.DB.SelectContext(ctx, &ks, `SELECT kid, private_pem, created_at, retired_at FROM platform.signing_keys
+	err := sqlx.SelectContext(ctx, q, &ks, `SELECT kid, private_pem, created_at, retired_at FROM platform.signing_keys
 		WHERE retired_at IS NULL OR retired_at > $1 ORDER BY created_at DESC`, since)
 	return ks, err
 }
@@ -27,30 +27,25 @@ func (s *Store) SigningKeys(ctx context.Context, since time.Time) ([]SigningKey,
 // AddSigningKey stores a new key. With retireOthers, every other active key is retired now
 // (rotation); without it the key is only added when no active key exists (first start, safe
 // when several replicas start at once). It reports whether the key was added.
-func (s *Store) AddSigningKey(ctx context.Context, k SigningKey, retireOthers bool) (bool, error) {
-	added := false
-	err := s.Tx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('platform.signing_keys'))`); err != nil {
-			return err
+func AddSigningKey(ctx context.Context, tx *sqlx.Tx, k SigningKey, retireOthers bool) (bool, error) {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('platform.signing_keys'))`); err != nil {
+		return false, err
+	}
+	if retireOthers {
+		if _, err := tx.ExecContext(ctx, `UPDATE platform.signing_keys SET retired_at = $1 WHERE retired_at IS NULL`, k.CreatedAt); err != nil {
+			return false, err
 		}
-		if retireOthers {
-			if _, err := tx.ExecContext(ctx, `UPDATE platform.signing_keys SET retired_at = $1 WHERE retired_at IS NULL`, k.CreatedAt); err != nil {
-				return err
-			}
-		} else {
-			var n int
-			if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM platform.signing_keys WHERE retired_at IS NULL`); err != nil {
-				return err
-			}
-			if n > 0 {
-				return nil
-			}
+	} else {
+		var n int
+		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM platform.signing_keys WHERE retired_at IS NULL`); err != nil {
+			return false, err
 		}
-		added = true
-		_, err := tx.ExecContext(ctx, `INSERT INTO platform.signing_keys (kid, private_pem, created_at) VALUES ($1, $2, $3)`, k.Kid, k.PrivatePEM, k.CreatedAt)
-		return err
-	})
-	return added, err
+		if n > 0 {
+			return false, nil
+		}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO platform.signing_keys (kid, private_pem, created_at) VALUES ($1, $2, $3)`, k.Kid, k.PrivatePEM, k.CreatedAt)
+	return err == nil, err
 }
 
 // APIKeyOwner is what authenticating with an API key needs.
@@ -77,7 +72,7 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash []byte, now time.Time) (*
 }
 
 // TouchAPIKey records a use of the key.
-func (s *Store) TouchAPIKey(ctx context.Context, id string, now time.Time) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE platform.api_keys SET last_used_at = $2 WHERE id = $1`, id, now)
+func TouchAPIKey(ctx context.Context, q sqlx.ExtContext, id string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.api_keys SET last_used_at = $2 WHERE id = $1`, id, now)
 	return err
 }

@@ -34,13 +34,13 @@ func CreateAPIKey(ctx context.Context, q sqlx.ExtContext, k *APIKey) error {
 }
 
 // ListAPIKeys pages through a user's keys that are not revoked, newest first.
-func (s *Store) ListAPIKeys(ctx context.Context, userID string, limit, offset int) ([]APIKey, int, error) {
+func ListAPIKeys(ctx context.Context, q sqlx.ExtContext, userID string, limit, offset int) ([]APIKey, int, error) {
 	var total int
-	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.api_keys WHERE user_id = $1 AND revoked_at IS NULL`, userID); err != nil {
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.api_keys WHERE user_id = $1 AND revoked_at IS NULL`, userID); err != nil {
 		return nil, 0, err
 	}
 	var out []APIKey
-	err := s.DB.SelectContext(ctx, &out, `SELECT `+apiKeyCols+` FROM platform.api_keys WHERE user_id = $1 AND revoked_at IS NULL
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+apiKeyCols+` FROM platform.api_keys WHERE user_id = $1 AND revoked_at IS NULL
 		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, userID, limit, offset)
 	return out, total, err
 }

@@ -82,15 +82,15 @@ func DatasetByID(ctx context.Context, q sqlx.QueryerContext, id string, lock boo
 }
 
 // ListDatasets pages through a project's datasets, newest first.
-func (s *Store) ListDatasets(ctx context.Context, projectID, search, typ string, limit, offset int) ([]Dataset, int, error) {
+func ListDatasets(ctx context.Context, q sqlx.ExtContext, projectID, search, typ string, limit, offset int) ([]Dataset, int, error) {
 	cond := ` WHERE d.project_id = $1 AND ($2 = '' OR d.name ILIKE '%' || $2 || '%') AND ($3 = '' OR d.type = $3)`
 	search = escapeLike(search)
 	var total int
-	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.datasets d`+cond, projectID, search, typ); err != nil {
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.datasets d`+cond, projectID, search, typ); err != nil {
 		return nil, 0, err
 	}
 	var out []Dataset
-	err := s.DB.SelectContext(ctx, &out, `SELECT `+datasetCols+` FROM platform.datasets d`+cond+
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+datasetCols+` FROM platform.datasets d`+cond+
 		` ORDER BY d.created_at DESC, d.id LIMIT $4 OFFSET $5`, projectID, search, typ, limit, offset)
 	return out, total, err
 }
@@ -339,4 +339,10 @@ func SDKGenerations(ctx context.Context, q sqlx.QueryerContext, datasetID string
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, dataset_id, language, version, status, duration_ms, size_bytes, warnings, error,
 		user_id, created_at FROM platform.sdk_generations WHERE dataset_id = $1 ORDER BY created_at DESC, id LIMIT $2`, datasetID, limit)
 	return out, err
+}
+
+// SetDatasetTables records the tables of a connected database's dataset (JSON).
+func SetDatasetTables(ctx context.Context, q sqlx.ExecerContext, id, tables string) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.datasets SET tables = $2 WHERE id = $1`, id, tables)
+	return err
 }

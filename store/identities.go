@@ -47,25 +47,23 @@ type OAuthState struct {
 
 // CreateOAuthState stores s and drops the flows that expired before s.CreatedAt (abandoned
 // sign-ins), so the table does not grow.
-func (s *Store) CreateOAuthState(ctx context.Context, st *OAuthState) error {
-	return s.Tx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM platform.oauth_states WHERE expires_at <= $1`, st.CreatedAt); err != nil {
-			return err
-		}
-		_, err := sqlx.NamedExecContext(ctx, tx, `INSERT INTO platform.oauth_states (state_hash, code_verifier, nonce, expires_at, created_at)
-			VALUES (:state_hash, :code_verifier, :nonce, :expires_at, :created_at)`, st)
+func CreateOAuthState(ctx context.Context, tx *sqlx.Tx, st *OAuthState) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.oauth_states WHERE expires_at <= $1`, st.CreatedAt); err != nil {
 		return err
-	})
+	}
+	_, err := sqlx.NamedExecContext(ctx, tx, `INSERT INTO platform.oauth_states (state_hash, code_verifier, nonce, expires_at, created_at)
+		VALUES (:state_hash, :code_verifier, :nonce, :expires_at, :created_at)`, st)
+	return err
 }
 
 // ConsumeOAuthState deletes and returns the flow with this state hash: a state works once,
 // even when two callbacks race. live reports whether it had not expired at now.
-func (s *Store) ConsumeOAuthState(ctx context.Context, hash []byte, now time.Time) (st *OAuthState, live bool, err error) {
+func ConsumeOAuthState(ctx context.Context, q sqlx.ExtContext, hash []byte, now time.Time) (st *OAuthState, live bool, err error) {
 	var row struct {
 		OAuthState
 		Live bool `db:"live"`
 	}
-	err = s.DB.GetContext(ctx, &row, `DELETE FROM platform.oauth_states WHERE state_hash = $1
+	err = sqlx.GetContext(ctx, q, &row, `DELETE FROM platform.oauth_states WHERE state_hash = $1
 		RETURNING state_hash, code_verifier, nonce, expires_at, created_at, expires_at > $2 AS live`, hash, now)
 	if err != nil {
 		return nil, false, notFound(err)

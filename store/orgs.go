@@ -35,15 +35,15 @@ const orgSelect = `SELECT o.id, o.name, o.slug, o.description, o.logo_url, o.web
 
 // ListOrganizations pages through the organizations where userID is an active member;
 // orgRole filters by organization role (owner, admin, member).
-func (s *Store) ListOrganizations(ctx context.Context, userID, orgRole string, limit, offset int) ([]Organization, int, error) {
+func ListOrganizations(ctx context.Context, q sqlx.ExtContext, userID, orgRole string, limit, offset int) ([]Organization, int, error) {
 	cond := ` WHERE ($2 = '' OR ($2 = 'member' AND m.role NOT IN ('owner', 'admin')) OR m.role = $2)`
 	var total int
-	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.organizations o
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.organizations o
 		JOIN platform.memberships m ON m.organization_id = o.id AND m.user_id = $1 AND m.status = 'active'`+cond, userID, orgRole); err != nil {
 		return nil, 0, err
 	}
 	var out []Organization
-	err := s.DB.SelectContext(ctx, &out, orgSelect+cond+` ORDER BY m.joined_at, o.id LIMIT $3 OFFSET $4`, userID, orgRole, limit, offset)
+	err := sqlx.SelectContext(ctx, q, &out, orgSelect+cond+` ORDER BY m.joined_at, o.id LIMIT $3 OFFSET $4`, userID, orgRole, limit, offset)
 	return out, total, err
 }
 
@@ -167,17 +167,17 @@ type UserFilter struct {
 }
 
 // ListOrgUsers pages through an organization's users ordered by name.
-func (s *Store) ListOrgUsers(ctx context.Context, orgID string, f UserFilter, limit, offset int) ([]OrgUser, int, error) {
+func ListOrgUsers(ctx context.Context, q sqlx.ExtContext, orgID string, f UserFilter, limit, offset int) ([]OrgUser, int, error) {
 	cond := ` AND ($2 = '' OR u.name ILIKE '%' || $2 || '%' OR u.email ILIKE '%' || $2 || '%')
 		AND ($3 = '' OR m.role = $3) AND ($4 = '' OR m.status = $4)`
 	search := escapeLike(f.Search)
 	var total int
-	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.memberships m JOIN platform.users u ON u.id = m.user_id
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.memberships m JOIN platform.users u ON u.id = m.user_id
 		WHERE m.organization_id = $1`+cond, orgID, search, f.Role, f.Status); err != nil {
 		return nil, 0, err
 	}
 	var out []OrgUser
-	err := s.DB.SelectContext(ctx, &out, orgUserSelect+cond+` ORDER BY lower(u.name), u.id LIMIT $5 OFFSET $6`,
+	err := sqlx.SelectContext(ctx, q, &out, orgUserSelect+cond+` ORDER BY lower(u.name), u.id LIMIT $5 OFFSET $6`,
 		orgID, search, f.Role, f.Status, limit, offset)
 	return out, total, err
 }

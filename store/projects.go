@@ -49,15 +49,15 @@ func (s *Store) ProjectForUser(ctx context.Context, projectID, userID string) (*
 }
 
 // ListProjects pages through an organization's projects, newest first.
-func (s *Store) ListProjects(ctx context.Context, orgID, search string, limit, offset int) ([]Project, int, error) {
+func ListProjects(ctx context.Context, q sqlx.ExtContext, orgID, search string, limit, offset int) ([]Project, int, error) {
 	cond := ` WHERE p.organization_id = $1 AND ($2 = '' OR p.name ILIKE '%' || $2 || '%')`
 	search = escapeLike(search)
 	var total int
-	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.projects p`+cond, orgID, search); err != nil {
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.projects p`+cond, orgID, search); err != nil {
 		return nil, 0, err
 	}
 	var out []Project
-	err := s.DB.SelectContext(ctx, &out, `SELECT `+projectCols+` FROM platform.projects p`+cond+
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+projectCols+` FROM platform.projects p`+cond+
 		` ORDER BY p.created_at DESC, p.id LIMIT $3 OFFSET $4`, orgID, search, limit, offset)
 	return out, total, err
 }

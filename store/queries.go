@@ -67,16 +67,16 @@ type QueryFilter struct {
 }
 
 // ListQueries pages through a project's history, newest first, without bodies.
-func (s *Store) ListQueries(ctx context.Context, f QueryFilter) ([]Query, int, error) {
+func ListQueries(ctx context.Context, q sqlx.ExtContext, f QueryFilter) ([]Query, int, error) {
 	cond := ` WHERE q.project_id = $1 AND ($2 = '' OR q.type = $2) AND ($3 = '' OR q.status = $3) AND ($4 = '' OR $4 = ANY (q.dataset_ids))
 		AND ($5::timestamptz IS NULL OR q.created_at >= $5) AND ($6::timestamptz IS NULL OR q.created_at < $6)`
 	args := []any{f.ProjectID, f.Type, f.Status, f.DatasetID, f.From, f.To}
 	var total int
-	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.queries q`+cond, args...); err != nil {
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.queries q`+cond, args...); err != nil {
 		return nil, 0, err
 	}
 	var out []Query
-	err := s.DB.SelectContext(ctx, &out, `SELECT q.id, q.project_id, q.organization_id, q.user_id, q.type, q.query, q.status, q.dataset_ids,
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT q.id, q.project_id, q.organization_id, q.user_id, q.type, q.query, q.status, q.dataset_ids,
 		q.row_count, q.execution_time_ms, q.error_code, q.created_at, q.finished_at, u.name AS created_by_name
 		FROM platform.queries q LEFT JOIN platform.users u ON u.id = q.user_id`+cond+
 		` ORDER BY q.created_at DESC, q.seq DESC LIMIT $7 OFFSET $8`, append(args, f.Limit, f.Offset)...)
@@ -84,9 +84,9 @@ func (s *Store) ListQueries(ctx context.Context, f QueryFilter) ([]Query, int, e
 }
 
 // QueryByID is a query of a project's history.
-func (s *Store) QueryByID(ctx context.Context, projectID, id string) (*Query, error) {
+func QueryByID(ctx context.Context, q sqlx.ExtContext, projectID, id string) (*Query, error) {
 	var qr Query
-	err := s.DB.GetContext(ctx, &qr, `SELECT `+queryCols+` FROM platform.queries q WHERE q.project_id = $1 AND q.id = $2`, projectID, id)
+	err := sqlx.GetContext(ctx, q, &qr, `SELECT `+queryCols+` FROM platform.queries q WHERE q.project_id = $1 AND q.id = $2`, projectID, id)
 	return &qr, notFound(err)
 }
 
@@ -135,29 +135,29 @@ func CreateSavedQuery(ctx context.Context, tx *sqlx.Tx, sq *SavedQuery, max int)
 }
 
 // SavedQueryFor is a saved query of a project that userID may see.
-func (s *Store) SavedQueryFor(ctx context.Context, projectID, id, userID string) (*SavedQuery, error) {
+func SavedQueryFor(ctx context.Context, q sqlx.ExtContext, projectID, id, userID string) (*SavedQuery, error) {
 	var sq SavedQuery
-	err := s.DB.GetContext(ctx, &sq, `SELECT `+savedCols+` FROM platform.saved_queries s LEFT JOIN platform.users u ON u.id = s.created_by
+	err := sqlx.GetContext(ctx, q, &sq, `SELECT `+savedCols+` FROM platform.saved_queries s LEFT JOIN platform.users u ON u.id = s.created_by
 		WHERE s.project_id = $1 AND s.id = $2 AND (s.visibility = 'project' OR s.created_by = $3)`, projectID, id, userID)
 	return &sq, notFound(err)
 }
 
 // ListSavedQueries pages through the saved queries userID may see, most used first.
-func (s *Store) ListSavedQueries(ctx context.Context, projectID, userID, tag string, limit, offset int) ([]SavedQuery, int, error) {
+func ListSavedQueries(ctx context.Context, q sqlx.ExtContext, projectID, userID, tag string, limit, offset int) ([]SavedQuery, int, error) {
 	cond := ` WHERE s.project_id = $1 AND (s.visibility = 'project' OR s.created_by = $2) AND ($3 = '' OR $3 = ANY (s.tags))`
 	var total int
-	if err := s.DB.GetContext(ctx, &total, `SELECT count(*) FROM platform.saved_queries s`+cond, projectID, userID, tag); err != nil {
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.saved_queries s`+cond, projectID, userID, tag); err != nil {
 		return nil, 0, err
 	}
 	var out []SavedQuery
-	err := s.DB.SelectContext(ctx, &out, `SELECT `+savedCols+` FROM platform.saved_queries s LEFT JOIN platform.users u ON u.id = s.created_by`+cond+
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+savedCols+` FROM platform.saved_queries s LEFT JOIN platform.users u ON u.id = s.created_by`+cond+
 		` ORDER BY s.usage_count DESC, s.last_used_at DESC NULLS LAST, s.name LIMIT $4 OFFSET $5`, projectID, userID, tag, limit, offset)
 	return out, total, err
 }
 
 // UseSavedQuery counts a use of a saved query.
-func (s *Store) UseSavedQuery(ctx context.Context, id string, at time.Time) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE platform.saved_queries SET usage_count = usage_count + 1, last_used_at = $2 WHERE id = $1`, id, at)
+func UseSavedQuery(ctx context.Context, q sqlx.ExtContext, id string, at time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.saved_queries SET usage_count = usage_count + 1, last_used_at = $2 WHERE id = $1`, id, at)
 	return err
 }
 

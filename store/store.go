@@ -1,5 +1,13 @@
-// Package store is the data access layer: sqlx over PostgreSQL, the embedded goose migrations,
-// and the queries of each area. Time comparisons take the application's clock as a parameter
+// Package store is the data access layer of the control plane: sqlx over PostgreSQL, the
+// embedded goose migrations, and the queries of each area. Its subpackages hold the data side
+// (records, datasets, ingest, jobs, changes, extdb, usersql, nlsql, queries, secrets, pgembed).
+//
+// One style of access: a query is a function over a connection (sqlx.ExtContext, or a
+// narrower QueryerContext/ExecerContext, or *sqlx.Tx when it must run in a transaction), so
+// the same function serves the pool and a transaction; transactions are closures (Store.Tx).
+// Methods on *Store are kept for what the Store itself owns: the pool and its transactions,
+// the prepared statements of the three hottest reads (API key, project and dataset lookups)
+// and the dataset lookup cache. Time comparisons take the application's clock as a parameter
 // so that expiry behaves the same in tests that move the clock.
 package store
 

@@ -43,9 +43,15 @@ func UploadByID(ctx context.Context, q sqlx.QueryerContext, projectID, id string
 
 // ExpiredUploads removes the rows of unclaimed uploads that expired before now and returns
 // them, so that their files can be deleted.
-func (s *Store) ExpiredUploads(ctx context.Context, now time.Time) ([]Upload, error) {
+func ExpiredUploads(ctx context.Context, q sqlx.ExtContext, now time.Time) ([]Upload, error) {
 	var out []Upload
-	err := s.DB.SelectContext(ctx, &out, `DELETE FROM platform.uploads WHERE claimed_at IS NULL AND expires_at < $1
+	err := sqlx.SelectContext(ctx, q, &out, `DELETE FROM platform.uploads WHERE claimed_at IS NULL AND expires_at < $1
 		RETURNING `+uploadCols, now)
 	return out, err
+}
+
+// DeleteUpload deletes the upload row id (its dataset is being deleted).
+func DeleteUpload(ctx context.Context, q sqlx.ExecerContext, id string) error {
+	_, err := q.ExecContext(ctx, `DELETE FROM platform.uploads WHERE id = $1`, id)
+	return err
 }

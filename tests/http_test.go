@@ -353,8 +353,8 @@ func TestHTTPErrorDocs(t *testing.T) {
 	e.do("GET", "/api/v1/errors/NO_SUCH_CODE", nil).apiError(404, "NOT_FOUND")
 	// Every code of the catalog is documented with its status.
 	for code, doc := range apierr.Catalog {
-		r := e.do("GET", "/api/v1/errors/"+code, nil).status(200)
-		if r.num("status") != doc.Status || r.str("code") != code {
+		r := e.do("GET", "/api/v1/errors/"+string(code), nil).status(200)
+		if r.num("status") != doc.Status || r.str("code") != string(code) {
 			t.Fatalf("%s: %s", code, r.Body)
 		}
 	}

@@ -19,7 +19,7 @@ type FieldError struct {
 // fields of the flat 401/403 shape (required_permission, required_role, your_role).
 type Error struct {
 	Status  int
-	Code    string
+	Code    Code
 	Message string
 	Details any
 	Extra   map[string]string
@@ -29,7 +29,7 @@ type Error struct {
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
 
 // New builds an error with a status, code and message.
-func New(status int, code, message string) *Error {
+func New(status int, code Code, message string) *Error {
 	return &Error{Status: status, Code: code, Message: message}
 }
 
@@ -44,7 +44,7 @@ func Validation(fields ...FieldError) *Error {
 	} else if len(fields) > 1 {
 		msg = fmt.Sprintf("the request has %d invalid fields", len(fields))
 	}
-	return &Error{Status: http.StatusBadRequest, Code: "VALIDATION_ERROR", Message: msg, Details: fields}
+	return &Error{Status: http.StatusBadRequest, Code: CodeValidationError, Message: msg, Details: fields}
 }
 
 // Field is a one-field validation error.
@@ -54,48 +54,48 @@ func Field(field, code, message string) *Error {
 
 // NotFound is 404 NOT_FOUND naming the kind of resource.
 func NotFound(kind, id string) *Error {
-	return (&Error{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: kind + " not found"}).
+	return (&Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: kind + " not found"}).
 		WithDetails(map[string]any{"resource": kind, "id": id})
 }
 
 // Conflict is 409 CONFLICT on a field.
 func Conflict(field, message string) *Error {
-	return (&Error{Status: http.StatusConflict, Code: "CONFLICT", Message: message}).
+	return (&Error{Status: http.StatusConflict, Code: CodeConflict, Message: message}).
 		WithDetails(map[string]any{"field": field})
 }
 
 // AuthRequired is 401 AUTH_REQUIRED.
 func AuthRequired(message string) *Error {
-	return &Error{Status: http.StatusUnauthorized, Code: "AUTH_REQUIRED", Message: message}
+	return &Error{Status: http.StatusUnauthorized, Code: CodeAuthRequired, Message: message}
 }
 
 // TokenExpired is 401 TOKEN_EXPIRED.
 func TokenExpired() *Error {
-	return &Error{Status: http.StatusUnauthorized, Code: "TOKEN_EXPIRED", Message: "the access token has expired; refresh it or sign in again"}
+	return &Error{Status: http.StatusUnauthorized, Code: CodeTokenExpired, Message: "the access token has expired; refresh it or sign in again"}
 }
 
 // PermissionDenied is 403 PERMISSION_DENIED naming the missing permission.
 func PermissionDenied(permission string) *Error {
-	return &Error{Status: http.StatusForbidden, Code: "PERMISSION_DENIED",
+	return &Error{Status: http.StatusForbidden, Code: CodePermissionDenied,
 		Message: "this action needs the permission " + permission,
 		Extra:   map[string]string{"required_permission": permission}}
 }
 
 // InsufficientRole is 403 INSUFFICIENT_PERMISSIONS naming the organization role needed.
 func InsufficientRole(required, yours string) *Error {
-	return &Error{Status: http.StatusForbidden, Code: "INSUFFICIENT_PERMISSIONS",
+	return &Error{Status: http.StatusForbidden, Code: CodeInsufficientPermissions,
 		Message: "this action needs the organization role " + required + " (yours is " + yours + ")",
 		Extra:   map[string]string{"required_role": required, "your_role": yours}}
 }
 
 // Forbidden is a 403 PERMISSION_DENIED without a single permission to name.
 func Forbidden(message string) *Error {
-	return &Error{Status: http.StatusForbidden, Code: "PERMISSION_DENIED", Message: message}
+	return &Error{Status: http.StatusForbidden, Code: CodePermissionDenied, Message: message}
 }
 
 // FileTooLarge is 413 FILE_TOO_LARGE for an upload over the limit.
 func FileTooLarge(provided, max int64) *Error {
-	return (&Error{Status: http.StatusRequestEntityTooLarge, Code: "FILE_TOO_LARGE",
+	return (&Error{Status: http.StatusRequestEntityTooLarge, Code: CodeFileTooLarge,
 		Message: fmt.Sprintf("the file is larger than the limit of %s", HumanBytes(max))}).
 		WithDetails(map[string]any{"provided_size": provided, "max_size": max, "max_size_human": HumanBytes(max)})
 }

@@ -77,7 +77,7 @@ func (a *Authenticator) apiKey(ctx context.Context, k string) (*Principal, error
 	// Record use at most once a minute per key, not on every request.
 	if last, ok := a.touched.Load(o.KeyID); !ok || now.Sub(last.(time.Time)) > time.Minute {
 		a.touched.Store(o.KeyID, now)
-		if err := a.Store.TouchAPIKey(ctx, o.KeyID, now); err != nil {
+		if err := store.TouchAPIKey(ctx, a.Store.DB, o.KeyID, now); err != nil {
 			return nil, err
 		}
 	}

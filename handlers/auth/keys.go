@@ -15,6 +15,7 @@ import (
 
 	"dataplatform/store"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 )
@@ -65,17 +66,17 @@ func (k *KeyStore) add(ctx context.Context, rotate bool) (string, error) {
 	pub, _ := x509.MarshalPKIXPublicKey(&priv.PublicKey)
 	sum := sha256.Sum256(pub)
 	kid := base64.RawURLEncoding.EncodeToString(sum[:12])
-	_, err = k.st.AddSigningKey(ctx, store.SigningKey{
-		Kid:        kid,
-		PrivatePEM: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
-		CreatedAt:  k.clock().UTC(),
-	}, rotate)
+	key := store.SigningKey{Kid: kid, PrivatePEM: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), CreatedAt: k.clock().UTC()}
+	err = k.st.Tx(ctx, func(tx *sqlx.Tx) error {
+		_, err := store.AddSigningKey(ctx, tx, key, rotate)
+		return err
+	})
 	return kid, err
 }
 
 // Reload reads the keys from the database.
 func (k *KeyStore) Reload(ctx context.Context) error {
-	rows, err := k.st.SigningKeys(ctx, k.clock().Add(-k.retain))
+	rows, err := store.SigningKeys(ctx, k.st.DB, k.clock().Add(-k.retain))
 	if err != nil {
 		return err
 	}

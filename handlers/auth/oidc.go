@@ -145,8 +145,8 @@ func (o *OIDC) AuthorizeURL(ctx context.Context, scope string) (string, error) {
 	}
 	state, nonce, verifier := NewOpaqueToken(), NewOpaqueToken(), oauth2.GenerateVerifier()
 	now := o.clock().UTC()
-	err := o.st.CreateOAuthState(ctx, &store.OAuthState{StateHash: HashSecret(state), CodeVerifier: verifier, Nonce: nonce,
-		ExpiresAt: now.Add(oauthStateTTL), CreatedAt: now})
+	st := &store.OAuthState{StateHash: HashSecret(state), CodeVerifier: verifier, Nonce: nonce, ExpiresAt: now.Add(oauthStateTTL), CreatedAt: now}
+	err := o.st.Tx(ctx, func(tx *sqlx.Tx) error { return store.CreateOAuthState(ctx, tx, st) })
 	if err != nil {
 		return "", err
 	}
@@ -161,7 +161,7 @@ func (o *OIDC) Callback(ctx context.Context, code, state string) (*store.User, e
 	if state == "" {
 		return nil, apierr.AuthRequired("the sign-in state is missing; start the sign-in again")
 	}
-	flow, live, err := o.st.ConsumeOAuthState(ctx, HashSecret(state), o.clock())
+	flow, live, err := store.ConsumeOAuthState(ctx, o.st.DB, HashSecret(state), o.clock())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.AuthRequired("unknown or already used sign-in state; start the sign-in again")
 	} else if err != nil {
@@ -194,7 +194,9 @@ func (o *OIDC) Callback(ctx context.Context, code, state string) (*store.User, e
 	return o.resolve(ctx, c)
 }
 
-func providerError(msg string) error { return apierr.New(http.StatusBadGateway, "OIDC_ERROR", msg) }
+func providerError(msg string) error {
+	return apierr.New(http.StatusBadGateway, apierr.CodeOidcError, msg)
+}
 
 // providerClaims is what a verified token says about the person.
 type providerClaims struct {

@@ -87,7 +87,7 @@ func (f *oidcFixture) createUser(t *testing.T, email string) *store.User {
 func wantCode(t *testing.T, err error, code, msg string) {
 	t.Helper()
 	var ae *apierr.Error
-	if !errors.As(err, &ae) || ae.Code != code || !strings.Contains(ae.Message, msg) {
+	if !errors.As(err, &ae) || string(ae.Code) != code || !strings.Contains(ae.Message, msg) {
 		t.Fatalf("got error %v, want %s containing %q", err, code, msg)
 	}
 }

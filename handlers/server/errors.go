@@ -34,10 +34,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	var body any
 	switch {
 	case strings.Contains(c.Path(), "/dashboard"):
-		body = map[string]any{"code": e.Status, "error": strings.ToLower(e.Code), "message": e.Message}
+		body = map[string]any{"code": e.Status, "error": strings.ToLower(string(e.Code)), "message": e.Message}
 	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
 		short := "forbidden"
-		if e.Code == "TOKEN_EXPIRED" {
+		if e.Code == apierr.CodeTokenExpired {
 			short = "token_expired"
 		} else if e.Status == http.StatusUnauthorized {
 			short = "unauthorized"
@@ -52,7 +52,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		body = m
 	default:
 		inner := map[string]any{"code": e.Code, "message": e.Message, "request_id": rid,
-			"documentation_url": s.cfg.BaseURL + "/api/v1/errors/" + e.Code}
+			"documentation_url": s.cfg.BaseURL + "/api/v1/errors/" + string(e.Code)}
 		if e.Details != nil {
 			inner["details"] = e.Details
 		}
@@ -86,11 +86,11 @@ func (s *Server) toAPIError(err error, c echo.Context) *apierr.Error {
 		}
 		switch he.Code {
 		case http.StatusNotFound:
-			return apierr.New(http.StatusNotFound, "NOT_FOUND", "no such endpoint: "+c.Request().Method+" "+c.Request().URL.Path)
+			return apierr.New(http.StatusNotFound, apierr.CodeNotFound, "no such endpoint: "+c.Request().Method+" "+c.Request().URL.Path)
 		case http.StatusMethodNotAllowed:
-			return apierr.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "method "+c.Request().Method+" is not allowed here")
+			return apierr.New(http.StatusMethodNotAllowed, apierr.CodeMethodNotAllowed, "method "+c.Request().Method+" is not allowed here")
 		case http.StatusRequestEntityTooLarge:
-			return apierr.New(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "the request body is larger than the limit of this endpoint")
+			return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodePayloadTooLarge, "the request body is larger than the limit of this endpoint")
 		case http.StatusUnsupportedMediaType, http.StatusBadRequest:
 			// Binder errors (bad JSON, unsupported content type) are client mistakes.
 			return apierr.Field("body", "invalid_body", msg)
@@ -98,11 +98,11 @@ func (s *Server) toAPIError(err error, c echo.Context) *apierr.Error {
 			return apierr.AuthRequired(msg)
 		}
 		if he.Code < 500 {
-			return apierr.New(he.Code, strings.ToUpper(strings.ReplaceAll(http.StatusText(he.Code), " ", "_")), msg)
+			return apierr.New(he.Code, apierr.Code(strings.ToUpper(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))), msg)
 		}
 		s.log.Error("request failed", "request_id", requestID(c), "error", err)
-		return apierr.New(he.Code, "INTERNAL_ERROR", "internal error")
+		return apierr.New(he.Code, apierr.CodeInternalError, "internal error")
 	}
 	s.log.Error("request failed", "request_id", requestID(c), "error", err)
-	return apierr.New(http.StatusInternalServerError, "INTERNAL_ERROR", "internal error (request "+requestID(c)+")")
+	return apierr.New(http.StatusInternalServerError, apierr.CodeInternalError, "internal error (request "+requestID(c)+")")
 }

@@ -37,7 +37,7 @@ func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
 					panic(r)
 				}
 				s.log.Error("panic", "request_id", requestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				err = apierr.New(http.StatusInternalServerError, "INTERNAL_ERROR", "internal error (request "+requestID(c)+")")
+				err = apierr.New(http.StatusInternalServerError, apierr.CodeInternalError, "internal error (request "+requestID(c)+")")
 			}
 		}()
 		return next(c)
@@ -152,7 +152,7 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 			if upload {
 				return apierr.FileTooLarge(req.ContentLength, s.cfg.MaxUploadBytes)
 			}
-			return apierr.New(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
+			return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodePayloadTooLarge,
 				fmt.Sprintf("the request body is larger than %d bytes", limit))
 		}
 		if upload {
@@ -218,7 +218,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("X-RateLimit-Reset-After", strconv.FormatInt(after, 10))
 		if r.Reached {
 			h.Set("Retry-After", strconv.FormatInt(after, 10))
-			return (&apierr.Error{Status: http.StatusTooManyRequests, Code: "RATE_LIMIT_EXCEEDED",
+			return (&apierr.Error{Status: http.StatusTooManyRequests, Code: apierr.CodeRateLimitExceeded,
 				Message: fmt.Sprintf("rate limit of %d requests exceeded for %s; retry in %d seconds", r.Limit, rt.category, after)}).
 				WithDetails(map[string]any{"category": rt.category, "limit": r.Limit, "reset_after_seconds": after})
 		}

@@ -261,8 +261,7 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 		} else if n > 0 {
 			s.log.Info("removed expired uploads", "count", n)
 		}
-		if _, err := s.H.Store.DB.ExecContext(ctx, `DELETE FROM platform.idempotency_keys WHERE created_at < $1`,
-			s.H.Clock().Add(-handlers.IdempotencyTTL)); err != nil && ctx.Err() == nil {
+		if err := store.SweepIdempotencyKeys(ctx, s.H.Store.DB, s.H.Clock().Add(-handlers.IdempotencyTTL)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping idempotency keys", "error", err)
 		}
 		if _, err := s.H.FailInterruptedQueries(ctx); err != nil && ctx.Err() == nil {
@@ -275,8 +274,7 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 				os.Remove(filepath.Join(s.H.ExportDir(), filepath.FromSlash(k)))
 			}
 		}
-		if _, err := s.H.Store.DB.ExecContext(ctx, `DELETE FROM platform.record_changes WHERE changed_at < $1`,
-			s.H.Clock().Add(-handlers.ChangeRetention)); err != nil && ctx.Err() == nil {
+		if err := store.SweepRecordChanges(ctx, s.H.Store.DB, s.H.Clock().Add(-handlers.ChangeRetention)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping the record change log", "error", err)
 		}
 		select {

@@ -1,6 +1,8 @@
 package datasets
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"strconv"
@@ -8,6 +10,7 @@ import (
 
 	"dataplatform/store/ingest"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -214,4 +217,18 @@ func SearchDocument(cols []ingest.Column) string {
 // it changes with the expression, so a schema change makes a new index.
 func SearchIndexName(datasetID, doc string) string {
 	return constraintName(fmt.Sprintf("%s_search_%08x", datasetID, crc32.ChecksumIEEE([]byte(doc))))
+}
+
+// PatternError says why PostgreSQL refuses pattern as a regular expression of a column's
+// constraint ("" when it accepts it).
+func PatternError(ctx context.Context, q sqlx.QueryerContext, pattern string) (string, error) {
+	var ok bool
+	if err := sqlx.GetContext(ctx, q, &ok, `SELECT '' ~ $1`, pattern); err != nil {
+		var pe *pq.Error
+		if !errors.As(err, &pe) || pe.Code != "2201B" {
+			return "", err
+		}
+		return pe.Message, nil
+	}
+	return "", nil
 }

@@ -151,3 +151,12 @@ func DropQueryRole(ctx context.Context, tx *sqlx.Tx, orgID string) error {
 	rolesReady.Delete(orgID)
 	return nil
 }
+
+// DropOrganization drops an organization's schema, with every dataset table in it, and its
+// query role: the organization and its data go.
+func DropOrganization(ctx context.Context, tx *sqlx.Tx, orgID string) error {
+	if _, err := tx.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+pq.QuoteIdentifier(orgID)+` CASCADE`); err != nil {
+		return err
+	}
+	return DropQueryRole(ctx, tx, orgID)
+}

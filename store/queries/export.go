@@ -95,7 +95,7 @@ func (x *Exporter) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) er
 func ptr[T any](v T) *T { return &v }
 
 func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Progress) error {
-	qr, err := x.Store.QueryByID(ctx, ex.ProjectID, ex.QueryID)
+	qr, err := store.QueryByID(ctx, x.Store.DB, ex.ProjectID, ex.QueryID)
 	if err != nil {
 		return err
 	}
