@@ -123,21 +123,69 @@ func (q *query) numericNear(i int) *colRef {
 	return best
 }
 
+// intent is what the aggregate and ordering words of a question said, for the phases that
+// read the rest of it.
+type intent struct {
+	signal      bool   // an aggregate or ordering word was read
+	countTarget string // the table "how many X" counts
+	superlative string // desc ("highest", "most") or asc ("lowest", "fewest"); "" without one
+	supAt       int    // the superlative's token
+}
+
+// read fills q from the question and its mentions, phase by phase.
 func (q *query) read(ms []mention) error {
-	p := q.p
 	q.ms = ms
 	q.joined = map[string]bool{}
 	q.exists = map[string][]string{}
-	hasSignal := false
-	countTarget := ""
-	superlative := ""
-	supAt := -1
-	// Aggregates and ordering words.
+	in := q.readIntent()
+	q.readByMeasure(in)
+	if q.measure != nil && (q.agg == "sum" || q.agg == "avg" || q.agg == "max" || q.agg == "min") {
+		q.p.step("Measure: %s of %s", q.agg, q.label(*q.measure))
+	}
+	q.readBareMeasure(in)
+	if err := q.pickMain(in); err != nil {
+		return err
+	}
+	if err := q.readGroups(); err != nil {
+		return err
+	}
+	if err := q.readTopGroups(); err != nil {
+		return err
+	}
+	if q.byMeasure && len(q.groups) > 0 && q.agg == "" {
+		q.agg = "sum"
+		q.p.step("Measure: sum of %s", q.label(*q.measure))
+	}
+	for _, g := range q.groups {
+		q.p.step("Grouped by %s", g.label)
+	}
+	if err := q.readSortedBy(); err != nil {
+		return err
+	}
+	if err := q.comparisons(); err != nil {
+		return err
+	}
+	if err := q.timeFilters(); err != nil {
+		return err
+	}
+	if err := q.valueFilters(); err != nil {
+		return err
+	}
+	if err := q.applySuperlative(in); err != nil {
+		return err
+	}
+	return q.settleMeasure()
+}
+
+// readIntent reads the aggregate and ordering words: counts, totals, averages, extremes, "top N".
+func (q *query) readIntent() intent {
+	p := q.p
+	in := intent{supAt: -1}
 	for i := 0; i < len(p.toks); i++ {
 		t := p.toks[i]
 		switch {
 		case t == "how" && q.tok(i+1) == "many", t == "number" && q.tok(i+1) == "of", t == "count" && q.agg == "":
-			q.agg, hasSignal = "count", true
+			q.agg, in.signal = "count", true
 			p.mark(i, i+2)
 			j := i + 1
 			if t == "how" || t == "number" {
@@ -149,38 +197,38 @@ func (q *query) read(ms []mention) error {
 					q.agg, q.measure = "count_distinct", &colRef{m.table, m.column}
 				}
 			} else if m, _ := q.mentionAt(j); m != nil && m.column == "" {
-				countTarget = m.table
+				in.countTarget = m.table
 			}
 		case t == "total" || t == "sum":
 			if q.tok(i+1) == "number" {
 				continue // "total number of": a count
 			}
 			if q.agg == "" || q.agg == "count" && t == "sum" {
-				q.agg, hasSignal = "sum", true
+				q.agg, in.signal = "sum", true
 				p.mark(i, i+1)
 				q.measure = q.numericNear(i + 1)
 			}
 		case t == "average" || t == "avg" || t == "mean":
-			q.agg, hasSignal = "avg", true
+			q.agg, in.signal = "avg", true
 			p.mark(i, i+1)
 			q.measure = q.numericNear(i + 1)
 		case (t == "max" || t == "maximum") && q.agg == "":
-			q.agg, hasSignal = "max", true
+			q.agg, in.signal = "max", true
 			p.mark(i, i+1)
 			q.measure = q.numericNear(i + 1)
 		case (t == "min" || t == "minimum") && q.tok(i-1) != "a" && q.agg == "":
-			q.agg, hasSignal = "min", true
+			q.agg, in.signal = "min", true
 			p.mark(i, i+1)
 			q.measure = q.numericNear(i + 1)
 		case (t == "highest" || t == "largest" || t == "biggest" || t == "most" || t == "greatest") && q.tok(i-1) != "at":
-			superlative, supAt, hasSignal = "desc", i, true
+			in.superlative, in.supAt, in.signal = "desc", i, true
 			p.mark(i, i+1)
 		case (t == "lowest" || t == "smallest" || t == "least" || t == "fewest" || t == "cheapest") && q.tok(i-1) != "at":
-			superlative, supAt, hasSignal = "asc", i, true
+			in.superlative, in.supAt, in.signal = "asc", i, true
 			p.mark(i, i+1)
 		case t == "top" || t == "first" || t == "bottom":
 			if n, err := strconv.Atoi(q.tok(i + 1)); err == nil && n > 0 {
-				q.limit, q.order, hasSignal = n, "desc", true
+				q.limit, q.order, in.signal = n, "desc", true
 				if t == "bottom" {
 					q.order = "asc"
 				}
@@ -188,9 +236,15 @@ func (q *query) read(ms []mention) error {
 			}
 		}
 	}
+	return in
+}
+
+// readByMeasure reads "by" a number after an ordering word as what orders, not a group.
+func (q *query) readByMeasure(in intent) {
+	p := q.p
 	// "top 3 cities by revenue", "customers with the highest credit by ...": a "by" naming
 	// a number after an ordering word orders by it rather than grouping.
-	if q.order != "" || superlative != "" {
+	if q.order != "" || in.superlative != "" {
 		for i := 0; i+1 < len(p.toks); i++ {
 			if p.toks[i] == "by" {
 				if c, end := q.numericAt(i + 1); c != nil {
@@ -203,14 +257,15 @@ func (q *query) read(ms []mention) error {
 			}
 		}
 	}
-	if q.measure != nil && (q.agg == "sum" || q.agg == "avg" || q.agg == "max" || q.agg == "min") {
-		p.step("Measure: %s of %s", q.agg, q.label(*q.measure))
-	}
+}
+
+// readBareMeasure takes a number named with nothing done to it as the measure.
+func (q *query) readBareMeasure(in intent) {
 	// A number named with nothing to do to it ("revenue from customers in Berlin") is what
-	// is measured (summed, below): its table is the main one. Not when it is compared, ordered
+	// is measured (summed by settleMeasure): its table is the main one. Not when it is compared, ordered
 	// by, or there is an ordering word.
-	if q.agg == "" && superlative == "" && q.order == "" {
-		for _, m := range ms {
+	if q.agg == "" && in.superlative == "" && q.order == "" {
+		for _, m := range q.ms {
 			c := colRef{m.table, m.column}
 			col := q.column(c)
 			if m.column == "" || m.value != "" || col == nil || !col.numeric() || keyLike(c.column) {
@@ -228,65 +283,89 @@ func (q *query) read(ms []mention) error {
 			break
 		}
 	}
+}
+
+// pickMain sets the main table, or refuses a question that names nothing to read.
+func (q *query) pickMain(in intent) error {
+	p := q.p
 	// The main table: what is counted, what is measured, what is named first.
 	switch {
-	case countTarget != "":
-		q.main = countTarget
+	case in.countTarget != "":
+		q.main = in.countTarget
 	case q.measure != nil:
 		q.main = q.measure.table
 	default:
-		score := map[string]int{}
-		first := map[string]int{}
-		for _, m := range ms {
-			w := 1
-			if m.column == "" {
-				w = 3
-			}
-			score[m.table] += w
-			if _, ok := first[m.table]; !ok {
-				first[m.table] = m.pos
-			}
-		}
-		best := -1
-		for _, t := range p.s.Tables {
-			s, ok := score[t.Ref]
-			if !ok {
-				continue
-			}
-			cur := p.s.table(q.main)
-			if cur == nil || s > best || s == best && (t.Rank > cur.Rank || t.Rank == cur.Rank && first[t.Ref] < first[q.main]) {
-				q.main, best = t.Ref, s
-			}
-		}
-		if q.main == "" && hasSignal {
-			// Nothing named: the dataset whose name, description or columns the search
-			// index matches best ("how many purchases" for orders described as purchases).
-			var top *Table
-			for i := range p.s.Tables {
-				if t := &p.s.Tables[i]; t.Rank > 0 && (top == nil || t.Rank > top.Rank) {
-					top = t
-				}
-			}
-			if top != nil {
-				q.main = top.Ref
-				p.step("Picked %s with the search index (its name, description and columns match the question best)", top.Dataset)
-			}
+		q.main = q.mostNamed()
+		if q.main == "" && in.signal {
+			q.pickBySearchIndex()
 		}
 	}
 	if q.main == "" {
 		return p.refuse("it names no dataset, column or value of this project")
 	}
 	named := false
-	for _, m := range ms {
+	for _, m := range q.ms {
 		if m.value == "" {
 			named = true
 		}
 	}
-	if !hasSignal && !named {
+	if !in.signal && !named {
 		return p.refuse("only values were recognised (" + q.valuesSeen() + "), not what to compute or list")
 	}
 	p.step("Dataset: %s", p.s.table(q.main).Dataset)
-	// Groups: "by X", "per X", "for each X", "which X ...".
+	return nil
+}
+
+// mostNamed is the table the mentions name most (ties: better rank, then named first), or "".
+func (q *query) mostNamed() string {
+	p := q.p
+	main := ""
+	score := map[string]int{}
+	first := map[string]int{}
+	for _, m := range q.ms {
+		w := 1
+		if m.column == "" {
+			w = 3
+		}
+		score[m.table] += w
+		if _, ok := first[m.table]; !ok {
+			first[m.table] = m.pos
+		}
+	}
+	best := -1
+	for _, t := range p.s.Tables {
+		s, ok := score[t.Ref]
+		if !ok {
+			continue
+		}
+		cur := p.s.table(main)
+		if cur == nil || s > best || s == best && (t.Rank > cur.Rank || t.Rank == cur.Rank && first[t.Ref] < first[main]) {
+			main, best = t.Ref, s
+		}
+	}
+	return main
+}
+
+// pickBySearchIndex makes the search index's best match the main table (nothing is named).
+func (q *query) pickBySearchIndex() {
+	p := q.p
+	// Nothing named: the dataset whose name, description or columns the search
+	// index matches best ("how many purchases" for orders described as purchases).
+	var top *Table
+	for i := range p.s.Tables {
+		if t := &p.s.Tables[i]; t.Rank > 0 && (top == nil || t.Rank > top.Rank) {
+			top = t
+		}
+	}
+	if top != nil {
+		q.main = top.Ref
+		p.step("Picked %s with the search index (its name, description and columns match the question best)", top.Dataset)
+	}
+}
+
+// readGroups reads the groups: "by X", "per X", "for each X", "which X ...", "monthly".
+func (q *query) readGroups() error {
+	p := q.p
 	for i := 0; i < len(p.toks); i++ {
 		t := p.toks[i]
 		start := -1
@@ -346,6 +425,12 @@ func (q *query) read(ms []mention) error {
 			start++
 		}
 	}
+	return nil
+}
+
+// readTopGroups groups by the column after "top N" when it is not a number and nothing groups.
+func (q *query) readTopGroups() error {
+	p := q.p
 	if q.limit > 0 && len(q.groups) == 0 {
 		for i := 0; i+2 < len(p.toks); i++ {
 			if w := p.toks[i]; (w == "top" || w == "bottom" || w == "first") && isNumber.MatchString(p.toks[i+1]) {
@@ -361,14 +446,12 @@ func (q *query) read(ms []mention) error {
 			}
 		}
 	}
-	if q.byMeasure && len(q.groups) > 0 && q.agg == "" {
-		q.agg = "sum"
-		p.step("Measure: sum of %s", q.label(*q.measure))
-	}
-	for _, g := range q.groups {
-		p.step("Grouped by %s", g.label)
-	}
-	// Ordering: "sorted by X" / "ordered by X".
+	return nil
+}
+
+// readSortedBy reads the ordering: "sorted by X" / "ordered by X".
+func (q *query) readSortedBy() error {
+	p := q.p
 	for i := 0; i+1 < len(p.toks); i++ {
 		if (p.toks[i] == "sorted" || p.toks[i] == "ordered" || p.toks[i] == "order" || p.toks[i] == "sort") && p.toks[i+1] == "by" {
 			if m, _ := q.mentionAt(i + 2); m != nil && m.column != "" && m.value == "" {
@@ -385,16 +468,13 @@ func (q *query) read(ms []mention) error {
 			}
 		}
 	}
-	if err := q.comparisons(); err != nil {
-		return err
-	}
-	if err := q.timeFilters(); err != nil {
-		return err
-	}
-	if err := q.valueFilters(); err != nil {
-		return err
-	}
-	// A superlative orders: groups by their aggregate, rows by the measure.
+	return nil
+}
+
+// applySuperlative makes a superlative order: groups by their aggregate, rows by the measure.
+func (q *query) applySuperlative(in intent) error {
+	p := q.p
+	superlative, supAt := in.superlative, in.supAt
 	if superlative != "" {
 		q.order = superlative
 		if q.limit == 0 {
@@ -427,6 +507,12 @@ func (q *query) read(ms []mention) error {
 			}
 		}
 	}
+	return nil
+}
+
+// settleMeasure decides what is computed where the question left it open, or refuses.
+func (q *query) settleMeasure() error {
+	p := q.p
 	// A number named without an aggregate ("revenue by month", "revenue in March") is summed,
 	// unless it is compared or ordered by.
 	if q.agg == "" && !q.rows && q.orderBy == nil && !q.byMeasure {
