@@ -12,7 +12,8 @@ import (
 )
 
 // richShop is shop with more columns and tables: one with no relationship to the others, one
-// with two numbers, connected and ranked ones (the search index's pick).
+// with two numbers, one named in two words, connected and ranked ones (the search index's
+// pick).
 func richShop() Schema {
 	s := shop()
 	s.Tables[0].Columns = append(s.Tables[0].Columns,
@@ -24,14 +25,16 @@ func richShop() Schema {
 		Table{Ref: "notes", DatasetID: "ds_n", Dataset: "Notes", Name: "ds_n", Columns: []Column{{Name: "body", Type: ingest.Text}, {Name: "weight", Type: ingest.Numeric}}},
 		Table{Ref: "shop.items", DatasetID: "ds_s", Dataset: "Shop", Name: "items", Rank: 0.5, Columns: []Column{{Name: "item_id", Type: ingest.Integer}, {Name: "price", Type: ingest.Numeric}, {Name: "added_at", Type: ingest.Timestamptz}}},
 		Table{Ref: "stock", DatasetID: "ds_k", Dataset: "Stock", Name: "ds_k", Columns: []Column{{Name: "on_hand", Type: ingest.Integer}, {Name: "reserved", Type: ingest.Integer}}},
+		Table{Ref: "visits", DatasetID: "ds_w", Dataset: "Site Visits", Name: "ds_w", Columns: []Column{{Name: "duration", Type: ingest.Numeric}, {Name: "started", Type: ingest.Date}}},
 		Table{Ref: "events", DatasetID: "ds_e", Dataset: "Purchases", Name: "ds_e", Rank: 0.8, Columns: []Column{{Name: "qty", Type: ingest.Integer}, {Name: "happened", Type: ingest.Date}, {Name: "kind", Type: ingest.Text, Values: []string{"web", "store"}}}},
 	)
 	return s
 }
 
-// TestTranslateReadings pins how questions are read, phase by phase (intent words, "by" a
-// number, the main table, groups, ordering, filters, time phrases, superlatives, the
-// measure), with the SQL, its parameters and the steps, or the reason of a refusal.
+// TestTranslateReadings pins how questions are read, phase by phase (the mentions of tables,
+// columns and values, intent words, "by" a number, the main table, groups, ordering, filters,
+// time phrases, superlatives, the measure), with the SQL, its parameters and the steps, or
+// the reason of a refusal.
 func TestTranslateReadings(t *testing.T) {
 	now := time.Date(2024, 6, 15, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -55,6 +58,10 @@ func TestTranslateReadings(t *testing.T) {
 			params: []any{}, steps: "Dataset: Orders; Limit: 5"},
 		{q: "for each tier, the average credit", rich: false, sql: `SELECT avg("customers"."credit") AS "avg_credit" FROM customers`,
 			params: []any{}, steps: "Measure: avg of credit; Dataset: Customers; Words not used: tier"},
+		{q: "count customers from New York", rich: false, sql: `SELECT count(*) AS "count" FROM customers WHERE "customers"."city" = {{p1}}`,
+			params: []any{"New York"}, steps: "Dataset: Customers; Filter: city is New York"},
+		{q: "how many customers in berln", rich: false, sql: `SELECT count(*) AS "count" FROM customers WHERE "customers"."city" = {{p1}}`,
+			params: []any{"Berlin"}, steps: "Dataset: Customers; Filter: city is Berlin"},
 		{q: "how many different countries", rich: false, refused: "it names no dataset, column or value of this project"},
 		{q: "how many orders between march and may", rich: false, sql: `SELECT count(*) AS "count" FROM orders WHERE extract(month FROM "orders"."placed_at") BETWEEN {{p1}} AND {{p2}}`,
 			params: []any{3, 5}, steps: "Dataset: Orders; Time: placed at between March and May (any year)"},
@@ -127,14 +134,23 @@ func TestTranslateReadings(t *testing.T) {
 			params: []any{}, steps: "Dataset: Orders; Grouped by category; Limit: 1"},
 		{q: "which customers have the highest amount", rich: false, refused: "it would need each customers row once per orders row; ask about orders instead"},
 		{q: "highest", rich: true, refused: "it asks for the highest but names no number to order by"},
+		{q: "How many active customers?", rich: true, sql: `SELECT count(*) AS "count" FROM customers WHERE "customers"."active" = true`,
+			params: []any{}, steps: "Dataset: Customers; Filter: active is true"},
+		{q: "how many orders by status", rich: true, sql: `SELECT "orders"."status" AS "status", count(*) AS "count" FROM orders GROUP BY 1 ORDER BY 1`,
+			params: []any{}, steps: "Dataset: Orders; Grouped by status"},
 		{q: "how many customers by kind", rich: true, refused: "Customers and Purchases have no known relationship"},
 		{q: "how many orders in web", rich: true, refused: "Orders and Purchases have no known relationship"},
+		{q: "how many pending customers", rich: true, sql: `SELECT count(*) AS "count" FROM customers WHERE "customers"."status" = {{p1}}`,
+			params: []any{"pending"}, steps: "Dataset: Customers; Filter: status is pending"},
+		{q: "how many visits", rich: true, sql: `SELECT count(*) AS "count" FROM visits`, params: []any{}, steps: "Dataset: Site Visits"},
 		{q: "max of stock", rich: true, refused: "it asks for a maximum but does not say of which number"},
 		{q: "notes by month", rich: true, refused: "it groups by month but no dataset it reads has a date column"},
 		{q: "notes happened in 2024", rich: true, refused: "Notes and Purchases have no known relationship"},
 		{q: "notes in 2024", rich: true, refused: "it names a time (in 2024) but no dataset it reads has a date column"},
 		{q: "orders sorted by body", rich: true, refused: "Orders and Notes have no known relationship"},
 		{q: "orders with weight", rich: true, refused: "Orders and Notes have no known relationship"},
+		{q: "site visits in 2024", rich: true, sql: `SELECT "visits".* FROM visits WHERE "visits"."started" >= {{p1}} AND "visits"."started" < {{p2}} LIMIT 100`,
+			params: []any{"2024-01-01", "2025-01-01"}, steps: "Dataset: Site Visits; Time: started in 2024; Rows: at most 100"},
 		{q: "top 3 body of orders", rich: true, refused: "Orders and Notes have no known relationship"},
 		{q: "total qty last month", rich: true, sql: `SELECT sum("events"."qty") AS "sum_qty" FROM events WHERE "events"."happened" >= {{p1}} AND "events"."happened" < {{p2}}`,
 			params: []any{"2024-05-01", "2024-06-01"}, steps: "Measure: sum of qty; Dataset: Purchases; Time: happened the previous month"},
