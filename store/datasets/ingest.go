@@ -1,5 +1,3 @@
-// Package datasets turns uploaded files into dataset tables: the background job that infers
-// a file's columns, creates the table and loads the rows with COPY.
 package datasets
 
 import (

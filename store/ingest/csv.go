@@ -16,12 +16,6 @@ type Dialect struct {
 	Header    bool   `json:"header"`    // the first record names the columns
 }
 
-// DetectDialect finds the dialect of a CSV file from its first bytes (see HeadSize).
-func DetectDialect(head []byte) Dialect {
-	d, _ := sniffDialect(bytes.TrimPrefix(head, bom), len(head) >= HeadSize)
-	return d
-}
-
 // sniffDialect tries each delimiter and quote on the sample and keeps the one that splits
 // every record into the same, largest number of fields; ok is false when none gives more
 // than one field (a single-column file, or not CSV at all). A truncated sample may end in

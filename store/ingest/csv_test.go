@@ -54,13 +54,13 @@ func TestCSVRead(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeTemp(t, "f.csv", c.content)
-			r, err := Open(path, CSV)
+			s, r, err := openInferred(path, CSV, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer r.Close()
 			var cols []string
-			for _, col := range r.Columns() {
+			for _, col := range s.Columns {
 				cols = append(cols, col.Name+":"+col.Original)
 			}
 			if !reflect.DeepEqual(cols, c.cols) {
@@ -109,7 +109,7 @@ func TestCSVErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Open(writeTemp(t, "e.csv", "\n\n"), CSV); err == nil {
+	if _, err := Infer(writeTemp(t, "e.csv", "\n\n"), CSV); err == nil {
 		t.Error("a file without records opened")
 	}
 }

@@ -84,7 +84,8 @@ func TestDetectParquetFile(t *testing.T) {
 	}
 }
 
-func TestDetectDialect(t *testing.T) {
+// The dialect of a CSV file is detected when its schema is inferred.
+func TestInferDialect(t *testing.T) {
 	for _, c := range []struct {
 		content string
 		want    Dialect
@@ -98,8 +99,9 @@ func TestDetectDialect(t *testing.T) {
 		{"name,city\n'Smith, Ann',Paris\n'Doe, Bob',Rome\n", Dialect{",", "'", true}},
 		{",a,b\n0,1,2\n", Dialect{",", `"`, true}}, // pandas: unnamed index column
 	} {
-		if got := DetectDialect([]byte(c.content)); got != c.want {
-			t.Errorf("DetectDialect(%q) = %+v, want %+v", c.content, got, c.want)
+		s := infer(t, writeTemp(t, "f.csv", c.content), CSV)
+		if got := s.Dialect; got == nil || *got != c.want {
+			t.Errorf("Infer(%q).Dialect = %+v, want %+v", c.content, got, c.want)
 		}
 	}
 }

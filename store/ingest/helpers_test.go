@@ -18,19 +18,34 @@ func writeTemp(t testing.TB, name, content string) string {
 	return path
 }
 
-// readAll opens a file and returns its columns and records (values copied out).
+// openInferred opens a file as the dataset loader does: Infer (over the first limit records;
+// all of them when limit is 0), then OpenSchema with the inferred schema.
+func openInferred(path string, f Format, limit int64) (*Schema, *Reader, error) {
+	s, err := InferSample(path, f, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := OpenSchema(path, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, r, nil
+}
+
+// readAll opens a file with its inferred schema and returns its columns and records (values
+// copied out).
 func readAll(t testing.TB, path string, f Format) ([]Column, [][]Value) {
 	t.Helper()
-	r, err := Open(path, f)
+	s, r, err := openInferred(path, f, 0)
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		t.Fatalf("open: %v", err)
 	}
 	defer r.Close()
 	var rows [][]Value
 	for {
 		row, err := r.Next()
 		if err == io.EOF {
-			return r.Columns(), rows
+			return s.Columns, rows
 		}
 		if err != nil {
 			t.Fatalf("Next: %v", err)
@@ -39,9 +54,11 @@ func readAll(t testing.TB, path string, f Format) ([]Column, [][]Value) {
 	}
 }
 
-// readErr reads a file to the end and returns the first error that is not io.EOF.
+// readErr opens a file with the schema inferred from its first record only, so that the
+// reader (not inference) meets the rest of the file, reads it to the end and returns the
+// first error that is not io.EOF.
 func readErr(path string, f Format) error {
-	r, err := Open(path, f)
+	_, r, err := openInferred(path, f, 1)
 	if err != nil {
 		return err
 	}

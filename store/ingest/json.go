@@ -55,30 +55,6 @@ func openJSONSource(path string, f Format, cols []Column) (*jsonSource, error) {
 	return s, nil
 }
 
-// scanKeys is the union of the keys of a JSON file's objects, in order of first appearance.
-func scanKeys(path string, f Format) ([]string, error) {
-	s, err := openJSONSource(path, f, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	var keys []string
-	for {
-		obj, err := s.object()
-		if err == io.EOF {
-			return keys, nil
-		} else if err != nil {
-			return nil, err
-		}
-		for _, m := range obj {
-			if _, ok := s.index[m.key]; !ok {
-				s.index[m.key] = len(keys)
-				keys = append(keys, m.key)
-			}
-		}
-	}
-}
-
 func (s *jsonSource) read(row []Value) error {
 	obj, err := s.object()
 	if err != nil {

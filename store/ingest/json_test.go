@@ -37,7 +37,7 @@ func TestJSONInfer(t *testing.T) {
 			}
 			cols, rows := readAll(t, path, f)
 			if got := types(cols); len(got) != len(want) {
-				t.Fatalf("Open columns %v", got)
+				t.Fatalf("columns %v", got)
 			}
 			if rows[0][10] != nil || rows[2][0] != json.Number("3") || !reflect.DeepEqual(rows[1][7], map[string]any{"city": "Rome", "zip": "00100"}) {
 				t.Errorf("rows %v", rows)

@@ -59,40 +59,6 @@ type Reader struct {
 	fill []*string // per column: the COPY text of its declared default, put for a missing value
 }
 
-// Open opens a file of a known format for reading. The columns are known once it returns:
-// from the CSV header (column_N without one), from a first pass over the keys of a JSON
-// file (union of the keys in order of first appearance), from a Parquet file's schema
-// (with its types). Column types are only set for Parquet; use Infer, then OpenSchema, to
-// read a file with its inferred or declared types.
-func Open(path string, f Format) (*Reader, error) {
-	switch f {
-	case CSV:
-		s, err := openCSVSource(path, nil)
-		if err != nil {
-			return nil, err
-		}
-		return newReader(columns(s.names), s), nil
-	case JSON, NDJSON:
-		keys, err := scanKeys(path, f)
-		if err != nil {
-			return nil, err
-		}
-		cols := columns(keys)
-		s, err := openJSONSource(path, f, cols)
-		if err != nil {
-			return nil, err
-		}
-		return newReader(cols, s), nil
-	case Parquet:
-		s, cols, err := openParquetSource(path, nil)
-		if err != nil {
-			return nil, err
-		}
-		return newReader(cols, s), nil
-	}
-	return nil, &FormatError{Provided: string(f)}
-}
-
 // OpenSchema opens a file for reading with the columns of s, as Infer returned them or as a
 // declared schema gives them (Original is the name in the file). CSV columns go by position
 // and must be as many as the file's fields; JSON keys and Parquet fields go by name, and a
@@ -147,9 +113,6 @@ func columns(names []string) []Column {
 	}
 	return cols
 }
-
-// Columns are the file's columns, in order.
-func (r *Reader) Columns() []Column { return r.cols }
 
 // Next returns the next record, one Value per column, or io.EOF after the last. The slice is
 // reused by the next call; the values in it are not.

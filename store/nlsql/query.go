@@ -123,21 +123,69 @@ func (q *query) numericNear(i int) *colRef {
 	return best
 }
 
+// intent is what the aggregate and ordering words of a question said, for the phases that
+// read the rest of it.
+type intent struct {
+	signal      bool   // an aggregate or ordering word was read
+	countTarget string // the table "how many X" counts
+	superlative string // desc ("highest", "most") or asc ("lowest", "fewest"); "" without one
+	supAt       int    // the superlative's token
+}
+
+// read fills q from the question and its mentions, phase by phase.
 func (q *query) read(ms []mention) error {
-	p := q.p
 	q.ms = ms
 	q.joined = map[string]bool{}
 	q.exists = map[string][]string{}
-	hasSignal := false
-	countTarget := ""
-	superlative := ""
-	supAt := -1
-	// Aggregates and ordering words.
+	in := q.readIntent()
+	q.readByMeasure(in)
+	if q.measure != nil && (q.agg == "sum" || q.agg == "avg" || q.agg == "max" || q.agg == "min") {
+		q.p.step("Measure: %s of %s", q.agg, q.label(*q.measure))
+	}
+	q.readBareMeasure(in)
+	if err := q.pickMain(in); err != nil {
+		return err
+	}
+	if err := q.readGroups(); err != nil {
+		return err
+	}
+	if err := q.readTopGroups(); err != nil {
+		return err
+	}
+	if q.byMeasure && len(q.groups) > 0 && q.agg == "" {
+		q.agg = "sum"
+		q.p.step("Measure: sum of %s", q.label(*q.measure))
+	}
+	for _, g := range q.groups {
+		q.p.step("Grouped by %s", g.label)
+	}
+	if err := q.readSortedBy(); err != nil {
+		return err
+	}
+	if err := q.comparisons(); err != nil {
+		return err
+	}
+	if err := q.timeFilters(); err != nil {
+		return err
+	}
+	if err := q.valueFilters(); err != nil {
+		return err
+	}
+	if err := q.applySuperlative(in); err != nil {
+		return err
+	}
+	return q.settleMeasure()
+}
+
+// readIntent reads the aggregate and ordering words: counts, totals, averages, extremes, "top N".
+func (q *query) readIntent() intent {
+	p := q.p
+	in := intent{supAt: -1}
 	for i := 0; i < len(p.toks); i++ {
 		t := p.toks[i]
 		switch {
 		case t == "how" && q.tok(i+1) == "many", t == "number" && q.tok(i+1) == "of", t == "count" && q.agg == "":
-			q.agg, hasSignal = "count", true
+			q.agg, in.signal = "count", true
 			p.mark(i, i+2)
 			j := i + 1
 			if t == "how" || t == "number" {
@@ -149,38 +197,38 @@ func (q *query) read(ms []mention) error {
 					q.agg, q.measure = "count_distinct", &colRef{m.table, m.column}
 				}
 			} else if m, _ := q.mentionAt(j); m != nil && m.column == "" {
-				countTarget = m.table
+				in.countTarget = m.table
 			}
 		case t == "total" || t == "sum":
 			if q.tok(i+1) == "number" {
 				continue // "total number of": a count
 			}
 			if q.agg == "" || q.agg == "count" && t == "sum" {
-				q.agg, hasSignal = "sum", true
+				q.agg, in.signal = "sum", true
 				p.mark(i, i+1)
 				q.measure = q.numericNear(i + 1)
 			}
 		case t == "average" || t == "avg" || t == "mean":
-			q.agg, hasSignal = "avg", true
+			q.agg, in.signal = "avg", true
 			p.mark(i, i+1)
 			q.measure = q.numericNear(i + 1)
 		case (t == "max" || t == "maximum") && q.agg == "":
-			q.agg, hasSignal = "max", true
+			q.agg, in.signal = "max", true
 			p.mark(i, i+1)
 			q.measure = q.numericNear(i + 1)
 		case (t == "min" || t == "minimum") && q.tok(i-1) != "a" && q.agg == "":
-			q.agg, hasSignal = "min", true
+			q.agg, in.signal = "min", true
 			p.mark(i, i+1)
 			q.measure = q.numericNear(i + 1)
 		case (t == "highest" || t == "largest" || t == "biggest" || t == "most" || t == "greatest") && q.tok(i-1) != "at":
-			superlative, supAt, hasSignal = "desc", i, true
+			in.superlative, in.supAt, in.signal = "desc", i, true
 			p.mark(i, i+1)
 		case (t == "lowest" || t == "smallest" || t == "least" || t == "fewest" || t == "cheapest") && q.tok(i-1) != "at":
-			superlative, supAt, hasSignal = "asc", i, true
+			in.superlative, in.supAt, in.signal = "asc", i, true
 			p.mark(i, i+1)
 		case t == "top" || t == "first" || t == "bottom":
 			if n, err := strconv.Atoi(q.tok(i + 1)); err == nil && n > 0 {
-				q.limit, q.order, hasSignal = n, "desc", true
+				q.limit, q.order, in.signal = n, "desc", true
 				if t == "bottom" {
 					q.order = "asc"
 				}
@@ -188,9 +236,15 @@ func (q *query) read(ms []mention) error {
 			}
 		}
 	}
+	return in
+}
+
+// readByMeasure reads "by" a number after an ordering word as what orders, not a group.
+func (q *query) readByMeasure(in intent) {
+	p := q.p
 	// "top 3 cities by revenue", "customers with the highest credit by ...": a "by" naming
 	// a number after an ordering word orders by it rather than grouping.
-	if q.order != "" || superlative != "" {
+	if q.order != "" || in.superlative != "" {
 		for i := 0; i+1 < len(p.toks); i++ {
 			if p.toks[i] == "by" {
 				if c, end := q.numericAt(i + 1); c != nil {
@@ -203,14 +257,15 @@ func (q *query) read(ms []mention) error {
 			}
 		}
 	}
-	if q.measure != nil && (q.agg == "sum" || q.agg == "avg" || q.agg == "max" || q.agg == "min") {
-		p.step("Measure: %s of %s", q.agg, q.label(*q.measure))
-	}
+}
+
+// readBareMeasure takes a number named with nothing done to it as the measure.
+func (q *query) readBareMeasure(in intent) {
 	// A number named with nothing to do to it ("revenue from customers in Berlin") is what
-	// is measured (summed, below): its table is the main one. Not when it is compared, ordered
+	// is measured (summed by settleMeasure): its table is the main one. Not when it is compared, ordered
 	// by, or there is an ordering word.
-	if q.agg == "" && superlative == "" && q.order == "" {
-		for _, m := range ms {
+	if q.agg == "" && in.superlative == "" && q.order == "" {
+		for _, m := range q.ms {
 			c := colRef{m.table, m.column}
 			col := q.column(c)
 			if m.column == "" || m.value != "" || col == nil || !col.numeric() || keyLike(c.column) {
@@ -228,65 +283,89 @@ func (q *query) read(ms []mention) error {
 			break
 		}
 	}
+}
+
+// pickMain sets the main table, or refuses a question that names nothing to read.
+func (q *query) pickMain(in intent) error {
+	p := q.p
 	// The main table: what is counted, what is measured, what is named first.
 	switch {
-	case countTarget != "":
-		q.main = countTarget
+	case in.countTarget != "":
+		q.main = in.countTarget
 	case q.measure != nil:
 		q.main = q.measure.table
 	default:
-		score := map[string]int{}
-		first := map[string]int{}
-		for _, m := range ms {
-			w := 1
-			if m.column == "" {
-				w = 3
-			}
-			score[m.table] += w
-			if _, ok := first[m.table]; !ok {
-				first[m.table] = m.pos
-			}
-		}
-		best := -1
-		for _, t := range p.s.Tables {
-			s, ok := score[t.Ref]
-			if !ok {
-				continue
-			}
-			cur := p.s.table(q.main)
-			if cur == nil || s > best || s == best && (t.Rank > cur.Rank || t.Rank == cur.Rank && first[t.Ref] < first[q.main]) {
-				q.main, best = t.Ref, s
-			}
-		}
-		if q.main == "" && hasSignal {
-			// Nothing named: the dataset whose name, description or columns the search
-			// index matches best ("how many purchases" for orders described as purchases).
-			var top *Table
-			for i := range p.s.Tables {
-				if t := &p.s.Tables[i]; t.Rank > 0 && (top == nil || t.Rank > top.Rank) {
-					top = t
-				}
-			}
-			if top != nil {
-				q.main = top.Ref
-				p.step("Picked %s with the search index (its name, description and columns match the question best)", top.Dataset)
-			}
+		q.main = q.mostNamed()
+		if q.main == "" && in.signal {
+			q.pickBySearchIndex()
 		}
 	}
 	if q.main == "" {
 		return p.refuse("it names no dataset, column or value of this project")
 	}
 	named := false
-	for _, m := range ms {
+	for _, m := range q.ms {
 		if m.value == "" {
 			named = true
 		}
 	}
-	if !hasSignal && !named {
+	if !in.signal && !named {
 		return p.refuse("only values were recognised (" + q.valuesSeen() + "), not what to compute or list")
 	}
 	p.step("Dataset: %s", p.s.table(q.main).Dataset)
-	// Groups: "by X", "per X", "for each X", "which X ...".
+	return nil
+}
+
+// mostNamed is the table the mentions name most (ties: better rank, then named first), or "".
+func (q *query) mostNamed() string {
+	p := q.p
+	main := ""
+	score := map[string]int{}
+	first := map[string]int{}
+	for _, m := range q.ms {
+		w := 1
+		if m.column == "" {
+			w = 3
+		}
+		score[m.table] += w
+		if _, ok := first[m.table]; !ok {
+			first[m.table] = m.pos
+		}
+	}
+	best := -1
+	for _, t := range p.s.Tables {
+		s, ok := score[t.Ref]
+		if !ok {
+			continue
+		}
+		cur := p.s.table(main)
+		if cur == nil || s > best || s == best && (t.Rank > cur.Rank || t.Rank == cur.Rank && first[t.Ref] < first[main]) {
+			main, best = t.Ref, s
+		}
+	}
+	return main
+}
+
+// pickBySearchIndex makes the search index's best match the main table (nothing is named).
+func (q *query) pickBySearchIndex() {
+	p := q.p
+	// Nothing named: the dataset whose name, description or columns the search
+	// index matches best ("how many purchases" for orders described as purchases).
+	var top *Table
+	for i := range p.s.Tables {
+		if t := &p.s.Tables[i]; t.Rank > 0 && (top == nil || t.Rank > top.Rank) {
+			top = t
+		}
+	}
+	if top != nil {
+		q.main = top.Ref
+		p.step("Picked %s with the search index (its name, description and columns match the question best)", top.Dataset)
+	}
+}
+
+// readGroups reads the groups: "by X", "per X", "for each X", "which X ...", "monthly".
+func (q *query) readGroups() error {
+	p := q.p
 	for i := 0; i < len(p.toks); i++ {
 		t := p.toks[i]
 		start := -1
@@ -346,6 +425,12 @@ func (q *query) read(ms []mention) error {
 			start++
 		}
 	}
+	return nil
+}
+
+// readTopGroups groups by the column after "top N" when it is not a number and nothing groups.
+func (q *query) readTopGroups() error {
+	p := q.p
 	if q.limit > 0 && len(q.groups) == 0 {
 		for i := 0; i+2 < len(p.toks); i++ {
 			if w := p.toks[i]; (w == "top" || w == "bottom" || w == "first") && isNumber.MatchString(p.toks[i+1]) {
@@ -361,14 +446,12 @@ func (q *query) read(ms []mention) error {
 			}
 		}
 	}
-	if q.byMeasure && len(q.groups) > 0 && q.agg == "" {
-		q.agg = "sum"
-		p.step("Measure: sum of %s", q.label(*q.measure))
-	}
-	for _, g := range q.groups {
-		p.step("Grouped by %s", g.label)
-	}
-	// Ordering: "sorted by X" / "ordered by X".
+	return nil
+}
+
+// readSortedBy reads the ordering: "sorted by X" / "ordered by X".
+func (q *query) readSortedBy() error {
+	p := q.p
 	for i := 0; i+1 < len(p.toks); i++ {
 		if (p.toks[i] == "sorted" || p.toks[i] == "ordered" || p.toks[i] == "order" || p.toks[i] == "sort") && p.toks[i+1] == "by" {
 			if m, _ := q.mentionAt(i + 2); m != nil && m.column != "" && m.value == "" {
@@ -385,16 +468,13 @@ func (q *query) read(ms []mention) error {
 			}
 		}
 	}
-	if err := q.comparisons(); err != nil {
-		return err
-	}
-	if err := q.timeFilters(); err != nil {
-		return err
-	}
-	if err := q.valueFilters(); err != nil {
-		return err
-	}
-	// A superlative orders: groups by their aggregate, rows by the measure.
+	return nil
+}
+
+// applySuperlative makes a superlative order: groups by their aggregate, rows by the measure.
+func (q *query) applySuperlative(in intent) error {
+	p := q.p
+	superlative, supAt := in.superlative, in.supAt
 	if superlative != "" {
 		q.order = superlative
 		if q.limit == 0 {
@@ -427,6 +507,12 @@ func (q *query) read(ms []mention) error {
 			}
 		}
 	}
+	return nil
+}
+
+// settleMeasure decides what is computed where the question left it open, or refuses.
+func (q *query) settleMeasure() error {
+	p := q.p
 	// A number named without an aggregate ("revenue by month", "revenue in March") is summed,
 	// unless it is compared or ordered by.
 	if q.agg == "" && !q.rows && q.orderBy == nil && !q.byMeasure {
@@ -774,193 +860,241 @@ func (q *query) isGroup(c colRef) bool {
 // timeFilters reads years, months, relative periods and since/before/after on the date the
 // question means.
 func (q *query) timeFilters() error {
-	p := q.p
-	var from, to *time.Time // [from, to)
-	var monthFrom, monthTo time.Month
-	desc := ""
-	at := func(y int, m time.Month, d int) *time.Time { t := time.Date(y, m, d, 0, 0, 0, 0, time.UTC); return &t }
-	startOfMonth := func(t time.Time) time.Time { return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC) }
-	today := time.Date(p.now.Year(), p.now.Month(), p.now.Day(), 0, 0, 0, 0, time.UTC)
-	year := func(i int) (int, bool) {
-		if isYear.MatchString(q.tok(i)) {
-			y, _ := strconv.Atoi(q.tok(i))
-			return y, true
-		}
-		return 0, false
-	}
-	// point reads a moment at token i: a date, a month with a year, a year. It answers its
-	// start, its end and the tokens it took.
-	point := func(i int) (start, end *time.Time, n int) {
-		t := q.tok(i)
-		if isDate.MatchString(t) {
-			d, err := time.Parse(time.DateOnly, t)
-			if err == nil {
-				e := d.AddDate(0, 0, 1)
-				return &d, &e, 1
-			}
-		}
-		if m, ok := months[t]; ok {
-			if y, ok := year(i + 1); ok {
-				s := at(y, m, 1)
-				e := s.AddDate(0, 1, 0)
-				return s, &e, 2
-			}
-		}
-		if y, ok := year(i); ok {
-			s := at(y, 1, 1)
-			e := s.AddDate(1, 0, 0)
-			return s, &e, 1
-		}
-		return nil, nil, 0
-	}
-	for i := 0; i < len(p.toks); i++ {
-		t := p.toks[i]
-		switch {
-		case t == "between" && months[q.tok(i+1)] != 0 && q.tok(i+2) == "and" && months[q.tok(i+3)] != 0:
-			m1, m2 := months[q.tok(i+1)], months[q.tok(i+3)]
-			if y, ok := year(i + 4); ok {
-				from, to = at(y, m1, 1), at(y, m2+1, 1)
-				p.mark(i, i+5)
-				desc = fmt.Sprintf("between %s and %s %d", m1, m2, y)
-			} else {
-				monthFrom, monthTo = m1, m2
-				p.mark(i, i+4)
-				desc = fmt.Sprintf("between %s and %s (any year)", m1, m2)
-			}
-			i += 3
-		case t == "between":
-			if s, _, n := point(i + 1); n > 0 && q.tok(i+1+n) == "and" {
-				if _, e, n2 := point(i + 2 + n); n2 > 0 {
-					from, to = s, e
-					p.mark(i, i+2+n+n2)
-					desc = "between " + s.Format(time.DateOnly) + " and " + e.AddDate(0, 0, -1).Format(time.DateOnly)
-				}
-			}
-		case t == "in" || t == "during" || t == "for" || t == "on":
-			if m, ok := months[q.tok(i+1)]; ok {
-				if y, ok := year(i + 2); ok {
-					from, to = at(y, m, 1), at(y, m+1, 1)
-					p.mark(i, i+3)
-					desc = fmt.Sprintf("in %s %d", m, y)
-				} else {
-					monthFrom, monthTo = m, m
-					p.mark(i, i+2)
-					desc = fmt.Sprintf("in %s (any year)", m)
-				}
-			} else if s, e, n := point(i + 1); n > 0 {
-				from, to = s, e
-				p.mark(i, i+1+n)
-				desc = "in " + strings.Join(p.toks[i+1:i+1+n], " ")
-			}
-		case t == "since" || t == "after" || t == "from":
-			if s, e, n := point(i + 1); n > 0 {
-				if t == "after" {
-					from = e
-				} else {
-					from = s
-				}
-				p.mark(i, i+1+n)
-				desc = t + " " + strings.Join(p.toks[i+1:i+1+n], " ")
-			}
-		case t == "before" || t == "until":
-			if s, e, n := point(i + 1); n > 0 {
-				if t == "until" {
-					to = e
-				} else {
-					to = s
-				}
-				p.mark(i, i+1+n)
-				desc = t + " " + strings.Join(p.toks[i+1:i+1+n], " ")
-			}
-		case (t == "last" || t == "past" || t == "previous") && units[q.tok(i+1)] != "":
-			u := units[q.tok(i+1)]
-			switch u {
-			case "day":
-				from, to = ptrTime(today.AddDate(0, 0, -1)), &today
-			case "week":
-				w := today.AddDate(0, 0, -int((today.Weekday()+6)%7))
-				from, to = ptrTime(w.AddDate(0, 0, -7)), &w
-			case "month":
-				m := startOfMonth(today)
-				from, to = ptrTime(m.AddDate(0, -1, 0)), &m
-			case "quarter":
-				qs := time.Date(today.Year(), time.Month((int(today.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC)
-				from, to = ptrTime(qs.AddDate(0, -3, 0)), &qs
-			case "year":
-				y := at(today.Year(), 1, 1)
-				from, to = ptrTime(y.AddDate(-1, 0, 0)), y
-			}
-			p.mark(i, i+2)
-			desc = "the previous " + u
-		case (t == "last" || t == "past") && isNumber.MatchString(q.tok(i+1)) && units[q.tok(i+2)] != "":
-			n, _ := strconv.Atoi(q.tok(i + 1))
-			s := today.AddDate(0, 0, 1) // through today
-			switch units[q.tok(i+2)] {
-			case "day":
-				s = s.AddDate(0, 0, -n)
-			case "week":
-				s = s.AddDate(0, 0, -7*n)
-			case "month":
-				s = s.AddDate(0, -n, 0)
-			case "quarter":
-				s = s.AddDate(0, -3*n, 0)
-			case "year":
-				s = s.AddDate(-n, 0, 0)
-			}
-			from, to = &s, ptrTime(today.AddDate(0, 0, 1))
-			p.mark(i, i+3)
-			desc = fmt.Sprintf("the last %d %s", n, q.tok(i+2))
-		case t == "this" && units[q.tok(i+1)] != "":
-			switch units[q.tok(i+1)] {
-			case "day":
-				from = &today
-			case "week":
-				from = ptrTime(today.AddDate(0, 0, -int((today.Weekday()+6)%7)))
-			case "month":
-				from = ptrTime(startOfMonth(today))
-			case "quarter":
-				from = ptrTime(time.Date(today.Year(), time.Month((int(today.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC))
-			case "year":
-				from = at(today.Year(), 1, 1)
-			}
-			to = ptrTime(today.AddDate(0, 0, 1))
-			p.mark(i, i+2)
-			desc = "this " + units[q.tok(i+1)]
-		case t == "today":
-			from, to = &today, ptrTime(today.AddDate(0, 0, 1))
-			p.mark(i, i+1)
-			desc = "today"
-		case t == "yesterday":
-			from, to = ptrTime(today.AddDate(0, 0, -1)), &today
-			p.mark(i, i+1)
-			desc = "yesterday"
-		}
-	}
-	if from == nil && to == nil && monthFrom == 0 {
+	per := q.readPeriod()
+	if per.from == nil && per.to == nil && per.monthFrom == 0 {
 		return nil
 	}
+	return q.filterPeriod(per)
+}
+
+// period is the time a question names: [from, to), and/or months of any year.
+type period struct {
+	from, to           *time.Time
+	monthFrom, monthTo time.Month
+	desc               string // as the step says it
+}
+
+// readPeriod reads the time phrases of the question; a later phrase overrides an earlier one.
+func (q *query) readPeriod() period {
+	p := q.p
+	var per period
+	today := time.Date(p.now.Year(), p.now.Month(), p.now.Day(), 0, 0, 0, 0, time.UTC)
+	for i := 0; i < len(p.toks); i++ {
+		switch p.toks[i] {
+		case "between", "in", "during", "for", "on", "since", "after", "from", "before", "until":
+			i = q.readDates(i, &per)
+		case "last", "past", "previous", "this", "today", "yesterday":
+			q.readRelative(i, today, &per)
+		}
+	}
+	return per
+}
+
+// readDates reads the dated phrase at token i into per and returns the token to go on from.
+func (q *query) readDates(i int, per *period) int {
+	p := q.p
+	t := p.toks[i]
+	switch {
+	case t == "between" && months[q.tok(i+1)] != 0 && q.tok(i+2) == "and" && months[q.tok(i+3)] != 0:
+		m1, m2 := months[q.tok(i+1)], months[q.tok(i+3)]
+		if y, ok := q.yearAt(i + 4); ok {
+			per.from, per.to = dateAt(y, m1, 1), dateAt(y, m2+1, 1)
+			p.mark(i, i+5)
+			per.desc = fmt.Sprintf("between %s and %s %d", m1, m2, y)
+		} else {
+			per.monthFrom, per.monthTo = m1, m2
+			p.mark(i, i+4)
+			per.desc = fmt.Sprintf("between %s and %s (any year)", m1, m2)
+		}
+		i += 3
+	case t == "between":
+		if s, _, n := q.pointAt(i + 1); n > 0 && q.tok(i+1+n) == "and" {
+			if _, e, n2 := q.pointAt(i + 2 + n); n2 > 0 {
+				per.from, per.to = s, e
+				p.mark(i, i+2+n+n2)
+				per.desc = "between " + s.Format(time.DateOnly) + " and " + e.AddDate(0, 0, -1).Format(time.DateOnly)
+			}
+		}
+	case t == "in" || t == "during" || t == "for" || t == "on":
+		if m, ok := months[q.tok(i+1)]; ok {
+			if y, ok := q.yearAt(i + 2); ok {
+				per.from, per.to = dateAt(y, m, 1), dateAt(y, m+1, 1)
+				p.mark(i, i+3)
+				per.desc = fmt.Sprintf("in %s %d", m, y)
+			} else {
+				per.monthFrom, per.monthTo = m, m
+				p.mark(i, i+2)
+				per.desc = fmt.Sprintf("in %s (any year)", m)
+			}
+		} else if s, e, n := q.pointAt(i + 1); n > 0 {
+			per.from, per.to = s, e
+			p.mark(i, i+1+n)
+			per.desc = "in " + strings.Join(p.toks[i+1:i+1+n], " ")
+		}
+	case t == "since" || t == "after" || t == "from":
+		if s, e, n := q.pointAt(i + 1); n > 0 {
+			if t == "after" {
+				per.from = e
+			} else {
+				per.from = s
+			}
+			p.mark(i, i+1+n)
+			per.desc = t + " " + strings.Join(p.toks[i+1:i+1+n], " ")
+		}
+	case t == "before" || t == "until":
+		if s, e, n := q.pointAt(i + 1); n > 0 {
+			if t == "until" {
+				per.to = e
+			} else {
+				per.to = s
+			}
+			p.mark(i, i+1+n)
+			per.desc = t + " " + strings.Join(p.toks[i+1:i+1+n], " ")
+		}
+	}
+	return i
+}
+
+// readRelative reads the period relative to today at token i ("last month", "today") into per.
+func (q *query) readRelative(i int, today time.Time, per *period) {
+	p := q.p
+	t := p.toks[i]
+	switch {
+	case (t == "last" || t == "past" || t == "previous") && units[q.tok(i+1)] != "":
+		u := units[q.tok(i+1)]
+		switch u {
+		case "day":
+			per.from, per.to = ptrTime(today.AddDate(0, 0, -1)), &today
+		case "week":
+			w := today.AddDate(0, 0, -int((today.Weekday()+6)%7))
+			per.from, per.to = ptrTime(w.AddDate(0, 0, -7)), &w
+		case "month":
+			m := startOfMonth(today)
+			per.from, per.to = ptrTime(m.AddDate(0, -1, 0)), &m
+		case "quarter":
+			qs := time.Date(today.Year(), time.Month((int(today.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC)
+			per.from, per.to = ptrTime(qs.AddDate(0, -3, 0)), &qs
+		case "year":
+			y := dateAt(today.Year(), 1, 1)
+			per.from, per.to = ptrTime(y.AddDate(-1, 0, 0)), y
+		}
+		p.mark(i, i+2)
+		per.desc = "the previous " + u
+	case (t == "last" || t == "past") && isNumber.MatchString(q.tok(i+1)) && units[q.tok(i+2)] != "":
+		n, _ := strconv.Atoi(q.tok(i + 1))
+		s := today.AddDate(0, 0, 1) // through today
+		switch units[q.tok(i+2)] {
+		case "day":
+			s = s.AddDate(0, 0, -n)
+		case "week":
+			s = s.AddDate(0, 0, -7*n)
+		case "month":
+			s = s.AddDate(0, -n, 0)
+		case "quarter":
+			s = s.AddDate(0, -3*n, 0)
+		case "year":
+			s = s.AddDate(-n, 0, 0)
+		}
+		per.from, per.to = &s, ptrTime(today.AddDate(0, 0, 1))
+		p.mark(i, i+3)
+		per.desc = fmt.Sprintf("the last %d %s", n, q.tok(i+2))
+	case t == "this" && units[q.tok(i+1)] != "":
+		switch units[q.tok(i+1)] {
+		case "day":
+			per.from = &today
+		case "week":
+			per.from = ptrTime(today.AddDate(0, 0, -int((today.Weekday()+6)%7)))
+		case "month":
+			per.from = ptrTime(startOfMonth(today))
+		case "quarter":
+			per.from = ptrTime(time.Date(today.Year(), time.Month((int(today.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC))
+		case "year":
+			per.from = dateAt(today.Year(), 1, 1)
+		}
+		per.to = ptrTime(today.AddDate(0, 0, 1))
+		p.mark(i, i+2)
+		per.desc = "this " + units[q.tok(i+1)]
+	case t == "today":
+		per.from, per.to = &today, ptrTime(today.AddDate(0, 0, 1))
+		p.mark(i, i+1)
+		per.desc = "today"
+	case t == "yesterday":
+		per.from, per.to = ptrTime(today.AddDate(0, 0, -1)), &today
+		p.mark(i, i+1)
+		per.desc = "yesterday"
+	}
+}
+
+// filterPeriod adds the conditions of per on the date column the question means.
+func (q *query) filterPeriod(per period) error {
+	p := q.p
 	dc := q.dateColumn()
 	if dc == nil {
-		return p.refuse("it names a time (" + desc + ") but no dataset it reads has a date column")
+		return p.refuse("it names a time (" + per.desc + ") but no dataset it reads has a date column")
 	}
 	c := q.col(*dc)
 	var conds []string
-	if from != nil {
-		conds = append(conds, c+" >= "+p.param(from.Format(time.DateOnly)))
+	if per.from != nil {
+		conds = append(conds, c+" >= "+p.param(per.from.Format(time.DateOnly)))
 	}
-	if to != nil {
-		conds = append(conds, c+" < "+p.param(to.Format(time.DateOnly)))
+	if per.to != nil {
+		conds = append(conds, c+" < "+p.param(per.to.Format(time.DateOnly)))
 	}
-	if monthFrom != 0 {
-		conds = append(conds, "extract(month FROM "+c+") BETWEEN "+p.param(int(monthFrom))+" AND "+p.param(int(monthTo)))
+	if per.monthFrom != 0 {
+		conds = append(conds, "extract(month FROM "+c+") BETWEEN "+p.param(int(per.monthFrom))+" AND "+p.param(int(per.monthTo)))
 	}
 	for _, cond := range conds {
 		if err := q.cond(dc.table, cond); err != nil {
 			return err
 		}
 	}
-	p.step("Time: %s %s", q.label(*dc), desc)
+	p.step("Time: %s %s", q.label(*dc), per.desc)
 	return nil
+}
+
+// yearAt is the year at token i, if it is one.
+func (q *query) yearAt(i int) (int, bool) {
+	if isYear.MatchString(q.tok(i)) {
+		y, _ := strconv.Atoi(q.tok(i))
+		return y, true
+	}
+	return 0, false
+}
+
+// pointAt reads a moment at token i (a date, a month with a year, a year): start, end, tokens.
+func (q *query) pointAt(i int) (start, end *time.Time, n int) {
+	t := q.tok(i)
+	if isDate.MatchString(t) {
+		d, err := time.Parse(time.DateOnly, t)
+		if err == nil {
+			e := d.AddDate(0, 0, 1)
+			return &d, &e, 1
+		}
+	}
+	if m, ok := months[t]; ok {
+		if y, ok := q.yearAt(i + 1); ok {
+			s := dateAt(y, m, 1)
+			e := s.AddDate(0, 1, 0)
+			return s, &e, 2
+		}
+	}
+	if y, ok := q.yearAt(i); ok {
+		s := dateAt(y, 1, 1)
+		e := s.AddDate(1, 0, 0)
+		return s, &e, 1
+	}
+	return nil, nil, 0
+}
+
+// dateAt is midnight UTC of a day.
+func dateAt(y int, m time.Month, d int) *time.Time {
+	t := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	return &t
+}
+
+// startOfMonth is midnight UTC of the first day of t's month.
+func startOfMonth(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }

@@ -132,51 +132,94 @@ func Translate(question string, s Schema, now time.Time) (*Answer, error) {
 
 // mentions finds the tables, columns and known values the question names, longest first.
 func (p *parser) mentions() []mention {
-	var out []mention
-	taken := make([]bool, len(p.toks))
-	free := func(i, n int) bool {
-		if i+n > len(taken) {
+	f := &mentionFinder{p: p, taken: make([]bool, len(p.toks))}
+	f.named = f.namedTables()
+	f.values()
+	f.tables()
+	f.columns()
+	f.columnWords()
+	slices.SortFunc(f.out, func(a, b mention) int { return a.pos - b.pos })
+	return f.out
+}
+
+// mentionFinder collects mentions kind after kind; a token one mention takes is not read again.
+type mentionFinder struct {
+	p     *parser
+	taken []bool
+	out   []mention
+	named map[string]bool // tables the question names
+}
+
+// free reports whether tokens i to i+n exist and no mention has taken them.
+func (f *mentionFinder) free(i, n int) bool {
+	if i+n > len(f.taken) {
+		return false
+	}
+	for k := i; k < i+n; k++ {
+		if f.taken[k] {
 			return false
 		}
-		for k := i; k < i+n; k++ {
-			if taken[k] {
-				return false
-			}
-		}
-		return true
 	}
-	take := func(m mention) {
-		for k := m.pos; k < m.end; k++ {
-			taken[k] = true
-		}
-		out = append(out, m)
+	return true
+}
+
+// take keeps m and marks its tokens taken.
+func (f *mentionFinder) take(m mention) {
+	for k := m.pos; k < m.end; k++ {
+		f.taken[k] = true
 	}
-	matchWords := func(i int, ws []string) bool {
-		if i+len(ws) > len(p.toks) {
+	f.out = append(f.out, m)
+}
+
+// matchWords reports whether the tokens from i are the words ws (up to plural and typos).
+func (f *mentionFinder) matchWords(i int, ws []string) bool {
+	if i+len(ws) > len(f.p.toks) {
+		return false
+	}
+	for k, w := range ws {
+		if !close(f.p.toks[i+k], w) {
 			return false
 		}
-		for k, w := range ws {
-			if !close(p.toks[i+k], w) {
-				return false
-			}
-		}
-		return true
 	}
-	// Tables the question names: a value found in several tables belongs to a named one.
+	return true
+}
+
+// best takes the first of found, preferring one of a table the question names.
+func (f *mentionFinder) best(found []mention) {
+	if len(found) == 0 {
+		return
+	}
+	pick := found[0]
+	for _, m := range found {
+		if f.named[m.table] && !f.named[pick.table] {
+			pick = m
+		}
+	}
+	f.take(pick)
+}
+
+// namedTables are the tables the question names (a value of several tables goes to a named one).
+func (f *mentionFinder) namedTables() map[string]bool {
+	p := f.p
 	named := map[string]bool{}
 	for i := range p.toks {
 		for _, t := range p.s.Tables {
 			for _, name := range []string{t.Dataset, t.Name} {
-				if ws := words(name); len(ws) > 0 && (matchWords(i, ws) || close(p.toks[i], ws[len(ws)-1])) {
+				if ws := words(name); len(ws) > 0 && (f.matchWords(i, ws) || close(p.toks[i], ws[len(ws)-1])) {
 					named[t.Ref] = true
 				}
 			}
 		}
 	}
-	// Known values first, longest first: "new york" before "york".
+	return named
+}
+
+// values takes the known values of text columns, longest first: "new york" before "york".
+func (f *mentionFinder) values() {
+	p := f.p
 	for n := 4; n >= 1; n-- {
 		for i := 0; i+n <= len(p.toks); i++ {
-			if !free(i, n) {
+			if !f.free(i, n) {
 				continue
 			}
 			phrase := strings.Join(p.toks[i:i+n], " ")
@@ -202,58 +245,51 @@ func (p *parser) mentions() []mention {
 					}
 				}
 			}
-			if len(found) > 0 {
-				pick := found[0]
-				for _, m := range found {
-					if named[m.table] && !named[pick.table] {
-						pick = m
-					}
-				}
-				take(pick)
-			}
+			f.best(found)
 		}
 	}
-	// Tables by their names ("sales orders", "orders"), then columns by label or synonym.
+}
+
+// tables takes the tables by their names ("sales orders", "orders").
+func (f *mentionFinder) tables() {
+	p := f.p
 	for i := range p.toks {
 		for _, t := range p.s.Tables {
 			for _, name := range []string{t.Dataset, t.Name} {
 				ws := words(name)
-				if len(ws) > 0 && free(i, len(ws)) && matchWords(i, ws) {
-					take(mention{table: t.Ref, pos: i, end: i + len(ws)})
-				} else if len(ws) > 1 && free(i, 1) && close(p.toks[i], ws[len(ws)-1]) && !p.namesColumn(p.toks[i]) {
-					take(mention{table: t.Ref, pos: i, end: i + 1}) // "orders" for "Sales Orders"
+				if len(ws) > 0 && f.free(i, len(ws)) && f.matchWords(i, ws) {
+					f.take(mention{table: t.Ref, pos: i, end: i + len(ws)})
+				} else if len(ws) > 1 && f.free(i, 1) && close(p.toks[i], ws[len(ws)-1]) && !p.namesColumn(p.toks[i]) {
+					f.take(mention{table: t.Ref, pos: i, end: i + 1}) // "orders" for "Sales Orders"
 				}
 			}
 		}
 	}
-	// A column name found in several tables belongs to a named table, else the first.
-	best := func(found []mention) {
-		if len(found) == 0 {
-			return
-		}
-		pick := found[0]
-		for _, m := range found {
-			if named[m.table] && !named[pick.table] {
-				pick = m
-			}
-		}
-		take(pick)
-	}
+}
+
+// columns takes the columns by their names, longest first (in several tables: a named one's).
+func (f *mentionFinder) columns() {
+	p := f.p
 	for n := 3; n >= 1; n-- {
 		for i := range p.toks {
 			var found []mention
 			for _, t := range p.s.Tables {
 				for _, c := range t.Columns {
-					if ws := words(c.Name); len(ws) == n && free(i, n) && matchWords(i, ws) {
+					if ws := words(c.Name); len(ws) == n && f.free(i, n) && f.matchWords(i, ws) {
 						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + n})
 					}
 				}
 			}
-			best(found)
+			f.best(found)
 		}
 	}
+}
+
+// columnWords takes the columns named by a synonym or by a distinctive word of their name.
+func (f *mentionFinder) columnWords() {
+	p := f.p
 	for i, tok := range p.toks {
-		if !free(i, 1) || stop[tok] || intentWords[tok] && units[tok] == "" || len(tok) < 3 {
+		if !f.free(i, 1) || stop[tok] || intentWords[tok] && units[tok] == "" || len(tok) < 3 {
 			continue
 		}
 		var found []mention
@@ -268,10 +304,8 @@ func (p *parser) mentions() []mention {
 				}
 			}
 		}
-		best(found)
+		f.best(found)
 	}
-	slices.SortFunc(out, func(a, b mention) int { return a.pos - b.pos })
-	return out
 }
 
 // generic are words of column names too common to name a column on their own.

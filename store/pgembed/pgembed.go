@@ -433,6 +433,3 @@ func (c *Cluster) Stop() error {
 	<-c.exited
 	return nil
 }
-
-// Done is closed when the postmaster exits.
-func (c *Cluster) Done() <-chan struct{} { return c.exited }

@@ -69,7 +69,7 @@ func TestRestartAndCrashRecovery(t *testing.T) {
 	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-c.Done()
+	<-c.exited
 	if _, err := os.Stat(filepath.Join(dir, "pg", "postmaster.pid")); err != nil {
 		t.Fatalf("expected a stale postmaster.pid after kill -9: %v", err)
 	}
@@ -99,7 +99,7 @@ func TestLivePostmasterFromEarlierRunIsReplaced(t *testing.T) {
 	}
 	defer c.Stop()
 	select {
-	case <-old.Done():
+	case <-old.exited:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the earlier postmaster is still running")
 	}

@@ -1,5 +1,6 @@
-// Package sdk generates client packages of a dataset's description: Go with oapi-codegen's
-// codegen package (at runtime) plus hand-written helpers; each as a zip archive.
+// Package sdk generates client packages of a dataset's description, each as a zip archive:
+// Go with oapi-codegen's codegen package (at runtime) plus templated helpers, and TypeScript,
+// JavaScript and Python from the templates beside this file (one folder per language).
 package sdk
 
 import (

@@ -118,7 +118,16 @@ func constraints(c ingest.Column) []map[string]string {
 func decorate(doc *openapi3.T, in Input) {
 	names := NamesOf(in.Name)
 	base := strings.TrimRight(in.ProductionURL, "/")
-	// Operations: code samples in curl, JavaScript, Python and Go.
+	addCodeSamples(doc, in, base)
+	pii := piiColumns(in)
+	decorateProperties(doc, in, names, pii)
+	addRelationships(doc, in, names)
+	addDescriptionExtensions(doc, in, base, pii)
+	addOAuth(doc, in, base)
+}
+
+// addCodeSamples gives each operation x-code-samples in curl, JavaScript, Python and Go.
+func addCodeSamples(doc *openapi3.T, in Input, base string) {
 	example := exampleRecord(in.Table.Columns)
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
@@ -141,13 +150,21 @@ func decorate(doc *openapi3.T, in Input) {
 			op.Extensions["x-code-samples"] = codeSamples(method, url, body)
 		}
 	}
-	// Properties: constraints, display names, personal data, relationships.
+}
+
+// piiColumns is the kind of personal data of each column that holds some.
+func piiColumns(in Input) map[string]string {
 	pii := map[string]string{}
 	for _, c := range in.Table.Columns {
 		if kind := PII(in.Name, c, in.Samples[c.Name]); kind != "" {
 			pii[c.Name] = kind
 		}
 	}
+	return pii
+}
+
+// decorateProperties adds the record schemas' property extensions and their links' x-relationship.
+func decorateProperties(doc *openapi3.T, in Input, names Names, pii map[string]string) {
 	for _, kind := range []string{"", "Create", "Update", "Patch"} {
 		ref := doc.Components.Schemas[names.Singular+kind]
 		if ref == nil || ref.Value == nil {
@@ -186,7 +203,10 @@ func decorate(doc *openapi3.T, in Input) {
 			}
 		}
 	}
-	// Every relationship of the record, many-to-many through junction datasets included.
+}
+
+// addRelationships lists every relationship of the record (many-to-many too) as x-relationships.
+func addRelationships(doc *openapi3.T, in Input, names Names) {
 	if rec := doc.Components.Schemas[names.Singular]; rec != nil && rec.Value != nil {
 		var rels []map[string]any
 		for _, l := range in.Links {
@@ -210,7 +230,10 @@ func decorate(doc *openapi3.T, in Input) {
 			rec.Value.Extensions["x-relationships"] = rels
 		}
 	}
-	// Description-wide extensions.
+}
+
+// addDescriptionExtensions adds the description-wide x- extensions (info's and the document's).
+func addDescriptionExtensions(doc *openapi3.T, in Input, base string, pii map[string]string) {
 	if doc.Info.Extensions == nil {
 		doc.Info.Extensions = map[string]any{}
 	}
@@ -227,6 +250,36 @@ func decorate(doc *openapi3.T, in Input) {
 	}
 	doc.Extensions["x-documentation"] = map[string]any{"swagger_ui": ds + "/docs", "redoc": ds + "/redoc", "changelog": ds + "/changelog",
 		"versions": ds + "/versions", "json_schema": ds + "/schema", "sdks": ds + "/sdk/{language}"}
+	doc.Extensions["x-access-control"] = accessControl()
+	doc.Extensions["x-security"] = map[string]any{
+		"authentication": []string{"bearer JWT (RS256)", "API key (X-API-Key header or api_key query)", "OAuth 2.0 authorization code"},
+		"permissions":    map[string]string{"read": "datasets:read", "write": "datasets:write", "delete": "datasets:delete"},
+		"rate_limits":    map[string]string{"read": "1000/min", "write": "100/min", "delete": "50/min", "query": "100/min", "export": "10/min", "bulk": "20/min"},
+	}
+	doc.Extensions["x-validation"] = validationRules(in.Table.Columns)
+	doc.Extensions["x-pii"] = piiList(pii)
+	doc.Extensions["x-encryption"] = map[string]any{
+		"in_transit":  "TLS where the service is published over HTTPS (DP_BASE_URL)",
+		"at_rest":     "not per field: the rows are in PostgreSQL as stored; the storage volume's own encryption applies",
+		"fields":      []string{},
+		"credentials": "connected databases' passwords: AES-256-GCM (DP_SECRET_KEY)",
+	}
+	doc.Extensions["x-dataset-config"] = map[string]any{"soft_delete": in.Table.System(), "audit_trail": true, "row_level_security": true, "encryption_at_rest": false}
+	if in.Table.Foreign {
+		doc.Extensions["x-dataset-config"].(map[string]any)["connected_table"] = map[string]any{"name": in.Table.Name, "remote": in.Table.Remote,
+			"tables": in.Tables, "primary_key": in.Table.PrimaryKey, "writable": in.Table.Writable}
+	}
+	pkg := strings.ReplaceAll(ingest.Identifiers([]string{in.Name})[0], "_", "")
+	doc.Extensions["x-generator-config"] = map[string]any{
+		"go":         map[string]any{"package": pkg + "client", "generator": "oapi-codegen"},
+		"typescript": map[string]any{"packageName": pkg + "-client", "runtime": "fetch"},
+		"javascript": map[string]any{"packageName": pkg + "-client", "module": "esm"},
+		"python":     map[string]any{"packageName": pkg + "_client", "dependencies": []string{}},
+	}
+}
+
+// accessControl is x-access-control: the roles that may read, write and delete records.
+func accessControl() map[string][]string {
 	access := map[string][]string{}
 	for _, r := range auth.Roles {
 		perms := auth.RolePermissions(r)
@@ -236,14 +289,13 @@ func decorate(doc *openapi3.T, in Input) {
 			}
 		}
 	}
-	doc.Extensions["x-access-control"] = access
-	doc.Extensions["x-security"] = map[string]any{
-		"authentication": []string{"bearer JWT (RS256)", "API key (X-API-Key header or api_key query)", "OAuth 2.0 authorization code"},
-		"permissions":    map[string]string{"read": "datasets:read", "write": "datasets:write", "delete": "datasets:delete"},
-		"rate_limits":    map[string]string{"read": "1000/min", "write": "100/min", "delete": "50/min", "query": "100/min", "export": "10/min", "bulk": "20/min"},
-	}
+	return access
+}
+
+// validationRules is x-validation: the columns' unique, enum, pattern and format rules.
+func validationRules(cols []ingest.Column) []map[string]any {
 	var rules []map[string]any
-	for _, c := range in.Table.Columns {
+	for _, c := range cols {
 		k := c.Constraints
 		if k == nil {
 			continue
@@ -264,7 +316,11 @@ func decorate(doc *openapi3.T, in Input) {
 	if rules == nil {
 		rules = []map[string]any{}
 	}
-	doc.Extensions["x-validation"] = rules
+	return rules
+}
+
+// piiList is x-pii: the columns holding personal data and its kind, by column name.
+func piiList(pii map[string]string) []map[string]string {
 	var piiList []map[string]string
 	keys := make([]string, 0, len(pii))
 	for k := range pii {
@@ -277,26 +333,11 @@ func decorate(doc *openapi3.T, in Input) {
 	if piiList == nil {
 		piiList = []map[string]string{}
 	}
-	doc.Extensions["x-pii"] = piiList
-	doc.Extensions["x-encryption"] = map[string]any{
-		"in_transit":  "TLS where the service is published over HTTPS (DP_BASE_URL)",
-		"at_rest":     "not per field: the rows are in PostgreSQL as stored; the storage volume's own encryption applies",
-		"fields":      []string{},
-		"credentials": "connected databases' passwords: AES-256-GCM (DP_SECRET_KEY)",
-	}
-	doc.Extensions["x-dataset-config"] = map[string]any{"soft_delete": in.Table.System(), "audit_trail": true, "row_level_security": true, "encryption_at_rest": false}
-	if in.Table.Foreign {
-		doc.Extensions["x-dataset-config"].(map[string]any)["connected_table"] = map[string]any{"name": in.Table.Name, "remote": in.Table.Remote,
-			"tables": in.Tables, "primary_key": in.Table.PrimaryKey, "writable": in.Table.Writable}
-	}
-	pkg := strings.ReplaceAll(ingest.Identifiers([]string{in.Name})[0], "_", "")
-	doc.Extensions["x-generator-config"] = map[string]any{
-		"go":         map[string]any{"package": pkg + "client", "generator": "oapi-codegen"},
-		"typescript": map[string]any{"packageName": pkg + "-client", "runtime": "fetch"},
-		"javascript": map[string]any{"packageName": pkg + "-client", "module": "esm"},
-		"python":     map[string]any{"packageName": pkg + "_client", "dependencies": []string{}},
-	}
-	// OAuth 2.0, authorization code, with SPEC.md's scopes.
+	return piiList
+}
+
+// addOAuth adds the OAuth 2.0 scheme (authorization code, SPEC.md's scopes) as a security option.
+func addOAuth(doc *openapi3.T, in Input, base string) {
 	authURL := strings.TrimRight(in.AuthURL, "/")
 	if authURL == "" {
 		authURL = base + "/api/v1/auth/oauth"

@@ -1,6 +1,10 @@
-// Package specgen renders a dataset's OpenAPI 3.0 description from templates/ out of its
-// schema: the record, create, update and patch schemas follow the columns and their
-// constraints (SPEC.md "Generated schema rules"); the paths are those of the record API.
+// Package specgen renders a dataset's OpenAPI 3.0 description out of its schema, from the
+// template dataset.openapi.yaml.tmpl beside this file (embedded): the record, create, update
+// and patch schemas follow the columns and their constraints (SPEC.md "Generated schema
+// rules"); the paths are those of the record API. What the template does not hold is added
+// to the loaded description (extensions.go): code samples, per-property x-constraints,
+// x-display-name and x-pii, relationships, the description-wide x- extensions and the OAuth
+// 2.0 security scheme.
 package specgen
 
 import (

@@ -3,6 +3,8 @@ package specgen
 import (
 	"context"
 	"encoding/json"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +88,91 @@ func TestPII(t *testing.T) {
 	} {
 		if got := PII(tc.dataset, col(tc.column), tc.samples); got != tc.want {
 			t.Errorf("%s.%s %v: %q, want %q", tc.dataset, tc.column, tc.samples, got, tc.want)
+		}
+	}
+}
+
+// The extensions decorate adds, for an uploaded dataset with display names, a pattern,
+// personal data, links (one to a connected table) and a many-to-many relationship, and for
+// a connected table with its own authorization server and nothing to validate.
+func TestRenderExtensions(t *testing.T) {
+	max := 255
+	cols := []ingest.Column{
+		{Name: "name", Original: "Full Name", Type: ingest.Text, Constraints: &ingest.Constraints{MaxLength: &max}},
+		{Name: "email", Type: ingest.Text, Constraints: &ingest.Constraints{Format: "email", Unique: true}},
+		{Name: "status", Type: ingest.Text, Constraints: &ingest.Constraints{Enum: []string{"active", "inactive"}}},
+		{Name: "code", Type: ingest.Text, Nullable: true, Constraints: &ingest.Constraints{Pattern: "^[A-Z]{3}$"}},
+		{Name: "contact", Type: ingest.Text, Nullable: true},
+	}
+	uploaded := Input{DatasetID: "ds_abc", Name: "customers", SchemaVersion: 1, Table: datasets.TableDef{Columns: cols},
+		ProductionURL: "https://api.example.com/", StagingURL: "https://staging.example.com", GeneratedAt: time.Unix(0, 0),
+		Samples: map[string][]string{"contact": {"a@b.co", "c@d.org"}},
+		Links: []Link{{Name: "orders", Many: true, Dataset: "ds_o", LocalKey: "id", ForeignKey: "customer_id"},
+			{Name: "region", Dataset: "ds_r", LocalKey: "region_id", ForeignKey: "id", Table: "regions"}},
+		ManyToMany: []ManyToMany{{Target: "ds_t", TargetName: "Product Tags", Junction: "ds_j", JunctionName: "customer tags", LocalKey: "customer_id", ForeignKey: "tag_id"}}}
+	connected := Input{DatasetID: "ds_conn", Name: "Shop", SchemaVersion: 2,
+		Table:  datasets.TableDef{Name: "items", Foreign: true, Remote: "public.items", PrimaryKey: []string{"n"}, Columns: []ingest.Column{{Name: "title", Type: ingest.Text}, {Name: "n", Type: ingest.Integer}}},
+		Tables: []string{"items", "orders"}, ProductionURL: "http://x", StagingURL: "http://y", AuthURL: "https://idp.example.com/oauth/", GeneratedAt: time.Unix(0, 0),
+		Links: []Link{{Name: "orders", Many: true, Dataset: "ds_conn", LocalKey: "n", ForeignKey: "item_n", Table: "orders"}}}
+	for _, tc := range []struct {
+		in   Input
+		path []string
+		want string // JSON
+	}{
+		{uploaded, []string{"paths", "/api/v1/datasets/{dataset_id}/data", "get", "x-code-samples", "0", "source"},
+			`"curl -X GET 'https://api.example.com/api/v1/datasets/ds_abc/data' \\\n  -H 'Authorization: Bearer $TOKEN'"`},
+		{uploaded, []string{"components", "schemas", "CustomerCreate", "properties", "name", "x-display-name"}, `"Full Name"`},
+		{uploaded, []string{"components", "schemas", "Customer", "properties", "contact", "x-pii"}, `"email"`},
+		{uploaded, []string{"components", "schemas", "Customer", "properties", "code", "x-constraints"}, `[{"name":"code_check","type":"check"}]`},
+		{uploaded, []string{"components", "schemas", "Customer", "properties", "_links", "properties", "region", "x-relationship"},
+			`{"foreign_key":"region_id","target":"ds_r","target_key":"id","target_table":"regions","type":"many-to-one"}`},
+		{uploaded, []string{"components", "schemas", "Customer", "x-relationships"},
+			`[{"foreign_key":"customer_id","local_key":"id","name":"orders","target":"ds_o","type":"one-to-many"},
+			{"foreign_key":"region_id","name":"region","target":"ds_r","target_key":"id","target_table":"regions","type":"many-to-one"},
+			{"foreign_key":"tag_id","junction_name":"customer tags","junction_table":"ds_j","local_key":"customer_id","name":"product_tags","target":"ds_t","type":"many-to-many"}]`},
+		{uploaded, []string{"x-validation"}, `[{"field":"email","message":"email must be unique","type":"unique"},
+			{"field":"email","function":"format(email)","message":"email must be a valid email","type":"custom"},
+			{"allowed":["active","inactive"],"field":"status","message":"status must be one of active, inactive","type":"domain"},
+			{"field":"code","function":"matches(^[A-Z]{3}$)","message":"code must match ^[A-Z]{3}$","type":"custom"}]`},
+		{uploaded, []string{"x-pii"}, `[{"category":"email","field":"contact"},{"category":"email","field":"email"},{"category":"name","field":"name"}]`},
+		{uploaded, []string{"x-dataset-config"}, `{"audit_trail":true,"encryption_at_rest":false,"row_level_security":true,"soft_delete":true}`},
+		{uploaded, []string{"x-documentation", "sdks"}, `"https://api.example.com/api/v1/datasets/ds_abc/sdk/{language}"`},
+		{uploaded, []string{"components", "securitySchemes", "oauth2", "flows", "authorizationCode", "tokenUrl"}, `"https://api.example.com/api/v1/auth/oauth/token"`},
+		{uploaded, []string{"x-generator-config", "python", "packageName"}, `"customers_client"`},
+		{connected, []string{"paths", "/api/v1/datasets/{dataset_id}/data/{id}", "get", "x-code-samples", "0", "source"},
+			`"curl -X GET 'http://x/api/v1/datasets/ds_conn/data/1?table=items' \\\n  -H 'Authorization: Bearer $TOKEN'"`},
+		{connected, []string{"components", "schemas", "Shop", "properties", "_links", "properties", "orders", "x-relationship"},
+			`{"foreign_key":"item_n","local_key":"n","target":"ds_conn","target_table":"orders","type":"one-to-many"}`},
+		{connected, []string{"x-validation"}, `[]`},
+		{connected, []string{"x-pii"}, `[]`},
+		{connected, []string{"x-dataset-config"}, `{"audit_trail":true,"connected_table":{"name":"items","primary_key":["n"],"remote":"public.items",
+			"tables":["items","orders"],"writable":false},"encryption_at_rest":false,"row_level_security":true,"soft_delete":false}`},
+		{connected, []string{"components", "securitySchemes", "oauth2", "flows", "authorizationCode", "authorizationUrl"}, `"https://idp.example.com/oauth/authorize"`},
+	} {
+		_, raw, err := Render(context.Background(), tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range tc.path {
+			switch x := v.(type) {
+			case map[string]any:
+				v = x[k]
+			case []any:
+				i, _ := strconv.Atoi(k)
+				v = x[i]
+			}
+		}
+		var want any
+		if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+			t.Fatalf("%s: %v", tc.want, err)
+		}
+		if !reflect.DeepEqual(v, want) {
+			got, _ := json.Marshal(v)
+			t.Errorf("%s %v:\n got %s\nwant %s", tc.in.DatasetID, tc.path, got, tc.want)
 		}
 	}
 }
