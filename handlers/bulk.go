@@ -170,7 +170,7 @@ func (h *Records) bulkOne(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, i int
 	var err error
 	switch op.Method {
 	case "create":
-		if err := rc.desc.check("Create", op.Data); err != nil {
+		if err := check(rc.desc, "Create", op.Data); err != nil {
 			return fail(err)
 		}
 		rec, err := t.Insert(ctx, tx, op.Data, t.Fields())
@@ -184,7 +184,7 @@ func (h *Records) bulkOne(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, i int
 		if len(op.Data) == 0 {
 			return fail(apierr.Field(fmt.Sprintf("body.operations[%d].data", i), "required", "an update needs data"))
 		}
-		if err := rc.desc.check("Patch", op.Data); err != nil {
+		if err := check(rc.desc, "Patch", op.Data); err != nil {
 			return fail(err)
 		}
 		if ids, err = t.UpdateWhere(ctx, tx, sel, op.Data); err != nil {

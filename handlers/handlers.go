@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"dataplatform/cmd/dataplatform/config"
@@ -19,6 +18,7 @@ import (
 	"dataplatform/store"
 	"dataplatform/store/changes"
 	"dataplatform/store/secrets"
+	"dataplatform/templates/descriptions"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -35,9 +35,9 @@ type Handlers struct {
 	OIDC      *auth.OIDC // nil when no identity provider is configured
 	Secrets   *secrets.Box
 	Changes   *changes.Hub // wakes change streams
-
-	descOnce sync.Once
-	desc     *Descriptions
+	// Descriptions renders and keeps the datasets' descriptions (the record API's and the
+	// published ones).
+	Descriptions *descriptions.Cache
 }
 
 func (h *Handlers) now() time.Time { return h.Clock().UTC().Truncate(time.Microsecond) }

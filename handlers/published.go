@@ -17,7 +17,6 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
-	"dataplatform/store/datasets"
 	"dataplatform/store/ingest"
 	"dataplatform/templates/docs"
 	"dataplatform/templates/sdk"
@@ -41,19 +40,19 @@ func (h *Datasets) GetDatasetJSONSchema(ctx context.Context, req api.GetDatasetJ
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, err
 	}
-	record, ok := doc.Components.Schemas[desc.singular].(map[string]any)
+	record, ok := doc.Components.Schemas[desc.Singular].(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("the description has no %s schema", desc.singular)
+		return nil, fmt.Errorf("the description has no %s schema", desc.Singular)
 	}
 	out := jsonSchema(record).(map[string]any)
 	out["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	out["$id"] = h.Config.BaseURL + "/api/v1/datasets/" + req.DatasetId + "/schema?version=" + doc.Info.Version
-	out["title"] = desc.singular
+	out["title"] = desc.Singular
 	out["x-version"] = doc.Info.Version
 	defs := map[string]any{}
 	for _, kind := range []string{"Create", "Update"} {
-		if s, ok := doc.Components.Schemas[desc.singular+kind]; ok {
-			defs[desc.singular+kind] = jsonSchema(s)
+		if s, ok := doc.Components.Schemas[desc.Singular+kind]; ok {
+			defs[desc.Singular+kind] = jsonSchema(s)
 		}
 	}
 	out["$defs"] = defs
@@ -99,28 +98,6 @@ func jsonSchema(v any) any {
 	return v
 }
 
-// samples are the sample values of a table's columns from the dataset's last analysis, as
-// text (the description marks columns that hold personal data with them).
-func (ds *Descriptions) samples(ctx context.Context, datasetID, table string) (map[string][]string, error) {
-	raw, err := store.DatasetStatistics(ctx, ds.h.Store.DB, datasetID)
-	if err != nil {
-		return nil, err
-	}
-	var st datasets.Statistics
-	if json.Unmarshal([]byte(raw), &st) != nil || st.Tables[table] == nil {
-		return nil, nil
-	}
-	out := map[string][]string{}
-	for col, cs := range st.Tables[table].Columns {
-		for _, v := range cs.SampleValues {
-			if s, ok := v.(string); ok {
-				out[col] = append(out[col], s)
-			}
-		}
-	}
-	return out, nil
-}
-
 // docsPage answers a documentation page of the dataset's current description.
 type docsPage struct {
 	kind, title string
@@ -162,7 +139,7 @@ func (h *Datasets) GetDatasetSDK(ctx context.Context, req api.GetDatasetSDKReque
 		return nil, apierr.NotFound("sdk language", req.Language).WithDetails(map[string]any{"resource": "sdk language", "id": req.Language,
 			"supported_languages": sdk.Languages})
 	}
-	version := desc.versions[len(desc.versions)-1].Version
+	version := desc.Current()
 	pkg := strings.ReplaceAll(ingest.Identifiers([]string{desc.Doc.Info.Title})[0], "_", "")
 	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' {
 		pkg = "dataset" + pkg

@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"dataplatform/gen/api"
@@ -26,11 +25,8 @@ import (
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/server/validation"
 	"dataplatform/store"
-	"dataplatform/store/datasets"
-	"dataplatform/store/ingest"
 	"dataplatform/store/records"
-	"dataplatform/templates/apiversions"
-	"dataplatform/templates/specgen"
+	"dataplatform/templates/descriptions"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -39,270 +35,6 @@ import (
 	"github.com/lib/pq"
 	"gopkg.in/yaml.v3"
 )
-
-// Description is a dataset's rendered description with what serving it needs.
-type Description struct {
-	linksSQL string // PostgreSQL builds each listed record's _links with it ("": withLinks does)
-	key      string
-	base     string    // the dataset's schema version and update time
-	checked  time.Time // when the relationships were last compared
-	singular string    // the record schemas are <singular>, <singular>Create, ...
-	Doc      *openapi3.T
-	JSON     []byte
-	ETag     string
-	Table    *records.Table
-	links    []link
-	versions []apiversions.Version    // every published version, oldest first
-	inputs   map[string]specgen.Input // what renders each past version
-	pastMu   sync.Mutex
-	past     map[string][]byte // past versions rendered so far
-}
-
-type link struct {
-	name, dataset, column, target string // target "" → the other dataset's record by id
-	table                         string // the other table of a connected database
-	many                          bool
-}
-
-// url is the address of what the link points at for a record whose column holds val: the
-// one record (by its key) or the collection filtered on target.
-func (l link) url(val string, byKey bool) string {
-	base := "/api/v1/datasets/" + l.dataset + "/data"
-	if !l.many && byKey {
-		u := base + "/" + url.PathEscape(val)
-		if l.table != "" {
-			u += "?table=" + url.QueryEscape(l.table)
-		}
-		return u
-	}
-	q := ""
-	if l.table != "" {
-		q = "table=" + url.QueryEscape(l.table) + "&"
-	}
-	return base + "?" + q + url.Values{"filter[" + l.target + "]": {val}}.Encode()
-}
-
-// connectedLinks are the links of a connected database's table: its foreign keys to the
-// dataset's other tables (many-to-one) and theirs to it (one-to-many).
-func connectedLinks(d *store.Dataset, served datasets.TableDef, tables []datasets.TableDef, rels []store.Relationship) []link {
-	keyOf := map[string]string{}
-	for _, t := range tables {
-		keyOf[t.Name] = records.NewTable(t).Key()
-	}
-	var out []link
-	for _, r := range rels {
-		if r.FromDataset != d.ID || r.ToDataset != d.ID {
-			continue
-		}
-		if r.FromTable == served.Name {
-			name := strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id")
-			if name == "" || name == r.FromColumn {
-				name = r.FromColumn + "_ref"
-			}
-			out = append(out, link{name: name, dataset: d.ID, table: r.ToTable, column: r.FromColumn, target: r.ToColumn,
-				many: keyOf[r.ToTable] != r.ToColumn})
-		}
-		if r.ToTable == served.Name {
-			out = append(out, link{name: r.FromTable, dataset: d.ID, table: r.FromTable, column: r.ToColumn, target: r.FromColumn, many: true})
-		}
-	}
-	return out
-}
-
-// relCheck is how long a description's relationship links are trusted without a look.
-const relCheck = 5 * time.Second
-
-// maxDescriptions bounds the descriptions kept in memory (a few tens of KB each).
-const maxDescriptions = 2000
-
-// Descriptions renders and caches datasets' descriptions, one per dataset and schema state.
-type Descriptions struct {
-	h     *Handlers
-	mu    sync.Mutex
-	cache map[string]*Description
-}
-
-// Descriptions is the handlers' description cache.
-func (h *Handlers) Descriptions() *Descriptions {
-	h.descOnce.Do(func() { h.desc = &Descriptions{h: h, cache: map[string]*Description{}} })
-	return h.desc
-}
-
-// Resolve finds a dataset the caller is a member of and the description of one of its tables
-// (table "": the first; a connected database's dataset has one per table): 404 otherwise, 409
-// while it is not active, 400 for a table it does not have.
-func (ds *Descriptions) Resolve(ctx context.Context, datasetID, table string) (*store.Dataset, *Description, error) {
-	p, err := auth.Caller(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := ds.h.Store.DatasetForRecords(ctx, datasetID, p.UserID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, apierr.New(http.StatusNotFound, apierr.CodeDatasetNotFound, "dataset not found").WithDetails(map[string]any{"dataset_id": datasetID})
-	} else if err != nil {
-		return nil, nil, err
-	}
-	if err := active(d, "its API is served"); err != nil {
-		return nil, nil, err
-	}
-	desc, err := ds.describe(ctx, d, table)
-	return d, desc, err
-}
-
-// NotServed is the answer to a record API operation the description does not have: 405
-// with the reason (a connected table without a key, or read-only, or without a change stream).
-func (d *Description) NotServed(path, method string) error {
-	t := d.Table
-	reason := "this operation is not part of the dataset's API"
-	switch {
-	case strings.HasSuffix(path, "/stream") || strings.HasSuffix(path, "/ws"):
-		if !t.System() {
-			reason = "a connected database's tables have no change stream (changes made in the database itself are not seen as they happen); poll the list instead"
-		}
-	case strings.HasSuffix(path, "/{id}") && t.Key() == "":
-		reason = "the table " + t.Name + " has no single-column primary key: its records are listed, queried, aggregated and exported, not addressed one by one"
-	case method != http.MethodGet && !t.Writable():
-		reason = "the table " + t.Name + " is read-only through the record API (a MySQL connection, or no single-column primary key)"
-	}
-	return apierr.New(http.StatusMethodNotAllowed, apierr.CodeMethodNotAllowed, reason).WithDetails(map[string]any{"method": method, "table": t.Name})
-}
-
-// pickTable is the dataset's table named table ("": the first), or a 400 naming the others.
-func pickTable(tables []datasets.TableDef, table string) (datasets.TableDef, error) {
-	if table == "" {
-		return tables[0], nil
-	}
-	var names []string
-	for _, t := range tables {
-		if t.Name == table && t.Foreign {
-			return t, nil
-		}
-		names = append(names, t.Name)
-	}
-	if !tables[0].Foreign {
-		return datasets.TableDef{}, apierr.Field("query.table", "not_found", "an uploaded dataset has one table: leave table out")
-	}
-	return datasets.TableDef{}, apierr.Field("query.table", "not_found", fmt.Sprintf("no table %q; the dataset's tables are: %s", table, strings.Join(names, ", ")))
-}
-
-func (ds *Descriptions) describe(ctx context.Context, d *store.Dataset, table string) (*Description, error) {
-	base := strconv.Itoa(d.SchemaVersion) + "|" + strconv.FormatInt(d.UpdatedAt.UnixNano(), 10)
-	cacheKey := d.ID + "/" + table // as asked: "" is the default table
-	// Relationships change without the dataset changing (another dataset starts to refer to
-	// it): they are looked at again when the cached description is older than relCheck, by
-	// one request while the others go on with it.
-	ds.mu.Lock()
-	cached := ds.cache[cacheKey]
-	if cached != nil && cached.base == base && time.Since(cached.checked) < relCheck {
-		ds.mu.Unlock()
-		return cached, nil
-	}
-	if cached != nil && cached.base == base {
-		cached.checked = time.Now()
-	}
-	ds.mu.Unlock()
-	tables, err := datasets.Tables(d)
-	if err != nil {
-		return nil, err
-	}
-	served, err := pickTable(tables, table)
-	if err != nil {
-		return nil, err
-	}
-	rels, err := store.Relationships(ctx, ds.h.Store.DB, d.ID)
-	if err != nil {
-		return nil, err
-	}
-	key := base + "|" + relKey(rels)
-	if cached != nil && cached.key == key {
-		ds.mu.Lock()
-		cached.checked = time.Now()
-		ds.mu.Unlock()
-		return cached, nil
-	}
-	staging := ds.h.Config.StagingURL
-	if staging == "" {
-		staging = ds.h.Config.BaseURL
-	}
-	in := specgen.Input{DatasetID: d.ID, Name: d.Name, Description: deref(d.Description), SchemaVersion: d.SchemaVersion,
-		Table: served, ProductionURL: ds.h.Config.BaseURL, StagingURL: staging, GeneratedAt: d.UpdatedAt}
-	if served.Foreign { // a connected database's table: its operations are named after it
-		in.Name = served.Name
-		for _, t := range tables {
-			in.Tables = append(in.Tables, t.Name)
-		}
-	}
-	desc := &Description{key: key, base: base, checked: time.Now(), Table: records.NewTable(served), singular: specgen.NamesOf(in.Name).Singular}
-	if served.Foreign {
-		desc.links = connectedLinks(d, served, tables, rels)
-		rels = nil // the rules below are those of uploaded datasets
-	}
-	for _, r := range rels {
-		if r.FromDataset == d.ID { // this.col → other.key: the one record it points at
-			l := link{name: strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id"), dataset: r.ToDataset, column: r.FromColumn, target: r.ToColumn}
-			if l.name == "" || l.name == r.FromColumn {
-				l.name = r.FromColumn + "_ref"
-			}
-			desc.links = append(desc.links, l)
-		} else { // other.col → this.key: the records pointing here
-			desc.links = append(desc.links, link{name: ingest.Identifiers([]string{r.FromName})[0], dataset: r.FromDataset, column: r.ToColumn, target: r.FromColumn, many: true})
-		}
-	}
-	for _, l := range desc.links {
-		in.Links = append(in.Links, specgen.Link{Name: l.name, Many: l.many, Dataset: l.dataset, LocalKey: l.column, ForeignKey: l.target, Table: l.table})
-	}
-	// A dataset whose records point here and at another dataset is a junction: many-to-many.
-	for _, r := range rels {
-		if r.ToDataset != d.ID || r.FromDataset == d.ID {
-			continue
-		}
-		jrels, err := store.Relationships(ctx, ds.h.Store.DB, r.FromDataset)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range jrels {
-			if o.FromDataset == r.FromDataset && o.ToDataset != d.ID && o.ToDataset != r.FromDataset {
-				in.ManyToMany = append(in.ManyToMany, specgen.ManyToMany{Target: o.ToDataset, TargetName: o.ToName, Junction: r.FromDataset,
-					JunctionName: r.FromName, LocalKey: r.FromColumn, ForeignKey: o.FromColumn})
-			}
-		}
-	}
-	if in.Samples, err = ds.samples(ctx, d.ID, served.Name); err != nil {
-		return nil, err
-	}
-	in.AuthURL = ds.h.Config.OIDCIssuer
-	desc.linksSQL = linksSQL(d.ID, desc.Table, desc.links)
-	if desc.versions, desc.inputs, err = ds.history(ctx, d, in); err != nil {
-		return nil, err
-	}
-	current := desc.versions[len(desc.versions)-1]
-	in.Version, in.APIVersions = current.Version, ds.listed(d.ID, desc.versions)
-	if desc.Doc, desc.JSON, err = specgen.Render(ctx, in); err != nil {
-		return nil, err
-	}
-	desc.ETag = fmt.Sprintf(`"%s-%d-%d"`, d.ID, d.SchemaVersion, d.UpdatedAt.UnixNano())
-	if served.Foreign {
-		desc.ETag = fmt.Sprintf(`"%s-%s-%d-%d"`, d.ID, served.Name, d.SchemaVersion, d.UpdatedAt.UnixNano())
-	}
-	ds.mu.Lock()
-	if len(ds.cache) >= maxDescriptions { // bounded: drop one (map order is random enough)
-		for k := range ds.cache {
-			delete(ds.cache, k)
-			break
-		}
-	}
-	ds.cache[cacheKey] = desc
-	ds.mu.Unlock()
-	return desc, nil
-}
-
-func relKey(rels []store.Relationship) string {
-	var b strings.Builder
-	for _, r := range rels {
-		b.WriteString(r.FromDataset + r.FromColumn + r.ToDataset + r.ToColumn + r.FromName + ";")
-	}
-	return b.String()
-}
 
 func (h *Datasets) GetDatasetDescription(ctx context.Context, req api.GetDatasetDescriptionRequestObject) (api.GetDatasetDescriptionResponseObject, error) {
 	raw, etag, _, err := h.descriptionAt(ctx, req.DatasetId, req.Params.Table, req.Params.Version)
@@ -348,13 +80,34 @@ func blockStyle(n *yaml.Node) {
 	}
 }
 
-func (h *Datasets) description(ctx context.Context, id string, table *string) (*Description, error) {
-	d, desc, err := h.Descriptions().Resolve(ctx, id, deref(table))
+func (h *Datasets) description(ctx context.Context, id string, table *string) (*descriptions.Description, error) {
+	d, desc, err := h.ResolveRecords(ctx, id, deref(table))
 	if err != nil {
 		return nil, err
 	}
 	p := auth.FromContext(ctx)
 	return desc, auth.AccessFor(p, d.OrgID, d.Role).Need("datasets:list")
+}
+
+// ResolveRecords finds a dataset the caller is a member of and the description of one of its tables
+// (table "": the first; a connected database's dataset has one per table): 404 otherwise, 409
+// while it is not active, 400 for a table it does not have.
+func (h *Handlers) ResolveRecords(ctx context.Context, datasetID, table string) (*store.Dataset, *descriptions.Description, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := h.Store.DatasetForRecords(ctx, datasetID, p.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, apierr.New(http.StatusNotFound, apierr.CodeDatasetNotFound, "dataset not found").WithDetails(map[string]any{"dataset_id": datasetID})
+	} else if err != nil {
+		return nil, nil, err
+	}
+	if err := active(d, "its API is served"); err != nil {
+		return nil, nil, err
+	}
+	desc, err := h.Descriptions.Describe(ctx, d, table)
+	return d, desc, err
 }
 
 // Records serves every dataset's record API: one handler, driven by the dataset's
@@ -364,14 +117,14 @@ type Records struct{ *Handlers }
 // recordCtx is what the server's validation resolved for a record request.
 type recordCtx struct {
 	d    *store.Dataset
-	desc *Description
+	desc *descriptions.Description
 }
 
 // recordContextKey is where the server leaves the resolved dataset in the echo context.
 const recordContextKey = "record_dataset"
 
 // WithRecordContext stores a resolved dataset for the record handler.
-func WithRecordContext(c echo.Context, d *store.Dataset, desc *Description) {
+func WithRecordContext(c echo.Context, d *store.Dataset, desc *descriptions.Description) {
 	c.Set(recordContextKey, &recordCtx{d: d, desc: desc})
 }
 
@@ -402,15 +155,6 @@ func recordID(c echo.Context, t *records.Table) (string, error) {
 	return id, fieldErr(err)
 }
 
-// selfURL is a record's address; a connected database's table is named in it.
-func (d *Description) selfURL(datasetID, key string) string {
-	self := link{dataset: datasetID}
-	if d.Table.Foreign {
-		self.table = d.Table.Name
-	}
-	return self.url(key, true)
-}
-
 // List is GET /api/v1/datasets/{id}/data.
 func (h *Records) List(c echo.Context) error {
 	start := time.Now()
@@ -435,13 +179,13 @@ func (h *Records) List(c echo.Context) error {
 		return fieldErr(err)
 	}
 	page0, err := t.List(c.Request().Context(), h.Store.DB, records.ListQuery{Page: page, Limit: limit, Sort: q.Get("sort"),
-		Fields: fields, Search: q.Get("search"), Filters: filters, Cursor: q.Get("cursor"), Count: q.Get("count"), Links: rc.desc.linksSQL})
+		Fields: fields, Search: q.Get("search"), Filters: filters, Cursor: q.Get("cursor"), Count: q.Get("count"), Links: rc.desc.LinksSQL})
 	if err != nil {
 		return fieldErr(err)
 	}
 	defer page0.Release()
 	data := page0.Rows
-	if rc.desc.linksSQL == "" {
+	if rc.desc.LinksSQL == "" {
 		data = make([]json.RawMessage, len(page0.Rows))
 		for i, r := range page0.Rows {
 			if data[i], err = h.withLinks(rc, r); err != nil {
@@ -582,32 +326,6 @@ func (h *Records) Aggregate(c echo.Context) error {
 		"meta": map[string]any{"groups": len(a.Groups), "execution_time_ms": time.Since(start).Milliseconds()}})
 }
 
-// linksSQL is the SQL expression of a record's _links, as withLinks makes them, when every
-// link is built from an integer (nothing to escape in a URL); "" otherwise.
-func linksSQL(datasetID string, t *records.Table, links []link) string {
-	if k := t.Column(t.Key()); t.Key() == "" || (k.Type != ingest.Integer && k.Type != ingest.BigInt) || len(links) > 40 {
-		return ""
-	}
-	self := pq.QuoteLiteral("/api/v1/datasets/"+datasetID+"/data/") + ` || ` + pq.QuoteIdentifier(t.Key())
-	if t.Foreign {
-		self += ` || ` + pq.QuoteLiteral("?table="+url.QueryEscape(t.Name))
-	}
-	parts := []string{`'self'`, self}
-	for _, l := range links {
-		if c := t.Column(l.column); c.Type != ingest.Integer && c.Type != ingest.BigInt {
-			return ""
-		}
-		// The URL withLinks makes, around the column's value (an integer: nothing to escape).
-		pre, post, _ := strings.Cut(l.url("\x00", l.table != "" || l.target == "id"), "%00")
-		href := pq.QuoteLiteral(pre) + ` || ` + pq.QuoteIdentifier(l.column)
-		if post != "" {
-			href += ` || ` + pq.QuoteLiteral(post)
-		}
-		parts = append(parts, pq.QuoteLiteral(l.name), href)
-	}
-	return `json_strip_nulls(json_build_object(` + strings.Join(parts, ", ") + `))`
-}
-
 // withLinks adds `_links` to a record read as JSON.
 func (h *Records) withLinks(rc *recordCtx, raw json.RawMessage) (json.RawMessage, error) {
 	var m map[string]any
@@ -619,17 +337,17 @@ func (h *Records) withLinks(rc *recordCtx, raw json.RawMessage) (json.RawMessage
 	id := fmt.Sprint(m[rc.desc.Table.Key()])
 	links := map[string]any{}
 	if rc.desc.Table.Key() != "" {
-		links["self"] = rc.desc.selfURL(rc.d.ID, id)
+		links["self"] = rc.desc.SelfURL(rc.d.ID, id)
 	}
-	for _, l := range rc.desc.links {
-		v, ok := m[l.column]
-		if l.column == "id" {
+	for _, l := range rc.desc.Links {
+		v, ok := m[l.Column]
+		if l.Column == "id" {
 			v, ok = id, true
 		}
 		if !ok || v == nil {
 			continue
 		}
-		links[l.name] = l.url(fmt.Sprint(v), l.table != "" || l.target == "id")
+		links[l.Name] = l.URL(fmt.Sprint(v), l.Table != "" || l.Target == "id")
 	}
 	m["_links"] = links
 	return json.Marshal(m)
@@ -770,36 +488,36 @@ func (h *Records) embed(ctx context.Context, rc *recordCtx, out json.RawMessage,
 	emb := map[string]any{}
 	for _, name := range strings.Split(names, ",") {
 		name = strings.TrimSpace(name)
-		i := slices.IndexFunc(rc.desc.links, func(l link) bool { return l.name == name })
+		i := slices.IndexFunc(rc.desc.Links, func(l records.Link) bool { return l.Name == name })
 		if i < 0 {
 			var known []string
-			for _, l := range rc.desc.links {
-				known = append(known, l.name)
+			for _, l := range rc.desc.Links {
+				known = append(known, l.Name)
 			}
 			return nil, apierr.Field("query.include", "unknown_relation", fmt.Sprintf("no relation %q; this dataset's are: %s", name, strings.Join(known, ", ")))
 		}
-		l := rc.desc.links[i]
-		od, err := store.DatasetForUserAnyProject(ctx, h.Store.DB, l.dataset, auth.FromContext(ctx).UserID)
+		l := rc.desc.Links[i]
+		od, err := store.DatasetForUserAnyProject(ctx, h.Store.DB, l.Dataset, auth.FromContext(ctx).UserID)
 		if err != nil {
 			continue // not visible to the caller: nothing to embed
 		}
-		odesc, err := h.Descriptions().describe(ctx, od, l.table)
+		odesc, err := h.Descriptions.Describe(ctx, od, l.Table)
 		if err != nil {
 			return nil, err
 		}
-		v := m[l.column]
-		if l.column == "id" {
+		v := m[l.Column]
+		if l.Column == "id" {
 			v = m["id"]
 		}
 		if v == nil {
-			if l.many {
+			if l.Many {
 				emb[name] = []any{}
 			} else {
 				emb[name] = nil
 			}
 			continue
 		}
-		ids, err := odesc.Table.Referring(ctx, h.Store.DB, l.target, fmt.Sprint(v))
+		ids, err := odesc.Table.Referring(ctx, h.Store.DB, l.Target, fmt.Sprint(v))
 		if err != nil {
 			return nil, err
 		}
@@ -815,7 +533,7 @@ func (h *Records) embed(ctx context.Context, rc *recordCtx, out json.RawMessage,
 			recs = append(recs, json.RawMessage(r))
 		}
 		switch {
-		case l.many:
+		case l.Many:
 			if recs == nil {
 				recs = []any{}
 			}
@@ -933,7 +651,7 @@ func (h *Records) Create(c echo.Context) error {
 		dec := json.NewDecoder(bytes.NewReader(rec))
 		dec.UseNumber()
 		_ = dec.Decode(&m)
-		location = rc.desc.selfURL(rc.d.ID, fmt.Sprint(m[t.Key()]))
+		location = rc.desc.SelfURL(rc.d.ID, fmt.Sprint(m[t.Key()]))
 		if out, err = h.withLinks(rc, narrow(t, rec, fields)); err != nil {
 			return err
 		}
@@ -1093,7 +811,7 @@ func applyJSONPatch(rc *recordCtx, now map[string]any, raw []byte) (map[string]a
 	if err := dec.Decode(&next); err != nil {
 		return nil, apierr.Field("body", "invalid_patch", "the patch does not leave an object")
 	}
-	if err := rc.desc.check("Update", next); err != nil {
+	if err := check(rc.desc, "Update", next); err != nil {
 		return nil, err
 	}
 	for _, col := range t.Columns {
@@ -1168,7 +886,7 @@ func applyOperators(rc *recordCtx, now map[string]any, b map[string]any) (map[st
 		}
 	}
 	if len(probe) > 0 {
-		if err := rc.desc.check("Patch", probe); err != nil {
+		if err := check(rc.desc, "Patch", probe); err != nil {
 			return nil, err
 		}
 	}
@@ -1183,8 +901,8 @@ func orZero(v any) any {
 }
 
 // check validates a value against one of the description's record schemas (<Singular><kind>).
-func (d *Description) check(kind string, v map[string]any) error {
-	ref := d.Doc.Components.Schemas[d.singular+kind]
+func check(d *descriptions.Description, kind string, v map[string]any) error {
+	ref := d.Doc.Components.Schemas[d.Singular+kind]
 	if ref == nil {
 		return nil
 	}
@@ -1289,25 +1007,25 @@ func (h *Records) referrers(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, rec
 	if !rc.desc.Table.System() {
 		return nil // a connected database's foreign keys answer for its records
 	}
-	for _, l := range rc.desc.links {
-		if !l.many {
+	for _, l := range rc.desc.Links {
+		if !l.Many {
 			continue
 		}
-		v := rec[l.column]
+		v := rec[l.Column]
 		if v == nil {
 			continue
 		}
-		od, err := store.DatasetByID(ctx, tx, l.dataset, false)
+		od, err := store.DatasetByID(ctx, tx, l.Dataset, false)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		} else if err != nil {
 			return err
 		}
-		odesc, err := h.Descriptions().describe(ctx, od, "")
+		odesc, err := h.Descriptions.Describe(ctx, od, "")
 		if err != nil {
 			return err
 		}
-		ids, err := odesc.Table.Referring(ctx, tx, l.target, fmt.Sprint(v))
+		ids, err := odesc.Table.Referring(ctx, tx, l.Target, fmt.Sprint(v))
 		if err != nil {
 			return err
 		}
@@ -1316,7 +1034,7 @@ func (h *Records) referrers(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, rec
 		}
 		if !cascade {
 			return apierr.New(http.StatusConflict, apierr.CodeConflict, fmt.Sprintf("%d records of %s refer to this record; delete them first or use cascade=true", len(ids), od.Name)).
-				WithDetails(map[string]any{"field": l.column, "referenced_by": od.ID, "dataset_name": od.Name, "count": len(ids)})
+				WithDetails(map[string]any{"field": l.Column, "referenced_by": od.ID, "dataset_name": od.Name, "count": len(ids)})
 		}
 		if depth >= maxCascadeDepth {
 			return apierr.Conflict("cascade", "the cascade is deeper than 5 relationships")

@@ -283,7 +283,7 @@ func longLived(template string) bool {
 // recordRoute resolves a record API request's dataset (404 when the caller is not a member)
 // and the operation of its description the request is validated against.
 func (s *Server) recordRoute(c echo.Context, rt *route) (*route, error) {
-	d, desc, err := s.H.Descriptions().Resolve(c.Request().Context(), c.Param("dataset_id"), c.QueryParam("table"))
+	d, desc, err := s.H.ResolveRecords(c.Request().Context(), c.Param("dataset_id"), c.QueryParam("table"))
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ import (
 	"dataplatform/store/jobs"
 	"dataplatform/store/queries"
 	"dataplatform/store/secrets"
+	"dataplatform/templates/descriptions"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
@@ -104,6 +105,8 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 		Store: d.Store, Config: d.Config, Clock: d.Clock, Log: d.Logger,
 		Tokens: tokens, Keys: keys, Passwords: auth.NewPasswords(d.Config.BcryptCost), Secrets: box,
 		Changes: changes.NewHub(d.DatabaseURL, d.Logger),
+		Descriptions: descriptions.New(d.Store, descriptions.URLs{Production: d.Config.BaseURL, Staging: d.Config.StagingURL,
+			Auth: d.Config.OIDCIssuer}, d.Clock),
 	}
 	authn := &auth.Authenticator{Tokens: tokens, Store: d.Store, Clock: d.Clock}
 	if d.Config.OIDCEnabled() {

@@ -1,0 +1,454 @@
+// Package descriptions renders a dataset's description (templates/specgen) with what it needs
+// from the store (relationships, sample values, schema history), numbers its versions
+// (templates/apiversions), and keeps the result per dataset and schema state: the record API
+// is validated against it and served from it, and the description endpoints publish it.
+package descriptions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"dataplatform/handlers/apierr"
+	"dataplatform/store"
+	"dataplatform/store/datasets"
+	"dataplatform/store/ingest"
+	"dataplatform/store/records"
+	"dataplatform/templates/apiversions"
+	"dataplatform/templates/specgen"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// Description is a dataset's rendered description with what serving it needs.
+type Description struct {
+	LinksSQL string // PostgreSQL builds each listed record's _links with it ("": the handler does)
+	key      string
+	base     string    // the dataset's schema version and update time
+	checked  time.Time // when the relationships were last compared
+	Singular string    // the record schemas are <singular>, <singular>Create, ...
+	Doc      *openapi3.T
+	JSON     []byte
+	ETag     string
+	Table    *records.Table
+	Links    []records.Link
+	Versions []apiversions.Version    // every published version, oldest first
+	inputs   map[string]specgen.Input // what renders each past version
+	pastMu   sync.Mutex
+	past     map[string][]byte // past versions rendered so far
+}
+
+// connectedLinks are the links of a connected database's table: its foreign keys to the
+// dataset's other tables (many-to-one) and theirs to it (one-to-many).
+func connectedLinks(d *store.Dataset, served datasets.TableDef, tables []datasets.TableDef, rels []store.Relationship) []records.Link {
+	keyOf := map[string]string{}
+	for _, t := range tables {
+		keyOf[t.Name] = records.NewTable(t).Key()
+	}
+	var out []records.Link
+	for _, r := range rels {
+		if r.FromDataset != d.ID || r.ToDataset != d.ID {
+			continue
+		}
+		if r.FromTable == served.Name {
+			name := strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id")
+			if name == "" || name == r.FromColumn {
+				name = r.FromColumn + "_ref"
+			}
+			out = append(out, records.Link{Name: name, Dataset: d.ID, Table: r.ToTable, Column: r.FromColumn, Target: r.ToColumn,
+				Many: keyOf[r.ToTable] != r.ToColumn})
+		}
+		if r.ToTable == served.Name {
+			out = append(out, records.Link{Name: r.FromTable, Dataset: d.ID, Table: r.FromTable, Column: r.ToColumn, Target: r.FromColumn, Many: true})
+		}
+	}
+	return out
+}
+
+// relCheck is how long a description's relationship links are trusted without a look.
+const relCheck = 5 * time.Second
+
+// maxDescriptions bounds the descriptions kept in memory (a few tens of KB each).
+const maxDescriptions = 2000
+
+// Cache renders and caches datasets' descriptions, one per dataset and schema state.
+type Cache struct {
+	store *store.Store
+	urls  URLs
+	clock func() time.Time
+	mu    sync.Mutex
+	cache map[string]*Description
+}
+
+// URLs are the addresses a description names: the production and staging servers and the
+// identity provider's (OAuth flows; "" for none).
+type URLs struct{ Production, Staging, Auth string }
+
+// New is an empty cache over st.
+func New(st *store.Store, urls URLs, clock func() time.Time) *Cache {
+	if urls.Staging == "" {
+		urls.Staging = urls.Production
+	}
+	return &Cache{store: st, urls: urls, clock: clock, cache: map[string]*Description{}}
+}
+
+// NotServed is the answer to a record API operation the description does not have: 405
+// with the reason (a connected table without a key, or read-only, or without a change stream).
+func (d *Description) NotServed(path, method string) error {
+	t := d.Table
+	reason := "this operation is not part of the dataset's API"
+	switch {
+	case strings.HasSuffix(path, "/stream") || strings.HasSuffix(path, "/ws"):
+		if !t.System() {
+			reason = "a connected database's tables have no change stream (changes made in the database itself are not seen as they happen); poll the list instead"
+		}
+	case strings.HasSuffix(path, "/{id}") && t.Key() == "":
+		reason = "the table " + t.Name + " has no single-column primary key: its records are listed, queried, aggregated and exported, not addressed one by one"
+	case method != http.MethodGet && !t.Writable():
+		reason = "the table " + t.Name + " is read-only through the record API (a MySQL connection, or no single-column primary key)"
+	}
+	return apierr.New(http.StatusMethodNotAllowed, apierr.CodeMethodNotAllowed, reason).WithDetails(map[string]any{"method": method, "table": t.Name})
+}
+
+// pickTable is the dataset's table named table ("": the first), or a 400 naming the others.
+func pickTable(tables []datasets.TableDef, table string) (datasets.TableDef, error) {
+	if table == "" {
+		return tables[0], nil
+	}
+	var names []string
+	for _, t := range tables {
+		if t.Name == table && t.Foreign {
+			return t, nil
+		}
+		names = append(names, t.Name)
+	}
+	if !tables[0].Foreign {
+		return datasets.TableDef{}, apierr.Field("query.table", "not_found", "an uploaded dataset has one table: leave table out")
+	}
+	return datasets.TableDef{}, apierr.Field("query.table", "not_found", fmt.Sprintf("no table %q; the dataset's tables are: %s", table, strings.Join(names, ", ")))
+}
+
+// Describe is the description of a dataset's table (table "": the first), rendered or
+// cached.
+func (ds *Cache) Describe(ctx context.Context, d *store.Dataset, table string) (*Description, error) {
+	base := strconv.Itoa(d.SchemaVersion) + "|" + strconv.FormatInt(d.UpdatedAt.UnixNano(), 10)
+	cacheKey := d.ID + "/" + table // as asked: "" is the default table
+	// Relationships change without the dataset changing (another dataset starts to refer to
+	// it): they are looked at again when the cached description is older than relCheck, by
+	// one request while the others go on with it.
+	ds.mu.Lock()
+	cached := ds.cache[cacheKey]
+	if cached != nil && cached.base == base && time.Since(cached.checked) < relCheck {
+		ds.mu.Unlock()
+		return cached, nil
+	}
+	if cached != nil && cached.base == base {
+		cached.checked = time.Now()
+	}
+	ds.mu.Unlock()
+	tables, err := datasets.Tables(d)
+	if err != nil {
+		return nil, err
+	}
+	served, err := pickTable(tables, table)
+	if err != nil {
+		return nil, err
+	}
+	rels, err := store.Relationships(ctx, ds.store.DB, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	key := base + "|" + relKey(rels)
+	if cached != nil && cached.key == key {
+		ds.mu.Lock()
+		cached.checked = time.Now()
+		ds.mu.Unlock()
+		return cached, nil
+	}
+	in := specgen.Input{DatasetID: d.ID, Name: d.Name, Description: description(d), SchemaVersion: d.SchemaVersion,
+		Table: served, ProductionURL: ds.urls.Production, StagingURL: ds.urls.Staging, GeneratedAt: d.UpdatedAt}
+	if served.Foreign { // a connected database's table: its operations are named after it
+		in.Name = served.Name
+		for _, t := range tables {
+			in.Tables = append(in.Tables, t.Name)
+		}
+	}
+	desc := &Description{key: key, base: base, checked: time.Now(), Table: records.NewTable(served), Singular: specgen.NamesOf(in.Name).Singular}
+	if served.Foreign {
+		desc.Links = connectedLinks(d, served, tables, rels)
+		rels = nil // the rules below are those of uploaded datasets
+	}
+	for _, r := range rels {
+		if r.FromDataset == d.ID { // this.col → other.key: the one record it points at
+			l := records.Link{Name: strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id"), Dataset: r.ToDataset, Column: r.FromColumn, Target: r.ToColumn}
+			if l.Name == "" || l.Name == r.FromColumn {
+				l.Name = r.FromColumn + "_ref"
+			}
+			desc.Links = append(desc.Links, l)
+		} else { // other.col → this.key: the records pointing here
+			desc.Links = append(desc.Links, records.Link{Name: ingest.Identifiers([]string{r.FromName})[0], Dataset: r.FromDataset, Column: r.ToColumn, Target: r.FromColumn, Many: true})
+		}
+	}
+	for _, l := range desc.Links {
+		in.Links = append(in.Links, specgen.Link{Name: l.Name, Many: l.Many, Dataset: l.Dataset, LocalKey: l.Column, ForeignKey: l.Target, Table: l.Table})
+	}
+	// A dataset whose records point here and at another dataset is a junction: many-to-many.
+	for _, r := range rels {
+		if r.ToDataset != d.ID || r.FromDataset == d.ID {
+			continue
+		}
+		jrels, err := store.Relationships(ctx, ds.store.DB, r.FromDataset)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range jrels {
+			if o.FromDataset == r.FromDataset && o.ToDataset != d.ID && o.ToDataset != r.FromDataset {
+				in.ManyToMany = append(in.ManyToMany, specgen.ManyToMany{Target: o.ToDataset, TargetName: o.ToName, Junction: r.FromDataset,
+					JunctionName: r.FromName, LocalKey: r.FromColumn, ForeignKey: o.FromColumn})
+			}
+		}
+	}
+	if in.Samples, err = ds.samples(ctx, d.ID, served.Name); err != nil {
+		return nil, err
+	}
+	in.AuthURL = ds.urls.Auth
+	desc.LinksSQL = records.LinksSQL(d.ID, desc.Table, desc.Links)
+	if desc.Versions, desc.inputs, err = ds.history(ctx, d, in); err != nil {
+		return nil, err
+	}
+	current := desc.Versions[len(desc.Versions)-1]
+	in.Version, in.APIVersions = current.Version, ds.Listed(d.ID, desc.Versions)
+	if desc.Doc, desc.JSON, err = specgen.Render(ctx, in); err != nil {
+		return nil, err
+	}
+	desc.ETag = fmt.Sprintf(`"%s-%d-%d"`, d.ID, d.SchemaVersion, d.UpdatedAt.UnixNano())
+	if served.Foreign {
+		desc.ETag = fmt.Sprintf(`"%s-%s-%d-%d"`, d.ID, served.Name, d.SchemaVersion, d.UpdatedAt.UnixNano())
+	}
+	ds.mu.Lock()
+	if len(ds.cache) >= maxDescriptions { // bounded: drop one (map order is random enough)
+		for k := range ds.cache {
+			delete(ds.cache, k)
+			break
+		}
+	}
+	ds.cache[cacheKey] = desc
+	ds.mu.Unlock()
+	return desc, nil
+}
+
+func relKey(rels []store.Relationship) string {
+	var b strings.Builder
+	for _, r := range rels {
+		b.WriteString(r.FromDataset + r.FromColumn + r.ToDataset + r.ToColumn + r.FromName + ";")
+	}
+	return b.String()
+}
+
+// SelfURL is a record's address; a connected database's table is named in it.
+func (d *Description) SelfURL(datasetID, key string) string {
+	self := records.Link{Dataset: datasetID}
+	if d.Table.Foreign {
+		self.Table = d.Table.Name
+	}
+	return self.URL(key, true)
+}
+
+// history renders the dataset's description at each of its schema versions (the columns
+// before the first change, then after each) and numbers them (apiversions). in is the
+// current description's input; past ones differ in their columns. It also keeps, per past
+// version, the input that renders it.
+func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input) ([]apiversions.Version, map[string]specgen.Input, error) {
+	changes, err := store.SchemaChanges(ctx, ds.store.DB, d.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	inputs := []specgen.Input{}
+	released := []store.SchemaChange{}
+	// A state is the served table as it was: an uploaded dataset's changes keep its columns;
+	// a connected dataset's keep all its tables (a table that did not exist yet has no state).
+	at := func(raw string, x *specgen.Input) (bool, error) {
+		if !in.Table.Foreign {
+			var cols []ingest.Column // a new slice: x shares in's
+			err := json.Unmarshal([]byte(raw), &cols)
+			x.Table.Columns = cols
+			return true, err
+		}
+		var ts []datasets.TableDef
+		if err := json.Unmarshal([]byte(raw), &ts); err != nil {
+			return false, err
+		}
+		for _, t := range ts {
+			if t.Name == in.Table.Name {
+				x.Table = t
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	first := in
+	first.SchemaVersion, first.GeneratedAt = 1, d.CreatedAt
+	keep := true
+	if len(changes) > 0 {
+		var err error
+		if keep, err = at(changes[0].ColumnsBefore, &first); err != nil {
+			return nil, nil, err
+		}
+		first.SchemaVersion = changes[0].SchemaVersion - 1
+	}
+	if keep {
+		inputs = append(inputs, first)
+		released = append(released, store.SchemaChange{CreatedAt: d.CreatedAt, SchemaVersion: first.SchemaVersion})
+	}
+	for i, c := range changes {
+		x := in
+		if i < len(changes)-1 {
+			ok, err := at(c.ColumnsAfter, &x)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		if in.Table.Foreign && len(inputs) > 0 && reflect.DeepEqual(inputs[len(inputs)-1].Table, x.Table) {
+			continue // another table of the database changed: this one's description did not
+		}
+		x.SchemaVersion, x.GeneratedAt = c.SchemaVersion, c.CreatedAt
+		inputs = append(inputs, x)
+		released = append(released, c)
+	}
+	states := make([]apiversions.State, len(inputs))
+	for i, x := range inputs {
+		x.Version = "0.0.0" // the same in all: the number is what is being worked out
+		doc, _, err := specgen.Render(ctx, x)
+		if err != nil {
+			return nil, nil, err
+		}
+		states[i] = apiversions.State{SchemaVersion: released[i].SchemaVersion, ReleasedAt: released[i].CreatedAt, Doc: doc}
+	}
+	versions, err := apiversions.History(states, ds.clock().UTC().Truncate(time.Microsecond))
+	if err != nil {
+		return nil, nil, err
+	}
+	byVersion := map[string]specgen.Input{}
+	for i, v := range versions {
+		x := inputs[i]
+		x.Version = v.Version
+		byVersion[v.Version] = x
+	}
+	return versions, byVersion, nil
+}
+
+// Listed is x-api-versions: every version with its status and description URL.
+func (ds *Cache) Listed(datasetID string, versions []apiversions.Version) []specgen.APIVersion {
+	out := make([]specgen.APIVersion, len(versions))
+	for i, v := range versions {
+		out[i] = specgen.APIVersion{Version: v.Version, Status: v.Status, ReleasedAt: v.ReleasedAt.UTC().Format("2006-01-02T15:04:05Z"),
+			URL: ds.urls.Production + "/api/v1/datasets/" + datasetID + "/openapi.json?version=" + v.Version}
+		if v.SunsetAt != nil {
+			out[i].SunsetAt = v.SunsetAt.UTC().Format("2006-01-02T15:04:05Z")
+		}
+	}
+	return out
+}
+
+// VersionHeaders are the response headers of a record request made against version (the
+// client's X-API-Version): Deprecation (RFC 9745), Sunset (RFC 8594) and a successor-version
+// link when it is not the current one; none when version is empty or current. An unknown
+// version is a validation error.
+func (d *Description) VersionHeaders(datasetID, baseURL, version string) (map[string]string, error) {
+	if version == "" {
+		return nil, nil
+	}
+	v := apiversions.Find(d.Versions, version)
+	if v == nil {
+		known := make([]string, len(d.Versions))
+		for i, x := range d.Versions {
+			known[i] = x.Version
+		}
+		return nil, apierr.Field("header.X-API-Version", "enum", "no version "+version+" of this dataset's API; versions: "+strings.Join(known, ", "))
+	}
+	if v.DeprecatedAt == nil {
+		return nil, nil
+	}
+	h := map[string]string{
+		"Deprecation": fmt.Sprintf("@%d", v.DeprecatedAt.Unix()),
+		"Link":        fmt.Sprintf(`<%s/api/v1/datasets/%s/openapi.json>; rel="successor-version"`, baseURL, datasetID),
+	}
+	if v.SunsetAt != nil {
+		h["Sunset"] = v.SunsetAt.UTC().Format(http.TimeFormat)
+	}
+	return h, nil
+}
+
+// samples are the sample values of a table's columns from the dataset's last analysis, as
+// text (the description marks columns that hold personal data with them).
+func (ds *Cache) samples(ctx context.Context, datasetID, table string) (map[string][]string, error) {
+	raw, err := store.DatasetStatistics(ctx, ds.store.DB, datasetID)
+	if err != nil {
+		return nil, err
+	}
+	var st datasets.Statistics
+	if json.Unmarshal([]byte(raw), &st) != nil || st.Tables[table] == nil {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for col, cs := range st.Tables[table].Columns {
+		for _, v := range cs.SampleValues {
+			if s, ok := v.(string); ok {
+				out[col] = append(out[col], s)
+			}
+		}
+	}
+	return out, nil
+}
+
+func description(d *store.Dataset) string {
+	if d.Description == nil {
+		return ""
+	}
+	return *d.Description
+}
+
+// Current is the number of the description's current version.
+func (d *Description) Current() string { return d.Versions[len(d.Versions)-1].Version }
+
+// Past is the description at an earlier version, rendered once and then kept with desc; false
+// when desc has no such version.
+func (ds *Cache) Past(ctx context.Context, desc *Description, datasetID, version string) ([]byte, bool, error) {
+	in, ok := desc.inputs[version]
+	if !ok {
+		return nil, false, nil
+	}
+	desc.pastMu.Lock()
+	defer desc.pastMu.Unlock()
+	if raw, ok := desc.past[version]; ok {
+		return raw, true, nil
+	}
+	in.APIVersions = ds.Listed(datasetID, desc.Versions)
+	_, raw, err := specgen.Render(ctx, in)
+	if err != nil {
+		return nil, true, err
+	}
+	if desc.past == nil {
+		desc.past = map[string][]byte{}
+	}
+	desc.past[version] = raw
+	return raw, true, nil
+}
+
+// WithColumns renders the current description with the served table's columns replaced, as the
+// next schema version would be: a change is checked against it before it is made.
+func (d *Description) WithColumns(ctx context.Context, cols []ingest.Column) (*openapi3.T, error) {
+	in := d.inputs[d.Current()]
+	in.Table.Columns, in.Version, in.SchemaVersion = cols, "0.0.0", in.SchemaVersion+1
+	doc, _, err := specgen.Render(ctx, in)
+	return doc, err
+}
