@@ -18,6 +18,7 @@ import (
 	"dataplatform/store/datasets"
 	"dataplatform/store/jobs"
 	"dataplatform/store/records"
+	"dataplatform/store/usersql"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/xuri/excelize/v2"
@@ -114,7 +115,7 @@ func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Pro
 	if err := datasets.EnsureQueryRole(ctx, x.Store.DB, ex.OrgID); err != nil {
 		return err
 	}
-	cur, err := records.OpenCursor(ctx, x.Store.DB, ex.OrgID, e.GeneratedSQL, args, records.QueryOptions{Timeout: fetchTimeout})
+	cur, err := usersql.OpenCursor(ctx, x.Store.DB, ex.OrgID, e.GeneratedSQL, args, usersql.QueryOptions{Timeout: fetchTimeout})
 	if err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Pro
 	defer f.Close()
 	bw := bufio.NewWriterSize(f, 256<<10)
 	var w rowWriter
-	n, _, err := cur.Each(ctx, func(cols []records.QueryColumn) error {
+	n, _, err := cur.Each(ctx, func(cols []usersql.QueryColumn) error {
 		w, err = newRowWriter(ex.Format, bw, cols, o)
 		return err
 	}, func(row []any) error {
@@ -163,13 +164,13 @@ func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Pro
 	return nil
 }
 
-// rowWriter writes rows of JSON-ready values (records.RunQuery's) in a format.
+// rowWriter writes rows of JSON-ready values (usersql.RunQuery's) in a format.
 type rowWriter interface {
 	row([]any) error
 	close() error
 }
 
-func newRowWriter(format string, w io.Writer, cols []records.QueryColumn, o ExportOptions) (rowWriter, error) {
+func newRowWriter(format string, w io.Writer, cols []usersql.QueryColumn, o ExportOptions) (rowWriter, error) {
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = c.Name
@@ -352,7 +353,7 @@ type parquetWriter struct {
 	batch []parquet.Row
 }
 
-func newParquetWriter(w io.Writer, cols []records.QueryColumn) (*parquetWriter, error) {
+func newParquetWriter(w io.Writer, cols []usersql.QueryColumn) (*parquetWriter, error) {
 	group := parquet.Group{}
 	names := make([]string, len(cols))
 	p := &parquetWriter{kinds: make([]string, len(cols)), leaf: make([]int, len(cols))}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"dataplatform/store/export/exporttest"
-	"dataplatform/store/records"
+	"dataplatform/store/usersql"
 )
 
 // TestQueryExportGolden writes the sample rows in every format of the query export job and
@@ -31,13 +31,13 @@ func TestQueryExportGolden(t *testing.T) {
 		{"parquet-duplicate-names", "parquet", ExportOptions{IncludeHeaders: true, Delimiter: ",", QuoteChar: `"`}, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var cols []records.QueryColumn
+			var cols []usersql.QueryColumn
 			for i, sc := range exporttest.Columns {
 				name := sc.Name
 				if c.dup && i >= 6 && i <= 8 {
 					name = "n" // n, n_2, n_3, n_4
 				}
-				cols = append(cols, records.QueryColumn{Name: name, Type: sc.PG, Nullable: true})
+				cols = append(cols, usersql.QueryColumn{Name: name, Type: sc.PG, Nullable: true})
 			}
 			var buf bytes.Buffer
 			w, err := newRowWriter(c.format, &buf, cols, c.o)
