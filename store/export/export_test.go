@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"testing"
 
-	"dataplatform/store/export/exporttest"
 	"dataplatform/store/ingest"
 )
 
@@ -14,7 +13,7 @@ import (
 // runs by its csv SELECT.
 func recordColumns() []Column {
 	var cols []Column
-	for _, c := range exporttest.Columns {
+	for _, c := range sampleColumns {
 		k := Text
 		switch c.Record {
 		case ingest.Integer:
@@ -32,12 +31,7 @@ func recordColumns() []Column {
 		case ingest.JSONB:
 			k = JSON
 		}
-		plain := false
-		switch c.Record {
-		case ingest.Boolean, ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz, ingest.UUID:
-			plain = true
-		}
-		cols = append(cols, Column{Name: c.Name, Kind: k, Plain: plain})
+		cols = append(cols, Column{Name: c.Name, Kind: k, Plain: plain(c.Record)})
 	}
 	return cols
 }
@@ -45,7 +39,7 @@ func recordColumns() []Column {
 // The query export job's columns (store/queries): kinds by the query's column types.
 func queryColumns(dup bool) []Column {
 	var cols []Column
-	for i, c := range exporttest.Columns {
+	for i, c := range sampleColumns {
 		k := Text
 		switch c.PG {
 		case "int2", "int4":
@@ -127,21 +121,21 @@ func TestGolden(t *testing.T) {
 					}
 					return rows
 				}
-				names := exporttest.Names()
+				names := sampleNames()
 				var rows [][]driver.Value
 				switch c.format {
 				case "csv":
-					cells, quoted := exporttest.RecordCSV(c.o.Delimiter)
+					cells, quoted := recordCSV(c.o.Delimiter)
 					rows, names = cells, make([]string, len(quoted))
 					for i := range names {
 						names[i] = fmt.Sprint("c", i)
 					}
 				case "json", "ndjson":
-					rows, names = exporttest.RecordJSON(), []string{"to_json"}
+					rows, names = recordJSON(), []string{"to_json"}
 				default:
-					rows = exporttest.RecordTyped()
+					rows = recordTyped()
 				}
-				if err := w.Copy(exporttest.SQLRows(t, names, some(rows))); err != nil {
+				if err := w.Copy(sqlRows(t, names, some(rows))); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -150,7 +144,7 @@ func TestGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !c.empty {
-					for _, row := range exporttest.QueryValues() {
+					for _, row := range queryValues() {
 						if err := w.Row(row); err != nil {
 							t.Fatal(err)
 						}
@@ -160,7 +154,7 @@ func TestGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			exporttest.Golden(t, c.name, buf.Bytes())
+			golden(t, c.name, buf.Bytes())
 		})
 	}
 }

@@ -1,8 +1,9 @@
-// Package exporttest holds the sample rows the export writers are tested on, in the forms
-// each caller hands them over (the record API's SELECTs through a database/sql driver of its
-// own, the query export job's JSON-ready values), and the golden files their output is
-// compared with (testdata/ beside this package's parent; -update-export writes them).
-package exporttest
+package export
+
+// The sample rows TestGolden writes, in the forms each caller hands them over (the record
+// API's SELECTs, through a database/sql driver of this file's own; the query export job's
+// JSON-ready values), and the golden files the output is compared with (testdata; -update
+// writes them).
 
 import (
 	"context"
@@ -14,7 +15,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,15 +24,15 @@ import (
 	"dataplatform/store/ingest"
 )
 
-// Column is a sample column: its record API type and the type a query reports for it.
-type Column struct {
+// sampleColumn is a sample column: its record API type and the type a query reports for it.
+type sampleColumn struct {
 	Name   string
 	Record ingest.Type
 	PG     string // lowercased DatabaseTypeName, as the query sandbox reports it
 }
 
-// Columns are the sample's columns.
-var Columns = []Column{
+// sampleColumns are the sample's columns.
+var sampleColumns = []sampleColumn{
 	{"n", ingest.Integer, "int4"},
 	{"big", ingest.BigInt, "int8"},
 	{"amount", ingest.Numeric, "numeric"},
@@ -46,10 +46,10 @@ var Columns = []Column{
 	{"u", ingest.UUID, "uuid"},
 }
 
-// Names are the names of Columns.
-func Names() []string {
-	out := make([]string, len(Columns))
-	for i, c := range Columns {
+// sampleNames are the names of sampleColumns.
+func sampleNames() []string {
+	out := make([]string, len(sampleColumns))
+	for i, c := range sampleColumns {
 		out[i] = c.Name
 	}
 	return out
@@ -57,11 +57,11 @@ func Names() []string {
 
 func day(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
 
-// Rows are the sample, a value per column: int64 (integer, bigint), string (numeric's text,
+// sampleRows are the sample, a value per column: int64 (integer, bigint), string (numeric's text,
 // text, jsonb's text, uuid), bool, time.Time (date, timestamptz), []string (text[]); nil is
 // NULL. They hold NULLs, an empty string, unicode, quotes, delimiters and line breaks in
 // text, large and negative numbers, fractions of seconds and a time zone.
-var Rows = [][]any{
+var sampleRows = [][]any{
 	{int64(1), int64(9007199254740993), "12.5", true, day(2024, 1, 2), time.Date(2024, 1, 2, 3, 4, 5, 123456000, time.UTC),
 		"Ann", `hello, "world"`, `{"a": [1, 2.5, null], "s": "x,y", "html": "<&>"}`, []string{"a", "b,c"}, "6f1c0c8e-0d4b-4a57-9a4e-3f2b1c0d9e8f"},
 	{nil, nil, nil, nil, nil, nil, "", "multi\nline\r\nend", nil, nil, nil},
@@ -73,7 +73,7 @@ var Rows = [][]any{
 		"lone\rreturn", "", `"just a string"`, []string{`q"uote`, `back\slash`, "with space"}, "12345678-1234-1234-1234-123456789abc"},
 }
 
-// Plain reports whether the record API's csv SELECT joins a column's text into a run with its
+// plain reports whether the record API's csv SELECT joins a column's text into a run with its
 // neighbours' (text that never needs quoting).
 func plain(t ingest.Type) bool {
 	switch t {
@@ -165,14 +165,14 @@ func toJSON(t ingest.Type, v any) string {
 	return jsonString(v.(string))
 }
 
-// RecordTyped is the sample as the record API's parquet and excel SELECT returns it: JSON,
+// recordTyped is the sample as the record API's parquet and excel SELECT returns it: JSON,
 // arrays, numerics and uuids as to_json text, the rest typed.
-func RecordTyped() [][]driver.Value {
-	out := make([][]driver.Value, len(Rows))
-	for i, row := range Rows {
+func recordTyped() [][]driver.Value {
+	out := make([][]driver.Value, len(sampleRows))
+	for i, row := range sampleRows {
 		out[i] = make([]driver.Value, len(row))
 		for j, v := range row {
-			c := Columns[j]
+			c := sampleColumns[j]
 			switch {
 			case v == nil:
 			case c.Record == ingest.JSONB || c.Record.IsArray() || c.Record == ingest.Numeric || c.Record == ingest.UUID:
@@ -185,11 +185,11 @@ func RecordTyped() [][]driver.Value {
 	return out
 }
 
-// RecordCSV is the sample as the record API's csv SELECT returns it with delimiter delim:
+// recordCSV is the sample as the record API's csv SELECT returns it with delimiter delim:
 // runs of columns whose text never needs quoting joined into one value (NULL empty), the
 // others as text; quoted says which values are single fields.
-func RecordCSV(delim string) (rows [][]driver.Value, quoted []bool) {
-	for i, row := range Rows {
+func recordCSV(delim string) (rows [][]driver.Value, quoted []bool) {
+	for i, row := range sampleRows {
 		var out []driver.Value
 		var run []string
 		inRun := false
@@ -203,7 +203,7 @@ func RecordCSV(delim string) (rows [][]driver.Value, quoted []bool) {
 			}
 		}
 		for j, v := range row {
-			c := Columns[j]
+			c := sampleColumns[j]
 			if plain(c.Record) {
 				inRun = true
 				if v == nil {
@@ -229,27 +229,27 @@ func RecordCSV(delim string) (rows [][]driver.Value, quoted []bool) {
 	return rows, quoted
 }
 
-// RecordJSON is the sample as the record API's json SELECT returns it: one object per row.
-func RecordJSON() [][]driver.Value {
-	out := make([][]driver.Value, len(Rows))
-	for i, row := range Rows {
+// recordJSON is the sample as the record API's json SELECT returns it: one object per row.
+func recordJSON() [][]driver.Value {
+	out := make([][]driver.Value, len(sampleRows))
+	for i, row := range sampleRows {
 		parts := make([]string, len(row))
 		for j, v := range row {
-			parts[j] = jsonString(Columns[j].Name) + ":" + toJSON(Columns[j].Record, v)
+			parts[j] = jsonString(sampleColumns[j].Name) + ":" + toJSON(sampleColumns[j].Record, v)
 		}
 		out[i] = []driver.Value{"{" + strings.Join(parts, ",") + "}"}
 	}
 	return out
 }
 
-// QueryValues is the sample as the query sandbox reads it: JSON-ready values (numerics as
+// queryValues is the sample as the query sandbox reads it: JSON-ready values (numerics as
 // json.Number, JSON as json.RawMessage, dates and times as text, arrays as their text).
-func QueryValues() [][]any {
-	out := make([][]any, len(Rows))
-	for i, row := range Rows {
+func queryValues() [][]any {
+	out := make([][]any, len(sampleRows))
+	for i, row := range sampleRows {
 		out[i] = make([]any, len(row))
 		for j, v := range row {
-			c := Columns[j]
+			c := sampleColumns[j]
 			switch x := v.(type) {
 			case nil, int64, bool:
 				out[i][j] = x
@@ -276,8 +276,8 @@ func QueryValues() [][]any {
 	return out
 }
 
-// SQLRows serves rows (of columns cols) as *sql.Rows, through a driver of this package.
-func SQLRows(t testing.TB, cols []string, rows [][]driver.Value) *sql.Rows {
+// sqlRows serves rows (of columns cols) as *sql.Rows, through a driver of this package.
+func sqlRows(t testing.TB, cols []string, rows [][]driver.Value) *sql.Rows {
 	t.Helper()
 	register.Do(func() { sql.Register("exporttest", fakeDriver{}) })
 	key := fmt.Sprintf("rows-%p", &rows)
@@ -334,20 +334,14 @@ func (r *fakeRows) Next(dest []driver.Value) error {
 	return nil
 }
 
-var update = flag.Bool("update-export", false, "write the export golden files")
+var update = flag.Bool("update", false, "write the export golden files")
 
-// Dir is where the golden files live.
-func Dir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "testdata")
-}
-
-// Golden compares got with the golden file name (or, with -update-export, writes it).
-func Golden(t testing.TB, name string, got []byte) {
+// golden compares got with the golden file name (or, with -update, writes it).
+func golden(t testing.TB, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join(Dir(), name)
+	path := filepath.Join("testdata", name)
 	if *update {
-		if err := os.MkdirAll(Dir(), 0o755); err != nil {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -357,7 +351,7 @@ func Golden(t testing.TB, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%s: %v (write it with -update-export)", name, err)
+		t.Fatalf("%s: %v (write it with -update)", name, err)
 	}
 	if string(want) != string(got) {
 		t.Errorf("%s: the output differs from its golden file (%d bytes, want %d)\n%q\nwant\n%q", name, len(got), len(want), clip(got), clip(want))
