@@ -1,13 +1,10 @@
 package export
 
-import (
-	"io"
-	"net/http"
-)
+import "io"
 
 // flusher writes buffered output in 256 KiB chunks, pushing each to w from a goroutine of its
-// own, so that writing (to the network) overlaps reading the next rows; an http.Flusher is
-// flushed after each chunk.
+// own, so that writing (to the network) overlaps reading the next rows; a writer with a
+// Flush() method (an http.Flusher) is flushed after each chunk.
 type flusher struct {
 	closed bool
 	buf    []byte
@@ -25,7 +22,7 @@ func newFlusher(w io.Writer) *flusher {
 		for b := range f.ch {
 			if err == nil {
 				if _, err = w.Write(b); err == nil {
-					if fl, ok := w.(http.Flusher); ok {
+					if fl, ok := w.(interface{ Flush() }); ok {
 						fl.Flush()
 					}
 				}

@@ -35,52 +35,6 @@ type Export struct {
 	cols  []export.Column
 }
 
-// Write writes the file to w: csv as COPY ... CSV writes it (NULL as nothing, an empty
-// string as ""), json an array of objects (one per line but the first's bracket), ndjson
-// an object per line, parquet and excel typed by the fields' types. On an error the file is
-// left incomplete.
-func (x *Export) Write(w io.Writer) error {
-	f, err := export.New(w, x.eq.Format, x.cols, export.Options{Header: x.eq.Header, Delimiter: x.eq.Delimiter, Quote: `"`, QuoteEmpty: true,
-		Schema: "record", Gzip: x.eq.Gzip})
-	if err != nil {
-		return err
-	}
-	return f.Copy(x.rows)
-}
-
-// Close releases the export's rows.
-func (x *Export) Close() error { return x.rows.Close() }
-
-// exportColumns are fields as the columns of an export's file.
-func (t *Table) exportColumns(fields []string) []export.Column {
-	cols := make([]export.Column, len(fields))
-	for i, f := range fields {
-		c := export.Column{Name: f, Kind: export.Text}
-		switch t.cols[f].Type {
-		case ingest.Integer:
-			c.Kind = export.Int32
-		case ingest.BigInt:
-			c.Kind = export.Int64
-		case ingest.Numeric:
-			c.Kind = export.Double
-		case ingest.Boolean:
-			c.Kind = export.Bool
-		case ingest.Date:
-			c.Kind = export.Date
-		case ingest.Timestamptz:
-			c.Kind = export.Timestamp
-		case ingest.JSONB:
-			c.Kind = export.JSON
-		}
-		switch t.cols[f].Type {
-		case ingest.Boolean, ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz, ingest.UUID:
-			c.Plain = true // text that never needs CSV quoting
-		}
-		cols[i] = c
-	}
-	return cols
-}
-
 // OpenExport counts the export's records and runs its SELECT: every field as text for csv,
 // one JSON object per record for json/ndjson, the typed columns for parquet and excel. Rows
 // stream from the database as they are written, so memory does not grow with the table.
@@ -144,6 +98,52 @@ func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 		return nil, err
 	}
 	return x, nil
+}
+
+// Write writes the file to w: csv as COPY ... CSV writes it (NULL as nothing, an empty
+// string as ""), json an array of objects, ndjson an object per line, parquet and excel typed
+// by the fields' types. On an error the file is left incomplete.
+func (x *Export) Write(w io.Writer) error {
+	f, err := export.New(w, x.eq.Format, x.cols, export.Options{Header: x.eq.Header, Delimiter: x.eq.Delimiter, Quote: `"`, QuoteEmpty: true,
+		Schema: "record", Gzip: x.eq.Gzip})
+	if err != nil {
+		return err
+	}
+	return f.Copy(x.rows)
+}
+
+// Close releases the export's rows.
+func (x *Export) Close() error { return x.rows.Close() }
+
+// exportColumns are fields as the columns of an export's file: typed by the fields' types,
+// plain (joined in runs by the csv SELECT) where their text never needs CSV quoting.
+func (t *Table) exportColumns(fields []string) []export.Column {
+	cols := make([]export.Column, len(fields))
+	for i, f := range fields {
+		c := export.Column{Name: f, Kind: export.Text}
+		switch t.cols[f].Type {
+		case ingest.Integer:
+			c.Kind = export.Int32
+		case ingest.BigInt:
+			c.Kind = export.Int64
+		case ingest.Numeric:
+			c.Kind = export.Double
+		case ingest.Boolean:
+			c.Kind = export.Bool
+		case ingest.Date:
+			c.Kind = export.Date
+		case ingest.Timestamptz:
+			c.Kind = export.Timestamp
+		case ingest.JSONB:
+			c.Kind = export.JSON
+		}
+		switch t.cols[f].Type {
+		case ingest.Boolean, ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz, ingest.UUID:
+			c.Plain = true
+		}
+		cols[i] = c
+	}
+	return cols
 }
 
 // Column is a field's column (system fields included).
