@@ -18,7 +18,7 @@ import (
 	"dataplatform/store/datasets"
 	"dataplatform/store/nlsql"
 	"dataplatform/store/queries"
-	"dataplatform/store/records"
+	"dataplatform/store/usersql"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -73,7 +73,7 @@ func (h *Queries) run(ctx context.Context, prj *store.Project, b *api.ExecuteQue
 		return nil, err
 	}
 	runErr := h.execute(ctx, prj, b, e, qr, start)
-	if errors.Is(runErr, records.ErrNoSlot) {
+	if errors.Is(runErr, usersql.ErrNoSlot) {
 		return nil, tooManyQueries() // refused, not run: not history
 	}
 	// The outcome is written even when the client went away.
@@ -114,8 +114,8 @@ func (h *Queries) historyQuery(ctx context.Context, prj *store.Project, id strin
 }
 
 // userSlot is a user's share of running queries (across replicas).
-func userSlot(userID string) *records.Slot {
-	return &records.Slot{Key: "queries." + userID, Max: maxConcurrentQuery}
+func userSlot(userID string) *usersql.Slot {
+	return &usersql.Slot{Key: "queries." + userID, Max: maxConcurrentQuery}
 }
 
 // planFacts keeps what the planner said of a query's SQL for a minute, so that repeating a
@@ -325,9 +325,9 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.Execut
 	}
 	planKey := prj.OrgID + "\x00" + prep.SQL
 	known, fresh := planFacts.get(planKey)
-	res, err := records.RunQuery(ctx, h.Store.DB, prj.OrgID, prep.SQL, args, records.QueryOptions{Timeout: timeout, MaxRows: limit,
+	res, err := usersql.RunQuery(ctx, h.Store.DB, prj.OrgID, prep.SQL, args, usersql.QueryOptions{Timeout: timeout, MaxRows: limit,
 		Plan: explain || !fresh, Slot: userSlot(*qr.UserID)})
-	if errors.Is(err, records.ErrNoSlot) {
+	if errors.Is(err, usersql.ErrNoSlot) {
 		return err
 	} else if err != nil {
 		return queryErr(err, &prep.SQL, timeout, time.Since(start))
@@ -342,7 +342,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.Execut
 	}
 	e.Results = &queries.Results{Columns: res.Columns, Rows: res.Rows, RowCount: len(res.Rows), Truncated: res.Truncated}
 	if e.Results.Columns == nil {
-		e.Results.Columns = []records.QueryColumn{}
+		e.Results.Columns = []usersql.QueryColumn{}
 	}
 	e.Metadata = &queries.Metadata{ExecutionTimeMS: time.Since(start).Milliseconds(), RowsScanned: known.rows, BytesScanned: known.bytes,
 		QueryPlanHash: known.hash}
@@ -497,7 +497,7 @@ func (h *Queries) plan(ctx context.Context, prj *store.Project, pp *prepared) (j
 	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
 		return nil, err
 	}
-	res, err := records.RunQuery(ctx, h.Store.DB, prj.OrgID, pp.SQL, pp.args, records.QueryOptions{Timeout: projectQueryTimeout, PlanOnly: true})
+	res, err := usersql.RunQuery(ctx, h.Store.DB, prj.OrgID, pp.SQL, pp.args, usersql.QueryOptions{Timeout: projectQueryTimeout, PlanOnly: true})
 	if err != nil {
 		return nil, queryErr(err, &pp.SQL, projectQueryTimeout, 0)
 	}

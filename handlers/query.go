@@ -13,7 +13,6 @@ import (
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/store/datasets"
-	"dataplatform/store/records"
 	"dataplatform/store/usersql"
 
 	"github.com/labstack/echo/v4"
@@ -107,7 +106,7 @@ func (h *Records) Query(c echo.Context) error {
 		}
 		return err
 	}
-	res, err := records.RunQuery(ctx, h.Store.DB, rc.d.OrgID, bound, args, records.QueryOptions{Timeout: timeout, MaxRows: maxQueryRows})
+	res, err := usersql.RunQuery(ctx, h.Store.DB, rc.d.OrgID, bound, args, usersql.QueryOptions{Timeout: timeout, MaxRows: maxQueryRows})
 	if err != nil {
 		return queryErr(err, &bound, timeout, time.Since(start))
 	}
@@ -137,7 +136,7 @@ func queryErr(err error, sqlText *string, timeout, took time.Duration) error {
 			WithDetails(map[string]any{"line": se.Line, "column": se.Column, "message": se.Message})
 	case errors.As(err, &fe):
 		return apierr.New(http.StatusBadRequest, apierr.CodeForbiddenOperation, fe.Reason).WithDetails(map[string]any{"allowed": "one SELECT statement"})
-	case records.IsTimeout(err):
+	case usersql.IsTimeout(err):
 		return apierr.New(http.StatusRequestTimeout, apierr.CodeQueryTimeout, fmt.Sprintf("the query ran longer than %s and was cancelled", timeout)).
 			WithDetails(map[string]any{"timeout_seconds": timeout.Seconds(), "execution_time_seconds": took.Seconds(),
 				"suggestion": "filter or aggregate more, add a LIMIT, or raise options.timeout (at most 120000 ms)"})

@@ -14,7 +14,7 @@ import (
 	"dataplatform/store"
 	"dataplatform/store/datasets"
 	"dataplatform/store/queries"
-	"dataplatform/store/records"
+	"dataplatform/store/usersql"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -45,9 +45,9 @@ func (h *Queries) StreamQuery(ctx context.Context, req api.StreamQueryRequestObj
 	s.pp, err = h.prepare(ctx, prj, typ, b.Query, b.Datasets, b.Parameters, false)
 	if err == nil {
 		if err = datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err == nil {
-			s.cur, err = records.OpenCursor(ctx, h.Store.DB, prj.OrgID, s.pp.SQL, s.pp.args,
-				records.QueryOptions{Timeout: s.timeout, MaxRows: s.limit, Slot: userSlot(*qr.UserID)})
-			if errors.Is(err, records.ErrNoSlot) {
+			s.cur, err = usersql.OpenCursor(ctx, h.Store.DB, prj.OrgID, s.pp.SQL, s.pp.args,
+				usersql.QueryOptions{Timeout: s.timeout, MaxRows: s.limit, Slot: userSlot(*qr.UserID)})
+			if errors.Is(err, usersql.ErrNoSlot) {
 				return nil, tooManyQueries()
 			} else if err != nil {
 				err = queryErr(err, &s.pp.SQL, s.timeout, time.Since(start))
@@ -95,7 +95,7 @@ type queryStream struct {
 	qr      *store.Query
 	e       *queries.Executed
 	pp      *prepared
-	cur     *records.RowCursor
+	cur     *usersql.RowCursor
 	start   time.Time
 	timeout time.Duration
 	limit   int
@@ -129,13 +129,13 @@ func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
 		event("status", map[string]any{"status": "parsing", "message": "checked with PostgreSQL's parser: one SELECT over " + usedNames(s.pp.Used)})
 	}
 	event("sql", map[string]any{"sql": s.pp.SQL})
-	event("status", map[string]any{"status": "executing", "message": "reading rows through a cursor, " + fmt.Sprint(records.StreamBatch) + " at a time"})
+	event("status", map[string]any{"status": "executing", "message": "reading rows through a cursor, " + fmt.Sprint(usersql.StreamBatch) + " at a time"})
 	flush()
 	res := &queries.Results{Rows: [][]any{}}
 	batch := 0
 	defer s.cur.Close()
 	n, truncated, err := s.cur.Each(s.ctx,
-		func(cols []records.QueryColumn) error {
+		func(cols []usersql.QueryColumn) error {
 			res.Columns = cols
 			if err := event("schema", map[string]any{"columns": cols}); err != nil {
 				return err
@@ -149,7 +149,7 @@ func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
 			if err := event("row", map[string]any{"values": row}); err != nil {
 				return err
 			}
-			if batch++; batch == records.StreamBatch {
+			if batch++; batch == usersql.StreamBatch {
 				batch = 0
 				return flush()
 			}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"dataplatform/store/datasets"
-	"dataplatform/store/records"
+	"dataplatform/store/usersql"
 
 	"github.com/lib/pq"
 )
@@ -100,7 +100,7 @@ func TestQueryWallWithoutTheParser(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(sql string) error {
-		_, err := records.RunQuery(ctx, e.st.DB, e.orgID, sql, nil, records.QueryOptions{Timeout: 2 * time.Second, MaxRows: 10})
+		_, err := usersql.RunQuery(ctx, e.st.DB, e.orgID, sql, nil, usersql.QueryOptions{Timeout: 2 * time.Second, MaxRows: 10})
 		return err
 	}
 	if err := run(fmt.Sprintf(`SELECT * FROM %q`, mine)); err != nil {

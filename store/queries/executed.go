@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/store/records"
+	"dataplatform/store/usersql"
 )
 
 // Executed is a query as the API answers it and as the history keeps it.
@@ -27,7 +27,7 @@ type Executed struct {
 
 // Results are the rows a query returned.
 type Results struct {
-	Columns        []records.QueryColumn `json:"columns"`
+	Columns        []usersql.QueryColumn `json:"columns"`
 	Rows           [][]any               `json:"rows"`
 	RowCount       int                   `json:"row_count"`
 	Truncated      bool                  `json:"truncated"`

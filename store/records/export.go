@@ -3,84 +3,86 @@ package records
 import (
 	"context"
 	"database/sql"
+	"io"
 	"strconv"
 	"strings"
 
+	"dataplatform/store/export"
 	"dataplatform/store/ingest"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
-// ExportQuery selects what an export holds.
+// ExportQuery selects what an export holds and shapes its file.
 type ExportQuery struct {
 	Format    string // csv, json, ndjson, parquet, excel
 	Fields    []string
 	Filters   []Filter
-	Delimiter string // csv: one of , ; TAB |
-
-	// quoted tells, per value of a csv row, whether it is one field to quote as needed (else
-	// a run of fields that never need quoting, joined already).
-	quoted []bool
+	Delimiter string // csv: one of Delimiters
+	Header    bool   // csv and excel: a first row of field names
+	Gzip      bool
 }
-
-// Quoted is, after ExportRows, which values of a csv row are single fields.
-func (eq *ExportQuery) Quoted() []bool { return eq.quoted }
 
 // Delimiters are the CSV delimiters an export may use.
 var Delimiters = []string{",", ";", "\t", "|"}
 
-// ExportRows runs the export's SELECT: every field as text for csv, one JSON object per
-// record for json/ndjson, the typed columns for parquet and excel. Rows stream from the
-// database as they are read, so memory does not grow with the table.
-func (t *Table) ExportRows(ctx context.Context, q sqlx.QueryerContext, eq *ExportQuery) (*sql.Rows, int64, error) {
+// Export is an export's records: counted, and read from the database as they are written.
+type Export struct {
+	Total int64 // the records the export holds
+	rows  *sql.Rows
+	eq    *ExportQuery
+	cols  []export.Column
+}
+
+// OpenExport counts the export's records and runs its SELECT: every field as text for csv,
+// one JSON object per record for json/ndjson, the typed columns for parquet and excel. Rows
+// stream from the database as they are written, so memory does not grow with the table.
+func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *ExportQuery) (*Export, error) {
 	var b builder
 	if err := t.where(&b, eq.Filters, ""); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	where := ` WHERE ` + strings.Join(b.conds, " AND ")
 	order := ""
 	if t.key != "" {
 		order = ` ORDER BY ` + pq.QuoteIdentifier(t.key)
 	}
-	var total int64
-	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM `+t.Qualified()+where, b.args...); err != nil {
-		return nil, 0, err
+	x := &Export{eq: eq, cols: t.exportColumns(eq.Fields)}
+	if err := sqlx.GetContext(ctx, q, &x.Total, `SELECT count(*) FROM `+t.Qualified()+where, b.args...); err != nil {
+		return nil, err
 	}
-	var sel string
+	sel, from := "", ` FROM `+t.Qualified()+where+order
 	switch eq.Format {
 	case "csv":
 		// Each field as its type's text output (what COPY writes; booleans t/f like COPY).
-		// Fields whose text never needs CSV quoting (numbers, dates, times, booleans, uuids)
-		// are joined by PostgreSQL into one value per run, so the client decodes a few values
-		// per row instead of one per field.
+		// Fields whose text never needs CSV quoting (numbers, dates, times, booleans, uuids:
+		// export.Column.Plain) are joined by PostgreSQL into one value per run, so the client
+		// decodes a few values per row instead of one per field.
 		var parts []string
 		var run []string
 		flushRun := func() {
 			if len(run) > 0 {
 				parts = append(parts, `concat_ws(`+pq.QuoteLiteral(eq.Delimiter)+`, `+strings.Join(run, ", ")+`)`)
-				eq.quoted = append(eq.quoted, false)
 				run = nil
 			}
 		}
-		for _, f := range eq.Fields {
-			q := pq.QuoteIdentifier(f)
-			switch t.cols[f].Type {
-			case ingest.Boolean:
+		for _, c := range x.cols {
+			q := pq.QuoteIdentifier(c.Name)
+			switch {
+			case c.Kind == export.Bool:
 				run = append(run, `CASE WHEN `+q+` THEN 't' WHEN NOT `+q+` THEN 'f' ELSE '' END`)
-			case ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz, ingest.UUID:
+			case c.Plain:
 				run = append(run, `coalesce(`+q+`::text, '')`)
 			default:
 				flushRun()
 				parts = append(parts, q+`::text`)
-				eq.quoted = append(eq.quoted, true)
 			}
 		}
 		flushRun()
 		sel = strings.Join(parts, ", ")
 	case "json", "ndjson":
-		rows, err := q.QueryContext(ctx, `SELECT to_json(r)::text FROM (SELECT `+rowJSON(eq.Fields)+` FROM `+t.Qualified()+where+order+`) r`, b.args...)
-		return rows, total, err
+		sel, from = `to_json(r)::text`, ` FROM (SELECT `+rowJSON(eq.Fields)+from+`) r`
 	default:
 		parts := make([]string, len(eq.Fields))
 		for i, f := range eq.Fields {
@@ -91,8 +93,57 @@ func (t *Table) ExportRows(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 		}
 		sel = strings.Join(parts, ", ")
 	}
-	rows, err := q.QueryContext(ctx, `SELECT `+sel+` FROM `+t.Qualified()+where+order, b.args...)
-	return rows, total, err
+	var err error
+	if x.rows, err = q.QueryContext(ctx, `SELECT `+sel+from, b.args...); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Write writes the file to w: csv as COPY ... CSV writes it (NULL as nothing, an empty
+// string as ""), json an array of objects, ndjson an object per line, parquet and excel typed
+// by the fields' types. On an error the file is left incomplete.
+func (x *Export) Write(w io.Writer) error {
+	f, err := export.New(w, x.eq.Format, x.cols, export.Options{Header: x.eq.Header, Delimiter: x.eq.Delimiter, Quote: `"`, QuoteEmpty: true,
+		Schema: "record", Gzip: x.eq.Gzip})
+	if err != nil {
+		return err
+	}
+	return f.Copy(x.rows)
+}
+
+// Close releases the export's rows.
+func (x *Export) Close() error { return x.rows.Close() }
+
+// exportColumns are fields as the columns of an export's file: typed by the fields' types,
+// plain (joined in runs by the csv SELECT) where their text never needs CSV quoting.
+func (t *Table) exportColumns(fields []string) []export.Column {
+	cols := make([]export.Column, len(fields))
+	for i, f := range fields {
+		c := export.Column{Name: f, Kind: export.Text}
+		switch t.cols[f].Type {
+		case ingest.Integer:
+			c.Kind = export.Int32
+		case ingest.BigInt:
+			c.Kind = export.Int64
+		case ingest.Numeric:
+			c.Kind = export.Double
+		case ingest.Boolean:
+			c.Kind = export.Bool
+		case ingest.Date:
+			c.Kind = export.Date
+		case ingest.Timestamptz:
+			c.Kind = export.Timestamp
+		case ingest.JSONB:
+			c.Kind = export.JSON
+		}
+		switch t.cols[f].Type {
+		case ingest.Boolean, ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz, ingest.UUID:
+			c.Plain = true
+		}
+		cols[i] = c
+	}
+	return cols
 }
 
 // Column is a field's column (system fields included).

@@ -2,7 +2,8 @@
 // exactly one plain SELECT, nothing that writes, locks, escapes the transaction or reads the
 // catalogs. It is defence in depth: the database is the wall (a read-only transaction under a
 // role that can only read its organization's tables, with EXECUTE on the dangerous functions
-// revoked from PUBLIC).
+// revoked from PUBLIC). It also runs the checked SQL behind that wall (sandbox.go): RunQuery
+// and OpenCursor, in a read-only transaction under the organization's query role.
 package usersql
 
 import (

@@ -1,0 +1,355 @@
+// Package export writes rows as a file: csv, json, ndjson, parquet or excel, gzip-compressed
+// when asked. The record API's export (store/records) and the query export job
+// (store/queries) both write through it, each with the options that shape its files.
+//
+// Rows come either as values (Row: one per column, as the query sandbox reads them or as
+// database/sql scans them) or straight from the database (Copy), where the record API's
+// SELECT has already made csv text and JSON objects, so that the hot path copies bytes.
+package export
+
+import (
+	"bytes"
+	"compress/gzip"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Kind is how parquet (and, for numbers and dates, excel) stores a column.
+type Kind uint8
+
+const (
+	Text      Kind = iota // a string
+	Int32                 // a 32-bit integer
+	Int64                 // a 64-bit integer
+	Double                // a double (numerics too)
+	Bool                  // a boolean
+	Date                  // a date (parquet DATE; excel YYYY-MM-DD)
+	Timestamp             // a timestamp (parquet TIMESTAMP in microseconds; excel RFC 3339 in UTC)
+	JSON                  // a JSON document (parquet JSON)
+)
+
+// Column is a column of a file.
+type Column struct {
+	Name string
+	Kind Kind
+	// Plain: the column's text never needs CSV quoting (numbers, dates, times, booleans,
+	// uuids). For Copy, a row holds one value per run of adjacent plain columns, joined
+	// with the delimiter already, and one per other column.
+	Plain bool
+}
+
+// Options shape a file.
+type Options struct {
+	Header bool // csv and excel: a first row of column names
+
+	Delimiter  string // csv: the field separator
+	Quote      string // csv: the quote character
+	QuoteEmpty bool   // csv: an empty string as two quotes, so that it differs from NULL (as COPY ... CSV writes it)
+
+	BracketLines bool // json: the array's brackets on lines of their own
+
+	Schema string // parquet: the schema's (root's) name
+
+	Gzip bool // compress the file with gzip (fastest level)
+}
+
+// MaxExcelRows is what one Excel sheet holds (with its header row).
+const MaxExcelRows = 1_048_575
+
+// Rows are what Copy reads: *sql.Rows.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Writer writes one file.
+type Writer struct {
+	format string
+	cols   []Column
+	o      Options
+	n      int          // rows written
+	gz     *gzip.Writer // when o.Gzip
+	out    *flusher     // csv, json, ndjson
+	keys   [][]byte     // json, ndjson: the column names as JSON strings
+	tmp    []byte
+	pq     *parquetWriter
+	xl     *excelWriter
+}
+
+// New starts a file of format (csv, json, ndjson, parquet or excel) with cols on w.
+func New(w io.Writer, format string, cols []Column, o Options) (*Writer, error) {
+	x := &Writer{format: format, cols: cols, o: o}
+	switch format {
+	case "csv", "json", "ndjson", "parquet", "excel":
+	default:
+		return nil, fmt.Errorf("unknown export format %q", format)
+	}
+	if o.Gzip {
+		x.gz, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
+		w = x.gz
+	}
+	switch format {
+	case "csv":
+		x.out = newFlusher(w)
+		if o.Header {
+			for i, c := range cols {
+				if i > 0 {
+					x.out.buf = append(x.out.buf, o.Delimiter...)
+				}
+				x.out.buf = x.csvField(x.out.buf, []byte(c.Name))
+			}
+			x.out.buf = append(x.out.buf, '\n')
+		}
+	case "json", "ndjson":
+		x.out = newFlusher(w)
+		x.keys = make([][]byte, len(cols))
+		for i, c := range cols {
+			x.keys[i], _ = json.Marshal(c.Name)
+		}
+		if format == "json" {
+			x.out.buf = append(x.out.buf, '[')
+		}
+	case "parquet":
+		x.pq = newParquetWriter(w, cols, o.Schema)
+	case "excel":
+		var err error
+		if x.xl, err = newExcelWriter(w, cols, o.Header); err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
+}
+
+// Row writes a row of values, one per column: nil (NULL), string, []byte (text), int64,
+// float64, bool, time.Time, json.Number or json.RawMessage.
+func (x *Writer) Row(vals []any) error {
+	switch x.format {
+	case "csv":
+		b := x.out.buf
+		for i, v := range vals {
+			if i > 0 {
+				b = append(b, x.o.Delimiter...)
+			}
+			if v != nil {
+				x.tmp = append(x.tmp[:0], text(v)...)
+				b = x.csvField(b, x.tmp)
+			}
+		}
+		x.out.buf = append(b, '\n')
+		x.out.maybe()
+	case "json", "ndjson":
+		start := len(x.out.buf)
+		x.beginObject()
+		x.out.buf = append(x.out.buf, '{')
+		for i, v := range vals {
+			if i > 0 {
+				x.out.buf = append(x.out.buf, ',')
+			}
+			x.out.buf = append(append(x.out.buf, x.keys[i]...), ':')
+			j, err := json.Marshal(v)
+			if err != nil {
+				x.out.buf = x.out.buf[:start]
+				return err
+			}
+			x.out.buf = append(x.out.buf, j...)
+		}
+		x.out.buf = append(x.out.buf, '}')
+		x.endObject()
+	case "parquet":
+		if err := x.pq.row(vals); err != nil {
+			return err
+		}
+	case "excel":
+		if err := x.xl.row(vals); err != nil {
+			return err
+		}
+	}
+	x.n++
+	return nil
+}
+
+// Copy writes every row of rows and finishes the file (Close); on an error the file is left
+// unfinished (Abort). For csv a row holds the text of each field, or of a run of plain
+// fields joined already (see Column.Plain); for json and ndjson one JSON object; for parquet
+// and excel a value per column.
+func (x *Writer) Copy(rows Rows) error {
+	if err := x.copy(rows); err != nil {
+		x.Abort()
+		return err
+	}
+	return x.Close()
+}
+
+func (x *Writer) copy(rows Rows) error {
+	switch x.format {
+	case "csv":
+		var quoted []bool // per value: one field to quote as needed, else a run written as is
+		for i, c := range x.cols {
+			if !c.Plain || i == 0 || !x.cols[i-1].Plain {
+				quoted = append(quoted, !c.Plain)
+			}
+		}
+		vals := make([]sql.RawBytes, len(quoted))
+		ptrs := make([]any, len(quoted))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				return err
+			}
+			b := x.out.buf
+			for i, v := range vals {
+				if i > 0 {
+					b = append(b, x.o.Delimiter...)
+				}
+				switch {
+				case !quoted[i]:
+					b = append(b, v...)
+				case v != nil:
+					b = x.csvField(b, v)
+				}
+			}
+			x.out.buf = append(b, '\n')
+			x.out.maybe()
+			x.n++
+		}
+	case "json", "ndjson":
+		var obj sql.RawBytes
+		for rows.Next() {
+			if err := rows.Scan(&obj); err != nil {
+				return err
+			}
+			x.beginObject()
+			x.out.buf = append(x.out.buf, obj...)
+			x.endObject()
+			x.n++
+		}
+	default:
+		vals := make([]any, len(x.cols))
+		ptrs := make([]any, len(x.cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				return err
+			}
+			if err := x.Row(vals); err != nil {
+				return err
+			}
+		}
+	}
+	return rows.Err()
+}
+
+// Close finishes the file: the format's end, and gzip's.
+func (x *Writer) Close() error {
+	var err error
+	switch x.format {
+	case "csv", "ndjson":
+		err = x.out.close()
+	case "json":
+		if x.o.BracketLines {
+			x.out.buf = append(x.out.buf, '\n')
+		}
+		x.out.buf = append(x.out.buf, ']', '\n')
+		err = x.out.close()
+	case "parquet":
+		err = x.pq.close()
+	case "excel":
+		err = x.xl.close()
+	}
+	if x.gz != nil {
+		if gerr := x.gz.Close(); err == nil {
+			err = gerr
+		}
+	}
+	return err
+}
+
+// Abort stops writing after a failure: what is buffered is written (and gzip's end), the
+// format's end is not, so the file is incomplete.
+func (x *Writer) Abort() {
+	switch {
+	case x.out != nil:
+		x.out.close()
+	case x.xl != nil:
+		x.xl.f.Close()
+	}
+	if x.gz != nil {
+		x.gz.Close()
+	}
+}
+
+// csvField appends s as a CSV field: quoted when it holds the delimiter, the quote or a line
+// break (or is empty, with QuoteEmpty), its quotes doubled.
+func (x *Writer) csvField(dst, s []byte) []byte {
+	d, q := x.o.Delimiter, x.o.Quote
+	var quote bool
+	if len(d) == 1 && len(q) == 1 {
+		quote = bytes.IndexByte(s, d[0]) >= 0 || bytes.IndexByte(s, q[0]) >= 0
+	} else {
+		quote = bytes.Contains(s, []byte(d)) || bytes.Contains(s, []byte(q))
+	}
+	if !quote && !(len(s) == 0 && x.o.QuoteEmpty) && bytes.IndexByte(s, '\n') < 0 && bytes.IndexByte(s, '\r') < 0 {
+		return append(dst, s...)
+	}
+	dst = append(dst, q...)
+	for len(q) > 0 {
+		i := bytes.Index(s, []byte(q))
+		if i < 0 {
+			break
+		}
+		dst = append(append(dst, s[:i+len(q)]...), q...)
+		s = s[i+len(q):]
+	}
+	dst = append(dst, s...)
+	return append(dst, q...)
+}
+
+// beginObject and endObject frame a JSON object: elements of an array, or lines.
+func (x *Writer) beginObject() {
+	if x.format != "json" {
+		return
+	}
+	if x.n > 0 {
+		x.out.buf = append(x.out.buf, ',', '\n')
+	} else if x.o.BracketLines {
+		x.out.buf = append(x.out.buf, '\n')
+	}
+}
+
+func (x *Writer) endObject() {
+	if x.format == "ndjson" {
+		x.out.buf = append(x.out.buf, '\n')
+	}
+	x.out.maybe()
+}
+
+// text is a value as text: NULL empty, numbers and JSON as written.
+func text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case json.Number:
+		return string(x)
+	case json.RawMessage:
+		return string(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return fmt.Sprint(v)
+}
