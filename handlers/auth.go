@@ -62,7 +62,7 @@ func (h *Handlers) signIn(ctx context.Context, tx *sqlx.Tx, u *store.User, orgID
 		map[string]any{"method": method}); err != nil {
 		return api.TokenResponse{}, err
 	}
-	if err := store.TouchUser(ctx, tx, u.ID, h.now()); err != nil {
+	if err := store.TouchUser(ctx, tx, u.ID, h.Now()); err != nil {
 		return api.TokenResponse{}, err
 	}
 	tu := api.TokenUser{Id: u.ID, Email: u.Email, Name: u.Name, Roles: []api.MemberRole{}}
@@ -105,7 +105,7 @@ func (h *Handlers) accessToken(u *store.User, orgID, role string) (string, *auth
 
 func (h *Handlers) newRefreshToken(ctx context.Context, tx *sqlx.Tx, userID, orgID, family string) (string, error) {
 	raw := auth.NewOpaqueToken()
-	now := h.now()
+	now := h.Now()
 	t := &store.RefreshToken{ID: store.NewID("rt"), TokenHash: auth.HashSecret(raw), FamilyID: family, UserID: userID,
 		ExpiresAt: now.Add(h.Config.RefreshTokenTTL), CreatedAt: now}
 	if orgID != "" {
@@ -126,7 +126,7 @@ func (a *Auth) RefreshToken(ctx context.Context, req api.RefreshTokenRequestObje
 		} else if err != nil {
 			return err
 		}
-		now := a.now()
+		now := a.Now()
 		if t.RevokedAt != nil {
 			return errBadRefresh
 		}
@@ -189,7 +189,7 @@ func (a *Auth) Logout(ctx context.Context, req api.LogoutRequestObject) (api.Log
 		} else if err != nil {
 			return err
 		}
-		if err := store.RevokeRefreshFamily(ctx, tx, t.FamilyID, a.now()); err != nil {
+		if err := store.RevokeRefreshFamily(ctx, tx, t.FamilyID, a.Now()); err != nil {
 			return err
 		}
 		return a.audit(auth.WithPrincipal(ctx, &auth.Principal{UserID: t.UserID}), tx, deref(t.OrgID), "auth.logout", "user", t.UserID, "", nil)

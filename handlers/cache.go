@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// ttlCache is a bounded map of entries that expire (query answers, plan facts), per server
+// TTLCache is a bounded map of entries that expire (query answers, plan facts), per server
 // process. When full, expired entries go first, then any.
-type ttlCache[V any] struct {
+type TTLCache[V any] struct {
 	mu  sync.Mutex
 	m   map[string]ttlEntry[V]
 	max int
@@ -18,12 +18,12 @@ type ttlEntry[V any] struct {
 	expires time.Time
 }
 
-func newTTLCache[V any](max int) *ttlCache[V] {
-	return &ttlCache[V]{m: map[string]ttlEntry[V]{}, max: max}
+func NewTTLCache[V any](max int) *TTLCache[V] {
+	return &TTLCache[V]{m: map[string]ttlEntry[V]{}, max: max}
 }
 
 // get is the live entry of k.
-func (c *ttlCache[V]) get(k string) (V, bool) {
+func (c *TTLCache[V]) Get(k string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[k]
@@ -35,7 +35,7 @@ func (c *ttlCache[V]) get(k string) (V, bool) {
 }
 
 // put keeps v under k for ttl.
-func (c *ttlCache[V]) put(k string, v V, ttl time.Duration) {
+func (c *TTLCache[V]) Put(k string, v V, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= c.max {

@@ -102,7 +102,7 @@ func (h *Datasets) ListDatasets(ctx context.Context, req api.ListDatasetsRequest
 
 func (h *Datasets) CreateDataset(ctx context.Context, req api.CreateDatasetRequestObject) (api.CreateDatasetResponseObject, error) {
 	b := req.Body
-	now := h.now()
+	now := h.Now()
 	var d *store.Dataset
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		prj, err := h.project(ctx, tx, req.ProjectId, "datasets:write")
@@ -201,7 +201,7 @@ func (h *Datasets) UpdateDataset(ctx context.Context, req api.UpdateDatasetReque
 		changes := map[string]any{}
 		patchText(changes, "name", req.Body.Name, &d.Name)
 		patchText(changes, "description", req.Body.Description, &d.Description)
-		d.UpdatedAt = h.now()
+		d.UpdatedAt = h.Now()
 		if err := store.UpdateDataset(ctx, tx, d); err != nil {
 			return conflictOn(err, "name", "a dataset named "+d.Name+" already exists in this project")
 		}
@@ -218,7 +218,7 @@ func (h *Datasets) UpdateDataset(ctx context.Context, req api.UpdateDatasetReque
 }
 
 func (h *Datasets) DeleteDataset(ctx context.Context, req api.DeleteDatasetRequestObject) (api.DeleteDatasetResponseObject, error) {
-	now := h.now()
+	now := h.Now()
 	var file string
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		d, err := h.dataset(ctx, tx, req.ProjectId, req.DatasetId, "datasets:delete")
@@ -323,7 +323,7 @@ func (h *Handlers) dropDatasetData(ctx context.Context, tx *sqlx.Tx, scope, id s
 	if err != nil {
 		return nil, err
 	}
-	now := h.now()
+	now := h.Now()
 	for _, d := range ds {
 		if err := datasets.Drop(ctx, tx, &d); err != nil {
 			return nil, err

@@ -40,7 +40,8 @@ type Handlers struct {
 	Descriptions *descriptions.Cache
 }
 
-func (h *Handlers) now() time.Time { return h.Clock().UTC().Truncate(time.Microsecond) }
+// Now is the service clock's time, in UTC at the database's precision.
+func (h *Handlers) Now() time.Time { return h.Clock().UTC().Truncate(time.Microsecond) }
 
 // access resolves what the caller may do in an organization. Not being an active member of it
 // is indistinguishable from the organization not existing (404).
@@ -62,7 +63,7 @@ func (h *Handlers) access(ctx context.Context, q sqlx.QueryerContext, orgID stri
 func (h *Handlers) audit(ctx context.Context, tx sqlx.ExecerContext, orgID, action, resType, resID, resName string, details map[string]any) error {
 	m := reqmeta.From(ctx)
 	e := store.AuditEntry{OrgID: orgID, Action: action, ResourceType: resType, ResourceID: resID, ResourceName: resName,
-		Details: details, IP: m.IP, UserAgent: m.UserAgent, At: h.now()}
+		Details: details, IP: m.IP, UserAgent: m.UserAgent, At: h.Now()}
 	if p := auth.FromContext(ctx); p != nil {
 		e.ActorID, e.ActorEmail = p.UserID, p.Email
 		if p.KeyID != "" {

@@ -34,7 +34,7 @@ func (o *Orgs) orgOut(org *store.Organization, detail bool) (api.Organization, e
 	}
 	out.Plan.PriceMonthly = ptr(float32(p.PriceMonthly))
 	out.Plan.BillingCycle = ptr(api.Monthly)
-	if d := nextBillingDate(p, o.now()); d != nil {
+	if d := nextBillingDate(p, o.Now()); d != nil {
 		out.Plan.NextBillingDate = &openapi_types.Date{Time: *d}
 	}
 	var settings api.OrganizationSettings
@@ -107,7 +107,7 @@ func (o *Orgs) CreateOrganization(ctx context.Context, req api.CreateOrganizatio
 		return nil, apierr.Forbidden("organizations are created by a signed-in user, not with an API key")
 	}
 	b := req.Body
-	now := o.now()
+	now := o.Now()
 	org := &store.Organization{ID: store.NewID("org"), Name: b.Name, Description: b.Description, Website: b.Website,
 		Industry: b.Industry, PlanTier: "free", CreatedAt: now, UpdatedAt: now, Role: "owner", UserCount: 1}
 	if b.Size != nil {
@@ -201,7 +201,7 @@ func (o *Orgs) UpdateOrganization(ctx context.Context, req api.UpdateOrganizatio
 		patchText(changed, "description", b.Description, &org.Description)
 		patchText(changed, "website", b.Website, &org.Website)
 		patchText(changed, "logo_url", b.LogoUrl, &org.LogoURL)
-		org.UpdatedAt = o.now()
+		org.UpdatedAt = o.Now()
 		if err := store.UpdateOrganization(ctx, tx, org); err != nil {
 			return err
 		}
@@ -262,7 +262,7 @@ func (o *Orgs) DeleteOrganization(ctx context.Context, req api.DeleteOrganizatio
 				return err
 			}
 		}
-		now := o.now()
+		now := o.Now()
 		if target == "" { // nothing moves: the data of every dataset goes
 			if files, err = o.dropDatasetData(ctx, tx, "organization", org.ID); err != nil {
 				return err

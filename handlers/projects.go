@@ -64,7 +64,7 @@ func (h *Projects) ListProjects(ctx context.Context, req api.ListProjectsRequest
 }
 
 func (h *Projects) CreateProject(ctx context.Context, req api.CreateProjectRequestObject) (api.CreateProjectResponseObject, error) {
-	now := h.now()
+	now := h.Now()
 	prj := &store.Project{ID: store.NewID("prj"), OrgID: req.OrganizationId, Name: req.Body.Name, CreatedAt: now, UpdatedAt: now}
 	if d := deref(req.Body.Description); d != "" {
 		prj.Description = &d
@@ -119,7 +119,7 @@ func (h *Projects) UpdateProject(ctx context.Context, req api.UpdateProjectReque
 		changes := map[string]any{}
 		patchText(changes, "name", req.Body.Name, &prj.Name)
 		patchText(changes, "description", req.Body.Description, &prj.Description)
-		prj.UpdatedAt = h.now()
+		prj.UpdatedAt = h.Now()
 		if err := store.UpdateProject(ctx, tx, prj); err != nil {
 			return conflictOn(err, "name", "a project named "+prj.Name+" already exists in this organization")
 		}

@@ -51,7 +51,7 @@ func (r executedResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) 
 }
 
 // projectQueryCache keeps executed queries (options.cache) for projectCacheTTL.
-var projectQueryCache = newTTLCache[queries.Executed](maxCached)
+var projectQueryCache = NewTTLCache[queries.Executed](MaxCached)
 
 func (h *Queries) ExecuteQuery(ctx context.Context, req api.ExecuteQueryRequestObject) (api.ExecuteQueryResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
@@ -98,7 +98,7 @@ func (h *Queries) newQuery(ctx context.Context, prj *store.Project, typ, text st
 	if err != nil {
 		return nil, nil, err
 	}
-	now := h.now()
+	now := h.Now()
 	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: typ, Query: text,
 		DatasetIDs: pq.StringArray{}, CreatedAt: now}
 	return qr, &queries.Executed{QueryID: qr.ID, Type: typ, OriginalQuery: text, CreatedAt: now}, nil
@@ -120,7 +120,7 @@ func userSlot(userID string) *usersql.Slot {
 
 // planFacts keeps what the planner said of a query's SQL for a minute, so that repeating a
 // query does not pay for its EXPLAIN each time.
-var planFacts = newTTLCache[cachedPlan](maxCached)
+var planFacts = NewTTLCache[cachedPlan](MaxCached)
 
 type cachedPlan struct {
 	rows, bytes int64
@@ -184,7 +184,7 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 			}
 			warnings = append(warnings, err.Error()+"; the built-in engine answered instead")
 		}
-		nl, err = nlsql.Translate(query, schema, h.now())
+		nl, err = nlsql.Translate(query, schema, h.Now())
 		var nu *nlsql.NotUnderstood
 		if errors.As(err, &nu) {
 			return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, nu.Error()).WithDetails(map[string]any{"reason": nu.Reason,
@@ -205,7 +205,7 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, ue.Error()).WithDetails(map[string]any{"line": ue.Line, "column": ue.Column,
 			"message": ue.Error(), "available_datasets": ue.Available})
 	} else if err != nil {
-		return nil, queryErr(err, nil, 0, 0)
+		return nil, QueryError(err, nil, 0, 0)
 	}
 	out := &prepared{Prepared: prep, args: make([]any, len(prep.Params)), sources: sources}
 	if nl != nil {
@@ -312,7 +312,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.Execut
 		aj, _ := json.Marshal(args)
 		sum := sha256.Sum256([]byte(prj.OrgID + "\x00" + prep.SQL + "\x00" + string(aj) + "\x00" + strconv.Itoa(limit) + "\x00" + strconv.FormatBool(explain)))
 		key = hex.EncodeToString(sum[:])
-		if hit, ok := projectQueryCache.get(key); ok {
+		if hit, ok := projectQueryCache.Get(key); ok {
 			e.Results, e.Metadata = hit.Results, ptr(*hit.Metadata)
 			e.Explanation.QueryPlan = hit.Explanation.QueryPlan
 			e.Metadata.CacheHit, e.Metadata.ExecutionTimeMS = true, time.Since(start).Milliseconds()
@@ -324,13 +324,13 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.Execut
 		return err
 	}
 	planKey := prj.OrgID + "\x00" + prep.SQL
-	known, fresh := planFacts.get(planKey)
+	known, fresh := planFacts.Get(planKey)
 	res, err := usersql.RunQuery(ctx, h.Store.DB, prj.OrgID, prep.SQL, args, usersql.QueryOptions{Timeout: timeout, MaxRows: limit,
 		Plan: explain || !fresh, Slot: userSlot(*qr.UserID)})
 	if errors.Is(err, usersql.ErrNoSlot) {
 		return err
 	} else if err != nil {
-		return queryErr(err, &prep.SQL, timeout, time.Since(start))
+		return QueryError(err, &prep.SQL, timeout, time.Since(start))
 	}
 	if res.Plan != nil {
 		var plan json.RawMessage
@@ -338,7 +338,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.Execut
 		if explain {
 			e.Explanation.QueryPlan = plan
 		}
-		planFacts.put(planKey, known, time.Minute)
+		planFacts.Put(planKey, known, time.Minute)
 	}
 	e.Results = &queries.Results{Columns: res.Columns, Rows: res.Rows, RowCount: len(res.Rows), Truncated: res.Truncated}
 	if e.Results.Columns == nil {
@@ -352,7 +352,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.Execut
 	}
 	e.Explanation.Steps = append(e.Explanation.Steps, step)
 	if key != "" {
-		projectQueryCache.put(key, *e, projectCacheTTL)
+		projectQueryCache.Put(key, *e, projectCacheTTL)
 	}
 	return nil
 }
@@ -361,7 +361,7 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.Execut
 // (with query.started), or the running entry of a stream (inserted).
 func (h *Queries) recordQuery(ctx context.Context, qr *store.Query, e *queries.Executed, runErr error, start time.Time, inserted bool) error {
 	took := time.Since(start).Milliseconds()
-	qr.ExecutionTimeMS, qr.FinishedAt = &took, ptr(h.now())
+	qr.ExecutionTimeMS, qr.FinishedAt = &took, ptr(h.Now())
 	event := "query.completed"
 	e.Status = "completed"
 	if runErr != nil {
@@ -499,7 +499,7 @@ func (h *Queries) plan(ctx context.Context, prj *store.Project, pp *prepared) (j
 	}
 	res, err := usersql.RunQuery(ctx, h.Store.DB, prj.OrgID, pp.SQL, pp.args, usersql.QueryOptions{Timeout: projectQueryTimeout, PlanOnly: true})
 	if err != nil {
-		return nil, queryErr(err, &pp.SQL, projectQueryTimeout, 0)
+		return nil, QueryError(err, &pp.SQL, projectQueryTimeout, 0)
 	}
 	return res.Plan, nil
 }
@@ -618,6 +618,6 @@ const InterruptedAfter = time.Hour
 
 // FailInterruptedQueries marks queries running for longer than InterruptedAfter failed.
 func (h *Handlers) FailInterruptedQueries(ctx context.Context) (int64, error) {
-	now := h.now()
+	now := h.Now()
 	return store.FailInterruptedQueries(ctx, h.Store.DB, now, now.Add(-InterruptedAfter))
 }

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"dataplatform/handlers"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
+	"dataplatform/handlers/records"
 	"dataplatform/handlers/reqmeta"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -302,7 +302,7 @@ func (s *Server) recordRoute(c echo.Context, rt *route) (*route, error) {
 	}
 	unsecured := *op
 	unsecured.Security = &openapi3.SecurityRequirements{}
-	handlers.WithRecordContext(c, d, desc)
+	records.WithRecordContext(c, d, desc)
 	return &route{opID: op.OperationID, category: rt.category, bodyLimit: rt.bodyLimit, op: op,
 		kin: &routers.Route{Spec: desc.Doc, Path: rt.template, PathItem: item, Method: method, Operation: &unsecured}}, nil
 }

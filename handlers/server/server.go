@@ -19,6 +19,7 @@ import (
 	"dataplatform/gen/spec"
 	"dataplatform/handlers"
 	"dataplatform/handlers/auth"
+	"dataplatform/handlers/records"
 	"dataplatform/handlers/server/ratelimit"
 	"dataplatform/store"
 	"dataplatform/store/changes"
@@ -199,8 +200,8 @@ func (s *Server) buildEcho() *echo.Echo {
 
 	api.RegisterHandlers(e, api.NewStrictHandler(handlers.NewAPI(s.H), nil))
 
-	// The record API: one handler for every dataset (handlers.Records).
-	rec := &handlers.Records{Handlers: s.H}
+	// The record API: one handler for every dataset (handlers/records).
+	rec := &records.Records{Handlers: s.H}
 	for _, r := range []struct {
 		method, path, category string
 		h                      echo.HandlerFunc
@@ -264,7 +265,7 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 		} else if n > 0 {
 			s.log.Info("removed expired uploads", "count", n)
 		}
-		if err := store.SweepIdempotencyKeys(ctx, s.H.Store.DB, s.H.Clock().Add(-handlers.IdempotencyTTL)); err != nil && ctx.Err() == nil {
+		if err := store.SweepIdempotencyKeys(ctx, s.H.Store.DB, s.H.Clock().Add(-records.IdempotencyTTL)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping idempotency keys", "error", err)
 		}
 		if _, err := s.H.FailInterruptedQueries(ctx); err != nil && ctx.Err() == nil {
@@ -277,7 +278,7 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 				os.Remove(filepath.Join(s.H.ExportDir(), filepath.FromSlash(k)))
 			}
 		}
-		if err := store.SweepRecordChanges(ctx, s.H.Store.DB, s.H.Clock().Add(-handlers.ChangeRetention)); err != nil && ctx.Err() == nil {
+		if err := store.SweepRecordChanges(ctx, s.H.Store.DB, s.H.Clock().Add(-records.ChangeRetention)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping the record change log", "error", err)
 		}
 		select {

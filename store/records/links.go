@@ -62,4 +62,3 @@ func LinksSQL(datasetID string, t *Table, links []Link) string {
 	}
 	return `json_strip_nulls(json_build_object(` + strings.Join(parts, ", ") + `))`
 }
-

@@ -65,7 +65,7 @@ func (a *Auth) ListApiKeys(ctx context.Context, req api.ListApiKeysRequestObject
 		return nil, err
 	}
 	out := api.ListApiKeys200JSONResponse{ApiKeys: []api.ApiKey{}, Pagination: paginate(ctx, pg, limit, total)}
-	now := a.now()
+	now := a.Now()
 	for i := range keys {
 		out.ApiKeys = append(out.ApiKeys, apiKeyOut(&keys[i], now))
 	}
@@ -78,7 +78,7 @@ func (a *Auth) CreateApiKey(ctx context.Context, req api.CreateApiKeyRequestObje
 		return nil, err
 	}
 	b := req.Body
-	now := a.now()
+	now := a.Now()
 	if b.ExpiresAt != nil && !b.ExpiresAt.After(now) {
 		return nil, apierr.Field("body.expires_at", "minimum", "expires_at must be in the future")
 	}
@@ -115,7 +115,7 @@ func (a *Auth) RevokeApiKey(ctx context.Context, req api.RevokeApiKeyRequestObje
 		} else if err != nil {
 			return err
 		}
-		if err := store.RevokeAPIKey(ctx, tx, k.ID, a.now()); err != nil {
+		if err := store.RevokeAPIKey(ctx, tx, k.ID, a.Now()); err != nil {
 			return err
 		}
 		return a.audit(ctx, tx, p.TokenOrg, "api_key.revoke", "api_key", k.ID, k.Name, nil)
@@ -135,7 +135,7 @@ func (a *Auth) RotateApiKey(ctx context.Context, req api.RotateApiKeyRequestObje
 	if req.Body != nil && req.Body.GracePeriodSeconds != nil {
 		grace = time.Duration(*req.Body.GracePeriodSeconds) * time.Second
 	}
-	now := a.now()
+	now := a.Now()
 	var out api.RotateApiKeyResponse
 	err = a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		old, err := store.APIKeyForUpdate(ctx, tx, p.UserID, req.KeyId)

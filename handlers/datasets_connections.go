@@ -73,7 +73,7 @@ func (h *Datasets) CreateDatabaseDataset(ctx context.Context, req api.CreateData
 	if len(info.Tables) == 0 {
 		return nil, apierr.Field("body.options", "no_tables", "the options select no table the user can read")
 	}
-	now := h.now()
+	now := h.Now()
 	var d *store.Dataset
 	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		prj, err := h.project(ctx, tx, req.ProjectId, "datasets:write")

@@ -169,7 +169,7 @@ func (o *Orgs) RemoveOrganizationUser(ctx context.Context, req api.RemoveOrganiz
 		if err := o.audit(ctx, tx, req.OrganizationId, action, "user", target.ID, target.Name, map[string]any{"role": target.Role, "status": target.Status}); err != nil {
 			return err
 		}
-		return store.Emit(ctx, tx, "user.removed", req.OrganizationId, map[string]any{"organization_id": req.OrganizationId, "user_id": target.ID}, o.now())
+		return store.Emit(ctx, tx, "user.removed", req.OrganizationId, map[string]any{"organization_id": req.OrganizationId, "user_id": target.ID}, o.Now())
 	})
 	if err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		days = *b.ExpiresInDays
 	}
 	token := auth.NewOpaqueToken()
-	now := o.now()
+	now := o.Now()
 	inv := &store.Invitation{ID: store.NewID("inv"), OrgID: req.OrganizationId, Email: email, Name: b.Name, Role: role,
 		Message: b.Message, TokenHash: auth.HashSecret(token), Status: "pending", ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour), CreatedAt: now}
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
@@ -274,7 +274,7 @@ func (o *Orgs) invitation(ctx context.Context, q sqlx.QueryerContext, token stri
 	} else if err != nil {
 		return nil, err
 	}
-	if !o.now().Before(inv.ExpiresAt) {
+	if !o.Now().Before(inv.ExpiresAt) {
 		return nil, apierr.New(http.StatusGone, apierr.CodeInvitationExpired, "this invitation expired on "+inv.ExpiresAt.Format(time.RFC3339)+"; ask for a new one")
 	}
 	return inv, nil
@@ -306,7 +306,7 @@ func (o *Orgs) AcceptInvitation(ctx context.Context, req api.AcceptInvitationReq
 		if err != nil {
 			return err
 		}
-		now := o.now()
+		now := o.Now()
 		switch u.Status {
 		case "invited": // a new person: set up the account
 			if b.Name == nil {

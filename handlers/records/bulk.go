@@ -1,4 +1,4 @@
-package handlers
+package records
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"dataplatform/handlers/apierr"
-	"dataplatform/store/records"
+	recsql "dataplatform/store/records"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/labstack/echo/v4"
@@ -141,11 +141,11 @@ func (h *Records) bulkOne(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, i int
 		return res, err
 	}
 	t := rc.desc.Table
-	var sel records.Selector
+	var sel recsql.Selector
 	for j, v := range op.IDs {
 		id, err := t.ParseKey(fmt.Sprint(v))
 		if err != nil {
-			return fail(apierr.Field(fmt.Sprintf("body.operations[%d].ids[%d]", i, j), "type", err.(*records.FieldError).Message))
+			return fail(apierr.Field(fmt.Sprintf("body.operations[%d].ids[%d]", i, j), "type", err.(*recsql.FieldError).Message))
 		}
 		sel.IDs = append(sel.IDs, id)
 	}

@@ -1,4 +1,4 @@
-package handlers
+package records
 
 import (
 	"crypto/rand"
@@ -12,7 +12,7 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/store/export"
 	"dataplatform/store/ingest"
-	"dataplatform/store/records"
+	recsql "dataplatform/store/records"
 
 	"github.com/labstack/echo/v4"
 )
@@ -46,7 +46,7 @@ func (h *Records) Export(c echo.Context) error {
 	} else if delim == "tab" || delim == `\t` {
 		delim = "\t"
 	}
-	if !slices.Contains(records.Delimiters, delim) {
+	if !slices.Contains(recsql.Delimiters, delim) {
 		return apierr.Field("query.delimiter", "enum", "the delimiter is one of , ; | or tab")
 	}
 	fields, err := t.Exact(q.Get("fields"))
@@ -57,7 +57,7 @@ func (h *Records) Export(c echo.Context) error {
 	if err != nil {
 		return fieldErr(err)
 	}
-	eq := &records.ExportQuery{Format: format, Fields: fields, Filters: filters, Delimiter: delim,
+	eq := &recsql.ExportQuery{Format: format, Fields: fields, Filters: filters, Delimiter: delim,
 		Header: q.Get("header") != "false", Gzip: q.Get("compress") == "true"}
 	x, err := t.OpenExport(c.Request().Context(), h.Store.DB, eq)
 	if err != nil {

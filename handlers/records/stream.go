@@ -1,4 +1,4 @@
-package handlers
+package records
 
 import (
 	"bufio"
@@ -164,7 +164,7 @@ func (h *Records) Stream(c echo.Context) error {
 	}
 }
 
-func (h *Handlers) heartbeat() time.Duration {
+func (h *Records) heartbeat() time.Duration {
 	if h.Config.StreamHeartbeat > 0 {
 		return h.Config.StreamHeartbeat
 	}

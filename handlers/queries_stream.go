@@ -50,7 +50,7 @@ func (h *Queries) StreamQuery(ctx context.Context, req api.StreamQueryRequestObj
 			if errors.Is(err, usersql.ErrNoSlot) {
 				return nil, tooManyQueries()
 			} else if err != nil {
-				err = queryErr(err, &s.pp.SQL, s.timeout, time.Since(start))
+				err = QueryError(err, &s.pp.SQL, s.timeout, time.Since(start))
 			}
 		}
 	}
@@ -158,7 +158,7 @@ func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
 	res.RowCount, res.Truncated = n, truncated
 	var runErr error
 	if err != nil {
-		runErr = queryErr(err, &s.pp.SQL, s.timeout, time.Since(s.start))
+		runErr = QueryError(err, &s.pp.SQL, s.timeout, time.Since(s.start))
 		f := map[string]any{"code": apierr.CodeInternalError, "message": "the query failed"}
 		var ae *apierr.Error
 		if errors.As(runErr, &ae) {

@@ -147,7 +147,7 @@ func (h *Datasets) GetDatasetSDK(ctx context.Context, req api.GetDatasetSDKReque
 	res, genErr := sdk.Generate(req.Language, sdk.Input{DatasetID: req.DatasetId, Name: desc.Doc.Info.Title, Package: pkg, Version: version,
 		Server: h.Config.BaseURL, DescriptionURL: h.Config.BaseURL + "/api/v1/datasets/" + req.DatasetId + "/openapi.json", Doc: desc.Doc, JSON: desc.JSON})
 	g := &store.SDKGeneration{ID: store.NewID("sdk"), DatasetID: req.DatasetId, Language: req.Language, Version: version, Status: "succeeded",
-		Warnings: "[]", CreatedAt: h.now()}
+		Warnings: "[]", CreatedAt: h.Now()}
 	if p := auth.FromContext(ctx); p != nil {
 		g.UserID = &p.UserID
 	}

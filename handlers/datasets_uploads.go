@@ -37,7 +37,7 @@ func (h *Datasets) UploadDatasetFile(ctx context.Context, req api.UploadDatasetF
 	if err != nil {
 		return nil, err
 	}
-	now := h.now()
+	now := h.Now()
 	up := &store.Upload{ID: store.NewID("upl"), ProjectID: prj.ID, OrgID: prj.OrgID, CreatedAt: now, ExpiresAt: now.Add(UploadTTL)}
 	up.StorageKey = prj.OrgID + "/" + up.ID
 	path := h.UploadPath(up.StorageKey)
@@ -163,7 +163,7 @@ func formValue(p *multipart.Part, max int) (string, error) {
 
 // SweepUploads deletes unclaimed uploads that have expired, rows and files.
 func (h *Handlers) SweepUploads(ctx context.Context) (int, error) {
-	ups, err := store.ExpiredUploads(ctx, h.Store.DB, h.now())
+	ups, err := store.ExpiredUploads(ctx, h.Store.DB, h.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -181,7 +181,7 @@ func (h *Datasets) GetDatasetUpload(ctx context.Context, req api.GetDatasetUploa
 		return nil, err
 	}
 	up, err := store.UploadByID(ctx, h.Store.DB, prj.ID, req.FileId)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && up.ClaimedAt == nil && !h.now().Before(up.ExpiresAt)) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && up.ClaimedAt == nil && !h.Now().Before(up.ExpiresAt)) {
 		return nil, apierr.NotFound("upload", req.FileId)
 	} else if err != nil {
 		return nil, err

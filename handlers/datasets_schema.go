@@ -255,7 +255,7 @@ func (h *Datasets) RefreshDataset(ctx context.Context, req api.RefreshDatasetReq
 		}
 		out.Body.Status = "started"
 		out.Body.EstimatedDurationSeconds = estimate(d)
-		id, at, queued, err := analyse(ctx, tx, d, h.now())
+		id, at, queued, err := analyse(ctx, tx, d, h.Now())
 		if err != nil {
 			return err
 		}
@@ -308,7 +308,7 @@ func (h *Datasets) ChangeDatasetSchema(ctx context.Context, req api.ChangeDatase
 		if err != nil {
 			return err
 		}
-		now := h.now()
+		now := h.Now()
 		b, _ := json.Marshal(before)
 		a, _ := json.Marshal(after)
 		c, _ := json.Marshal(req.Body.Changes)

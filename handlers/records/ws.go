@@ -1,4 +1,4 @@
-package handlers
+package records
 
 import (
 	"context"

@@ -82,7 +82,7 @@ func (h *Queries) ExportQuery(ctx context.Context, req api.ExportQueryRequestObj
 		}
 	}
 	oj, _ := json.Marshal(o)
-	now := h.now()
+	now := h.Now()
 	x := &store.QueryExport{ID: store.NewID("exp"), QueryID: q.ID, ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Format: string(b.Format),
 		Options: string(oj), Status: "processing", CreatedAt: now, ExpiresAt: now.Add(queries.ExportTTL)}
 	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
@@ -143,7 +143,7 @@ func (h *Queries) DownloadQueryExport(ctx context.Context, req api.DownloadQuery
 	if !hmac.Equal([]byte(want), []byte(req.Params.Signature)) {
 		return nil, apierr.Forbidden("the link's signature does not match")
 	}
-	if h.now().Unix() > int64(req.Params.Expires) {
+	if h.Now().Unix() > int64(req.Params.Expires) {
 		return nil, apierr.Forbidden("the link expired")
 	}
 	x, err := store.QueryExportByID(ctx, h.Store.DB, "", req.ExportId)

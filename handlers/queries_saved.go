@@ -68,7 +68,7 @@ func (h *Queries) SaveQuery(ctx context.Context, req api.SaveQueryRequestObject)
 	}
 	_, used, err := usersql.BindBraces(q.Query, 1)
 	if err != nil {
-		return nil, queryErr(err, nil, 0, 0)
+		return nil, QueryError(err, nil, 0, 0)
 	}
 	if errs := queries.Declare(params, used); len(errs) > 0 {
 		return nil, paramErrors("body.parameters.", errs)
@@ -79,7 +79,7 @@ func (h *Queries) SaveQuery(ctx context.Context, req api.SaveQueryRequestObject)
 	pj, _ := json.Marshal(params)
 	sq := &store.SavedQuery{ID: store.NewID("sq"), ProjectID: prj.ID, OrgID: prj.OrgID, SourceQueryID: &q.ID, Name: b.Name, Description: b.Description,
 		Type: q.Type, Query: q.Query, Tags: pq.StringArray(deref(b.Tags)), Visibility: "project", Parameters: string(pj), CreatedBy: &p.UserID,
-		CreatedAt: h.now()}
+		CreatedAt: h.Now()}
 	if sq.Tags == nil {
 		sq.Tags = pq.StringArray{}
 	}
@@ -178,7 +178,7 @@ func (h *Queries) ExecuteSavedQuery(ctx context.Context, req api.ExecuteSavedQue
 	if err != nil {
 		return nil, err
 	}
-	if err := store.UseSavedQuery(context.WithoutCancel(ctx), h.Store.DB, sq.ID, h.now()); err != nil {
+	if err := store.UseSavedQuery(context.WithoutCancel(ctx), h.Store.DB, sq.ID, h.Now()); err != nil {
 		return nil, err
 	}
 	return executedResponse{e}, nil

@@ -28,7 +28,7 @@ func (h *Handlers) Bootstrap(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		now := h.now()
+		now := h.Now()
 		u := &store.User{ID: store.NewID("usr"), Email: email, Name: "Administrator", PasswordHash: &hash, Status: "active", CreatedAt: now, UpdatedAt: now}
 		if err := store.CreateUser(ctx, tx, u); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package handlers
+package records
 
 import (
 	"crypto/rand"
@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"dataplatform/handlers"
 	"dataplatform/handlers/apierr"
 	"dataplatform/store/datasets"
 	"dataplatform/store/usersql"
@@ -25,11 +25,10 @@ const (
 	maxQueryTimeout     = 120 * time.Second
 	maxQueryRows        = 10_000
 	defaultCacheTTL     = 60 * time.Second
-	maxCached           = 1000
 )
 
 // queryCache keeps record query answers (options.cache) for their cache_ttl.
-var queryCache = newTTLCache[map[string]any](maxCached)
+var queryCache = handlers.NewTTLCache[map[string]any](handlers.MaxCached)
 
 // Query is POST /api/v1/datasets/{id}/data/query: one SELECT of the caller's, checked with
 // PostgreSQL's parser, run read-only under the organization's query role with a timeout.
@@ -56,7 +55,7 @@ func (h *Records) Query(c echo.Context) error {
 	sqlText := strings.ReplaceAll(req.SQL, "${table}", rc.desc.Table.Qualified())
 	bound, names, err := usersql.BindNames(sqlText, 1)
 	if err != nil {
-		return queryErr(err, nil, 0, 0)
+		return handlers.QueryError(err, nil, 0, 0)
 	}
 	args := make([]any, len(names))
 	for i, n := range names {
@@ -75,7 +74,7 @@ func (h *Records) Query(c echo.Context) error {
 		}
 	}
 	if err := usersql.Check(bound); err != nil {
-		return queryErr(err, nil, 0, 0)
+		return handlers.QueryError(err, nil, 0, 0)
 	}
 	timeout := defaultQueryTimeout
 	if req.Options.Timeout != nil {
@@ -86,7 +85,7 @@ func (h *Records) Query(c echo.Context) error {
 		pj, _ := json.Marshal(req.Parameters)
 		sum := sha256.Sum256([]byte(rc.d.OrgID + "\x00" + rc.d.ID + "\x00" + bound + "\x00" + string(pj)))
 		key = hex.EncodeToString(sum[:])
-		if hit, ok := queryCache.get(key); ok {
+		if hit, ok := queryCache.Get(key); ok {
 			out := map[string]any{"data": hit["data"], "schema": hit["schema"]}
 			meta := map[string]any{}
 			for k, v := range hit["meta"].(map[string]any) {
@@ -108,7 +107,7 @@ func (h *Records) Query(c echo.Context) error {
 	}
 	res, err := usersql.RunQuery(ctx, h.Store.DB, rc.d.OrgID, bound, args, usersql.QueryOptions{Timeout: timeout, MaxRows: maxQueryRows})
 	if err != nil {
-		return queryErr(err, &bound, timeout, time.Since(start))
+		return handlers.QueryError(err, &bound, timeout, time.Since(start))
 	}
 	id := make([]byte, 10)
 	_, _ = rand.Read(id)
@@ -120,39 +119,7 @@ func (h *Records) Query(c echo.Context) error {
 		if req.Options.CacheTTL != nil {
 			ttl = time.Duration(*req.Options.CacheTTL) * time.Second
 		}
-		queryCache.put(key, body, ttl)
+		queryCache.Put(key, body, ttl)
 	}
 	return c.JSON(http.StatusOK, body)
-}
-
-// queryErr maps what went wrong with user SQL to the API's errors.
-func queryErr(err error, sqlText *string, timeout, took time.Duration) error {
-	var se *usersql.SyntaxError
-	var fe *usersql.ForbiddenError
-	var pe *pq.Error
-	switch {
-	case errors.As(err, &se):
-		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, "the query does not parse: "+se.Message).
-			WithDetails(map[string]any{"line": se.Line, "column": se.Column, "message": se.Message})
-	case errors.As(err, &fe):
-		return apierr.New(http.StatusBadRequest, apierr.CodeForbiddenOperation, fe.Reason).WithDetails(map[string]any{"allowed": "one SELECT statement"})
-	case usersql.IsTimeout(err):
-		return apierr.New(http.StatusRequestTimeout, apierr.CodeQueryTimeout, fmt.Sprintf("the query ran longer than %s and was cancelled", timeout)).
-			WithDetails(map[string]any{"timeout_seconds": timeout.Seconds(), "execution_time_seconds": took.Seconds(),
-				"suggestion": "filter or aggregate more, add a LIMIT, or raise options.timeout (at most 120000 ms)"})
-	case errors.As(err, &pe):
-		switch {
-		case pe.Code == "42501" || pe.Code == "25006":
-			return apierr.New(http.StatusBadRequest, apierr.CodeForbiddenOperation, "not allowed: "+pe.Message).WithDetails(map[string]any{"message": pe.Message})
-		case strings.HasPrefix(string(pe.Code), "42") || strings.HasPrefix(string(pe.Code), "22") || pe.Code == "21000": // syntax, names, types; data; a subquery of several rows
-			d := map[string]any{"message": pe.Message}
-			if sqlText != nil && pe.Position != "" {
-				var pos int
-				fmt.Sscan(pe.Position, &pos)
-				d["line"], d["column"] = usersql.Position(*sqlText, pos)
-			}
-			return apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, pe.Message).WithDetails(d)
-		}
-	}
-	return err
 }

@@ -1,0 +1,208 @@
+// Package records is the one dynamic handler of every dataset's record API (SPEC.md "Generated
+// API"): list and aggregate (list.go), read with expand/include (read.go), create, replace,
+// patch and delete (write.go), bulk (bulk.go), export (export.go), the read-only SQL query
+// (query.go), and the change streams over SSE (stream.go) and WebSocket (ws.go). The server has
+// resolved the dataset and validated the request against its description
+// (templates/descriptions) before a handler runs; the SQL is store/records'.
+package records
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"dataplatform/handlers"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
+	"dataplatform/store"
+	recsql "dataplatform/store/records"
+	"dataplatform/templates/descriptions"
+
+	"github.com/labstack/echo/v4"
+	"github.com/lib/pq"
+)
+
+// Records serves every dataset's record API: one handler, driven by the dataset's
+// description, against which the server has already validated the request.
+type Records struct{ *handlers.Handlers }
+
+// recordCtx is what the server's validation resolved for a record request.
+type recordCtx struct {
+	d    *store.Dataset
+	desc *descriptions.Description
+}
+
+// recordContextKey is where the server leaves the resolved dataset in the echo context.
+const recordContextKey = "record_dataset"
+
+// WithRecordContext stores a resolved dataset for the record handler.
+func WithRecordContext(c echo.Context, d *store.Dataset, desc *descriptions.Description) {
+	c.Set(recordContextKey, &recordCtx{d: d, desc: desc})
+}
+
+func (h *Records) resolve(c echo.Context, perm string) (*recordCtx, error) {
+	rc, ok := c.Get(recordContextKey).(*recordCtx)
+	if !ok {
+		return nil, errors.New("record request without a resolved dataset")
+	}
+	p := auth.FromContext(c.Request().Context())
+	return rc, auth.AccessFor(p, rc.d.OrgID, rc.d.Role).Need(perm)
+}
+
+func fieldErr(err error) error {
+	var fe *recsql.FieldError
+	if errors.As(err, &fe) {
+		return apierr.Field(fe.Field, fe.Code, fe.Message)
+	}
+	return err
+}
+
+func recordNotFound(id string) error {
+	return apierr.New(http.StatusNotFound, apierr.CodeRecordNotFound, "record not found").WithDetails(map[string]any{"id": id})
+}
+
+// recordID is the record named by the path, checked against the table's key.
+func recordID(c echo.Context, t *recsql.Table) (string, error) {
+	id, err := t.ParseKey(c.Param("id"))
+	return id, fieldErr(err)
+}
+
+func returnFields(c echo.Context, t *recsql.Table, query string) ([]string, error) {
+	f := c.Request().Header.Get("X-Return-Fields")
+	if query != "" {
+		f = query
+	}
+	fields, err := t.Select(f, "")
+	if err != nil && f == c.Request().Header.Get("X-Return-Fields") {
+		var fe *recsql.FieldError
+		if errors.As(err, &fe) {
+			fe.Field = "header.X-Return-Fields"
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return fields, nil
+}
+
+// readFields are the fields to read for a record answered with fields: those and what its
+// ETag is made of (version; a connected table's whole record).
+func readFields(t *recsql.Table, fields []string) []string {
+	if !t.System() {
+		return t.Fields()
+	}
+	if !slices.Contains(fields, "version") {
+		fields = append(fields, "version")
+	}
+	return fields
+}
+
+// etag is a record's entity tag: its id and version, or for a connected table's record
+// (which has no version) its key and a digest of all its values.
+func etag(d *store.Dataset, t *recsql.Table, rec json.RawMessage) string {
+	if !t.System() {
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(rec, &m)
+		b, _ := json.Marshal(m) // keys sorted: the same values make the same tag
+		sum := sha256.Sum256(b)
+		var key string
+		if raw, ok := m[t.Key()]; ok {
+			key = strings.Trim(string(raw), `"`)
+		}
+		return fmt.Sprintf(`"%s.%s.%s.%s"`, d.ID, t.Name, url.PathEscape(key), hex.EncodeToString(sum[:8]))
+	}
+	var m struct {
+		ID      json.Number `json:"id"`
+		Version json.Number `json:"version"`
+	}
+	_ = json.Unmarshal(rec, &m)
+	return fmt.Sprintf(`"%s.%s.%s"`, d.ID, m.ID, m.Version)
+}
+
+// narrow keeps only fields of a record read with readFields (a connected table's record is
+// read whole for its ETag).
+func narrow(t *recsql.Table, rec json.RawMessage, fields []string) json.RawMessage {
+	if t.System() || len(fields) == len(t.Fields()) {
+		return rec
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(rec, &m) != nil {
+		return rec
+	}
+	out := make(map[string]json.RawMessage, len(fields))
+	for _, f := range fields {
+		if v, ok := m[f]; ok {
+			out[f] = v
+		}
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+func (h *Records) respond(c echo.Context, rc *recordCtx, status int, rec json.RawMessage, fields []string) error {
+	out, err := h.withLinks(rc, narrow(rc.desc.Table, rec, fields))
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(rc.d, rc.desc.Table, rec))
+	return c.JSONBlob(status, out)
+}
+
+// decodeObject decodes a validated JSON object body, numbers kept exact.
+func decodeObject(raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, apierr.Field("body", "invalid_json", "the body is not a JSON object")
+	}
+	return m, nil
+}
+
+// writeErr maps database refusals of a write to API errors: a taken unique value is 409 with
+// the field; a value a constraint refuses is 400.
+func writeErr(err error, t *recsql.Table) error {
+	var pe *pq.Error
+	errors.As(err, &pe)
+	if col, ok := store.UniqueViolation(err); ok {
+		field := col
+		for _, c := range t.Columns {
+			if strings.Contains(col, "_"+c.Name+"_key") || col == c.Name {
+				field = c.Name
+			}
+		}
+		if m := detailKey.FindStringSubmatch(pe.Detail); field == "" && m != nil {
+			// A connected database's refusal names no constraint, only the remote column.
+			field = m[1]
+			for _, c := range t.Columns {
+				if c.Original == m[1] || c.Name == m[1] {
+					field = c.Name
+				}
+			}
+		}
+		return apierr.Conflict(field, "a record with this "+field+" already exists")
+	}
+	if pe != nil && pe.Code == "23503" { // a connected database's foreign key
+		return apierr.New(http.StatusConflict, apierr.CodeConflict, "the connected database refused: "+pe.Message).
+			WithDetails(map[string]any{"reason": pe.Detail})
+	}
+	if pe != nil && pe.Code == "42501" && t.Foreign {
+		return apierr.New(http.StatusForbidden, apierr.CodePermissionDenied, "the connected database refused the write: "+pe.Message).
+			WithDetails(map[string]any{"table": t.Name})
+	}
+	if v, ok := store.ConstraintViolation(err); ok {
+		return apierr.Field("body", "constraint", v)
+	}
+	return fieldErr(err)
+}
+
+// detailKey reads the column of PostgreSQL's "Key (email)=(...) already exists."
+var detailKey = regexp.MustCompile(`^Key \(([^,()]+)\)=`)
