@@ -89,4 +89,3 @@ func (h *Handlers) ResolveRecords(ctx context.Context, datasetID, table string) 
 	desc, err := h.Descriptions.Describe(ctx, d, table)
 	return d, desc, err
 }
-
