@@ -11,7 +11,6 @@ import (
 	"dataplatform/store"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/oapi-codegen/runtime/types"
 )
 
 // Auth implements sign-in, tokens and API keys.
@@ -271,5 +270,3 @@ func (a *Auth) OauthCallback(ctx context.Context, req api.OauthCallbackRequestOb
 	}
 	return api.OauthCallback200JSONResponse(tr), nil
 }
-
-var _ = types.Email("")

@@ -230,7 +230,8 @@ func (s *Server) buildEcho() *echo.Echo {
 func (s *Server) Handler() http.Handler { return s.echo }
 
 // HTTPServer is an http.Server with timeouts, so a slow client cannot hold a connection
-// forever. Streaming routes (later) extend their own deadlines with http.ResponseController.
+// forever. Streaming routes (exports, change streams, query streams) extend their own deadlines with
+// http.ResponseController.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Addr:              s.cfg.Addr,
