@@ -20,12 +20,7 @@ import (
 
 // Get is GET /api/v1/datasets/{id}/data/{id}.
 func (h *Records) Get(c echo.Context) error {
-	rc, err := h.resolve(c, "datasets:read")
-	if err != nil {
-		return err
-	}
-	t := rc.desc.Table
-	id, err := recordID(c, t)
+	rc, t, id, err := h.resolveRecord(c, "datasets:read")
 	if err != nil {
 		return err
 	}

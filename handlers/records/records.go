@@ -69,6 +69,17 @@ func recordNotFound(id string) error {
 	return apierr.New(http.StatusNotFound, apierr.CodeRecordNotFound, "record not found").WithDetails(map[string]any{"id": id})
 }
 
+// resolveRecord is resolve for a request about one record: also its table and the record's id
+// from the path, checked against the table's key.
+func (h *Records) resolveRecord(c echo.Context, perm string) (*recordCtx, *recsql.Table, string, error) {
+	rc, err := h.resolve(c, perm)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	id, err := recordID(c, rc.desc.Table)
+	return rc, rc.desc.Table, id, err
+}
+
 // recordID is the record named by the path, checked against the table's key.
 func recordID(c echo.Context, t *recsql.Table) (string, error) {
 	id, err := t.ParseKey(c.Param("id"))

@@ -122,12 +122,7 @@ func (h *Records) Replace(c echo.Context) error { return h.update(c, true) }
 func (h *Records) Patch(c echo.Context) error { return h.update(c, false) }
 
 func (h *Records) update(c echo.Context, replace bool) error {
-	rc, err := h.resolve(c, "datasets:write")
-	if err != nil {
-		return err
-	}
-	t := rc.desc.Table
-	id, err := recordID(c, t)
+	rc, t, id, err := h.resolveRecord(c, "datasets:write")
 	if err != nil {
 		return err
 	}
@@ -369,12 +364,7 @@ func merge(base, patch map[string]any) map[string]any {
 // records refer to (a relationship) is refused with 409 unless cascade=true, which deletes
 // them too, the same way.
 func (h *Records) Delete(c echo.Context) error {
-	rc, err := h.resolve(c, "datasets:delete")
-	if err != nil {
-		return err
-	}
-	t := rc.desc.Table
-	id, err := recordID(c, t)
+	rc, t, id, err := h.resolveRecord(c, "datasets:delete")
 	if err != nil {
 		return err
 	}
