@@ -536,5 +536,6 @@ func TestHTTPPageURLsOmitAPIKey(t *testing.T) {
 		t.Fatalf("next_page_url: %s", r.Body)
 	}
 	if strings.Contains(string(r.Body), k) {
+		t.Fatalf("the API key is copied into the response: %s", r.Body)
 	}
 }

@@ -641,9 +641,7 @@ func TestOrgAuditActorName(t *testing.T) {
 	if actor.ID == nil || *actor.ID != e.userIDOf(adminEmail) || actor.Email == nil || *actor.Email != adminEmail {
 		t.Fatalf("actor: %+v", actor)
 	}
-	if actor.Name == nil {
-	}
-	if *actor.Name != "Administrator" {
-		t.Fatalf("actor name %q", *actor.Name)
+	if actor.Name == nil || *actor.Name != "Administrator" {
+		t.Fatalf("actor name %v, want Administrator", actor.Name)
 	}
 }
