@@ -458,3 +458,61 @@ func (e *env) countOutboxRows(orgID, event string) int {
 	}
 	return n
 }
+
+// userIDOf is the id of the account with an email.
+func (e *env) userIDOf(email string) string {
+	e.t.Helper()
+	var id string
+	if err := e.st.DB.Get(&id, `SELECT id FROM platform.users WHERE lower(email) = lower($1)`, email); err != nil {
+		e.t.Fatalf("user %s: %v", email, err)
+	}
+	return id
+}
+
+// setPlan moves an organization to another plan tier (billing does not exist yet: straight in
+// the database).
+func (e *env) setPlan(orgID, tier string) {
+	e.t.Helper()
+	if _, err := e.st.DB.Exec(`UPDATE platform.organizations SET plan_tier = $2 WHERE id = $1`, orgID, tier); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// invTokenOf extracts the invitation token from an invitation's URL.
+func invTokenOf(r *resp) string {
+	u := r.str("invitation_url")
+	return u[strings.LastIndex(u, "/")+1:]
+}
+
+// joinAs invites email to orgID with the inviter's token and accepts the invitation; a new
+// person sets name and password, an existing account proves itself with its password. It
+// returns the access token of the accepted sign-in.
+func (e *env) joinAs(inviterTok, orgID, email, role, name, password string) string {
+	e.t.Helper()
+	inv := e.do("POST", "/api/v1/organizations/"+orgID+"/invitations", map[string]any{"email": email, "role": role}, bearer(inviterTok)).status(201)
+	acc := e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": name, "password": password}).status(200)
+	return acc.str("access_token")
+}
+
+// pageQuery parses a relative page URL of a pagination object.
+func pageQuery(t testing.TB, path, u string) url.Values {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil || p.Path != path || p.IsAbs() {
+		t.Fatalf("page URL %q is not a relative URL of %s", u, path)
+	}
+	return p.Query()
+}
+
+// subtest runs f as a subtest with the env reporting to it, and points the env back at t after.
+func (e *env) subtest(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	t.Run(name, func(st *testing.T) {
+		e.t = st
+		f(st)
+	})
+	e.t = t
+}
+
+// detailField is details.field of a nested error (conflicts name the field that way).
+func detailField(r *resp) any { return r.get("error.details.field") }
