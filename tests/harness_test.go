@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,6 +41,11 @@ func TestMain(m *testing.M) {
 	for _, ct := range []string{"text/markdown", "text/html", "text/css", "application/javascript", "text/javascript"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 	}
+	var err error
+	if doc, err = openapi3.NewLoader().LoadFromData(spec.YAML); err != nil {
+		fmt.Fprintln(os.Stderr, "tests: the published description:", err)
+		os.Exit(1)
+	}
 	os.Exit(pgtest.Main(m))
 }
 
@@ -60,6 +66,9 @@ type env struct {
 	cfg    config.Config
 	dbURL  string
 	logs   *logBuffer // the server's log, from level INFO
+	// members numbers the people member invites: per env, so that a test's emails do not
+	// depend on what other tests ran before or beside it
+	members *atomic.Int64
 	// the bootstrap owner and the ids of their organization and project
 	ownerToken string
 	orgID      string
@@ -132,7 +141,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e := &env{t: t, st: st, clock: fakeclock.New(time.Now().UTC()), cfg: cfg, dbURL: dbURL}
+	e := &env{t: t, st: st, clock: fakeclock.New(time.Now().UTC()), cfg: cfg, dbURL: dbURL, members: new(atomic.Int64)}
 	e.logs = &logBuffer{}
 	var log *slog.Logger = slog.New(slog.NewTextHandler(e.logs, nil))
 	if testing.Verbose() {
@@ -163,19 +172,11 @@ func newEnv(t testing.TB, opts ...option) *env {
 	return e
 }
 
-var (
-	docOnce sync.Once
-	doc     *openapi3.T
-)
+// doc is the published description, loaded once in TestMain; tests only read it.
+var doc *openapi3.T
 
 // specRouter finds operations of the published description for response validation.
 func specRouter(t testing.TB, serverURL string) routers.Router {
-	docOnce.Do(func() {
-		var err error
-		if doc, err = openapi3.NewLoader().LoadFromData(spec.YAML); err != nil {
-			t.Fatal(err)
-		}
-	})
 	d := *doc
 	d.Servers = openapi3.Servers{{URL: serverURL}}
 	r, err := gorillamux.NewRouter(&d)
@@ -425,14 +426,11 @@ func (e *env) login(email, password, orgID string) *resp {
 	return e.do("POST", "/api/v1/auth/login", body).status(200)
 }
 
-var memberSeq int
-
 // member invites a new person to orgID with role (as the owner), accepts, and returns their
 // email and access token.
 func (e *env) member(orgID, role string) (email, token string) {
 	e.t.Helper()
-	memberSeq++
-	email = fmt.Sprintf("%s%d@example.com", role, memberSeq)
+	email = fmt.Sprintf("%s%d@example.com", role, e.members.Add(1))
 	inv := e.do("POST", "/api/v1/organizations/"+orgID+"/invitations", map[string]any{"email": email, "role": role}, bearer(e.ownerToken)).status(201)
 	tok := inv.str("invitation_url")[strings.LastIndex(inv.str("invitation_url"), "/")+1:]
 	acc := e.do("POST", "/api/v1/invitations/"+tok+"/accept", map[string]any{"name": "User " + role, "password": "password-" + role}).status(200)
