@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,6 +41,11 @@ func TestMain(m *testing.M) {
 	for _, ct := range []string{"text/markdown", "text/html", "text/css", "application/javascript", "text/javascript"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 	}
+	var err error
+	if doc, err = openapi3.NewLoader().LoadFromData(spec.YAML); err != nil {
+		fmt.Fprintln(os.Stderr, "tests: the published description:", err)
+		os.Exit(1)
+	}
 	os.Exit(pgtest.Main(m))
 }
 
@@ -60,6 +66,12 @@ type env struct {
 	cfg    config.Config
 	dbURL  string
 	logs   *logBuffer // the server's log, from level INFO
+	// members numbers the people member invites: per env, so that a test's emails do not
+	// depend on what other tests ran before or beside it
+	members *atomic.Int64
+	// descRouters keeps the router of each dataset description seen, by its text: parsing
+	// the description again for every record request was most of the harness's own work
+	descRouters *sync.Map
 	// the bootstrap owner and the ids of their organization and project
 	ownerToken string
 	orgID      string
@@ -132,7 +144,8 @@ func newEnv(t testing.TB, opts ...option) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e := &env{t: t, st: st, clock: fakeclock.New(time.Now().UTC()), cfg: cfg, dbURL: dbURL}
+	e := &env{t: t, st: st, clock: fakeclock.New(time.Now().UTC()), cfg: cfg, dbURL: dbURL, members: new(atomic.Int64),
+		descRouters: new(sync.Map)}
 	e.logs = &logBuffer{}
 	var log *slog.Logger = slog.New(slog.NewTextHandler(e.logs, nil))
 	if testing.Verbose() {
@@ -163,19 +176,11 @@ func newEnv(t testing.TB, opts ...option) *env {
 	return e
 }
 
-var (
-	docOnce sync.Once
-	doc     *openapi3.T
-)
+// doc is the published description, loaded once in TestMain; tests only read it.
+var doc *openapi3.T
 
 // specRouter finds operations of the published description for response validation.
 func specRouter(t testing.TB, serverURL string) routers.Router {
-	docOnce.Do(func() {
-		var err error
-		if doc, err = openapi3.NewLoader().LoadFromData(spec.YAML); err != nil {
-			t.Fatal(err)
-		}
-	})
 	d := *doc
 	d.Servers = openapi3.Servers{{URL: serverURL}}
 	r, err := gorillamux.NewRouter(&d)
@@ -301,6 +306,9 @@ func (e *env) datasetRouter(id, table string) routers.Router {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
+	if r, ok := e.descRouters.Load(string(b)); ok && res.StatusCode == 200 {
+		return r.(routers.Router) // the same description as before: its router is kept
+	}
 	if res.StatusCode != 200 && table != "" {
 		return e.datasetRouter(id, "") // a table the dataset lacks: the answer is the default table's 400
 	}
@@ -317,6 +325,7 @@ func (e *env) datasetRouter(id, table string) routers.Router {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.descRouters.Store(string(b), r)
 	return r
 }
 
@@ -425,14 +434,11 @@ func (e *env) login(email, password, orgID string) *resp {
 	return e.do("POST", "/api/v1/auth/login", body).status(200)
 }
 
-var memberSeq int
-
 // member invites a new person to orgID with role (as the owner), accepts, and returns their
 // email and access token.
 func (e *env) member(orgID, role string) (email, token string) {
 	e.t.Helper()
-	memberSeq++
-	email = fmt.Sprintf("%s%d@example.com", role, memberSeq)
+	email = fmt.Sprintf("%s%d@example.com", role, e.members.Add(1))
 	inv := e.do("POST", "/api/v1/organizations/"+orgID+"/invitations", map[string]any{"email": email, "role": role}, bearer(e.ownerToken)).status(201)
 	tok := inv.str("invitation_url")[strings.LastIndex(inv.str("invitation_url"), "/")+1:]
 	acc := e.do("POST", "/api/v1/invitations/"+tok+"/accept", map[string]any{"name": "User " + role, "password": "password-" + role}).status(200)
@@ -458,3 +464,61 @@ func (e *env) countOutboxRows(orgID, event string) int {
 	}
 	return n
 }
+
+// userIDOf is the id of the account with an email.
+func (e *env) userIDOf(email string) string {
+	e.t.Helper()
+	var id string
+	if err := e.st.DB.Get(&id, `SELECT id FROM platform.users WHERE lower(email) = lower($1)`, email); err != nil {
+		e.t.Fatalf("user %s: %v", email, err)
+	}
+	return id
+}
+
+// setPlan moves an organization to another plan tier (billing does not exist yet: straight in
+// the database).
+func (e *env) setPlan(orgID, tier string) {
+	e.t.Helper()
+	if _, err := e.st.DB.Exec(`UPDATE platform.organizations SET plan_tier = $2 WHERE id = $1`, orgID, tier); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// invTokenOf extracts the invitation token from an invitation's URL.
+func invTokenOf(r *resp) string {
+	u := r.str("invitation_url")
+	return u[strings.LastIndex(u, "/")+1:]
+}
+
+// joinAs invites email to orgID with the inviter's token and accepts the invitation; a new
+// person sets name and password, an existing account proves itself with its password. It
+// returns the access token of the accepted sign-in.
+func (e *env) joinAs(inviterTok, orgID, email, role, name, password string) string {
+	e.t.Helper()
+	inv := e.do("POST", "/api/v1/organizations/"+orgID+"/invitations", map[string]any{"email": email, "role": role}, bearer(inviterTok)).status(201)
+	acc := e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": name, "password": password}).status(200)
+	return acc.str("access_token")
+}
+
+// pageQuery parses a relative page URL of a pagination object.
+func pageQuery(t testing.TB, path, u string) url.Values {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil || p.Path != path || p.IsAbs() {
+		t.Fatalf("page URL %q is not a relative URL of %s", u, path)
+	}
+	return p.Query()
+}
+
+// subtest runs f as a subtest with the env reporting to it, and points the env back at t after.
+func (e *env) subtest(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	t.Run(name, func(st *testing.T) {
+		e.t = st
+		f(st)
+	})
+	e.t = t
+}
+
+// detailField is details.field of a nested error (conflicts name the field that way).
+func detailField(r *resp) any { return r.get("error.details.field") }

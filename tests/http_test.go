@@ -498,6 +498,7 @@ func TestHTTPRateLimitLoginPerAddress(t *testing.T) {
 	// Every public operation shares the address's window.
 	e.do("POST", "/api/v1/auth/refresh", map[string]any{"refresh_token": r.str("refresh_token")}).apiError(429, "RATE_LIMIT_EXCEEDED")
 	e.do("GET", "/api/v1/invitations/"+strings.Repeat("c", 43), nil).apiError(429, "RATE_LIMIT_EXCEEDED")
+	e.do("POST", "/api/v1/invitations/"+strings.Repeat("c", 43)+"/accept", map[string]any{"name": "N", "password": "long-enough"}).apiError(429, "RATE_LIMIT_EXCEEDED")
 	// Signed-in requests are counted per principal, in their own category.
 	if r := e.do("GET", "/api/v1/projects/"+e.projectID, nil, bearer(e.ownerToken)).status(200); r.Header.Get("X-RateLimit-Limit") != "1000" {
 		t.Fatalf("default category: %v", r.Header)
@@ -536,5 +537,6 @@ func TestHTTPPageURLsOmitAPIKey(t *testing.T) {
 		t.Fatalf("next_page_url: %s", r.Body)
 	}
 	if strings.Contains(string(r.Body), k) {
+		t.Fatalf("the API key is copied into the response: %s", r.Body)
 	}
 }

@@ -432,6 +432,7 @@ func TestMemberRoleChangeOfInvitedUser(t *testing.T) {
 		t.Fatalf("role change of an invited user: %s", r.Body)
 	}
 	if info := e.do("GET", "/api/v1/invitations/"+invTokenOf(inv), nil).status(200); info.str("role") != "viewer" {
+		t.Fatalf("invitation after the role change: %s", info.Body)
 	}
 	acc := e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "P", "password": "long-enough"}).status(200)
 	if acc.str("user.roles.0") != "viewer" {

@@ -155,6 +155,11 @@ func TestProjectListSearchAndPagination(t *testing.T) {
 	if q := pageQuery(t, base, l.str("pagination.next_page_url")); q.Get("search") != "BETA" || q.Get("page") != "3" {
 		t.Fatalf("next_page_url: %s", l.Body)
 	}
+	// A page past the end of a search is empty and keeps the totals.
+	l = e.do("GET", base+"?search=beta&limit=5&page=4", nil, own).status(200)
+	if l.num("pagination.total") != 12 || l.num("pagination.pages") != 3 || l.len("projects") != 0 || l.get("pagination.has_next") != false {
+		t.Fatalf("past the end of a search: %s", l.Body)
+	}
 	for _, tc := range []struct {
 		q     string
 		total int

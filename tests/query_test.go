@@ -130,7 +130,8 @@ func TestQueryWallWithoutTheParser(t *testing.T) {
 	}
 	// Nothing leaked into the pooled connections: no advisory lock held, the role reset.
 	var locks int
-	e.st.DB.Get(&locks, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'`)
+	// pg_locks is the whole cluster's: count this database's only (other tests run beside).
+	e.st.DB.Get(&locks, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
 	var who string
 	e.st.DB.Get(&who, `SELECT current_user`)
 	if locks != 0 || strings.HasPrefix(who, "dp_query_") {

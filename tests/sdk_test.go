@@ -241,7 +241,7 @@ func TestTemplateSDKs(t *testing.T) {
 		{"javascript", "main.mjs", jsProgram, [][]string{{"node", "main.mjs"}}},
 		{"python", "main.py", pyProgram, [][]string{{"python3", "main.py"}}},
 	} {
-		t.Run(tc.lang, func(t *testing.T) {
+		e.subtest(t, tc.lang, func(t *testing.T) {
 			r := e.do("GET", "/api/v1/datasets/"+id+"/sdk/"+tc.lang, nil, own).status(200)
 			dir := t.TempDir()
 			unzip(t, r.Body, dir)

@@ -1,0 +1,604 @@
+package records_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"dataplatform/store"
+	"dataplatform/store/datasets"
+	"dataplatform/store/ingest"
+	"dataplatform/store/pgtest"
+	"dataplatform/store/records"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// columns are a customer-like dataset's: a required name, a unique email, a nullable score,
+// a status with an enum and a default, text tags, a JSON field and a date.
+var columns = []ingest.Column{
+	{Name: "name", Type: ingest.Text},
+	{Name: "email", Type: ingest.Text, Nullable: true, Constraints: &ingest.Constraints{Unique: true}},
+	{Name: "score", Type: ingest.Integer, Nullable: true},
+	{Name: "status", Type: ingest.Text, Constraints: &ingest.Constraints{Enum: []string{"pending", "active", "inactive"}, Default: json.RawMessage(`"pending"`)}},
+	{Name: "tags", Type: ingest.TextArray, Nullable: true},
+	{Name: "meta", Type: ingest.JSONB, Nullable: true},
+	{Name: "joined", Type: ingest.Date, Nullable: true},
+}
+
+// fixture is a dataset table of its own database, made as an upload makes it: the system
+// columns, the columns' DDL and constraints, row-level security.
+type fixture struct {
+	db     *sqlx.DB
+	org    string // the schema (an organization's)
+	tbl    *records.Table
+	fields []string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	org, id := store.NewID("org"), store.NewID("ds")
+	if err := datasets.EnsureSchema(ctx, st.DB, org); err != nil {
+		t.Fatal(err)
+	}
+	table := datasets.Table(org, id)
+	defs := []string{"id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"}
+	for _, c := range columns {
+		d, err := datasets.ColumnDDL(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defs = append(defs, d)
+	}
+	defs = append(defs, "created_at timestamptz NOT NULL DEFAULT now()", "updated_at timestamptz NOT NULL DEFAULT now()",
+		"deleted_at timestamptz", "version integer NOT NULL DEFAULT 1")
+	for _, c := range columns {
+		for _, k := range datasets.Constraints(id, c) {
+			defs = append(defs, "CONSTRAINT "+pq.QuoteIdentifier(k.Name)+" "+k.SQL)
+		}
+	}
+	for _, q := range append([]string{`CREATE TABLE ` + table + ` (` + strings.Join(defs, ", ") + `)`}, datasets.RowSecurity(table)...) {
+		if _, err := st.DB.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	tbl := records.NewTable(datasets.TableDef{Name: id, Schema: org, Relation: id, Columns: columns, PrimaryKey: []string{"id"}})
+	return &fixture{db: st.DB, org: org, tbl: tbl, fields: tbl.Fields()}
+}
+
+// people are the seeded records, in insertion order (ids 1 to 5), as the record API decodes
+// request bodies (numbers as json.Number).
+var people = decode(`[
+	{"name": "Ann", "email": "ann@example.com", "score": 90, "status": "active", "tags": ["vip", "north"], "meta": {"city": "Oslo"}, "joined": "2024-01-05"},
+	{"name": "Bob", "email": "bob@example.com", "score": 40, "status": "inactive", "tags": ["south"], "meta": {"city": "Rome"}, "joined": "2024-02-10"},
+	{"name": "Cid", "email": "cid@example.com", "score": null, "status": "active", "joined": null},
+	{"name": "Dee", "email": "dee@example.com", "score": 60, "tags": ["vip"], "meta": {"city": "Oslo", "floor": 3}, "joined": "2024-03-01"},
+	{"name": "Eve", "email": "eve@example.com", "score": 10, "status": "active", "meta": {"city": "Paris"}, "joined": "2023-12-24"}
+]`)
+
+// decode reads JSON as the record API reads request bodies.
+func decode(s string) []map[string]any {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var out []map[string]any
+	if err := d.Decode(&out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// body is one request body.
+func body(s string) map[string]any { return decode("[" + s + "]")[0] }
+
+// seed inserts people and dates them a day apart (Ann oldest), so that the default order,
+// newest first, does not depend on how fast the inserts ran.
+func (f *fixture) seed(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	for _, p := range people {
+		if _, err := f.tbl.Insert(ctx, f.db, p, f.fields); err != nil {
+			t.Fatalf("insert %v: %v", p["name"], err)
+		}
+	}
+	if _, err := f.db.Exec(`UPDATE ` + f.tbl.Qualified() + ` SET created_at = timestamptz '2024-06-01 00:00:00Z' + id * interval '1 day'`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// record decodes a JSON record.
+func record(t *testing.T, j json.RawMessage) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		t.Fatalf("record %s: %v", j, err)
+	}
+	return m
+}
+
+// names are the name fields of a page's rows, in order.
+func names(t *testing.T, rows []json.RawMessage) []string {
+	t.Helper()
+	out := []string{}
+	for _, r := range rows {
+		out = append(out, fmt.Sprint(record(t, r)["name"]))
+	}
+	return out
+}
+
+func fieldError(t *testing.T, err error, field, code string) {
+	t.Helper()
+	var fe *records.FieldError
+	if !errors.As(err, &fe) || fe.Field != field || fe.Code != code {
+		t.Fatalf("error %v (%T), want a field error %s %s", err, err, field, code)
+	}
+}
+
+func pqCode(t *testing.T, err error, code string) {
+	t.Helper()
+	var pe *pq.Error
+	if !errors.As(err, &pe) || string(pe.Code) != code {
+		t.Fatalf("error %v, want PostgreSQL error %s", err, code)
+	}
+}
+
+func TestInsertGetUpdateDelete(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	tbl, db := f.tbl, f.db
+
+	j, err := tbl.Insert(ctx, db, body(`{"name": "Ann", "email": "ann@example.com", "score": "7", "tags": ["a", "b"], "meta": {"k": 1}, "joined": "2024-01-05"}`), f.fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := record(t, j)
+	// The default fills status; the system fields are set; values come back typed.
+	if r["id"] != 1.0 || r["version"] != 1.0 || r["status"] != "pending" || r["score"] != 7.0 || r["joined"] != "2024-01-05" ||
+		fmt.Sprint(r["tags"]) != "[a b]" || fmt.Sprint(r["meta"]) != "map[k:1]" || r["created_at"] == nil || r["updated_at"] == nil {
+		t.Fatalf("inserted: %s", j)
+	}
+	if _, ok := r["deleted_at"]; ok {
+		t.Fatalf("deleted_at is not a record field: %s", j)
+	}
+	id, err := tbl.ParseKey("1")
+	if err != nil || id != "1" {
+		t.Fatalf("ParseKey: %q %v", id, err)
+	}
+
+	g, err := tbl.Get(ctx, db, id, []string{"id", "name", "score"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := record(t, g); len(m) != 3 || m["name"] != "Ann" || m["score"] != 7.0 {
+		t.Fatalf("get with fields: %s", g)
+	}
+
+	// An update at the current version writes and moves the version on; a stale one writes
+	// nothing.
+	u, ok, err := tbl.Update(ctx, db, id, 1, body(`{"score": 8, "status": "active"}`), false, f.fields)
+	if err != nil || !ok {
+		t.Fatalf("update: %v %v", ok, err)
+	}
+	if m := record(t, u); m["version"] != 2.0 || m["score"] != 8.0 || m["status"] != "active" || m["name"] != "Ann" || m["email"] != "ann@example.com" {
+		t.Fatalf("updated: %s", u)
+	}
+	if _, ok, err := tbl.Update(ctx, db, id, 1, body(`{"score": 9}`), false, f.fields); err != nil || ok {
+		t.Fatalf("stale update: ok %v, %v", ok, err)
+	}
+	// A replace resets what the body leaves out to its default (NULL, or the declared one).
+	u, ok, err = tbl.Update(ctx, db, id, 2, map[string]any{"name": "Annie"}, true, f.fields)
+	if err != nil || !ok {
+		t.Fatalf("replace: %v %v", ok, err)
+	}
+	if m := record(t, u); m["version"] != 3.0 || m["name"] != "Annie" || m["score"] != nil || m["email"] != nil || m["status"] != "pending" || m["tags"] != nil {
+		t.Fatalf("replaced: %s", u)
+	}
+
+	// A soft delete hides the record but keeps the row; a hard one removes it.
+	at, err := tbl.Delete(ctx, db, id, true)
+	if err != nil || time.Since(at) > time.Minute || at.Location() != time.UTC {
+		t.Fatalf("soft delete: %v %v", at, err)
+	}
+	if _, err := tbl.Get(ctx, db, id, f.fields, false); !errors.Is(err, records.ErrNotFound) {
+		t.Fatalf("get after soft delete: %v", err)
+	}
+	if _, ok, err := tbl.Update(ctx, db, id, 4, map[string]any{"name": "ghost"}, false, f.fields); err != nil || ok {
+		t.Fatalf("update of a deleted record: %v %v", ok, err)
+	}
+	var deleted int
+	if err := db.Get(&deleted, `SELECT count(*) FROM `+tbl.Qualified()+` WHERE deleted_at IS NOT NULL AND version = 4`); err != nil || deleted != 1 {
+		t.Fatalf("soft-deleted row: %d %v", deleted, err)
+	}
+	if _, err := tbl.Delete(ctx, db, id, true); !errors.Is(err, records.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	j, err = tbl.Insert(ctx, db, map[string]any{"name": "Bob"}, []string{"id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := fmt.Sprint(record(t, j)["id"])
+	if _, err := tbl.Delete(ctx, db, bob, false); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := db.Get(&left, `SELECT count(*) FROM `+tbl.Qualified()); err != nil || left != 1 {
+		t.Fatalf("rows after a hard delete: %d %v", left, err)
+	}
+}
+
+// The database refuses what the table's constraints forbid; values that do not fit a column
+// are refused before they reach it.
+func TestWritesRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.seed(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		body map[string]any
+		code string // PostgreSQL error code, or "" for a field error
+		fe   string // the field error's field
+	}{
+		{"unique email", map[string]any{"name": "Ann 2", "email": "ann@example.com"}, "23505", ""},
+		{"status outside the enum", map[string]any{"name": "X", "status": "gone"}, "23514", ""},
+		{"required name missing", map[string]any{"email": "x@example.com"}, "23502", ""},
+		{"score not an integer", map[string]any{"name": "X", "score": "many"}, "", "body.score"},
+		{"date not a date", map[string]any{"name": "X", "joined": "yesterday"}, "", "body.joined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.tbl.Insert(ctx, f.db, tc.body, f.fields)
+			if tc.code != "" {
+				pqCode(t, err, tc.code)
+			} else {
+				fieldError(t, err, tc.fe, "type")
+			}
+		})
+	}
+	// An update that breaks a constraint changes nothing.
+	_, _, err := f.tbl.Update(ctx, f.db, "2", 1, map[string]any{"email": "ann@example.com"}, false, f.fields)
+	pqCode(t, err, "23505")
+	if g, err := f.tbl.Get(ctx, f.db, "2", f.fields, false); err != nil || record(t, g)["email"] != "bob@example.com" || record(t, g)["version"] != 1.0 {
+		t.Fatalf("after a refused update: %s %v", g, err)
+	}
+	var n int
+	if err := f.db.Get(&n, `SELECT count(*) FROM `+f.tbl.Qualified()); err != nil || n != len(people) {
+		t.Fatalf("%d rows after refused inserts (%v), want %d", n, err, len(people))
+	}
+	// Paths name records by positive integer ids only.
+	for _, s := range []string{"abc", "0", "-3", "1.5"} {
+		_, err := f.tbl.ParseKey(s)
+		fieldError(t, err, "path.id", "type")
+	}
+	if _, err := f.tbl.Get(ctx, f.db, "99", f.fields, false); !errors.Is(err, records.ErrNotFound) {
+		t.Fatalf("get of a missing record: %v", err)
+	}
+	if _, err := f.tbl.Delete(ctx, f.db, "99", false); !errors.Is(err, records.ErrNotFound) {
+		t.Fatalf("delete of a missing record: %v", err)
+	}
+}
+
+func TestList(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.seed(t)
+	filters := func(q string) []records.Filter {
+		t.Helper()
+		v, err := url.ParseQuery(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := f.tbl.ParseFilters(v)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return fs
+	}
+	for _, tc := range []struct {
+		name  string
+		lq    records.ListQuery
+		want  []string
+		total int64
+	}{
+		{"default order: newest first", records.ListQuery{}, []string{"Eve", "Dee", "Cid", "Bob", "Ann"}, 5},
+		{"by name", records.ListQuery{Sort: "name"}, []string{"Ann", "Bob", "Cid", "Dee", "Eve"}, 5},
+		{"score descending, nulls first", records.ListQuery{Sort: "-score"}, []string{"Cid", "Ann", "Dee", "Bob", "Eve"}, 5},
+		{"two keys", records.ListQuery{Sort: "status,-score"}, []string{"Cid", "Ann", "Eve", "Bob", "Dee"}, 5},
+		{"second page", records.ListQuery{Sort: "name", Page: 2, Limit: 2}, []string{"Cid", "Dee"}, 5},
+		{"past the end", records.ListQuery{Sort: "name", Page: 4, Limit: 2}, []string{}, 5},
+		{"eq", records.ListQuery{Sort: "name", Filters: filters("filter[status]=active")}, []string{"Ann", "Cid", "Eve"}, 3},
+		{"ne keeps nulls", records.ListQuery{Sort: "name", Filters: filters("filter[score][ne]=90")}, []string{"Bob", "Cid", "Dee", "Eve"}, 4},
+		{"gt", records.ListQuery{Sort: "name", Filters: filters("filter[score][gt]=40")}, []string{"Ann", "Dee"}, 2},
+		{"lte on a date", records.ListQuery{Sort: "name", Filters: filters("filter[joined][lte]=2024-01-05")}, []string{"Ann", "Eve"}, 2},
+		{"in", records.ListQuery{Sort: "name", Filters: filters("filter[status][in]=inactive,pending")}, []string{"Bob", "Dee"}, 2},
+		{"nin keeps nulls", records.ListQuery{Sort: "name", Filters: filters("filter[score][nin]=90,40")}, []string{"Cid", "Dee", "Eve"}, 3},
+		{"between", records.ListQuery{Sort: "name", Filters: filters("filter[score][between]=10,60")}, []string{"Bob", "Dee", "Eve"}, 3},
+		{"is null", records.ListQuery{Sort: "name", Filters: filters("filter[score][is]=null")}, []string{"Cid"}, 1},
+		{"contains text, any case", records.ListQuery{Sort: "name", Filters: filters("filter[email][contains]=E@EXAMPLE")}, []string{"Dee", "Eve"}, 2},
+		{"startswith escapes wildcards", records.ListQuery{Filters: filters("filter[name][startswith]=_")}, []string{}, 0},
+		{"endswith", records.ListQuery{Sort: "name", Filters: filters("filter[name][endswith]=e")}, []string{"Dee", "Eve"}, 2},
+		{"contains in an array", records.ListQuery{Sort: "name", Filters: filters("filter[tags][contains]=vip")}, []string{"Ann", "Dee"}, 2},
+		{"contains in JSON", records.ListQuery{Sort: "name", Filters: filters(`filter[meta][contains]={"city":"Oslo"}`)}, []string{"Ann", "Dee"}, 2},
+		{"a path into JSON", records.ListQuery{Sort: "name", Filters: filters("filter[meta.city]=Rome")}, []string{"Bob"}, 1},
+		{"filters combine", records.ListQuery{Sort: "name", Filters: filters("filter[status]=active&filter[score][gte]=10")}, []string{"Ann", "Eve"}, 2},
+		{"search", records.ListQuery{Sort: "name", Search: "paris"}, []string{"Eve"}, 1},
+		{"search in text", records.ListQuery{Sort: "name", Search: "bob"}, []string{"Bob"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lq := tc.lq
+			if lq.Limit == 0 {
+				lq.Limit = 10
+			}
+			if lq.Page == 0 {
+				lq.Page = 1
+			}
+			lq.Fields = f.fields
+			p, err := f.tbl.List(context.Background(), f.db, lq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Release()
+			if got := names(t, p.Rows); !slices.Equal(got, tc.want) || p.Total != tc.total || p.Estimated {
+				t.Fatalf("rows %v total %d (estimated %v), want %v total %d", got, p.Total, p.Estimated, tc.want, tc.total)
+			}
+		})
+	}
+
+	// Only the fields asked for, even when the sort needs others.
+	p, err := f.tbl.List(context.Background(), f.db, records.ListQuery{Page: 1, Limit: 1, Sort: "-score", Fields: []string{"name"}, Count: "exact"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Rows) != 1 || fmt.Sprint(record(t, p.Rows[0])) != "map[name:Cid]" || p.Total != 5 || !slices.Equal(p.Sort, []string{"-score"}) {
+		t.Fatalf("narrowed: %s, total %d, sort %v", p.Rows, p.Total, p.Sort)
+	}
+	// Soft-deleted records are not listed.
+	if _, err := f.tbl.Delete(context.Background(), f.db, "1", true); err != nil {
+		t.Fatal(err)
+	}
+	p, err = f.tbl.List(context.Background(), f.db, records.ListQuery{Page: 1, Limit: 10, Sort: "name", Fields: f.fields})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, p.Rows); !slices.Equal(got, []string{"Bob", "Cid", "Dee", "Eve"}) || p.Total != 4 {
+		t.Fatalf("after deleting Ann: %v total %d", got, p.Total)
+	}
+}
+
+// Cursors walk a sorted list page by page, forwards and back, across NULLs.
+func TestListCursors(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.seed(t)
+	ctx := context.Background()
+	list := func(cursor string) *records.Page {
+		t.Helper()
+		p, err := f.tbl.List(ctx, f.db, records.ListQuery{Page: 1, Limit: 2, Sort: "-score", Fields: f.fields, Cursor: cursor})
+		if err != nil {
+			t.Fatalf("cursor %q: %v", cursor, err)
+		}
+		return p
+	}
+	var pages [][]string
+	var prevs []string
+	p := list("")
+	if p.Prev != "" {
+		t.Fatal("the first page has a previous one")
+	}
+	for {
+		pages = append(pages, names(t, p.Rows))
+		prevs = append(prevs, p.Prev)
+		if p.Next == "" {
+			break
+		}
+		p = list(p.Next)
+	}
+	if fmt.Sprint(pages) != "[[Cid Ann] [Dee Bob] [Eve]]" {
+		t.Fatalf("forwards: %v", pages)
+	}
+	// Back from the last page: the page before it, then the first.
+	back := list(prevs[2])
+	if got := names(t, back.Rows); !slices.Equal(got, []string{"Dee", "Bob"}) || back.Next == "" || back.Prev == "" {
+		t.Fatalf("back from the last page: %v (next %q prev %q)", got, back.Next, back.Prev)
+	}
+	if first := list(back.Prev); !slices.Equal(names(t, first.Rows), []string{"Cid", "Ann"}) || first.Prev != "" {
+		t.Fatalf("back to the first page: %v (prev %q)", names(t, first.Rows), first.Prev)
+	}
+	// A cursor is bound to its dataset and its sort.
+	_, err := f.tbl.List(ctx, f.db, records.ListQuery{Page: 1, Limit: 2, Sort: "name", Fields: f.fields, Cursor: prevs[1]})
+	fieldError(t, err, "query.cursor", "invalid_cursor")
+	other := records.Cursor{Dataset: "ds_other", Sort: "-score"}.Encode()
+	_, err = f.tbl.List(ctx, f.db, records.ListQuery{Page: 1, Limit: 2, Sort: "-score", Fields: f.fields, Cursor: other})
+	fieldError(t, err, "query.cursor", "invalid_cursor")
+	_, err = f.tbl.List(ctx, f.db, records.ListQuery{Page: 1, Limit: 2, Sort: "-score", Fields: f.fields, Cursor: "not a cursor"})
+	fieldError(t, err, "query.cursor", "invalid_cursor")
+}
+
+// Requests naming what the table does not have, or asking what its fields cannot do, are
+// refused with the parameter at fault.
+func TestListRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		query, field, code string
+	}{
+		{"filter[nope]=1", "query.filter[nope]", "unknown_field"},
+		{"filter[name][near]=x", "query.filter[name][near]", "invalid_operator"},
+		{"filter=x", "query.filter", "invalid_filter"},
+		{"filter[name.first]=x", "query.filter[name.first]", "invalid_filter"},
+	} {
+		v, _ := url.ParseQuery(tc.query)
+		_, err := f.tbl.ParseFilters(v)
+		fieldError(t, err, tc.field, tc.code)
+	}
+	for _, tc := range []struct {
+		name  string
+		lq    records.ListQuery
+		field string
+		code  string
+	}{
+		{"gt on an array", records.ListQuery{Filters: []records.Filter{{Field: "tags", Op: "gt", Value: "a"}}}, "query.filter[tags][gt]", "invalid_operator"},
+		{"a word for an integer", records.ListQuery{Filters: []records.Filter{{Field: "score", Op: "gt", Value: "many"}}}, "query.filter[score][gt]", "invalid_value"},
+		{"like on an integer", records.ListQuery{Filters: []records.Filter{{Field: "score", Op: "like", Value: "1%"}}}, "query.filter[score][like]", "invalid_operator"},
+		{"is true on text", records.ListQuery{Filters: []records.Filter{{Field: "name", Op: "is", Value: "true"}}}, "query.filter[name][is]", "invalid_value"},
+		{"between one value", records.ListQuery{Filters: []records.Filter{{Field: "score", Op: "between", Value: "1"}}}, "query.filter[score][between]", "invalid_value"},
+		{"contains non-JSON in JSON", records.ListQuery{Filters: []records.Filter{{Field: "meta", Op: "contains", Value: "{"}}}, "query.filter[meta][contains]", "invalid_value"},
+		{"sort by an unknown field", records.ListQuery{Sort: "nope"}, "query.sort", "unknown_field"},
+		{"sort by an array", records.ListQuery{Sort: "tags"}, "query.sort", "not_sortable"},
+		{"sort twice by a field", records.ListQuery{Sort: "name,-name"}, "query.sort", "duplicate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.lq.Page, tc.lq.Limit, tc.lq.Fields = 1, 10, f.fields
+			_, err := f.tbl.List(ctx, f.db, tc.lq)
+			fieldError(t, err, tc.field, tc.code)
+		})
+	}
+	_, err := f.tbl.Select("name,nope", "")
+	fieldError(t, err, "query.fields", "unknown_field")
+	// Narrowed selections keep what every record requires.
+	sel, err := f.tbl.Select("email", "")
+	if err != nil || !slices.Equal(sel, []string{"id", "name", "email", "status", "created_at", "updated_at", "version"}) {
+		t.Fatalf("select email: %v %v", sel, err)
+	}
+	sel, err = f.tbl.Select("", "tags,meta,name")
+	if err != nil || slices.Contains(sel, "tags") || slices.Contains(sel, "meta") || !slices.Contains(sel, "name") {
+		t.Fatalf("exclude: %v %v", sel, err)
+	}
+}
+
+func TestUpdateAndDeleteWhere(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.seed(t)
+	ctx := context.Background()
+	ids, err := f.tbl.UpdateWhere(ctx, f.db, records.Selector{Filters: []records.Filter{{Field: "status", Op: "eq", Value: "active"}}}, body(`{"score": 1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(ids, func(a, b json.RawMessage) int { return strings.Compare(string(a), string(b)) })
+	if fmt.Sprintf("%s", ids) != "[1 3 5]" {
+		t.Fatalf("updated ids %s", ids)
+	}
+	var changed []string
+	if err := f.db.Select(&changed, `SELECT name FROM `+f.tbl.Qualified()+` WHERE score = 1 AND version = 2 ORDER BY name`); err != nil ||
+		!slices.Equal(changed, []string{"Ann", "Cid", "Eve"}) {
+		t.Fatalf("rows updated: %v %v", changed, err)
+	}
+	// By ids and a filter together: both must hold.
+	ids, err = f.tbl.DeleteWhere(ctx, f.db, records.Selector{IDs: []string{"1", "2", "3"}, Filters: []records.Filter{{Field: "score", Op: "eq", Value: "1"}}}, true)
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("deleted %s, %v", ids, err)
+	}
+	p, err := f.tbl.List(ctx, f.db, records.ListQuery{Page: 1, Limit: 10, Sort: "name", Fields: f.fields})
+	if err != nil || !slices.Equal(names(t, p.Rows), []string{"Bob", "Dee", "Eve"}) {
+		t.Fatalf("left: %v %v", names(t, p.Rows), err)
+	}
+	_, err = f.tbl.UpdateWhere(ctx, f.db, records.Selector{}, body(`{"score": 2}`))
+	fieldError(t, err, "ids", "required")
+	_, err = f.tbl.UpdateWhere(ctx, f.db, records.Selector{IDs: []string{"2"}}, map[string]any{})
+	fieldError(t, err, "data", "required")
+	_, err = f.tbl.DeleteWhere(ctx, f.db, records.Selector{}, false)
+	fieldError(t, err, "ids", "required")
+}
+
+func TestAggregate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.seed(t)
+	ctx := context.Background()
+	a, err := f.tbl.Aggregate(ctx, f.db, records.AggregateQuery{GroupBy: "status", Agg: "count,sum(score),max(joined)", Sort: "-count", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprintf("%s", a.Groups) != `[{"status":"active","count":3,"sum_score":100,"max_joined":"2024-01-05"} {"status":"inactive","count":1,"sum_score":40,"max_joined":"2024-02-10"} {"status":"pending","count":1,"sum_score":60,"max_joined":"2024-03-01"}]` {
+		t.Fatalf("groups: %s", a.Groups)
+	}
+	if string(a.Totals) != `{"count":5,"sum_score":200,"max_joined":"2024-03-01"}` {
+		t.Fatalf("totals: %s", a.Totals)
+	}
+	// Having and filters narrow the groups; the totals follow the filters only.
+	a, err = f.tbl.Aggregate(ctx, f.db, records.AggregateQuery{GroupBy: "date_trunc(year, joined)", Agg: "count,avg(score)", Having: "count>1",
+		Filters: []records.Filter{{Field: "score", Op: "gte", Value: "10"}}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Groups) != 1 || !strings.Contains(string(a.Groups[0]), `"count":3`) || !strings.Contains(string(a.Groups[0]), `"avg_score":63.333333`) ||
+		!strings.Contains(string(a.Totals), `"count":4`) {
+		t.Fatalf("having: %s totals %s", a.Groups, a.Totals)
+	}
+	for _, tc := range []struct{ aq records.AggregateQuery }{
+		{records.AggregateQuery{GroupBy: "nope", Agg: "count"}},
+		{records.AggregateQuery{Agg: "sum(name)"}},
+		{records.AggregateQuery{Agg: "median(score)"}},
+		{records.AggregateQuery{Agg: "count", Having: "sum_score>1"}},
+		{records.AggregateQuery{GroupBy: "date_trunc(year, name)", Agg: "count"}},
+	} {
+		tc.aq.Limit = 10
+		if _, err := f.tbl.Aggregate(ctx, f.db, tc.aq); !errors.As(err, new(*records.FieldError)) {
+			t.Fatalf("%+v: %v, want a field error", tc.aq, err)
+		}
+	}
+}
+
+// User SQL runs under the organization's query role: it reads live rows of its own schema,
+// cannot write, and stops at its timeout and row limit.
+func TestRunQuery(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.seed(t)
+	ctx := context.Background()
+	if err := datasets.EnsureQueryRole(ctx, f.db, f.org); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.tbl.Delete(ctx, f.db, "2", true); err != nil {
+		t.Fatal(err)
+	}
+	q := fmt.Sprintf(`SELECT name, score, joined FROM %s WHERE score > $1 ORDER BY name`, pq.QuoteIdentifier(f.tbl.Relation))
+	res, err := records.RunQuery(ctx, f.db, f.org, q, []any{5}, records.QueryOptions{Timeout: 5 * time.Second, MaxRows: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Columns) != 3 || res.Columns[0].Name != "name" || res.Columns[1].Type != "int4" || res.Columns[2].Type != "date" || res.Truncated {
+		t.Fatalf("columns: %+v truncated %v", res.Columns, res.Truncated)
+	}
+	if fmt.Sprint(res.Objects()) != "[map[joined:2024-01-05 name:Ann score:90] map[joined:2024-03-01 name:Dee score:60] map[joined:2023-12-24 name:Eve score:10]]" {
+		t.Fatalf("rows (Bob is deleted): %v", res.Objects())
+	}
+	res, err = records.RunQuery(ctx, f.db, f.org, q, []any{5}, records.QueryOptions{Timeout: 5 * time.Second, MaxRows: 2})
+	if err != nil || len(res.Rows) != 2 || !res.Truncated {
+		t.Fatalf("row limit: %d rows, truncated %v, %v", len(res.Rows), res.Truncated, err)
+	}
+	_, err = records.RunQuery(ctx, f.db, f.org, `SELECT count(*) FROM generate_series(1, 1000000000)`, nil, records.QueryOptions{Timeout: 100 * time.Millisecond, MaxRows: 1})
+	if !records.IsTimeout(err) {
+		t.Fatalf("timeout: %v", err)
+	}
+	for _, sql := range []string{
+		fmt.Sprintf(`DELETE FROM %s`, pq.QuoteIdentifier(f.tbl.Relation)),
+		`SELECT * FROM platform.users`,
+		`SELECT 1; SELECT 2`,
+	} {
+		if _, err := records.RunQuery(ctx, f.db, f.org, sql, nil, records.QueryOptions{Timeout: time.Second, MaxRows: 1}); err == nil {
+			t.Errorf("%s: not refused", sql)
+		}
+	}
+	var n int
+	if err := f.db.Get(&n, `SELECT count(*) FROM `+f.tbl.Qualified()); err != nil || n != len(people) {
+		t.Fatalf("rows after a refused delete: %d %v", n, err)
+	}
+}
