@@ -1,0 +1,97 @@
+package usersql_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"dataplatform/store"
+	"dataplatform/store/datasets"
+	"dataplatform/store/pgtest"
+	"dataplatform/store/usersql"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// sandbox is an organization's schema with one dataset-like table of five people (Bob
+// soft-deleted) and the organization's query role, in a database of its own.
+func sandbox(t *testing.T) (db *sqlx.DB, org, table string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	org, table = store.NewID("org"), store.NewID("ds")
+	if err := datasets.EnsureSchema(ctx, st.DB, org); err != nil {
+		t.Fatal(err)
+	}
+	qualified := datasets.Table(org, table)
+	for _, q := range append([]string{
+		`CREATE TABLE ` + qualified + ` (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name text NOT NULL,
+			score integer, joined date, deleted_at timestamptz)`,
+		`INSERT INTO ` + qualified + ` (name, score, joined, deleted_at) VALUES ('Ann', 90, '2024-01-05', NULL),
+			('Bob', 40, '2024-02-10', now()), ('Cid', NULL, NULL, NULL), ('Dee', 60, '2024-03-01', NULL), ('Eve', 10, '2023-12-24', NULL)`,
+	}, datasets.RowSecurity(qualified)...) {
+		if _, err := st.DB.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := datasets.EnsureQueryRole(ctx, st.DB, org); err != nil {
+		t.Fatal(err)
+	}
+	return st.DB, org, table
+}
+
+func TestRunQuery(t *testing.T) {
+	t.Parallel()
+	db, org, table := sandbox(t)
+	ctx := context.Background()
+	q := fmt.Sprintf(`SELECT name, score, joined FROM %s WHERE score > $1 ORDER BY name`, pq.QuoteIdentifier(table))
+	res, err := usersql.RunQuery(ctx, db, org, q, []any{5}, usersql.QueryOptions{Timeout: 5 * time.Second, MaxRows: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Columns) != 3 || res.Columns[0].Name != "name" || res.Columns[1].Type != "int4" || res.Columns[2].Type != "date" || res.Truncated {
+		t.Fatalf("columns: %+v truncated %v", res.Columns, res.Truncated)
+	}
+	if fmt.Sprint(res.Objects()) != "[map[joined:2024-01-05 name:Ann score:90] map[joined:2024-03-01 name:Dee score:60] map[joined:2023-12-24 name:Eve score:10]]" {
+		t.Fatalf("rows (Bob is deleted): %v", res.Objects())
+	}
+	res, err = usersql.RunQuery(ctx, db, org, q, []any{5}, usersql.QueryOptions{Timeout: 5 * time.Second, MaxRows: 2})
+	if err != nil || len(res.Rows) != 2 || !res.Truncated {
+		t.Fatalf("row limit: %d rows, truncated %v, %v", len(res.Rows), res.Truncated, err)
+	}
+	_, err = usersql.RunQuery(ctx, db, org, `SELECT count(*) FROM generate_series(1, 1000000000)`, nil, usersql.QueryOptions{Timeout: 100 * time.Millisecond, MaxRows: 1})
+	if !usersql.IsTimeout(err) {
+		t.Fatalf("timeout: %v", err)
+	}
+}
+
+// TestRunQueryRefuses: what the guard or the database refuses changes nothing.
+func TestRunQueryRefuses(t *testing.T) {
+	t.Parallel()
+	db, org, table := sandbox(t)
+	ctx := context.Background()
+	for _, sql := range []string{
+		fmt.Sprintf(`DELETE FROM %s`, pq.QuoteIdentifier(table)),
+		fmt.Sprintf(`WITH d AS (DELETE FROM %s RETURNING 1) SELECT * FROM d`, pq.QuoteIdentifier(table)),
+		`SELECT * FROM platform.users`,
+		`SELECT 1; SELECT 2`,
+		`SELECT pg_sleep(0)`,
+	} {
+		if _, err := usersql.RunQuery(ctx, db, org, sql, nil, usersql.QueryOptions{Timeout: time.Second, MaxRows: 1}); err == nil {
+			t.Errorf("%s: not refused", sql)
+		}
+	}
+	var n int
+	if err := db.Get(&n, `SELECT count(*) FROM `+datasets.Table(org, table)); err != nil || n != 5 {
+		t.Fatalf("rows after refused writes: %d %v", n, err)
+	}
+}
