@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"gopkg.in/yaml.v3"
@@ -44,7 +43,7 @@ func run(in, out string) error {
 	}
 	sort.Strings(files)
 	for _, f := range files {
-		if filepath.Base(f) == "components.yaml" || strings.HasSuffix(f, ".codegen.yaml") {
+		if filepath.Base(f) == "components.yaml" {
 			continue
 		}
 		area, err := load(f)
