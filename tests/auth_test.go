@@ -9,6 +9,7 @@ import (
 )
 
 func TestLoginAndMe(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.login(adminEmail, adminPassword, "")
 	if r.str("token_type") != "Bearer" || r.num("expires_in") != 3600 || r.str("user.email") != adminEmail {
@@ -44,6 +45,7 @@ func TestLoginAndMe(t *testing.T) {
 }
 
 func TestJWKSVerifiesIssuedTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.do("GET", "/.well-known/jwks.json", nil).status(200)
 	kid := r.str("keys.0.kid")
@@ -57,6 +59,7 @@ func TestJWKSVerifiesIssuedTokens(t *testing.T) {
 }
 
 func TestTokenExpiryAndSkew(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := e.ownerToken
 	e.clock.Advance(time.Hour + 4*time.Minute) // past exp, within the 5-minute grace
@@ -69,6 +72,7 @@ func TestTokenExpiryAndSkew(t *testing.T) {
 }
 
 func TestRejectedTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	parts := strings.Split(e.ownerToken, ".")
 	enc := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
@@ -99,6 +103,7 @@ func TestRejectedTokens(t *testing.T) {
 }
 
 func TestRefreshRotationAndReuse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first := e.login(adminEmail, adminPassword, "").str("refresh_token")
 	r := e.do("POST", "/api/v1/auth/refresh", map[string]any{"refresh_token": first}).status(200)
@@ -124,6 +129,7 @@ func TestRefreshRotationAndReuse(t *testing.T) {
 }
 
 func TestAPIKeysRotateAndGrace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.do("POST", "/api/v1/api-keys", map[string]any{"name": "ci", "permissions": []string{"datasets:list"}}, bearer(e.ownerToken)).status(201)
 	key := c.str("key")
@@ -162,6 +168,7 @@ func TestAPIKeysRotateAndGrace(t *testing.T) {
 }
 
 func TestViewerDeniedWrite(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, viewer := e.member(e.orgID, "viewer")
 	e.do("GET", "/api/v1/projects/"+e.projectID, nil, bearer(viewer)).status(200)
@@ -178,6 +185,7 @@ func TestViewerDeniedWrite(t *testing.T) {
 }
 
 func TestOrganizationIsolation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// B is another organization, created by the owner; the member of A is not in it.
 	b := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Org B"}, bearer(e.ownerToken)).status(201)

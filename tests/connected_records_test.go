@@ -13,6 +13,7 @@ import (
 // served through its own description, reads and writes go to the database live (through
 // postgres_fdw), the database's defaults, sequences and constraints apply.
 func TestConnectedRecordAPI(t *testing.T) {
+	t.Parallel()
 	host, port, password := externalPostgres(t)
 	e := newEnv(t)
 	own := bearer(e.ownerToken)

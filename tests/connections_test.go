@@ -90,6 +90,7 @@ func externalShop(t *testing.T) (*pgembed.Cluster, string) {
 }
 
 func TestPostgresConnectedDataset(t *testing.T) {
+	t.Parallel()
 	host, port, password := externalPostgres(t)
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
@@ -271,6 +272,7 @@ func freeTCPPort(t *testing.T) int {
 
 // MariaDB (or MySQL) at 127.0.0.1:3306 as root without a password, as on the CI machine.
 func TestMySQLConnectedDataset(t *testing.T) {
+	t.Parallel()
 	const addr = "127.0.0.1:3306"
 	admin, err := sql.Open("mysql", "root@tcp("+addr+")/?timeout=2s&multiStatements=true")
 	if err == nil {
@@ -359,6 +361,7 @@ func TestMySQLConnectedDataset(t *testing.T) {
 // names that resolve to it, the cloud metadata address and Unix sockets are refused before a
 // byte is sent, and nothing is created.
 func TestConnectionNetworks(t *testing.T) {
+	t.Parallel()
 	host, port, password := externalPostgres(t)
 	e := newEnv(t, func(c *config.Config) { c.ConnectionNetworks = nil })
 	own := bearer(e.ownerToken)

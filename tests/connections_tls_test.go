@@ -96,6 +96,7 @@ func requireTLS(t *testing.T, superuserURL, dataDir string) {
 // without verifying, verify-full rejects the self-signed certificate, and a dataset created
 // with require reads its rows live over TLS.
 func TestPostgresConnectionSSLModes(t *testing.T) {
+	t.Parallel()
 	c, dataDir := externalShop(t)
 	requireTLS(t, c.URL("postgres"), dataDir)
 	u, _ := url.Parse(c.URL("shop"))

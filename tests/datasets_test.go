@@ -44,6 +44,7 @@ func (e *env) waitDataset(tok, id string) *resp {
 }
 
 func TestDatasetFromCSV(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	csv := "Customer ID,Name,Signup Date,Amount,Active,Last Seen,Ref\n" +
 		"1,Ann,2024-01-05,10.50,true,2024-01-05T10:00:00Z,6f1c2a9e-8e4b-4c1a-9d5e-1f2a3b4c5d6e\n" +
@@ -120,6 +121,7 @@ func TestDatasetFromCSV(t *testing.T) {
 }
 
 func TestDatasetRaggedCSVFails(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.uploadAndCreate(e.ownerToken, "Ragged", "bad.csv", "a,b,c\n1,2,3\n4,5\n6,7,8\n")
 	d := e.waitDataset(e.ownerToken, id)
@@ -139,6 +141,7 @@ func TestDatasetRaggedCSVFails(t *testing.T) {
 }
 
 func TestDatasetCreateValidation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := "/api/v1/projects/" + e.projectID + "/datasets"
 	own := bearer(e.ownerToken)
@@ -159,6 +162,7 @@ func TestDatasetCreateValidation(t *testing.T) {
 
 // Deleting a project or an organization takes its datasets' tables and files with it.
 func TestDeletingProjectAndOrganizationDropsDatasetData(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	tables := func() (n int) {
@@ -190,6 +194,7 @@ func TestDeletingProjectAndOrganizationDropsDatasetData(t *testing.T) {
 }
 
 func TestDatasetFromJSONAndNDJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	js := `[{"id": 1, "name": "Ann", "tags": ["a", "b"], "address": {"city": "Oslo"}, "score": 1},
 	        {"id": 2, "name": "Bob", "tags": [], "score": 2.5, "joined": "2024-01-02"},

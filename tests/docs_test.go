@@ -32,6 +32,7 @@ func chromiumDOM(t *testing.T, url string) (dom, log string) {
 // TestDocsPages: Swagger UI and Redoc, for a dataset and for the platform, render their
 // operations in a real browser, with nothing loaded from elsewhere and no CSP refusal.
 func TestDocsPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.customers()

@@ -14,6 +14,7 @@ import (
 )
 
 func TestRecordExport(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "Contacts", "c.csv", "name,note,score,day\n"+

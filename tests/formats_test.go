@@ -34,6 +34,7 @@ type pqOrder struct {
 // A Parquet file with nested columns: groups and maps become jsonb, lists of scalars arrays,
 // lists of groups jsonb; decimals and timestamps keep their values.
 func TestDatasetFromParquetWithNestedColumns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var buf bytes.Buffer
 	w := parquet.NewGenericWriter[pqOrder](&buf)
@@ -80,6 +81,7 @@ func TestDatasetFromParquetWithNestedColumns(t *testing.T) {
 // A JSON file whose fields change type between records: the column widens to hold all of
 // them (integer and decimal → numeric, number and text → text, object and array → jsonb).
 func TestDatasetFromJSONWithMixedTypes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	js := `[{"n": 1, "v": 10, "x": {"a": 1}, "when": "2024-01-02"},
 	        {"n": 2.5, "v": "ten", "x": [1, 2], "when": "2024-01-02T03:04:05Z"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,6 +41,17 @@ func TestMain(m *testing.M) {
 	}
 	for _, ct := range []string{"text/markdown", "text/html", "text/css", "application/javascript", "text/javascript"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
+	// The tests wait on PostgreSQL, jobs and child processes far more than they compute, and
+	// go test runs GOMAXPROCS of them at once by default (2 on a small machine: barely faster
+	// than one by one). Unless -parallel is given, run 8 at a time: each test's server holds
+	// about 7 connections at its peak, so 8 stay well inside the embedded cluster's 200
+	// (16 reached 107) however many cores the machine has.
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", "8")
 	}
 	var err error
 	if doc, err = openapi3.NewLoader().LoadFromData(spec.YAML); err != nil {

@@ -62,6 +62,7 @@ var wantSecurityHeaders = map[string]string{
 }
 
 func TestHTTPSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.MaxBodyBytes = 1024 })
 	own := bearer(e.ownerToken)
 	cases := []struct {
@@ -113,6 +114,7 @@ func TestHTTPSecurityHeaders(t *testing.T) {
 }
 
 func TestHTTPRequestID(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	seen := map[string]bool{}
 	for i := 0; i < 3; i++ {
@@ -151,6 +153,7 @@ func TestHTTPRequestID(t *testing.T) {
 }
 
 func TestHTTPCORS(t *testing.T) {
+	t.Parallel()
 	const origin = "https://app.example"
 	e := newEnv(t, func(c *config.Config) { c.CORSOrigins = []string{origin} })
 	list := func(h string) []string {
@@ -235,6 +238,7 @@ func TestHTTPCORS(t *testing.T) {
 }
 
 func TestHTTPBodyLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.MaxBodyBytes = 1024 })
 	own := bearer(e.ownerToken)
 	big := `{"name":"` + strings.Repeat("a", 2048) + `"}`
@@ -268,6 +272,7 @@ func TestHTTPBodyLimit(t *testing.T) {
 }
 
 func TestHTTPServiceEndpoints(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	if r := e.do("GET", "/healthz", nil).status(200); r.str("status") != "ok" {
 		t.Fatalf("healthz: %s", r.Body)
@@ -341,6 +346,7 @@ func TestHTTPServiceEndpoints(t *testing.T) {
 }
 
 func TestHTTPErrorDocs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	d := e.do("GET", "/api/v1/errors/VALIDATION_ERROR", nil).status(200)
@@ -379,6 +385,7 @@ func TestHTTPErrorDocs(t *testing.T) {
 }
 
 func TestHTTPNotFoundAndMethodNotAllowed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, p := range []string{"/", "/nope", "/api/v1", "/api/v1/organization", "/api/v2/organizations", "/api/v1/organizations/" + e.orgID + "/nothing/here"} {
 		r := e.do("GET", p, nil).apiError(404, "NOT_FOUND") // unknown routes need no credentials to be unknown
@@ -403,6 +410,7 @@ func TestHTTPNotFoundAndMethodNotAllowed(t *testing.T) {
 // Malformed path parameters are refused by validation with 400; the description must list
 // that answer on every operation that has such parameters.
 func TestHTTPMalformedPathParameters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	for _, tc := range []struct{ method, path, field string }{
@@ -433,6 +441,7 @@ func rateHeaders(t testing.TB, r *resp) (limit, remaining, reset, after int64) {
 }
 
 func TestHTTPRateLimitPerPrincipal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.RateLimits = "default=3-M" })
 	own := bearer(e.ownerToken)
 	prj := "/api/v1/projects/" + e.projectID
@@ -481,6 +490,7 @@ func TestHTTPRateLimitPerPrincipal(t *testing.T) {
 }
 
 func TestHTTPRateLimitLoginPerAddress(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.RateLimits = "auth=2-M" })
 	// newEnv's sign-in was the first of this address.
 	r := e.login(adminEmail, adminPassword, "")
@@ -508,6 +518,7 @@ func TestHTTPRateLimitLoginPerAddress(t *testing.T) {
 // A NUL character is valid JSON but cannot be stored in PostgreSQL text: it must be refused as
 // a validation error, not fail in the database.
 func TestHTTPNULInStrings(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	for _, tc := range []struct{ method, path, body, field string }{
@@ -526,6 +537,7 @@ func TestHTTPNULInStrings(t *testing.T) {
 // The relative page URLs keep the request's query parameters, but never a credential: an API
 // key sent as api_key must not be copied into response bodies.
 func TestHTTPPageURLsOmitAPIKey(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	k := e.do("POST", "/api/v1/api-keys", map[string]any{"name": "q", "permissions": []string{"datasets:list"}}, own).status(201).str("key")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestMemberListFilters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	base := "/api/v1/organizations/" + e.orgID + "/users"
@@ -92,6 +93,7 @@ func TestMemberListFilters(t *testing.T) {
 }
 
 func TestInvitationAcceptNewPerson(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	ownerID := e.userIDOf(adminEmail)
@@ -175,6 +177,7 @@ func TestInvitationAcceptNewPerson(t *testing.T) {
 }
 
 func TestInvitationValidationAndPermissions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	invURL := "/api/v1/organizations/" + e.orgID + "/invitations"
@@ -231,6 +234,7 @@ func TestInvitationValidationAndPermissions(t *testing.T) {
 }
 
 func TestInvitationReplaceAndExpiry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	invURL := "/api/v1/organizations/" + e.orgID + "/invitations"
@@ -261,6 +265,7 @@ func TestInvitationReplaceAndExpiry(t *testing.T) {
 
 // GET of an expired invitation answers 410 like accept does; the description must allow it.
 func TestInvitationExpiredInfo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	inv := e.do("POST", "/api/v1/organizations/"+e.orgID+"/invitations", map[string]any{"email": "late@example.com", "expires_in_days": 1}, bearer(e.ownerToken)).status(201)
 	e.clock.Advance(24*time.Hour + time.Second)
@@ -268,6 +273,7 @@ func TestInvitationExpiredInfo(t *testing.T) {
 }
 
 func TestInvitationExistingUser(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	second := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Second"}, own).status(201).str("id")
@@ -301,6 +307,7 @@ func TestInvitationExistingUser(t *testing.T) {
 }
 
 func TestInvitationPlanLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	invURL := "/api/v1/organizations/" + e.orgID + "/invitations"
@@ -333,6 +340,7 @@ func TestInvitationPlanLimit(t *testing.T) {
 }
 
 func TestInvitationWithdrawn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	inv := e.do("POST", "/api/v1/organizations/"+e.orgID+"/invitations", map[string]any{"email": "gone@example.com"}, own).status(201)
@@ -349,6 +357,7 @@ func TestInvitationWithdrawn(t *testing.T) {
 }
 
 func TestMemberRoleChange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	users := "/api/v1/organizations/" + e.orgID + "/users/"
@@ -424,6 +433,7 @@ func TestMemberRoleChange(t *testing.T) {
 
 // A role changed while the invitation is pending is the role the person gets on accepting.
 func TestMemberRoleChangeOfInvitedUser(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	inv := e.do("POST", "/api/v1/organizations/"+e.orgID+"/invitations", map[string]any{"email": "pending@example.com", "role": "admin"}, own).status(201)
@@ -441,6 +451,7 @@ func TestMemberRoleChangeOfInvitedUser(t *testing.T) {
 }
 
 func TestMemberRemove(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	users := "/api/v1/organizations/" + e.orgID + "/users/"
@@ -513,6 +524,7 @@ func TestMemberRemove(t *testing.T) {
 
 // Every password length the description accepts can be set when accepting an invitation.
 func TestInvitationPasswordLengthAsDescribed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	op := doc.Paths.Find("/api/v1/invitations/{token}/accept").Post

@@ -85,6 +85,7 @@ func resultSet(r *resp, ordered bool) []string {
 // against the rows of hand-written SQL over the same datasets (not against the engine's SQL
 // text).
 func TestNaturalLanguageQuestions(t *testing.T) {
+	t.Parallel()
 	e := nlFixture(t)
 	recent := `placed_at > current_date - 30 AND placed_at <= current_date`
 	lastMonth := `placed_at >= date_trunc('month', current_date) - interval '1 month' AND placed_at < date_trunc('month', current_date)`
@@ -202,6 +203,7 @@ func TestNaturalLanguageQuestions(t *testing.T) {
 // TestNaturalLanguagePicksDatasetsWithTheSearchIndex: a question that names no dataset,
 // column or value is matched against the datasets' descriptions in the search index.
 func TestNaturalLanguagePicksDatasetsWithTheSearchIndex(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.uploadAndCreateWith(e.ownerToken, "Tickets", "t.csv", "subject,hours\nlogin,2\nbilling,5\n", map[string]any{"description": "support requests from clients"})
 	b := e.uploadAndCreateWith(e.ownerToken, "Shipments", "s.csv", "carrier,weight\nups,2\ndhl,3\nfedex,1\n", map[string]any{"description": "parcels sent to clients"})
@@ -232,6 +234,7 @@ func TestNaturalLanguagePicksDatasetsWithTheSearchIndex(t *testing.T) {
 // a planner dry run, and when it fails or is refused the built-in engine answers with a
 // warning.
 func TestNaturalLanguageWithAModel(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var answer string // what the model says next; "" = fail with 500
 	var prompts []string

@@ -19,6 +19,7 @@ func withProvider(p *oidctest.Provider) option {
 // callback answers this service's tokens for a provisioned user, and the provider's own tokens
 // work as bearer tokens for the same user.
 func TestOIDCAuthorizationCodeFlow(t *testing.T) {
+	t.Parallel()
 	p := oidctest.Start(t)
 	e := newEnv(t, withProvider(p))
 	p.Clock = e.clock.Now
@@ -53,6 +54,7 @@ func TestOIDCAuthorizationCodeFlow(t *testing.T) {
 }
 
 func TestOIDCNotConfigured(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.do("GET", "/api/v1/auth/oauth/authorize", nil).apiError(501, "OIDC_NOT_CONFIGURED")
 	e.do("GET", "/api/v1/auth/oauth/callback?code=x&state=y", nil).apiError(501, "OIDC_NOT_CONFIGURED")

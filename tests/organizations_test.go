@@ -9,6 +9,7 @@ import (
 )
 
 func TestOrgListPaginationAndRoleFilter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	ids := []string{e.orgID}
@@ -138,6 +139,7 @@ func TestOrgListPaginationAndRoleFilter(t *testing.T) {
 }
 
 func TestOrgCreate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	ownerID := e.userIDOf(adminEmail)
@@ -255,6 +257,7 @@ func TestOrgCreate(t *testing.T) {
 }
 
 func TestOrgGet(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	g := e.do("GET", "/api/v1/organizations/"+e.orgID, nil, own).status(200)
@@ -311,6 +314,7 @@ func TestOrgGet(t *testing.T) {
 }
 
 func TestOrgPatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	path := "/api/v1/organizations/" + e.orgID
@@ -408,6 +412,7 @@ func TestOrgPatch(t *testing.T) {
 }
 
 func TestOrgDelete(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	path := "/api/v1/organizations/" + e.orgID
@@ -477,6 +482,7 @@ func TestOrgDelete(t *testing.T) {
 }
 
 func TestOrgDeleteTransfer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	// Someone else owns the target; the bootstrap owner is an admin there.
@@ -527,6 +533,7 @@ func TestOrgDeleteTransfer(t *testing.T) {
 // Moving projects whose suffixed name is also taken must still give every project a unique
 // name, not fail on the unique index.
 func TestOrgDeleteTransferSuffixClash(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	target := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Target"}, own).status(201).str("id")
@@ -546,6 +553,7 @@ func TestOrgDeleteTransferSuffixClash(t *testing.T) {
 // A page number far past the end is an empty page (or a 400), never a failure: the offset
 // (page-1)*limit must not overflow.
 func TestOrgListHugePage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	for _, p := range []string{"/api/v1/organizations", "/api/v1/organizations/" + e.orgID + "/projects", "/api/v1/organizations/" + e.orgID + "/users"} {
@@ -565,6 +573,7 @@ func TestOrgListHugePage(t *testing.T) {
 
 // Audit entries name their actor (SPEC.md: actor id, name, email).
 func TestOrgAuditActorName(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Audited"}, bearer(e.ownerToken)).status(201).str("id")
 	var actor struct {

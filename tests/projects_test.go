@@ -9,6 +9,7 @@ import (
 )
 
 func TestProjectCRUD(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	ownerID := e.userIDOf(adminEmail)
@@ -85,6 +86,7 @@ func TestProjectCRUD(t *testing.T) {
 }
 
 func TestProjectNameUniquePerOrganization(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	base := "/api/v1/organizations/" + e.orgID + "/projects"
@@ -113,6 +115,7 @@ func TestProjectNameUniquePerOrganization(t *testing.T) {
 }
 
 func TestProjectListSearchAndPagination(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	base := "/api/v1/organizations/" + e.orgID + "/projects"
@@ -187,6 +190,7 @@ func TestProjectListSearchAndPagination(t *testing.T) {
 }
 
 func TestProjectPermissions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	base := "/api/v1/organizations/" + e.orgID + "/projects"
@@ -245,6 +249,7 @@ func TestProjectPermissions(t *testing.T) {
 }
 
 func TestProjectAPIKeyPermissions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	prj := "/api/v1/projects/" + e.projectID
@@ -279,6 +284,7 @@ func TestProjectAPIKeyPermissions(t *testing.T) {
 // An API key never exceeds its owner's role: what it lists beyond the role is ignored, and a
 // demotion of the owner narrows the key at once.
 func TestProjectAPIKeyBoundedByRole(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	devMail, dev := e.member(e.orgID, "developer")
@@ -310,6 +316,7 @@ func TestProjectAPIKeyBoundedByRole(t *testing.T) {
 }
 
 func TestProjectPlanLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	base := "/api/v1/organizations/" + e.orgID + "/projects"

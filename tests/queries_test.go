@@ -42,6 +42,7 @@ func (e *env) execute(body map[string]any, tok string) *resp {
 func rows(r *resp) string { return strings.Join(resultSet(r, true), "\n") }
 
 func TestProjectSQLQuery(t *testing.T) {
+	t.Parallel()
 	e, customers, orders := queryFixture(t)
 	// Datasets by name, quoted display name and identifier form; a join; grouping.
 	for _, q := range []string{
@@ -141,6 +142,7 @@ func TestProjectSQLQuery(t *testing.T) {
 }
 
 func TestProjectQueryIsolation(t *testing.T) {
+	t.Parallel()
 	e, customers, _ := queryFixture(t)
 	own := bearer(e.ownerToken)
 	// Another project of the same organization: its datasets cannot be named, by name or id.
@@ -162,6 +164,7 @@ func TestProjectQueryIsolation(t *testing.T) {
 }
 
 func TestProjectQueryHistory(t *testing.T) {
+	t.Parallel()
 	e, customers, orders := queryFixture(t)
 	own := bearer(e.ownerToken)
 	base := "/api/v1/projects/" + e.projectID + "/queries"
@@ -206,6 +209,7 @@ func TestProjectQueryHistory(t *testing.T) {
 // TestProjectQueryConcurrency: a user runs at most five queries at once, counted with
 // advisory locks in the database (so across replicas) that each query's transaction holds.
 func TestProjectQueryConcurrency(t *testing.T) {
+	t.Parallel()
 	e, _, _ := queryFixture(t)
 	var user string
 	if err := e.st.DB.Get(&user, `SELECT id FROM platform.users WHERE email = $1`, adminEmail); err != nil {
@@ -242,6 +246,7 @@ func TestProjectQueryConcurrency(t *testing.T) {
 }
 
 func TestProjectQueryValidateAndExplain(t *testing.T) {
+	t.Parallel()
 	e, customers, orders := queryFixture(t)
 	own := bearer(e.ownerToken)
 	base := "/api/v1/projects/" + e.projectID + "/queries/"
@@ -288,6 +293,7 @@ func TestProjectQueryValidateAndExplain(t *testing.T) {
 }
 
 func TestSavedQueries(t *testing.T) {
+	t.Parallel()
 	e, _, _ := queryFixture(t)
 	own := bearer(e.ownerToken)
 	base := "/api/v1/projects/" + e.projectID + "/"
@@ -367,6 +373,7 @@ func TestSavedQueries(t *testing.T) {
 
 // TestSavedQueryLimit: a project holds at most 1,000 saved queries.
 func TestSavedQueryLimit(t *testing.T) {
+	t.Parallel()
 	e, _, _ := queryFixture(t)
 	own := bearer(e.ownerToken)
 	q := e.execute(map[string]any{"query": `SELECT 1`}, e.ownerToken).status(200).str("query_id")
@@ -402,6 +409,7 @@ func sseEvents(t *testing.T, body []byte) (names []string, data []map[string]any
 }
 
 func TestProjectQueryStream(t *testing.T) {
+	t.Parallel()
 	e, _, _ := queryFixture(t)
 	own := bearer(e.ownerToken)
 	url := "/api/v1/projects/" + e.projectID + "/queries/stream"
@@ -447,6 +455,7 @@ func TestProjectQueryStream(t *testing.T) {
 }
 
 func TestQueryExport(t *testing.T) {
+	t.Parallel()
 	e, customers, _ := queryFixture(t)
 	own := bearer(e.ownerToken)
 	q := e.execute(map[string]any{"query": `SELECT customer_no, name, credit, city = 'Berlin' AS local FROM customers WHERE credit > {{min}} ORDER BY customer_no`,
@@ -539,6 +548,7 @@ func TestQueryExport(t *testing.T) {
 // more than 10,000 rows, is read in full; explain says so and suggests the index. (The
 // search-index job indexes the first 32 filterable columns; the 34th is left without.)
 func TestExplainSuggestsAnIndex(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var b strings.Builder
 	for c := 1; c <= 34; c++ {
@@ -587,6 +597,7 @@ func TestExplainSuggestsAnIndex(t *testing.T) {
 // TestProjectQueryRateLimit: executions count against the queries category (100 a minute by
 // default; 3 here), with the rate-limit headers.
 func TestProjectQueryRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.RateLimits = "queries=3-M" })
 	for i := 0; i < 3; i++ {
 		r := e.execute(map[string]any{"query": "SELECT 1"}, e.ownerToken).status(200)
@@ -604,6 +615,7 @@ func TestProjectQueryRateLimit(t *testing.T) {
 
 // TestInterruptedQueries: a query left running by a server that died is failed after an hour.
 func TestInterruptedQueries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, age := range []string{"2 hours", "5 minutes"} {
 		if _, err := e.st.DB.Exec(`INSERT INTO platform.queries (id, project_id, organization_id, type, query, status, created_at)

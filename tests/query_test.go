@@ -15,6 +15,7 @@ import (
 )
 
 func TestRecordQuery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	cust := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
@@ -85,6 +86,7 @@ func TestRecordQuery(t *testing.T) {
 // The database is the wall: SQL the parser would refuse, run straight through the executor,
 // is refused by PostgreSQL itself, and nothing outlives the rolled-back transaction.
 func TestQueryWallWithoutTheParser(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	mine := e.uploadAndCreate(e.ownerToken, "Mine", "m.csv", "a\n1\n2\n")

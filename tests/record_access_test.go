@@ -22,6 +22,7 @@ import (
 // memberships change: a change made through this server is seen by the very next request; one
 // made anywhere else (another replica, a job, SQL) as soon as PostgreSQL's notification arrives.
 func TestRecordAccessFollowsChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "Items", "items.csv", "name,qty\na,1\nb,2\n")
@@ -87,6 +88,7 @@ func TestRecordAccessFollowsChanges(t *testing.T) {
 // the others wait for one (exports and change streams do not), and a request whose client
 // gives up waiting ends quietly: no error logged.
 func TestRecordAdmission(t *testing.T) {
+	// Serial: it tells a waiting request from a served one by a 300 ms client timeout.
 	e := newEnv(t, func(c *config.Config) { c.RecordConcurrency = 1 })
 	id := e.uploadAndCreate(e.ownerToken, "Items", "items.csv", "name,qty\na,1\nb,2\n")
 	e.waitDataset(e.ownerToken, id)

@@ -33,6 +33,7 @@ func customerRecordSchema() map[string]any {
 }
 
 func TestRecordAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	cust := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
@@ -265,6 +266,7 @@ func TestRecordAPI(t *testing.T) {
 }
 
 func TestRecordCursorPagination(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	var csv strings.Builder
@@ -345,6 +347,7 @@ func TestRecordCursorPagination(t *testing.T) {
 func base64URL(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 
 func TestRecordAggregate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "Sales", "sales.csv", "region,amount,sold_at,rep\n"+
@@ -374,6 +377,7 @@ func TestRecordAggregate(t *testing.T) {
 // Concurrent replaces of the same version: exactly one wins, the others get the optimistic
 // lock error, and the record holds the winner's values.
 func TestRecordConcurrentReplace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "Counters", "c.csv", "name,n\nx,0\n")
@@ -413,6 +417,7 @@ func TestRecordConcurrentReplace(t *testing.T) {
 }
 
 func TestRecordBulk(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
@@ -468,6 +473,7 @@ func TestRecordBulk(t *testing.T) {
 // Search is backed by a GIN index on the same document expression, built after the load and
 // rebuilt when the columns change.
 func TestRecordSearchIndex(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
@@ -528,6 +534,7 @@ func TestRecordSearchIndex(t *testing.T) {
 
 // Every filter operator, on the field types it applies to.
 func TestRecordFilterOperators(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "Things", "things.json", `[

@@ -35,6 +35,7 @@ func (r *resp) column(name string) string {
 }
 
 func TestDatasetSchemaStatisticsAndRelationships(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	cust := e.uploadAndCreate(e.ownerToken, "Customers", "customers.csv", customersCSV)
@@ -141,6 +142,7 @@ func customerSchema() map[string]any {
 }
 
 func TestDatasetDeclaredSchema(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	base := "/api/v1/projects/" + e.projectID + "/datasets/"
@@ -210,6 +212,7 @@ func TestDatasetDeclaredSchema(t *testing.T) {
 }
 
 func TestDatasetSchemaChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "Customers", "customers.csv", customersCSV+"5,Eve,ann@example.com,active,x1,Oslo\n")
@@ -323,6 +326,7 @@ func TestDatasetSchemaChanges(t *testing.T) {
 // (text in an integer column, an empty field in a column that had none) makes the loader
 // infer from the whole file and load again, rather than fail or lose the value.
 func TestDatasetInferenceBeyondTheSample(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var b strings.Builder
 	b.WriteString("code,qty\n")
@@ -348,6 +352,7 @@ func TestDatasetInferenceBeyondTheSample(t *testing.T) {
 // Two bad regular expressions in one declaration: both reported (checking the first must not
 // spoil the second).
 func TestDeclaredSchemaTwoBadPatterns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	body, h := multipartBody(t, "c.csv", []byte("a,b\nx,y\n"), nil)

@@ -107,6 +107,7 @@ func check(err error) {
 // TestGoSDK: the Go SDK of the customer-shaped dataset compiles and lists, creates, reads,
 // patches and deletes against the live server.
 func TestGoSDK(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.customers()
@@ -223,6 +224,7 @@ except APIError as e:
 // JavaScript one runs under node, the Python one under python3 (standard library only): each
 // creates, reads, patches, lists (pages or cursor), deletes, and gets a typed error.
 func TestTemplateSDKs(t *testing.T) {
+	t.Parallel()
 	tsc, err := filepath.Abs("../scripts/tools/sdk/node_modules/.bin/tsc")
 	if err != nil {
 		t.Fatal(err)
@@ -340,6 +342,7 @@ console.log("ts", created.response.status, got.data?.email, patched.data?.status
 // tools — oapi-codegen's CLI for Go, openapi-typescript with openapi-fetch for TypeScript —
 // compile and list, create, read, patch and delete against the server.
 func TestThirdPartyClients(t *testing.T) {
+	t.Parallel()
 	bin, _ := filepath.Abs("../scripts/tools/sdk/node_modules/.bin")
 	modules, _ := filepath.Abs("../scripts/tools/sdk/node_modules")
 	root, _ := filepath.Abs("..")

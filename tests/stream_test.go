@@ -85,6 +85,7 @@ func next(t *testing.T, ch <-chan sseEvent, skipHeartbeats bool) sseEvent {
 }
 
 func TestRecordChangeStream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.StreamHeartbeat = 300 * time.Millisecond })
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
@@ -129,6 +130,7 @@ func TestRecordChangeStream(t *testing.T) {
 func jsonNum(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestRecordChangeSocket(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
@@ -189,6 +191,7 @@ func TestRecordChangeSocket(t *testing.T) {
 
 // A change made through one replica reaches a stream served by another.
 func TestRecordChangeStreamAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "Notes", "n.csv", "text\nfirst\n")

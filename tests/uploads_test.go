@@ -31,6 +31,7 @@ func multipartBody(t testing.TB, filename string, content []byte, fields map[str
 }
 
 func TestUploads(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	e := newEnv(t, func(c *config.Config) { c.DataDir = dir; c.MaxUploadBytes = 64 << 10; c.RateLimits = "uploads=100-H" })
 	own := bearer(e.ownerToken)
@@ -109,6 +110,7 @@ func TestUploads(t *testing.T) {
 
 // Uploads are limited to 10 an hour per project, whoever sends them.
 func TestUploadRateLimitPerProject(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.DataDir = t.TempDir(); c.RateLimits = "uploads=2-H" })
 	_, dev := e.member(e.orgID, "developer")
 	path := "/api/v1/projects/" + e.projectID + "/datasets/upload"

@@ -14,6 +14,7 @@ import (
 // each change with its level; compatibility between 1.1.0 and 3.0.0 lists the breaking ones;
 // older versions stay retrievable.
 func TestDescriptionVersions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "Customers", "c.csv", "name,email\nAnn,ann@example.com\nBob,\n")
@@ -97,6 +98,7 @@ func TestDescriptionVersions(t *testing.T) {
 // TestDeprecatedVersionHeaders: a record request naming a deprecated version in
 // X-API-Version is answered with Deprecation, Sunset and a successor-version link.
 func TestDeprecatedVersionHeaders(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "Items", "i.csv", "name,size\npen,1\n")
@@ -116,6 +118,7 @@ func TestDeprecatedVersionHeaders(t *testing.T) {
 // TestDatasetJSONSchema: a record as JSON Schema, nullable columns as null types, at any
 // version.
 func TestDatasetJSONSchema(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "Items", "i.csv", "name,size\npen,1\nbox,\n")
@@ -140,6 +143,7 @@ func TestDatasetJSONSchema(t *testing.T) {
 // TestValidateSchemaChange: a dry run tells the version a change would release, its
 // breaking changes and the rows that violate it, and changes nothing.
 func TestValidateSchemaChange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "People", "p.csv", "name,email,age\nAnn,ann@example.com,30\nBob,,41\n")
@@ -177,6 +181,7 @@ func TestValidateSchemaChange(t *testing.T) {
 // TestValidateOpenAPI: any description, JSON or YAML, is checked part by part, each error
 // with its JSON pointer; the platform's own and a dataset's descriptions are valid.
 func TestValidateOpenAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	spec := e.do("GET", "/api/v1/openapi.json", nil).status(200)
@@ -214,6 +219,7 @@ func TestValidateOpenAPI(t *testing.T) {
 // personal data found by name and by value, code samples on every operation, constraints,
 // relationships, access control, the OAuth 2.0 scheme with SPEC.md's scopes.
 func TestDescriptionExtensions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	c := e.uploadAndCreate(e.ownerToken, "Customers", "c.csv", "id,name,contact,phone,tier\n1,Ann,ann@example.com,+14155550101,gold\n2,Bob,bob@example.org,+442071838750,silver\n")
@@ -260,6 +266,7 @@ func TestDescriptionExtensions(t *testing.T) {
 // older version, JSON and YAML) has no error under `redocly lint` (@redocly/cli, installed by
 // scripts/ensure-node-tools.sh from scripts/tools/lint's lock file).
 func TestDescriptionsPassRedoclyLint(t *testing.T) {
+	t.Parallel()
 	bin, err := filepath.Abs("../scripts/tools/lint/node_modules/.bin/redocly")
 	if err != nil {
 		t.Fatal(err)
@@ -293,6 +300,7 @@ func TestDescriptionsPassRedoclyLint(t *testing.T) {
 // TestManyToManyRelationship: a junction dataset (order items pointing at orders and at
 // products) makes orders and products many-to-many in their descriptions.
 func TestManyToManyRelationship(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	o := e.uploadAndCreate(e.ownerToken, "Orders", "o.csv", "id,total\n1,10\n2,20\n")
