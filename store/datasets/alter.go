@@ -79,119 +79,13 @@ type step struct {
 // rolls back). A change that is wrong whatever the rows hold fails with *ChangeError.
 // check validates each column a change adds or alters, before anything runs for it.
 func Alter(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column, changes []Change, check func(i int, c ingest.Column) error) ([]ingest.Column, error) {
-	cols = slices.Clone(cols)
-	table := Table(d.TableSchema, d.ID)
-	a := &alterer{tx: tx, table: table, id: d.ID}
-	// The search index is built on the columns' current types: it goes, and the analysis
-	// that follows the change builds the next one.
-	var search []string
-	if err := tx.SelectContext(ctx, &search, `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = $2 AND indexname LIKE $3`,
-		d.TableSchema, d.ID, strings.ReplaceAll(d.ID, "_", `\_`)+`\_search\_%`); err != nil {
+	a := &alterer{tx: tx, table: Table(d.TableSchema, d.ID), id: d.ID}
+	if err := a.prepare(ctx, d); err != nil {
 		return nil, err
 	}
-	for _, ix := range search {
-		if _, err := tx.ExecContext(ctx, `DROP INDEX `+Table(d.TableSchema, ix)); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `CREATE OR REPLACE FUNCTION pg_temp.dp_castable(v text, t text) RETURNS boolean LANGUAGE plpgsql AS $$
-		BEGIN EXECUTE format('SELECT %L::%s', v, t); RETURN true; EXCEPTION WHEN others THEN RETURN false; END $$`); err != nil {
-		return nil, err
-	}
-	find := func(i int, name string) (int, error) {
-		j := slices.IndexFunc(cols, func(c ingest.Column) bool { return c.Name == name })
-		if j < 0 {
-			return -1, &ChangeError{i, "column", "not_found", "the dataset has no column " + name}
-		}
-		return j, nil
-	}
-	taken := func(i int, field, name string) error {
-		if slices.ContainsFunc(cols, func(c ingest.Column) bool { return c.Name == name }) {
-			return &ChangeError{i, field, "duplicate", "the dataset already has a column " + name}
-		}
-		return nil
-	}
+	cs := &columnSet{cols: slices.Clone(cols)}
 	for i, ch := range changes {
-		var steps []step
-		var err error
-		switch ch.Op {
-		case "add_column":
-			n := *ch.Define
-			if err := taken(i, "column.name", n.Name); err != nil {
-				return nil, err
-			}
-			if err := check(i, n); err != nil {
-				return nil, err
-			}
-			def, err := ColumnDDL(n)
-			if err != nil {
-				return nil, &ChangeError{i, "column.default", "type", err.Error()}
-			}
-			s := step{sql: `ADD COLUMN ` + def}
-			if !n.Nullable && n.DefaultValue() == nil {
-				s.offending, s.constraint, s.message = "true", "required", "a required column without a default has no value in the existing rows"
-			}
-			steps = append([]step{s}, a.addConstraints(n, nil)...)
-			cols = append(cols, n)
-		case "rename_column":
-			j, err := find(i, ch.Column)
-			if err != nil {
-				return nil, err
-			}
-			if err := taken(i, "new_name", ch.NewName); err != nil {
-				return nil, err
-			}
-			o := cols[j]
-			n := o
-			n.Name, n.Original = ch.NewName, ch.NewName
-			steps = append(steps, step{sql: `RENAME COLUMN ` + pq.QuoteIdentifier(o.Name) + ` TO ` + pq.QuoteIdentifier(n.Name)})
-			oc, nc := Constraints(d.ID, o), Constraints(d.ID, n)
-			for k := range oc {
-				steps = append(steps, step{sql: `RENAME CONSTRAINT ` + pq.QuoteIdentifier(oc[k].Name) + ` TO ` + pq.QuoteIdentifier(nc[k].Name)})
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE platform.dataset_relationships SET from_column = $3 WHERE from_dataset = $1 AND from_column = $2`, d.ID, o.Name, n.Name); err != nil {
-				return nil, err
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE platform.dataset_relationships SET to_column = $3 WHERE to_dataset = $1 AND to_column = $2`, d.ID, o.Name, n.Name); err != nil {
-				return nil, err
-			}
-			cols[j] = n
-		case "drop_column":
-			j, err := find(i, ch.Column)
-			if err != nil {
-				return nil, err
-			}
-			steps = append(steps, step{sql: `DROP COLUMN ` + pq.QuoteIdentifier(ch.Column)})
-			if _, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE (from_dataset = $1 AND from_column = $2)
-				OR (to_dataset = $1 AND to_column = $2)`, d.ID, ch.Column); err != nil {
-				return nil, err
-			}
-			cols = slices.Delete(cols, j, j+1)
-		case "alter_column":
-			j, err := find(i, ch.Column)
-			if err != nil {
-				return nil, err
-			}
-			o := cols[j]
-			n := o
-			if o.Constraints != nil {
-				k := *o.Constraints
-				n.Constraints = &k
-			} else {
-				n.Constraints = &ingest.Constraints{}
-			}
-			ch.Alter(&n)
-			if n.Constraints.Empty() {
-				n.Constraints = nil
-			}
-			if err := check(i, n); err != nil {
-				return nil, err
-			}
-			if steps, err = a.alterColumn(o, n); err != nil {
-				return nil, &ChangeError{i, "default", "type", err.Error()}
-			}
-			cols[j] = n
-		}
+		steps, err := a.steps(ctx, cs, i, ch, check)
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +104,132 @@ func Alter(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Col
 	if len(a.violations) > 0 {
 		return nil, a.violations
 	}
-	return cols, nil
+	return cs.cols, nil
+}
+
+// prepare drops the search index, which is built on the columns' current types (the analysis
+// that follows the change builds the next one), and makes the castability check the steps use.
+func (a *alterer) prepare(ctx context.Context, d *store.Dataset) error {
+	var search []string
+	if err := a.tx.SelectContext(ctx, &search, `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = $2 AND indexname LIKE $3`,
+		d.TableSchema, d.ID, strings.ReplaceAll(d.ID, "_", `\_`)+`\_search\_%`); err != nil {
+		return err
+	}
+	for _, ix := range search {
+		if _, err := a.tx.ExecContext(ctx, `DROP INDEX `+Table(d.TableSchema, ix)); err != nil {
+			return err
+		}
+	}
+	_, err := a.tx.ExecContext(ctx, `CREATE OR REPLACE FUNCTION pg_temp.dp_castable(v text, t text) RETURNS boolean LANGUAGE plpgsql AS $$
+		BEGIN EXECUTE format('SELECT %L::%s', v, t); RETURN true; EXCEPTION WHEN others THEN RETURN false; END $$`)
+	return err
+}
+
+// columnSet is the columns as the changes so far leave them.
+type columnSet struct{ cols []ingest.Column }
+
+// find is the index of the column name, or change i's not_found error.
+func (cs *columnSet) find(i int, name string) (int, error) {
+	j := slices.IndexFunc(cs.cols, func(c ingest.Column) bool { return c.Name == name })
+	if j < 0 {
+		return -1, &ChangeError{i, "column", "not_found", "the dataset has no column " + name}
+	}
+	return j, nil
+}
+
+// taken is change i's duplicate error on field when a column is already called name.
+func (cs *columnSet) taken(i int, field, name string) error {
+	if slices.ContainsFunc(cs.cols, func(c ingest.Column) bool { return c.Name == name }) {
+		return &ChangeError{i, field, "duplicate", "the dataset already has a column " + name}
+	}
+	return nil
+}
+
+// steps checks change i against the columns, applies it to them and says what it takes: the
+// ALTER TABLE steps (a relationship's columns follow a rename or a drop at once).
+func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, check func(i int, c ingest.Column) error) ([]step, error) {
+	switch ch.Op {
+	case "add_column":
+		n := *ch.Define
+		if err := cs.taken(i, "column.name", n.Name); err != nil {
+			return nil, err
+		}
+		if err := check(i, n); err != nil {
+			return nil, err
+		}
+		def, err := ColumnDDL(n)
+		if err != nil {
+			return nil, &ChangeError{i, "column.default", "type", err.Error()}
+		}
+		s := step{sql: `ADD COLUMN ` + def}
+		if !n.Nullable && n.DefaultValue() == nil {
+			s.offending, s.constraint, s.message = "true", "required", "a required column without a default has no value in the existing rows"
+		}
+		cs.cols = append(cs.cols, n)
+		return append([]step{s}, a.addConstraints(n, nil)...), nil
+	case "rename_column":
+		j, err := cs.find(i, ch.Column)
+		if err != nil {
+			return nil, err
+		}
+		if err := cs.taken(i, "new_name", ch.NewName); err != nil {
+			return nil, err
+		}
+		o := cs.cols[j]
+		n := o
+		n.Name, n.Original = ch.NewName, ch.NewName
+		steps := []step{{sql: `RENAME COLUMN ` + pq.QuoteIdentifier(o.Name) + ` TO ` + pq.QuoteIdentifier(n.Name)}}
+		oc, nc := Constraints(a.id, o), Constraints(a.id, n)
+		for k := range oc {
+			steps = append(steps, step{sql: `RENAME CONSTRAINT ` + pq.QuoteIdentifier(oc[k].Name) + ` TO ` + pq.QuoteIdentifier(nc[k].Name)})
+		}
+		if _, err := a.tx.ExecContext(ctx, `UPDATE platform.dataset_relationships SET from_column = $3 WHERE from_dataset = $1 AND from_column = $2`, a.id, o.Name, n.Name); err != nil {
+			return nil, err
+		}
+		if _, err := a.tx.ExecContext(ctx, `UPDATE platform.dataset_relationships SET to_column = $3 WHERE to_dataset = $1 AND to_column = $2`, a.id, o.Name, n.Name); err != nil {
+			return nil, err
+		}
+		cs.cols[j] = n
+		return steps, nil
+	case "drop_column":
+		j, err := cs.find(i, ch.Column)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := a.tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE (from_dataset = $1 AND from_column = $2)
+			OR (to_dataset = $1 AND to_column = $2)`, a.id, ch.Column); err != nil {
+			return nil, err
+		}
+		cs.cols = slices.Delete(cs.cols, j, j+1)
+		return []step{{sql: `DROP COLUMN ` + pq.QuoteIdentifier(ch.Column)}}, nil
+	case "alter_column":
+		j, err := cs.find(i, ch.Column)
+		if err != nil {
+			return nil, err
+		}
+		o := cs.cols[j]
+		n := o
+		if o.Constraints != nil {
+			k := *o.Constraints
+			n.Constraints = &k
+		} else {
+			n.Constraints = &ingest.Constraints{}
+		}
+		ch.Alter(&n)
+		if n.Constraints.Empty() {
+			n.Constraints = nil
+		}
+		if err := check(i, n); err != nil {
+			return nil, err
+		}
+		steps, err := a.alterColumn(o, n)
+		if err != nil {
+			return nil, &ChangeError{i, "default", "type", err.Error()}
+		}
+		cs.cols[j] = n
+		return steps, nil
+	}
+	return nil, nil
 }
 
 type alterer struct {
