@@ -46,6 +46,28 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 		}
 		return nil, err
 	}
+	server, userOpts, err := createServer(ctx, tx, d, c, info)
+	if err != nil {
+		return nil, err
+	}
+	if err := grantConnected(ctx, tx, d.OrgID, d.ID, userOpts); err != nil {
+		return nil, err
+	}
+	tables, local, err := createForeignTables(ctx, tx, d, c, opts, info, server)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `GRANT SELECT ON ALL TABLES IN SCHEMA `+pq.QuoteIdentifier(d.ID)+` TO `+pq.QuoteIdentifier(QueryRole(d.OrgID))); err != nil {
+		return nil, err
+	}
+	return tables, linkForeignKeys(ctx, tx, d, info, tables, local, now)
+}
+
+// createServer makes the dataset's foreign server, the user mapping with the database's
+// credentials, and the schema its foreign tables go in; it returns the server's quoted name
+// and the mapping's options.
+func createServer(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config, info *extdb.Info) (string, []string, error) {
+	wrapper := wrappers[c.Type]
 	server := pq.QuoteIdentifier(ServerName(d.ID))
 	port := strconv.Itoa(c.Port)
 	var serverOpts, userOpts []string
@@ -74,17 +96,22 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 		`CREATE SCHEMA ` + pq.QuoteIdentifier(d.ID),
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 	}
-	if err := grantConnected(ctx, tx, d.OrgID, d.ID, userOpts); err != nil {
-		return nil, err
-	}
+	return server, userOpts, nil
+}
+
+// createForeignTables makes a foreign table on server for each table of info, named so that
+// the names are unique (schema_table when several schemas are read); local maps each remote
+// schema.table to its local name.
+func createForeignTables(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config, opts extdb.Options, info *extdb.Info,
+	server string) (tables []TableDef, local map[string]string, err error) {
 	multi := map[string]bool{}
 	for _, t := range info.Tables {
 		multi[t.Schema] = true
 	}
-	local := map[string]string{} // schema.table → local name
+	local = map[string]string{}
 	names := make([]string, len(info.Tables))
 	for i, t := range info.Tables {
 		names[i] = t.Name
@@ -93,7 +120,6 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 		}
 	}
 	names = foreignNames(names)
-	var tables []TableDef
 	for i, t := range info.Tables {
 		cols := make([]string, len(t.Columns))
 		for j, c := range t.Columns {
@@ -128,15 +154,16 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 		}
 		if _, err := tx.ExecContext(ctx, `CREATE FOREIGN TABLE `+td.Qualified()+` (`+strings.Join(defs, ", ")+`) SERVER `+server+
 			` OPTIONS (`+tableOpts+`)`); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		local[t.Schema+"."+t.Name] = td.Name
 		tables = append(tables, td)
 	}
-	if _, err := tx.ExecContext(ctx, `GRANT SELECT ON ALL TABLES IN SCHEMA `+pq.QuoteIdentifier(d.ID)+` TO `+pq.QuoteIdentifier(QueryRole(d.OrgID))); err != nil {
-		return nil, err
-	}
-	// Foreign keys between the selected tables become relationships.
+	return tables, local, nil
+}
+
+// linkForeignKeys records the foreign keys between the selected tables as relationships.
+func linkForeignKeys(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, info *extdb.Info, tables []TableDef, local map[string]string, now time.Time) error {
 	for i, t := range info.Tables {
 		for _, fk := range t.ForeignKeys {
 			to, ok := local[fk.RefSchema+"."+fk.RefTable]
@@ -148,11 +175,11 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 			if _, err := tx.ExecContext(ctx, `INSERT INTO platform.dataset_relationships (from_dataset, from_table, from_column, to_dataset,
 				to_table, to_column, origin, created_at) VALUES ($1, $2, $3, $1, $4, $5, 'foreign_key', $6) ON CONFLICT DO NOTHING`,
 				d.ID, tables[i].Name, from, to, columnNamed(target, fk.RefColumn), now); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return tables, nil
+	return nil
 }
 
 // writeDefault is what a foreign table column declares so that an INSERT through
