@@ -35,9 +35,16 @@ type KeyStore struct {
 	lastReload time.Time
 }
 
+// errNoSigner is Reload's answer when no key is active.
+var errNoSigner = errors.New("no active signing key")
+
 // NewKeyStore loads the keys, creating the first one when there is none.
 func NewKeyStore(ctx context.Context, st *store.Store, clock func() time.Time, retain time.Duration) (*KeyStore, error) {
 	k := &KeyStore{st: st, clock: clock, retain: retain}
+	// An RSA key takes tens of milliseconds of CPU to make: only when there is none to load.
+	if err := k.Reload(ctx); !errors.Is(err, errNoSigner) {
+		return k, err
+	}
 	if _, err := k.add(ctx, false); err != nil {
 		return nil, err
 	}
@@ -114,7 +121,7 @@ func (k *KeyStore) Reload(ctx context.Context) error {
 		}
 	}
 	if signer == nil {
-		return errors.New("no active signing key")
+		return errNoSigner
 	}
 	k.mu.Lock()
 	k.signer, k.public, k.publicSet, k.lastReload = signer, public, set, time.Now()
