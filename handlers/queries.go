@@ -104,6 +104,16 @@ func (h *Queries) newQuery(ctx context.Context, prj *store.Project, typ, text st
 	return qr, &queries.Executed{QueryID: qr.ID, Type: typ, OriginalQuery: text, CreatedAt: now}, nil
 }
 
+// projectFor is the project (the caller needing perm in it) and the caller.
+func (h *Queries) projectFor(ctx context.Context, projectID, perm string) (*store.Project, *auth.Principal, error) {
+	prj, err := h.project(ctx, nil, projectID, perm)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := auth.Caller(ctx)
+	return prj, p, err
+}
+
 // historyQuery is a query of the project's history, or 404.
 func (h *Queries) historyQuery(ctx context.Context, prj *store.Project, id string) (*store.Query, error) {
 	q, err := store.QueryByID(ctx, h.Store.DB, prj.ID, id)

@@ -15,7 +15,6 @@ import (
 
 	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
-	"dataplatform/handlers/auth"
 	"dataplatform/store"
 	"dataplatform/store/jobs"
 	"dataplatform/store/queries"
@@ -50,11 +49,7 @@ func (h *Handlers) exportOut(x *store.QueryExport) api.QueryExport {
 }
 
 func (h *Queries) ExportQuery(ctx context.Context, req api.ExportQueryRequestObject) (api.ExportQueryResponseObject, error) {
-	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
-	if err != nil {
-		return nil, err
-	}
-	p, err := auth.Caller(ctx)
+	prj, p, err := h.projectFor(ctx, req.ProjectId, "queries:execute")
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 
 	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
-	"dataplatform/handlers/auth"
 	"dataplatform/store"
 	"dataplatform/store/queries"
 	"dataplatform/store/usersql"
@@ -45,11 +44,7 @@ func savedOut(sq *store.SavedQuery) (api.SavedQuery, error) {
 }
 
 func (h *Queries) SaveQuery(ctx context.Context, req api.SaveQueryRequestObject) (api.SaveQueryResponseObject, error) {
-	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
-	if err != nil {
-		return nil, err
-	}
-	p, err := auth.Caller(ctx)
+	prj, p, err := h.projectFor(ctx, req.ProjectId, "queries:execute")
 	if err != nil {
 		return nil, err
 	}
@@ -112,11 +107,7 @@ func (h *Queries) SaveQuery(ctx context.Context, req api.SaveQueryRequestObject)
 }
 
 func (h *Queries) ListSavedQueries(ctx context.Context, req api.ListSavedQueriesRequestObject) (api.ListSavedQueriesResponseObject, error) {
-	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read")
-	if err != nil {
-		return nil, err
-	}
-	p, err := auth.Caller(ctx)
+	prj, p, err := h.projectFor(ctx, req.ProjectId, "queries:read")
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +128,7 @@ func (h *Queries) ListSavedQueries(ctx context.Context, req api.ListSavedQueries
 }
 
 func (h *Queries) ExecuteSavedQuery(ctx context.Context, req api.ExecuteSavedQueryRequestObject) (api.ExecuteSavedQueryResponseObject, error) {
-	prj, err := h.project(ctx, nil, req.ProjectId, "queries:execute")
-	if err != nil {
-		return nil, err
-	}
-	p, err := auth.Caller(ctx)
+	prj, p, err := h.projectFor(ctx, req.ProjectId, "queries:execute")
 	if err != nil {
 		return nil, err
 	}
