@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -202,4 +203,27 @@ func TestOrganizationIsolation(t *testing.T) {
 	if l.num("pagination.total") != 1 {
 		t.Fatalf("member of A sees: %s", l.Body)
 	}
+}
+
+// TestLoginBodyBounded: the audit's pre-authentication body (9,900 nested objects keyed by
+// 95-character names, 990 KB) is refused at the depth limit, as are over-long keys and
+// objects with too many keys; a reasonable body still signs in.
+func TestLoginBodyBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := `"` + strings.Repeat("k", 95) + `":`
+	attack := strings.Repeat("{"+key, 9900) + "1" + strings.Repeat("}", 9900)
+	e.do("POST", "/api/v1/auth/login", attack).apiError(400, "VALIDATION_ERROR", "body"+strings.Repeat("."+strings.Repeat("k", 95), 64), "max_depth")
+	e.do("POST", "/api/v1/auth/login", `{"`+strings.Repeat("e", 2000)+`": "x"}`).apiError(400, "VALIDATION_ERROR", "body", "max_length")
+	var wide strings.Builder
+	wide.WriteString(`{"email": "a@example.com", "password": "x", "extra": {`)
+	for i := range 10001 {
+		if i > 0 {
+			wide.WriteString(",")
+		}
+		fmt.Fprintf(&wide, `"k%d": 1`, i)
+	}
+	wide.WriteString("}}")
+	e.do("POST", "/api/v1/auth/login", wide.String()).apiError(400, "VALIDATION_ERROR", "body.extra", "max_properties")
+	e.login(adminEmail, adminPassword, "").status(200)
 }

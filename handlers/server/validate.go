@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/mail"
 	"regexp"
-
 	"strings"
 
 	"dataplatform/handlers/apierr"
@@ -90,74 +89,113 @@ func (s *Server) validate(c echo.Context, rt *route) error {
 	return nil
 }
 
-// checkJSON reports malformed JSON and duplicate object keys.
+// Bounds of a JSON body, checked before anything else reads it (before authentication, for the
+// public operations): the check's work is linear in the body's size, and what kin-openapi and the
+// handler decode afterwards is no deeper, no wider and has no longer keys than this.
+const (
+	maxJSONDepth  = 64    // nested objects and arrays
+	maxJSONKeyLen = 1024  // bytes of one object key
+	maxJSONKeys   = 10000 // keys of one object
+)
+
+// jsonLevel is one open object or array of the body being checked.
+type jsonLevel struct {
+	object  bool
+	wantKey bool                // an object's next token is a key (or its end)
+	key     string              // the object's current member
+	n       int                 // the array's elements so far
+	seen    map[string]struct{} // the object's keys so far
+}
+
+// checkJSON reports malformed JSON, duplicate object keys (encoding/json would keep the last one
+// silently), NUL characters and bodies past the bounds above. It reads tokens one by one and
+// keeps only the open levels; a path is formatted only for the error reported.
 func checkJSON(b []byte) *apierr.FieldError {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	var walk func(path string) error
-	walk = func(path string) error {
+	var stack []*jsonLevel
+	// at is the path of the value being read at the levels open, plus key when given.
+	at := func(stack []*jsonLevel, key ...string) string {
+		var sb strings.Builder
+		sb.WriteString("body")
+		for _, l := range stack {
+			if l.object {
+				sb.WriteString("." + l.key)
+			} else {
+				fmt.Fprintf(&sb, "[%d]", l.n)
+			}
+		}
+		for _, k := range key {
+			sb.WriteString("." + k)
+		}
+		return sb.String()
+	}
+	done := false // the top-level value has been read
+	valueRead := func() {
+		if len(stack) == 0 {
+			done = true
+			return
+		}
+		if top := stack[len(stack)-1]; top.object {
+			top.wantKey = true
+		} else {
+			top.n++
+		}
+	}
+	for {
 		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		d, ok := tok.(json.Delim)
-		if !ok {
-			if s, isStr := tok.(string); isStr && strings.IndexByte(s, 0) >= 0 {
-				return nulErr{path} // PostgreSQL cannot store NUL in text
-			}
+		if err == io.EOF && done {
 			return nil
+		} else if err != nil {
+			return malformedJSON(err)
 		}
-		switch d {
-		case '{':
-			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				k := kt.(string)
-				if seen[k] {
-					return dupErr{validation.Join(path, k)}
-				}
-				seen[k] = true
-				if err := walk(validation.Join(path, k)); err != nil {
-					return err
-				}
+		if done {
+			return malformedJSON(errors.New("unexpected data after the JSON value"))
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
+			top := stack[n-1]
+			if tok == json.Delim('}') {
+				stack = stack[:n-1]
+				valueRead()
+				continue
 			}
-		case '[':
-			for i := 0; dec.More(); i++ {
-				if err := walk(fmt.Sprintf("%s[%d]", path, i)); err != nil {
-					return err
-				}
+			k, _ := tok.(string)
+			switch {
+			case len(k) > maxJSONKeyLen:
+				return &apierr.FieldError{Field: at(stack[:n-1]), Code: "max_length", Message: fmt.Sprintf("an object key is longer than %d bytes", maxJSONKeyLen)}
+			case len(top.seen) >= maxJSONKeys:
+				return &apierr.FieldError{Field: at(stack[:n-1]), Code: "max_properties", Message: fmt.Sprintf("an object has more than %d keys", maxJSONKeys)}
 			}
+			if _, dup := top.seen[k]; dup {
+				return &apierr.FieldError{Field: at(stack[:n-1], k), Code: "duplicate", Message: "the key appears more than once"}
+			}
+			top.seen[k] = struct{}{}
+			top.key, top.wantKey = k, false
+			continue
 		}
-		_, err = dec.Token() // closing delimiter
-		return err
-	}
-	err := walk("body")
-	if err == nil {
-		if _, err2 := dec.Token(); err2 != io.EOF {
-			err = errors.New("unexpected data after the JSON value")
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if len(stack) >= maxJSONDepth {
+				return &apierr.FieldError{Field: at(stack), Code: "max_depth", Message: fmt.Sprintf("objects and arrays are nested deeper than %d levels", maxJSONDepth)}
+			}
+			l := &jsonLevel{object: tok == json.Delim('{'), wantKey: true}
+			if l.object {
+				l.seen = map[string]struct{}{}
+			}
+			stack = append(stack, l)
+			continue
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueRead()
+			continue
 		}
+		if s, ok := tok.(string); ok && strings.IndexByte(s, 0) >= 0 { // PostgreSQL cannot store NUL in text
+			return &apierr.FieldError{Field: at(stack), Code: "invalid_character", Message: "strings may not contain the NUL character (\\u0000)"}
+		}
+		valueRead()
 	}
-	if err == nil {
-		return nil
-	}
-	var de dupErr
-	if errors.As(err, &de) {
-		return &apierr.FieldError{Field: de.path, Code: "duplicate", Message: "the key appears more than once"}
-	}
-	var ne nulErr
-	if errors.As(err, &ne) {
-		return &apierr.FieldError{Field: ne.path, Code: "invalid_character", Message: "strings may not contain the NUL character (\\u0000)"}
-	}
-	return &apierr.FieldError{Field: "body", Code: "invalid_json", Message: "malformed JSON: " + err.Error()}
 }
 
-type dupErr struct{ path string }
-
-type nulErr struct{ path string }
-
-func (n nulErr) Error() string { return "NUL character in " + n.path }
-
-func (d dupErr) Error() string { return "duplicate key " + d.path }
+func malformedJSON(err error) *apierr.FieldError {
+	return &apierr.FieldError{Field: "body", Code: "invalid_json", Message: "malformed JSON: " + err.Error()}
+}
