@@ -22,9 +22,9 @@ func projectOut(p *store.Project) api.Project {
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, DatasetCount: p.DatasetCount}
 }
 
-// project loads a project the caller can see and checks perm in its organization; tx is nil
-// outside a transaction.
-func (h *Handlers) project(ctx context.Context, tx *sqlx.Tx, id, perm string) (*store.Project, error) {
+// project loads a project the caller can see and checks each of perms in its organization; tx
+// is nil outside a transaction.
+func (h *Handlers) project(ctx context.Context, tx *sqlx.Tx, id string, perms ...string) (*store.Project, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
 		return nil, err
@@ -40,7 +40,13 @@ func (h *Handlers) project(ctx context.Context, tx *sqlx.Tx, id, perm string) (*
 	} else if err != nil {
 		return nil, err
 	}
-	return prj, auth.AccessFor(p, prj.OrgID, prj.Role).Need(perm)
+	acc := auth.AccessFor(p, prj.OrgID, prj.Role)
+	for _, perm := range perms {
+		if err := acc.Need(perm); err != nil {
+			return nil, err
+		}
+	}
+	return prj, nil
 }
 
 func (h *Projects) ListProjects(ctx context.Context, req api.ListProjectsRequestObject) (api.ListProjectsResponseObject, error) {

@@ -485,7 +485,7 @@ func dateBound(name string, v *string, end bool) (*time.Time, error) {
 }
 
 func (h *Queries) GetQuery(ctx context.Context, req api.GetQueryRequestObject) (api.GetQueryResponseObject, error) {
-	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read")
+	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read", "datasets:read") // results are rows
 	if err != nil {
 		return nil, err
 	}

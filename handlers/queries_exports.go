@@ -98,7 +98,7 @@ func (h *Queries) ExportQuery(ctx context.Context, req api.ExportQueryRequestObj
 }
 
 func (h *Queries) GetQueryExport(ctx context.Context, req api.GetQueryExportRequestObject) (api.GetQueryExportResponseObject, error) {
-	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read")
+	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read", "datasets:read") // its URL gives the rows
 	if err != nil {
 		return nil, err
 	}

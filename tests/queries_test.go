@@ -631,3 +631,26 @@ func TestInterruptedQueries(t *testing.T) {
 		t.Fatalf("history: %s", r.Body)
 	}
 }
+
+// TestViewerReadsNoRows: a viewer (queries:read, no datasets:read) sees what was asked in the
+// history but not the rows: neither a query's results nor an export's download URL.
+func TestViewerReadsNoRows(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	q := e.execute(map[string]any{"query": `SELECT g FROM generate_series(1, 3) g`}, e.ownerToken).status(200)
+	x := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/"+q.str("query_id")+"/export", map[string]any{"format": "csv"}, own).status(202)
+	e.waitJob(e.ownerToken, x.str("job_id"))
+	_, viewer := e.member(e.orgID, "viewer")
+	_, analyst := e.member(e.orgID, "analyst")
+	base := "/api/v1/projects/" + e.projectID + "/queries/"
+	if h := e.do("GET", strings.TrimSuffix(base, "/"), nil, bearer(viewer)).status(200); !strings.Contains(string(h.Body), q.str("query_id")) {
+		t.Fatalf("the viewer's history: %s", h.Body)
+	}
+	e.do("GET", base+q.str("query_id"), nil, bearer(viewer)).authError(403, "PERMISSION_DENIED")
+	e.do("GET", base+q.str("query_id")+"/exports/"+x.str("export_id"), nil, bearer(viewer)).authError(403, "PERMISSION_DENIED")
+	if r := e.do("GET", base+q.str("query_id"), nil, bearer(analyst)).status(200); !strings.Contains(string(r.Body), `"rows"`) {
+		t.Fatalf("the analyst's results: %s", r.Body)
+	}
+	e.do("GET", base+q.str("query_id")+"/exports/"+x.str("export_id"), nil, bearer(analyst)).status(200)
+}

@@ -3522,13 +3522,13 @@ type ServerInterface interface {
 	// ValidateQuery Check a query without running it (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/validate)
 	ValidateQuery(ctx echo.Context, projectId ProjectId) error
-	// GetQuery One query of the history with its results (queries:read)
+	// GetQuery One query of the history with its results (queries:read and datasets:read)
 	// (GET /api/v1/projects/{project_id}/queries/{query_id})
 	GetQuery(ctx echo.Context, projectId ProjectId, queryId string) error
 	// ExportQuery Export all the results of a completed query to a file (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/{query_id}/export)
 	ExportQuery(ctx echo.Context, projectId ProjectId, queryId string) error
-	// GetQueryExport An export of a query (queries:read)
+	// GetQueryExport An export of a query (queries:read and datasets:read)
 	// (GET /api/v1/projects/{project_id}/queries/{query_id}/exports/{export_id})
 	GetQueryExport(ctx echo.Context, projectId ProjectId, queryId string, exportId string) error
 	// SaveQuery Save a query of the history under a name, with typed parameters (queries:execute)
@@ -13455,13 +13455,13 @@ type StrictServerInterface interface {
 	// ValidateQuery Check a query without running it (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/validate)
 	ValidateQuery(ctx context.Context, request ValidateQueryRequestObject) (ValidateQueryResponseObject, error)
-	// GetQuery One query of the history with its results (queries:read)
+	// GetQuery One query of the history with its results (queries:read and datasets:read)
 	// (GET /api/v1/projects/{project_id}/queries/{query_id})
 	GetQuery(ctx context.Context, request GetQueryRequestObject) (GetQueryResponseObject, error)
 	// ExportQuery Export all the results of a completed query to a file (queries:execute)
 	// (POST /api/v1/projects/{project_id}/queries/{query_id}/export)
 	ExportQuery(ctx context.Context, request ExportQueryRequestObject) (ExportQueryResponseObject, error)
-	// GetQueryExport An export of a query (queries:read)
+	// GetQueryExport An export of a query (queries:read and datasets:read)
 	// (GET /api/v1/projects/{project_id}/queries/{query_id}/exports/{export_id})
 	GetQueryExport(ctx context.Context, request GetQueryExportRequestObject) (GetQueryExportResponseObject, error)
 	// SaveQuery Save a query of the history under a name, with typed parameters (queries:execute)
