@@ -22,7 +22,7 @@ func NewTTLCache[V any](max int) *TTLCache[V] {
 	return &TTLCache[V]{m: map[string]ttlEntry[V]{}, max: max}
 }
 
-// get is the live entry of k.
+// Get is the live entry of k.
 func (c *TTLCache[V]) Get(k string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -34,7 +34,7 @@ func (c *TTLCache[V]) Get(k string) (V, bool) {
 	return e.v, true
 }
 
-// put keeps v under k for ttl.
+// Put keeps v under k for ttl.
 func (c *TTLCache[V]) Put(k string, v V, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

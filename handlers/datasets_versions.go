@@ -164,8 +164,8 @@ func (h *Datasets) ValidateDatasetSchema(ctx context.Context, req api.ValidateDa
 	if derr != nil {
 		return nil, derr
 	}
-	current := desc.Versions[len(desc.Versions)-1]
-	out := api.ValidateDatasetSchema200JSONResponse{CurrentVersion: current.Version, Valid: true, BreakingChanges: []api.DescriptionChange{},
+	current := desc.Current()
+	out := api.ValidateDatasetSchema200JSONResponse{CurrentVersion: current, Valid: true, BreakingChanges: []api.DescriptionChange{},
 		Changes: []api.DescriptionChange{}, Violations: []map[string]any{}}
 	var ae *apierr.Error
 	switch {
@@ -191,7 +191,7 @@ func (h *Datasets) ValidateDatasetSchema(ctx context.Context, req api.ValidateDa
 	if level == "" {
 		level = "patch"
 	}
-	v, _ := apiversions.Parse(current.Version)
+	v, _ := apiversions.Parse(current)
 	out.NextVersion, out.Level = ptr(v.Bump(level).String()), ptr(api.ValidateDatasetSchema200JSONResponseBodyLevel(level))
 	out.Changes = changesOut(changes)
 	for _, c := range out.Changes {

@@ -222,8 +222,7 @@ func (ds *Cache) Describe(ctx context.Context, d *store.Dataset, table string) (
 	if desc.Versions, desc.inputs, err = ds.history(ctx, d, in); err != nil {
 		return nil, err
 	}
-	current := desc.Versions[len(desc.Versions)-1]
-	in.Version, in.APIVersions = current.Version, ds.Listed(d.ID, desc.Versions)
+	in.Version, in.APIVersions = desc.Current(), ds.Listed(d.ID, desc.Versions)
 	if desc.Doc, desc.JSON, err = specgen.Render(ctx, in); err != nil {
 		return nil, err
 	}
@@ -410,6 +409,7 @@ func (ds *Cache) samples(ctx context.Context, datasetID, table string) (map[stri
 	return out, nil
 }
 
+// description is the dataset's description ("" for none).
 func description(d *store.Dataset) string {
 	if d.Description == nil {
 		return ""
