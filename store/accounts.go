@@ -135,3 +135,14 @@ func Emit(ctx context.Context, q sqlx.ExecerContext, eventType, orgID string, pa
 		eventType, nullable(orgID), string(b), at)
 	return err
 }
+
+// BootstrapNeeded takes the bootstrap lock for the rest of transaction tx (one replica
+// bootstraps; the others wait here and then find the user) and says whether no user exists yet.
+func BootstrapNeeded(ctx context.Context, tx *sqlx.Tx) (bool, error) {
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('platform.bootstrap'))`); err != nil {
+		return false, err
+	}
+	var n int
+	err := tx.GetContext(ctx, &n, `SELECT count(*) FROM platform.users`)
+	return n == 0, err
+}

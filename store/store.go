@@ -140,6 +140,13 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	return tx.Commit()
 }
 
+// NoFlushOnCommit lets transaction tx commit without waiting for its disk flush: for writes
+// that are not worth one (query history).
+func NoFlushOnCommit(ctx context.Context, tx *sqlx.Tx) error {
+	_, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`)
+	return err
+}
+
 func retryable(err error) bool {
 	var pe *pq.Error
 	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
