@@ -16,11 +16,19 @@ import (
 // the host's own services, its platform database or the internal network.
 type Networks []netip.Prefix
 
-// special are address ranges that are not the public internet.
+// ipv6Unicast is the only IPv6 space that is the public internet (IANA's global unicast
+// allocation). Deciding IPv6 by allow-list leaves out, whatever else the special registry holds,
+// the IPv4-compatible form (::7f00:1 is 127.0.0.1), deprecated site-local fec0::/10, discard
+// 100::/64, and the NAT64 prefixes.
+var ipv6Unicast = netip.MustParsePrefix("2000::/3")
+
+// special are address ranges that are not the public internet. The IPv6 ones are those inside
+// 2000::/3: IETF protocol assignments (Teredo, ORCHID: they carry or reach other addresses),
+// documentation, and 6to4 (it embeds an IPv4 address).
 var special = func() []netip.Prefix {
 	var ps []netip.Prefix
 	for _, s := range []string{"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
-		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "64:ff9b::/96", "64:ff9b:1::/48", "2001:db8::/32", "2002::/16"} {
+		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20"} {
 		ps = append(ps, netip.MustParsePrefix(s))
 	}
 	return ps
@@ -34,7 +42,7 @@ func (n Networks) Allows(ip netip.Addr) bool {
 			return true
 		}
 	}
-	if !ip.IsGlobalUnicast() || ip.IsPrivate() {
+	if !ip.IsGlobalUnicast() || ip.IsPrivate() || (ip.Is6() && !ipv6Unicast.Contains(ip)) {
 		return false
 	}
 	for _, p := range special {
