@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -64,7 +65,8 @@ func request(ctx context.Context, path string) *http.Request {
 	return r
 }
 
-var metricsHandler = promhttp.Handler()
+// MetricsHandler serves Prometheus' exposition of this process's metrics.
+var MetricsHandler = promhttp.Handler()
 
 func (s *System) Healthz(context.Context, api.HealthzRequestObject) (api.HealthzResponseObject, error) {
 	return api.Healthz200JSONResponse(api.Health{Status: api.Ok}), nil
@@ -81,9 +83,22 @@ func (s *System) Readyz(ctx context.Context, _ api.ReadyzRequestObject) (api.Rea
 	return api.Readyz200JSONResponse(api.Health{Status: api.Ok, Checks: &checks}), nil
 }
 
+// Metrics answers on the public listener only to the operator's token: route names, request
+// counts and runtime figures are reconnaissance for anyone else.
 func (s *System) Metrics(ctx context.Context, _ api.MetricsRequestObject) (api.MetricsResponseObject, error) {
+	if s.Config.MetricsToken == "" {
+		return nil, apierr.New(http.StatusNotFound, apierr.CodeNotFound,
+			"metrics are not served on this listener: set DP_METRICS_ADDR (a listener of their own) or DP_METRICS_TOKEN")
+	}
+	var given string
+	if h := reqmeta.From(ctx).Header; h != nil {
+		given, _ = strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	}
+	if subtle.ConstantTimeCompare([]byte(given), []byte(s.Config.MetricsToken)) != 1 {
+		return nil, apierr.AuthRequired("send the metrics token: Authorization: Bearer <DP_METRICS_TOKEN>")
+	}
 	return raw(func(w http.ResponseWriter) error {
-		metricsHandler.ServeHTTP(w, request(ctx, "/metrics"))
+		MetricsHandler.ServeHTTP(w, request(ctx, "/metrics"))
 		return nil
 	}), nil
 }

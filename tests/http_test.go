@@ -63,7 +63,7 @@ var wantSecurityHeaders = map[string]string{
 
 func TestHTTPSecurityHeaders(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *config.Config) { c.MaxBodyBytes = 1024 })
+	e := newEnv(t, func(c *config.Config) { c.MaxBodyBytes = 1024; c.MetricsToken = "m-token" })
 	own := bearer(e.ownerToken)
 	cases := []struct {
 		name string
@@ -78,7 +78,7 @@ func TestHTTPSecurityHeaders(t *testing.T) {
 			p := e.do("POST", "/api/v1/organizations/"+e.orgID+"/projects", map[string]any{"name": "Gone"}, own).status(201)
 			return e.do("DELETE", "/api/v1/projects/"+p.str("id"), nil, own).status(204)
 		}},
-		{"metrics", func() *resp { return e.do("GET", "/metrics", nil).status(200) }},
+		{"metrics", func() *resp { return e.do("GET", "/metrics", nil, bearer("m-token")).status(200) }},
 		{"yaml", func() *resp { return e.do("GET", "/api/v1/openapi.yaml", nil).status(200) }},
 		{"validation error", func() *resp {
 			return e.do("POST", "/api/v1/organizations", `{}`, own).apiError(400, "VALIDATION_ERROR")
@@ -273,7 +273,7 @@ func TestHTTPBodyLimit(t *testing.T) {
 
 func TestHTTPServiceEndpoints(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, func(c *config.Config) { c.MetricsToken = "m-token" })
 	if r := e.do("GET", "/healthz", nil).status(200); r.str("status") != "ok" {
 		t.Fatalf("healthz: %s", r.Body)
 	}
@@ -282,7 +282,7 @@ func TestHTTPServiceEndpoints(t *testing.T) {
 	}
 	e.do("GET", "/api/v1/projects/"+e.projectID, nil, bearer(e.ownerToken)).status(200)
 	e.do("GET", "/definitely/not/here", nil).status(404)
-	m := e.do("GET", "/metrics", nil).status(200)
+	m := e.do("GET", "/metrics", nil, bearer("m-token")).status(200)
 	body := string(m.Body)
 	if !strings.HasPrefix(m.Header.Get("Content-Type"), "text/plain") || !strings.Contains(body, "dataplatform_http_requests_total") ||
 		!strings.Contains(body, "dataplatform_http_request_duration_seconds") {
@@ -550,5 +550,28 @@ func TestHTTPPageURLsOmitAPIKey(t *testing.T) {
 	}
 	if strings.Contains(string(r.Body), k) {
 		t.Fatalf("the API key is copied into the response: %s", r.Body)
+	}
+}
+
+// TestMetricsNeedToken: route names, request counts and runtime figures are the operator's,
+// not the public's (audit 16). Without DP_METRICS_TOKEN the public listener does not serve
+// them; with it, only that bearer token reads them; a user's own access token does not.
+func TestMetricsNeedToken(t *testing.T) {
+	t.Parallel()
+	off := newEnv(t)
+	off.do("GET", "/metrics", nil).apiError(404, "NOT_FOUND")
+	off.do("GET", "/metrics", nil, bearer(off.ownerToken)).apiError(404, "NOT_FOUND")
+
+	e := newEnv(t, func(c *config.Config) { c.MetricsToken = "s3cret-metrics" })
+	for name, h := range map[string]header{
+		"none": {}, "wrong": bearer("s3cret-metricz"), "prefix": bearer("s3cret"), "user token": bearer(e.ownerToken),
+		"basic": {"Authorization": "Basic czNjcmV0LW1ldHJpY3M="},
+	} {
+		if r := e.do("GET", "/metrics", nil, h); r.Code != 401 {
+			t.Errorf("%s: status %d, want 401", name, r.Code)
+		}
+	}
+	if m := e.do("GET", "/metrics", nil, bearer("s3cret-metrics")).status(200); !strings.Contains(string(m.Body), "dataplatform_http_requests_total") {
+		t.Fatalf("metrics: %.300s", m.Body)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"dataplatform/cmd/dataplatform/config"
+	"dataplatform/handlers"
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/server"
 	"dataplatform/store"
@@ -171,6 +172,9 @@ func serve(args []string) error {
 	if cfg.PprofAddr != "" {
 		go servePprof(cfg.PprofAddr, log)
 	}
+	if cfg.MetricsAddr != "" {
+		go serveMetrics(cfg.MetricsAddr, log)
+	}
 	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
@@ -191,6 +195,17 @@ func serve(args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	return hs.Shutdown(sctx)
+}
+
+// serveMetrics serves /metrics on a listener of its own, without a token: an address the
+// scraper reaches and the public does not.
+func serveMetrics(addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", handlers.MetricsHandler)
+	log.Info("metrics listening", "addr", addr)
+	if err := http.ListenAndServe(addr, mux); err != nil {
+		log.Error("metrics", "error", err)
+	}
 }
 
 // servePprof serves Go's profiler (CPU, heap, goroutines, traces) on a listener of its own,

@@ -156,7 +156,7 @@ func (s *Server) loadRoutes() error {
 			// uploads included, into memory).
 			unsecured := *op
 			unsecured.Security = &openapi3.SecurityRequirements{}
-			rt := &route{opID: op.OperationID, public: op.Security != nil && len(*op.Security) == 0, op: op,
+			rt := &route{opID: op.OperationID, public: public(op), op: op,
 				category: "default", bodyLimit: s.cfg.MaxBodyBytes,
 				kin: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: &unsecured}}
 			if rt.public {
@@ -183,6 +183,22 @@ func (s *Server) loadRoutes() error {
 		}
 	}
 	return nil
+}
+
+// public reports whether an operation takes no user credential: no security requirement, or
+// only the operator's metrics token (its handler checks that one).
+func public(op *openapi3.Operation) bool {
+	if op.Security == nil {
+		return false
+	}
+	for _, req := range *op.Security {
+		for scheme := range req {
+			if scheme != "metricsToken" {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (s *Server) buildEcho() *echo.Echo {

@@ -37,6 +37,8 @@ type Config struct {
 	LogLevel         string        // DP_LOG_LEVEL
 	LogRequests      bool          // DP_LOG_REQUESTS
 	PprofAddr        string        // DP_PPROF_ADDR: Go's profiler on its own listener; empty: off
+	MetricsAddr      string        // DP_METRICS_ADDR: /metrics on its own listener, no token; empty: off
+	MetricsToken     string        // DP_METRICS_TOKEN: bearer token for /metrics on the public listener; empty: not served there
 	// RecordConcurrency: record API requests working on the database at once (others queue);
 	// DP_RECORD_CONCURRENCY, default 4 per CPU, 0 = no limit.
 	RecordConcurrency int
@@ -102,6 +104,8 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_LOG_LEVEL", &c.LogLevel)
 	env("DP_LOG_REQUESTS", &logReq)
 	env("DP_PPROF_ADDR", &c.PprofAddr)
+	env("DP_METRICS_ADDR", &c.MetricsAddr)
+	env("DP_METRICS_TOKEN", &c.MetricsToken)
 	var recConc string
 	env("DP_RECORD_CONCURRENCY", &recConc)
 	if recConc != "" {
