@@ -58,7 +58,7 @@ func (h *Queries) ExecuteQuery(ctx context.Context, req api.ExecuteQueryRequestO
 	if err != nil {
 		return nil, err
 	}
-	e, err := h.run(ctx, prj, req.Body)
+	e, err := h.run(ctx, prj, req.Body, false)
 	if err != nil {
 		return nil, err
 	}
@@ -66,12 +66,15 @@ func (h *Queries) ExecuteQuery(ctx context.Context, req api.ExecuteQueryRequestO
 }
 
 // run executes a query and enters it in the history.
-func (h *Queries) run(ctx context.Context, prj *store.Project, b *api.ExecuteQueryRequest) (*queries.Executed, error) {
+// run executes a query and writes it to the history; a private one (a run of a private saved
+// query) is seen there by its author only.
+func (h *Queries) run(ctx context.Context, prj *store.Project, b *api.ExecuteQueryRequest, private bool) (*queries.Executed, error) {
 	start := time.Now()
 	qr, e, err := h.newQuery(ctx, prj, typeOf((*string)(b.Type)), b.Query)
 	if err != nil {
 		return nil, err
 	}
+	qr.Private = private
 	runErr := h.execute(ctx, prj, b, e, qr, start)
 	if errors.Is(runErr, usersql.ErrNoSlot) {
 		return nil, tooManyQueries() // refused, not run: not history
@@ -114,9 +117,13 @@ func (h *Queries) projectFor(ctx context.Context, projectID, perm string) (*stor
 	return prj, p, err
 }
 
-// historyQuery is a query of the project's history, or 404.
+// historyQuery is a query of the project's history the caller may see, or 404.
 func (h *Queries) historyQuery(ctx context.Context, prj *store.Project, id string) (*store.Query, error) {
-	q, err := store.QueryByID(ctx, h.Store.DB, prj.ID, id)
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q, err := store.QueryByID(ctx, h.Store.DB, prj.ID, id, p.UserID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.NotFound("query", id)
 	}
@@ -429,13 +436,13 @@ func emitStarted(ctx context.Context, tx *sqlx.Tx, qr *store.Query) error {
 }
 
 func (h *Queries) ListQueries(ctx context.Context, req api.ListQueriesRequestObject) (api.ListQueriesResponseObject, error) {
-	prj, err := h.project(ctx, nil, req.ProjectId, "queries:read")
+	prj, p, err := h.projectFor(ctx, req.ProjectId, "queries:read")
 	if err != nil {
 		return nil, err
 	}
 	pr := req.Params
 	pg, limit, offset := page(pr.Page, pr.Limit)
-	f := store.QueryFilter{ProjectID: prj.ID, Type: string(deref(pr.Type)), Status: string(deref(pr.Status)), DatasetID: deref(pr.DatasetId),
+	f := store.QueryFilter{ProjectID: prj.ID, Viewer: p.UserID, Type: string(deref(pr.Type)), Status: string(deref(pr.Status)), DatasetID: deref(pr.DatasetId),
 		Limit: limit, Offset: offset}
 	if f.From, err = dateBound("start_date", pr.StartDate, false); err != nil {
 		return nil, err

@@ -102,6 +102,9 @@ func (h *Queries) GetQueryExport(ctx context.Context, req api.GetQueryExportRequ
 	if err != nil {
 		return nil, err
 	}
+	if _, err := h.historyQuery(ctx, prj, req.QueryId); err != nil { // a private query's exports are its author's
+		return nil, err
+	}
 	x, err := store.QueryExportByID(ctx, h.Store.DB, prj.ID, req.ExportId)
 	if errors.Is(err, store.ErrNotFound) || err == nil && x.QueryID != req.QueryId {
 		return nil, apierr.NotFound("export", req.ExportId)

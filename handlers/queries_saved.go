@@ -85,6 +85,11 @@ func (h *Queries) SaveQuery(ctx context.Context, req api.SaveQueryRequestObject)
 		if err := store.CreateSavedQuery(ctx, tx, sq, maxSavedQueries); err != nil {
 			return err
 		}
+		if sq.Visibility == "private" { // its source leaves the others' history too (if it is the saver's own)
+			if err := store.MakeQueryPrivate(ctx, tx, q.ID, p.UserID); err != nil {
+				return err
+			}
+		}
 		if err := h.audit(ctx, tx, prj.OrgID, "query.save", "saved_query", sq.ID, sq.Name, map[string]any{"query_id": q.ID}); err != nil {
 			return err
 		}
@@ -161,7 +166,7 @@ func (h *Queries) ExecuteSavedQuery(ctx context.Context, req api.ExecuteSavedQue
 			TimeoutSeconds *int  `json:"timeout_seconds,omitempty"`
 		}{Cache: b.Options.Cache, Limit: b.Options.Limit, TimeoutSeconds: b.Options.TimeoutSeconds}
 	}
-	e, err := h.run(ctx, prj, run)
+	e, err := h.run(ctx, prj, run, sq.Visibility == "private")
 	if err != nil {
 		return nil, err
 	}

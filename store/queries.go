@@ -24,6 +24,7 @@ type Query struct {
 	ExecutionTimeMS *int64         `db:"execution_time_ms"`
 	ErrorCode       *string        `db:"error_code"`
 	Body            *string        `db:"body"` // jsonb: the executed query as answered
+	Private         bool           `db:"private"` // seen by its author only (a private saved query's)
 	CreatedAt       time.Time      `db:"created_at"`
 	FinishedAt      *time.Time     `db:"finished_at"`
 	// CreatedByName is the user's name (history reads).
@@ -31,7 +32,7 @@ type Query struct {
 }
 
 const queryCols = `q.id, q.project_id, q.organization_id, q.user_id, q.type, q.query, q.args, q.status, q.dataset_ids, q.row_count,
-	q.execution_time_ms, q.error_code, q.body, q.created_at, q.finished_at`
+	q.execution_time_ms, q.error_code, q.body, q.private, q.created_at, q.finished_at`
 
 // ProjectDatasets are a project's active datasets, by name.
 func ProjectDatasets(ctx context.Context, q sqlx.QueryerContext, projectID string) ([]Dataset, error) {
@@ -47,8 +48,9 @@ func InsertQuery(ctx context.Context, q sqlx.ExtContext, qr *Query) error {
 		qr.Args = "[]"
 	}
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.queries (id, project_id, organization_id, user_id, type, query, args, status,
-		dataset_ids, row_count, execution_time_ms, error_code, body, created_at, finished_at) VALUES (:id, :project_id, :organization_id,
-		:user_id, :type, :query, :args, :status, :dataset_ids, :row_count, :execution_time_ms, :error_code, :body, :created_at, :finished_at)`, qr)
+		dataset_ids, row_count, execution_time_ms, error_code, body, private, created_at, finished_at) VALUES (:id, :project_id, :organization_id,
+		:user_id, :type, :query, :args, :status, :dataset_ids, :row_count, :execution_time_ms, :error_code, :body, :private, :created_at,
+		:finished_at)`, qr)
 	return err
 }
 
@@ -59,9 +61,9 @@ func FinishQuery(ctx context.Context, q sqlx.ExtContext, qr *Query) error {
 	return err
 }
 
-// QueryFilter selects history entries.
+// QueryFilter selects history entries; Viewer's private ones among them.
 type QueryFilter struct {
-	ProjectID, Type, Status, DatasetID string
+	ProjectID, Viewer, Type, Status, DatasetID string
 	From, To                           *time.Time
 	Limit, Offset                      int
 }
@@ -69,8 +71,9 @@ type QueryFilter struct {
 // ListQueries pages through a project's history, newest first, without bodies.
 func ListQueries(ctx context.Context, q sqlx.ExtContext, f QueryFilter) ([]Query, int, error) {
 	cond := ` WHERE q.project_id = $1 AND ($2 = '' OR q.type = $2) AND ($3 = '' OR q.status = $3) AND ($4 = '' OR $4 = ANY (q.dataset_ids))
-		AND ($5::timestamptz IS NULL OR q.created_at >= $5) AND ($6::timestamptz IS NULL OR q.created_at < $6)`
-	args := []any{f.ProjectID, f.Type, f.Status, f.DatasetID, f.From, f.To}
+		AND ($5::timestamptz IS NULL OR q.created_at >= $5) AND ($6::timestamptz IS NULL OR q.created_at < $6)
+		AND (NOT q.private OR q.user_id = $7)`
+	args := []any{f.ProjectID, f.Type, f.Status, f.DatasetID, f.From, f.To, f.Viewer}
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.queries q`+cond, args...); err != nil {
 		return nil, 0, err
@@ -79,15 +82,23 @@ func ListQueries(ctx context.Context, q sqlx.ExtContext, f QueryFilter) ([]Query
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT q.id, q.project_id, q.organization_id, q.user_id, q.type, q.query, q.status, q.dataset_ids,
 		q.row_count, q.execution_time_ms, q.error_code, q.created_at, q.finished_at, u.name AS created_by_name
 		FROM platform.queries q LEFT JOIN platform.users u ON u.id = q.user_id`+cond+
-		` ORDER BY q.created_at DESC, q.seq DESC LIMIT $7 OFFSET $8`, append(args, f.Limit, f.Offset)...)
+		` ORDER BY q.created_at DESC, q.seq DESC LIMIT $8 OFFSET $9`, append(args, f.Limit, f.Offset)...)
 	return out, total, err
 }
 
-// QueryByID is a query of a project's history.
-func QueryByID(ctx context.Context, q sqlx.ExtContext, projectID, id string) (*Query, error) {
+// QueryByID is a query of a project's history that viewer may see.
+func QueryByID(ctx context.Context, q sqlx.ExtContext, projectID, id, viewer string) (*Query, error) {
 	var qr Query
-	err := sqlx.GetContext(ctx, q, &qr, `SELECT `+queryCols+` FROM platform.queries q WHERE q.project_id = $1 AND q.id = $2`, projectID, id)
+	err := sqlx.GetContext(ctx, q, &qr, `SELECT `+queryCols+` FROM platform.queries q WHERE q.project_id = $1 AND q.id = $2
+		AND (NOT q.private OR q.user_id = $3)`, projectID, id, viewer)
 	return &qr, notFound(err)
+}
+
+// MakeQueryPrivate hides a history query from everyone but its author (who saved it as a
+// private saved query).
+func MakeQueryPrivate(ctx context.Context, q sqlx.ExecerContext, id, author string) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.queries SET private = true WHERE id = $1 AND user_id = $2`, id, author)
+	return err
 }
 
 // SavedQuery is a query saved under a name.

@@ -369,6 +369,23 @@ func TestSavedQueries(t *testing.T) {
 	if l := e.do("GET", base+"saved-queries?tag=crm", nil, own).status(200); l.num("pagination.total") != 1 {
 		t.Fatalf("tag: %s", l.Body)
 	}
+
+	// Nor its text and rows through the history (audit 16): neither its runs nor the query it
+	// was saved from are listed, read or exported for the analyst; its author sees them all.
+	priv := e.do("POST", base+"saved-queries/"+p.str("id")+"/execute", nil, own).status(200).str("query_id")
+	for _, id := range []string{priv, d.str("query_id")} {
+		e.do("GET", base+"queries/"+id, nil, bearer(analyst)).apiError(404, "NOT_FOUND")
+		e.do("GET", base+"queries/"+id, nil, own).status(200)
+		e.do("POST", base+"queries/"+id+"/export", map[string]any{"format": "csv"}, bearer(analyst)).apiError(404, "NOT_FOUND")
+	}
+	x := e.do("POST", base+"queries/"+priv+"/export", map[string]any{"format": "csv"}, own).status(202)
+	e.do("GET", base+"queries/"+priv+"/exports/"+x.str("export_id"), nil, bearer(analyst)).apiError(404, "NOT_FOUND")
+	if h := e.do("GET", base+"queries?limit=100", nil, bearer(analyst)).status(200); strings.Contains(string(h.Body), "sales_orders WHERE placed") {
+		t.Fatalf("the analyst's history shows the private query: %s", h.Body)
+	}
+	if h := e.do("GET", base+"queries?limit=100", nil, own).status(200); strings.Count(string(h.Body), "sales_orders WHERE placed") != 3 {
+		t.Fatalf("the author's history misses private runs: %s", h.Body)
+	}
 }
 
 // TestSavedQueryLimit: a project holds at most 1,000 saved queries.

@@ -89,7 +89,11 @@ func (x *Exporter) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) er
 func ptr[T any](v T) *T { return &v }
 
 func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Progress) error {
-	qr, err := store.QueryByID(ctx, x.Store.DB, ex.ProjectID, ex.QueryID)
+	var viewer string // the export's requester, who could see the query then
+	if ex.UserID != nil {
+		viewer = *ex.UserID
+	}
+	qr, err := store.QueryByID(ctx, x.Store.DB, ex.ProjectID, ex.QueryID, viewer)
 	if err != nil {
 		return err
 	}
