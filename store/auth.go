@@ -71,6 +71,16 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash []byte, now time.Time) (*
 	return &o, notFound(err)
 }
 
+// CallerLive reports whether a user is still active and, for a key (keyID not empty), the key
+// still live at now: what a long-lived stream re-checks of the credential it was opened with.
+func CallerLive(ctx context.Context, q sqlx.QueryerContext, userID, keyID string, now time.Time) (bool, error) {
+	var ok bool
+	err := sqlx.GetContext(ctx, q, &ok, `SELECT EXISTS (SELECT 1 FROM platform.users u WHERE u.id = $1 AND u.status = 'active'
+		AND ($2 = '' OR EXISTS (SELECT 1 FROM platform.api_keys k WHERE k.id = $2 AND k.user_id = u.id AND k.revoked_at IS NULL
+			AND (k.expires_at IS NULL OR k.expires_at > $3))))`, userID, keyID, now)
+	return ok, err
+}
+
 // TouchAPIKey records a use of the key.
 func TouchAPIKey(ctx context.Context, q sqlx.ExtContext, id string, now time.Time) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.api_keys SET last_used_at = $2 WHERE id = $1`, id, now)

@@ -74,6 +74,11 @@ func (l *lookups) put(id, user string, d *Dataset, gen uint64) {
 // answer read before is used again. Other replicas learn it from the triggers' notification.
 func (s *Store) ControlPlaneChanged() { s.look.gen.Add(1) }
 
+// ControlPlaneGeneration changes whenever datasets, memberships, API keys or users' status may
+// have changed (or notifications may have been missed): long-lived streams re-check their
+// caller's access when it moves.
+func (s *Store) ControlPlaneGeneration() uint64 { return s.look.gen.Load() }
+
 // WatchControlPlane listens for the triggers' notifications on the database at url until ctx
 // ends; the lookups are kept only while it listens.
 func (s *Store) WatchControlPlane(ctx context.Context, url string, log *slog.Logger) {

@@ -204,3 +204,71 @@ func TestRecordChangeStreamAcrossReplicas(t *testing.T) {
 		t.Fatalf("event at replica B: %+v", ev)
 	}
 }
+
+// TestStreamsEndWhenAccessEnds: an open stream re-checks its caller when the control plane
+// changes (audit 7): a revoked key's stream ends, and a removed member's SSE and WebSocket
+// streams end with an error event instead of delivering the next change.
+func TestStreamsEndWhenAccessEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
+	e.waitDataset(e.ownerToken, id)
+	base := "/api/v1/datasets/" + id + "/data"
+	_, analyst := e.member(e.orgID, "developer")
+	userID := e.do("GET", "/api/v1/auth/me", nil, bearer(analyst)).status(200).str("id")
+	key := e.do("POST", "/api/v1/api-keys", map[string]any{"name": "stream", "permissions": []string{"datasets:read"}}, bearer(analyst)).status(201)
+
+	byKey, stopKey := e.openStream(base+"/stream", apiKey(key.str("key")))
+	defer stopKey()
+	sse, stopSSE := e.openStream(base+"/stream", bearer(analyst))
+	defer stopSSE()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.ts.URL, "http")+base+"/ws",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + analyst}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	var m map[string]any
+	if err := wsjson.Write(ctx, conn, map[string]any{"action": "subscribe"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wsjson.Read(ctx, conn, &m); err != nil || m["type"] != "subscribed" {
+		t.Fatalf("subscribe: %v %v", m, err)
+	}
+	ended := func(ch <-chan sseEvent, code string) {
+		t.Helper()
+		if ev := next(t, ch, true); ev.name != "error" || ev.data["code"] != code {
+			t.Fatalf("want the stream to end with %s, got %+v", code, ev)
+		}
+		for ev := range ch { // then it closes, having delivered nothing more
+			if ev.name != "heartbeat" {
+				t.Fatalf("after the end: %+v", ev)
+			}
+		}
+	}
+
+	// The key is revoked: its stream ends; the member's own streams go on.
+	e.do("DELETE", "/api/v1/api-keys/"+key.str("id"), nil, bearer(analyst)).status(204)
+	e.do("POST", base, map[string]any{"name": "Kay", "email": "kay@example.com"}, own).status(201)
+	ended(byKey, "AUTH_REQUIRED")
+	if ev := next(t, sse, true); ev.name != "record.created" || ev.data["name"] != "Kay" {
+		t.Fatalf("member's stream: %+v", ev)
+	}
+	if err := wsjson.Read(ctx, conn, &m); err != nil || m["type"] != "record.created" {
+		t.Fatalf("member's socket: %v %v", m, err)
+	}
+
+	// The member is removed: the next change is not delivered; both streams end.
+	e.do("DELETE", "/api/v1/organizations/"+e.orgID+"/users/"+userID, nil, own).status(204)
+	e.do("POST", base, map[string]any{"name": "Lou", "email": "lou@example.com"}, own).status(201)
+	ended(sse, "NOT_FOUND")
+	if err := wsjson.Read(ctx, conn, &m); err != nil || m["type"] != "error" || m["code"] != "NOT_FOUND" {
+		t.Fatalf("socket after removal: %v %v", m, err)
+	}
+	if err := wsjson.Read(ctx, conn, &m); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Fatalf("socket not closed as a policy violation: %v %v", m, err)
+	}
+}

@@ -104,6 +104,7 @@ func (h *Records) Stream(c echo.Context) error {
 			return err
 		}
 	}
+	access := h.streamAccess(ctx, rc)
 	wake, unsubscribe := h.Changes.Subscribe(rc.d.ID)
 	defer unsubscribe()
 	res := c.Response()
@@ -129,6 +130,14 @@ func (h *Records) Stream(c echo.Context) error {
 	poll := time.NewTicker(streamPoll)
 	defer poll.Stop()
 	for {
+		if err := access.check(ctx); err != nil {
+			if m := ended(err); m != nil {
+				data, _ := json.Marshal(m)
+				fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
+				_ = send()
+			}
+			return nil
+		}
 		batch, err := changes.Since(ctx, h.Store.DB, rc.d.ID, last, 500)
 		if err != nil {
 			return nil // the client went away, or the database did: the client reconnects

@@ -70,6 +70,7 @@ func (h *Records) Socket(c echo.Context) error {
 	for _, f := range rc.desc.Table.Fields() {
 		fields[f] = true
 	}
+	access := h.streamAccess(ctx, rc)
 	wake, unsubscribe := h.Changes.Subscribe(rc.d.ID)
 	defer unsubscribe()
 	subscribed := false
@@ -80,6 +81,13 @@ func (h *Records) Socket(c echo.Context) error {
 	poll := time.NewTicker(streamPoll)
 	defer poll.Stop()
 	for {
+		if err := access.check(ctx); err != nil {
+			if m := ended(err); m != nil {
+				_ = write(m)
+				conn.Close(websocket.StatusPolicyViolation, "access to the dataset ended")
+			}
+			return nil
+		}
 		if subscribed {
 			for {
 				batch, err := changes.Since(ctx, h.Store.DB, rc.d.ID, last, 500)

@@ -1,0 +1,69 @@
+package records
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
+	"dataplatform/store"
+)
+
+// accessRecheck bounds how long a stream trusts its caller's access when nothing has been
+// notified: a key's expiry, for one, announces nothing.
+const accessRecheck = time.Minute
+
+// streamAccess re-checks, for a change stream that may stay open for days, that its caller
+// may still read the dataset: whenever the control plane changes (a membership or role, a key
+// revoked, a user disabled, the dataset deleted; from any replica) and at least every
+// accessRecheck. A stream that is no longer allowed ends.
+type streamAccess struct {
+	h   *Records
+	p   *auth.Principal
+	ds  string
+	gen uint64
+	at  time.Time
+}
+
+func (h *Records) streamAccess(ctx context.Context, rc *recordCtx) *streamAccess {
+	// gen 0 and no time: the first check reads, so nothing slips between resolve and here.
+	return &streamAccess{h: h, p: auth.FromContext(ctx), ds: rc.d.ID}
+}
+
+// check is nil while the caller may read; an *apierr.Error saying why once not, or the
+// database's error.
+func (a *streamAccess) check(ctx context.Context) error {
+	gen := a.h.Store.ControlPlaneGeneration()
+	if gen == a.gen && time.Since(a.at) < accessRecheck {
+		return nil
+	}
+	a.gen, a.at = gen, time.Now()
+	if a.p == nil {
+		return apierr.AuthRequired("authentication required")
+	}
+	live, err := store.CallerLive(ctx, a.h.Store.DB, a.p.UserID, a.p.KeyID, a.h.Now())
+	if err != nil {
+		return err
+	}
+	if !live {
+		return apierr.AuthRequired("the credential this stream was opened with is no longer valid (revoked, expired or its user disabled)")
+	}
+	d, err := a.h.Store.DatasetForRecords(ctx, a.ds, a.p.UserID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && d.Status != "active" {
+		return apierr.NotFound("dataset", a.ds)
+	} else if err != nil {
+		return err
+	}
+	return auth.AccessFor(a.p, d.OrgID, d.Role).Need("datasets:read")
+}
+
+// ended is what a stream tells its client when access is gone (nil for a database error:
+// the stream just ends and the client reconnects).
+func ended(err error) map[string]any {
+	var ae *apierr.Error
+	if !errors.As(err, &ae) {
+		return nil
+	}
+	return map[string]any{"type": "error", "code": ae.Code, "message": ae.Message}
+}
