@@ -15,6 +15,7 @@ import (
 
 	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/reqmeta"
 	"dataplatform/store"
 	"dataplatform/store/ingest"
 
@@ -36,6 +37,9 @@ func (h *Datasets) UploadDatasetFile(ctx context.Context, req api.UploadDatasetF
 	prj, err := h.project(ctx, nil, req.ProjectId, "datasets:write")
 	if err != nil {
 		return nil, err
+	}
+	if allow := reqmeta.From(ctx).AllowLongBody; allow != nil {
+		allow() // only now may the file take longer than the server's read timeout
 	}
 	now := h.Now()
 	up := &store.Upload{ID: store.NewID("upl"), ProjectID: prj.ID, OrgID: prj.OrgID, CreatedAt: now, ExpiresAt: now.Add(UploadTTL)}
@@ -146,6 +150,10 @@ func (h *Datasets) multipartError(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return apierr.FileTooLarge(mbe.Limit, h.Config.MaxUploadBytes)
+	}
+	var ae *apierr.Error // the body's own refusal: too slow
+	if errors.As(err, &ae) {
+		return ae
 	}
 	return apierr.Field("body", "invalid_multipart", "malformed multipart form: "+err.Error())
 }

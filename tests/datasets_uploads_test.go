@@ -1,8 +1,14 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"mime/multipart"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,4 +128,98 @@ func TestUploadRateLimitPerProject(t *testing.T) {
 	}
 	body, h := multipartBody(t, "a.csv", []byte("a,b\n1,2\n"), nil)
 	e.do("POST", path, body, bearer(e.ownerToken), h).apiError(429, "RATE_LIMIT_EXCEEDED")
+}
+
+// rawUpload opens a connection, sends an upload's request head (chunked) with the given
+// credentials and the start of a multipart body, and returns the connection and a function
+// that sends one more chunk.
+func (e *env) rawUpload(auth string) (net.Conn, func(string) error) {
+	e.t.Helper()
+	conn, err := net.Dial("tcp", e.ts.Listener.Addr().String())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { conn.Close() })
+	head := "POST /api/v1/projects/" + e.projectID + "/datasets/upload HTTP/1.1\r\nHost: x\r\n" +
+		"Content-Type: multipart/form-data; boundary=BOUNDARY\r\nTransfer-Encoding: chunked\r\n"
+	if auth != "" {
+		head += "Authorization: Bearer " + auth + "\r\n"
+	}
+	chunk := func(s string) error {
+		_, err := fmt.Fprintf(conn, "%x\r\n%s\r\n", len(s), s)
+		return err
+	}
+	if _, err := io.WriteString(conn, head+"\r\n"); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := chunk("--BOUNDARY\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\nContent-Type: text/csv\r\n\r\nname,n\n"); err != nil {
+		e.t.Fatal(err)
+	}
+	return conn, chunk
+}
+
+// TestUploadRefusedWithoutDrain: an upload that is refused (here: no credentials) is
+// answered and its connection closed at once, not held open while the client trickles the
+// rest of its body (audit 11).
+func TestUploadRefusedWithoutDrain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	conn, _ := e.rawUpload("")
+	conn.SetReadDeadline(time.Now().Add(15 * time.Second)) // a hang detector, not a speed check
+	r := bufio.NewReader(conn)
+	res, err := http.ReadResponse(r, nil)
+	if err != nil || res.StatusCode != 401 || !res.Close {
+		t.Fatalf("refused upload: %v %+v", err, res)
+	}
+	io.Copy(io.Discard, res.Body)
+	// The server closes the connection without waiting for the rest of the body.
+	if _, err := r.ReadByte(); err != io.EOF {
+		t.Fatalf("the connection stays open after the refusal: %v", err)
+	}
+}
+
+// TestUploadMinimumRate: an allowed upload may take longer than the read timeout, but not
+// arrive slower than the minimum rate; nothing of it is kept (audit 11).
+func TestUploadMinimumRate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *config.Config) { c.UploadMinRate, c.UploadRateWindow = 64<<10, 300*time.Millisecond })
+	conn, chunk := e.rawUpload(e.ownerToken)
+	done := make(chan *http.Response, 1)
+	go func() {
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // a hang detector
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	var res *http.Response
+trickle:
+	for i := 0; i < 100; i++ { // 100 bytes every 50 ms: 2 KB/s, far below 64 KiB/s
+		select {
+		case res = <-done:
+			break trickle
+		case <-time.After(50 * time.Millisecond):
+		}
+		if chunk(strings.Repeat("x", 99)+"\n") != nil {
+			break
+		}
+	}
+	if res == nil {
+		chunk("\r\n--BOUNDARY--\r\n")
+		chunk("")
+		res = <-done
+	}
+	if res == nil || res.StatusCode != 408 {
+		t.Fatalf("a trickled upload: %+v", res)
+	}
+	var body struct{ Error struct{ Code string } }
+	json.NewDecoder(res.Body).Decode(&body)
+	if body.Error.Code != "UPLOAD_TOO_SLOW" {
+		t.Fatalf("code %q", body.Error.Code)
+	}
+	var n int
+	if err := e.st.DB.Get(&n, `SELECT count(*) FROM platform.uploads WHERE project_id = $1`, e.projectID); err != nil || n != 0 {
+		t.Fatalf("uploads kept: %d %v", n, err)
+	}
 }

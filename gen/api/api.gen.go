@@ -10868,6 +10868,20 @@ func (response UploadDatasetFile404JSONResponse) VisitUploadDatasetFileResponse(
 	return err
 }
 
+type UploadDatasetFile408JSONResponse ErrorEnvelope
+
+func (response UploadDatasetFile408JSONResponse) VisitUploadDatasetFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UploadDatasetFile413JSONResponse ErrorEnvelope
 
 func (response UploadDatasetFile413JSONResponse) VisitUploadDatasetFileResponse(w http.ResponseWriter) error {

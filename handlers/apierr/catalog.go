@@ -30,6 +30,7 @@ const (
 	CodeInvalidFileFormat       Code = "INVALID_FILE_FORMAT"
 	CodeFileTooLarge            Code = "FILE_TOO_LARGE"
 	CodePayloadTooLarge         Code = "PAYLOAD_TOO_LARGE"
+	CodeUploadTooSlow           Code = "UPLOAD_TOO_SLOW"
 	CodeExportTooLarge          Code = "EXPORT_TOO_LARGE"
 	CodeInvalidQuery            Code = "INVALID_QUERY"
 	CodeForbiddenOperation      Code = "FORBIDDEN_OPERATION"
@@ -67,6 +68,7 @@ var Catalog = map[Code]Doc{
 	CodeInvalidFileFormat:       {400, "Invalid file format", "The upload is not CSV, JSON (an array of objects or NDJSON) or Parquet, judged by its content. `details` has `provided_format` and `supported_formats`."},
 	CodeFileTooLarge:            {413, "File too large", "The upload exceeds DP_MAX_UPLOAD_BYTES; `details` has `provided_size`, `max_size` and `max_size_human`."},
 	CodePayloadTooLarge:         {413, "Payload too large", "The request body exceeds the limit for this endpoint."},
+	CodeUploadTooSlow:           {408, "Upload too slow", "The upload's body arrived slower than DP_UPLOAD_MIN_RATE bytes a second over a DP_UPLOAD_RATE_WINDOW (default 8 KiB/s over 30 s), or stalled for a window; nothing was kept."},
 	CodeExportTooLarge:          {413, "Export too large for the format", "An Excel sheet holds 1,048,575 records; export csv, ndjson or parquet, or filter."},
 	CodeInvalidQuery:            {400, "Invalid query", "PostgreSQL refused the SQL: `details` has `line`, `column` and the database's `message`."},
 	CodeForbiddenOperation:      {400, "Forbidden operation", "Query endpoints run exactly one SELECT: other statements, data-modifying WITH clauses, SELECT INTO, locking clauses, settings, advisory locks, sleeping, files and the system catalogs are refused (400, so that the details stay in the nested envelope)."},

@@ -19,6 +19,10 @@ type Meta struct {
 	// Header is the request's header, for the strict handlers that negotiate (metrics) or
 	// answer conditionally (documentation assets).
 	Header http.Header
+	// AllowLongBody is set on upload operations: their handler calls it once the caller is
+	// allowed to upload, and only then does the body get more than the server's read timeout
+	// (a minimum transfer rate instead).
+	AllowLongBody func()
 }
 
 type key struct{}

@@ -155,17 +155,27 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 			return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodePayloadTooLarge,
 				fmt.Sprintf("the request body is larger than %d bytes", limit))
 		}
-		if upload {
-			// The server's read timeout suits JSON bodies, not a gigabyte on a slow link: give
-			// uploads an hour (an idle connection still fails through TCP keepalives).
-			rc := http.NewResponseController(c.Response())
-			_ = rc.SetReadDeadline(time.Now().Add(time.Hour))
-			_ = rc.SetWriteDeadline(time.Now().Add(time.Hour + time.Minute)) // counted from the headers, not the end of the body
+		if !upload || req.Body == nil {
+			if req.Body != nil {
+				req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
+			}
+			return next(c)
 		}
-		if req.Body != nil {
-			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
+		// The server's read timeout suits JSON bodies, not a gigabyte on a slow link; but only a
+		// caller allowed to upload gets longer, and then at a minimum rate (pacedBody).
+		rc := http.NewResponseController(c.Response())
+		pb := &pacedBody{r: req.Body, rc: rc, min: s.cfg.UploadMinRate, window: s.cfg.UploadRateWindow}
+		reqmeta.From(req.Context()).AllowLongBody = pb.start
+		req.Body = http.MaxBytesReader(c.Response(), pb, limit)
+		err := next(c)
+		if err != nil || !pb.isStarted() {
+			// Refused (unauthenticated, forbidden, too slow, malformed): answer and close
+			// without reading on; net/http would otherwise drain up to 256 KiB of a chunked
+			// body, at whatever pace the client sends it.
+			c.Response().Header().Set("Connection", "close")
+			_ = rc.SetReadDeadline(time.Now())
 		}
-		return next(c)
+		return err
 	}
 }
 

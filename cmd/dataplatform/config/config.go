@@ -15,14 +15,18 @@ import (
 
 // Config is the whole runtime configuration. Field comments name the environment variable.
 type Config struct {
-	Addr             string        // DP_ADDR
-	DatabaseURL      string        // DATABASE_URL; empty: embedded cluster under DataDir/postgres
-	DataDir          string        // DP_DATA_DIR
-	BaseURL          string        // DP_BASE_URL
-	StagingURL       string        // DP_STAGING_URL: the staging server of generated descriptions; default BaseURL
-	AdminEmail       string        // DP_ADMIN_EMAIL
-	AdminPassword    string        // DP_ADMIN_PASSWORD
-	MaxUploadBytes   int64         // DP_MAX_UPLOAD_BYTES
+	Addr           string // DP_ADDR
+	DatabaseURL    string // DATABASE_URL; empty: embedded cluster under DataDir/postgres
+	DataDir        string // DP_DATA_DIR
+	BaseURL        string // DP_BASE_URL
+	StagingURL     string // DP_STAGING_URL: the staging server of generated descriptions; default BaseURL
+	AdminEmail     string // DP_ADMIN_EMAIL
+	AdminPassword  string // DP_ADMIN_PASSWORD
+	MaxUploadBytes int64  // DP_MAX_UPLOAD_BYTES
+	// UploadMinRate is the slowest an upload's body may arrive, in bytes a second, over each
+	// UploadRateWindow (which is also the longest it may stall): DP_UPLOAD_MIN_RATE, DP_UPLOAD_RATE_WINDOW.
+	UploadMinRate    int64
+	UploadRateWindow time.Duration
 	MaxBodyBytes     int64         // DP_MAX_BODY_BYTES: JSON request bodies
 	CORSOrigins      []string      // DP_CORS_ORIGINS
 	AccessTokenTTL   time.Duration // DP_ACCESS_TOKEN_TTL
@@ -61,6 +65,8 @@ func Defaults() Config {
 		DataDir:           "./data",
 		BaseURL:           "http://localhost:8080",
 		MaxUploadBytes:    1 << 30,
+		UploadMinRate:     8 << 10,
+		UploadRateWindow:  30 * time.Second,
 		MaxBodyBytes:      1 << 20,
 		AccessTokenTTL:    time.Hour,
 		RefreshTokenTTL:   30 * 24 * time.Hour,
@@ -142,6 +148,20 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 			c.ConnectionNetworks = append(c.ConnectionNetworks, netip.PrefixFrom(a, a.BitLen()))
 		}
 	}
+	var minRate, rateWindow string
+	var err error
+	env("DP_UPLOAD_MIN_RATE", &minRate)
+	if minRate != "" {
+		if c.UploadMinRate, err = strconv.ParseInt(minRate, 10, 64); err != nil || c.UploadMinRate < 0 {
+			return c, fmt.Errorf("DP_UPLOAD_MIN_RATE: want bytes a second (0: no minimum), got %q", minRate)
+		}
+	}
+	env("DP_UPLOAD_RATE_WINDOW", &rateWindow)
+	if rateWindow != "" {
+		if c.UploadRateWindow, err = time.ParseDuration(rateWindow); err != nil || c.UploadRateWindow <= 0 {
+			return c, fmt.Errorf("DP_UPLOAD_RATE_WINDOW: %q is not a positive duration", rateWindow)
+		}
+	}
 	env("DP_STREAM_HEARTBEAT", &heartbeat)
 	if heartbeat != "" {
 		d, err := time.ParseDuration(heartbeat)
@@ -164,7 +184,6 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 		}
 	}
 
-	var err error
 	for _, o := range strings.Split(cors, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			c.CORSOrigins = append(c.CORSOrigins, o)
