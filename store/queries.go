@@ -23,7 +23,7 @@ type Query struct {
 	RowCount        *int           `db:"row_count"`
 	ExecutionTimeMS *int64         `db:"execution_time_ms"`
 	ErrorCode       *string        `db:"error_code"`
-	Body            *string        `db:"body"` // jsonb: the executed query as answered
+	Body            *string        `db:"body"`    // jsonb: the executed query as answered
 	Private         bool           `db:"private"` // seen by its author only (a private saved query's)
 	CreatedAt       time.Time      `db:"created_at"`
 	FinishedAt      *time.Time     `db:"finished_at"`
@@ -64,8 +64,8 @@ func FinishQuery(ctx context.Context, q sqlx.ExtContext, qr *Query) error {
 // QueryFilter selects history entries; Viewer's private ones among them.
 type QueryFilter struct {
 	ProjectID, Viewer, Type, Status, DatasetID string
-	From, To                           *time.Time
-	Limit, Offset                      int
+	From, To                                   *time.Time
+	Limit, Offset                              int
 }
 
 // ListQueries pages through a project's history, newest first, without bodies.
