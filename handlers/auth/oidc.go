@@ -124,7 +124,10 @@ func (o *OIDC) VerifyBearer(ctx context.Context, raw string) (*Principal, error)
 		return nil, err
 	}
 	u, err := o.resolve(ctx, c)
-	if err != nil {
+	if ae, ok := err.(*apierr.Error); ok && ae.Code == apierr.CodeEmailNotVerified {
+		// A bearer token is authentication: its refusal is a 401 on whatever operation.
+		return nil, apierr.AuthRequired(ae.Message)
+	} else if err != nil {
 		return nil, err
 	}
 	return &Principal{UserID: u.ID, Email: u.Email, Method: MethodOIDC}, nil
