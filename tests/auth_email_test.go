@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -345,4 +346,90 @@ func TestEmailVerificationTries(t *testing.T) {
 		e.do("POST", "/api/v1/auth/verify-email", map[string]any{"code": fmt.Sprint("wrong-", i)}, bearer(tok)).apiError(400, "INVALID_VERIFICATION_CODE")
 	}
 	e.do("POST", "/api/v1/auth/verify-email", map[string]any{"code": sink.last(t, email, mailedCode)}, bearer(tok)).apiError(400, "INVALID_VERIFICATION_CODE")
+}
+
+// Credential stuffing against one account: after 5 failures in a row, sign-ins for that
+// address wait (1 s, doubling), even with the right password, and unknown addresses are
+// treated the same; a success resets the count. The server's fake clock moves; nothing sleeps.
+func TestLoginBackoffPerAccount(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	email, _ := e.member(e.orgID, "viewer") // password "password-viewer"
+	try := func(addr, password string) *resp {
+		return e.do("POST", "/api/v1/auth/login", map[string]any{"email": addr, "password": password})
+	}
+	throttled := func(r *resp, wait string) {
+		t.Helper()
+		r.apiError(429, "LOGIN_THROTTLED")
+		if r.Header.Get("Retry-After") != wait {
+			t.Fatalf("Retry-After %q, want %s", r.Header.Get("Retry-After"), wait)
+		}
+	}
+	for _, addr := range []string{email, "nobody@example.com"} {
+		for i := 0; i < 5; i++ {
+			try(addr, "wrong-password").authError(401, "AUTH_REQUIRED")
+		}
+		// Known or not, the same answer, and the right password does not get through.
+		throttled(try(addr, "password-viewer"), "1")
+		throttled(try(strings.ToUpper(addr), "wrong-password"), "1")
+	}
+	// Other accounts are not affected.
+	e.login(adminEmail, adminPassword, "")
+
+	e.clock.Advance(time.Second)
+	try(email, "wrong-password").authError(401, "AUTH_REQUIRED") // the 6th failure: 2 s
+	throttled(try(email, "password-viewer"), "2")
+	e.clock.Advance(2 * time.Second)
+	try(email, "wrong-password").authError(401, "AUTH_REQUIRED") // the 7th: 4 s
+	e.clock.Advance(3 * time.Second)
+	throttled(try(email, "password-viewer"), "1")
+	e.clock.Advance(time.Second)
+	e.login(email, "password-viewer", "") // success resets
+	try(email, "wrong-password").authError(401, "AUTH_REQUIRED")
+	e.login(email, "password-viewer", "")
+
+	// The wait is capped at 15 minutes, and the count lives in PostgreSQL: another replica sees it.
+	if _, err := e.st.DB.Exec(`UPDATE platform.login_failures SET failures = 40 WHERE email_key = 'nobody@example.com'`); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	try("nobody@example.com", "wrong-password").authError(401, "AUTH_REQUIRED")
+	throttled(try("nobody@example.com", "x"), "900")
+	other := e.replica()
+	res, err := http.Post(other+"/api/v1/auth/login", "application/json", strings.NewReader(`{"email":"nobody@example.com","password":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 429 || res.Header.Get("Retry-After") != "900" {
+		t.Fatalf("the replica answered %d, Retry-After %q", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+}
+
+// Answers that carry tokens or secrets tell caches not to keep them (RFC 6749 §5.1).
+func TestTokenAnswersNotCached(t *testing.T) {
+	t.Parallel()
+	sink := startMailSink(t)
+	e := newEnv(t, withMail(sink))
+	noStore := func(r *resp) *resp {
+		t.Helper()
+		if r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("Pragma") != "no-cache" {
+			t.Fatalf("%s: Cache-Control %q, Pragma %q", r.req, r.Header.Get("Cache-Control"), r.Header.Get("Pragma"))
+		}
+		return r
+	}
+	l := noStore(e.login(adminEmail, adminPassword, ""))
+	noStore(e.do("POST", "/api/v1/auth/refresh", map[string]any{"refresh_token": l.str("refresh_token")}).status(200))
+	k := noStore(e.do("POST", "/api/v1/api-keys", map[string]any{"name": "k", "permissions": []string{"datasets:list"}}, bearer(e.ownerToken)).status(201))
+	noStore(e.do("POST", "/api/v1/api-keys/"+k.str("id")+"/rotate", map[string]any{}, bearer(e.ownerToken)).status(200))
+	inv := e.do("POST", "/api/v1/organizations/"+e.orgID+"/invitations", map[string]any{"email": "cache@example.com"}, bearer(e.ownerToken)).status(201)
+	noStore(e.do("POST", "/api/v1/invitations/"+e.invitationToken(inv)+"/accept", map[string]any{"name": "C", "password": "long-enough"}).status(200))
+
+	p := oidctest.Start(t)
+	o := newEnv(t, withProvider(p))
+	p.Clock = o.clock.Now
+	p.AddUser("sub", "new@example.com", "New", true)
+	loc := o.do("GET", "/api/v1/auth/oauth/authorize", nil).status(302).Header.Get("Location")
+	code, state := p.Authorize(t, loc, "sub")
+	noStore(o.do("GET", "/api/v1/auth/oauth/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(state), nil).status(200))
 }
