@@ -3,6 +3,11 @@
 -- identity provider's email_verified, or the operator's bootstrap owner). Accounts set up
 -- through an invitation link their inviter could see are not.
 ALTER TABLE platform.users ADD COLUMN email_verified_at timestamptz;
+-- Of the accounts that exist, only the operator's first owner came neither from an invitation
+-- nor from the identity provider: it keeps counting as verified.
+UPDATE platform.users u SET email_verified_at = u.created_at
+WHERE NOT EXISTS (SELECT 1 FROM platform.invitations i WHERE i.user_id = u.id)
+  AND NOT EXISTS (SELECT 1 FROM platform.identities d WHERE d.user_id = u.id);
 
 -- A mailed invitation's token was never shown to the inviter: accepting it proves the mailbox.
 ALTER TABLE platform.invitations ADD COLUMN delivered_by_email boolean NOT NULL DEFAULT false;
