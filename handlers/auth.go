@@ -3,7 +3,12 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
@@ -20,6 +25,15 @@ var errBadLogin = apierr.AuthRequired("invalid email or password")
 
 func (a *Auth) Login(ctx context.Context, req api.LoginRequestObject) (api.LoginResponseObject, error) {
 	b := req.Body
+	// Failures are counted per address, known or not, so the answers tell nothing about which
+	// addresses have accounts.
+	key := strings.ToLower(strings.TrimSpace(string(b.Email)))
+	now := a.Now()
+	if until, err := store.LoginGate(ctx, a.Store.DB, key, now); err != nil {
+		return nil, err
+	} else if !until.IsZero() {
+		return nil, loginThrottled(until.Sub(now))
+	}
 	u, err := store.UserByEmail(ctx, a.Store.DB, string(b.Email))
 	hash := ""
 	if err == nil && u.Status == "active" {
@@ -28,10 +42,16 @@ func (a *Auth) Login(ctx context.Context, req api.LoginRequestObject) (api.Login
 		return nil, err
 	}
 	if !a.Passwords.Check(hash, b.Password) {
+		if err := store.LoginFailed(ctx, a.Store.DB, key, now); err != nil {
+			return nil, err
+		}
 		return nil, errBadLogin
 	}
 	var tr api.TokenResponse
 	err = a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		if err := store.LoginSucceeded(ctx, tx, key); err != nil {
+			return err
+		}
 		var err error
 		tr, err = a.signIn(ctx, tx, u, deref(b.OrganizationId), "password")
 		return err
@@ -39,7 +59,20 @@ func (a *Auth) Login(ctx context.Context, req api.LoginRequestObject) (api.Login
 	if err != nil {
 		return nil, err
 	}
-	return api.Login200JSONResponse(tr), nil
+	return api.Login200JSONResponse{Body: tr, Headers: api.Login200ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
+}
+
+// Answers carrying tokens or secrets must not be cached (RFC 6749 §5.1).
+const noStore, noCache = "no-store", "no-cache"
+
+// loginThrottled is the 429 of an address waiting out its failed sign-ins.
+func loginThrottled(wait time.Duration) error {
+	secs := int64(math.Ceil(wait.Seconds()))
+	e := apierr.New(http.StatusTooManyRequests, apierr.CodeLoginThrottled,
+		fmt.Sprintf("too many failed sign-ins for this email address; try again in %d seconds", secs)).
+		WithDetails(map[string]any{"retry_after_seconds": secs})
+	e.Headers = map[string]string{"Retry-After": strconv.FormatInt(secs, 10)}
+	return e
 }
 
 // signIn issues an access token and a new refresh-token family for u in organization orgID
@@ -177,7 +210,7 @@ func (a *Auth) RefreshToken(ctx context.Context, req api.RefreshTokenRequestObje
 	if reuse {
 		return nil, apierr.AuthRequired("this refresh token was already used; every token of its sign-in has been revoked, sign in again")
 	}
-	return api.RefreshToken200JSONResponse(out), nil
+	return api.RefreshToken200JSONResponse{Body: out, Headers: api.RefreshToken200ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
 }
 
 func (a *Auth) Logout(ctx context.Context, req api.LogoutRequestObject) (api.LogoutResponseObject, error) {
@@ -214,7 +247,7 @@ func (a *Auth) GetCurrentUser(ctx context.Context, _ api.GetCurrentUserRequestOb
 	if err != nil {
 		return nil, err
 	}
-	out := api.CurrentUser{Id: u.ID, Email: u.Email, Name: u.Name, AuthMethod: api.CurrentUserAuthMethod(p.Method),
+	out := api.CurrentUser{Id: u.ID, Email: u.Email, Name: u.Name, EmailVerified: u.EmailVerifiedAt != nil, AuthMethod: api.CurrentUserAuthMethod(p.Method),
 		Organizations: make([]api.CurrentUserOrganization, 0, len(orgs))}
 	if p.KeyID != "" {
 		out.ApiKeyId = &p.KeyID
@@ -268,5 +301,5 @@ func (a *Auth) OauthCallback(ctx context.Context, req api.OauthCallbackRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return api.OauthCallback200JSONResponse(tr), nil
+	return api.OauthCallback200JSONResponse{Body: tr, Headers: api.OauthCallback200ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
 }

@@ -98,9 +98,9 @@ func (a *Auth) CreateApiKey(ctx context.Context, req api.CreateApiKeyRequestObje
 		return nil, err
 	}
 	o := apiKeyOut(k, now)
-	return api.CreateApiKey201JSONResponse{Id: o.Id, Name: o.Name, Description: o.Description, KeyPreview: o.KeyPreview,
+	return api.CreateApiKey201JSONResponse{Body: api.ApiKeyWithSecret{Id: o.Id, Name: o.Name, Description: o.Description, KeyPreview: o.KeyPreview,
 		Permissions: o.Permissions, Status: api.ApiKeyWithSecretStatus(o.Status), CreatedAt: o.CreatedAt, ExpiresAt: o.ExpiresAt,
-		Key: secret}, nil
+		Key: secret}, Headers: api.CreateApiKey201ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
 }
 
 func (a *Auth) RevokeApiKey(ctx context.Context, req api.RevokeApiKeyRequestObject) (api.RevokeApiKeyResponseObject, error) {
@@ -172,5 +172,5 @@ func (a *Auth) RotateApiKey(ctx context.Context, req api.RotateApiKeyRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return api.RotateApiKey200JSONResponse(out), nil
+	return api.RotateApiKey200JSONResponse{Body: out, Headers: api.RotateApiKey200ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
 }

@@ -32,7 +32,8 @@ type Handlers struct {
 	Tokens    *auth.Tokens
 	Keys      *auth.KeyStore
 	Passwords *auth.Passwords
-	OIDC      *auth.OIDC // nil when no identity provider is configured
+	OIDC      *auth.OIDC   // nil when no identity provider is configured
+	Mail      *auth.Mailer // nil when no mail server is configured (DP_SMTP_URL)
 	Secrets   *secrets.Box
 	Changes   *changes.Hub // wakes change streams
 	// Descriptions renders and keeps the datasets' descriptions (the record API's and the

@@ -191,7 +191,9 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 	token := auth.NewOpaqueToken()
 	now := o.Now()
 	inv := &store.Invitation{ID: store.NewID("inv"), OrgID: req.OrganizationId, Email: email, Name: b.Name, Role: role,
-		Message: b.Message, TokenHash: auth.HashSecret(token), Status: "pending", ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour), CreatedAt: now}
+		Message: b.Message, TokenHash: auth.HashSecret(token), Status: "pending", ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour), CreatedAt: now,
+		DeliveredByEmail: o.Mail != nil}
+	link := o.Config.BaseURL + "/api/v1/invitations/" + token
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		p, _, err := o.manager(ctx, tx, req.OrganizationId)
 		if err != nil {
@@ -237,15 +239,36 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 			map[string]any{"email": email, "role": role, "invitation_id": inv.ID, "expires_at": inv.ExpiresAt}); err != nil {
 			return err
 		}
-		return store.Emit(ctx, tx, "user.invited", req.OrganizationId,
-			map[string]any{"organization_id": req.OrganizationId, "invitation_id": inv.ID, "email": email, "role": role}, now)
+		if err := store.Emit(ctx, tx, "user.invited", req.OrganizationId,
+			map[string]any{"organization_id": req.OrganizationId, "invitation_id": inv.ID, "email": email, "role": role}, now); err != nil {
+			return err
+		}
+		if !inv.DeliveredByEmail {
+			return nil
+		}
+		// Mailed last, inside the transaction: a refused mail keeps nothing. The token goes to
+		// the mailbox only, so accepting it proves the mailbox.
+		org, err := store.OrganizationForUser(ctx, tx, req.OrganizationId, p.UserID)
+		if err != nil {
+			return err
+		}
+		msg := p.Email + " invites you to join " + org.Name + " as " + role + ".\n\n"
+		if inv.Message != nil {
+			msg += *inv.Message + "\n\n"
+		}
+		return o.mailUser(ctx, email, "Invitation to "+org.Name,
+			msg+"See the invitation: GET "+link+"\nAccept it: POST "+link+"/accept\nIt expires at "+inv.ExpiresAt.Format(time.RFC3339)+".\n")
 	})
 	if err != nil {
 		return nil, err
 	}
-	return api.CreateInvitation201JSONResponse{InvitationId: inv.ID, OrganizationId: inv.OrgID, UserId: &inv.UserID, Email: inv.Email,
+	out := api.CreateInvitation201JSONResponse{InvitationId: inv.ID, OrganizationId: inv.OrgID, UserId: &inv.UserID, Email: inv.Email,
 		Name: inv.Name, Role: api.MemberRole(inv.Role), Status: api.InvitationStatusPending, ExpiresAt: inv.ExpiresAt,
-		InvitationUrl: o.Config.BaseURL + "/api/v1/invitations/" + token, CreatedAt: inv.CreatedAt}, nil
+		Delivery: api.InvitationDeliveryEmail, CreatedAt: inv.CreatedAt}
+	if !inv.DeliveredByEmail {
+		out.Delivery, out.InvitationUrl = api.InvitationDeliveryLink, &link
+	}
+	return out, nil
 }
 
 func (o *Orgs) checkUserLimit(ctx context.Context, tx *sqlx.Tx, orgID string) error {
@@ -307,25 +330,56 @@ func (o *Orgs) AcceptInvitation(ctx context.Context, req api.AcceptInvitationReq
 			return err
 		}
 		now := o.Now()
-		switch u.Status {
-		case "invited": // a new person: set up the account
-			if b.Name == nil {
-				return apierr.Field("body.name", "required", "name is required to create your account")
-			}
-			hash, err := o.Passwords.Hash(b.Password)
-			if err != nil {
-				return apierr.Field("body.password", "maxLength", "the password must be at most 72 bytes")
-			}
-			if err := store.ActivateUser(ctx, tx, u.ID, *b.Name, hash, now); err != nil {
+		// A mailed token proves the mailbox; a link the inviter saw proves nothing about it.
+		var verified *time.Time
+		if inv.DeliveredByEmail {
+			verified = &now
+		}
+		p := auth.FromContext(ctx)
+		signedIn := p != nil && p.KeyID == "" && p.UserID == u.ID
+		switch {
+		case u.Status == "invited": // a new person: set up the account
+			if u, err = o.newAccount(ctx, tx, u, b, verified, now); err != nil {
 				return err
 			}
-			u.Name, u.Status = *b.Name, "active"
-		case "active": // an existing account proves it is theirs
-			if !o.Passwords.Check(deref(u.PasswordHash), b.Password) {
-				return apierr.AuthRequired("this email already has an account: accept with its current password")
-			}
-		default:
+		case u.Status != "active":
 			return apierr.AuthRequired("this account is disabled")
+		case signedIn && (u.EmailVerifiedAt != nil || inv.DeliveredByEmail):
+			if u.EmailVerifiedAt == nil {
+				if err := store.SetEmailVerified(ctx, tx, u.ID, now); err != nil {
+					return err
+				}
+			}
+		case signedIn:
+			return apierr.New(http.StatusForbidden, apierr.CodeEmailNotVerified,
+				"your email address is not verified, so this account cannot join another organization: verify it at /api/v1/auth/verify-email/send, then accept again")
+		case inv.DeliveredByEmail && u.EmailVerifiedAt == nil:
+			// The mailbox's owner claims the address from an account that never proved it (set
+			// up through a link someone else could see): they get a new account; the old one is
+			// disabled with its sessions and keys, keeps nothing of the address, and never gets
+			// here. Pending invitations follow the address.
+			fresh := &store.User{ID: store.NewID("usr"), Email: u.Email, Name: u.Name, Status: "invited", CreatedAt: now, UpdatedAt: now}
+			if err := store.ReleaseUnverifiedAccount(ctx, tx, u.ID, now); err != nil {
+				return err
+			}
+			if err := store.CreateUser(ctx, tx, fresh); err != nil {
+				return err
+			}
+			if err := store.MovePendingInvitations(ctx, tx, u.ID, fresh.ID); err != nil {
+				return err
+			}
+			if err := store.Audit(ctx, tx, store.AuditEntry{ActorID: fresh.ID, ActorEmail: fresh.Email, Action: "user.claim_email",
+				ResourceType: "user", ResourceID: u.ID, ResourceName: u.Name, At: now,
+				Details: map[string]any{"invitation_id": inv.ID, "released_user_id": u.ID}}); err != nil {
+				return err
+			}
+			if u, err = o.newAccount(ctx, tx, fresh, b, verified, now); err != nil {
+				return err
+			}
+		case p != nil && p.UserID != u.ID:
+			return apierr.Forbidden("this invitation is for " + inv.Email + ", not for the account you are signed in as")
+		default:
+			return apierr.AuthRequired("this email already has an account: sign in as it and accept with its access token")
 		}
 		if err := store.AddMembership(ctx, tx, inv.OrgID, u.ID, inv.Role, "active", &now, now); err != nil {
 			return err
@@ -353,5 +407,24 @@ func (o *Orgs) AcceptInvitation(ctx context.Context, req api.AcceptInvitationReq
 type acceptResponse struct{ api.TokenResponse }
 
 func (r acceptResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
-	return api.Login200JSONResponse(r.TokenResponse).VisitLoginResponse(w)
+	return api.Login200JSONResponse{Body: r.TokenResponse, Headers: api.Login200ResponseHeaders{CacheControl: noStore, Pragma: noCache}}.VisitLoginResponse(w)
+}
+
+// newAccount sets up the invited placeholder u with the name and password of the request.
+func (o *Orgs) newAccount(ctx context.Context, tx *sqlx.Tx, u *store.User, b *api.AcceptInvitationJSONRequestBody, verified *time.Time, now time.Time) (*store.User, error) {
+	if b.Name == nil {
+		return nil, apierr.Field("body.name", "required", "name is required to create your account")
+	}
+	if b.Password == nil {
+		return nil, apierr.Field("body.password", "required", "password is required to create your account")
+	}
+	hash, err := o.Passwords.Hash(*b.Password)
+	if err != nil {
+		return nil, apierr.Field("body.password", "maxLength", "the password must be at most 72 bytes")
+	}
+	if err := store.ActivateUser(ctx, tx, u.ID, *b.Name, hash, verified, now); err != nil {
+		return nil, err
+	}
+	u.Name, u.Status, u.PasswordHash, u.EmailVerifiedAt = *b.Name, "active", &hash, verified
+	return u, nil
 }

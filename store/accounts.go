@@ -20,9 +20,11 @@ type User struct {
 	LastActiveAt     *time.Time `db:"last_active_at"`
 	CreatedAt        time.Time  `db:"created_at"`
 	UpdatedAt        time.Time  `db:"updated_at"`
+	// EmailVerifiedAt is when the address was proven to be the user's; nil: not proven.
+	EmailVerifiedAt *time.Time `db:"email_verified_at"`
 }
 
-const userCols = `id, email, name, password_hash, status, avatar_url, two_factor_enabled, last_active_at, created_at, updated_at`
+const userCols = `id, email, name, password_hash, status, avatar_url, two_factor_enabled, last_active_at, created_at, updated_at, email_verified_at`
 
 // UserByEmail finds a user by email, case-insensitively.
 func UserByEmail(ctx context.Context, q sqlx.QueryerContext, email string) (*User, error) {
@@ -41,7 +43,7 @@ func UserByID(ctx context.Context, q sqlx.QueryerContext, id string) (*User, err
 // CreateUser inserts u.
 func CreateUser(ctx context.Context, q sqlx.ExtContext, u *User) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.users (`+userCols+`)
-		VALUES (:id, :email, :name, :password_hash, :status, :avatar_url, :two_factor_enabled, :last_active_at, :created_at, :updated_at)`, u)
+		VALUES (:id, :email, :name, :password_hash, :status, :avatar_url, :two_factor_enabled, :last_active_at, :created_at, :updated_at, :email_verified_at)`, u)
 	return err
 }
 

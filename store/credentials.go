@@ -120,10 +120,12 @@ type Invitation struct {
 	AcceptedAt *time.Time `db:"accepted_at"`
 	CreatedAt  time.Time  `db:"created_at"`
 	OrgName    string     `db:"organization_name"`
+	// DeliveredByEmail: the token went only to the invited mailbox, never to the inviter.
+	DeliveredByEmail bool `db:"delivered_by_email"`
 }
 
 const invitationCols = `i.id, i.organization_id, i.user_id, i.email, i.name, i.role, i.message, i.token_hash, i.invited_by,
-	i.status, i.expires_at, i.accepted_at, i.created_at, o.name AS organization_name`
+	i.status, i.expires_at, i.accepted_at, i.created_at, o.name AS organization_name, i.delivered_by_email`
 
 // CreateInvitation inserts inv, withdrawing earlier pending invitations of the same user to the
 // same organization.
@@ -133,8 +135,9 @@ func CreateInvitation(ctx context.Context, q sqlx.ExtContext, inv *Invitation) e
 		return err
 	}
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.invitations (id, organization_id, user_id, email, name, role, message, token_hash,
-		invited_by, status, expires_at, created_at)
-		VALUES (:id, :organization_id, :user_id, :email, :name, :role, :message, :token_hash, :invited_by, :status, :expires_at, :created_at)`, inv)
+		invited_by, status, expires_at, created_at, delivered_by_email)
+		VALUES (:id, :organization_id, :user_id, :email, :name, :role, :message, :token_hash, :invited_by, :status, :expires_at, :created_at,
+		:delivered_by_email)`, inv)
 	return err
 }
 
@@ -155,9 +158,10 @@ func AcceptInvitation(ctx context.Context, q sqlx.ExecerContext, id string, now 
 	return err
 }
 
-// ActivateUser sets an invited placeholder's name and password and makes it active.
-func ActivateUser(ctx context.Context, q sqlx.ExecerContext, id, name, passwordHash string, now time.Time) error {
-	_, err := q.ExecContext(ctx, `UPDATE platform.users SET name = $2, password_hash = $3, status = 'active', updated_at = $4 WHERE id = $1`,
-		id, name, passwordHash, now)
+// ActivateUser sets an invited placeholder's name and password and makes it active, with its
+// address verified at verifiedAt (nil: not verified).
+func ActivateUser(ctx context.Context, q sqlx.ExecerContext, id, name, passwordHash string, verifiedAt *time.Time, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.users SET name = $2, password_hash = $3, status = 'active', email_verified_at = $4, updated_at = $5
+		WHERE id = $1`, id, name, passwordHash, verifiedAt, now)
 	return err
 }

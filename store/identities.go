@@ -21,7 +21,7 @@ type Identity struct {
 func UserByIdentity(ctx context.Context, q sqlx.QueryerContext, issuer, subject string) (*User, error) {
 	var u User
 	err := sqlx.GetContext(ctx, q, &u, `SELECT u.id, u.email, u.name, u.password_hash, u.status, u.avatar_url, u.two_factor_enabled,
-		u.last_active_at, u.created_at, u.updated_at
+		u.last_active_at, u.created_at, u.updated_at, u.email_verified_at
 		FROM platform.identities i JOIN platform.users u ON u.id = i.user_id
 		WHERE i.issuer = $1 AND i.subject = $2`, issuer, subject)
 	return &u, notFound(err)

@@ -452,8 +452,7 @@ func (e *env) member(orgID, role string) (email, token string) {
 	e.t.Helper()
 	email = fmt.Sprintf("%s%d@example.com", role, e.members.Add(1))
 	inv := e.do("POST", "/api/v1/organizations/"+orgID+"/invitations", map[string]any{"email": email, "role": role}, bearer(e.ownerToken)).status(201)
-	tok := inv.str("invitation_url")[strings.LastIndex(inv.str("invitation_url"), "/")+1:]
-	acc := e.do("POST", "/api/v1/invitations/"+tok+"/accept", map[string]any{"name": "User " + role, "password": "password-" + role}).status(200)
+	acc := e.do("POST", "/api/v1/invitations/"+e.invitationToken(inv)+"/accept", map[string]any{"name": "User " + role, "password": "password-" + role}).status(200)
 	return email, acc.str("access_token")
 }
 
@@ -503,12 +502,19 @@ func invTokenOf(r *resp) string {
 }
 
 // joinAs invites email to orgID with the inviter's token and accepts the invitation; a new
-// person sets name and password, an existing account proves itself with its password. It
-// returns the access token of the accepted sign-in.
+// person sets name and password, an existing account signs in with its password, has its
+// address verified (see verified) and accepts signed in. It returns the access token of the
+// accepted sign-in.
 func (e *env) joinAs(inviterTok, orgID, email, role, name, password string) string {
 	e.t.Helper()
 	inv := e.do("POST", "/api/v1/organizations/"+orgID+"/invitations", map[string]any{"email": email, "role": role}, bearer(inviterTok)).status(201)
-	acc := e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": name, "password": password}).status(200)
+	tok := e.invitationToken(inv)
+	if e.do("GET", "/api/v1/invitations/"+tok, nil).status(200).get("existing_user") == true {
+		signedIn := e.login(email, password, "").str("access_token")
+		e.verified(email)
+		return e.do("POST", "/api/v1/invitations/"+tok+"/accept", map[string]any{}, bearer(signedIn)).status(200).str("access_token")
+	}
+	acc := e.do("POST", "/api/v1/invitations/"+tok+"/accept", map[string]any{"name": name, "password": password}).status(200)
 	return acc.str("access_token")
 }
 

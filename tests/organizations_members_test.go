@@ -284,13 +284,19 @@ func TestInvitationExistingUser(t *testing.T) {
 		t.Fatalf("existing user not recognised: %s", info.Body)
 	}
 	accept := "/api/v1/invitations/" + tok + "/accept"
-	// The wrong password is refused and changes nothing; the invitation stays usable.
+	// An existing account accepts signed in, never with a password at the door (that would let
+	// whoever set the password, such as an inviter who accepted their own link, in).
 	e.do("POST", accept, map[string]any{"name": "Changed", "password": "not-their-password"}).authError(401, "AUTH_REQUIRED")
-	e.do("POST", accept, map[string]any{"password": "not-their-password"}).authError(401, "AUTH_REQUIRED")
+	e.do("POST", accept, map[string]any{"password": "password-viewer"}).authError(401, "AUTH_REQUIRED")
+	e.do("POST", accept, map[string]any{}, bearer(e.ownerToken)).authError(403, "PERMISSION_DENIED")
+	signedIn := bearer(e.login(email, "password-viewer", "").str("access_token"))
+	// Set up through a link its inviter saw, the account's address is not verified: it joins
+	// no second organization until it is.
+	e.do("POST", accept, map[string]any{}, signedIn).authError(403, "EMAIL_NOT_VERIFIED")
 	e.do("GET", "/api/v1/invitations/"+tok, nil).status(200)
-	e.do("POST", "/api/v1/auth/login", map[string]any{"email": email, "password": "not-their-password"}).authError(401, "AUTH_REQUIRED")
-	// Accepting with the current password: no name needed, name and password kept.
-	acc := e.do("POST", accept, map[string]any{"password": "password-viewer", "name": "Changed"}).status(200)
+	e.verified(email)
+	// Accepting signed in: name and password kept.
+	acc := e.do("POST", accept, map[string]any{"password": "password-viewer", "name": "Changed"}, signedIn).status(200)
 	if acc.str("user.name") != "User viewer" || acc.str("user.organization_id") != second || acc.str("user.roles.0") != "developer" || acc.str("user.email") != email {
 		t.Fatalf("accept changed the account or joined the wrong organization: %s", acc.Body)
 	}

@@ -65,6 +65,7 @@ func (e ApiKeyWithSecretStatus) Valid() bool {
 // Defines values for AuthErrorCode.
 const (
 	AUTHREQUIRED            AuthErrorCode = "AUTH_REQUIRED"
+	EMAILNOTVERIFIED        AuthErrorCode = "EMAIL_NOT_VERIFIED"
 	INSUFFICIENTPERMISSIONS AuthErrorCode = "INSUFFICIENT_PERMISSIONS"
 	PERMISSIONDENIED        AuthErrorCode = "PERMISSION_DENIED"
 	TOKENEXPIRED            AuthErrorCode = "TOKEN_EXPIRED"
@@ -74,6 +75,8 @@ const (
 func (e AuthErrorCode) Valid() bool {
 	switch e {
 	case AUTHREQUIRED:
+		return true
+	case EMAILNOTVERIFIED:
 		return true
 	case INSUFFICIENTPERMISSIONS:
 		return true
@@ -584,6 +587,24 @@ func (e HealthStatus) Valid() bool {
 	case Ok:
 		return true
 	case Unavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvitationDelivery.
+const (
+	InvitationDeliveryEmail InvitationDelivery = "email"
+	InvitationDeliveryLink  InvitationDelivery = "link"
+)
+
+// Valid indicates whether the value is a known member of the InvitationDelivery enum.
+func (e InvitationDelivery) Valid() bool {
+	switch e {
+	case InvitationDeliveryEmail:
+		return true
+	case InvitationDeliveryLink:
 		return true
 	default:
 		return false
@@ -1745,6 +1766,9 @@ type CurrentUser struct {
 	AuthMethod CurrentUserAuthMethod `json:"auth_method"`
 	Email      string                `json:"email"`
 
+	// EmailVerified Whether the address is verified (see /api/v1/auth/verify-email/send).
+	EmailVerified bool `json:"email_verified"`
+
 	// Id Example: usr_5g2f8d4s1a9p7o3i6u0y
 	Id            UserId                    `json:"id"`
 	Name          string                    `json:"name"`
@@ -1977,6 +2001,14 @@ type DescriptionVersionStatus string
 // Email defines model for Email.
 type Email = openapi_types.Email
 
+// EmailVerification defines model for EmailVerification.
+type EmailVerification struct {
+	CodeExpiresAt   *time.Time `json:"code_expires_at,omitempty"`
+	Email           string     `json:"email"`
+	EmailVerified   bool       `json:"email_verified"`
+	EmailVerifiedAt *time.Time `json:"email_verified_at,omitempty"`
+}
+
 // ErrorEnvelope defines model for ErrorEnvelope.
 type ErrorEnvelope struct {
 	Error struct {
@@ -2113,13 +2145,16 @@ type HealthStatus string
 
 // Invitation defines model for Invitation.
 type Invitation struct {
-	CreatedAt    time.Time `json:"created_at"`
-	Email        string    `json:"email"`
-	ExpiresAt    time.Time `json:"expires_at"`
-	InvitationId string    `json:"invitation_id"`
+	CreatedAt time.Time `json:"created_at"`
 
-	// InvitationUrl Link for the invited person: GET it to see the invitation, POST to .../accept to join.
-	InvitationUrl string  `json:"invitation_url"`
+	// Delivery `email`: the link was mailed to the address and is not shown here; `link`: pass `invitation_url` on.
+	Delivery     InvitationDelivery `json:"delivery"`
+	Email        string             `json:"email"`
+	ExpiresAt    time.Time          `json:"expires_at"`
+	InvitationId string             `json:"invitation_id"`
+
+	// InvitationUrl Link for the invited person (only with `delivery: link`): GET it to see the invitation, POST to .../accept to join.
+	InvitationUrl *string `json:"invitation_url,omitempty"`
 	Name          *string `json:"name,omitempty"`
 
 	// OrganizationId Example: org_7k2m9x4q1w8e5r3t6y0u
@@ -2135,6 +2170,9 @@ type Invitation struct {
 	UserId *UserId `json:"user_id,omitempty"`
 }
 
+// InvitationDelivery `email`: the link was mailed to the address and is not shown here; `link`: pass `invitation_url` on.
+type InvitationDelivery string
+
 // InvitationStatus defines model for Invitation.Status.
 type InvitationStatus string
 
@@ -2142,7 +2180,7 @@ type InvitationStatus string
 type InvitationInfo struct {
 	Email string `json:"email"`
 
-	// ExistingUser True when the email already has an account (accept with its current password).
+	// ExistingUser True when the email already has an account (accept signed in as it).
 	ExistingUser bool      `json:"existing_user"`
 	ExpiresAt    time.Time `json:"expires_at"`
 	Message      *string   `json:"message,omitempty"`
@@ -2831,6 +2869,11 @@ type RefreshTokenJSONBody struct {
 	RefreshToken string `json:"refresh_token"`
 }
 
+// VerifyEmailJSONBody defines parameters for VerifyEmail.
+type VerifyEmailJSONBody struct {
+	Code string `json:"code"`
+}
+
 // GetDatasetChangelogParams defines parameters for GetDatasetChangelog.
 type GetDatasetChangelogParams struct {
 	Format *GetDatasetChangelogParamsFormat `form:"format,omitempty" json:"format,omitempty"`
@@ -2928,7 +2971,7 @@ type AcceptInvitationJSONBody struct {
 	Name *string `json:"name,omitempty"`
 
 	// Password 8 to 72 bytes (bcrypt's limit).
-	Password string `json:"password"`
+	Password *string `json:"password,omitempty"`
 }
 
 // ListOrganizationsParams defines parameters for ListOrganizations.
@@ -3137,6 +3180,9 @@ type LogoutJSONRequestBody LogoutJSONBody
 
 // RefreshTokenJSONRequestBody defines body for RefreshToken for application/json ContentType.
 type RefreshTokenJSONRequestBody RefreshTokenJSONBody
+
+// VerifyEmailJSONRequestBody defines body for VerifyEmail for application/json ContentType.
+type VerifyEmailJSONRequestBody VerifyEmailJSONBody
 
 // ChangeDatasetSchemaJSONRequestBody defines body for ChangeDatasetSchema for application/json ContentType.
 type ChangeDatasetSchemaJSONRequestBody = SchemaChangeRequest
@@ -3366,6 +3412,12 @@ type ServerInterface interface {
 	// RefreshToken Exchange a refresh token for a new access token
 	// (POST /api/v1/auth/refresh)
 	RefreshToken(ctx echo.Context) error
+	// VerifyEmail Verify the caller's email address with the mailed code
+	// (POST /api/v1/auth/verify-email)
+	VerifyEmail(ctx echo.Context) error
+	// SendEmailVerification Mail a verification code to the caller's address
+	// (POST /api/v1/auth/verify-email/send)
+	SendEmailVerification(ctx echo.Context) error
 	// GetDatasetChangelog What changed in each version, with levels (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/changelog)
 	GetDatasetChangelog(ctx echo.Context, datasetId DatasetId, params GetDatasetChangelogParams) error
@@ -3727,6 +3779,24 @@ func (w *ServerInterfaceWrapper) RefreshToken(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RefreshToken(ctx)
+	return err
+}
+
+// VerifyEmail converts echo context to params.
+func (w *ServerInterfaceWrapper) VerifyEmail(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.VerifyEmail(ctx)
+	return err
+}
+
+// SendEmailVerification converts echo context to params.
+func (w *ServerInterfaceWrapper) SendEmailVerification(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SendEmailVerification(ctx)
 	return err
 }
 
@@ -5214,6 +5284,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/auth/me", wrapper.GetCurrentUser, options.OperationMiddlewares["getCurrentUser"]...)
 	router.GET(options.BaseURL+"/api/v1/auth/oauth/authorize", wrapper.OauthAuthorize, options.OperationMiddlewares["oauthAuthorize"]...)
 	router.GET(options.BaseURL+"/api/v1/auth/oauth/callback", wrapper.OauthCallback, options.OperationMiddlewares["oauthCallback"]...)
+	router.POST(options.BaseURL+"/api/v1/auth/verify-email/send", wrapper.SendEmailVerification, options.OperationMiddlewares["sendEmailVerification"]...)
+	router.POST(options.BaseURL+"/api/v1/auth/verify-email", wrapper.VerifyEmail, options.OperationMiddlewares["verifyEmail"]...)
 	router.GET(options.BaseURL+"/api/v1/api-keys", wrapper.ListApiKeys, options.OperationMiddlewares["listApiKeys"]...)
 	router.POST(options.BaseURL+"/api/v1/api-keys", wrapper.CreateApiKey, options.OperationMiddlewares["createApiKey"]...)
 	router.DELETE(options.BaseURL+"/api/v1/api-keys/:key_id", wrapper.RevokeApiKey, options.OperationMiddlewares["revokeApiKey"]...)
@@ -5446,15 +5518,25 @@ type CreateApiKeyResponseObject interface {
 	VisitCreateApiKeyResponse(w http.ResponseWriter) error
 }
 
-type CreateApiKey201JSONResponse ApiKeyWithSecret
+type CreateApiKey201ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+}
+
+type CreateApiKey201JSONResponse struct {
+	Body    ApiKeyWithSecret
+	Headers CreateApiKey201ResponseHeaders
+}
 
 func (response CreateApiKey201JSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5655,15 +5737,25 @@ type RotateApiKeyResponseObject interface {
 	VisitRotateApiKeyResponse(w http.ResponseWriter) error
 }
 
-type RotateApiKey200JSONResponse RotateApiKeyResponse
+type RotateApiKey200ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+}
+
+type RotateApiKey200JSONResponse struct {
+	Body    RotateApiKeyResponse
+	Headers RotateApiKey200ResponseHeaders
+}
 
 func (response RotateApiKey200JSONResponse) VisitRotateApiKeyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5790,15 +5882,25 @@ type LoginResponseObject interface {
 	VisitLoginResponse(w http.ResponseWriter) error
 }
 
-type Login200JSONResponse TokenResponse
+type Login200ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+}
+
+type Login200JSONResponse struct {
+	Body    TokenResponse
+	Headers Login200ResponseHeaders
+}
 
 func (response Login200JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6099,15 +6201,25 @@ type OauthCallbackResponseObject interface {
 	VisitOauthCallbackResponse(w http.ResponseWriter) error
 }
 
-type OauthCallback200JSONResponse TokenResponse
+type OauthCallback200ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+}
+
+type OauthCallback200JSONResponse struct {
+	Body    TokenResponse
+	Headers OauthCallback200ResponseHeaders
+}
 
 func (response OauthCallback200JSONResponse) VisitOauthCallbackResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6137,6 +6249,20 @@ func (response OauthCallback401JSONResponse) VisitOauthCallbackResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OauthCallback403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response OauthCallback403JSONResponse) VisitOauthCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6192,15 +6318,25 @@ type RefreshTokenResponseObject interface {
 	VisitRefreshTokenResponse(w http.ResponseWriter) error
 }
 
-type RefreshToken200JSONResponse RefreshResponse
+type RefreshToken200ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+}
+
+type RefreshToken200JSONResponse struct {
+	Body    RefreshResponse
+	Headers RefreshToken200ResponseHeaders
+}
 
 func (response RefreshToken200JSONResponse) VisitRefreshTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6273,6 +6409,219 @@ func (response RefreshToken429JSONResponse) VisitRefreshTokenResponse(w http.Res
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyEmailRequestObject struct {
+	Body *VerifyEmailJSONRequestBody
+}
+
+type VerifyEmailResponseObject interface {
+	VisitVerifyEmailResponse(w http.ResponseWriter) error
+}
+
+type VerifyEmail200JSONResponse EmailVerification
+
+func (response VerifyEmail200JSONResponse) VisitVerifyEmailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyEmail400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response VerifyEmail400JSONResponse) VisitVerifyEmailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyEmail401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response VerifyEmail401JSONResponse) VisitVerifyEmailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyEmail403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response VerifyEmail403JSONResponse) VisitVerifyEmailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyEmail413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response VerifyEmail413JSONResponse) VisitVerifyEmailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyEmail429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response VerifyEmail429JSONResponse) VisitVerifyEmailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendEmailVerificationRequestObject struct {
+}
+
+type SendEmailVerificationResponseObject interface {
+	VisitSendEmailVerificationResponse(w http.ResponseWriter) error
+}
+
+type SendEmailVerification200JSONResponse EmailVerification
+
+func (response SendEmailVerification200JSONResponse) VisitSendEmailVerificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendEmailVerification401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SendEmailVerification401JSONResponse) VisitSendEmailVerificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendEmailVerification403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SendEmailVerification403JSONResponse) VisitSendEmailVerificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendEmailVerification429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response SendEmailVerification429JSONResponse) VisitSendEmailVerificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendEmailVerification501JSONResponse ErrorEnvelope
+
+func (response SendEmailVerification501JSONResponse) VisitSendEmailVerificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendEmailVerification502JSONResponse ErrorEnvelope
+
+func (response SendEmailVerification502JSONResponse) VisitSendEmailVerificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(502)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8319,15 +8668,25 @@ type AcceptInvitationResponseObject interface {
 	VisitAcceptInvitationResponse(w http.ResponseWriter) error
 }
 
-type AcceptInvitation200JSONResponse TokenResponse
+type AcceptInvitation200ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+}
+
+type AcceptInvitation200JSONResponse struct {
+	Body    TokenResponse
+	Headers AcceptInvitation200ResponseHeaders
+}
 
 func (response AcceptInvitation200JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8357,6 +8716,20 @@ func (response AcceptInvitation401JSONResponse) VisitAcceptInvitationResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AcceptInvitation403JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9301,6 +9674,20 @@ func (response CreateInvitation429JSONResponse) VisitCreateInvitationResponse(w 
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation502JSONResponse ErrorEnvelope
+
+func (response CreateInvitation502JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(502)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13341,6 +13728,12 @@ type StrictServerInterface interface {
 	// RefreshToken Exchange a refresh token for a new access token
 	// (POST /api/v1/auth/refresh)
 	RefreshToken(ctx context.Context, request RefreshTokenRequestObject) (RefreshTokenResponseObject, error)
+	// VerifyEmail Verify the caller's email address with the mailed code
+	// (POST /api/v1/auth/verify-email)
+	VerifyEmail(ctx context.Context, request VerifyEmailRequestObject) (VerifyEmailResponseObject, error)
+	// SendEmailVerification Mail a verification code to the caller's address
+	// (POST /api/v1/auth/verify-email/send)
+	SendEmailVerification(ctx context.Context, request SendEmailVerificationRequestObject) (SendEmailVerificationResponseObject, error)
 	// GetDatasetChangelog What changed in each version, with levels (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/changelog)
 	GetDatasetChangelog(ctx context.Context, request GetDatasetChangelogRequestObject) (GetDatasetChangelogResponseObject, error)
@@ -13919,6 +14312,75 @@ func (sh *strictHandler) RefreshToken(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(RefreshTokenResponseObject); ok {
 		return validResponse.VisitRefreshTokenResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// VerifyEmail operation middleware
+func (sh *strictHandler) VerifyEmail(ctx echo.Context) error {
+	var request VerifyEmailRequestObject
+
+	var body VerifyEmailJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.VerifyEmail(ctx.Request().Context(), request.(VerifyEmailRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "VerifyEmail")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(VerifyEmailResponseObject); ok {
+		return validResponse.VisitVerifyEmailResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SendEmailVerification operation middleware
+func (sh *strictHandler) SendEmailVerification(ctx echo.Context) error {
+	var request SendEmailVerificationRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SendEmailVerification(ctx.Request().Context(), request.(SendEmailVerificationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SendEmailVerification")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SendEmailVerificationResponseObject); ok {
+		return validResponse.VisitSendEmailVerificationResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

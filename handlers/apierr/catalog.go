@@ -45,6 +45,11 @@ const (
 	CodeInternalError           Code = "INTERNAL_ERROR"
 	CodeOidcNotConfigured       Code = "OIDC_NOT_CONFIGURED"
 	CodeOidcError               Code = "OIDC_ERROR"
+	CodeEmailNotVerified        Code = "EMAIL_NOT_VERIFIED"
+	CodeInvalidVerificationCode Code = "INVALID_VERIFICATION_CODE"
+	CodeMailNotConfigured       Code = "MAIL_NOT_CONFIGURED"
+	CodeMailError               Code = "MAIL_ERROR"
+	CodeLoginThrottled          Code = "LOGIN_THROTTLED"
 	CodeServiceUnavailable      Code = "SERVICE_UNAVAILABLE"
 )
 
@@ -83,6 +88,11 @@ var Catalog = map[Code]Doc{
 	CodeInternalError:           {500, "Internal error", "Something failed on the server. The request id identifies it in the logs."},
 	CodeOidcNotConfigured:       {501, "Identity provider not configured", "No OpenID Connect provider is configured (DP_OIDC_ISSUER)."},
 	CodeOidcError:               {502, "Identity provider error", "The identity provider could not be reached or answered something unusable."},
+	CodeEmailNotVerified:        {403, "Email address not verified", "The action needs an account whose email address is verified: joining another organization by invitation, or linking an identity provider account to an existing account (where the provider must vouch for the address too). Verify it through /api/v1/auth/verify-email/send."},
+	CodeInvalidVerificationCode: {400, "Invalid verification code", "The code is wrong, expired (24 hours), already used, for another address or account, or has had 5 wrong tries; ask for a new one."},
+	CodeMailNotConfigured:       {501, "Mail not configured", "No mail server is configured (DP_SMTP_URL), so no mail can be sent."},
+	CodeMailError:               {502, "Mail server error", "The mail server could not be reached or refused the message; nothing was kept."},
+	CodeLoginThrottled:          {429, "Too many failed sign-ins", "This email address had 5 or more failed sign-ins in a row: attempts wait `Retry-After` seconds (1 second, doubling with each further failure, at most 15 minutes), even with the right password. A successful sign-in resets the count."},
 	CodeServiceUnavailable:      {503, "Service unavailable", "A dependency such as the database is not available."},
 }
 

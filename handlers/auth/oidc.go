@@ -54,9 +54,11 @@ var asymmetricAlgs = []jwa.SignatureAlgorithm{
 //     puts an API identifier in access tokens' `aud` must add the client id (or clients send
 //     the ID token as the bearer), so tokens minted for other applications are never accepted.
 //   - email linking: a new provider account links to an existing user with the same email only
-//     when the provider asserts `email_verified: true` and the user is active. Otherwise the
-//     sign-in is refused (emails are unique, so no second user can be created for that email,
-//     and linking on an unverified address would hand the account to whoever typed it).
+//     when the provider asserts `email_verified: true`, the user's address is verified here too
+//     and the user is active. Otherwise the sign-in is refused with 403 EMAIL_NOT_VERIFIED
+//     (emails are unique, so no second user can be created for that email, and linking on an
+//     unproven address would hand one person's account to the other). A provisioned user's
+//     address is verified when the provider says so.
 //   - no in-memory sub→user cache: the lookup is one indexed query, and a cache would keep
 //     letting a disabled user in.
 type OIDC struct {
@@ -122,7 +124,10 @@ func (o *OIDC) VerifyBearer(ctx context.Context, raw string) (*Principal, error)
 		return nil, err
 	}
 	u, err := o.resolve(ctx, c)
-	if err != nil {
+	if ae, ok := err.(*apierr.Error); ok && ae.Code == apierr.CodeEmailNotVerified {
+		// A bearer token is authentication: its refusal is a 401 on whatever operation.
+		return nil, apierr.AuthRequired(ae.Message)
+	} else if err != nil {
 		return nil, err
 	}
 	return &Principal{UserID: u.ID, Email: u.Email, Method: MethodOIDC}, nil
@@ -302,15 +307,24 @@ func (o *OIDC) link(ctx context.Context, tx *sqlx.Tx, c *providerClaims) (*store
 	u, err = store.UserByEmail(ctx, tx, c.email)
 	switch {
 	case err == nil:
-		if !c.emailVerified {
-			return nil, apierr.AuthRequired("an account with this email address already exists and the identity provider has not verified the address, so it is not linked; sign in with the existing account")
-		}
 		if u.Status != "active" {
 			return nil, apierr.AuthRequired("the account with this email address is not active")
+		}
+		// Both sides must have proven the mailbox: otherwise whoever typed the address at the
+		// provider, or set up the local account through an invitation link they could see,
+		// would get the other's account.
+		if !c.emailVerified {
+			return nil, apierr.New(http.StatusForbidden, apierr.CodeEmailNotVerified, "an account with this email address already exists and the identity provider has not verified the address, so it is not linked; sign in with the existing account")
+		}
+		if u.EmailVerifiedAt == nil {
+			return nil, apierr.New(http.StatusForbidden, apierr.CodeEmailNotVerified, "an account with this email address already exists but its address is not verified, so it is not linked; sign in with the existing account and verify the address first")
 		}
 	case errors.Is(err, store.ErrNotFound):
 		action = "user.provision"
 		u = &store.User{ID: store.NewID("usr"), Email: c.email, Name: cmp.Or(c.name, c.email), Status: "active", CreatedAt: now, UpdatedAt: now}
+		if c.emailVerified {
+			u.EmailVerifiedAt = &now
+		}
 		if err := store.CreateUser(ctx, tx, u); err != nil {
 			return nil, err
 		}

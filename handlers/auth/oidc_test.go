@@ -75,7 +75,8 @@ func (f *oidcFixture) count(t *testing.T, q string, args ...any) int {
 func (f *oidcFixture) createUser(t *testing.T, email string) *store.User {
 	t.Helper()
 	now := f.clock.Now()
-	u := &store.User{ID: store.NewID("usr"), Email: email, Name: "Existing", Status: "active", CreatedAt: now, UpdatedAt: now}
+	u := &store.User{ID: store.NewID("usr"), Email: email, Name: "Existing", Status: "active", CreatedAt: now, UpdatedAt: now,
+		EmailVerifiedAt: &now}
 	if err := store.CreateUser(f.ctx, f.st.DB, u); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestOIDCUnverifiedEmail(t *testing.T) {
 	f.createUser(t, "carol@example.com")
 	f.p.AddUser("mallory", "carol@example.com", "Not Carol", false)
 	_, err := f.flow(t, "mallory")
-	wantCode(t, err, "AUTH_REQUIRED", "not verified")
+	wantCode(t, err, "EMAIL_NOT_VERIFIED", "not verified")
 	_, err = f.o.VerifyBearer(f.ctx, f.p.Token("mallory", f.p.ClientID, time.Hour))
 	wantCode(t, err, "AUTH_REQUIRED", "not verified")
 	if n := f.count(t, `SELECT count(*) FROM platform.identities`); n != 0 {

@@ -184,7 +184,7 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		rt := s.route(c)
-		if rt == nil || rt.public {
+		if rt == nil || (rt.public && !(rt.optionalAuth && hasCredentials(c.Request()))) {
 			return next(c)
 		}
 		p, err := s.authn.Authenticate(c.Request())
@@ -194,6 +194,10 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(c.Request().WithContext(auth.WithPrincipal(c.Request().Context(), p)))
 		return next(c)
 	}
+}
+
+func hasCredentials(r *http.Request) bool {
+	return r.Header.Get("Authorization") != "" || r.Header.Get("X-API-Key") != "" || r.URL.Query().Has("api_key")
 }
 
 // rateLimit counts the request against its category, per principal (per client address for

@@ -5,12 +5,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,15 +67,18 @@ type Server struct {
 
 // route is what the middleware needs to know about an operation of the description.
 type route struct {
-	opID      string
-	public    bool
-	category  string // rate-limit category ("" = not limited), from x-rate-limit
-	limitKey  string // path parameter the count is kept per, instead of the caller
-	bodyLimit int64
-	upload    bool // x-body-limit: upload
-	multipart bool
-	op        *openapi3.Operation
-	kin       *routers.Route
+	opID   string
+	public bool
+	// optionalAuth: public, but a user credential, when sent, is checked and used
+	// (security lists {} beside a scheme)
+	optionalAuth bool
+	category     string // rate-limit category ("" = not limited), from x-rate-limit
+	limitKey     string // path parameter the count is kept per, instead of the caller
+	bodyLimit    int64
+	upload       bool // x-body-limit: upload
+	multipart    bool
+	op           *openapi3.Operation
+	kin          *routers.Route
 	// dynamic routes are the record API: validated against the dataset's own description,
 	// at the path template of that description.
 	dynamic  bool
@@ -108,6 +113,11 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 		Changes: changes.NewHub(d.DatabaseURL, d.Logger),
 		Descriptions: descriptions.New(d.Store, descriptions.URLs{Production: d.Config.BaseURL, Staging: d.Config.StagingURL,
 			Auth: d.Config.OIDCIssuer}, d.Clock),
+	}
+	if d.Config.SMTPURL != "" {
+		if h.Mail, err = auth.NewMailer(d.Config.SMTPURL, cmp.Or(d.Config.MailFrom, "dataplatform@localhost")); err != nil {
+			return nil, err
+		}
 	}
 	authn := &auth.Authenticator{Tokens: tokens, Store: d.Store, Clock: d.Clock}
 	if d.Config.OIDCEnabled() {
@@ -156,7 +166,7 @@ func (s *Server) loadRoutes() error {
 			// uploads included, into memory).
 			unsecured := *op
 			unsecured.Security = &openapi3.SecurityRequirements{}
-			rt := &route{opID: op.OperationID, public: public(op), op: op,
+			rt := &route{opID: op.OperationID, public: public(op), optionalAuth: optionalAuth(op), op: op,
 				category: "default", bodyLimit: s.cfg.MaxBodyBytes,
 				kin: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: &unsecured}}
 			if rt.public {
@@ -191,6 +201,9 @@ func public(op *openapi3.Operation) bool {
 	if op.Security == nil {
 		return false
 	}
+	if optionalAuth(op) {
+		return true
+	}
 	for _, req := range *op.Security {
 		for scheme := range req {
 			if scheme != "metricsToken" {
@@ -199,6 +212,14 @@ func public(op *openapi3.Operation) bool {
 		}
 	}
 	return true
+}
+
+// optionalAuth reports whether an operation takes anonymous callers ({}) and user credentials.
+func optionalAuth(op *openapi3.Operation) bool {
+	if op.Security == nil || len(*op.Security) < 2 {
+		return false
+	}
+	return slices.ContainsFunc(*op.Security, func(r openapi3.SecurityRequirement) bool { return len(r) == 0 })
 }
 
 func (s *Server) buildEcho() *echo.Echo {
@@ -284,6 +305,9 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 		}
 		if err := store.SweepIdempotencyKeys(ctx, s.H.Store.DB, s.H.Clock().Add(-records.IdempotencyTTL)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping idempotency keys", "error", err)
+		}
+		if err := store.SweepLoginFailures(ctx, s.H.Store.DB, s.H.Clock().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping login failures", "error", err)
 		}
 		if _, err := s.H.FailInterruptedQueries(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("failing interrupted queries", "error", err)

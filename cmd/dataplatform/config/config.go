@@ -36,6 +36,8 @@ type Config struct {
 	OIDCClientID     string        // DP_OIDC_CLIENT_ID
 	OIDCClientSecret string        // DP_OIDC_CLIENT_SECRET
 	OIDCRedirectURL  string        // DP_OIDC_REDIRECT_URL
+	SMTPURL          string        // DP_SMTP_URL: smtp://user:pass@host:port for invitations and address verification; empty: no mail
+	MailFrom         string        // DP_MAIL_FROM: the sender of that mail
 	RedisURL         string        // REDIS_URL
 	RateLimits       string        // DP_RATE_LIMITS: overrides, "category=N/period,..."
 	LogLevel         string        // DP_LOG_LEVEL
@@ -105,6 +107,8 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_OIDC_CLIENT_ID", &c.OIDCClientID)
 	env("DP_OIDC_CLIENT_SECRET", &c.OIDCClientSecret)
 	env("DP_OIDC_REDIRECT_URL", &c.OIDCRedirectURL)
+	env("DP_SMTP_URL", &c.SMTPURL)
+	env("DP_MAIL_FROM", &c.MailFrom)
 	env("REDIS_URL", &c.RedisURL)
 	env("DP_RATE_LIMITS", &c.RateLimits)
 	env("DP_LOG_LEVEL", &c.LogLevel)
