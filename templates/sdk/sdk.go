@@ -173,16 +173,23 @@ func goSDK(in Input) (map[string][]byte, []string, error) {
 		return nil, nil, err
 	}
 	// oapi-codegen refuses names it cannot write as Go (quotes, backticks, control characters)
-	// rather than emit them: the Go SDK of such a description is not made.
+	// rather than emit them, and a path with a backslash it would write into a string literal
+	// as is: the Go SDK of such a description is not made. Neither is one whose names collide
+	// as Go names, or whose code does not compile (codegen formats it).
 	if err := codegen.ValidateSpec(doc); err != nil {
 		return nil, nil, &UnrepresentableError{Language: "go", Err: err}
+	}
+	for _, p := range doc.Paths.InMatchingOrder() {
+		if strings.ContainsRune(p, '\\') {
+			return nil, nil, &UnrepresentableError{Language: "go", Err: fmt.Errorf("path %q has a backslash", p)}
+		}
 	}
 	codegenMu.Lock()
 	code, err := codegen.Generate(doc, codegen.Configuration{PackageName: in.Package,
 		Generate: codegen.GenerateOptions{Models: true, Client: true}})
 	codegenMu.Unlock()
 	if err != nil {
-		return nil, nil, fmt.Errorf("oapi-codegen: %w", err)
+		return nil, nil, &UnrepresentableError{Language: "go", Err: fmt.Errorf("oapi-codegen: %w", err)}
 	}
 	module := "example.com/sdk/" + in.Package
 	list := "List" + strings.TrimPrefix(operationID(in.Doc, "GET", "/api/v1/datasets/{dataset_id}/data"), "list")
