@@ -87,7 +87,8 @@ func init() {
 		implements import in infer instanceof interface is keyof let module namespace never new null number object of
 		package private protected public readonly require return set static string super switch symbol this throw true
 		try type typeof undefined unique unknown var void while with yield
-		False None True and assert def del elif except global lambda nonlocal not or pass raise match case `) {
+		False None True and assert def del elif except global lambda nonlocal not or pass raise match case
+		self body query`) { // the last: the generated methods' own parameters
 		reserved[w] = true
 	}
 }

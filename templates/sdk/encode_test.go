@@ -13,11 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"text/template/parse"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"golang.org/x/text/unicode/norm"
 )
 
 // hostile are strings that end a literal or a comment of some target language and then call
@@ -210,7 +213,8 @@ func TestSDKsEncodeHostileStrings(t *testing.T) {
 }
 
 // FuzzSDKStrings: any string in every field of a description makes SDKs that parse with the
-// string only inside literals and comments (go test -fuzz FuzzSDKStrings ./templates/sdk/).
+// string only inside literals and comments. Each input runs oapi-codegen, node and python3
+// (seconds under the fuzzer's instrumentation): fuzz FuzzEncoders for long runs.
 func FuzzSDKStrings(f *testing.F) {
 	for i := 0; i < len(hostile); i += 4 {
 		f.Add(strings.Join(hostile[i:min(i+4, len(hostile))], " "))
@@ -273,4 +277,89 @@ func TestTemplatesEncodeEveryValue(t *testing.T) {
 			walk(p, tr.Root)
 		}
 	}
+}
+
+// FuzzEncoders: what each encoder makes of any string keeps to its context (fast, so it is
+// the one to fuzz for long: go test -run '^$' -fuzz FuzzEncoders ./templates/sdk/). String
+// literals decode back to the string (invalid UTF-8 as U+FFFD); comments have no line break
+// and no "*/"; identifiers are identifiers.
+func FuzzEncoders(f *testing.F) {
+	for _, s := range hostile {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := strings.ToValidUTF8(s, "\uFFFD")
+		js := jsString(s)
+		var back string
+		if err := json.Unmarshal([]byte(js), &back); err != nil || back != want {
+			t.Fatalf("jsString(%q) = %s: %v", s, js, err)
+		}
+		if strings.ContainsAny(js, "\n\r\u2028\u2029<>") || strings.Contains(js, "*/") {
+			t.Fatalf("jsString(%q) = %s", s, js)
+		}
+		if py, ok := pyUnquote(pyString(s)); !ok || py != want {
+			t.Fatalf("pyString(%q) = %s", s, pyString(s))
+		}
+		if g, err := strconv.Unquote(goString(s)); err != nil || g != want {
+			t.Fatalf("goString(%q) = %s", s, goString(s))
+		}
+		for _, c := range []string{comment(s), docstring(s)} {
+			if strings.ContainsAny(c, "\n\r\u2028\u2029\u0085\x00\ufeff") || strings.Contains(c, "*/") {
+				t.Fatalf("comment of %q = %q", s, c)
+			}
+		}
+		if d := docstring(s); strings.Contains(strings.ReplaceAll(strings.ReplaceAll(d, `\\`, ""), `\"`, ""), `"`) || strings.HasSuffix(strings.ReplaceAll(d, `\\`, ""), `\`) {
+			t.Fatalf("docstring(%q) = %q", s, d)
+		}
+		id := ident(s)
+		if !token.IsIdentifier(id) && !token.IsKeyword(id) || reserved[id] || ident(id) != id { // Go keywords are fine: the Go SDK names nothing with ident
+			t.Fatalf("ident(%q) = %q", s, id)
+		}
+		for _, r := range id {
+			if r >= utf8.RuneSelf && norm.NFKC.String(string(r)) != string(r) {
+				t.Fatalf("ident(%q) = %q: Python reads %q otherwise", s, id, r)
+			}
+		}
+		if md := mdLine(s); strings.ContainsAny(md, "\n\r`") {
+			t.Fatalf("mdLine(%q) = %q", s, md)
+		}
+	})
+}
+
+// pyUnquote reads a string literal as pyString writes them: printable ASCII, \\ \" \uXXXX and
+// \UXXXXXXXX, between double quotes.
+func pyUnquote(lit string) (string, bool) {
+	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 1; i < len(lit)-1; i++ {
+		c := lit[i]
+		switch {
+		case c == '"' || c < 0x20 || c >= 0x7f:
+			return "", false
+		case c != '\\':
+			b.WriteByte(c)
+		case i+1 < len(lit)-1 && (lit[i+1] == '\\' || lit[i+1] == '"'):
+			b.WriteByte(lit[i+1])
+			i++
+		case i+1 < len(lit)-1 && (lit[i+1] == 'u' || lit[i+1] == 'U'):
+			n := 4
+			if lit[i+1] == 'U' {
+				n = 8
+			}
+			if i+2+n > len(lit)-1 {
+				return "", false
+			}
+			r, err := strconv.ParseUint(lit[i+2:i+2+n], 16, 32)
+			if err != nil {
+				return "", false
+			}
+			b.WriteRune(rune(r))
+			i += 1 + n
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
 }
