@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
 
 // QueryColumn describes a column of a query's result.
@@ -26,18 +28,27 @@ type QueryColumn struct {
 type QueryResult struct {
 	Columns   []QueryColumn
 	Rows      [][]any // JSON-ready values, in the order of Columns
-	Truncated bool
-	Plan      json.RawMessage // EXPLAIN (FORMAT JSON) of the query, when asked
+	Truncated bool    // more rows were left unread (at MaxRows or MaxBytes)
+	// TooLarge says the rows stopped at MaxBytes (else, when Truncated, at MaxRows).
+	TooLarge bool
+	Bytes    int64           // the rows' size as JSON (RowBytes summed)
+	Plan     json.RawMessage // EXPLAIN (FORMAT JSON) of the query, when asked
 }
 
-// QueryOptions bound a query: its statement timeout, the rows returned, whether the
-// planner's plan is read first, and the concurrency slot it takes.
+// QueryOptions bound a query: its statement timeout, the rows and bytes returned, whether
+// the planner's plan is read first, and the concurrency slot it takes.
 type QueryOptions struct {
-	Timeout  time.Duration
-	MaxRows  int
-	Plan     bool
-	PlanOnly bool  // read the plan and stop: nothing runs
-	Slot     *Slot // when set, the query holds one of Slot.Max slots of Slot.Key while it runs
+	Timeout time.Duration
+	MaxRows int
+	// MaxBytes: RunQuery stops reading (Truncated, TooLarge) before the rows' size as JSON
+	// passes it; 0: no cap.
+	MaxBytes int64
+	// MaxRowBytes: the database refuses (RowTooLargeError) a row whose text is larger, before
+	// it is sent: the driver reads a whole row into memory, whatever its size. 0: no cap.
+	MaxRowBytes int64
+	Plan        bool
+	PlanOnly    bool  // read the plan and stop: nothing runs
+	Slot        *Slot // when set, the query holds one of Slot.Max slots of Slot.Key while it runs
 }
 
 // Slot is a counted resource, such as a user's running queries: an advisory lock per slot,
@@ -74,14 +85,18 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 	}
 	// Prepared: the extended protocol takes exactly one statement, so "RESET ROLE; SELECT ..."
 	// cannot ride in with the simple protocol lib/pq uses for queries without arguments.
-	st, err := tx.PreparexContext(ctx, query)
+	st, err := tx.PreparexContext(ctx, rowCapped(query, o.MaxRowBytes))
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	rows, err := st.QueryxContext(ctx, args...)
+	// Cancelled when reading stops early, so that the database stops sending what is left
+	// (closing the rows would otherwise read it all).
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	rows, err := st.QueryxContext(rctx, args...)
 	if err != nil {
-		return nil, err
+		return nil, rowError(err, o.MaxRowBytes)
 	}
 	defer rows.Close()
 	if res.Columns, err = queryColumns(rows); err != nil {
@@ -97,12 +112,101 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 		if err != nil {
 			return nil, err
 		}
+		n := RowBytes(row)
+		if o.MaxBytes > 0 && res.Bytes+n > o.MaxBytes {
+			res.Truncated, res.TooLarge = true, true
+			break
+		}
+		res.Bytes += n
 		res.Rows = append(res.Rows, row)
 	}
+	if res.Truncated {
+		stop()
+		return res, nil
+	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, rowError(err, o.MaxRowBytes)
 	}
 	return res, nil
+}
+
+// RowTooLargeError is a row the database refused to send: its text is larger than Max bytes.
+type RowTooLargeError struct{ Bytes, Max int64 }
+
+func (e *RowTooLargeError) Error() string {
+	return fmt.Sprintf("a row of the result is %d bytes, more than the %d a row may have", e.Bytes, e.Max)
+}
+
+// rowTooLarge marks the error rowCapped makes the database raise.
+const rowTooLarge = "dp_row_too_large:"
+
+// rowCapped wraps checked SQL so that the database raises an error (a failed cast of a
+// marked text) instead of sending a row whose text is larger than max bytes. The stored
+// size (pg_column_size) is cheap but may be compressed (up to about 256 times smaller), so
+// only rows past max/256 pay for their text. Only the statement's own text goes in: a
+// trailing semicolon or comment would break the wrapping, and text that is not exactly one
+// statement goes in whole, for the database to refuse.
+func rowCapped(query string, max int64) string {
+	if max <= 0 {
+		return query
+	}
+	if tree, err := pg_query.Parse(query); err == nil && len(tree.Stmts) == 1 {
+		s := tree.Stmts[0]
+		end := len(query)
+		if s.StmtLen > 0 {
+			end = int(s.StmtLocation + s.StmtLen)
+		}
+		if int(s.StmtLocation) <= end && end <= len(query) {
+			query = query[s.StmtLocation:end]
+		}
+	}
+	n, pre := strconv.FormatInt(max, 10), strconv.FormatInt(max/256, 10)
+	return `SELECT dp_t.* FROM (` + "\n" + query + "\n" + `) dp_t WHERE CASE WHEN pg_column_size(dp_t.*) > ` + pre +
+		` AND octet_length(dp_t::text) > ` + n + ` THEN (` + pq.QuoteLiteral(rowTooLarge) + ` || octet_length(dp_t::text))::int IS NULL ELSE true END`
+}
+
+// rowError is err, or a RowTooLargeError when it is rowCapped's (with max).
+func rowError(err error, max int64) error {
+	var pe *pq.Error
+	if errors.As(err, &pe) && pe.Code == "22P02" {
+		if i := strings.Index(pe.Message, rowTooLarge); i >= 0 {
+			e := &RowTooLargeError{Max: max}
+			fmt.Sscan(pe.Message[i+len(rowTooLarge):], &e.Bytes)
+			return e
+		}
+	}
+	return err
+}
+
+// RowBytes is the size of a row of JSON-ready values as JSON (an array of them): what
+// MaxBytes counts. Strings count their escapes as Go's encoder writes them.
+func RowBytes(row []any) int64 {
+	n := int64(1 + len(row)) // brackets and commas
+	for _, v := range row {
+		switch x := v.(type) {
+		case nil:
+			n += 4
+		case bool:
+			n += 5
+		case string:
+			n += 2 + int64(len(x))
+			for i := 0; i < len(x); i++ {
+				switch c := x[i]; {
+				case c < 0x20, c == '<', c == '>', c == '&':
+					n += 5 // \u00XX
+				case c == '"', c == '\\':
+					n++
+				}
+			}
+		case json.RawMessage:
+			n += int64(len(x))
+		case json.Number:
+			n += int64(len(x))
+		default: // numbers
+			n += 24
+		}
+	}
+	return n
 }
 
 // beginQuery opens the read-only transaction user SQL runs in: the organization's query
@@ -183,9 +287,10 @@ const StreamBatch = 1000
 // fetch (a slow reader is not a slow query); the transaction may sit idle a minute between
 // fetches while the client catches up.
 type RowCursor struct {
-	conn    *sqlx.Conn
-	tx      *sqlx.Tx
-	maxRows int
+	conn        *sqlx.Conn
+	tx          *sqlx.Tx
+	maxRows     int
+	maxRowBytes int64
 }
 
 // OpenCursor begins the transaction, takes the slot and declares the cursor: what the
@@ -196,12 +301,12 @@ func OpenCursor(ctx context.Context, db *sqlx.DB, orgID, query string, args []an
 		return nil, err
 	}
 	// Prepared (one statement); the cursor runs the checked SELECT with its parameters.
-	if _, err := tx.ExecContext(ctx, `DECLARE dp_stream NO SCROLL CURSOR FOR `+query, args...); err != nil {
+	if _, err := tx.ExecContext(ctx, `DECLARE dp_stream NO SCROLL CURSOR FOR `+rowCapped(query, o.MaxRowBytes), args...); err != nil {
 		tx.Rollback()
 		conn.Close()
-		return nil, err
+		return nil, rowError(err, o.MaxRowBytes)
 	}
-	return &RowCursor{conn: conn, tx: tx, maxRows: o.MaxRows}, nil
+	return &RowCursor{conn: conn, tx: tx, maxRows: o.MaxRows, maxRowBytes: o.MaxRowBytes}, nil
 }
 
 // Close rolls the transaction back and returns the connection.
@@ -218,7 +323,7 @@ func (c *RowCursor) Each(ctx context.Context, columns func([]QueryColumn) error,
 	for {
 		rows, err := c.tx.QueryxContext(ctx, `FETCH FORWARD `+strconv.Itoa(StreamBatch)+` FROM dp_stream`)
 		if err != nil {
-			return n, false, err
+			return n, false, rowError(err, c.maxRowBytes)
 		}
 		if cols == nil {
 			if cols, err = queryColumns(rows); err != nil {
@@ -252,7 +357,7 @@ func (c *RowCursor) Each(ctx context.Context, columns func([]QueryColumn) error,
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
-			return n, false, err
+			return n, false, rowError(err, c.maxRowBytes)
 		}
 		if got < StreamBatch {
 			return n, false, nil
