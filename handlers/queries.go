@@ -50,7 +50,8 @@ func (r executedResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) 
 	return r.write(w)
 }
 
-// projectQueryCache keeps executed queries (options.cache) for projectCacheTTL.
+// projectQueryCache keeps executed queries (options.cache) for projectCacheTTL: only small
+// answers (MaxCachedBytes).
 var projectQueryCache = NewTTLCache[queries.Executed](MaxCached)
 
 func (h *Queries) ExecuteQuery(ctx context.Context, req api.ExecuteQueryRequestObject) (api.ExecuteQueryResponseObject, error) {
