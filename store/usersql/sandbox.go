@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"dataplatform/store/datasets"
 
@@ -85,9 +86,10 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 	}
 	// Prepared: the extended protocol takes exactly one statement, so "RESET ROLE; SELECT ..."
 	// cannot ride in with the simple protocol lib/pq uses for queries without arguments.
-	st, err := tx.PreparexContext(ctx, rowCapped(query, o.MaxRowBytes))
+	capped, shift := rowCapped(query, o.MaxRowBytes)
+	st, err := tx.PreparexContext(ctx, capped)
 	if err != nil {
-		return nil, err
+		return nil, rowError(err, o.MaxRowBytes, shift)
 	}
 	defer st.Close()
 	// Cancelled when reading stops early, so that the database stops sending what is left
@@ -96,7 +98,7 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 	defer stop()
 	rows, err := st.QueryxContext(rctx, args...)
 	if err != nil {
-		return nil, rowError(err, o.MaxRowBytes)
+		return nil, rowError(err, o.MaxRowBytes, shift)
 	}
 	defer rows.Close()
 	if res.Columns, err = queryColumns(rows); err != nil {
@@ -125,7 +127,7 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 		return res, nil
 	}
 	if err := rows.Err(); err != nil {
-		return nil, rowError(err, o.MaxRowBytes)
+		return nil, rowError(err, o.MaxRowBytes, shift)
 	}
 	return res, nil
 }
@@ -145,10 +147,11 @@ const rowTooLarge = "dp_row_too_large:"
 // size (pg_column_size) is cheap but may be compressed (up to about 256 times smaller), so
 // only rows past max/256 pay for their text. Only the statement's own text goes in: a
 // trailing semicolon or comment would break the wrapping, and text that is not exactly one
-// statement goes in whole, for the database to refuse.
-func rowCapped(query string, max int64) string {
+// statement goes in whole, for the database to refuse. shift is how many characters
+// further the statement's text is in the wrapped one (for the positions of errors).
+func rowCapped(query string, max int64) (wrapped string, shift int) {
 	if max <= 0 {
-		return query
+		return query, 0
 	}
 	if tree, err := pg_query.Parse(query); err == nil && len(tree.Stmts) == 1 {
 		s := tree.Stmts[0]
@@ -157,23 +160,31 @@ func rowCapped(query string, max int64) string {
 			end = int(s.StmtLocation + s.StmtLen)
 		}
 		if int(s.StmtLocation) <= end && end <= len(query) {
+			shift = -utf8.RuneCountInString(query[:s.StmtLocation])
 			query = query[s.StmtLocation:end]
 		}
 	}
+	const prefix = "SELECT dp_t.* FROM (\n"
 	n, pre := strconv.FormatInt(max, 10), strconv.FormatInt(max/256, 10)
-	return `SELECT dp_t.* FROM (` + "\n" + query + "\n" + `) dp_t WHERE CASE WHEN pg_column_size(dp_t.*) > ` + pre +
-		` AND octet_length(dp_t::text) > ` + n + ` THEN (` + pq.QuoteLiteral(rowTooLarge) + ` || octet_length(dp_t::text))::int IS NULL ELSE true END`
+	return prefix + query + "\n" + `) dp_t WHERE CASE WHEN pg_column_size(dp_t.*) > ` + pre +
+			` AND octet_length(dp_t::text) > ` + n + ` THEN (` + pq.QuoteLiteral(rowTooLarge) + ` || octet_length(dp_t::text))::int IS NULL ELSE true END`,
+		shift + len(prefix)
 }
 
-// rowError is err, or a RowTooLargeError when it is rowCapped's (with max).
-func rowError(err error, max int64) error {
+// rowError is err, or a RowTooLargeError when it is rowCapped's (with max); the position
+// of another database error is moved back by shift, into the statement's own text.
+func rowError(err error, max int64, shift int) error {
 	var pe *pq.Error
-	if errors.As(err, &pe) && pe.Code == "22P02" {
-		if i := strings.Index(pe.Message, rowTooLarge); i >= 0 {
-			e := &RowTooLargeError{Max: max}
-			fmt.Sscan(pe.Message[i+len(rowTooLarge):], &e.Bytes)
-			return e
-		}
+	if !errors.As(err, &pe) {
+		return err
+	}
+	if i := strings.Index(pe.Message, rowTooLarge); i >= 0 && pe.Code == "22P02" {
+		e := &RowTooLargeError{Max: max}
+		fmt.Sscan(pe.Message[i+len(rowTooLarge):], &e.Bytes)
+		return e
+	}
+	if pos, perr := strconv.Atoi(pe.Position); perr == nil && shift != 0 && pos > shift {
+		pe.Position = strconv.Itoa(pos - shift)
 	}
 	return err
 }
@@ -301,10 +312,12 @@ func OpenCursor(ctx context.Context, db *sqlx.DB, orgID, query string, args []an
 		return nil, err
 	}
 	// Prepared (one statement); the cursor runs the checked SELECT with its parameters.
-	if _, err := tx.ExecContext(ctx, `DECLARE dp_stream NO SCROLL CURSOR FOR `+rowCapped(query, o.MaxRowBytes), args...); err != nil {
+	const declare = `DECLARE dp_stream NO SCROLL CURSOR FOR `
+	capped, shift := rowCapped(query, o.MaxRowBytes)
+	if _, err := tx.ExecContext(ctx, declare+capped, args...); err != nil {
 		tx.Rollback()
 		conn.Close()
-		return nil, rowError(err, o.MaxRowBytes)
+		return nil, rowError(err, o.MaxRowBytes, shift+len(declare))
 	}
 	return &RowCursor{conn: conn, tx: tx, maxRows: o.MaxRows, maxRowBytes: o.MaxRowBytes}, nil
 }
@@ -323,7 +336,7 @@ func (c *RowCursor) Each(ctx context.Context, columns func([]QueryColumn) error,
 	for {
 		rows, err := c.tx.QueryxContext(ctx, `FETCH FORWARD `+strconv.Itoa(StreamBatch)+` FROM dp_stream`)
 		if err != nil {
-			return n, false, rowError(err, c.maxRowBytes)
+			return n, false, rowError(err, c.maxRowBytes, 0)
 		}
 		if cols == nil {
 			if cols, err = queryColumns(rows); err != nil {
@@ -357,7 +370,7 @@ func (c *RowCursor) Each(ctx context.Context, columns func([]QueryColumn) error,
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
-			return n, false, rowError(err, c.maxRowBytes)
+			return n, false, rowError(err, c.maxRowBytes, 0)
 		}
 		if got < StreamBatch {
 			return n, false, nil

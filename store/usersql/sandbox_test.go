@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +144,33 @@ func TestRunQueryByteCap(t *testing.T) {
 	n, _, err := cur.Each(ctx, func([]usersql.QueryColumn) error { return nil }, func([]any) error { return nil })
 	if !errors.As(err, &rte) || n != 0 {
 		t.Fatalf("huge row through a cursor: %d rows, %v", n, err)
+	}
+}
+
+// TestRowCapPositions: the row cap's wrapping does not move the positions of errors in the
+// statement, through RunQuery or a cursor.
+func TestRowCapPositions(t *testing.T) {
+	t.Parallel()
+	db, org, table := sandbox(t)
+	ctx := context.Background()
+	q := "  -- the name is misspelt\nSELECT nmae\nFROM " + pq.QuoteIdentifier(table) + ";  -- é"
+	position := func(err error) string {
+		var pe *pq.Error
+		if !errors.As(err, &pe) {
+			t.Fatalf("not a database error: %v", err)
+		}
+		return pe.Position
+	}
+	want := fmt.Sprint(strings.Index(q, "nmae") + 1)
+	for _, capped := range []int64{0, 1 << 20} {
+		o := usersql.QueryOptions{Timeout: 5 * time.Second, MaxRows: 10, MaxRowBytes: capped}
+		_, err := usersql.RunQuery(ctx, db, org, q, nil, o)
+		if got := position(err); got != want {
+			t.Errorf("RunQuery, row cap %d: position %s, want %s", capped, got, want)
+		}
+		_, err = usersql.OpenCursor(ctx, db, org, q, nil, o)
+		if got := position(err); got != want {
+			t.Errorf("OpenCursor, row cap %d: position %s, want %s", capped, got, want)
+		}
 	}
 }
