@@ -50,7 +50,8 @@ func (r executedResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) 
 	return r.write(w)
 }
 
-// projectQueryCache keeps executed queries (options.cache) for projectCacheTTL.
+// projectQueryCache keeps executed queries (options.cache) for projectCacheTTL: only small
+// answers (MaxCachedBytes).
 var projectQueryCache = NewTTLCache[queries.Executed](MaxCached)
 
 func (h *Queries) ExecuteQuery(ctx context.Context, req api.ExecuteQueryRequestObject) (api.ExecuteQueryResponseObject, error) {
@@ -77,7 +78,7 @@ func (h *Queries) run(ctx context.Context, prj *store.Project, b *api.ExecuteQue
 	qr.Private = private
 	runErr := h.execute(ctx, prj, b, e, qr, start)
 	if errors.Is(runErr, usersql.ErrNoSlot) {
-		return nil, tooManyQueries() // refused, not run: not history
+		return nil, TooManyQueries() // refused, not run: not history
 	}
 	// The outcome is written even when the client went away.
 	if err := h.recordQuery(context.WithoutCancel(ctx), qr, e, runErr, start, false); err != nil {
@@ -130,8 +131,9 @@ func (h *Queries) historyQuery(ctx context.Context, prj *store.Project, id strin
 	return q, err
 }
 
-// userSlot is a user's share of running queries (across replicas).
-func userSlot(userID string) *usersql.Slot {
+// UserSlot is a user's share of running queries (across replicas): project queries, their
+// streams and the record API's SQL draw on the same slots.
+func UserSlot(userID string) *usersql.Slot {
 	return &usersql.Slot{Key: "queries." + userID, Max: maxConcurrentQuery}
 }
 
@@ -342,8 +344,9 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.Execut
 	}
 	planKey := prj.OrgID + "\x00" + prep.SQL
 	known, fresh := planFacts.Get(planKey)
+	maxBytes := h.Config.QueryResultBytes
 	res, err := usersql.RunQuery(ctx, h.Store.DB, prj.OrgID, prep.SQL, args, usersql.QueryOptions{Timeout: timeout, MaxRows: limit,
-		Plan: explain || !fresh, Slot: userSlot(*qr.UserID)})
+		MaxBytes: maxBytes, MaxRowBytes: maxBytes, Plan: explain || !fresh, Slot: UserSlot(*qr.UserID)})
 	if errors.Is(err, usersql.ErrNoSlot) {
 		return err
 	} else if err != nil {
@@ -364,11 +367,16 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.Execut
 	e.Metadata = &queries.Metadata{ExecutionTimeMS: time.Since(start).Milliseconds(), RowsScanned: known.rows, BytesScanned: known.bytes,
 		QueryPlanHash: known.hash}
 	step := fmt.Sprintf("Ran read-only with a %s timeout: %d row(s)", timeout, len(res.Rows))
-	if res.Truncated {
+	switch {
+	case res.TooLarge:
+		step += fmt.Sprintf(" (more were cut at the limit of %s)", ByteSize(maxBytes))
+		e.Warnings = append(e.Warnings, CutWarning(len(res.Rows), maxBytes, "POST /api/v1/projects/"+prj.ID+
+			"/queries/stream streams every row, POST /api/v1/projects/"+prj.ID+"/queries/"+e.QueryID+"/export writes them to a file"))
+	case res.Truncated:
 		step += fmt.Sprintf(" (more were cut at the limit of %d)", limit)
 	}
 	e.Explanation.Steps = append(e.Explanation.Steps, step)
-	if key != "" {
+	if key != "" && !res.TooLarge && res.Bytes <= MaxCachedBytes {
 		projectQueryCache.Put(key, *e, projectCacheTTL)
 	}
 	return nil

@@ -13,8 +13,31 @@ import (
 	"github.com/lib/pq"
 )
 
-// MaxCached bounds each cache of query answers and plans.
-const MaxCached = 1000
+// MaxCached bounds each cache of query answers and plans; MaxCachedBytes is the largest
+// answer (its rows as JSON) a cache keeps: the caches hold small answers, never big ones.
+const (
+	MaxCached      = 1000
+	MaxCachedBytes = 1 << 20
+)
+
+// CutWarning says that a query's rows stopped at the response's byte limit (max), after
+// rows rows, and how to get every row (all).
+func CutWarning(rows int, max int64, all string) string {
+	return fmt.Sprintf("the results were cut after %d row(s): more would pass the %s a response may hold (DP_QUERY_RESULT_BYTES); %s", rows, ByteSize(max), all)
+}
+
+// ByteSize is n in the largest whole binary unit (10 MiB), or in bytes.
+func ByteSize(n int64) string {
+	for _, u := range []struct {
+		name  string
+		shift uint
+	}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // QueryError maps what went wrong with user SQL (project queries, the record API's query) to
 // the API's errors.
@@ -22,7 +45,12 @@ func QueryError(err error, sqlText *string, timeout, took time.Duration) error {
 	var se *usersql.SyntaxError
 	var fe *usersql.ForbiddenError
 	var pe *pq.Error
+	var rte *usersql.RowTooLargeError
 	switch {
+	case errors.As(err, &rte):
+		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, fmt.Sprintf("a row of the result is %d bytes: a row may have at most %s (DP_QUERY_RESULT_BYTES)", rte.Bytes, ByteSize(rte.Max))).
+			WithDetails(map[string]any{"row_bytes": rte.Bytes, "max_row_bytes": rte.Max,
+				"suggestion": "select fewer or shorter columns (left(text, n), substring), or split the value"})
 	case errors.As(err, &se):
 		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, "the query does not parse: "+se.Message).
 			WithDetails(map[string]any{"line": se.Line, "column": se.Column, "message": se.Message})

@@ -46,9 +46,9 @@ func (h *Queries) StreamQuery(ctx context.Context, req api.StreamQueryRequestObj
 	if err == nil {
 		if err = datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err == nil {
 			s.cur, err = usersql.OpenCursor(ctx, h.Store.DB, prj.OrgID, s.pp.SQL, s.pp.args,
-				usersql.QueryOptions{Timeout: s.timeout, MaxRows: s.limit, Slot: userSlot(*qr.UserID)})
+				usersql.QueryOptions{Timeout: s.timeout, MaxRows: s.limit, MaxRowBytes: h.Config.QueryResultBytes, Slot: UserSlot(*qr.UserID)})
 			if errors.Is(err, usersql.ErrNoSlot) {
-				return nil, tooManyQueries()
+				return nil, TooManyQueries()
 			} else if err != nil {
 				err = QueryError(err, &s.pp.SQL, s.timeout, time.Since(start))
 			}
@@ -78,9 +78,9 @@ func (h *Queries) StreamQuery(ctx context.Context, req api.StreamQueryRequestObj
 	return s, nil
 }
 
-// tooManyQueries is the refusal of a sixth concurrent query: it carries the category's
-// X-RateLimit headers (set by the rate limiter) and a Retry-After of one second.
-func tooManyQueries() error {
+// TooManyQueries is the refusal of a sixth concurrent query of a user: it carries the
+// category's X-RateLimit headers (set by the rate limiter) and a Retry-After of one second.
+func TooManyQueries() error {
 	e := apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded, fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
 		WithDetails(map[string]any{"concurrent_limit": maxConcurrentQuery})
 	e.Headers = map[string]string{"Retry-After": "1"}
@@ -132,6 +132,7 @@ func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
 	event("status", map[string]any{"status": "executing", "message": "reading rows through a cursor, " + fmt.Sprint(usersql.StreamBatch) + " at a time"})
 	flush()
 	res := &queries.Results{Rows: [][]any{}}
+	var stored int64 // what the history keeps stays small, whatever streams
 	batch := 0
 	defer s.cur.Close()
 	n, truncated, err := s.cur.Each(s.ctx,
@@ -143,7 +144,7 @@ func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
 			return flush()
 		},
 		func(row []any) error {
-			if len(res.Rows) < queries.StoredRows {
+			if queries.Keep(len(res.Rows), &stored, usersql.RowBytes(row)) {
 				res.Rows = append(res.Rows, row)
 			}
 			if err := event("row", map[string]any{"values": row}); err != nil {

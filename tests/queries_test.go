@@ -671,3 +671,60 @@ func TestViewerReadsNoRows(t *testing.T) {
 	}
 	e.do("GET", base+q.str("query_id")+"/exports/"+x.str("export_id"), nil, bearer(analyst)).status(200)
 }
+
+// TestQueryResultByteCap: the audit's SELECT repeat('x', 10000000) FROM generate_series(1, 20)
+// (200 MB answered and kept whole by the result cache), scaled to rows of 1 MB against the
+// default limit of 10 MiB: executions, saved query runs and the history answer at most that
+// much, with results.truncated and a warning saying how many rows came and how to get them
+// all; the cache keeps no such answer; a single row larger than the limit is refused.
+func TestQueryResultByteCap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	const audit = `SELECT repeat('x', 1000000) AS v FROM generate_series(1, 20)`
+	cut := func(what string, r *resp) {
+		t.Helper()
+		if len(r.Body) > 11<<20 || r.num("results.row_count") != 10 || r.len("results.rows") != 10 || r.get("results.truncated") != true ||
+			!strings.Contains(r.str("warnings.0"), "cut after 10 row(s)") || !strings.Contains(r.str("warnings.0"), "/queries/stream") ||
+			!strings.Contains(r.str("warnings.0"), "/queries/"+r.str("query_id")+"/export") {
+			t.Fatalf("%s: %d bytes, row_count %d, truncated %v, warnings %v", what, len(r.Body), r.num("results.row_count"), r.get("results.truncated"), r.get("warnings"))
+		}
+	}
+	r := e.execute(map[string]any{"query": audit, "options": map[string]any{"cache": true}}, e.ownerToken).status(200)
+	cut("execute", r)
+	// Not cached: the same query runs again.
+	again := e.execute(map[string]any{"query": audit, "options": map[string]any{"cache": true}}, e.ownerToken).status(200)
+	cut("execute again", again)
+	if again.get("metadata.cache_hit") != false {
+		t.Fatal("a 10 MB answer was kept in the result cache")
+	}
+	// A small answer is.
+	e.execute(map[string]any{"query": "SELECT 1 AS n", "options": map[string]any{"cache": true}}, e.ownerToken).status(200)
+	if s := e.execute(map[string]any{"query": "SELECT 1 AS n", "options": map[string]any{"cache": true}}, e.ownerToken).status(200); s.get("metadata.cache_hit") != true {
+		t.Fatalf("a small answer was not cached: %s", s.Body)
+	}
+	// The history keeps at most 1 MiB of rows, and says so.
+	base := "/api/v1/projects/" + e.projectID + "/queries/"
+	g := e.do("GET", base+r.str("query_id"), nil, own).status(200)
+	if len(g.Body) > 2<<20 || g.num("results.stored_row_count") != 1 || g.num("results.row_count") != 10 || g.get("results.truncated") != true ||
+		!strings.Contains(string(g.Body), "cut after 10 row(s)") || !strings.Contains(string(g.Body), "the history keeps the first 1 of the 10 row(s)") {
+		t.Fatalf("history: %d bytes, stored %d, warnings %v", len(g.Body), g.num("results.stored_row_count"), g.get("warnings"))
+	}
+	// A saved query's run is cut the same way.
+	sq := e.do("POST", base+r.str("query_id")+"/save", map[string]any{"name": "big"}, own).status(201).str("id")
+	cut("saved query", e.do("POST", "/api/v1/projects/"+e.projectID+"/saved-queries/"+sq+"/execute", map[string]any{}, own).status(200))
+	// A stream sends every row; its history keeps 1 MiB of them.
+	st := e.do("POST", base+"stream", map[string]any{"type": "sql", "query": audit}, own).status(200)
+	if n := strings.Count(string(st.Body), "event: row"); n != 20 {
+		t.Fatalf("stream: %d rows", n)
+	}
+	id := e.do("GET", strings.TrimSuffix(base, "/")+"?limit=1", nil, own).status(200).str("queries.0.id")
+	if h := e.do("GET", base+id, nil, own).status(200); h.num("results.stored_row_count") != 1 || h.num("results.row_count") != 20 {
+		t.Fatalf("stream's history: stored %d of %d", h.num("results.stored_row_count"), h.num("results.row_count"))
+	}
+	// The audit's single huge value (500 MB), scaled: the database refuses to send the row.
+	big := e.execute(map[string]any{"query": `SELECT repeat('x', 20000000) AS v`}, e.ownerToken).apiError(400, "INVALID_QUERY")
+	if big.num("error.details.max_row_bytes") != 10<<20 || big.num("error.details.row_bytes") < 20_000_000 {
+		t.Fatalf("huge row: %s", big.Body)
+	}
+}

@@ -85,7 +85,7 @@ func TestRecordAccessFollowsChanges(t *testing.T) {
 }
 
 // Record API requests take one of DP_RECORD_CONCURRENCY slots before they reach the database;
-// the others wait for one (exports and change streams do not), and a request whose client
+// the others wait for one (exports, change streams and /data/query do not), and a request whose client
 // gives up waiting ends quietly: no error logged.
 func TestRecordAdmission(t *testing.T) {
 	// Serial: it tells a waiting request from a served one by a 300 ms client timeout.

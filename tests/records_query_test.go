@@ -1,13 +1,19 @@
 package tests
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/store/datasets"
 	"dataplatform/store/usersql"
 
@@ -151,4 +157,120 @@ func TestQueryWallWithoutTheParser(t *testing.T) {
 	if roles != 0 {
 		t.Fatal("the query role outlived its organization")
 	}
+}
+
+// TestRecordQueryByteCap: the audit's SELECT repeat('x', 10000000) FROM generate_series(1, 20)
+// through /data/query, scaled to rows of 1 MB against the default limit of 10 MiB: the answer
+// stops at the limit with meta.truncated and a warning, the cache does not keep it, and a
+// single row larger than the limit is refused.
+func TestRecordQueryByteCap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Small", "s.csv", "a\n1\n")
+	e.waitDataset(e.ownerToken, id)
+	path := "/api/v1/datasets/" + id + "/data/query"
+	body := map[string]any{"sql": `SELECT repeat('x', 1000000) AS v FROM generate_series(1, 20)`, "options": map[string]any{"cache": true}}
+	for i, what := range []string{"query", "query again (not from the cache)"} {
+		r := e.do("POST", path, body, own).status(200)
+		if len(r.Body) > 11<<20 || r.num("meta.row_count") != 10 || r.len("data") != 10 || r.get("meta.truncated") != true || r.get("meta.cached") != false ||
+			!strings.Contains(r.str("meta.warnings.0"), "cut after 10 row(s)") || !strings.Contains(r.str("meta.warnings.0"), "/api/v1/datasets/"+id+"/data/export") {
+			t.Fatalf("%s (%d): %d bytes, meta %v", what, i, len(r.Body), r.get("meta.row_count"))
+		}
+	}
+	big := e.do("POST", path, map[string]any{"sql": `SELECT repeat('x', 20000000) AS v`}, own).apiError(400, "INVALID_QUERY")
+	if big.num("error.details.max_row_bytes") != 10<<20 || big.num("error.details.row_bytes") < 20_000_000 {
+		t.Fatalf("huge row: %s", big.Body)
+	}
+}
+
+// TestRecordQueryConcurrency: user SQL through /data/query holds none of the record API's
+// shared admission slots and one of its user's five query slots (as project queries do):
+// while one analyst's slow queries run, another organization's record API answers (before
+// they end), and the analyst's sixth query is refused with 429.
+func TestRecordQueryConcurrency(t *testing.T) {
+	t.Parallel()
+	// Four admission slots, fewer than a user's five query slots, whatever the machine's cores.
+	e := newEnv(t, func(c *config.Config) { c.RecordConcurrency = 4 })
+	own := bearer(e.ownerToken)
+	mine := e.uploadAndCreate(e.ownerToken, "Mine", "m.csv", "a\n1\n")
+	e.waitDataset(e.ownerToken, mine)
+	other := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Other org"}, own).status(201).str("id")
+	prj := e.do("POST", "/api/v1/organizations/"+other+"/projects", map[string]any{"name": "P"}, own).status(201).str("id")
+	e.projectID, prj = prj, e.projectID
+	theirs := e.uploadAndCreate(e.ownerToken, "Theirs", "t.csv", "b\n2\n")
+	e.waitDataset(e.ownerToken, theirs)
+	e.projectID = prj
+	_, analyst := e.member(e.orgID, "analyst")
+
+	// Slow queries of the analyst (the guard refuses pg_sleep: a long count). They end when the
+	// test does (the server cancels a query whose client went away).
+	type answer struct {
+		req *http.Request
+		r   *resp
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	answers := make(chan answer, 6)
+	var wg sync.WaitGroup
+	slow, _ := json.Marshal(map[string]any{"sql": `SELECT count(*) AS slow_marker FROM generate_series(1, 100000) a, generate_series(1, 100000) b`,
+		"options": map[string]any{"timeout": 30000}})
+	start := func(n int) {
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequestWithContext(ctx, "POST", e.ts.URL+"/api/v1/datasets/"+mine+"/data/query", bytes.NewReader(slow))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+analyst)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return // cancelled at the end
+				}
+				defer res.Body.Close()
+				b, _ := io.ReadAll(res.Body)
+				r := &resp{t: e.t, Code: res.StatusCode, Header: res.Header, Body: b, req: "POST /data/query"}
+				json.Unmarshal(b, &r.json)
+				answers <- answer{req, r}
+			}()
+		}
+	}
+	// At the end they are cancelled in the database, and their clients go away.
+	defer func() {
+		e.st.DB.Exec(`SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%slow_marker%'
+			AND pid <> pg_backend_pid()`)
+		cancel()
+		wg.Wait()
+	}()
+	// waitRunning waits until n of them run in the database: executing, not being parsed (a
+	// cancel between the two is lost).
+	waitRunning := func(n int) {
+		for running := 0; running < n; {
+			time.Sleep(10 * time.Millisecond)
+			if err := e.st.DB.Get(&running, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+				AND clock_timestamp() - state_change > interval '200 ms' AND query LIKE '%slow_marker%' AND pid <> pg_backend_pid()`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Four running: as many as the record API admits at once.
+	start(4)
+	waitRunning(4)
+	// Another organization's record API is answered while they run.
+	if r := e.do("GET", "/api/v1/datasets/"+theirs+"/data", nil, own).status(200); r.len("data") != 1 {
+		t.Fatalf("other organization's records: %s", r.Body)
+	}
+	select {
+	case a := <-answers:
+		t.Fatalf("a slow query ended before the other organization was answered: %d %s", a.r.Code, a.r.Body)
+	default:
+	}
+	// Two more: the first answer of all is a refusal, five of the analyst's are running.
+	start(2)
+	first := <-answers
+	e.validate(first.req, first.r)
+	first.r.apiError(429, "RATE_LIMIT_EXCEEDED")
+	if first.r.num("error.details.concurrent_limit") != 5 || first.r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("sixth query: %v %s", first.r.Header, first.r.Body)
+	}
+	waitRunning(5)
 }

@@ -2105,16 +2105,16 @@ type ExecutedQuery struct {
 		// Rows One array per row, values in the order of `columns` (numbers, strings, booleans, JSON values; dates as YYYY-MM-DD, times in RFC 3339 UTC).
 		Rows [][]*interface{} `json:"rows"`
 
-		// StoredRowCount History reads: the rows kept (at most 1,000).
+		// StoredRowCount History reads: the rows kept (at most 1,000 and 1 MiB).
 		StoredRowCount *int `json:"stored_row_count,omitempty"`
 
-		// Truncated The query returned more rows than `options.limit`.
+		// Truncated The query returned more rows than `options.limit`, or more than the response may hold as JSON (10 MiB by default; `warnings` says so).
 		Truncated bool `json:"truncated"`
 	} `json:"results,omitempty"`
 	Status ExecutedQueryStatus `json:"status"`
 	Type   ExecutedQueryType   `json:"type"`
 
-	// Warnings What went wrong on the way without failing the query (the language model's SQL refused, so the built-in engine answered).
+	// Warnings What went wrong on the way without failing the query (the language model's SQL refused, so the built-in engine answered; rows cut at the response's byte limit, with how to get every row; rows the history did not keep).
 	Warnings *[]string `json:"warnings,omitempty"`
 }
 

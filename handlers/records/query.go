@@ -12,6 +12,7 @@ import (
 
 	"dataplatform/handlers"
 	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
 	"dataplatform/store/datasets"
 	"dataplatform/store/usersql"
 
@@ -27,7 +28,7 @@ const (
 	defaultCacheTTL     = 60 * time.Second
 )
 
-// queryCache keeps record query answers (options.cache) for their cache_ttl.
+// queryCache keeps small record query answers (options.cache) for their cache_ttl.
 var queryCache = handlers.NewTTLCache[map[string]any](handlers.MaxCached)
 
 // Query is POST /api/v1/datasets/{id}/data/query: one SELECT of the caller's, checked with
@@ -105,16 +106,24 @@ func (h *Records) Query(c echo.Context) error {
 		}
 		return err
 	}
-	res, err := usersql.RunQuery(ctx, h.Store.DB, rc.d.OrgID, bound, args, usersql.QueryOptions{Timeout: timeout, MaxRows: maxQueryRows})
-	if err != nil {
+	maxBytes := h.Config.QueryResultBytes
+	res, err := usersql.RunQuery(ctx, h.Store.DB, rc.d.OrgID, bound, args, usersql.QueryOptions{Timeout: timeout, MaxRows: maxQueryRows,
+		MaxBytes: maxBytes, MaxRowBytes: maxBytes, Slot: handlers.UserSlot(auth.FromContext(ctx).UserID)})
+	if errors.Is(err, usersql.ErrNoSlot) {
+		return handlers.TooManyQueries()
+	} else if err != nil {
 		return handlers.QueryError(err, &bound, timeout, time.Since(start))
 	}
 	id := make([]byte, 10)
 	_, _ = rand.Read(id)
-	body := map[string]any{"data": res.Objects(), "schema": res.Columns,
-		"meta": map[string]any{"row_count": len(res.Rows), "execution_time_ms": time.Since(start).Milliseconds(), "cached": false,
-			"query_id": "q_" + hex.EncodeToString(id), "truncated": res.Truncated}}
-	if key != "" {
+	meta := map[string]any{"row_count": len(res.Rows), "execution_time_ms": time.Since(start).Milliseconds(), "cached": false,
+		"query_id": "q_" + hex.EncodeToString(id), "truncated": res.Truncated}
+	if res.TooLarge {
+		meta["warnings"] = []string{handlers.CutWarning(len(res.Rows), maxBytes, "page with ORDER BY and LIMIT/OFFSET, select fewer or "+
+			"shorter columns, or read every record through GET /api/v1/datasets/"+rc.d.ID+"/data/export")}
+	}
+	body := map[string]any{"data": res.Objects(), "schema": res.Columns, "meta": meta}
+	if key != "" && !res.TooLarge && res.Bytes <= handlers.MaxCachedBytes {
 		ttl := defaultCacheTTL
 		if req.Options.CacheTTL != nil {
 			ttl = time.Duration(*req.Options.CacheTTL) * time.Second

@@ -243,7 +243,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		rt := s.route(c)
-		if rt != nil && rt.dynamic && s.recordSlots != nil && !longLived(rt.template) {
+		if rt != nil && rt.dynamic && s.recordSlots != nil && !ownSlots(rt.template) {
 			// Many requests at once on a few cores make PostgreSQL slower for all of them
 			// (and its tail long); the rest wait here, in order, for a slot.
 			select {
@@ -288,10 +288,16 @@ func (s *Server) controlPlaneWrites(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// longLived are the record API operations that stream for as long as the client reads:
-// they do not take a slot.
-func longLived(template string) bool {
-	return strings.HasSuffix(template, "/data/export") || strings.HasSuffix(template, "/data/stream") || strings.HasSuffix(template, "/data/ws")
+// ownSlots are the record API operations that do not take a record slot: those that stream
+// for as long as the client reads, and user SQL (/data/query), which takes one of its user's
+// query slots instead, so that one analyst's slow SQL cannot queue every tenant's requests.
+func ownSlots(template string) bool {
+	for _, op := range []string{"/data/export", "/data/stream", "/data/ws", "/data/query"} {
+		if strings.HasSuffix(template, op) {
+			return true
+		}
+	}
+	return false
 }
 
 // recordRoute resolves a record API request's dataset (404 when the caller is not a member)

@@ -140,7 +140,7 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 	(&datasets.Ingester{Store: d.Store, Clock: d.Clock, Log: d.Logger, UploadPath: h.UploadPath}).Register(s.Jobs)
 	(&datasets.Analyzer{Store: d.Store, Clock: d.Clock, Secrets: box, Networks: d.Config.ConnectionNetworks}).Register(s.Jobs)
 	(&datasets.Indexer{Store: d.Store}).Register(s.Jobs)
-	(&queries.Exporter{Store: d.Store, Clock: d.Clock, Dir: h.ExportDir()}).Register(s.Jobs)
+	(&queries.Exporter{Store: d.Store, Clock: d.Clock, Dir: h.ExportDir(), MaxRowBytes: d.Config.QueryResultBytes}).Register(s.Jobs)
 	if err := s.loadRoutes(); err != nil {
 		return nil, err
 	}

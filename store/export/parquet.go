@@ -11,14 +11,18 @@ import (
 )
 
 // parquetWriter writes rows as a Parquet file, its columns typed by their kinds (all
-// optional), a repeated name suffixed _2, _3... parquet-go buffers one row group at a time,
-// so memory is bounded by it.
+// optional), a repeated name suffixed _2, _3... parquet-go buffers one row group at a time
+// (by default the whole file), so a row group ends every parquetGroupBytes of values: memory
+// stays bounded whatever the rows.
 type parquetWriter struct {
 	pw    *parquet.Writer
 	cols  []Column
 	leaf  []int // per column, its leaf: a Group orders its fields by name
 	batch []parquet.Row
+	group int64 // bytes of values in the row group being buffered
 }
+
+var parquetGroupBytes int64 = 64 << 20 // a variable for the tests
 
 func newParquetWriter(w io.Writer, cols []Column, schema string) *parquetWriter {
 	group := parquet.Group{}
@@ -73,13 +77,24 @@ func (p *parquetWriter) row(vals []any) error {
 			def = 1
 		}
 		r[p.leaf[i]] = pv.Level(0, def, p.leaf[i])
+		p.group += 8
+		switch x := v.(type) {
+		case string:
+			p.group += int64(len(x))
+		case []byte:
+			p.group += int64(len(x))
+		}
 	}
 	p.batch = append(p.batch, r)
-	if len(p.batch) == cap(p.batch) {
+	if len(p.batch) == cap(p.batch) || p.group >= parquetGroupBytes {
 		if _, err := p.pw.WriteRows(p.batch); err != nil {
 			return err
 		}
 		p.batch = p.batch[:0]
+		if p.group >= parquetGroupBytes {
+			p.group = 0
+			return p.pw.Flush()
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -58,19 +59,42 @@ type Failure struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
-// StoredRows is how many result rows the history keeps of a query.
-const StoredRows = 1000
+// StoredRows and StoredBytes are how many result rows, and at most how many bytes of them
+// as JSON, the history keeps of a query.
+const (
+	StoredRows  = 1000
+	StoredBytes = 1 << 20
+)
 
-// ForHistory is e with its rows cut to StoredRows.
+// Keep reports whether the history keeps a row of size bytes after rows rows of stored
+// bytes (and adds it to stored when so). A row refused ends the rows kept: they are the
+// first ones.
+func Keep(rows int, stored *int64, size int64) bool {
+	if rows >= StoredRows || *stored+size > StoredBytes {
+		*stored = StoredBytes + 1
+		return false
+	}
+	*stored += size
+	return true
+}
+
+// ForHistory is e with its rows cut to StoredRows and StoredBytes, and a warning when they
+// were.
 func (e Executed) ForHistory() Executed {
 	if e.Results != nil {
 		r := *e.Results
-		if len(r.Rows) > StoredRows {
-			r.Rows = r.Rows[:StoredRows]
+		var stored int64
+		n := 0
+		for n < len(r.Rows) && Keep(n, &stored, usersql.RowBytes(r.Rows[n])) {
+			n++
 		}
-		n := len(r.Rows)
+		r.Rows = r.Rows[:n]
 		r.StoredRowCount = &n
 		e.Results = &r
+		if n < r.RowCount {
+			e.Warnings = append(e.Warnings[:len(e.Warnings):len(e.Warnings)], fmt.Sprintf("the history keeps the first %d of the %d row(s) "+
+				"returned (at most 1,000 rows and 1 MiB): run, stream or export the query for every row", n, r.RowCount))
+		}
 	}
 	return e
 }

@@ -42,6 +42,8 @@ type Exporter struct {
 	Store *store.Store
 	Clock func() time.Time
 	Dir   string // where export files live
+	// MaxRowBytes: the largest row an export reads (DP_QUERY_RESULT_BYTES); 0: no cap
+	MaxRowBytes int64
 }
 
 // Register installs the export handler on r.
@@ -112,7 +114,7 @@ func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Pro
 	if err := datasets.EnsureQueryRole(ctx, x.Store.DB, ex.OrgID); err != nil {
 		return err
 	}
-	cur, err := usersql.OpenCursor(ctx, x.Store.DB, ex.OrgID, e.GeneratedSQL, args, usersql.QueryOptions{Timeout: fetchTimeout})
+	cur, err := usersql.OpenCursor(ctx, x.Store.DB, ex.OrgID, e.GeneratedSQL, args, usersql.QueryOptions{Timeout: fetchTimeout, MaxRowBytes: x.MaxRowBytes})
 	if err != nil {
 		return err
 	}
@@ -147,7 +149,9 @@ func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Pro
 	if err == nil {
 		err = f.Sync()
 	}
-	if err != nil {
+	if rte := (*usersql.RowTooLargeError)(nil); errors.As(err, &rte) {
+		return jobs.Permanent(err) // running it again cannot help
+	} else if err != nil {
 		return err
 	}
 	st, err := f.Stat()

@@ -5,14 +5,17 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"dataplatform/store/datasets"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
 
 // QueryColumn describes a column of a query's result.
@@ -26,18 +29,27 @@ type QueryColumn struct {
 type QueryResult struct {
 	Columns   []QueryColumn
 	Rows      [][]any // JSON-ready values, in the order of Columns
-	Truncated bool
-	Plan      json.RawMessage // EXPLAIN (FORMAT JSON) of the query, when asked
+	Truncated bool    // more rows were left unread (at MaxRows or MaxBytes)
+	// TooLarge says the rows stopped at MaxBytes (else, when Truncated, at MaxRows).
+	TooLarge bool
+	Bytes    int64           // the rows' size as JSON (RowBytes summed)
+	Plan     json.RawMessage // EXPLAIN (FORMAT JSON) of the query, when asked
 }
 
-// QueryOptions bound a query: its statement timeout, the rows returned, whether the
-// planner's plan is read first, and the concurrency slot it takes.
+// QueryOptions bound a query: its statement timeout, the rows and bytes returned, whether
+// the planner's plan is read first, and the concurrency slot it takes.
 type QueryOptions struct {
-	Timeout  time.Duration
-	MaxRows  int
-	Plan     bool
-	PlanOnly bool  // read the plan and stop: nothing runs
-	Slot     *Slot // when set, the query holds one of Slot.Max slots of Slot.Key while it runs
+	Timeout time.Duration
+	MaxRows int
+	// MaxBytes: RunQuery stops reading (Truncated, TooLarge) before the rows' size as JSON
+	// passes it; 0: no cap.
+	MaxBytes int64
+	// MaxRowBytes: the database refuses (RowTooLargeError) a row whose text is larger, before
+	// it is sent: the driver reads a whole row into memory, whatever its size. 0: no cap.
+	MaxRowBytes int64
+	Plan        bool
+	PlanOnly    bool  // read the plan and stop: nothing runs
+	Slot        *Slot // when set, the query holds one of Slot.Max slots of Slot.Key while it runs
 }
 
 // Slot is a counted resource, such as a user's running queries: an advisory lock per slot,
@@ -74,14 +86,19 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 	}
 	// Prepared: the extended protocol takes exactly one statement, so "RESET ROLE; SELECT ..."
 	// cannot ride in with the simple protocol lib/pq uses for queries without arguments.
-	st, err := tx.PreparexContext(ctx, query)
+	capped, shift := rowCapped(query, o.MaxRowBytes)
+	st, err := tx.PreparexContext(ctx, capped)
 	if err != nil {
-		return nil, err
+		return nil, rowError(err, o.MaxRowBytes, shift)
 	}
 	defer st.Close()
-	rows, err := st.QueryxContext(ctx, args...)
+	// Cancelled when reading stops early, so that the database stops sending what is left
+	// (closing the rows would otherwise read it all).
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	rows, err := st.QueryxContext(rctx, args...)
 	if err != nil {
-		return nil, err
+		return nil, rowError(err, o.MaxRowBytes, shift)
 	}
 	defer rows.Close()
 	if res.Columns, err = queryColumns(rows); err != nil {
@@ -97,12 +114,110 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 		if err != nil {
 			return nil, err
 		}
+		n := RowBytes(row)
+		if o.MaxBytes > 0 && res.Bytes+n > o.MaxBytes {
+			res.Truncated, res.TooLarge = true, true
+			break
+		}
+		res.Bytes += n
 		res.Rows = append(res.Rows, row)
 	}
+	if res.Truncated {
+		stop()
+		return res, nil
+	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, rowError(err, o.MaxRowBytes, shift)
 	}
 	return res, nil
+}
+
+// RowTooLargeError is a row the database refused to send: its text is larger than Max bytes.
+type RowTooLargeError struct{ Bytes, Max int64 }
+
+func (e *RowTooLargeError) Error() string {
+	return fmt.Sprintf("a row of the result is %d bytes, more than the %d a row may have", e.Bytes, e.Max)
+}
+
+// rowTooLarge marks the error rowCapped makes the database raise.
+const rowTooLarge = "dp_row_too_large:"
+
+// rowCapped wraps checked SQL so that the database raises an error (a failed cast of a
+// marked text) instead of sending a row whose text is larger than max bytes. The stored
+// size (pg_column_size) is cheap but may be compressed (up to about 256 times smaller), so
+// only rows past max/256 pay for their text. Only the statement's own text goes in: a
+// trailing semicolon or comment would break the wrapping, and text that is not exactly one
+// statement goes in whole, for the database to refuse. shift is how many characters
+// further the statement's text is in the wrapped one (for the positions of errors).
+func rowCapped(query string, max int64) (wrapped string, shift int) {
+	if max <= 0 {
+		return query, 0
+	}
+	if tree, err := pg_query.Parse(query); err == nil && len(tree.Stmts) == 1 {
+		s := tree.Stmts[0]
+		end := len(query)
+		if s.StmtLen > 0 {
+			end = int(s.StmtLocation + s.StmtLen)
+		}
+		if int(s.StmtLocation) <= end && end <= len(query) {
+			shift = -utf8.RuneCountInString(query[:s.StmtLocation])
+			query = query[s.StmtLocation:end]
+		}
+	}
+	const prefix = "SELECT dp_t.* FROM (\n"
+	n, pre := strconv.FormatInt(max, 10), strconv.FormatInt(max/256, 10)
+	return prefix + query + "\n" + `) dp_t WHERE CASE WHEN pg_column_size(dp_t.*) > ` + pre +
+			` AND octet_length(dp_t::text) > ` + n + ` THEN (` + pq.QuoteLiteral(rowTooLarge) + ` || octet_length(dp_t::text))::int IS NULL ELSE true END`,
+		shift + len(prefix)
+}
+
+// rowError is err, or a RowTooLargeError when it is rowCapped's (with max); the position
+// of another database error is moved back by shift, into the statement's own text.
+func rowError(err error, max int64, shift int) error {
+	var pe *pq.Error
+	if !errors.As(err, &pe) {
+		return err
+	}
+	if i := strings.Index(pe.Message, rowTooLarge); i >= 0 && pe.Code == "22P02" {
+		e := &RowTooLargeError{Max: max}
+		fmt.Sscan(pe.Message[i+len(rowTooLarge):], &e.Bytes)
+		return e
+	}
+	if pos, perr := strconv.Atoi(pe.Position); perr == nil && shift != 0 && pos > shift {
+		pe.Position = strconv.Itoa(pos - shift)
+	}
+	return err
+}
+
+// RowBytes is the size of a row of JSON-ready values as JSON (an array of them): what
+// MaxBytes counts. Strings count their escapes as Go's encoder writes them.
+func RowBytes(row []any) int64 {
+	n := int64(1 + len(row)) // brackets and commas
+	for _, v := range row {
+		switch x := v.(type) {
+		case nil:
+			n += 4
+		case bool:
+			n += 5
+		case string:
+			n += 2 + int64(len(x))
+			for i := 0; i < len(x); i++ {
+				switch c := x[i]; {
+				case c < 0x20, c == '<', c == '>', c == '&':
+					n += 5 // \u00XX
+				case c == '"', c == '\\':
+					n++
+				}
+			}
+		case json.RawMessage:
+			n += int64(len(x))
+		case json.Number:
+			n += int64(len(x))
+		default: // numbers
+			n += 24
+		}
+	}
+	return n
 }
 
 // beginQuery opens the read-only transaction user SQL runs in: the organization's query
@@ -183,9 +298,10 @@ const StreamBatch = 1000
 // fetch (a slow reader is not a slow query); the transaction may sit idle a minute between
 // fetches while the client catches up.
 type RowCursor struct {
-	conn    *sqlx.Conn
-	tx      *sqlx.Tx
-	maxRows int
+	conn        *sqlx.Conn
+	tx          *sqlx.Tx
+	maxRows     int
+	maxRowBytes int64
 }
 
 // OpenCursor begins the transaction, takes the slot and declares the cursor: what the
@@ -196,12 +312,14 @@ func OpenCursor(ctx context.Context, db *sqlx.DB, orgID, query string, args []an
 		return nil, err
 	}
 	// Prepared (one statement); the cursor runs the checked SELECT with its parameters.
-	if _, err := tx.ExecContext(ctx, `DECLARE dp_stream NO SCROLL CURSOR FOR `+query, args...); err != nil {
+	const declare = `DECLARE dp_stream NO SCROLL CURSOR FOR `
+	capped, shift := rowCapped(query, o.MaxRowBytes)
+	if _, err := tx.ExecContext(ctx, declare+capped, args...); err != nil {
 		tx.Rollback()
 		conn.Close()
-		return nil, err
+		return nil, rowError(err, o.MaxRowBytes, shift+len(declare))
 	}
-	return &RowCursor{conn: conn, tx: tx, maxRows: o.MaxRows}, nil
+	return &RowCursor{conn: conn, tx: tx, maxRows: o.MaxRows, maxRowBytes: o.MaxRowBytes}, nil
 }
 
 // Close rolls the transaction back and returns the connection.
@@ -218,7 +336,7 @@ func (c *RowCursor) Each(ctx context.Context, columns func([]QueryColumn) error,
 	for {
 		rows, err := c.tx.QueryxContext(ctx, `FETCH FORWARD `+strconv.Itoa(StreamBatch)+` FROM dp_stream`)
 		if err != nil {
-			return n, false, err
+			return n, false, rowError(err, c.maxRowBytes, 0)
 		}
 		if cols == nil {
 			if cols, err = queryColumns(rows); err != nil {
@@ -252,7 +370,7 @@ func (c *RowCursor) Each(ctx context.Context, columns func([]QueryColumn) error,
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
-			return n, false, err
+			return n, false, rowError(err, c.maxRowBytes, 0)
 		}
 		if got < StreamBatch {
 			return n, false, nil

@@ -2,8 +2,10 @@ package usersql_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,12 +88,89 @@ func TestRunQueryRefuses(t *testing.T) {
 		`SELECT 1; SELECT 2`,
 		`SELECT pg_sleep(0)`,
 	} {
-		if _, err := usersql.RunQuery(ctx, db, org, sql, nil, usersql.QueryOptions{Timeout: time.Second, MaxRows: 1}); err == nil {
-			t.Errorf("%s: not refused", sql)
+		// Also wrapped by the row size cap, which must not let a second statement through.
+		for _, capped := range []int64{0, 1 << 20} {
+			if _, err := usersql.RunQuery(ctx, db, org, sql, nil, usersql.QueryOptions{Timeout: time.Second, MaxRows: 1, MaxRowBytes: capped}); err == nil {
+				t.Errorf("%s (row cap %d): not refused", sql, capped)
+			}
 		}
 	}
 	var n int
 	if err := db.Get(&n, `SELECT count(*) FROM `+datasets.Table(org, table)); err != nil || n != 5 {
 		t.Fatalf("rows after refused writes: %d %v", n, err)
+	}
+}
+
+// TestRunQueryByteCap: the audit's SELECT repeat('x', 10000000) FROM generate_series(1, 20)
+// (scaled to rows of 1 MB against a 3 MiB cap) stops being read at the cap; a single row
+// larger than the row cap is refused by the database before it is sent, also when it is
+// stored compressed, and through a cursor.
+func TestRunQueryByteCap(t *testing.T) {
+	t.Parallel()
+	db, org, table := sandbox(t)
+	ctx := context.Background()
+	o := usersql.QueryOptions{Timeout: 10 * time.Second, MaxRows: 10_000, MaxBytes: 3 << 20, MaxRowBytes: 3 << 20}
+	res, err := usersql.RunQuery(ctx, db, org, `SELECT repeat('x', 1000000) AS v FROM generate_series(1, 20);  -- the audit's, scaled`, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 3 || !res.Truncated || !res.TooLarge || res.Bytes > o.MaxBytes || res.Columns[0].Name != "v" {
+		t.Fatalf("byte cap: %d rows, truncated %v, too large %v, %d bytes, %+v", len(res.Rows), res.Truncated, res.TooLarge, res.Bytes, res.Columns)
+	}
+	// Under the cap: everything, counted as the JSON it becomes (["a\"b",1,null]: a number
+	// counts as 24, its longest form).
+	res, err = usersql.RunQuery(ctx, db, org, `SELECT 'a"b' AS s, 1 AS n, NULL AS z FROM generate_series(1, 2)`, nil, o)
+	if err != nil || len(res.Rows) != 2 || res.Truncated || res.Bytes != 2*int64(len(`["a\"b",,null]`)+24) {
+		t.Fatalf("small result: %+v %v", res, err)
+	}
+	var rte *usersql.RowTooLargeError
+	_, err = usersql.RunQuery(ctx, db, org, `SELECT 1 AS a, repeat('x', 5000000) AS b`, nil, o)
+	if !errors.As(err, &rte) || rte.Bytes < 5_000_000 || rte.Max != o.MaxRowBytes {
+		t.Fatalf("huge row: %v", err)
+	}
+	// Stored compressed (a few hundred KB on disk for 20 MB of text).
+	if _, err := db.Exec(`UPDATE ` + datasets.Table(org, table) + ` SET name = repeat('x', 20000000) WHERE name = 'Ann'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = usersql.RunQuery(ctx, db, org, `SELECT name FROM `+pq.QuoteIdentifier(table)+` ORDER BY id`, nil, o)
+	if !errors.As(err, &rte) || rte.Bytes < 20_000_000 {
+		t.Fatalf("huge stored value: %v", err)
+	}
+	cur, err := usersql.OpenCursor(ctx, db, org, `SELECT name FROM `+pq.QuoteIdentifier(table)+` ORDER BY id`, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	n, _, err := cur.Each(ctx, func([]usersql.QueryColumn) error { return nil }, func([]any) error { return nil })
+	if !errors.As(err, &rte) || n != 0 {
+		t.Fatalf("huge row through a cursor: %d rows, %v", n, err)
+	}
+}
+
+// TestRowCapPositions: the row cap's wrapping does not move the positions of errors in the
+// statement, through RunQuery or a cursor.
+func TestRowCapPositions(t *testing.T) {
+	t.Parallel()
+	db, org, table := sandbox(t)
+	ctx := context.Background()
+	q := "  -- the name is misspelt\nSELECT nmae\nFROM " + pq.QuoteIdentifier(table) + ";  -- é"
+	position := func(err error) string {
+		var pe *pq.Error
+		if !errors.As(err, &pe) {
+			t.Fatalf("not a database error: %v", err)
+		}
+		return pe.Position
+	}
+	want := fmt.Sprint(strings.Index(q, "nmae") + 1)
+	for _, capped := range []int64{0, 1 << 20} {
+		o := usersql.QueryOptions{Timeout: 5 * time.Second, MaxRows: 10, MaxRowBytes: capped}
+		_, err := usersql.RunQuery(ctx, db, org, q, nil, o)
+		if got := position(err); got != want {
+			t.Errorf("RunQuery, row cap %d: position %s, want %s", capped, got, want)
+		}
+		_, err = usersql.OpenCursor(ctx, db, org, q, nil, o)
+		if got := position(err); got != want {
+			t.Errorf("OpenCursor, row cap %d: position %s, want %s", capped, got, want)
+		}
 	}
 }

@@ -48,13 +48,17 @@ type Config struct {
 	// RecordConcurrency: record API requests working on the database at once (others queue);
 	// DP_RECORD_CONCURRENCY, default 4 per CPU, 0 = no limit.
 	RecordConcurrency int
-	ShutdownTimeout   time.Duration // DP_SHUTDOWN_TIMEOUT
-	JobLease          time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
-	StreamHeartbeat   time.Duration // DP_STREAM_HEARTBEAT: the comment line change streams send when quiet; default 15s
-	SecretKey         string        // DP_SECRET_KEY: base64 AES-256 key for stored credentials; empty: DataDir/secret.key
-	LLMBaseURL        string        // DP_LLM_BASE_URL: an OpenAI-compatible API for natural language; empty: the built-in engine only
-	LLMAPIKey         string        // DP_LLM_API_KEY
-	LLMModel          string        // DP_LLM_MODEL
+	// QueryResultBytes: the rows a query answers in one response, as JSON (more are cut, with
+	// a warning), and the largest row user SQL may return anywhere; DP_QUERY_RESULT_BYTES,
+	// default 10 MiB.
+	QueryResultBytes int64
+	ShutdownTimeout  time.Duration // DP_SHUTDOWN_TIMEOUT
+	JobLease         time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
+	StreamHeartbeat  time.Duration // DP_STREAM_HEARTBEAT: the comment line change streams send when quiet; default 15s
+	SecretKey        string        // DP_SECRET_KEY: base64 AES-256 key for stored credentials; empty: DataDir/secret.key
+	LLMBaseURL       string        // DP_LLM_BASE_URL: an OpenAI-compatible API for natural language; empty: the built-in engine only
+	LLMAPIKey        string        // DP_LLM_API_KEY
+	LLMModel         string        // DP_LLM_MODEL
 	// DP_CONNECTION_NETWORKS: networks (CIDRs or addresses, "*" for any) beyond the public
 	// internet that connected databases may be in
 	ConnectionNetworks []netip.Prefix
@@ -76,6 +80,7 @@ func Defaults() Config {
 		LogLevel:          "info",
 		LogRequests:       true,
 		RecordConcurrency: 4 * runtime.NumCPU(),
+		QueryResultBytes:  10 << 20,
 		ShutdownTimeout:   20 * time.Second,
 		JobLease:          30 * time.Second,
 	}
@@ -89,7 +94,7 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 			*dst = v
 		}
 	}
-	var cors, maxUpload, maxBody, accessTTL, refreshTTL, bcryptCost, logReq, shutdown, lease string
+	var cors, maxUpload, maxBody, resultBytes, accessTTL, refreshTTL, bcryptCost, logReq, shutdown, lease string
 	env("DP_ADDR", &c.Addr)
 	env("DATABASE_URL", &c.DatabaseURL)
 	env("DP_DATA_DIR", &c.DataDir)
@@ -100,6 +105,7 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_CORS_ORIGINS", &cors)
 	env("DP_MAX_UPLOAD_BYTES", &maxUpload)
 	env("DP_MAX_BODY_BYTES", &maxBody)
+	env("DP_QUERY_RESULT_BYTES", &resultBytes)
 	env("DP_ACCESS_TOKEN_TTL", &accessTTL)
 	env("DP_REFRESH_TOKEN_TTL", &refreshTTL)
 	env("DP_BCRYPT_COST", &bcryptCost)
@@ -201,6 +207,11 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	if maxBody != "" {
 		if c.MaxBodyBytes, err = strconv.ParseInt(maxBody, 10, 64); err != nil || c.MaxBodyBytes <= 0 {
 			return c, fmt.Errorf("DP_MAX_BODY_BYTES: want a positive number of bytes, got %q", maxBody)
+		}
+	}
+	if resultBytes != "" {
+		if c.QueryResultBytes, err = strconv.ParseInt(resultBytes, 10, 64); err != nil || c.QueryResultBytes < 1024 {
+			return c, fmt.Errorf("DP_QUERY_RESULT_BYTES: want a number of bytes, at least 1024, got %q", resultBytes)
 		}
 	}
 	for _, d := range []struct {
