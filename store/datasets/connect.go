@@ -102,12 +102,24 @@ func createServer(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Co
 	return server, nil
 }
 
-// viewOf is the view user SQL reads a connected table through. It is owned by the service
-// role, so postgres_fdw connects with the service role's user mapping: the query role holds
-// no mapping (no credentials to read back from pg_user_mappings) and no USAGE on the server.
-// It must not be security_invoker.
-func viewOf(datasetID string, t TableDef) string {
-	return `CREATE VIEW ` + t.QueryName() + ` AS SELECT * FROM ` + t.Qualified()
+// viewOf is what user SQL reads a connected table through: a view of the same name in the
+// dataset's schema, owned by the service role. postgres_fdw connects as the view's owner, with
+// the service role's user mapping, so the query role holds no mapping (no credentials to read
+// back from pg_user_mappings) and no USAGE on the server; the view must not be
+// security_invoker. mysql_fdw looks up the mapping of the current user instead, so for it the
+// view reads through a SECURITY DEFINER function of the service role (no pushdown of
+// conditions: the price of not handing the query role the password).
+func viewOf(wrapperType string, t TableDef) []string {
+	if wrapperType != "mysql" {
+		return []string{`CREATE VIEW ` + t.QueryName() + ` AS SELECT * FROM ` + t.Qualified()}
+	}
+	fn := t.Qualified() + `()`
+	return []string{
+		`CREATE FUNCTION ` + fn + ` RETURNS SETOF ` + t.Qualified() + ` LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog AS ` +
+			pq.QuoteLiteral(`SELECT * FROM `+t.Qualified()),
+		`REVOKE EXECUTE ON FUNCTION ` + fn + ` FROM PUBLIC`,
+		`CREATE VIEW ` + t.QueryName() + ` AS SELECT * FROM ` + fn,
+	}
 }
 
 // createForeignTables makes a foreign table on server for each table of info, and its view,
@@ -165,8 +177,10 @@ func createForeignTables(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c e
 			` OPTIONS (`+tableOpts+`)`); err != nil {
 			return nil, nil, err
 		}
-		if _, err := tx.ExecContext(ctx, viewOf(d.ID, td)); err != nil {
-			return nil, nil, err
+		for _, q := range viewOf(c.Type, td) {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return nil, nil, err
+			}
 		}
 		local[t.Schema+"."+t.Name] = td.Name
 		tables = append(tables, td)

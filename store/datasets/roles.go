@@ -108,13 +108,15 @@ func EnsureQueryRole(ctx context.Context, db *sqlx.DB, orgID string) error {
 }
 
 // grantConnected lets the organization's query role read a connected dataset's tables through
-// their views (viewOf), and nothing else of it: not the foreign tables, not the server.
+// their views (viewOf), and nothing else of it: not the foreign tables, not the server (the
+// reading functions of MySQL tables it may only call, through the views).
 func grantConnected(ctx context.Context, tx *sqlx.Tx, orgID, datasetID string) error {
 	if err := ensureRole(ctx, tx, orgID); err != nil {
 		return err
 	}
 	role, schema := pq.QuoteIdentifier(QueryRole(orgID)), pq.QuoteIdentifier(datasetID)
-	for _, q := range []string{`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role, `GRANT SELECT ON ALL TABLES IN SCHEMA ` + schema + ` TO ` + role} {
+	for _, q := range []string{`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role, `GRANT SELECT ON ALL TABLES IN SCHEMA ` + schema + ` TO ` + role,
+		`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ` + pq.QuoteIdentifier(ForeignSchema(datasetID)) + ` TO ` + role} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}

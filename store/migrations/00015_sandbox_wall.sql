@@ -96,7 +96,7 @@ DECLARE
     priv text;
     role text;
 BEGIN
-    FOR d IN SELECT id, organization_id, tables FROM platform.datasets WHERE type = 'database' AND jsonb_typeof(tables) = 'array' LOOP
+    FOR d IN SELECT id, organization_id, source_type, tables FROM platform.datasets WHERE type = 'database' AND jsonb_typeof(tables) = 'array' LOOP
         priv := 'fdw_' || d.id;
         role := 'dp_query_' || d.organization_id;
         IF EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = d.id) THEN
@@ -105,12 +105,21 @@ BEGIN
                 WHERE (e->>'foreign')::boolean AND e->>'schema' = d.id LOOP
                 IF to_regclass(format('%I.%I', d.id, t.rel)) IS NOT NULL THEN
                     EXECUTE format('ALTER FOREIGN TABLE %I.%I SET SCHEMA %I', d.id, t.rel, priv);
-                    EXECUTE format('CREATE VIEW %I.%I AS SELECT * FROM %I.%I', d.id, t.rel, priv, t.rel);
+                    IF d.source_type = 'mysql' THEN
+                        -- mysql_fdw uses the current user's mapping: read through the owner's function.
+                        EXECUTE format('CREATE FUNCTION %I.%I() RETURNS SETOF %I.%I LANGUAGE sql STABLE SECURITY DEFINER '
+                            'SET search_path = pg_catalog AS %L', priv, t.rel, priv, t.rel, format('SELECT * FROM %I.%I', priv, t.rel));
+                        EXECUTE format('REVOKE EXECUTE ON FUNCTION %I.%I() FROM PUBLIC', priv, t.rel);
+                        EXECUTE format('CREATE VIEW %I.%I AS SELECT * FROM %I.%I()', d.id, t.rel, priv, t.rel);
+                    ELSE
+                        EXECUTE format('CREATE VIEW %I.%I AS SELECT * FROM %I.%I', d.id, t.rel, priv, t.rel);
+                    END IF;
                 END IF;
             END LOOP;
             IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = role) THEN
                 EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM %I', priv, role);
                 EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', d.id, role);
+                EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA %I TO %I', priv, role);
             END IF;
         END IF;
         IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = role)
