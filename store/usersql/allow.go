@@ -1,6 +1,9 @@
 package usersql
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // The guard's allow-lists. User SQL may use only the parse-tree node kinds, functions,
 // operators and types named here; everything else is refused by default. A function is
@@ -137,6 +140,10 @@ var sqlValueFunctions = set(
 	"SVFOP_CURRENT_DATE", "SVFOP_CURRENT_TIME", "SVFOP_CURRENT_TIME_N", "SVFOP_CURRENT_TIMESTAMP",
 	"SVFOP_CURRENT_TIMESTAMP_N", "SVFOP_LOCALTIME", "SVFOP_LOCALTIME_N", "SVFOP_LOCALTIMESTAMP", "SVFOP_LOCALTIMESTAMP_N",
 )
+
+// fieldNames are the fields (expr).name may select besides names of allowed functions: those
+// of jsonb_each and friends, and of anonymous records.
+var fieldNames = regexp.MustCompile(`^(key|value|f[1-9][0-9]?)$`)
 
 // sampleMethods are the TABLESAMPLE methods (each is a function by that name).
 var sampleMethods = set("system", "bernoulli")

@@ -171,7 +171,11 @@ var hostileStatements = []string{
 	`SELECT * FROM generate_series(1, 2) g WHERE to_regrole('postgres') IS NOT NULL`,
 	`SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY pg_backend_pid())`,
 	`SELECT greatest(1, pg_backend_pid())`, `SELECT (1, 2) OVERLAPS (pg_postmaster_start_time(), now())`,
-	`SELECT ROW(1, current_setting('role'))`, `SELECT array_agg(x ORDER BY pg_sleep(1)) FROM generate_series(1, 2) x`,
+	`SELECT ROW(1, current_setting('role'))`,
+	// attribute notation: (x).f is f(x) when x has no field f
+	`SELECT (a).ts_stat FROM (SELECT $$SELECT to_tsvector(relname::text) FROM pg_class$$::text AS a) s`,
+	`SELECT (a).current_setting FROM (SELECT 'search_path'::text AS a) s`,
+	`SELECT ('role').set_config`, `SELECT ((SELECT 'x')).version`, `SELECT (ARRAY['a'])[1].pg_read_file`, `SELECT array_agg(x ORDER BY pg_sleep(1)) FROM generate_series(1, 2) x`,
 }
 
 // corpus is every hostile statement: hostileStatements and each hostile call in each clause.
@@ -247,7 +251,7 @@ var analytic = []string{
 	`SELECT a.name, b.name FROM %[1]s a JOIN %[1]s b ON a.score < b.score AND b.joined IS NOT NULL ORDER BY 1, 2 LIMIT 5 OFFSET 1`,
 	`SELECT name FROM %[1]s ORDER BY score USING >`,
 	`VALUES (1, 'a'), (2, 'b')`,
-	`SELECT (ROW(1, 'a')).f1, ROW(score, name) = ROW(60, 'Dee') FROM %[1]s`,
+	`SELECT (ROW(1, 'a')).f1, ROW(score, name) = ROW(60, 'Dee'), (jsonb_each('{"a": 1}')).key FROM %[1]s`,
 }
 
 // TestAnalyticCorpus: ordinary SQL passes the guard and runs under the query role.
@@ -273,6 +277,8 @@ func TestAnalyticCorpus(t *testing.T) {
 var wall = []string{
 	`SELECT * FROM ts_stat($$SELECT array_to_string(umoptions,' ')::tsvector FROM pg_user_mappings$$)`,
 	`SELECT * FROM ts_stat('SELECT to_tsvector(nspname::text) FROM pg_namespace')`,
+	`SELECT (a).ts_stat FROM (SELECT 'SELECT to_tsvector(relname::text) FROM pg_class'::text AS a) s`,
+	`SELECT (a).current_setting FROM (SELECT 'search_path'::text AS a) s`,
 	`SELECT ts_rewrite('a'::tsquery, 'SELECT ''a''::tsquery, ''b''::tsquery')`,
 	`SELECT query_to_xml('select 1', true, true, '')`,
 	`SELECT query_to_xml_and_xmlschema('select 1', true, true, '')`,

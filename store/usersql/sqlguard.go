@@ -129,6 +129,15 @@ func checkNode(k string, c any) error {
 		if err := checkOperator(m["operName"]); err != nil {
 			return err
 		}
+	case "A_Indirection":
+		// (expr).name is field selection, or, when expr has no such field, PostgreSQL's
+		// attribute notation for the call name(expr): a way around the function list.
+		for _, f := range names(m["indirection"], false) {
+			if !functions[f] && !fieldNames.MatchString(f) {
+				return &ForbiddenError{"(...)." + f + " is not allowed: PostgreSQL may read it as the call " + f +
+					"(...); field selection is allowed for key, value and f1, f2, ..."}
+			}
+		}
 	case "SortBy":
 		if err := checkOperator(m["useOp"]); err != nil {
 			return err
