@@ -335,6 +335,7 @@ func TestDatabaseWall(t *testing.T) {
 	t.Parallel()
 	db, org, table := sandbox(t)
 	ctx := context.Background()
+	hardened(t, db)
 	other := tenant(t, db)
 	for _, sql := range wall {
 		sql = strings.ReplaceAll(sql, "other_org.secret", datasets.Table(other.org, other.table))
@@ -361,6 +362,8 @@ func TestTenantLearnsNothing(t *testing.T) {
 	db, org, _ := sandbox(t)
 	ctx := context.Background()
 	a := tenant(t, db)
+	var wallUp bool
+	db.Get(&wallUp, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`)
 	probes := append(corpus(), wall...)
 	probes = append(probes, `SELECT x::oid::regclass::text FROM generate_series(1, 20000) x`,
 		`SELECT x::regnamespace::text FROM generate_series(1, 20000) x`,
@@ -374,7 +377,7 @@ func TestTenantLearnsNothing(t *testing.T) {
 			}
 		}
 		// And without the guard: the database alone, except for the reg* casts (the guard's).
-		if regCast.MatchString(sql) {
+		if !wallUp || regCast.MatchString(sql) {
 			continue
 		}
 		if res, err := usersql.RunQuery(ctx, db, org, sql, nil, usersql.QueryOptions{Timeout: 2 * time.Second, MaxRows: 100000}); err == nil {
@@ -384,6 +387,22 @@ func TestTenantLearnsNothing(t *testing.T) {
 }
 
 var regCast = regexp.MustCompile(`(?i)\breg(class|proc|procedure|oper|operator|type|namespace|role|config|dictionary|collation)\b`)
+
+// hardened skips a test of the database's wall where it cannot be built: a DATABASE_URL whose
+// user does not own the catalogs (the server warns about it at start).
+func hardened(t *testing.T, db *sqlx.DB) {
+	t.Helper()
+	var super bool
+	if err := db.Get(&super, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`); err != nil {
+		t.Fatal(err)
+	}
+	if !super {
+		t.Skip("the database user is not superuser: the revocations of migration 00015 could not be made")
+	}
+	if gaps, err := store.SandboxGaps(context.Background(), db); err != nil || len(gaps) > 0 {
+		t.Fatalf("still granted to PUBLIC: %v %v", gaps, err)
+	}
+}
 
 // other is an organization's secrets: its schema and dataset table with telling column
 // names, and a connected database's server with host, database and password.

@@ -1,8 +1,9 @@
 // Package usersql checks user SQL with PostgreSQL's own parser (pg_query_go) before it runs:
 // exactly one plain SELECT, nothing that writes, locks, escapes the transaction or reads the
-// catalogs. It is defence in depth: the database is the wall (a read-only transaction under a
-// role that can only read its organization's tables, with EXECUTE on the dangerous functions
-// revoked from PUBLIC). It also runs the checked SQL behind that wall (sandbox.go): RunQuery
+// catalogs, and only the node kinds, functions, operators and types of its allow-lists
+// (allow.go). It is defence in depth: the database is the wall (a read-only transaction under
+// a role that can only read its organization's tables, with EXECUTE on the dangerous functions
+// and SELECT on the catalogs revoked from PUBLIC). It also runs the checked SQL behind that wall (sandbox.go): RunQuery
 // and OpenCursor, in a read-only transaction under the organization's query role.
 package usersql
 
