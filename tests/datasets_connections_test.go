@@ -352,6 +352,13 @@ func TestMySQLConnectedDataset(t *testing.T) {
 		d.get("paths./api/v1/datasets/{dataset_id}/data.post") != nil || d.get("paths./api/v1/datasets/{dataset_id}/data/{id}.put") != nil {
 		t.Fatalf("read-only description: %s", d.Body)
 	}
+	// User SQL reads them through the views the service role owns (mysql_fdw then connects
+	// with the service role's mapping: the query role has none).
+	if q := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"type": "sql",
+		"query": `SELECT c.name, sum(o.amount) AS total FROM maria_shop.customers c JOIN maria_shop.orders o ON o.customer_id = c.id GROUP BY 1 ORDER BY 1`}, own).
+		status(200); rows(q) != "Ann|19.9\nBob|5.1" {
+		t.Fatalf("SQL over the MySQL tables: %s", q.Body)
+	}
 	e.do("POST", data+"?table=customers", map[string]any{"name": "Cid", "email": "cid@example.com"}, own).apiError(405, "METHOD_NOT_ALLOWED")
 	e.do("DELETE", data+"/1?table=customers", nil, own).apiError(405, "METHOD_NOT_ALLOWED")
 	e.do("DELETE", base+id, nil, own).status(200)

@@ -137,6 +137,10 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (*st
 		cleanup()
 		return nil, "", nil, fmt.Errorf("migrate: %w", err)
 	}
+	if gaps, err := store.SandboxGaps(ctx, st.DB); err != nil || len(gaps) > 0 {
+		log.Warn("the database user may not revoke these from PUBLIC (it is not superuser): user SQL relies on the query guard for them",
+			"still_granted", gaps, "error", err)
+	}
 	return st, url, func() { st.Close(); cleanup() }, nil
 }
 

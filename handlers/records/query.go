@@ -53,7 +53,7 @@ func (h *Records) Query(c echo.Context) error {
 	if err := dec.Decode(&req); err != nil {
 		return apierr.Field("body", "invalid_json", "the body is not a query request")
 	}
-	sqlText := strings.ReplaceAll(req.SQL, "${table}", rc.desc.Table.Qualified())
+	sqlText := strings.ReplaceAll(req.SQL, "${table}", rc.desc.Table.QueryName())
 	bound, names, err := usersql.BindNames(sqlText, 1)
 	if err != nil {
 		return handlers.QueryError(err, nil, 0, 0)

@@ -24,9 +24,11 @@ var ErrWrapperMissing = errors.New("foreign data wrapper not installed")
 var wrappers = map[string]string{"postgresql": "postgres_fdw", "mysql": "mysql_fdw"}
 
 // Connect makes the tables of info readable inside the platform's database, in tx: a foreign
-// server for the connection, a user mapping with its credentials, and one foreign table per
-// table in the schema named after the dataset. It returns the dataset's tables and records
-// the foreign keys between them as relationships.
+// server for the connection, a user mapping with its credentials for the service's own role,
+// one foreign table per table in the dataset's private schema (ForeignSchema), and over each
+// a view of the same name in the schema named after the dataset, which is what user SQL
+// reads. It returns the dataset's tables and records the foreign keys between them as
+// relationships.
 func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config, opts extdb.Options, info *extdb.Info, now time.Time) ([]TableDef, error) {
 	c.Normalize()
 	if !info.Addr.IsValid() {
@@ -46,27 +48,24 @@ func Connect(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config,
 		}
 		return nil, err
 	}
-	server, userOpts, err := createServer(ctx, tx, d, c, info)
+	server, err := createServer(ctx, tx, d, c, info)
 	if err != nil {
-		return nil, err
-	}
-	if err := grantConnected(ctx, tx, d.OrgID, d.ID, userOpts); err != nil {
 		return nil, err
 	}
 	tables, local, err := createForeignTables(ctx, tx, d, c, opts, info, server)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `GRANT SELECT ON ALL TABLES IN SCHEMA `+pq.QuoteIdentifier(d.ID)+` TO `+pq.QuoteIdentifier(QueryRole(d.OrgID))); err != nil {
+	if err := grantConnected(ctx, tx, d.OrgID, d.ID); err != nil {
 		return nil, err
 	}
 	return tables, linkForeignKeys(ctx, tx, d, info, tables, local, now)
 }
 
-// createServer makes the dataset's foreign server, the user mapping with the database's
-// credentials, and the schema its foreign tables go in; it returns the server's quoted name
-// and the mapping's options.
-func createServer(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config, info *extdb.Info) (string, []string, error) {
+// createServer makes the dataset's foreign server, the service role's user mapping with the
+// database's credentials, and the schemas of its foreign tables and their views; it returns
+// the server's quoted name.
+func createServer(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config, info *extdb.Info) (string, error) {
 	wrapper := wrappers[c.Type]
 	server := pq.QuoteIdentifier(ServerName(d.ID))
 	port := strconv.Itoa(c.Port)
@@ -93,16 +92,38 @@ func createServer(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Co
 	for _, q := range []string{
 		`CREATE SERVER ` + server + ` FOREIGN DATA WRAPPER ` + wrapper + ` OPTIONS (` + strings.Join(serverOpts, ", ") + `)`,
 		`CREATE USER MAPPING FOR CURRENT_USER SERVER ` + server + ` OPTIONS (` + strings.Join(userOpts, ", ") + `)`,
+		`CREATE SCHEMA ` + pq.QuoteIdentifier(ForeignSchema(d.ID)),
 		`CREATE SCHEMA ` + pq.QuoteIdentifier(d.ID),
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return "", nil, err
+			return "", err
 		}
 	}
-	return server, userOpts, nil
+	return server, nil
 }
 
-// createForeignTables makes a foreign table on server for each table of info, named so that
+// viewOf is what user SQL reads a connected table through: a view of the same name in the
+// dataset's schema, owned by the service role. postgres_fdw connects as the view's owner, with
+// the service role's user mapping, so the query role holds no mapping (no credentials to read
+// back from pg_user_mappings) and no USAGE on the server; the view must not be
+// security_invoker. mysql_fdw looks up the mapping of the current user instead, so for it the
+// view reads through a SECURITY DEFINER function of the service role (no pushdown of
+// conditions: the price of not handing the query role the password).
+func viewOf(wrapperType string, t TableDef) []string {
+	if wrapperType != "mysql" {
+		return []string{`CREATE VIEW ` + t.QueryName() + ` AS SELECT * FROM ` + t.Qualified()}
+	}
+	fn := t.Qualified() + `()`
+	return []string{
+		`CREATE FUNCTION ` + fn + ` RETURNS SETOF ` + t.Qualified() + ` LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog AS ` +
+			pq.QuoteLiteral(`SELECT * FROM `+t.Qualified()),
+		`REVOKE EXECUTE ON FUNCTION ` + fn + ` FROM PUBLIC`,
+		`CREATE VIEW ` + t.QueryName() + ` AS SELECT * FROM ` + fn,
+	}
+}
+
+// createForeignTables makes a foreign table on server for each table of info, and its view,
+// named so that
 // the names are unique (schema_table when several schemas are read); local maps each remote
 // schema.table to its local name.
 func createForeignTables(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c extdb.Config, opts extdb.Options, info *extdb.Info,
@@ -131,7 +152,7 @@ func createForeignTables(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c e
 			// the remote ones (MySQL compares column names without regard to case).
 			colNames = cols
 		}
-		td := TableDef{Name: names[i], Schema: d.ID, Relation: names[i], Foreign: true, Remote: t.Schema + "." + t.Name, SampleRows: opts.SampleRows,
+		td := TableDef{Name: names[i], Schema: ForeignSchema(d.ID), Relation: names[i], Foreign: true, Remote: t.Schema + "." + t.Name, SampleRows: opts.SampleRows,
 			Writable: c.Type == "postgresql"}
 		defs := make([]string, len(t.Columns))
 		for j, ec := range t.Columns {
@@ -155,6 +176,11 @@ func createForeignTables(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, c e
 		if _, err := tx.ExecContext(ctx, `CREATE FOREIGN TABLE `+td.Qualified()+` (`+strings.Join(defs, ", ")+`) SERVER `+server+
 			` OPTIONS (`+tableOpts+`)`); err != nil {
 			return nil, nil, err
+		}
+		for _, q := range viewOf(c.Type, td) {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return nil, nil, err
+			}
 		}
 		local[t.Schema+"."+t.Name] = td.Name
 		tables = append(tables, td)

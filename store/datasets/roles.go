@@ -10,7 +10,7 @@ import (
 
 // QueryRole is the role user SQL of an organization runs under: it can read that
 // organization's dataset tables (live rows only, by their row-level security) and its
-// connected datasets' foreign tables, and nothing of other organizations or of the platform.
+// connected datasets' tables (through views), and nothing of other organizations or of the platform.
 func QueryRole(orgID string) string { return "dp_query_" + orgID }
 
 var rolesReady sync.Map // organization id → true once its role is set up in this process
@@ -107,32 +107,21 @@ func EnsureQueryRole(ctx context.Context, db *sqlx.DB, orgID string) error {
 	return nil
 }
 
-// grantConnected lets the organization's query role read a connected dataset's foreign tables:
-// the schema, the server, and a user mapping of its own with the connection's credentials.
-func grantConnected(ctx context.Context, tx *sqlx.Tx, orgID, datasetID string, userOpts []string) error {
+// grantConnected lets the organization's query role read a connected dataset's tables through
+// their views (viewOf), and nothing else of it: not the foreign tables, not the server (the
+// reading functions of MySQL tables it may only call, through the views).
+func grantConnected(ctx context.Context, tx *sqlx.Tx, orgID, datasetID string) error {
 	if err := ensureRole(ctx, tx, orgID); err != nil {
 		return err
 	}
-	role, schema, server := pq.QuoteIdentifier(QueryRole(orgID)), pq.QuoteIdentifier(datasetID), pq.QuoteIdentifier(ServerName(datasetID))
+	role, schema := pq.QuoteIdentifier(QueryRole(orgID)), pq.QuoteIdentifier(datasetID)
 	for _, q := range []string{`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role, `GRANT SELECT ON ALL TABLES IN SCHEMA ` + schema + ` TO ` + role,
-		`GRANT USAGE ON FOREIGN SERVER ` + server + ` TO ` + role,
-		`CREATE USER MAPPING FOR ` + role + ` SERVER ` + server + ` OPTIONS (` + joinOpts(userOpts) + `)`} {
+		`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ` + pq.QuoteIdentifier(ForeignSchema(datasetID)) + ` TO ` + role} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func joinOpts(o []string) string {
-	s := ""
-	for i, x := range o {
-		if i > 0 {
-			s += ", "
-		}
-		s += x
-	}
-	return s
 }
 
 // DropQueryRole removes an organization's query role (its grants in this database first),

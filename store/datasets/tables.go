@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -38,8 +39,23 @@ func (t TableDef) sampleRows() int64 {
 	return DefaultSampleRows
 }
 
-// Qualified is the quoted schema.relation.
+// Qualified is the quoted schema.relation: what the service reads and writes.
 func (t TableDef) Qualified() string { return Table(t.Schema, t.Relation) }
+
+// QueryName is the quoted name user SQL reads the table by: a connected table's view in the
+// schema named after its dataset (the foreign table itself is the service's alone).
+func (t TableDef) QueryName() string {
+	if t.Foreign {
+		return Table(strings.TrimPrefix(t.Schema, foreignPrefix), t.Relation)
+	}
+	return t.Qualified()
+}
+
+const foreignPrefix = "fdw_"
+
+// ForeignSchema is the schema of a connected dataset's foreign tables, which the query role
+// cannot use.
+func ForeignSchema(datasetID string) string { return foreignPrefix + datasetID }
 
 // System reports whether the table has the platform's system columns (id, created_at,
 // updated_at, deleted_at, version): uploaded tables do, connected ones do not.
@@ -76,6 +92,7 @@ func Drop(ctx context.Context, tx *sqlx.Tx, d *store.Dataset) error {
 	qs := []string{`DROP TABLE IF EXISTS ` + Table(d.TableSchema, d.ID)}
 	if d.Type == "database" {
 		qs = []string{`DROP SCHEMA IF EXISTS ` + pq.QuoteIdentifier(d.ID) + ` CASCADE`,
+			`DROP SCHEMA IF EXISTS ` + pq.QuoteIdentifier(ForeignSchema(d.ID)) + ` CASCADE`,
 			`DROP SERVER IF EXISTS ` + pq.QuoteIdentifier(ServerName(d.ID)) + ` CASCADE`}
 	}
 	for _, q := range qs {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"dataplatform/store/ingest"
+	"dataplatform/store/usersql"
 )
 
 func shop() Schema {
@@ -53,6 +54,12 @@ func TestTranslateShapes(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", tc.q, err)
 			continue
+		}
+		// What nlsql writes goes through the query guard's allow-list like any user SQL.
+		if bound, _, err := usersql.BindBraces(a.SQL, 1); err != nil {
+			t.Errorf("%s: %v", a.SQL, err)
+		} else if err := usersql.Check(bound); err != nil {
+			t.Errorf("%s: the guard refuses %s: %v", tc.q, a.SQL, err)
 		}
 		if tc.want != "" && a.SQL != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.q, a.SQL, tc.want)

@@ -114,7 +114,7 @@ func Prepare(query string, sources []Source) (*Prepared, error) {
 			line, col := usersql.Position(bound, len([]rune(bound[:r.Start]))+1)
 			return nil, &UnknownError{Name: r.Text(bound), Line: line, Column: col, Available: available(sources)}
 		}
-		with[i] = t.table.Qualified()
+		with[i] = t.table.QueryName()
 		if !r.Aliased {
 			with[i] += " AS " + pq.QuoteIdentifier(r.Name)
 		}

@@ -1,8 +1,9 @@
 // Package usersql checks user SQL with PostgreSQL's own parser (pg_query_go) before it runs:
 // exactly one plain SELECT, nothing that writes, locks, escapes the transaction or reads the
-// catalogs. It is defence in depth: the database is the wall (a read-only transaction under a
-// role that can only read its organization's tables, with EXECUTE on the dangerous functions
-// revoked from PUBLIC). It also runs the checked SQL behind that wall (sandbox.go): RunQuery
+// catalogs, and only the node kinds, functions, operators and types of its allow-lists
+// (allow.go). It is defence in depth: the database is the wall (a read-only transaction under
+// a role that can only read its organization's tables, with EXECUTE on the dangerous functions
+// and SELECT on the catalogs revoked from PUBLIC). It also runs the checked SQL behind that wall (sandbox.go): RunQuery
 // and OpenCursor, in a read-only transaction under the organization's query role.
 package usersql
 
@@ -10,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -47,23 +47,6 @@ func Position(sql string, offset int) (line, col int) {
 	return line, col
 }
 
-// denied are functions user SQL may not call: settings (set_config can undo SET ROLE),
-// advisory locks (they outlive the rolled-back transaction and poison pooled connections),
-// files and large objects, backends and server control, sequences, SQL executed from a
-// string, sleeping, notifications, remote connections.
-var denied = []string{
-	"set_config", "current_setting", "pg_sleep", "pg_sleep_for", "pg_sleep_until",
-	"pg_read_file", "pg_read_binary_file", "pg_ls_dir", "pg_stat_file", "pg_file_write",
-	"pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile",
-	"pg_switch_wal", "pg_create_restore_point", "pg_backup_start", "pg_backup_stop", "pg_promote",
-	"pg_notify", "nextval", "setval", "currval", "lastval", "txid_current", "pg_current_xact_id",
-	"query_to_xml", "query_to_xml_and_xmlschema", "query_to_xmlschema", "cursor_to_xml", "cursor_to_xmlschema",
-	"table_to_xml", "table_to_xml_and_xmlschema", "schema_to_xml", "database_to_xml",
-	"pg_logical_emit_message", "pg_replication_origin_create",
-}
-
-var deniedPrefixes = []string{"pg_advisory", "pg_try_advisory", "lo_", "dblink", "pg_export_snapshot", "pg_import"}
-
 // Check accepts sql (which may hold $n parameters) when it is one SELECT statement.
 func Check(sql string) error {
 	tree, err := pg_query.ParseToJSON(sql)
@@ -98,26 +81,15 @@ func statementName(kind string) string {
 	return strings.ToUpper(regexp.MustCompile(`([a-z])([A-Z])`).ReplaceAllString(n, "$1 $2"))
 }
 
-// walk looks at every node of the parse tree.
+// walk looks at every node of the parse tree: each node kind must be one a plain SELECT
+// may hold, and each function, operator, type, collation and sampling method it names must
+// be on the allow-lists (allow.go).
 func walk(v any) error {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, c := range x {
-			switch k {
-			case "InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt":
-				return &ForbiddenError{"data-modifying statements are not allowed, not even in a WITH clause"}
-			case "intoClause":
-				return &ForbiddenError{"SELECT INTO creates a table: not allowed"}
-			case "lockingClause":
-				return &ForbiddenError{"locking clauses (FOR UPDATE, FOR SHARE) are not allowed"}
-			case "FuncCall":
-				if err := checkFunc(c); err != nil {
-					return err
-				}
-			case "RangeVar":
-				if err := checkRelation(c); err != nil {
-					return err
-				}
+			if err := checkNode(k, c); err != nil {
+				return err
 			}
 			if err := walk(c); err != nil {
 				return err
@@ -133,37 +105,107 @@ func walk(v any) error {
 	return nil
 }
 
-func names(parts any) []string {
+// checkNode checks one key of the tree: a node kind (capitalised) with its fields, or a
+// field.
+func checkNode(k string, c any) error {
+	m, _ := c.(map[string]any)
+	switch k {
+	case "intoClause":
+		return &ForbiddenError{"SELECT INTO creates a table: not allowed"}
+	case "lockingClause":
+		return &ForbiddenError{"locking clauses (FOR UPDATE, FOR SHARE) are not allowed"}
+	case "InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt":
+		return &ForbiddenError{"data-modifying statements are not allowed, not even in a WITH clause"}
+	case "FuncCall":
+		name, ok := catalogName(names(m["funcname"], false))
+		if !ok || !functions[name] {
+			return &ForbiddenError{"the function " + name + " is not allowed: user SQL may call the ordinary analytic functions " +
+				"(aggregates, window, math, text, date and time, JSON, arrays, ranges, full-text search)"}
+		}
+	case "A_Expr":
+		if err := checkOperator(m["name"]); err != nil {
+			return err
+		}
+	case "SubLink":
+		if err := checkOperator(m["operName"]); err != nil {
+			return err
+		}
+	case "A_Indirection":
+		// (expr).name is field selection, or, when expr has no such field, PostgreSQL's
+		// attribute notation for the call name(expr): a way around the function list.
+		for _, f := range names(m["indirection"], false) {
+			if !functions[f] && !fieldNames.MatchString(f) {
+				return &ForbiddenError{"(...)." + f + " is not allowed: PostgreSQL may read it as the call " + f +
+					"(...); field selection is allowed for key, value and f1, f2, ..."}
+			}
+		}
+	case "SortBy":
+		if err := checkOperator(m["useOp"]); err != nil {
+			return err
+		}
+	case "TypeName", "typeName": // a node, or a typed field (TypeCast, ColumnDef, JSON's RETURNING)
+		parts := names(m["names"], true)
+		name, ok := catalogName(parts)
+		if !ok || refusedTypes[name] {
+			return &ForbiddenError{"the type " + strings.Join(parts, ".") + " is not allowed: casts to catalog types (regclass, oid, ...) would read the catalogs"}
+		}
+	case "CollateClause", "collClause":
+		if _, ok := catalogName(names(m["collname"], false)); !ok {
+			return &ForbiddenError{"only the built-in collations are allowed"}
+		}
+	case "RangeTableSample":
+		name, ok := catalogName(names(m["method"], false))
+		if !ok || !sampleMethods[name] {
+			return &ForbiddenError{"the sampling method " + name + " is not allowed: use SYSTEM or BERNOULLI"}
+		}
+	case "SQLValueFunction":
+		if op, _ := m["op"].(string); !sqlValueFunctions[op] {
+			return &ForbiddenError{"CURRENT_USER, SESSION_USER, CURRENT_CATALOG and CURRENT_SCHEMA are not allowed"}
+		}
+	case "RangeVar":
+		return checkRelation(c)
+	}
+	if k == "" || k[0] < 'A' || k[0] > 'Z' || nodeKinds[k] {
+		return nil
+	}
+	if why, ok := refusedKinds[k]; ok {
+		return &ForbiddenError{why}
+	}
+	return &ForbiddenError{"this construct (" + k + ") is not allowed in user SQL"}
+}
+
+// checkOperator allows an operator (an A_Expr, SubLink or ORDER BY USING name) that is on the
+// list, bare or as OPERATOR(pg_catalog.op).
+func checkOperator(n any) error {
+	if n == nil {
+		return nil
+	}
+	parts := names(n, false)
+	op, ok := catalogName(parts)
+	if !ok || !operators[op] {
+		return &ForbiddenError{"the operator " + strings.Join(parts, ".") + " is not allowed"}
+	}
+	return nil
+}
+
+// names reads a list of String nodes (a qualified name), folded to lower case when fold is
+// set: the parser already folds unquoted names, so an exact comparison refuses a quoted
+// "COUNT" that could name something else, while a refusal list compares folded.
+func names(parts any, fold bool) []string {
 	var out []string
 	list, _ := parts.([]any)
 	for _, p := range list {
 		if m, ok := p.(map[string]any); ok {
 			if s, ok := m["String"].(map[string]any); ok {
-				if sv, ok := s["sval"].(string); ok {
-					out = append(out, strings.ToLower(sv))
+				sv, _ := s["sval"].(string)
+				if fold {
+					sv = strings.ToLower(sv)
 				}
+				out = append(out, sv)
 			}
 		}
 	}
 	return out
-}
-
-func checkFunc(node any) error {
-	m, _ := node.(map[string]any)
-	n := names(m["funcname"])
-	if len(n) == 0 {
-		return nil
-	}
-	name := n[len(n)-1]
-	if slices.Contains(denied, name) {
-		return &ForbiddenError{"the function " + name + " is not allowed"}
-	}
-	for _, p := range deniedPrefixes {
-		if strings.HasPrefix(name, p) {
-			return &ForbiddenError{"the function " + name + " is not allowed"}
-		}
-	}
-	return nil
 }
 
 // checkRelation refuses the system catalogs: they would show other organizations' schemas
