@@ -22,12 +22,7 @@ import (
 // role holds no user mapping at all, and the connected tables still answer SQL.
 func TestConnectedPasswordNotReadable(t *testing.T) {
 	t.Parallel()
-	host, port, password := externalPostgres(t)
-	e := newEnv(t)
-	own := bearer(e.ownerToken)
-	conn := map[string]any{"type": "postgresql", "host": host, "port": port, "database": "shop", "username": "postgres", "password": password, "ssl_mode": "disable"}
-	id := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets/database", map[string]any{"name": "Shop", "connection": conn}, own).status(202).str("id")
-	e.waitDataset(e.ownerToken, id)
+	e, own, id, password := connectedShop(t)
 	leak := `SELECT * FROM ts_stat($$SELECT array_to_string(umoptions,' ')::tsvector FROM pg_user_mappings$$)`
 	for _, probe := range []string{leak,
 		`SELECT * FROM ts_stat($$SELECT to_tsvector(array_to_string(srvoptions, ' ')) FROM pg_foreign_server$$)`,
@@ -85,12 +80,7 @@ func TestConnectedPasswordNotReadable(t *testing.T) {
 // 00018 to the new one, and keeps answering.
 func TestConnectedDatasetUpgrade(t *testing.T) {
 	t.Parallel()
-	host, port, password := externalPostgres(t)
-	e := newEnv(t)
-	own := bearer(e.ownerToken)
-	conn := map[string]any{"type": "postgresql", "host": host, "port": port, "database": "shop", "username": "postgres", "password": password, "ssl_mode": "disable"}
-	id := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets/database", map[string]any{"name": "Shop", "connection": conn}, own).status(202).str("id")
-	e.waitDataset(e.ownerToken, id)
+	e, own, id, password := connectedShop(t)
 	role, fdw, srv := pq.QuoteIdentifier(datasets.QueryRole(e.orgID)), pq.QuoteIdentifier(datasets.ForeignSchema(id)), pq.QuoteIdentifier(datasets.ServerName(id))
 	// Back to the layout before: foreign tables in the dataset's schema, the query role's mapping.
 	for _, q := range []string{
@@ -131,4 +121,16 @@ func TestConnectedDatasetUpgrade(t *testing.T) {
 	if l := e.do("GET", "/api/v1/datasets/"+id+"/data?table=customers", nil, own).status(200); l.len("data") != 3 {
 		t.Fatalf("record API after the upgrade: %s", l.Body)
 	}
+}
+
+// connectedShop is an environment with the external PostgreSQL's shop database connected as
+// a dataset: the owner's header, the dataset id and the database's password.
+func connectedShop(t *testing.T) (*env, header, string, string) {
+	host, port, password := externalPostgres(t)
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	conn := map[string]any{"type": "postgresql", "host": host, "port": port, "database": "shop", "username": "postgres", "password": password, "ssl_mode": "disable"}
+	id := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets/database", map[string]any{"name": "Shop", "connection": conn}, own).status(202).str("id")
+	e.waitDataset(e.ownerToken, id)
+	return e, own, id, password
 }
