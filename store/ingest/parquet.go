@@ -323,10 +323,16 @@ func openParquetSource(path string, want []Column) (*parquetSource, []Column, er
 		f.Close()
 		return nil, nil, err
 	}
-	pf, err := parquet.OpenFile(f, st.Size())
+	// The page index and bloom filters are not needed to read every row, and their sizes are
+	// the file's word.
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		f.Close()
 		return nil, nil, &RowError{Reason: "not a readable Parquet file: " + err.Error()}
+	}
+	if err := checkParquetSizes(f, pf.Metadata()); err != nil {
+		f.Close()
+		return nil, nil, err
 	}
 	s := &parquetSource{f: f, groups: pf.RowGroups(), buf: make([]parquet.Row, 64)}
 	var names []string

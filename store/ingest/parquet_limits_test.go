@@ -1,0 +1,205 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// zeros reads as many zero bytes as asked.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// bombParquet writes a file of one required BYTE_ARRAY column "v" holding one value of n
+// zero bytes in a single zstd page of a few kilobytes. Its page header declares declared
+// bytes uncompressed (n+4 is the truth). Nothing of the n bytes is held while writing it.
+func bombParquet(t testing.TB, n, declared int64) string {
+	t.Helper()
+	var body bytes.Buffer
+	zw, err := zstd.NewWriter(&body, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.Write(zw, binary.LittleEndian, uint32(n)) // PLAIN: length, then the bytes
+	if _, err := io.Copy(zw, io.LimitReader(zeros{}, n)); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	compact := new(thrift.CompactProtocol)
+	header, err := thrift.Marshal(compact, &format.PageHeader{
+		Type: format.DataPage, UncompressedPageSize: int32(declared), CompressedPageSize: int32(body.Len()),
+		DataPageHeader: thrift.New(format.DataPageHeader{NumValues: 1, Encoding: format.Plain,
+			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := int64(len(header) + body.Len())
+	footer, err := thrift.Marshal(compact, &format.FileMetaData{
+		Version: 1,
+		NumRows: 1,
+		Schema: thrift.Slice[format.SchemaElement]{
+			{Name: "schema", NumChildren: thrift.New(int32(1))},
+			{Name: "v", Type: thrift.New(format.ByteArray), RepetitionType: thrift.New(format.Required)},
+		},
+		RowGroups: thrift.Slice[format.RowGroup]{{
+			NumRows: 1, TotalByteSize: declared,
+			Columns: thrift.Slice[format.ColumnChunk]{{FileOffset: 4, MetaData: format.ColumnMetaData{
+				Type: format.ByteArray, Encoding: thrift.Slice[format.Encoding]{format.Plain}, PathInSchema: thrift.Slice[string]{"v"},
+				Codec: format.Zstd, NumValues: 1, TotalUncompressedSize: int64(len(header)) + declared,
+				TotalCompressedSize: chunk, DataPageOffset: 4,
+			}}},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f bytes.Buffer
+	f.WriteString("PAR1")
+	f.Write(header)
+	f.Write(body.Bytes())
+	f.Write(footer)
+	binary.Write(&f, binary.LittleEndian, uint32(len(footer)))
+	f.WriteString("PAR1")
+	path := filepath.Join(t.TempDir(), "bomb.parquet")
+	if err := os.WriteFile(path, f.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// allocated runs f and returns the bytes it allocated.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A page of 256 MiB zeros that zstd packs in a few kilobytes (the audit's was 1 GB in a
+// 30 MB file): refused from its header, before anything is decompressed.
+func TestParquetPageBomb(t *testing.T) {
+	const n = 256 << 20
+	path := bombParquet(t, n, n+4)
+	if st, _ := os.Stat(path); st.Size() > 64<<10 {
+		t.Fatalf("the bomb is %d bytes", st.Size())
+	}
+	var err error
+	alloc := allocated(func() { _, err = Infer(path, Parquet) })
+	if err == nil || !strings.Contains(err.Error(), `column "v" of row group 1 has a page (1) that decodes to 256.0 MiB, over the limit of 64.0 MiB; write the file with smaller row groups and pages`) {
+		t.Fatalf("got %v", err)
+	}
+	if alloc > n/32 {
+		t.Fatalf("refusing the file allocated %d bytes", alloc)
+	}
+	if _, ok := err.(*RowError); !ok { // a problem of the file: the job fails for good
+		t.Fatalf("%T", err)
+	}
+}
+
+// A page whose header declares 1 KiB and that decompresses to 96 MiB: measured while
+// streaming the page, nothing of it kept.
+func TestParquetLyingPage(t *testing.T) {
+	const n = 96 << 20
+	path := bombParquet(t, n, 1024)
+	var err error
+	alloc := allocated(func() { _, err = Infer(path, Parquet) })
+	if err == nil || !strings.Contains(err.Error(), `column "v" of row group 1 has a page (1) that decompresses to more than the 1.0 KiB its header declares`) {
+		t.Fatalf("got %v", err)
+	}
+	if alloc > n/8 {
+		t.Fatalf("refusing the file allocated %d bytes", alloc)
+	}
+}
+
+// setLimits lowers the limits for one test.
+func setLimits(t *testing.T, page, chunk, group int64) {
+	p, c, g := MaxParquetPageBytes, MaxParquetColumnChunkBytes, MaxParquetRowGroupBytes
+	MaxParquetPageBytes, MaxParquetColumnChunkBytes, MaxParquetRowGroupBytes = page, chunk, group
+	t.Cleanup(func() { MaxParquetPageBytes, MaxParquetColumnChunkBytes, MaxParquetRowGroupBytes = p, c, g })
+}
+
+type pqWide struct {
+	ID int64  `parquet:"id"`
+	A  string `parquet:"a"`
+	B  string `parquet:"b"`
+}
+
+func wideRows(n, size int) []pqWide {
+	rows := make([]pqWide, n)
+	for i := range rows {
+		rows[i] = pqWide{int64(i), strings.Repeat("a", size) + fmt.Sprint(i), strings.Repeat("b", size) + fmt.Sprint(i)}
+	}
+	return rows
+}
+
+// Column chunks and row groups over their limits are refused; under them, the file is read
+// whatever its codec and page version.
+func TestParquetLimits(t *testing.T) {
+	rows := wideRows(200, 10_000) // 2 MB a text column, compressible to almost nothing
+	for _, tc := range []struct {
+		name               string
+		page, chunk, group int64
+		opts               []parquet.WriterOption
+		want               string
+	}{
+		{"page", 64 << 10, 1 << 30, 1 << 30, nil, `column "a" of row group 1 has a page (1) that decodes to 626.2 KiB, over the limit of 64.0 KiB`},
+		{"chunk", 1 << 20, 1 << 20, 1 << 30, nil,
+			`column "a" of row group 1 is 2.1 MiB uncompressed, over the limit of 1.0 MiB`},
+		{"group", 1 << 20, 1 << 30, 512 << 10, []parquet.WriterOption{parquet.MaxRowsPerRowGroup(40)},
+			`row group 1 needs 783.8 KiB of memory to read (its dictionaries and largest pages), over the limit of 512.0 KiB`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setLimits(t, tc.page, tc.chunk, tc.group)
+			path := writeParquet(t, rows, append(tc.opts, parquet.Compression(&parquet.Zstd))...)
+			_, err := Infer(path, Parquet)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasSuffix(err.Error(), parquetFix) {
+				t.Fatalf("got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+	setLimits(t, 64<<10, 1<<20, 256<<10)
+	small := wideRows(20, 1000)
+	for _, codec := range []compress.Codec{&parquet.Uncompressed, &parquet.Snappy, &parquet.Gzip, &parquet.Brotli, &parquet.Zstd, &parquet.Lz4Raw} {
+		for _, v := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s-v%d", codec, v), func(t *testing.T) {
+				path := writeParquet(t, small, parquet.Compression(codec), parquet.DataPageVersion(v), parquet.PageBufferSize(8<<10))
+				if _, got := readAll(t, path, Parquet); len(got) != len(small) || got[19][2] != small[19].B {
+					t.Fatalf("%d rows", len(got))
+				}
+			})
+		}
+	}
+}
+
+// The lengths LZ4 blocks decompress to are counted without decompressing them.
+func TestLZ4BlockLen(t *testing.T) {
+	for _, n := range []int{0, 1, 15, 16, 300, 70_000} {
+		src := bytes.Repeat([]byte("abcabcabd"), n/9+1)[:n]
+		b, err := parquet.Lz4Raw.Encode(nil, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := lz4BlockLen(b); err != nil || got != int64(n) {
+			t.Errorf("%d bytes: got %d, %v", n, got, err)
+		}
+	}
+	if _, err := lz4BlockLen([]byte{0xf0}); err == nil {
+		t.Error("a truncated block was counted")
+	}
+}
