@@ -123,7 +123,7 @@ func (s *chunkScanner) scan(r io.ReaderAt, m *format.ColumnMetaData) (int64, err
 		}
 		total += size
 		if total > MaxParquetColumnChunkBytes {
-			return 0, s.tooLarge("is", total, "uncompressed", MaxParquetColumnChunkBytes)
+			return 0, s.tooLarge("is at least", total, "uncompressed", MaxParquetColumnChunkBytes)
 		}
 		if h.Type == format.DictionaryPage {
 			dict = max(dict, decoded)

@@ -2,80 +2,26 @@ package ingest
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
-	"github.com/parquet-go/parquet-go/encoding/thrift"
+
+	"dataplatform/store/ingest/parquettest"
+
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// zeros reads as many zero bytes as asked.
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
-
-// bombParquet writes a file of one required BYTE_ARRAY column "v" holding one value of n
-// zero bytes in a single zstd page of a few kilobytes. Its page header declares declared
-// bytes uncompressed (n+4 is the truth). Nothing of the n bytes is held while writing it.
+// bombParquet writes parquettest.Bomb to a file.
 func bombParquet(t testing.TB, n, declared int64) string {
 	t.Helper()
-	var body bytes.Buffer
-	zw, err := zstd.NewWriter(&body, zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	binary.Write(zw, binary.LittleEndian, uint32(n)) // PLAIN: length, then the bytes
-	if _, err := io.Copy(zw, io.LimitReader(zeros{}, n)); err != nil {
-		t.Fatal(err)
-	}
-	zw.Close()
-	compact := new(thrift.CompactProtocol)
-	header, err := thrift.Marshal(compact, &format.PageHeader{
-		Type: format.DataPage, UncompressedPageSize: int32(declared), CompressedPageSize: int32(body.Len()),
-		DataPageHeader: thrift.New(format.DataPageHeader{NumValues: 1, Encoding: format.Plain,
-			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := int64(len(header) + body.Len())
-	footer, err := thrift.Marshal(compact, &format.FileMetaData{
-		Version: 1,
-		NumRows: 1,
-		Schema: thrift.Slice[format.SchemaElement]{
-			{Name: "schema", NumChildren: thrift.New(int32(1))},
-			{Name: "v", Type: thrift.New(format.ByteArray), RepetitionType: thrift.New(format.Required)},
-		},
-		RowGroups: thrift.Slice[format.RowGroup]{{
-			NumRows: 1, TotalByteSize: declared,
-			Columns: thrift.Slice[format.ColumnChunk]{{FileOffset: 4, MetaData: format.ColumnMetaData{
-				Type: format.ByteArray, Encoding: thrift.Slice[format.Encoding]{format.Plain}, PathInSchema: thrift.Slice[string]{"v"},
-				Codec: format.Zstd, NumValues: 1, TotalUncompressedSize: int64(len(header)) + declared,
-				TotalCompressedSize: chunk, DataPageOffset: 4,
-			}}},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f bytes.Buffer
-	f.WriteString("PAR1")
-	f.Write(header)
-	f.Write(body.Bytes())
-	f.Write(footer)
-	binary.Write(&f, binary.LittleEndian, uint32(len(footer)))
-	f.WriteString("PAR1")
 	path := filepath.Join(t.TempDir(), "bomb.parquet")
-	if err := os.WriteFile(path, f.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(path, parquettest.Bomb(n, declared), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -173,6 +119,23 @@ func TestParquetLimits(t *testing.T) {
 			}
 		})
 	}
+	t.Run("chunk-understated", func(t *testing.T) { // its pages add up to more than its footer says
+		setLimits(t, 1<<20, 1<<20, 1<<30)
+		path := writeParquet(t, rows, parquet.Compression(&parquet.Zstd))
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = parquettest.EditFooter(b, func(md *format.FileMetaData) {
+			for i := range md.RowGroups[0].Columns {
+				md.RowGroups[0].Columns[i].MetaData.TotalUncompressedSize = 1000
+			}
+		})
+		os.WriteFile(path, b, 0o600)
+		if _, err := Infer(path, Parquet); err == nil || !strings.Contains(err.Error(), `column "a" of row group 1 is at least 1.2 MiB uncompressed, over the limit of 1.0 MiB`) {
+			t.Fatalf("got %v", err)
+		}
+	})
 	setLimits(t, 64<<10, 1<<20, 256<<10)
 	small := wideRows(20, 1000)
 	for _, codec := range []compress.Codec{&parquet.Uncompressed, &parquet.Snappy, &parquet.Gzip, &parquet.Brotli, &parquet.Zstd, &parquet.Lz4Raw} {
