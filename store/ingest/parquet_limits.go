@@ -41,13 +41,12 @@ const parquetFix = "; write the file with smaller row groups and pages (most wri
 // chunk or a row group is over its limit, or when a page decompresses to more than its header
 // says. It reads each page once, holding at most one compressed page of a block codec.
 func checkParquetSizes(r io.ReaderAt, md *format.FileMetaData) error {
-	z, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
-		zstd.WithDecoderMaxWindow(uint64(max(MaxParquetPageBytes, 8<<20))))
-	if err != nil {
-		return err
-	}
-	defer z.Close()
-	sc := &chunkScanner{zstd: z}
+	sc := &chunkScanner{}
+	defer func() {
+		if sc.zstd != nil {
+			sc.zstd.Close()
+		}
+	}()
 	for g := range md.RowGroups {
 		var held int64
 		for c := range md.RowGroups[g].Columns {
@@ -176,6 +175,13 @@ func (s *chunkScanner) measure(codec format.CompressionCodec, h *format.PageHead
 			n, err = io.Copy(io.Discard, io.LimitReader(zr, limit+1))
 		}
 	case format.Zstd:
+		if s.zstd == nil {
+			s.zstd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+				zstd.WithDecoderMaxWindow(uint64(max(MaxParquetPageBytes, 8<<20))))
+			if err != nil {
+				return err
+			}
+		}
 		if err = s.zstd.Reset(body); err == nil {
 			n, err = io.Copy(io.Discard, io.LimitReader(s.zstd, limit+1))
 		}
