@@ -334,7 +334,15 @@ func openParquetSource(path string, want []Column) (*parquetSource, []Column, er
 		f.Close()
 		return nil, nil, err
 	}
-	s := &parquetSource{f: f, groups: pf.RowGroups(), buf: make([]parquet.Row, 64)}
+	values, err := recordValues(pf)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	// 64 records a batch, fewer when they are large: a batch holds at most about
+	// MaxParquetRecordValues values.
+	batch := min(max(MaxParquetRecordValues/max(values, 1), 1), 64)
+	s := &parquetSource{f: f, groups: pf.RowGroups(), buf: make([]parquet.Row, batch)}
 	var names []string
 	leaves := 0
 	for _, c := range pf.Root().Columns() {

@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -29,7 +30,74 @@ var (
 	// MaxParquetRowGroupBytes bounds what reading one row group holds at once: for each column,
 	// its dictionary and its largest page.
 	MaxParquetRowGroupBytes int64 = 256 << 20
+	// MaxParquetRecordValues bounds the values of one record (list elements count one each):
+	// a record is assembled whole, about 100 bytes a value. Records are read in batches of at
+	// most this many values too.
+	MaxParquetRecordValues int64 = 1 << 20
 )
+
+// recordValues returns the most values a record of the file may hold, refusing the file when
+// it is over MaxParquetRecordValues. Only lists make a record of more values than columns;
+// they are counted from the repetition levels of their pages, decoded one page at a time
+// (after checkParquetSizes has bounded them).
+func recordValues(pf *parquet.File) (int64, error) {
+	var leaves []*parquet.Column
+	var walk func(c *parquet.Column)
+	walk = func(c *parquet.Column) {
+		if c.Leaf() {
+			leaves = append(leaves, c)
+		}
+		for _, ch := range c.Columns() {
+			walk(ch)
+		}
+	}
+	walk(pf.Root())
+	most := int64(len(leaves))
+	for g, rg := range pf.RowGroups() {
+		n := int64(0) // the sum of each column's largest: a bound for any one record
+		for _, cc := range rg.ColumnChunks() {
+			if c := cc.Column(); c < 0 || c >= len(leaves) || leaves[c].MaxRepetitionLevel() == 0 {
+				n++
+				continue
+			}
+			largest, err := largestRecord(cc.Pages())
+			if err != nil {
+				return 0, &RowError{Reason: fmt.Sprintf("cannot read the Parquet file: row group %d: %v", g+1, err)}
+			}
+			n += largest
+		}
+		if n > MaxParquetRecordValues {
+			return 0, &RowError{Reason: fmt.Sprintf("row group %d has records of up to %d values (list elements count one each), over the limit of %d; write long lists as several records",
+				g+1, n, MaxParquetRecordValues)}
+		}
+		most = max(most, n)
+	}
+	return most, nil
+}
+
+// largestRecord is the most values one record has in a repeated column.
+func largestRecord(pages parquet.Pages) (int64, error) {
+	defer pages.Close()
+	var run, largest int64
+	for {
+		p, err := pages.ReadPage()
+		if err == io.EOF {
+			return max(largest, run), nil
+		} else if err != nil {
+			return 0, err
+		}
+		for _, r := range p.RepetitionLevels() {
+			if r == 0 { // a new record
+				largest, run = max(largest, run), 0
+			}
+			run++
+		}
+		parquet.Release(p)
+		if largest > MaxParquetRecordValues || run > MaxParquetRecordValues {
+			return max(largest, run), nil
+		}
+	}
+}
 
 // valueBytes is what a value costs decoded, besides its bytes in the page: its levels, its
 // dictionary index or offset. Run-length and dictionary encodings pack a value in less.

@@ -80,6 +80,41 @@ func setLimits(t *testing.T, page, chunk, group int64) {
 	t.Cleanup(func() { MaxParquetPageBytes, MaxParquetColumnChunkBytes, MaxParquetRowGroupBytes = p, c, g })
 }
 
+type pqList struct {
+	ID int64   `parquet:"id"`
+	L  []int32 `parquet:"l,list"`
+}
+
+// A record with a list of 2,000,000 elements (8 MB of int32, compressed to almost nothing)
+// would be assembled whole, at about 100 bytes an element: it is refused from the repetition
+// levels of its pages, decoded one page at a time.
+func TestParquetHugeRecord(t *testing.T) {
+	path := writeParquet(t, []pqList{{1, []int32{1}}, {2, make([]int32, 2_000_000)}, {3, nil}}, parquet.Compression(&parquet.Zstd))
+	var err error
+	alloc := allocated(func() { _, err = Infer(path, Parquet) })
+	if err == nil || err.Error() != "row group 1 has records of up to 2000001 values (list elements count one each), over the limit of 1048576; write long lists as several records" {
+		t.Fatalf("got %v", err)
+	}
+	if alloc > 40<<20 { // reading the record allocated 409 MB
+		t.Fatalf("refusing the file allocated %d bytes", alloc)
+	}
+	// Under the limit, records as large are read one at a time.
+	limit := MaxParquetRecordValues
+	MaxParquetRecordValues = 3_000_000
+	t.Cleanup(func() { MaxParquetRecordValues = limit })
+	src, _, err := openParquetSource(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	if len(src.buf) != 1 {
+		t.Fatalf("batches of %d records", len(src.buf))
+	}
+	if _, rows := readAll(t, path, Parquet); len(rows) != 3 || len(rows[1][1].([]any)) != 2_000_000 {
+		t.Fatalf("%d rows", len(rows))
+	}
+}
+
 type pqWide struct {
 	ID int64  `parquet:"id"`
 	A  string `parquet:"a"`
