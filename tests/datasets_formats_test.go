@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -120,5 +121,18 @@ func TestDatasetFromParquetBombFails(t *testing.T) {
 	job := e.do("GET", "/api/v1/jobs/"+d.str("job_id"), nil, bearer(e.ownerToken)).status(200)
 	if job.str("status") != "failed" || job.num("attempts") != 1 {
 		t.Fatalf("a bad file must not be retried: %s", job.Body)
+	}
+}
+
+// A Parquet file of 21 bytes whose footer declares 2^31-1 row groups stopped the server
+// ("fatal error: runtime: out of memory"): its dataset fails, the server goes on.
+func TestDatasetFromParquetFooterCountFails(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	footer := append([]byte{0x15, 0x02, 0x39, 0xfc}, binary.AppendUvarint(nil, 1<<31-1)...)
+	id := e.uploadAndCreate(e.ownerToken, "Footer", "footer.parquet", string(parquettest.WithFooter(footer)))
+	d := e.waitDataset(e.ownerToken, id)
+	if d.str("status") != "failed" || !strings.Contains(d.str("error"), "not a readable Parquet file: its footer: malformed Thrift structure") {
+		t.Fatalf("footer: %s", d.Body)
 	}
 }

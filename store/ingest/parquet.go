@@ -323,6 +323,10 @@ func openParquetSource(path string, want []Column) (*parquetSource, []Column, er
 		f.Close()
 		return nil, nil, err
 	}
+	if err := checkParquetFooter(f, st.Size()); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
 	// The page index and bloom filters are not needed to read every row, and their sizes are
 	// the file's word.
 	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))

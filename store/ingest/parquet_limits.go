@@ -142,6 +142,7 @@ type chunkScanner struct {
 	zstd  *zstd.Decoder
 	br    *bufio.Reader
 	buf   []byte
+	hdr   []byte
 }
 
 // scan reads the page headers of one column chunk as parquet-go will read them, and returns
@@ -157,15 +158,27 @@ func (s *chunkScanner) scan(r io.ReaderAt, m *format.ColumnMetaData) (int64, err
 	} else {
 		s.br.Reset(sec)
 	}
-	dec := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(s.br))
 	var dict, page, total int64
 	for k := 1; ; k++ {
 		pos, _ := sec.Seek(0, io.SeekCurrent)
-		if pos-int64(s.br.Buffered()) >= m.TotalCompressedSize {
+		left := m.TotalCompressedSize - (pos - int64(s.br.Buffered()))
+		if left <= 0 {
 			break
 		}
+		// The header is read as bytes first: parquet-go trusts its lengths and counts.
+		w := thriftWalker{r: s.br, max: min(left, maxPageHeader), rec: s.hdr[:0], record: true}
+		err := w.walkStruct(0)
+		s.hdr = w.rec
+		if err != nil && w.max == maxPageHeader && w.n == maxPageHeader {
+			return 0, s.unreadable(k, fmt.Errorf("%w: a page header over %s", errThrift, mib(maxPageHeader)))
+		} else if err == nil && w.cost > MaxParquetPageBytes {
+			err = fmt.Errorf("%w: its lists decode to %s", errThrift, mib(w.cost))
+		}
+		if err != nil {
+			return 0, s.unreadable(k, err)
+		}
 		var h format.PageHeader
-		if err := dec.Decode(&h); err != nil {
+		if err := thrift.Unmarshal(new(thrift.CompactProtocol), s.hdr, &h); err != nil {
 			return 0, s.unreadable(k, err)
 		}
 		if h.CompressedPageSize < 0 || h.UncompressedPageSize < 0 {

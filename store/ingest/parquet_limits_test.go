@@ -2,10 +2,12 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,5 +201,45 @@ func TestLZ4BlockLen(t *testing.T) {
 	}
 	if _, err := lz4BlockLen([]byte{0xf0}); err == nil {
 		t.Error("a truncated block was counted")
+	}
+}
+
+// Thrift counts and lengths are checked against the bytes there are before parquet-go, which
+// allocates what they declare, decodes them.
+func TestParquetThriftCounts(t *testing.T) {
+	// A footer of 9 bytes (a file of 21) whose row_groups list declares 2^31-1 elements: parquet-go stopped
+	// the process with "fatal error: runtime: out of memory".
+	huge := append([]byte{0x15, 0x02, 0x39, 0xfc}, binary.AppendUvarint(nil, 1<<31-1)...)
+	// A footer of 1 MB: one row group of 1,000,000 empty column chunks (560 bytes each decoded).
+	wide := append([]byte{0x15, 0x02, 0x39, 0x1c, 0x19, 0xfc}, binary.AppendUvarint(nil, 1_000_000)...)
+	wide = append(wide, make([]byte, 1_000_000+2)...)
+	// A page header whose statistics' max declares 2^31-1 bytes.
+	header := func(h []byte) []byte {
+		i := bytes.Index(h, []byte("\x04MAXV"))
+		return slices.Concat(h[:i], binary.AppendUvarint(nil, 1<<31-1), h[i+1:])
+	}
+	for _, tc := range []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"footer-count", parquettest.WithFooter(huge), "not a readable Parquet file: its footer: malformed Thrift structure: a count of 2147483647 with 0 bytes left"},
+		{"footer-wide", parquettest.WithFooter(wide), "the Parquet footer decodes to more than 610.4 MiB, over the limit of 256.0 MiB"},
+		{"page-header", parquettest.BombWith(1000, 1004, header), `not a readable Parquet file: column "v" of row group 1, page 1: malformed Thrift structure: a count of 2147483647 with`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f.parquet")
+			if err := os.WriteFile(path, tc.file, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			alloc := allocated(func() { _, err = Infer(path, Parquet) })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v", err)
+			}
+			if alloc > 8<<20 {
+				t.Fatalf("refusing the file allocated %d bytes", alloc)
+			}
+		})
 	}
 }

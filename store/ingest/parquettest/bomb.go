@@ -19,7 +19,10 @@ func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 // Bomb is a Parquet file of one required BYTE_ARRAY column "v" holding one value of n
 // zero bytes in a single zstd page of a few kilobytes. Its page header declares declared
 // bytes uncompressed (n+4 is the truth). Nothing of the n bytes is held while writing it.
-func Bomb(n, declared int64) []byte {
+func Bomb(n, declared int64) []byte { return BombWith(n, declared, nil) }
+
+// BombWith is Bomb with its page header's bytes changed by edit, when not nil.
+func BombWith(n, declared int64, edit func(header []byte) []byte) []byte {
 	var body bytes.Buffer
 	zw, err := zstd.NewWriter(&body, zstd.WithEncoderConcurrency(1))
 	if err != nil {
@@ -32,10 +35,14 @@ func Bomb(n, declared int64) []byte {
 	header, err := thrift.Marshal(compact, &format.PageHeader{
 		Type: format.DataPage, UncompressedPageSize: int32(declared), CompressedPageSize: int32(body.Len()),
 		DataPageHeader: thrift.New(format.DataPageHeader{NumValues: 1, Encoding: format.Plain,
-			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE}),
+			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE,
+			Statistics: format.Statistics{MaxValue: []byte("MAXV")}}),
 	})
 	if err != nil {
 		panic(err)
+	}
+	if edit != nil {
+		header = edit(header)
 	}
 	chunk := int64(len(header) + body.Len())
 	footer, err := thrift.Marshal(compact, &format.FileMetaData{
@@ -84,4 +91,11 @@ func EditFooter(file []byte, edit func(*format.FileMetaData)) []byte {
 	out := append(bytes.Clone(file[:start]), footer...)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
 	return append(out, "PAR1"...)
+}
+
+// WithFooter is a Parquet file of no pages and the given footer bytes.
+func WithFooter(footer []byte) []byte {
+	f := append([]byte("PAR1"), footer...)
+	f = binary.LittleEndian.AppendUint32(f, uint32(len(footer)))
+	return append(f, "PAR1"...)
 }
