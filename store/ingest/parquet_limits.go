@@ -36,11 +36,8 @@ var (
 	MaxParquetRecordValues int64 = 1 << 20
 )
 
-// recordValues returns the most values a record of the file may hold, refusing the file when
-// it is over MaxParquetRecordValues. Only lists make a record of more values than columns;
-// they are counted from the repetition levels of their pages, decoded one page at a time
-// (after checkParquetSizes has bounded them).
-func recordValues(pf *parquet.File) (int64, error) {
+// leafColumns lists the file's leaf columns by their index.
+func leafColumns(pf *parquet.File) []*parquet.Column {
 	var leaves []*parquet.Column
 	var walk func(c *parquet.Column)
 	walk = func(c *parquet.Column) {
@@ -52,27 +49,31 @@ func recordValues(pf *parquet.File) (int64, error) {
 		}
 	}
 	walk(pf.Root())
-	most := int64(len(leaves))
-	for g, rg := range pf.RowGroups() {
-		n := int64(0) // the sum of each column's largest: a bound for any one record
-		for _, cc := range rg.ColumnChunks() {
-			if c := cc.Column(); c < 0 || c >= len(leaves) || leaves[c].MaxRepetitionLevel() == 0 {
-				n++
-				continue
-			}
-			largest, err := largestRecord(cc.Pages())
-			if err != nil {
-				return 0, &RowError{Reason: fmt.Sprintf("cannot read the Parquet file: row group %d: %v", g+1, err)}
-			}
-			n += largest
+	return leaves
+}
+
+// recordValues returns the most values a record of row group g may hold, refusing it over
+// MaxParquetRecordValues. Only lists make a record of more values than columns; they are
+// counted from the repetition levels of their pages, decoded one page at a time (after
+// checkRowGroup has bounded them).
+func recordValues(rg parquet.RowGroup, g int, leaves []*parquet.Column) (int64, error) {
+	n := int64(0) // the sum of each column's largest: a bound for any one record
+	for _, cc := range rg.ColumnChunks() {
+		if c := cc.Column(); c < 0 || c >= len(leaves) || leaves[c].MaxRepetitionLevel() == 0 {
+			n++
+			continue
 		}
-		if n > MaxParquetRecordValues {
-			return 0, &RowError{Reason: fmt.Sprintf("row group %d has records of up to %d values (list elements count one each), over the limit of %d; write long lists as several records",
-				g+1, n, MaxParquetRecordValues)}
+		largest, err := largestRecord(cc.Pages())
+		if err != nil {
+			return 0, &RowError{Reason: fmt.Sprintf("cannot read the Parquet file: row group %d: %v", g+1, err)}
 		}
-		most = max(most, n)
+		n += largest
 	}
-	return most, nil
+	if n > MaxParquetRecordValues {
+		return 0, &RowError{Reason: fmt.Sprintf("row group %d has records of up to %d values (list elements count one each), over the limit of %d; write long lists as several records",
+			g+1, n, MaxParquetRecordValues)}
+	}
+	return n, nil
 }
 
 // largestRecord is the most values one record has in a repeated column.
@@ -105,36 +106,34 @@ const valueBytes = 16
 
 const parquetFix = "; write the file with smaller row groups and pages (most writers take a row group size and a page size)"
 
-// checkParquetSizes walks every page header of the file and refuses it when a page, a column
-// chunk or a row group is over its limit, or when a page decompresses to more than its header
-// says. It reads each page once, holding at most one compressed page of a block codec.
-func checkParquetSizes(r io.ReaderAt, md *format.FileMetaData) error {
-	sc := &chunkScanner{}
-	defer func() {
-		if sc.zstd != nil {
-			sc.zstd.Close()
+// checkRowGroup walks every page header of row group g and refuses it when a page, a column
+// chunk or the row group is over its limit, or when a page decompresses to more than its
+// header says. It reads each page once, holding at most one compressed page of a block codec.
+func (s *chunkScanner) checkRowGroup(r io.ReaderAt, md *format.FileMetaData, g int) error {
+	var held int64
+	for c := range md.RowGroups[g].Columns {
+		m := &md.RowGroups[g].Columns[c].MetaData
+		s.where = fmt.Sprintf("column %q of row group %d", strings.Join(m.PathInSchema, "."), g+1)
+		if m.TotalUncompressedSize > MaxParquetColumnChunkBytes {
+			return s.tooLarge("is", m.TotalUncompressedSize, "uncompressed", MaxParquetColumnChunkBytes)
 		}
-	}()
-	for g := range md.RowGroups {
-		var held int64
-		for c := range md.RowGroups[g].Columns {
-			m := &md.RowGroups[g].Columns[c].MetaData
-			sc.where = fmt.Sprintf("column %q of row group %d", strings.Join(m.PathInSchema, "."), g+1)
-			if m.TotalUncompressedSize > MaxParquetColumnChunkBytes {
-				return sc.tooLarge("is", m.TotalUncompressedSize, "uncompressed", MaxParquetColumnChunkBytes)
-			}
-			n, err := sc.scan(r, m)
-			if err != nil {
-				return err
-			}
-			held += n
+		n, err := s.scan(r, m)
+		if err != nil {
+			return err
 		}
-		if held > MaxParquetRowGroupBytes {
-			return &RowError{Reason: fmt.Sprintf("row group %d needs %s of memory to read (its dictionaries and largest pages), over the limit of %s%s",
-				g+1, mib(held), mib(MaxParquetRowGroupBytes), parquetFix)}
-		}
+		held += n
+	}
+	if held > MaxParquetRowGroupBytes {
+		return &RowError{Reason: fmt.Sprintf("row group %d needs %s of memory to read (its dictionaries and largest pages), over the limit of %s%s",
+			g+1, mib(held), mib(MaxParquetRowGroupBytes), parquetFix)}
 	}
 	return nil
+}
+
+func (s *chunkScanner) close() {
+	if s.zstd != nil {
+		s.zstd.Close()
+	}
 }
 
 type chunkScanner struct {

@@ -196,7 +196,7 @@ func checkParquetFooter(r io.ReaderAt, size int64) error {
 	if n > MaxParquetFooterBytes {
 		return &RowError{Reason: fmt.Sprintf("the Parquet footer is %s, over the limit of %s%s", mib(n), mib(MaxParquetFooterBytes), parquetFix)}
 	}
-	w := &thriftWalker{r: bufio.NewReaderSize(io.NewSectionReader(r, size-8-n, n), 64<<10), max: n}
+	w := &thriftWalker{r: bufio.NewReaderSize(io.NewSectionReader(r, size-8-n, n), int(min(n, 64<<10))), max: n}
 	if err := w.walkStruct(0); err != nil {
 		return &RowError{Reason: "not a readable Parquet file: its footer: " + err.Error()}
 	}
