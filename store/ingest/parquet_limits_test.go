@@ -226,6 +226,7 @@ func TestParquetThriftCounts(t *testing.T) {
 	}{
 		{"footer-count", parquettest.WithFooter(huge), "not a readable Parquet file: its footer: malformed Thrift structure: a count of 2147483647 with 0 bytes left"},
 		{"footer-wide", parquettest.WithFooter(wide), "the Parquet footer decodes to more than 610.4 MiB, over the limit of 256.0 MiB"},
+		{"encrypted", append(parquettest.WithFooter(huge)[:len(huge)+8], "PARE"...), "encrypted Parquet files are not supported"},
 		{"page-header", parquettest.BombWith(1000, 1004, header), `not a readable Parquet file: column "v" of row group 1, page 1: malformed Thrift structure: a count of 2147483647 with`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -184,14 +184,17 @@ var MaxParquetFooterBytes int64 = 256 << 20
 func checkParquetFooter(r io.ReaderAt, size int64) error {
 	var tail [8]byte
 	if size < 12 {
-		return nil // parquet-go says what is wrong
+		return nil
 	}
 	if _, err := r.ReadAt(tail[:], size-8); err != nil {
 		return err
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if string(tail[4:]) == "PARE" { // an encrypted footer: there is no key to read it with
+		return &RowError{Reason: "encrypted Parquet files are not supported"}
+	}
 	if string(tail[4:]) != "PAR1" || n > size-12 {
-		return nil
+		return nil // parquet-go says what is wrong
 	}
 	if n > MaxParquetFooterBytes {
 		return &RowError{Reason: fmt.Sprintf("the Parquet footer is %s, over the limit of %s%s", mib(n), mib(MaxParquetFooterBytes), parquetFix)}
