@@ -18,8 +18,9 @@ import (
 
 // What reading a Parquet file may hold in memory. A few kilobytes of a file can declare (or
 // decompress to) gigabytes, and parquet-go allocates what a page header says before
-// decoding it, so every page header is checked, and every compressed page measured, before
-// any value is decoded. Variables so that tests can lower them.
+// decoding it, so every page header of a row group is checked, and every compressed page
+// measured, before any value of the row group is decoded. Variables so that tests can lower
+// them.
 var (
 	// MaxParquetPageBytes bounds one page, compressed or decoded. Writers default to pages of
 	// 1 MiB (parquet-mr, Arrow) or less (parquet-go: 256 KiB).
@@ -31,7 +32,7 @@ var (
 	// its dictionary and its largest page.
 	MaxParquetRowGroupBytes int64 = 256 << 20
 	// MaxParquetRecordValues bounds the values of one record (list elements count one each):
-	// a record is assembled whole, about 100 bytes a value. Records are read in batches of at
+	// a record is assembled whole, at about 200 bytes a value. Records are read in batches of at
 	// most this many values too.
 	MaxParquetRecordValues int64 = 1 << 20
 )
