@@ -245,3 +245,17 @@ func TestParquetThriftCounts(t *testing.T) {
 		})
 	}
 }
+
+// Each row group is checked as reading reaches it: a sample of the first does not read the
+// second, and the load, which reads all, fails there.
+func TestParquetLimitsLaterRowGroup(t *testing.T) {
+	setLimits(t, 64<<10, 1<<30, 1<<30)
+	rows := append(wideRows(40, 500), wideRows(40, 10_000)...)
+	path := writeParquet(t, rows, parquet.Compression(&parquet.Zstd), parquet.MaxRowsPerRowGroup(40))
+	if _, err := InferSample(path, Parquet, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := readErr(path, Parquet); err == nil || !strings.HasPrefix(err.Error(), `column "a" of row group 2 has a page (1) that decodes to`) {
+		t.Fatalf("got %v", err)
+	}
+}
