@@ -2,11 +2,15 @@ package tests
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"dataplatform/store/ingest/parquettest"
 )
 
 type pqLine struct {
@@ -101,5 +105,34 @@ func TestDatasetFromJSONWithMixedTypes(t *testing.T) {
 	p := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+id+"/preview", nil, bearer(e.ownerToken)).status(200)
 	if p.row(0, "v") != "10" || p.row(1, "v") != "ten" || p.row(2, "v") != "true" || p.row(1, "n") != "2.5" {
 		t.Fatalf("values: %s", p.Body)
+	}
+}
+
+// A Parquet decompression bomb (one 256 MiB page packed in a few kilobytes) fails its dataset
+// for good, with what to change, before the page is decompressed.
+func TestDatasetFromParquetBombFails(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.uploadAndCreate(e.ownerToken, "Bomb", "bomb.parquet", string(parquettest.Bomb(256<<20, 256<<20+4)))
+	d := e.waitDataset(e.ownerToken, id)
+	if d.str("status") != "failed" || !strings.Contains(d.str("error"), "decodes to 256.0 MiB, over the limit of 64.0 MiB; write the file with smaller row groups and pages") {
+		t.Fatalf("bomb: %s", d.Body)
+	}
+	job := e.do("GET", "/api/v1/jobs/"+d.str("job_id"), nil, bearer(e.ownerToken)).status(200)
+	if job.str("status") != "failed" || job.num("attempts") != 1 {
+		t.Fatalf("a bad file must not be retried: %s", job.Body)
+	}
+}
+
+// A Parquet file of 21 bytes whose footer declares 2^31-1 row groups stopped the server
+// ("fatal error: runtime: out of memory"): its dataset fails, the server goes on.
+func TestDatasetFromParquetFooterCountFails(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	footer := append([]byte{0x15, 0x02, 0x39, 0xfc}, binary.AppendUvarint(nil, 1<<31-1)...)
+	id := e.uploadAndCreate(e.ownerToken, "Footer", "footer.parquet", string(parquettest.WithFooter(footer)))
+	d := e.waitDataset(e.ownerToken, id)
+	if d.str("status") != "failed" || !strings.Contains(d.str("error"), "not a readable Parquet file: its footer: malformed Thrift structure") {
+		t.Fatalf("footer: %s", d.Body)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 const benchRows = 1_000_000
@@ -168,4 +170,40 @@ func heapInUse() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
+}
+
+// BenchmarkParquetBomb opens a 256 MiB page packed by zstd in a few kilobytes, as an ingest
+// does (Infer). It is refused from its page header: the file's size, not the page's, is read.
+func BenchmarkParquetBomb(b *testing.B) {
+	path := bombParquet(b, 256<<20, 256<<20+4)
+	var peak uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		Infer(path, Parquet)
+		peak = max(peak, heapInUse())
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+// BenchmarkParquetRead200K is one ingest's file work on an ordinary zstd file of 200,000 rows
+// in 1 MiB pages: infer, then read every record; the page checks read each page once more.
+func BenchmarkParquetRead200K(b *testing.B) {
+	path := writeParquet(b, wideRows(200_000, 40), parquet.Compression(&parquet.Zstd), parquet.PageBufferSize(1<<20))
+	st, _ := os.Stat(path)
+	b.SetBytes(st.Size())
+	b.ReportAllocs()
+	for b.Loop() {
+		_, r, err := openInferred(path, Parquet, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := r.Next(); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+		r.Close()
+	}
 }

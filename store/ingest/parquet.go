@@ -299,10 +299,14 @@ func formatUUID(b []byte) string {
 // parquetSource reads a Parquet file's rows group by group, a batch at a time.
 type parquetSource struct {
 	f      *os.File
+	pf     *parquet.File
 	groups []parquet.RowGroup
 	g      int
 	rows   parquet.Rows
 	buf    []parquet.Row
+	batch  int // records read at a time from the current row group
+	leaves []*parquet.Column
+	check  chunkScanner
 	n, i   int
 	nodes  []*pnode // top-level fields
 	starts []int    // first leaf column of each
@@ -323,12 +327,18 @@ func openParquetSource(path string, want []Column) (*parquetSource, []Column, er
 		f.Close()
 		return nil, nil, err
 	}
-	pf, err := parquet.OpenFile(f, st.Size())
+	if err := checkParquetFooter(f, st.Size()); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	// The page index and bloom filters are not needed to read every row, and their sizes are
+	// the file's word.
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		f.Close()
 		return nil, nil, &RowError{Reason: "not a readable Parquet file: " + err.Error()}
 	}
-	s := &parquetSource{f: f, groups: pf.RowGroups(), buf: make([]parquet.Row, 64)}
+	s := &parquetSource{f: f, pf: pf, groups: pf.RowGroups(), leaves: leafColumns(pf), buf: make([]parquet.Row, 64)}
 	var names []string
 	leaves := 0
 	for _, c := range pf.Root().Columns() {
@@ -402,10 +412,13 @@ func (s *parquetSource) next() (parquet.Row, error) {
 			if s.g >= len(s.groups) {
 				return nil, io.EOF
 			}
+			if err := s.checkGroup(); err != nil {
+				return nil, err
+			}
 			s.rows = s.groups[s.g].Rows()
 			s.g++
 		}
-		n, err := s.rows.ReadRows(s.buf)
+		n, err := s.rows.ReadRows(s.buf[:s.batch])
 		s.n, s.i = n, 0
 		if err == io.EOF || (err == nil && n == 0) {
 			s.rows.Close()
@@ -418,12 +431,28 @@ func (s *parquetSource) next() (parquet.Row, error) {
 	return s.buf[s.i-1], nil
 }
 
+// checkGroup checks the sizes of the next row group before any of it is decoded, and sizes
+// batches after its largest records: 64 records, fewer when they are large, so that a batch
+// holds at most about MaxParquetRecordValues values.
+func (s *parquetSource) checkGroup() error {
+	if err := s.check.checkRowGroup(s.f, s.pf.Metadata(), s.g); err != nil {
+		return err
+	}
+	values, err := recordValues(s.groups[s.g], s.g, s.leaves)
+	if err != nil {
+		return err
+	}
+	s.batch = int(min(max(MaxParquetRecordValues/max(values, 1), 1), int64(len(s.buf))))
+	return nil
+}
+
 func (s *parquetSource) line() int { return s.cur }
 
 func (s *parquetSource) Close() error {
 	if s.rows != nil {
 		s.rows.Close()
 	}
+	s.check.close()
 	return s.f.Close()
 }
 

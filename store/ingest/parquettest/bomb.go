@@ -1,0 +1,101 @@
+// Package parquettest makes hostile Parquet files for tests.
+package parquettest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// zeros reads as many zero bytes as asked.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// Bomb is a Parquet file of one required BYTE_ARRAY column "v" holding one value of n
+// zero bytes in a single zstd page of a few kilobytes. Its page header declares declared
+// bytes uncompressed (n+4 is the truth). Nothing of the n bytes is held while writing it.
+func Bomb(n, declared int64) []byte { return BombWith(n, declared, nil) }
+
+// BombWith is Bomb with its page header's bytes changed by edit, when not nil.
+func BombWith(n, declared int64, edit func(header []byte) []byte) []byte {
+	var body bytes.Buffer
+	zw, err := zstd.NewWriter(&body, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		panic(err)
+	}
+	binary.Write(zw, binary.LittleEndian, uint32(n)) // PLAIN: length, then the bytes
+	io.Copy(zw, io.LimitReader(zeros{}, n))
+	zw.Close()
+	compact := new(thrift.CompactProtocol)
+	header, err := thrift.Marshal(compact, &format.PageHeader{
+		Type: format.DataPage, UncompressedPageSize: int32(declared), CompressedPageSize: int32(body.Len()),
+		DataPageHeader: thrift.New(format.DataPageHeader{NumValues: 1, Encoding: format.Plain,
+			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE,
+			Statistics: format.Statistics{MaxValue: []byte("MAXV")}}),
+	})
+	if err != nil {
+		panic(err)
+	}
+	if edit != nil {
+		header = edit(header)
+	}
+	chunk := int64(len(header) + body.Len())
+	footer, err := thrift.Marshal(compact, &format.FileMetaData{
+		Version: 1,
+		NumRows: 1,
+		Schema: thrift.Slice[format.SchemaElement]{
+			{Name: "schema", NumChildren: thrift.New(int32(1))},
+			{Name: "v", Type: thrift.New(format.ByteArray), RepetitionType: thrift.New(format.Required)},
+		},
+		RowGroups: thrift.Slice[format.RowGroup]{{
+			NumRows: 1, TotalByteSize: declared,
+			Columns: thrift.Slice[format.ColumnChunk]{{FileOffset: 4, MetaData: format.ColumnMetaData{
+				Type: format.ByteArray, Encoding: thrift.Slice[format.Encoding]{format.Plain}, PathInSchema: thrift.Slice[string]{"v"},
+				Codec: format.Zstd, NumValues: 1, TotalUncompressedSize: int64(len(header)) + declared,
+				TotalCompressedSize: chunk, DataPageOffset: 4,
+			}}},
+		}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	var f bytes.Buffer
+	f.WriteString("PAR1")
+	f.Write(header)
+	f.Write(body.Bytes())
+	f.Write(footer)
+	binary.Write(&f, binary.LittleEndian, uint32(len(footer)))
+	f.WriteString("PAR1")
+	return f.Bytes()
+}
+
+// EditFooter returns the Parquet file with its footer changed by edit, its pages as they were.
+func EditFooter(file []byte, edit func(*format.FileMetaData)) []byte {
+	n := int(binary.LittleEndian.Uint32(file[len(file)-8:]))
+	start := len(file) - 8 - n
+	var md format.FileMetaData
+	compact := new(thrift.CompactProtocol)
+	if err := thrift.Unmarshal(compact, file[start:len(file)-8], &md); err != nil {
+		panic(err)
+	}
+	edit(&md)
+	footer, err := thrift.Marshal(compact, &md)
+	if err != nil {
+		panic(err)
+	}
+	out := append(bytes.Clone(file[:start]), footer...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
+	return append(out, "PAR1"...)
+}
+
+// WithFooter is a Parquet file of no pages and the given footer bytes.
+func WithFooter(footer []byte) []byte {
+	f := append([]byte("PAR1"), footer...)
+	f = binary.LittleEndian.AppendUint32(f, uint32(len(footer)))
+	return append(f, "PAR1"...)
+}
