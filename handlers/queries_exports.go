@@ -61,8 +61,13 @@ func (h *Queries) ExportQuery(ctx context.Context, req api.ExportQueryRequestObj
 		return nil, apierr.Conflict("query_id", "only a completed query can be exported; this one is "+q.Status)
 	}
 	b := req.Body
-	o := queries.ExportOptions{IncludeHeaders: true, Delimiter: ",", QuoteChar: `"`}
+	// Excel is read by people in a spreadsheet: formulas escaped unless asked not to; csv is
+	// often read by programs: exact unless asked.
+	o := queries.ExportOptions{IncludeHeaders: true, Delimiter: ",", QuoteChar: `"`, EscapeFormulas: b.Format == api.ExportQueryJSONBodyFormatExcel}
 	if b.Options != nil {
+		if e := b.Options.EscapeFormulas; e != nil {
+			o.EscapeFormulas = *e
+		}
 		if b.Options.IncludeHeaders != nil {
 			o.IncludeHeaders = *b.Options.IncludeHeaders
 		}

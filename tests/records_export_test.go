@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -75,4 +76,80 @@ func TestRecordExport(t *testing.T) {
 	e.do("GET", base+"?fields=nope", nil, own).apiError(400, "VALIDATION_ERROR", "query.fields", "unknown_field")
 	_, viewer := e.member(e.orgID, "viewer")
 	e.do("GET", base, nil, bearer(viewer)).authError(403, "PERMISSION_DENIED")
+}
+
+// Text a spreadsheet runs as a formula (OWASP CSV injection): escaped with a leading single
+// quote in Excel by default and in csv when asked, in text cells only (-1 in a number column
+// stays a number), for the record export and the query export.
+func TestExportFormulaEscaping(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Formulas", "f.csv", "label,n\n=1+1,1\n@SUM(1),-1\n+1,2\n-1,-3\n")
+	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+		t.Fatalf("dataset: %s", d.Body)
+	}
+	raw := [][]string{{"label", "n"}, {"=1+1", "1"}, {"@SUM(1)", "-1"}, {"+1", "2"}, {"-1", "-3"}}
+	escaped := [][]string{{"label", "n"}, {"'=1+1", "1"}, {"'@SUM(1)", "-1"}, {"'+1", "2"}, {"'-1", "-3"}}
+	csvOf := func(rows [][]string) string {
+		var b strings.Builder
+		for _, r := range rows {
+			b.WriteString(strings.Join(r, ",") + "\n")
+		}
+		return b.String()
+	}
+	sheet := func(body []byte) [][]string {
+		t.Helper()
+		f, err := excelize.OpenReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, _ := f.GetRows("Sheet1")
+		if ty, _ := f.GetCellType("Sheet1", "B3"); ty == excelize.CellTypeSharedString || ty == excelize.CellTypeInlineString {
+			t.Errorf("the number -1 is a text cell")
+		}
+		return rows
+	}
+
+	base := "/api/v1/datasets/" + id + "/data/export?fields=label,n"
+	if b := e.do("GET", base, nil, own).status(200).Body; string(b) != csvOf(raw) {
+		t.Errorf("csv (exact by default):\n%s", b)
+	}
+	if b := e.do("GET", base+"&escape_formulas=true", nil, own).status(200).Body; string(b) != csvOf(escaped) {
+		t.Errorf("csv escaped:\n%s", b)
+	}
+	if rows := sheet(e.do("GET", base+"&format=excel", nil, own).status(200).Body); !reflect.DeepEqual(rows, escaped) {
+		t.Errorf("excel (escaped by default): %q", rows)
+	}
+	if rows := sheet(e.do("GET", base+"&format=excel&escape_formulas=false", nil, own).status(200).Body); !reflect.DeepEqual(rows, raw) {
+		t.Errorf("excel exact: %q", rows)
+	}
+	e.do("GET", base+"&escape_formulas=yes", nil, own).apiError(400, "VALIDATION_ERROR", "query.escape_formulas")
+
+	q := e.execute(map[string]any{"query": `SELECT label, n FROM formulas ORDER BY id`}, e.ownerToken).status(200)
+	qbase := "/api/v1/projects/" + e.projectID + "/queries/" + q.str("query_id")
+	export := func(body map[string]any) []byte {
+		t.Helper()
+		x := e.do("POST", qbase+"/export", body, own).status(202)
+		e.waitJob(e.ownerToken, x.str("job_id"))
+		x = e.do("GET", qbase+"/exports/"+x.str("export_id"), nil, own).status(200)
+		if x.str("status") != "completed" {
+			t.Fatalf("export: %s", x.Body)
+		}
+		return e.do("GET", strings.TrimPrefix(x.str("download_url"), baseURL), nil).status(200).Body
+	}
+	if b := export(map[string]any{"format": "csv"}); string(b) != csvOf(raw) {
+		t.Errorf("query csv (exact by default):\n%s", b)
+	}
+	if b := export(map[string]any{"format": "csv", "options": map[string]any{"escape_formulas": true}}); string(b) != csvOf(escaped) {
+		t.Errorf("query csv escaped:\n%s", b)
+	}
+	if rows := sheet(export(map[string]any{"format": "excel"})); !reflect.DeepEqual(rows, escaped) {
+		t.Errorf("query excel (escaped by default): %q", rows)
+	}
+	if rows := sheet(export(map[string]any{"format": "excel", "options": map[string]any{"escape_formulas": false}})); !reflect.DeepEqual(rows, raw) {
+		t.Errorf("query excel exact: %q", rows)
+	}
+	e.do("POST", qbase+"/export", map[string]any{"format": "csv", "options": map[string]any{"escape_formulas": "yes"}}, own).
+		apiError(400, "VALIDATION_ERROR", "body.options.escape_formulas")
 }

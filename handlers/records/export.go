@@ -49,6 +49,18 @@ func (h *Records) Export(c echo.Context) error {
 	if !slices.Contains(recsql.Delimiters, delim) {
 		return apierr.Field("query.delimiter", "enum", "the delimiter is one of , ; | or tab")
 	}
+	// Excel is read by people in a spreadsheet: formulas escaped unless asked not to; csv is
+	// often read by programs: exact unless asked.
+	escape := format == "excel"
+	switch q.Get("escape_formulas") {
+	case "":
+	case "true":
+		escape = true
+	case "false":
+		escape = false
+	default:
+		return apierr.Field("query.escape_formulas", "type", "escape_formulas is true or false")
+	}
 	fields, err := t.Exact(q.Get("fields"))
 	if err != nil {
 		return fieldErr(err)
@@ -58,7 +70,7 @@ func (h *Records) Export(c echo.Context) error {
 		return fieldErr(err)
 	}
 	eq := &recsql.ExportQuery{Format: format, Fields: fields, Filters: filters, Delimiter: delim,
-		Header: q.Get("header") != "false", Gzip: q.Get("compress") == "true"}
+		Header: q.Get("header") != "false", Gzip: q.Get("compress") == "true", Escape: escape}
 	x, err := t.OpenExport(c.Request().Context(), h.Store.DB, eq)
 	if err != nil {
 		return fieldErr(err)

@@ -16,21 +16,25 @@ type excelWriter struct {
 	f    *excelize.File
 	sw   *excelize.StreamWriter
 	cols []Column
-	next int // the next row's number
+	next int  // the next row's number
+	esc  bool // escape formulas in text cells (Options.EscapeFormulas)
 }
 
-func newExcelWriter(w io.Writer, cols []Column, header bool) (*excelWriter, error) {
+func newExcelWriter(w io.Writer, cols []Column, header, esc bool) (*excelWriter, error) {
 	f := excelize.NewFile()
 	sw, err := f.NewStreamWriter("Sheet1")
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	x := &excelWriter{w: w, f: f, sw: sw, cols: cols, next: 1}
+	x := &excelWriter{w: w, f: f, sw: sw, cols: cols, next: 1, esc: esc}
 	if header {
 		names := make([]any, len(cols))
 		for i, c := range cols {
 			names[i] = c.Name
+			if esc && formula(c.Name) {
+				names[i] = "'" + c.Name
+			}
 		}
 		if err := x.row(names); err != nil {
 			f.Close()
@@ -73,6 +77,9 @@ func (x *excelWriter) row(vals []any) error {
 			}
 		default:
 			cells[i] = y
+		}
+		if s, ok := cells[i].(string); ok && x.esc && x.cols[i].Kind == Text && isText(v) && formula(s) {
+			cells[i] = "'" + s
 		}
 	}
 	cell, _ := excelize.CoordinatesToCellName(1, x.next)

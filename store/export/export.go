@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // Kind is how parquet (and, for numbers and dates, excel) stores a column.
@@ -54,6 +55,12 @@ type Options struct {
 	Schema string // parquet: the schema's (root's) name
 
 	Gzip bool // compress the file with gzip (fastest level)
+
+	// EscapeFormulas: csv and excel: a text cell (and a column name) that a spreadsheet would
+	// read as a formula, one starting with = + - @, a tab or a carriage return, gets a leading
+	// single quote (OWASP's advice against CSV injection). Numbers, dates, booleans and JSON
+	// are never changed: -1 in a numeric column stays -1.
+	EscapeFormulas bool
 }
 
 // MaxExcelRows is what one Excel sheet holds (with its header row).
@@ -76,6 +83,7 @@ type Writer struct {
 	out    *flusher     // csv, json, ndjson
 	keys   [][]byte     // json, ndjson: the column names as JSON strings
 	tmp    []byte
+	esc    []byte // csv: an escaped field
 	pq     *parquetWriter
 	xl     *excelWriter
 }
@@ -100,7 +108,7 @@ func New(w io.Writer, format string, cols []Column, o Options) (*Writer, error) 
 				if i > 0 {
 					x.out.buf = append(x.out.buf, o.Delimiter...)
 				}
-				x.out.buf = x.csvField(x.out.buf, []byte(c.Name))
+				x.out.buf = x.textField(x.out.buf, []byte(c.Name), o.EscapeFormulas)
 			}
 			x.out.buf = append(x.out.buf, '\n')
 		}
@@ -117,7 +125,7 @@ func New(w io.Writer, format string, cols []Column, o Options) (*Writer, error) 
 		x.pq = newParquetWriter(w, cols, o.Schema)
 	case "excel":
 		var err error
-		if x.xl, err = newExcelWriter(w, cols, o.Header); err != nil {
+		if x.xl, err = newExcelWriter(w, cols, o.Header, o.EscapeFormulas); err != nil {
 			return nil, err
 		}
 	}
@@ -136,7 +144,7 @@ func (x *Writer) Row(vals []any) error {
 			}
 			if v != nil {
 				x.tmp = append(x.tmp[:0], text(v)...)
-				b = x.csvField(b, x.tmp)
+				b = x.textField(b, x.tmp, x.escapes(i, v))
 			}
 		}
 		x.out.buf = append(b, '\n')
@@ -187,10 +195,12 @@ func (x *Writer) Copy(rows Rows) error {
 func (x *Writer) copy(rows Rows) error {
 	switch x.format {
 	case "csv":
-		var quoted []bool // per value: one field to quote as needed, else a run written as is
+		var quoted []bool  // per value: one field to quote as needed, else a run written as is
+		var escaped []bool // per value: a text field to escape formulas in
 		for i, c := range x.cols {
 			if !c.Plain || i == 0 || !x.cols[i-1].Plain {
 				quoted = append(quoted, !c.Plain)
+				escaped = append(escaped, !c.Plain && c.Kind == Text && x.o.EscapeFormulas)
 			}
 		}
 		vals := make([]sql.RawBytes, len(quoted))
@@ -211,7 +221,7 @@ func (x *Writer) copy(rows Rows) error {
 				case !quoted[i]:
 					b = append(b, v...)
 				case v != nil:
-					b = x.csvField(b, v)
+					b = x.textField(b, v, escaped[i])
 				}
 			}
 			x.out.buf = append(b, '\n')
@@ -284,6 +294,37 @@ func (x *Writer) Abort() {
 	if x.gz != nil {
 		x.gz.Close()
 	}
+}
+
+// escapes reports whether the value v of column i is text to escape formulas in: a string
+// (not a number or JSON) of a text column.
+func (x *Writer) escapes(i int, v any) bool {
+	return x.o.EscapeFormulas && x.cols[i].Kind == Text && isText(v)
+}
+
+// isText reports whether v is text (JSON and numbers handed over as such are not).
+func isText(v any) bool {
+	switch v.(type) {
+	case string, []byte:
+		return true
+	}
+	return false
+}
+
+// formula reports whether a spreadsheet would read text as a formula (OWASP: a cell starting
+// with = + - @, a tab or a carriage return).
+func formula(s string) bool {
+	return s != "" && strings.IndexByte("=+-@\t\r", s[0]) >= 0
+}
+
+// textField appends s as a CSV field, with a leading single quote when esc and it reads as a
+// formula.
+func (x *Writer) textField(dst, s []byte, esc bool) []byte {
+	if esc && len(s) > 0 && formula(string(s[:1])) {
+		x.esc = append(append(x.esc[:0], '\''), s...)
+		s = x.esc
+	}
+	return x.csvField(dst, s)
 }
 
 // csvField appends s as a CSV field: quoted when it holds the delimiter, the quote or a line

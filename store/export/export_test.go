@@ -70,45 +70,60 @@ func TestGolden(t *testing.T) {
 		return Options{Header: header, Delimiter: delim, Quote: quote, BracketLines: true, Schema: "row"}
 	}
 	gzipped := func(o Options) Options { o.Gzip = true; return o }
+	escaped := func(o Options) Options { o.EscapeFormulas = true; return o }
 	for _, c := range []struct {
 		name, format string
 		o            Options
 		empty, dup   bool
+		formulas     bool // the sample with formulaRows
 	}{
-		{"records-csv", "csv", record(true, ","), false, false},
-		{"records-csv-semicolon-noheader", "csv", record(false, ";"), false, false},
-		{"records-csv-tab", "csv", record(true, "\t"), false, false},
-		{"records-csv-pipe", "csv", record(true, "|"), false, false},
-		{"records-csv-empty", "csv", record(true, ","), true, false},
-		{"records-csv-gzip", "csv", gzipped(record(true, ",")), false, false},
-		{"records-json", "json", record(true, ","), false, false},
-		{"records-json-empty", "json", record(true, ","), true, false},
-		{"records-json-gzip", "json", gzipped(record(true, ",")), false, false},
-		{"records-ndjson", "ndjson", record(true, ","), false, false},
-		{"records-ndjson-empty", "ndjson", record(true, ","), true, false},
-		{"records-parquet", "parquet", record(true, ","), false, false},
-		{"records-parquet-empty", "parquet", record(true, ","), true, false},
-		{"records-parquet-gzip", "parquet", gzipped(record(true, ",")), false, false},
-		{"records-excel", "excel", record(true, ","), false, false},
-		{"records-excel-noheader", "excel", record(false, ","), false, false},
-		{"records-excel-empty", "excel", record(true, ","), true, false},
-		{"records-excel-gzip", "excel", gzipped(record(true, ",")), false, false},
+		{"records-csv", "csv", record(true, ","), false, false, false},
+		{"records-csv-semicolon-noheader", "csv", record(false, ";"), false, false, false},
+		{"records-csv-tab", "csv", record(true, "\t"), false, false, false},
+		{"records-csv-pipe", "csv", record(true, "|"), false, false, false},
+		{"records-csv-empty", "csv", record(true, ","), true, false, false},
+		{"records-csv-gzip", "csv", gzipped(record(true, ",")), false, false, false},
+		{"records-json", "json", record(true, ","), false, false, false},
+		{"records-json-empty", "json", record(true, ","), true, false, false},
+		{"records-json-gzip", "json", gzipped(record(true, ",")), false, false, false},
+		{"records-ndjson", "ndjson", record(true, ","), false, false, false},
+		{"records-ndjson-empty", "ndjson", record(true, ","), true, false, false},
+		{"records-parquet", "parquet", record(true, ","), false, false, false},
+		{"records-parquet-empty", "parquet", record(true, ","), true, false, false},
+		{"records-parquet-gzip", "parquet", gzipped(record(true, ",")), false, false, false},
+		{"records-excel", "excel", record(true, ","), false, false, false},
+		{"records-excel-noheader", "excel", record(false, ","), false, false, false},
+		{"records-excel-empty", "excel", record(true, ","), true, false, false},
+		{"records-excel-gzip", "excel", gzipped(record(true, ",")), false, false, false},
 
-		{"query-csv", "csv", query(true, ",", `"`), false, false},
-		{"query-csv-tab-noheader", "csv", query(false, "\t", `"`), false, false},
-		{"query-csv-semicolon-singlequote", "csv", query(true, ";", `'`), false, false},
-		{"query-csv-pipe", "csv", query(true, "|", `"`), false, false},
-		{"query-csv-empty", "csv", query(true, ",", `"`), true, false},
-		{"query-json", "json", query(true, ",", `"`), false, false},
-		{"query-json-empty", "json", query(true, ",", `"`), true, false},
-		{"query-excel", "excel", query(true, ",", `"`), false, false},
-		{"query-excel-noheader", "excel", query(false, ",", `"`), false, false},
-		{"query-excel-empty", "excel", query(true, ",", `"`), true, false},
-		{"query-parquet", "parquet", query(true, ",", `"`), false, false},
-		{"query-parquet-empty", "parquet", query(true, ",", `"`), true, false},
-		{"query-parquet-duplicate-names", "parquet", query(true, ",", `"`), false, true},
+		{"query-csv", "csv", query(true, ",", `"`), false, false, false},
+		{"query-csv-tab-noheader", "csv", query(false, "\t", `"`), false, false, false},
+		{"query-csv-semicolon-singlequote", "csv", query(true, ";", `'`), false, false, false},
+		{"query-csv-pipe", "csv", query(true, "|", `"`), false, false, false},
+		{"query-csv-empty", "csv", query(true, ",", `"`), true, false, false},
+		{"query-json", "json", query(true, ",", `"`), false, false, false},
+		{"query-json-empty", "json", query(true, ",", `"`), true, false, false},
+		{"query-excel", "excel", query(true, ",", `"`), false, false, false},
+		{"query-excel-noheader", "excel", query(false, ",", `"`), false, false, false},
+		{"query-excel-empty", "excel", query(true, ",", `"`), true, false, false},
+		{"query-parquet", "parquet", query(true, ",", `"`), false, false, false},
+		{"query-parquet-empty", "parquet", query(true, ",", `"`), true, false, false},
+		{"query-parquet-duplicate-names", "parquet", query(true, ",", `"`), false, true, false},
+
+		// Formulas: raw unless asked (csv's default), escaped in text cells only when asked.
+		{"records-csv-formulas", "csv", record(true, ","), false, false, true},
+		{"records-csv-formulas-escaped", "csv", escaped(record(true, ",")), false, false, true},
+		{"records-excel-formulas-escaped", "excel", escaped(record(true, ",")), false, false, true},
+		{"query-csv-formulas", "csv", query(true, ",", `"`), false, false, true},
+		{"query-csv-formulas-escaped", "csv", escaped(query(true, ",", `"`)), false, false, true},
+		{"query-excel-formulas-escaped", "excel", escaped(query(true, ",", `"`)), false, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.formulas {
+				base := sampleRows
+				sampleRows = append(append([][]any(nil), base...), formulaRows...)
+				defer func() { sampleRows = base }()
+			}
 			var buf bytes.Buffer
 			if c.name[:len("records")] == "records" {
 				w, err := New(&buf, c.format, recordColumns(), c.o)

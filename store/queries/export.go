@@ -28,6 +28,7 @@ type ExportOptions struct {
 	IncludeHeaders bool   `json:"include_headers"`
 	Delimiter      string `json:"delimiter"`  // csv: one character
 	QuoteChar      string `json:"quote_char"` // csv: one character
+	EscapeFormulas bool   `json:"escape_formulas"`
 }
 
 // ContentTypes are the media types of the export formats; Extensions their file endings.
@@ -170,7 +171,8 @@ func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Pro
 // file is how the options shape an export's file (a JSON array's brackets on lines of
 // their own; an empty string, like NULL, as nothing in csv).
 func (o ExportOptions) file() export.Options {
-	return export.Options{Header: o.IncludeHeaders, Delimiter: o.Delimiter, Quote: o.QuoteChar, BracketLines: true, Schema: "row"}
+	return export.Options{Header: o.IncludeHeaders, Delimiter: o.Delimiter, Quote: o.QuoteChar, BracketLines: true, Schema: "row",
+		EscapeFormulas: o.EscapeFormulas}
 }
 
 // exportColumns are a query's columns as the columns of its file: parquet types integers,

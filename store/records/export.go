@@ -22,6 +22,7 @@ type ExportQuery struct {
 	Delimiter string // csv: one of Delimiters
 	Header    bool   // csv and excel: a first row of field names
 	Gzip      bool
+	Escape    bool // csv and excel: escape formulas in text (export.Options.EscapeFormulas)
 }
 
 // Delimiters are the CSV delimiters an export may use.
@@ -105,7 +106,7 @@ func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 // by the fields' types. On an error the file is left incomplete.
 func (x *Export) Write(w io.Writer) error {
 	f, err := export.New(w, x.eq.Format, x.cols, export.Options{Header: x.eq.Header, Delimiter: x.eq.Delimiter, Quote: `"`, QuoteEmpty: true,
-		Schema: "record", Gzip: x.eq.Gzip})
+		Schema: "record", Gzip: x.eq.Gzip, EscapeFormulas: x.eq.Escape})
 	if err != nil {
 		return err
 	}
