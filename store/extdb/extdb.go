@@ -302,11 +302,13 @@ func describePostgres(ctx context.Context, db *sql.DB, t *Table) error {
 		if n := varcharLen(typ); n > 0 {
 			k.MaxLength = &n
 		}
-		if def.Valid {
-			if v, ok := literalDefault(def.String); ok {
+		if def.Valid && !strings.EqualFold(strings.TrimSpace(def.String), "null") && !strings.HasPrefix(def.String, "NULL::") {
+			v, expr := pgDefault(def.String, c.Type)
+			if v != nil {
 				k.Default = v
-			} else if !strings.EqualFold(strings.TrimSpace(def.String), "null") && !strings.HasPrefix(def.String, "NULL::") {
-				computed = true // a sequence or an expression: the database computes it
+			} else {
+				c.DefaultExpression = def.String // the description names what it cannot show
+				computed = computed || expr      // a sequence or an expression: the database computes it
 			}
 		}
 		c.Computed = computed

@@ -1,10 +1,12 @@
 package extdb
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"dataplatform/store/ingest"
 )
@@ -130,6 +132,151 @@ func literalDefault(expr string) (json.RawMessage, bool) {
 	// MySQL 8 shows string defaults without quotes.
 	b, _ := json.Marshal(s)
 	return b, true
+}
+
+// pgDefault is a PostgreSQL column default (as pg_get_expr shows it) as the JSON value of a
+// column of type t: a jsonb or json document as itself, an array literal as an array, a
+// timestamp in RFC 3339 (UTC), a number or boolean as such, other text as a string. expr is
+// true for an expression the database evaluates on each insert (now(), nextval(...),
+// gen_random_uuid(), ARRAY[...]); a constant the type cannot express answers nil, false.
+func pgDefault(def string, t ingest.Type) (v json.RawMessage, expr bool) {
+	s := strings.TrimSpace(def)
+	for { // casts and parentheses around the constant: ('-1'::integer)
+		if m := castRe.FindStringSubmatch(s); m != nil {
+			s = strings.TrimSpace(m[1])
+		} else if len(s) >= 2 && s[0] == '(' && s[len(s)-1] == ')' {
+			s = strings.TrimSpace(s[1 : len(s)-1])
+		} else {
+			break
+		}
+	}
+	var text string
+	switch {
+	case len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' && !strings.Contains(strings.ReplaceAll(s[1:len(s)-1], "''", ""), "'"):
+		text = strings.ReplaceAll(s[1:len(s)-1], "''", "'")
+	case numberRe.MatchString(s), strings.EqualFold(s, "true"), strings.EqualFold(s, "false"):
+		text = strings.ToLower(s)
+	default:
+		return nil, true
+	}
+	if t.IsArray() {
+		elems, ok := pgArray(text)
+		if !ok {
+			return nil, false
+		}
+		out := make([]json.RawMessage, len(elems))
+		for i, e := range elems {
+			if e == nil {
+				out[i] = json.RawMessage("null")
+			} else if out[i] = pgScalar(*e, t.Elem()); out[i] == nil {
+				return nil, false
+			}
+		}
+		b, _ := json.Marshal(out)
+		return b, false
+	}
+	return pgScalar(text, t), false
+}
+
+// pgScalar is the text of a constant as the JSON value of a column of type t, or nil.
+func pgScalar(text string, t ingest.Type) json.RawMessage {
+	switch t {
+	case ingest.JSONB:
+		var b bytes.Buffer
+		if json.Compact(&b, []byte(text)) != nil {
+			return nil
+		}
+		return b.Bytes()
+	case ingest.Integer, ingest.BigInt:
+		if _, err := strconv.ParseInt(text, 10, 64); err != nil {
+			return nil
+		}
+		return json.RawMessage(text)
+	case ingest.Numeric:
+		if !numberRe.MatchString(text) {
+			return nil // NaN, Infinity
+		}
+		return json.RawMessage(text)
+	case ingest.Boolean:
+		b, err := strconv.ParseBool(text)
+		if err != nil {
+			return nil
+		}
+		return json.RawMessage(strconv.FormatBool(b))
+	case ingest.Date:
+		if _, err := time.Parse(time.DateOnly, text); err != nil {
+			return nil
+		}
+	case ingest.Timestamptz:
+		at, ok := pgTimestamp(text)
+		if !ok {
+			return nil
+		}
+		text = at.UTC().Format(time.RFC3339Nano)
+	}
+	b, _ := json.Marshal(text)
+	return b
+}
+
+// pgTimestamp reads a timestamp as PostgreSQL writes it (ISO DateStyle); without a zone, UTC.
+func pgTimestamp(s string) (time.Time, bool) {
+	for _, layout := range []string{"2006-01-02 15:04:05.999999999Z07", "2006-01-02 15:04:05.999999999Z07:00",
+		"2006-01-02 15:04:05.999999999Z07:00:00", "2006-01-02 15:04:05.999999999", time.RFC3339Nano} {
+		if at, err := time.Parse(layout, s); err == nil {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// pgArray splits a one-dimensional array literal ({a,"b c",NULL}) into its elements (nil
+// for NULL); false for anything else (several dimensions, bounds).
+func pgArray(s string) ([]*string, bool) {
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil, false
+	}
+	s = s[1 : len(s)-1]
+	var out []*string
+	for i := 0; i < len(s); {
+		var b strings.Builder
+		quoted := s[i] == '"'
+		if quoted {
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				b.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, false
+			}
+			i++
+		} else {
+			for ; i < len(s) && s[i] != ','; i++ {
+				if s[i] == '{' || s[i] == '"' || s[i] == '\\' {
+					return nil, false
+				}
+				b.WriteByte(s[i])
+			}
+		}
+		e := b.String()
+		if quoted || !strings.EqualFold(e, "NULL") {
+			out = append(out, &e)
+		} else {
+			out = append(out, nil)
+		}
+		if i < len(s) {
+			if s[i] != ',' {
+				return nil, false
+			}
+			i++
+			if i == len(s) {
+				return nil, false
+			}
+		}
+	}
+	return out, true
 }
 
 var enumRe = regexp.MustCompile(`'((?:[^']|'')*)'`)

@@ -35,3 +35,44 @@ func TestLiteralDefault(t *testing.T) {
 		}
 	}
 }
+
+func TestPgDefault(t *testing.T) {
+	for _, tc := range []struct {
+		def  string
+		typ  ingest.Type
+		want string // "" none
+		expr bool
+	}{
+		{`'{}'::jsonb`, ingest.JSONB, `{}`, false},
+		{`'{"a": 1}'::jsonb`, ingest.JSONB, `{"a":1}`, false},
+		{`'[]'::jsonb`, ingest.JSONB, `[]`, false},
+		{`'{"b": [1, "x''s"]}'::json`, ingest.JSONB, `{"b":[1,"x's"]}`, false},
+		{`'not json'::jsonb`, ingest.JSONB, "", false},
+		{`'{}'::text[]`, ingest.ArrayOf(ingest.Text), `[]`, false},
+		{`'{1,-2,NULL}'::integer[]`, ingest.ArrayOf(ingest.Integer), `[1,-2,null]`, false},
+		{`'{"a b",c,"d\"e","NULL"}'::text[]`, ingest.ArrayOf(ingest.Text), `["a b","c","d\"e","NULL"]`, false},
+		{`'{{1,2},{3,4}}'::integer[]`, ingest.ArrayOf(ingest.Integer), "", false},
+		{`ARRAY['a'::text, 'b'::text]`, ingest.ArrayOf(ingest.Text), "", true},
+		{`now()`, ingest.Timestamptz, "", true},
+		{`CURRENT_TIMESTAMP`, ingest.Timestamptz, "", true},
+		{`gen_random_uuid()`, ingest.UUID, "", true},
+		{`nextval('things_seq'::regclass)`, ingest.Integer, "", true},
+		{`'x'::text || 'y'::text`, ingest.Text, "", true},
+		{`'x'::text`, ingest.Text, `"x"`, false},
+		{`'happy'::mood`, ingest.Text, `"happy"`, false},
+		{`'-1'::integer`, ingest.Integer, `-1`, false},
+		{`(-1)`, ingest.Integer, `-1`, false},
+		{`'-2.50'::numeric`, ingest.Numeric, `-2.50`, false},
+		{`'NaN'::numeric`, ingest.Numeric, "", false},
+		{`'2024-01-02'::date`, ingest.Date, `"2024-01-02"`, false},
+		{`'2024-01-02 04:04:05+01'::timestamp with time zone`, ingest.Timestamptz, `"2024-01-02T03:04:05Z"`, false},
+		{`'2024-01-02 03:04:05.5'::timestamp without time zone`, ingest.Timestamptz, `"2024-01-02T03:04:05.5Z"`, false},
+		{`false`, ingest.Boolean, `false`, false},
+		{`0`, ingest.Integer, `0`, false},
+	} {
+		got, expr := pgDefault(tc.def, tc.typ)
+		if string(got) != tc.want || expr != tc.expr {
+			t.Errorf("%s (%s): %s %v, want %s %v", tc.def, tc.typ, got, expr, tc.want, tc.expr)
+		}
+	}
+}

@@ -275,6 +275,10 @@ type Column struct {
 	// Computed is a connected database's column that the database fills itself (a sequence,
 	// an identity, a generated column or a default expression): read-only in the record API.
 	Computed bool `json:"computed,omitempty"`
+	// DefaultExpression is a connected database's default that is no constant of the
+	// column's type (now(), nextval(...)): the database applies it; Constraints.Default
+	// holds the defaults that are.
+	DefaultExpression string `json:"default_expression,omitempty"`
 }
 
 // Constraints are what a declared column asks of its values beyond its type. Each becomes

@@ -12,7 +12,6 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
-	"fmt"
 	"math"
 	"strings"
 	"text/template"
@@ -155,6 +154,13 @@ type filterParam struct {
 	Schema            map[string]any
 }
 
+// InvalidError is a table the description cannot express (a connected database's column of
+// a kind the renderer does not know how to describe): the description would be invalid.
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string { return "the table cannot be described: " + e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
 // Render makes the description. It is validated before it is returned.
 func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 	v := view{Input: in, Names: NamesOf(in.Name), Title: in.Name + " API", Version: in.Version,
@@ -186,6 +192,7 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 		}
 		s := column(c)
 		delete(s, "default")
+		delete(s, "x-default-expression")
 		delete(s, "nullable")
 		delete(s, "x-database-type")
 		delete(s, "x-unique")
@@ -199,11 +206,11 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(buf.Bytes())
 	if err != nil {
-		return nil, nil, fmt.Errorf("rendered description: %w", err)
+		return nil, nil, &InvalidError{err}
 	}
 	decorate(doc, in)
 	if err := doc.Validate(ctx); err != nil {
-		return nil, nil, fmt.Errorf("rendered description is invalid: %w", err)
+		return nil, nil, &InvalidError{err}
 	}
 	j, err := json.Marshal(doc)
 	return doc, j, err
@@ -213,7 +220,12 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 func column(c ingest.Column) map[string]any {
 	s := typeSchema(c.Type)
 	s["x-database-type"] = datasets.SQLType(c)
-	if c.Nullable {
+	switch {
+	case c.Nullable && c.Type == ingest.JSONB: // nullable needs a type beside it: null is the object's
+		s["anyOf"] = []any{map[string]any{"type": "object", "additionalProperties": true, "nullable": true},
+			map[string]any{"type": "array", "items": map[string]any{}}, map[string]any{"type": "string"},
+			map[string]any{"type": "number"}, map[string]any{"type": "boolean"}}
+	case c.Nullable:
 		s["nullable"] = true
 	}
 	if c.Description != "" {
@@ -244,11 +256,30 @@ func column(c ingest.Column) map[string]any {
 		if k.MaxLength != nil {
 			s["maxLength"] = *k.MaxLength
 		}
-		if d := c.DefaultValue(); d != nil {
+		if d := c.DefaultValue(); d != nil && fits(s, c.Constraints.Default) {
 			s["default"] = d
 		}
 	}
+	if _, ok := s["default"]; !ok && c.DefaultExpression != "" {
+		s["x-default-expression"] = c.DefaultExpression
+	}
 	return s
+}
+
+// fits reports whether a default is a value of the column's schema (a connected database's
+// jsonb default may be an array where the description says object): a default that is not
+// would make the description invalid.
+func fits(schema map[string]any, def json.RawMessage) bool {
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return false
+	}
+	var sc openapi3.Schema
+	var v any
+	if sc.UnmarshalJSON(b) != nil || json.Unmarshal(def, &v) != nil {
+		return false
+	}
+	return sc.VisitJSON(v) == nil
 }
 
 func typeSchema(t ingest.Type) map[string]any {
@@ -270,8 +301,8 @@ func typeSchema(t ingest.Type) map[string]any {
 		return map[string]any{"type": "string", "format": "date-time"}
 	case ingest.UUID:
 		return map[string]any{"type": "string", "format": "uuid", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"}
-	case ingest.JSONB:
-		return map[string]any{"type": "object", "additionalProperties": true}
+	case ingest.JSONB: // any JSON document: an object, an array, a string, a number, a boolean
+		return map[string]any{}
 	}
 	return map[string]any{"type": "string"}
 }
@@ -291,7 +322,7 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 		}
 		if !c.Nullable {
 			required = append(required, c.Name)
-			if c.DefaultValue() == nil && !c.Computed {
+			if c.DefaultValue() == nil && !c.Computed && c.DefaultExpression == "" {
 				createRequired = append(createRequired, c.Name)
 			}
 		}
