@@ -600,3 +600,33 @@ func TestHugePageNumber(t *testing.T) {
 	}
 	e.do("GET", "/api/v1/datasets/"+ds+"/data?page=1000000", nil, own).status(200)
 }
+
+// TestUnknownQueryParameters: a parameter the operation does not declare is a 400 naming it
+// (with the equivalent where there is one), never ignored: PostgREST's status=eq.active would
+// otherwise list every record (issue 20, "No silent ignoring").
+func TestUnknownQueryParameters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ds := e.customers()
+	own := bearer(e.ownerToken)
+	base := "/api/v1/datasets/" + ds + "/data"
+	for q, want := range map[string]string{
+		"status=eq.active":  "filter[status][eq]=active",
+		"status=active":     "filter[status]=active",
+		"select=name,email": "fields=name,email",
+		"order=name.desc":   "sort=",
+		"offset=10":         "cursor=",
+		"nonsense=1":        "unknown query parameter nonsense",
+	} {
+		r := e.do("GET", base+"?"+q, nil, own).apiError(400, "VALIDATION_ERROR", "query."+strings.SplitN(q, "=", 2)[0], "unknown_field")
+		if !strings.Contains(r.str("error.details.0.message"), want) {
+			t.Errorf("%s: %s", q, r.Body)
+		}
+	}
+	// Declared parameters, filters and the api_key credential pass; so do the platform's.
+	e.do("GET", base+"?filter[status]=active&fields=name&limit=5", nil, own).status(200)
+	e.do("GET", base+"/"+"1?fields=name", nil, own).status(200)
+	e.do("GET", base+"/1?include=nothing_here&bogus=1", nil, own).apiError(400, "VALIDATION_ERROR", "query.bogus", "unknown_field")
+	e.do("GET", "/api/v1/organizations?page=1&bogus=1", nil, own).apiError(400, "VALIDATION_ERROR", "query.bogus", "unknown_field")
+	e.do("GET", "/api/v1/organizations?page=1&limit=5", nil, own).status(200)
+}

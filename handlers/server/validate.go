@@ -73,6 +73,9 @@ func (s *Server) validate(c echo.Context, rt *route) error {
 			}
 		}
 	}
+	if err := unknownQuery(req.URL.Query(), rt.kin.PathItem, rt.op); err != nil {
+		return err
+	}
 	params := make(map[string]string, len(c.ParamNames()))
 	for i, n := range c.ParamNames() {
 		params[n] = c.ParamValues()[i]

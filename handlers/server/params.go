@@ -1,0 +1,67 @@
+package server
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+
+	"dataplatform/handlers/apierr"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// unknownQuery refuses query parameters the operation does not declare: a filter or a field
+// list the server would ignore answers with data that was not asked for. api_key (a
+// credential) is always known; filter[...] keys are known where the operation declares
+// filters (the handler checks their fields and operators).
+func unknownQuery(q url.Values, item *openapi3.PathItem, op *openapi3.Operation) error {
+	if len(q) == 0 {
+		return nil
+	}
+	known := map[string]bool{"api_key": true}
+	filters := false
+	for _, ps := range []openapi3.Parameters{item.Parameters, op.Parameters} {
+		for _, p := range ps {
+			if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
+				known[p.Value.Name] = true
+				filters = filters || strings.HasPrefix(p.Value.Name, "filter[")
+			}
+		}
+	}
+	var bad []apierr.FieldError
+	for k, vs := range q {
+		if known[k] || filters && strings.HasPrefix(k, "filter[") {
+			continue
+		}
+		bad = append(bad, apierr.FieldError{Field: "query." + k, Code: "unknown_field", Message: hint(k, vs, known)})
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Slice(bad, func(i, j int) bool { return bad[i].Field < bad[j].Field })
+	return apierr.Validation(bad...)
+}
+
+// hint says what an unknown parameter probably meant, in this API's words (PostgREST's
+// habits above all: city=eq.Berlin, select=, order=).
+func hint(k string, vs []string, known map[string]bool) string {
+	msg := "unknown query parameter " + k
+	v := ""
+	if len(vs) > 0 {
+		v = vs[0]
+	}
+	switch {
+	case k == "select" && known["fields"]:
+		return msg + ": choose fields with fields=" + v
+	case k == "order" && known["sort"]:
+		return msg + ": sort with sort=field or sort=-field"
+	case k == "offset" && known["page"]:
+		return msg + ": page with page= and limit=, or cursor="
+	case known["filter["+k+"]"]:
+		if op, val, ok := strings.Cut(v, "."); ok && !strings.Contains(op, " ") && op != "" {
+			return msg + ": filter with filter[" + k + "][" + op + "]=" + val
+		}
+		return msg + ": filter with filter[" + k + "]=" + v
+	}
+	return msg
+}
