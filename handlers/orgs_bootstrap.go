@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 
+	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // Bootstrap creates the first owner, an organization and a project when no user exists. Without
-// DP_ADMIN_EMAIL/DP_ADMIN_PASSWORD it uses admin@localhost and a random password, which it
+// DP_ADMIN_EMAIL/DP_ADMIN_PASSWORD it uses config.DefaultAdminEmail and a random password, which it
 // logs once.
 func (h *Handlers) Bootstrap(ctx context.Context) error {
 	return h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
@@ -19,7 +20,7 @@ func (h *Handlers) Bootstrap(ctx context.Context) error {
 		}
 		email, password, generated := h.Config.AdminEmail, h.Config.AdminPassword, false
 		if email == "" {
-			email = "admin@localhost"
+			email = config.DefaultAdminEmail
 		}
 		if password == "" {
 			password, generated = auth.NewOpaqueToken()[:20], true

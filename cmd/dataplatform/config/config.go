@@ -64,6 +64,10 @@ type Config struct {
 	ConnectionNetworks []netip.Prefix
 }
 
+// DefaultAdminEmail is the first owner's address without DP_ADMIN_EMAIL: a reserved domain
+// (RFC 2606) that every client's `format: email` check accepts, unlike admin@localhost.
+const DefaultAdminEmail = "admin@example.com"
+
 // Defaults returns the configuration with nothing set.
 func Defaults() Config {
 	return Config{
