@@ -1,12 +1,16 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"dataplatform/gen/api"
@@ -46,14 +50,28 @@ func jsonAnswer(status int, v any) raw {
 }
 
 // blob is a stored document with its content type.
-func blob(contentType string, b []byte) raw {
+// document answers a fixed document with its entity tag, and 304 to a client that has it
+// (If-None-Match), so tools that poll the description download it once.
+func document(ctx context.Context, contentType string, b []byte, tag string) raw {
 	return func(w http.ResponseWriter) error {
 		w.Header().Set("Content-Type", contentType)
-		w.WriteHeader(http.StatusOK)
-		_, err := w.Write(b)
-		return err
+		w.Header().Set("ETag", tag)
+		w.Header().Set("Cache-Control", "no-cache") // revalidate: a new release changes it
+		http.ServeContent(w, request(ctx, ""), "", time.Time{}, bytes.NewReader(b))
+		return nil
 	}
 }
+
+// entityTag is a strong entity tag of b.
+func entityTag(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + hex.EncodeToString(sum[:12]) + `"`
+}
+
+var (
+	specJSONTag = sync.OnceValue(func() string { return entityTag(spec.JSON) })
+	specYAMLTag = sync.OnceValue(func() string { return entityTag(spec.YAML) })
+)
 
 // request is a GET of path with the current request's headers, for the handlers that negotiate
 // (metrics) or answer conditionally (docs assets).
@@ -111,12 +129,12 @@ func (s *System) Jwks(context.Context, api.JwksRequestObject) (api.JwksResponseO
 	}), nil
 }
 
-func (s *System) GetOpenAPIJSON(context.Context, api.GetOpenAPIJSONRequestObject) (api.GetOpenAPIJSONResponseObject, error) {
-	return blob("application/json", spec.JSON), nil
+func (s *System) GetOpenAPIJSON(ctx context.Context, _ api.GetOpenAPIJSONRequestObject) (api.GetOpenAPIJSONResponseObject, error) {
+	return document(ctx, "application/json", spec.JSON, specJSONTag()), nil
 }
 
-func (s *System) GetOpenAPIYAML(context.Context, api.GetOpenAPIYAMLRequestObject) (api.GetOpenAPIYAMLResponseObject, error) {
-	return blob("application/yaml", spec.YAML), nil
+func (s *System) GetOpenAPIYAML(ctx context.Context, _ api.GetOpenAPIYAMLRequestObject) (api.GetOpenAPIYAMLResponseObject, error) {
+	return document(ctx, "application/yaml", spec.YAML, specYAMLTag()), nil
 }
 
 func (s *System) GetErrorDoc(_ context.Context, r api.GetErrorDocRequestObject) (api.GetErrorDocResponseObject, error) {

@@ -76,8 +76,9 @@ func TestDatasetFromCSV(t *testing.T) {
 	if p.num("rows.1.0") != 3000000000 || p.str("rows.0.2") != "2024-02-10" {
 		t.Fatalf("preview values: %s", p.Body)
 	}
-	job := e.do("GET", "/api/v1/jobs/"+d.str("job_id"), nil, bearer(e.ownerToken)).status(200)
-	if job.str("status") != "succeeded" || job.str("kind") != "dataset.ingest" {
+	// The dataset turns active inside the job, which is marked succeeded just after.
+	job := e.waitJob(e.ownerToken, d.str("job_id"))
+	if job.str("kind") != "dataset.ingest" {
 		t.Fatalf("job: %s", job.Body)
 	}
 	// The upload was claimed: it cannot make a second dataset.

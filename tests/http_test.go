@@ -300,6 +300,21 @@ func TestHTTPServiceEndpoints(t *testing.T) {
 	if !strings.HasPrefix(y.Header.Get("Content-Type"), "application/yaml") {
 		t.Fatalf("yaml content type %q", y.Header.Get("Content-Type"))
 	}
+	// Conditional: a client that has the document gets 304 and no body (issue 20).
+	for _, r := range []*resp{j, y} {
+		tag := r.Header.Get("ETag")
+		if tag == "" {
+			t.Fatalf("%s: no ETag", r.req)
+		}
+		path := strings.Fields(r.req)[1]
+		if c := e.do("GET", path, nil, header{"If-None-Match": tag}).status(304); len(c.Body) != 0 || c.Header.Get("ETag") != tag {
+			t.Fatalf("%s revalidated: %q %v", path, c.Body, c.Header)
+		}
+		e.do("GET", path, nil, header{"If-None-Match": `"other"`}).status(200)
+	}
+	if j.Header.Get("ETag") == y.Header.Get("ETag") {
+		t.Fatal("JSON and YAML share an entity tag")
+	}
 	load := func(name string, b []byte) *openapi3.T {
 		t.Helper()
 		d, err := openapi3.NewLoader().LoadFromData(b)

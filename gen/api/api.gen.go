@@ -2974,6 +2974,16 @@ type AcceptInvitationJSONBody struct {
 	Password *string `json:"password,omitempty"`
 }
 
+// GetOpenAPIJSONParams defines parameters for GetOpenAPIJSON.
+type GetOpenAPIJSONParams struct {
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+}
+
+// GetOpenAPIYAMLParams defines parameters for GetOpenAPIYAML.
+type GetOpenAPIYAMLParams struct {
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+}
+
 // ListOrganizationsParams defines parameters for ListOrganizations.
 type ListOrganizationsParams struct {
 	// Page Page number, starting at 1.
@@ -3480,10 +3490,10 @@ type ServerInterface interface {
 	GetJob(ctx echo.Context, jobId string) error
 	// GetOpenAPIJSON This description as JSON
 	// (GET /api/v1/openapi.json)
-	GetOpenAPIJSON(ctx echo.Context) error
+	GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error
 	// GetOpenAPIYAML This description as YAML
 	// (GET /api/v1/openapi.yaml)
-	GetOpenAPIYAML(ctx echo.Context) error
+	GetOpenAPIYAML(ctx echo.Context, params GetOpenAPIYAMLParams) error
 	// ListOrganizations Organizations the caller belongs to
 	// (GET /api/v1/organizations)
 	ListOrganizations(ctx echo.Context, params ListOrganizationsParams) error
@@ -4260,8 +4270,28 @@ func (w *ServerInterfaceWrapper) GetJob(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetOpenAPIJSON(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetOpenAPIJSONParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetOpenAPIJSON(ctx)
+	err = w.Handler.GetOpenAPIJSON(ctx, params)
 	return err
 }
 
@@ -4269,8 +4299,28 @@ func (w *ServerInterfaceWrapper) GetOpenAPIJSON(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetOpenAPIYAMLParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetOpenAPIYAML(ctx)
+	err = w.Handler.GetOpenAPIYAML(ctx, params)
 	return err
 }
 
@@ -8916,35 +8966,60 @@ func (response GetJob429JSONResponse) VisitGetJobResponse(w http.ResponseWriter)
 }
 
 type GetOpenAPIJSONRequestObject struct {
+	Params GetOpenAPIJSONParams
 }
 
 type GetOpenAPIJSONResponseObject interface {
 	VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error
 }
 
-type GetOpenAPIJSON200JSONResponse map[string]interface{}
+type GetOpenAPIJSON200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetOpenAPIJSON200JSONResponse struct {
+	Body    map[string]interface{}
+	Headers GetOpenAPIJSON200ResponseHeaders
+}
 
 func (response GetOpenAPIJSON200JSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
 
+type GetOpenAPIJSON304Response struct {
+}
+
+func (response GetOpenAPIJSON304Response) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
 type GetOpenAPIYAMLRequestObject struct {
+	Params GetOpenAPIYAMLParams
 }
 
 type GetOpenAPIYAMLResponseObject interface {
 	VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error
 }
 
+type GetOpenAPIYAML200ResponseHeaders struct {
+	ETag *string
+}
+
 type GetOpenAPIYAML200ApplicationyamlResponse struct {
 	Body          io.Reader
+	Headers       GetOpenAPIYAML200ResponseHeaders
 	ContentLength int64
 }
 
@@ -8954,6 +9029,9 @@ func (response GetOpenAPIYAML200ApplicationyamlResponse) VisitGetOpenAPIYAMLResp
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -8961,6 +9039,14 @@ func (response GetOpenAPIYAML200ApplicationyamlResponse) VisitGetOpenAPIYAMLResp
 	}
 	_, err := io.Copy(w, response.Body)
 	return err
+}
+
+type GetOpenAPIYAML304Response struct {
+}
+
+func (response GetOpenAPIYAML304Response) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
 }
 
 type ListOrganizationsRequestObject struct {
@@ -14945,8 +15031,10 @@ func (sh *strictHandler) GetJob(ctx echo.Context, jobId string) error {
 }
 
 // GetOpenAPIJSON operation middleware
-func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context) error {
+func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error {
 	var request GetOpenAPIJSONRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetOpenAPIJSON(ctx.Request().Context(), request.(GetOpenAPIJSONRequestObject))
@@ -14968,8 +15056,10 @@ func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context) error {
 }
 
 // GetOpenAPIYAML operation middleware
-func (sh *strictHandler) GetOpenAPIYAML(ctx echo.Context) error {
+func (sh *strictHandler) GetOpenAPIYAML(ctx echo.Context, params GetOpenAPIYAMLParams) error {
 	var request GetOpenAPIYAMLRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetOpenAPIYAML(ctx.Request().Context(), request.(GetOpenAPIYAMLRequestObject))

@@ -44,6 +44,10 @@ var absURL = regexp.MustCompile(`^https?://[^\s/?#]+[^\s]*$`)
 // content type and body (with defaults applied, and the validated value kept so the handler
 // binds exactly what was checked). Duplicate JSON keys are refused first: encoding/json would
 // keep the last one silently.
+// YAML bodies are text: the descriptions declare them `type: string` (the way users' tools,
+// Prism among them, read a YAML document), so kin-openapi must not decode them into objects.
+func init() { openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.PlainBodyDecoder) }
+
 func (s *Server) validate(c echo.Context, rt *route) error {
 	req := c.Request()
 	opts := &openapi3filter.Options{
