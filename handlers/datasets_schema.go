@@ -17,6 +17,7 @@ import (
 	"dataplatform/store/datasets"
 	"dataplatform/store/ingest"
 	"dataplatform/store/jobs"
+	"dataplatform/templates/specgen"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -47,7 +48,7 @@ var systemColumns = []string{"id", "created_at", "updated_at", "deleted_at", "ve
 
 // checkColumn finds what is wrong with a column declaration: a system name, constraints its
 // type cannot have, a default its type or constraints refuse, a regular expression
-// PostgreSQL cannot compile. field prefixes the detail's field names; err is a failure of the
+// PostgreSQL or the API description cannot compile. field prefixes the detail's field names; err is a failure of the
 // database itself. q is not the request's transaction: a regular expression that fails to
 // compile would abort it.
 func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, field string) ([]apierr.FieldError, error) {
@@ -107,6 +108,8 @@ func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, fi
 			return nil, err
 		} else if msg != "" {
 			bad(".pattern", "pattern", "not a valid regular expression: "+msg)
+		} else if msg := specgen.PatternError(ctx, k.Pattern); msg != "" {
+			bad(".pattern", "pattern", "a pattern the API description cannot express: "+msg)
 		}
 	}
 	return errs, nil

@@ -1620,7 +1620,7 @@ type ColumnDefinition struct {
 	// Name A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
 	Name ColumnName `json:"name"`
 
-	// Pattern POSIX regular expression the value must match (PostgreSQL's ~ operator).
+	// Pattern POSIX regular expression the value must match (PostgreSQL's ~ operator), also one the dataset's OpenAPI description can hold: no back-references or lookarounds (400 otherwise).
 	Pattern  *string `json:"pattern,omitempty"`
 	Required *bool   `json:"required,omitempty"`
 

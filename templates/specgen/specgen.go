@@ -12,6 +12,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"text/template"
@@ -160,6 +161,21 @@ type InvalidError struct{ Err error }
 
 func (e *InvalidError) Error() string { return "the table cannot be described: " + e.Err.Error() }
 func (e *InvalidError) Unwrap() error { return e.Err }
+
+// PatternError is why a column's pattern cannot be in a description (OpenAPI's regular
+// expressions lack PostgreSQL's back-references and lookarounds), or "": a pattern the
+// database takes but the description cannot hold would leave the table without an API.
+func PatternError(ctx context.Context, pattern string) string {
+	s := &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeString}, Pattern: pattern}
+	if err := s.Validate(ctx); err != nil {
+		var pe *openapi3.SchemaError
+		if errors.As(err, &pe) && pe.Reason != "" {
+			return pe.Reason
+		}
+		return err.Error()
+	}
+	return ""
+}
 
 // Render makes the description. It is validated before it is returned.
 func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {

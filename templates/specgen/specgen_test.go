@@ -176,3 +176,12 @@ func TestRenderExtensions(t *testing.T) {
 		}
 	}
 }
+
+func TestPatternError(t *testing.T) {
+	for p, bad := range map[string]bool{`^[A-Z]+$`: false, `^\+?[1-9][0-9]{1,14}$`: false, `[[:alpha:]]`: false,
+		`^(a)\1$`: true, `^(?=a)`: true, `^(?!xyz)`: true} {
+		if got := PatternError(context.Background(), p); (got != "") != bad {
+			t.Errorf("%s: %q", p, got)
+		}
+	}
+}
