@@ -85,15 +85,19 @@ func TestExportFormulaEscaping(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
-	id := e.uploadAndCreate(e.ownerToken, "Formulas", "f.csv", "label,n\n=1+1,1\n@SUM(1),-1\n+1,2\n-1,-3\n")
+	id := e.uploadAndCreate(e.ownerToken, "Formulas", "f.csv", "label,n\n=1+1,1\n@SUM(1),-1\n+1,2\n-1,-3\n\"x;=1+1\",4\n")
 	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
 		t.Fatalf("dataset: %s", d.Body)
 	}
-	raw := [][]string{{"label", "n"}, {"=1+1", "1"}, {"@SUM(1)", "-1"}, {"+1", "2"}, {"-1", "-3"}}
-	escaped := [][]string{{"label", "n"}, {"'=1+1", "1"}, {"'@SUM(1)", "-1"}, {"'+1", "2"}, {"'-1", "-3"}}
-	csvOf := func(rows [][]string) string {
+	// "x;=1+1" is quoted when escaped: a spreadsheet splitting at ; would start a cell at =1+1.
+	raw := [][]string{{"label", "n"}, {"=1+1", "1"}, {"@SUM(1)", "-1"}, {"+1", "2"}, {"-1", "-3"}, {"x;=1+1", "4"}}
+	escaped := [][]string{{"label", "n"}, {"'=1+1", "1"}, {"'@SUM(1)", "-1"}, {"'+1", "2"}, {"'-1", "-3"}, {"x;=1+1", "4"}}
+	csvOf := func(rows [][]string, esc bool) string {
 		var b strings.Builder
 		for _, r := range rows {
+			if esc && strings.Contains(r[0], ";") {
+				r = []string{`"` + r[0] + `"`, r[1]}
+			}
 			b.WriteString(strings.Join(r, ",") + "\n")
 		}
 		return b.String()
@@ -112,10 +116,10 @@ func TestExportFormulaEscaping(t *testing.T) {
 	}
 
 	base := "/api/v1/datasets/" + id + "/data/export?fields=label,n"
-	if b := e.do("GET", base, nil, own).status(200).Body; string(b) != csvOf(raw) {
+	if b := e.do("GET", base, nil, own).status(200).Body; string(b) != csvOf(raw, false) {
 		t.Errorf("csv (exact by default):\n%s", b)
 	}
-	if b := e.do("GET", base+"&escape_formulas=true", nil, own).status(200).Body; string(b) != csvOf(escaped) {
+	if b := e.do("GET", base+"&escape_formulas=true", nil, own).status(200).Body; string(b) != csvOf(escaped, true) {
 		t.Errorf("csv escaped:\n%s", b)
 	}
 	if rows := sheet(e.do("GET", base+"&format=excel", nil, own).status(200).Body); !reflect.DeepEqual(rows, escaped) {
@@ -138,10 +142,10 @@ func TestExportFormulaEscaping(t *testing.T) {
 		}
 		return e.do("GET", strings.TrimPrefix(x.str("download_url"), baseURL), nil).status(200).Body
 	}
-	if b := export(map[string]any{"format": "csv"}); string(b) != csvOf(raw) {
+	if b := export(map[string]any{"format": "csv"}); string(b) != csvOf(raw, false) {
 		t.Errorf("query csv (exact by default):\n%s", b)
 	}
-	if b := export(map[string]any{"format": "csv", "options": map[string]any{"escape_formulas": true}}); string(b) != csvOf(escaped) {
+	if b := export(map[string]any{"format": "csv", "options": map[string]any{"escape_formulas": true}}); string(b) != csvOf(escaped, true) {
 		t.Errorf("query csv escaped:\n%s", b)
 	}
 	if rows := sheet(export(map[string]any{"format": "excel"})); !reflect.DeepEqual(rows, escaped) {

@@ -3126,7 +3126,7 @@ type ExportQueryJSONBody struct {
 		// Delimiter csv: the field separator (tab for a TAB).
 		Delimiter *ExportQueryJSONBodyOptionsDelimiter `json:"delimiter,omitempty"`
 
-		// EscapeFormulas csv and excel: put a single quote before text that a spreadsheet would run as a formula (starting with = + - @, a tab or a carriage return; OWASP CSV injection). Only text cells: numbers, dates, booleans and JSON are exact. Default true for excel, false for csv (exact data for programs).
+		// EscapeFormulas csv and excel: put a single quote before text that a spreadsheet would run as a formula (starting with = + - @, a tab or a carriage return; OWASP CSV injection). Only text cells: numbers, dates, booleans and JSON are exact. In csv, escaped text holding , ; or a tab is also quoted (a spreadsheet may split at any of them). Default true for excel, false for csv (exact data for programs).
 		EscapeFormulas *bool `json:"escape_formulas,omitempty"`
 
 		// IncludeHeaders csv and excel: a first row of column names.

@@ -318,23 +318,30 @@ func formula(s string) bool {
 }
 
 // textField appends s as a CSV field, with a leading single quote when esc and it reads as a
-// formula.
+// formula. Escaped text holding a separator other than ours (a spreadsheet may split at , ;
+// or tab whatever the file's delimiter, and "x;=1+1" would start a cell with a formula) is
+// quoted so that it stays one cell.
 func (x *Writer) textField(dst, s []byte, esc bool) []byte {
-	if esc && len(s) > 0 && formula(string(s[:1])) {
+	if !esc {
+		return x.csvField(dst, s, false)
+	}
+	if len(s) > 0 && formula(string(s[:1])) {
 		x.esc = append(append(x.esc[:0], '\''), s...)
 		s = x.esc
 	}
-	return x.csvField(dst, s)
+	return x.csvField(dst, s, bytes.ContainsAny(s, ",;\t"))
 }
 
 // csvField appends s as a CSV field: quoted when it holds the delimiter, the quote or a line
-// break (or is empty, with QuoteEmpty), its quotes doubled.
-func (x *Writer) csvField(dst, s []byte) []byte {
+// break (or is empty, with QuoteEmpty, or when force), its quotes doubled.
+func (x *Writer) csvField(dst, s []byte, force bool) []byte {
 	d, q := x.o.Delimiter, x.o.Quote
-	var quote bool
-	if len(d) == 1 && len(q) == 1 {
+	quote := force
+	switch {
+	case quote:
+	case len(d) == 1 && len(q) == 1:
 		quote = bytes.IndexByte(s, d[0]) >= 0 || bytes.IndexByte(s, q[0]) >= 0
-	} else {
+	default:
 		quote = bytes.Contains(s, []byte(d)) || bytes.Contains(s, []byte(q))
 	}
 	if !quote && !(len(s) == 0 && x.o.QuoteEmpty) && bytes.IndexByte(s, '\n') < 0 && bytes.IndexByte(s, '\r') < 0 {

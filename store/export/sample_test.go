@@ -74,13 +74,16 @@ var sampleRows = [][]any{
 }
 
 // formulaRows are text a spreadsheet reads as formulas (=, +, -, @, tab, carriage return
-// first), beside negative numbers and JSON that are not to be escaped.
+// first, or after another separator), beside negative numbers and JSON that are not to be
+// escaped.
 var formulaRows = [][]any{
 	{int64(-1), int64(-2), "-1.5", true, day(2024, 1, 2), time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
 		"=1+1", "@SUM(1)", `-1`, []string{"=x"}, "6f1c0c8e-0d4b-4a57-9a4e-3f2b1c0d9e8f"},
 	{int64(2), int64(3), "4", false, day(2024, 1, 3), time.Date(2024, 1, 3, 3, 4, 5, 0, time.UTC),
 		"+1", "-1", `"=2+2"`, nil, nil},
 	{nil, nil, nil, nil, nil, nil, "\tx", "\rcmd|' /C calc'!A0", nil, nil, nil},
+	// A spreadsheet that splits at ; (or ,) whatever the delimiter would start a cell at =1+1.
+	{nil, nil, nil, nil, nil, nil, "x;=1+1", "plain", nil, nil, nil},
 }
 
 // plain reports whether the record API's csv SELECT joins a column's text into a run with its
