@@ -293,7 +293,11 @@ func TestConnectedDefaults(t *testing.T) {
 		INSERT INTO things (name) VALUES ('first');
 		-- A back-reference: PostgreSQL's regular expressions have them, OpenAPI's (ECMA) do not
 		-- in this form the description's validator compiles: the table cannot be described.
-		CREATE TABLE zodd (id int PRIMARY KEY, code text CHECK (code ~ '^(a)\1$'));`); err != nil {
+		CREATE TABLE zodd (id int PRIMARY KEY, code text CHECK (code ~ '^(a)\1$'));
+		INSERT INTO zodd VALUES (1, 'aa');
+		-- A describable table that refers to it.
+		CREATE TABLE zref (id int PRIMARY KEY, zodd_id int REFERENCES zodd (id));
+		INSERT INTO zref VALUES (1, 1);`); err != nil {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(c.URL("defs"))
@@ -353,5 +357,13 @@ func TestConnectedDefaults(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 409 || !strings.Contains(string(b), `"DESCRIPTION_UNAVAILABLE"`) {
 		t.Errorf("record API of zodd: %d %s", res.StatusCode, b)
+	}
+	// A table that refers to it is served; embedding its records answers the same 409.
+	zr := data + "/1?table=zref"
+	if g := e.do("GET", zr, nil, own).status(200); g.num("zodd_id") != 1 {
+		t.Errorf("zref: %s", g.Body)
+	}
+	for _, q := range []string{"&include=zodd", "&expand=zodd"} {
+		e.do("GET", zr+q, nil, own).apiError(409, "DESCRIPTION_UNAVAILABLE")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"dataplatform/handlers/apierr"
+	"dataplatform/templates/specgen"
 
 	"github.com/labstack/echo/v4"
 )
@@ -72,6 +73,12 @@ func (s *Server) toAPIError(err error, c echo.Context) *apierr.Error {
 			s.log.Error("request failed", "request_id", requestID(c), "error", err)
 		}
 		return ae
+	}
+	// A table whose description cannot be made valid (wherever it is needed: its own API, or
+	// another table's that embeds its records) is the table's state, not a server failure.
+	if ie := (*specgen.InvalidError)(nil); errors.As(err, &ie) {
+		return apierr.New(http.StatusConflict, apierr.CodeDescriptionUnavailable, "the table cannot be described, so its API is not served: "+ie.Err.Error()).
+			WithDetails(map[string]any{"dataset_id": ie.DatasetID, "table": ie.Table, "reason": ie.Err.Error()})
 	}
 	// The generated multipart handlers return net/http's plain errors for a form they cannot
 	// read: client mistakes, not server failures.

@@ -157,7 +157,10 @@ type filterParam struct {
 
 // InvalidError is a table the description cannot express (a connected database's column of
 // a kind the renderer does not know how to describe): the description would be invalid.
-type InvalidError struct{ Err error }
+type InvalidError struct {
+	DatasetID, Table string
+	Err              error
+}
 
 func (e *InvalidError) Error() string { return "the table cannot be described: " + e.Err.Error() }
 func (e *InvalidError) Unwrap() error { return e.Err }
@@ -222,11 +225,11 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(buf.Bytes())
 	if err != nil {
-		return nil, nil, &InvalidError{err}
+		return nil, nil, &InvalidError{in.DatasetID, in.Table.Name, err}
 	}
 	decorate(doc, in)
 	if err := doc.Validate(ctx); err != nil {
-		return nil, nil, &InvalidError{err}
+		return nil, nil, &InvalidError{in.DatasetID, in.Table.Name, err}
 	}
 	j, err := json.Marshal(doc)
 	return doc, j, err
