@@ -280,6 +280,7 @@ func TestConnectedDefaults(t *testing.T) {
 			nums integer[] DEFAULT '{1,-2}',
 			words text[] DEFAULT '{"a b",c,"d\"e"}'::text[],
 			labels text[] DEFAULT ARRAY['a', 'b'],
+			none text[] DEFAULT ARRAY[]::text[],
 			created timestamptz DEFAULT now(),
 			uid uuid DEFAULT gen_random_uuid(),
 			seq integer DEFAULT nextval('things_seq'),
@@ -322,7 +323,7 @@ func TestConnectedDefaults(t *testing.T) {
 			t.Errorf("%s default = %s, want %s", field, got, want)
 		}
 	}
-	for field, expr := range map[string]string{"labels": "ARRAY['a'::text, 'b'::text]", "created": "now()", "uid": "gen_random_uuid()"} {
+	for field, expr := range map[string]string{"labels": "ARRAY['a'::text, 'b'::text]", "none": "ARRAY[]::text[]", "created": "now()", "uid": "gen_random_uuid()"} {
 		p := "components.schemas.Thing.properties." + field
 		if d.get(p+".default") != nil || d.str(p+".x-default-expression") != expr {
 			t.Errorf("%s: default %v, x-default-expression %q, want %q", field, d.get(p+".default"), d.str(p+".x-default-expression"), expr)
