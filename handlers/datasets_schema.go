@@ -48,9 +48,9 @@ var systemColumns = []string{"id", "created_at", "updated_at", "deleted_at", "ve
 
 // checkColumn finds what is wrong with a column declaration: a system name, constraints its
 // type cannot have, a default its type or constraints refuse, a regular expression
-// PostgreSQL or the API description cannot compile. field prefixes the detail's field names; err is a failure of the
-// database itself. q is not the request's transaction: a regular expression that fails to
-// compile would abort it.
+// PostgreSQL or the API description cannot compile. field prefixes the detail's field
+// names; err is a failure of the database itself. q is not the request's transaction: a
+// regular expression that fails to compile would abort it.
 func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, field string) ([]apierr.FieldError, error) {
 	var errs []apierr.FieldError
 	bad := func(f, code, msg string) {

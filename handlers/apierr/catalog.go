@@ -95,7 +95,7 @@ var Catalog = map[Code]Doc{
 	CodeMailError:               {502, "Mail server error", "The mail server could not be reached or refused the message; nothing was kept."},
 	CodeLoginThrottled:          {429, "Too many failed sign-ins", "This email address had 5 or more failed sign-ins in a row: attempts wait `Retry-After` seconds (1 second, doubling with each further failure, at most 15 minutes), even with the right password. A successful sign-in resets the count."},
 	CodeServiceUnavailable:      {503, "Service unavailable", "A dependency such as the database is not available."},
-	CodeDescriptionUnavailable:  {409, "Table cannot be described", "The table (typically a connected database's) has something its OpenAPI description cannot express, so its description and record API are not served; `details.reason` says what. Change the table (or leave it out of the connection)."},
+	CodeDescriptionUnavailable:  {409, "Table cannot be described", "The table (typically a connected database's) has something its OpenAPI description cannot express, so its description and record API are not served, nor its records embedded in another table's (`include`, `expand`); `details.table` and `details.reason` say what. Change the table (or leave it out of the connection)."},
 }
 
 // Codes of parts of an answer rather than of an answer: a bulk request's operations that did
