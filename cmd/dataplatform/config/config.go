@@ -163,27 +163,9 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 		}
 	}
 	var minRate, rateWindow string
-	var err error
 	env("DP_UPLOAD_MIN_RATE", &minRate)
-	if minRate != "" {
-		if c.UploadMinRate, err = strconv.ParseInt(minRate, 10, 64); err != nil || c.UploadMinRate < 0 {
-			return c, fmt.Errorf("DP_UPLOAD_MIN_RATE: want bytes a second (0: no minimum), got %q", minRate)
-		}
-	}
 	env("DP_UPLOAD_RATE_WINDOW", &rateWindow)
-	if rateWindow != "" {
-		if c.UploadRateWindow, err = time.ParseDuration(rateWindow); err != nil || c.UploadRateWindow <= 0 {
-			return c, fmt.Errorf("DP_UPLOAD_RATE_WINDOW: %q is not a positive duration", rateWindow)
-		}
-	}
 	env("DP_STREAM_HEARTBEAT", &heartbeat)
-	if heartbeat != "" {
-		d, err := time.ParseDuration(heartbeat)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("DP_STREAM_HEARTBEAT: %q is not a positive duration", heartbeat)
-		}
-		c.StreamHeartbeat = d
-	}
 
 	if fs != nil {
 		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (DP_ADDR)")
@@ -203,25 +185,25 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 			c.CORSOrigins = append(c.CORSOrigins, o)
 		}
 	}
-	if maxUpload != "" {
-		if c.MaxUploadBytes, err = strconv.ParseInt(maxUpload, 10, 64); err != nil || c.MaxUploadBytes <= 0 {
-			return c, fmt.Errorf("DP_MAX_UPLOAD_BYTES: want a positive number of bytes, got %q", maxUpload)
+	var err error
+	for _, n := range []struct {
+		name, v string
+		dst     *int64
+		min     int64
+	}{{"DP_MAX_UPLOAD_BYTES", maxUpload, &c.MaxUploadBytes, 1}, {"DP_MAX_BODY_BYTES", maxBody, &c.MaxBodyBytes, 1},
+		{"DP_QUERY_RESULT_BYTES", resultBytes, &c.QueryResultBytes, 1024}, {"DP_UPLOAD_MIN_RATE", minRate, &c.UploadMinRate, 0}} {
+		if n.v == "" {
+			continue
 		}
-	}
-	if maxBody != "" {
-		if c.MaxBodyBytes, err = strconv.ParseInt(maxBody, 10, 64); err != nil || c.MaxBodyBytes <= 0 {
-			return c, fmt.Errorf("DP_MAX_BODY_BYTES: want a positive number of bytes, got %q", maxBody)
-		}
-	}
-	if resultBytes != "" {
-		if c.QueryResultBytes, err = strconv.ParseInt(resultBytes, 10, 64); err != nil || c.QueryResultBytes < 1024 {
-			return c, fmt.Errorf("DP_QUERY_RESULT_BYTES: want a number of bytes, at least 1024, got %q", resultBytes)
+		if *n.dst, err = strconv.ParseInt(n.v, 10, 64); err != nil || *n.dst < n.min {
+			return c, fmt.Errorf("%s: want a number of bytes, at least %d, got %q", n.name, n.min, n.v)
 		}
 	}
 	for _, d := range []struct {
 		name, v string
 		dst     *time.Duration
-	}{{"DP_ACCESS_TOKEN_TTL", accessTTL, &c.AccessTokenTTL}, {"DP_REFRESH_TOKEN_TTL", refreshTTL, &c.RefreshTokenTTL}, {"DP_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout}, {"DP_JOB_LEASE", lease, &c.JobLease}} {
+	}{{"DP_ACCESS_TOKEN_TTL", accessTTL, &c.AccessTokenTTL}, {"DP_REFRESH_TOKEN_TTL", refreshTTL, &c.RefreshTokenTTL}, {"DP_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout}, {"DP_JOB_LEASE", lease, &c.JobLease},
+		{"DP_UPLOAD_RATE_WINDOW", rateWindow, &c.UploadRateWindow}, {"DP_STREAM_HEARTBEAT", heartbeat, &c.StreamHeartbeat}} {
 		if d.v == "" {
 			continue
 		}
