@@ -195,13 +195,13 @@ func (s *Server) loadRoutes() error {
 	return nil
 }
 
-// public reports whether an operation takes no user credential: no security requirement, or
-// only the operator's metrics token (its handler checks that one).
+// public reports whether an operation needs no user credential: its security lists {}
+// (anyone), or only the operator's metrics token (its handler checks that one).
 func public(op *openapi3.Operation) bool {
 	if op.Security == nil {
 		return false
 	}
-	if optionalAuth(op) {
+	if slices.ContainsFunc(*op.Security, func(r openapi3.SecurityRequirement) bool { return len(r) == 0 }) {
 		return true
 	}
 	for _, req := range *op.Security {
@@ -214,13 +214,9 @@ func public(op *openapi3.Operation) bool {
 	return true
 }
 
-// optionalAuth reports whether an operation takes anonymous callers ({}) and user credentials.
-func optionalAuth(op *openapi3.Operation) bool {
-	if op.Security == nil || len(*op.Security) < 2 {
-		return false
-	}
-	return slices.ContainsFunc(*op.Security, func(r openapi3.SecurityRequirement) bool { return len(r) == 0 })
-}
+// optionalAuth reports whether a public operation also takes user credentials ({} beside a
+// scheme): when sent, they are checked and used.
+func optionalAuth(op *openapi3.Operation) bool { return public(op) && len(*op.Security) > 1 }
 
 func (s *Server) buildEcho() *echo.Echo {
 	e := echo.New()
