@@ -274,7 +274,6 @@ func (h *Datasets) PreviewDataset(ctx context.Context, req api.PreviewDatasetReq
 		}
 		t = tables[i]
 	}
-	cols := t.Columns
 	limit, offset := 100, 0
 	if req.Params.Limit != nil {
 		limit = *req.Params.Limit
@@ -282,11 +281,8 @@ func (h *Datasets) PreviewDataset(ctx context.Context, req api.PreviewDatasetReq
 	if req.Params.Offset != nil {
 		offset = *req.Params.Offset
 	}
-	out := api.PreviewDataset200JSONResponse{Table: t.Name, Columns: make([]string, len(cols))}
-	for i, c := range cols {
-		out.Columns[i] = c.Name
-	}
-	if out.Rows, out.TotalRows, err = datasets.Preview(ctx, h.Store.DB, t, limit, offset); err != nil {
+	out := api.PreviewDataset200JSONResponse{Table: t.Name}
+	if out.Columns, out.Rows, out.TotalRows, err = datasets.Preview(ctx, h.Store.DB, t, limit, offset); err != nil {
 		return nil, err
 	}
 	out.RowCount = len(out.Rows)

@@ -65,15 +65,15 @@ func TestDatasetSchemaStatisticsAndRelationships(t *testing.T) {
 	if s.num(city+"statistics.distinct_count") != 2 || s.len(city+"sample_values") != 2 || s.str(city+"sample_values.0") != "Oslo" {
 		t.Fatalf("city statistics: %s", s.Body)
 	}
-	if s.str(s.column("src_id")+"original_name") != "id" {
-		t.Fatalf("the file's id column keeps its name for display: %s", s.Body)
+	if strings.Contains(string(s.Body), `"src_id"`) || s.get(s.column("id")+"is_primary_key") != true {
+		t.Fatalf("the file's ids (unique integers) are the records' ids: %s", s.Body)
 	}
 	if s.get("metadata.last_analyzed") == nil || s.num("metadata.analysis_version") != 1 {
 		t.Fatalf("metadata: %s", s.Body)
 	}
 	// orders.customer_id holds customer ids: a relationship, seen from both sides.
 	if s.len("relationships") != 1 || s.str("relationships.0.type") != "one-to-many" || s.str("relationships.0.to_table") != ord ||
-		s.str("relationships.0.to_column") != "customer_id" || s.str("relationships.0.from_column") != "src_id" {
+		s.str("relationships.0.to_column") != "customer_id" || s.str("relationships.0.from_column") != "id" {
 		t.Fatalf("customer relationships: %s", s.Body)
 	}
 	o := e.do("GET", base+ord+"/schema", nil, own).status(200)
@@ -88,7 +88,7 @@ func TestDatasetSchemaStatisticsAndRelationships(t *testing.T) {
 	}
 
 	// Refresh re-analyses: new rows (written behind the API's back) show up in the statistics.
-	e.st.DB.MustExec(fmt.Sprintf(`INSERT INTO %q.%q (src_id, name, email, status, age, city) VALUES (5, 'Eve', 'eve@example.com', 'active', 90, 'Tromsø')`, e.orgID, cust))
+	e.st.DB.MustExec(fmt.Sprintf(`INSERT INTO %q.%q (name, email, status, age, city) VALUES ('Eve', 'eve@example.com', 'active', 90, 'Tromsø')`, e.orgID, cust))
 	e.clock.Advance(time.Minute)
 	r := e.do("POST", base+cust+"/refresh", nil, own).status(202)
 	if r.str("status") != "started" || r.num("estimated_duration_seconds") < 1 || r.Header.Get("Location") != "/api/v1/jobs/"+r.str("job_id") {
@@ -159,7 +159,7 @@ func TestDatasetDeclaredSchema(t *testing.T) {
 		t.Fatalf("declared columns: %s", s.Body)
 	}
 	p := e.do("GET", base+id+"/preview", nil, own).status(200)
-	if p.str("rows.1.3") != "pending" || p.get("rows.1.5") != nil {
+	if p.str("rows.1.4") != "pending" || p.get("rows.1.6") != nil {
 		t.Fatalf("a missing value takes the declared default: %s", p.Body)
 	}
 	// The table enforces the declaration on every write, not only at load.
@@ -261,7 +261,7 @@ func TestDatasetSchemaChanges(t *testing.T) {
 	}
 
 	// Fix the row, then the same kind of changes go through, in one transaction.
-	e.st.DB.MustExec(fmt.Sprintf(`UPDATE %q.%q SET age = '45', email = 'eve@example.com' WHERE src_id = 5`, e.orgID, id))
+	e.st.DB.MustExec(fmt.Sprintf(`UPDATE %q.%q SET age = '45', email = 'eve@example.com' WHERE id = 5`, e.orgID, id))
 	ok := change(map[string]any{"expected_version": 1, "changes": []any{
 		map[string]any{"op": "add_column", "column": map[string]any{"name": "tier", "type": "text", "enum": []string{"gold", "silver"}, "default": "silver", "required": true}},
 		map[string]any{"op": "alter_column", "column": "age", "type": "integer", "minimum": 0},
@@ -281,7 +281,7 @@ func TestDatasetSchemaChanges(t *testing.T) {
 	if len(tiers) != 1 || tiers[0] != "silver" {
 		t.Fatalf("the default filled existing rows: %v", tiers)
 	}
-	if _, err := e.st.DB.Exec(fmt.Sprintf(`INSERT INTO %q.%q (src_id, name, email, age) VALUES (6, 'F', 'ann@example.com', 3)`, e.orgID, id)); err == nil {
+	if _, err := e.st.DB.Exec(fmt.Sprintf(`INSERT INTO %q.%q (name, email, age) VALUES ('F', 'ann@example.com', 3)`, e.orgID, id)); err == nil {
 		t.Fatal("the new unique constraint does not hold")
 	}
 	var recorded struct {
@@ -344,7 +344,7 @@ func TestDatasetInferenceBeyondTheSample(t *testing.T) {
 		t.Fatalf("columns: %s", d.Body)
 	}
 	p := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+id+"/preview?offset=100000", nil, bearer(e.ownerToken)).status(200)
-	if p.str("rows.0.0") != "A-1" || p.get("rows.0.1") != nil {
+	if p.str("rows.0.1") != "A-1" || p.get("rows.0.2") != nil {
 		t.Fatalf("last row: %s", p.Body)
 	}
 }

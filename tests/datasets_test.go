@@ -70,10 +70,10 @@ func TestDatasetFromCSV(t *testing.T) {
 		t.Fatalf("detail: %s", d.Body)
 	}
 	p := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+id+"/preview?limit=2&offset=1", nil, bearer(e.ownerToken)).status(200)
-	if p.num("total_rows") != 3 || p.num("row_count") != 2 || p.str("rows.0.1") != "Bob, Jr." || p.get("rows.1.2") != nil {
+	if p.str("columns.0") != "id" || p.num("rows.0.0") != 2 || p.num("total_rows") != 3 || p.num("row_count") != 2 || p.str("rows.0.2") != "Bob, Jr." || p.get("rows.1.3") != nil {
 		t.Fatalf("preview: %s", p.Body)
 	}
-	if p.num("rows.1.0") != 3000000000 || p.str("rows.0.2") != "2024-02-10" {
+	if p.num("rows.1.1") != 3000000000 || p.str("rows.0.3") != "2024-02-10" {
 		t.Fatalf("preview values: %s", p.Body)
 	}
 	// The dataset turns active inside the job, which is marked succeeded just after.
@@ -210,7 +210,10 @@ func TestDatasetFromJSONAndNDJSON(t *testing.T) {
 		c := fmt.Sprintf("schema.tables.0.columns.%d.", i)
 		types[d.str(c+"name")] = d.str(c + "type")
 	}
-	want := map[string]string{"src_id": "integer", "name": "text", "tags": "text[]", "address": "jsonb", "score": "numeric", "joined": "date"}
+	if _, ok := types["src_id"]; ok {
+		t.Fatalf("the file's ids (unique integers) are the records' ids, not a src_id column: %v", types)
+	}
+	want := map[string]string{"name": "text", "tags": "text[]", "address": "jsonb", "score": "numeric", "joined": "date"}
 	for k, v := range want {
 		if types[k] != v {
 			t.Fatalf("column %s: %s, want %s (all: %v)", k, types[k], v, types)

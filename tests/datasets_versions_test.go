@@ -226,6 +226,9 @@ func TestDescriptionExtensions(t *testing.T) {
 	e.waitDataset(e.ownerToken, c)
 	o := e.uploadAndCreate(e.ownerToken, "Orders", "o.csv", "id,customer_id,amount\n10,1,5\n11,2,7\n")
 	e.waitDataset(e.ownerToken, o)
+	// Imported columns are nullable; a schema change makes name required (x-constraints).
+	e.do("PUT", "/api/v1/datasets/"+c+"/schema", map[string]any{"changes": []any{
+		map[string]any{"op": "alter_column", "column": "name", "required": true}}}, own).status(200)
 	d := e.do("GET", "/api/v1/datasets/"+c+"/openapi.json", nil, own).status(200)
 	body := string(d.Body)
 	for _, want := range []string{

@@ -164,13 +164,13 @@ func TestNaturalLanguageQuestions(t *testing.T) {
 		{"orders before 2024", `SELECT * FROM orders WHERE placed_at < '2024-01-01'`, false},
 		{"customers who signed up after 2023", `SELECT * FROM customers WHERE signup_date >= '2024-01-01'`, false},
 		// across the relationship
-		{"average order amount for gold customers", `SELECT avg(o.amount) FROM orders o JOIN customers c ON c.src_id = o.customer_id WHERE c.tier = 'gold'`, false},
-		{"total revenue by customer city", `SELECT c.city, sum(o.amount) FROM orders o JOIN customers c ON c.src_id = o.customer_id GROUP BY 1`, false},
-		{"revenue from customers in Berlin", `SELECT sum(o.amount) FROM orders o JOIN customers c ON c.src_id = o.customer_id WHERE c.city = 'Berlin'`, false},
-		{"number of orders per customer name", `SELECT c.name, count(*) FROM orders o JOIN customers c ON c.src_id = o.customer_id GROUP BY 1`, false},
-		{"top 3 cities by revenue", `SELECT c.city, sum(o.amount) FROM orders o JOIN customers c ON c.src_id = o.customer_id GROUP BY 1 ORDER BY 2 DESC LIMIT 3`, true},
-		{"customers with more than 1 order", `SELECT * FROM customers c WHERE (SELECT count(*) FROM orders o WHERE o.customer_id = c.src_id) > 1`, false},
-		{"how many customers have orders over 100", `SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.src_id AND o.amount > 100)`, false},
+		{"average order amount for gold customers", `SELECT avg(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.tier = 'gold'`, false},
+		{"total revenue by customer city", `SELECT c.city, sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1`, false},
+		{"revenue from customers in Berlin", `SELECT sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.city = 'Berlin'`, false},
+		{"number of orders per customer name", `SELECT c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1`, false},
+		{"top 3 cities by revenue", `SELECT c.city, sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1 ORDER BY 2 DESC LIMIT 3`, true},
+		{"customers with more than 1 order", `SELECT * FROM customers c WHERE (SELECT count(*) FROM orders o WHERE o.customer_id = c.id) > 1`, false},
+		{"how many customers have orders over 100", `SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.amount > 100)`, false},
 	}
 	if len(cases) < 60 {
 		t.Fatalf("only %d questions", len(cases))
@@ -270,14 +270,14 @@ func TestNaturalLanguageWithAModel(t *testing.T) {
 		return e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "how many customers in Paris"}, bearer(e.ownerToken)).status(200)
 	}
 	// The model's SQL runs (it counts Berlin, so the answer shows whose SQL ran).
-	r := ask("```sql\nSELECT count(*) FROM customers c JOIN orders o ON o.customer_id = c.src_id WHERE c.city = 'Berlin';\n```")
+	r := ask("```sql\nSELECT count(*) FROM customers c JOIN orders o ON o.customer_id = c.id WHERE c.city = 'Berlin';\n```")
 	if rows(r) != "7" || r.get("warnings") != nil || !strings.Contains(r.str("explanation.summary"), "sql-model") {
 		t.Fatalf("the model's SQL: %s", r.Body)
 	}
 	mu.Lock()
 	p := prompts[0]
 	mu.Unlock()
-	for _, want := range []string{"customers", "orders", "city text", "Berlin", "orders.customer_id references customers.src_id", "Question: how many customers in Paris"} {
+	for _, want := range []string{"customers", "orders", "city text", "Berlin", "orders.customer_id references customers.id", "Question: how many customers in Paris"} {
 		if !strings.Contains(p, want) {
 			t.Fatalf("the prompt lacks %q:\n%s", want, p)
 		}

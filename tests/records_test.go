@@ -20,7 +20,8 @@ const customersJSON = `[
 
 func customerRecordSchema() map[string]any {
 	return map[string]any{"columns": []any{
-		map[string]any{"name": "src_id", "source": "id", "type": "integer"},
+		// unique: relationships point only at keys a constraint keeps unique.
+		map[string]any{"name": "src_id", "source": "id", "type": "integer", "unique": true},
 		map[string]any{"name": "name", "type": "text", "required": true, "min_length": 1, "max_length": 255},
 		map[string]any{"name": "email", "type": "text", "required": true, "unique": true, "format": "email", "max_length": 255},
 		map[string]any{"name": "phone", "type": "text", "pattern": `^\+?[1-9][0-9]{1,14}$`},
@@ -162,7 +163,7 @@ func TestRecordAPI(t *testing.T) {
 	if inc.len("_embedded.orders") != 2 || inc.num("_embedded.orders.0.customer_id") != 1 {
 		t.Fatalf("include: %s", inc.Body)
 	}
-	ex := e.do("GET", "/api/v1/datasets/"+ord+"/data/1?expand=customer", nil, own).status(200)
+	ex := e.do("GET", "/api/v1/datasets/"+ord+"/data/10?expand=customer", nil, own).status(200)
 	if ex.str("_embedded.customer.name") != "Ann" || !strings.Contains(ex.str("_links.customer"), "filter%5Bsrc_id%5D=1") {
 		t.Fatalf("expand: %s", ex.Body)
 	}

@@ -403,15 +403,17 @@ func namesDataset(datasetName, ref string) bool {
 	return strings.HasSuffix(ref, "y") && n == ref[:len(ref)-1]+"ies"
 }
 
-// keyColumn is the column other datasets' references point at: the file's own "id" column
-// (stored as src_id) when it has one, the system id otherwise.
-func keyColumn(cols []ingest.Column) analyzed {
+// keyColumn is the column other datasets' references point at, always one whose uniqueness
+// a constraint enforces: the system id (which holds the file's own ids when they were
+// unique integers), or the file's id column kept as src_id when it is UNIQUE. A file whose
+// id column is not unique has no key to point at (ok false).
+func keyColumn(cols []ingest.Column) (a analyzed, ok bool) {
 	for _, c := range cols {
 		if strings.EqualFold(c.Original, "id") || c.Name == "src_id" {
-			return analyzed{c.Name, c.Type}
+			return analyzed{c.Name, c.Type}, c.Constraints != nil && c.Constraints.Unique
 		}
 	}
-	return analyzed{"id", ingest.BigInt}
+	return analyzed{"id", ingest.BigInt}, true
 }
 
 func comparable(a, b ingest.Type) bool {
@@ -450,7 +452,10 @@ func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols
 // link records from.col → to.key for each column of from that names to and whose values
 // all appear among to's keys.
 func link(ctx context.Context, tx *sqlx.Tx, from store.Dataset, fcols []ingest.Column, to store.Dataset, tcols []ingest.Column, now time.Time) error {
-	key := keyColumn(tcols)
+	key, ok := keyColumn(tcols)
+	if !ok {
+		return nil
+	}
 	for _, c := range fcols {
 		ref := refName(c.Name)
 		if ref == "" || !namesDataset(to.Name, ref) || !comparable(c.Type, key.typ) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,13 +114,13 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *
 	if err != nil {
 		return fileError(err)
 	}
-	cols, _, err := in.attempt(ctx, conn, tx, d, pl, schema, path, p)
+	cols, err := in.loadFile(ctx, conn, tx, d, pl, schema, path, p)
 	if err != nil && schema.Sampled && jobs.IsPermanent(err) {
 		p.Set(ctx, "analyzing", 0, 0, "a value did not fit the sampled types: inferring from the whole file")
 		if schema, err = ingest.Infer(path, ingest.Format(d.SourceType)); err != nil {
 			return fileError(err)
 		}
-		cols, _, err = in.attempt(ctx, conn, tx, d, pl, schema, path, p)
+		cols, err = in.loadFile(ctx, conn, tx, d, pl, schema, path, p)
 	}
 	if err != nil {
 		return err
@@ -156,16 +157,96 @@ func (in *Ingester) ready(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, st
 // SampleRows is how many records type inference reads before the load starts.
 const SampleRows = 100_000
 
+// loadFile loads the file into a new table. A file's own "id" column of integers is tried as
+// the records' key first (its values become the system id, so record 5 of the API is row id 5
+// of the file); when its values are not unique (or NULL) the load starts over with the column
+// kept as src_id, which is made UNIQUE when its values allow, so that relationships can point
+// at it (Analyze infers links only to a unique key). The column's description says which.
+func (in *Ingester) loadFile(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, d *store.Dataset, pl *Payload, schema *ingest.Schema,
+	path string, p *jobs.Progress) ([]ingest.Column, error) {
+	key := fileKey(schema.Columns)
+	if len(pl.Schema) == 0 && key >= 0 && (schema.Columns[key].Type == ingest.Integer || schema.Columns[key].Type == ingest.BigInt) {
+		cols, _, err := in.attempt(ctx, conn, tx, d, pl, schema, key, path, p)
+		if err == nil {
+			table := Table(d.TableSchema, d.ID)
+			// API-created records continue after the file's largest id.
+			_, err = tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), greatest(max(id), 1)) FROM `+table, table)
+			return cols, err
+		}
+		if !jobs.IsPermanent(err) {
+			return nil, err
+		}
+		p.Set(ctx, "loading", 0, 0, "the file's id column is not a key (not unique or empty): loading it as src_id")
+	}
+	cols, _, err := in.attempt(ctx, conn, tx, d, pl, schema, -1, path, p)
+	if err != nil || len(pl.Schema) > 0 || key < 0 {
+		return cols, err
+	}
+	return cols, uniqueSourceID(ctx, tx, d, cols)
+}
+
+// fileKey is the index of the file's own id column (named src_id in the table), -1 if none.
+func fileKey(cols []ingest.Column) int {
+	for i, c := range cols {
+		if strings.EqualFold(c.Original, "id") && c.Name == "src_id" {
+			return i
+		}
+	}
+	return -1
+}
+
+// uniqueSourceID makes the file's id column (kept as src_id) UNIQUE when its values are, and
+// says in the column's description why it is not the records' key.
+func uniqueSourceID(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column) error {
+	i := fileKey(cols)
+	if i < 0 {
+		return nil
+	}
+	c := &cols[i]
+	if c.Type == ingest.Integer || c.Type == ingest.BigInt {
+		c.Description = "The file's id column. Its values are not unique (or some are empty), so records have their own id and this column is not a key."
+		return nil
+	}
+	u := *c
+	u.Constraints = &ingest.Constraints{Unique: true}
+	k := Constraints(d.ID, u)[0]
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT src_key`); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `ALTER TABLE `+Table(d.TableSchema, d.ID)+` ADD CONSTRAINT `+pq.QuoteIdentifier(k.Name)+` `+k.SQL)
+	var pe *pq.Error
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT src_key`); err != nil {
+			return err
+		}
+		c.Description = "The file's id column. Its values are not unique, so records have their own id and this column is not a key."
+		return nil
+	} else if err != nil {
+		return err
+	}
+	c.Constraints = u.Constraints
+	c.Description = "The file's id column, unique. Its values are not integers, so records have their own id as well."
+	return nil
+}
+
 // attempt creates the table for schema (or the declared columns) and loads the file into it,
-// inside a savepoint that is rolled back when it fails.
+// inside a savepoint that is rolled back when it fails. key >= 0 loads that file column into
+// the system id column instead of a column of its own.
 func (in *Ingester) attempt(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, d *store.Dataset, pl *Payload, schema *ingest.Schema,
-	path string, p *jobs.Progress) ([]ingest.Column, int64, error) {
+	key int, path string, p *jobs.Progress) ([]ingest.Column, int64, error) {
 	cols := schema.Columns
 	var err error
 	if len(pl.Schema) > 0 {
 		if schema.Columns, cols, err = apply(schema.Columns, pl.Schema); err != nil {
 			return nil, 0, jobs.Permanent(err)
 		}
+	}
+	if key >= 0 {
+		read := *schema
+		read.Columns = slices.Clone(schema.Columns)
+		read.Columns[key].Name = "id"
+		schema = &read
+		cols = slices.Delete(slices.Clone(cols), key, key+1)
 	}
 	if len(cols) == 0 {
 		return nil, 0, jobs.Permanent(errors.New("the file has no columns"))

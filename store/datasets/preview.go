@@ -12,11 +12,18 @@ import (
 	"github.com/lib/pq"
 )
 
-// Preview reads rows of table t in key order, from offset, and counts its live rows. Values
-// come as JSON would show them: numeric, uuid and text as strings, arrays and jsonb as JSON,
-// dates as YYYY-MM-DD, NULL as nil.
-func Preview(ctx context.Context, q sqlx.QueryerContext, t TableDef, limit, offset int) (rows [][]*any, total int64, err error) {
+// Preview reads rows of table t in key order, from offset, and counts its live rows; names
+// are its columns, led by the record id on a dataset's own table (which holds the file's
+// ids when they were its key). Values come as JSON would show them: numeric, uuid and text
+// as strings, arrays and jsonb as JSON, dates as YYYY-MM-DD, NULL as nil.
+func Preview(ctx context.Context, q sqlx.QueryerContext, t TableDef, limit, offset int) (names []string, rows [][]*any, total int64, err error) {
 	cols := t.Columns
+	if t.System() {
+		cols = append([]ingest.Column{{Name: "id", Type: ingest.BigInt}}, cols...)
+	}
+	for _, c := range cols {
+		names = append(names, c.Name)
+	}
 	sel := ""
 	for i, c := range cols {
 		if i > 0 {
@@ -41,18 +48,18 @@ func Preview(ctx context.Context, q sqlx.QueryerContext, t TableDef, limit, offs
 		live = ` WHERE deleted_at IS NULL`
 	}
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM `+t.Qualified()+live); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	rs, err := q.QueryxContext(ctx, `SELECT `+sel+` FROM `+t.Qualified()+live+order+` LIMIT $1 OFFSET $2`, limit, offset)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	defer rs.Close()
 	rows = [][]*any{}
 	for rs.Next() {
 		vals, err := rs.SliceScan()
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 		row := make([]*any, len(vals))
 		for i, v := range vals {
@@ -74,5 +81,5 @@ func Preview(ctx context.Context, q sqlx.QueryerContext, t TableDef, limit, offs
 		}
 		rows = append(rows, row)
 	}
-	return rows, total, rs.Err()
+	return names, rows, total, rs.Err()
 }

@@ -68,6 +68,9 @@ func Kind(v string) Type {
 			return BigInt
 		}
 	case 2:
+		if leadingZero(v) {
+			return Text
+		}
 		return Numeric
 	}
 	if t, _ := timeShape(v); t != Unknown {
@@ -115,11 +118,20 @@ func number(v string) int {
 	return 1
 }
 
+// leadingZero reports a number whose text would not survive being stored as a number: an
+// explicit plus (E.164 phone numbers: +15557624039), a zero before another digit (zip codes:
+// 02134; 007.5) or a negative zero.
 func leadingZero(v string) bool {
-	if v[0] == '+' || v[0] == '-' {
-		v = v[1:]
+	if v[0] == '+' {
+		return true
 	}
-	return len(v) > 1 && v[0] == '0'
+	if v[0] == '-' {
+		v = v[1:]
+		if strings.Trim(v, "0.") == "" {
+			return true
+		}
+	}
+	return len(v) > 1 && v[0] == '0' && v[1] >= '0' && v[1] <= '9'
 }
 
 // timeShape recognises YYYY-MM-DD (Date) and YYYY-MM-DD[T ]HH:MM:SS[.frac][Z|±HH[[:]MM]]
@@ -349,7 +361,17 @@ func InferSample(path string, f Format, limit int64) (*Schema, error) {
 	default:
 		return nil, &FormatError{Provided: string(f)}
 	}
-	return s, err
+	if err != nil {
+		return nil, err
+	}
+	// Imported columns are nullable, as in Supabase's CSV import, Datasette and Airtable: a
+	// file without blanks (or a Parquet REQUIRED field) says nothing about records created
+	// later through the API. NOT NULL is declared (a schema at creation or a schema change);
+	// NullCount still tells how many the file had.
+	for i := range s.Columns {
+		s.Columns[i].Nullable = true
+	}
+	return s, nil
 }
 
 func inferCSV(path string, limit int64) (*Schema, error) {

@@ -16,8 +16,8 @@ func TestJSONInfer(t *testing.T) {
 		`{"id": 2, "name": null, "score": 2.5, "big": 9000000000, "when": "2024-01-02T10:00:00+02:00", "tags": [], "nums": [1.5], "addr": {"city": "Rome", "zip": "00100"}, "mixed": true, "flag": true}`,
 		`{"id": 3, "name": "Bob", "score": 7, "big": 1, "when": null, "tags": ["c", null], "nums": null, "addr": null, "mixed": "y", "flag": false, "uid": "6f1c2a9e-8e4b-4c1a-9d5e-1f2a3b4c5d6e", "zip": "01234", "n01": 1}`,
 	}
-	want := []string{"src_id:integer", "name:text?", "score:numeric", "big:bigint", "when:timestamptz?", "tags:text[]",
-		"nums:numeric[]?", "addr:jsonb?", "mixed:text", "flag:boolean?", "uid:uuid?", "zip:text?", "n01:integer?"}
+	want := []string{"src_id:integer?", "name:text?", "score:numeric?", "big:bigint?", "when:timestamptz?", "tags:text[]?",
+		"nums:numeric[]?", "addr:jsonb?", "mixed:text?", "flag:boolean?", "uid:uuid?", "zip:text?", "n01:integer?"}
 	files := map[Format]string{
 		JSON:   "[\n  " + strings.Join(records, ",\n  ") + "\n]\n",
 		NDJSON: strings.Join(records, "\n") + "\n\n",

@@ -84,10 +84,10 @@ func TestParquet(t *testing.T) {
 	}}
 	path := writeParquet(t, rows)
 	s := infer(t, path, Parquet)
-	want := []string{"src_id:bigint", "small:integer", "name:text", "nick:text?", "score:numeric", "ratio:numeric", "active:boolean",
-		"day:date", "at:timestamptz", "at_ms:timestamptz", "at_ns:timestamptz", "price:numeric", "big_dec:numeric", "uid:uuid",
-		"tags:text[]", "nums:bigint[]", "attrs:jsonb", "address:jsonb", "opt_addr:jsonb?", "items:jsonb", "doc:jsonb",
-		"bare:text[]", "u64:numeric"}
+	want := []string{"src_id:bigint?", "small:integer?", "name:text?", "nick:text?", "score:numeric?", "ratio:numeric?", "active:boolean?",
+		"day:date?", "at:timestamptz?", "at_ms:timestamptz?", "at_ns:timestamptz?", "price:numeric?", "big_dec:numeric?", "uid:uuid?",
+		"tags:text[]?", "nums:bigint[]?", "attrs:jsonb?", "address:jsonb?", "opt_addr:jsonb?", "items:jsonb?", "doc:jsonb?",
+		"bare:text[]?", "u64:numeric?"}
 	if got := types(s.Columns); !reflect.DeepEqual(got, want) || s.Rows != 2 {
 		t.Fatalf("types %v rows %d\nwant %v", got, s.Rows, want)
 	}
@@ -169,7 +169,7 @@ func TestParquetManyPages(t *testing.T) {
 		}
 	}
 	s := infer(t, path, Parquet)
-	if c := s.Columns[3]; c.NullCount != 13333 || !c.Nullable || s.Columns[1].Nullable {
+	if c := s.Columns[3]; c.NullCount != 13333 || !c.Nullable || !s.Columns[1].Nullable || s.Columns[1].NullCount != 0 {
 		t.Fatalf("columns %+v", s.Columns)
 	}
 }
