@@ -215,6 +215,11 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		if rt.limitKey != "" {
 			key = rt.limitKey + ":" + c.Param(rt.limitKey)
 		}
+		if rt.dynamic {
+			// Each dataset's generated API is an API of its own: its traffic draws neither on
+			// another dataset's counters nor on the platform API's (default).
+			key += ":" + c.Param("dataset_id")
+		}
 		r, err := s.limiter.Take(c.Request().Context(), rt.category, key)
 		if err != nil {
 			// A rate-limit store outage must not take the API down: let the request through.

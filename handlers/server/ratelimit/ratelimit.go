@@ -15,9 +15,16 @@ import (
 
 // Defaults are the limits per category, in ulule's "<limit>-<S|M|H|D>" form. Categories and
 // figures follow SPEC.md "Limits"; `auth` (unauthenticated sign-in endpoints, per client
-// address) and `default` (everything else, per principal) are this service's own.
+// address) and `default` (everything else, per principal) are this service's own. The
+// records_* categories are the generated record API's, counted per principal and dataset.
 var Defaults = map[string]string{
-	"default":        "1000-M", // as the generated API's reads
+	"default":        "1000-M", // the platform API, per principal
+	"records_read":   "1000-M", // GET of records, lists, streams and sockets (at connect)
+	"records_write":  "100-M",  // POST, PUT, PATCH of records
+	"records_delete": "50-M",   // DELETE of a record
+	"records_query":  "100-M",  // SQL queries and aggregations of the dataset
+	"records_export": "10-M",   // exports
+	"records_bulk":   "20-M",   // bulk requests
 	"auth":           "30-M",   // login, refresh, OAuth, invitation acceptance: per IP, against guessing
 	"org_write":      "100-H",  // organization operations
 	"invitations":    "50-D",   // user invitations
