@@ -30,6 +30,7 @@ func (h *Datasets) datasetOut(ctx context.Context, d *store.Dataset, detail bool
 	if d.Type == "file" {
 		out.Source.Table = ptr(d.ID)
 	}
+	out.UnderscoreLinks = datasetLinks(h.Config.BaseURL, d)
 	tables, err := datasets.Tables(d)
 	if err != nil {
 		return out, err
@@ -62,6 +63,17 @@ func (h *Datasets) datasetOut(ctx context.Context, d *store.Dataset, detail bool
 			IndexTimeMs: d.IndexTimeMS, VectorCount: &d.VectorCount}
 	}
 	return out, nil
+}
+
+// datasetLinks are the places a dataset's reader goes next (DatasetLinks).
+func datasetLinks(base string, d *store.Dataset) *api.DatasetLinks {
+	api1 := base + "/api/v1/datasets/" + d.ID
+	own := base + "/api/v1/projects/" + d.ProjectID + "/datasets/" + d.ID
+	l := &api.DatasetLinks{Self: own, Records: api1 + "/data", OpenapiJson: api1 + "/openapi.json", OpenapiYaml: api1 + "/openapi.yaml",
+		Docs: api1 + "/docs", Redoc: api1 + "/redoc", Schema: own + "/schema", JsonSchema: api1 + "/schema", Preview: own + "/preview",
+		Changelog: api1 + "/changelog", Versions: api1 + "/versions"}
+	l.Sdk.Javascript, l.Sdk.Typescript, l.Sdk.Python, l.Sdk.Go = api1+"/sdk/javascript", api1+"/sdk/typescript", api1+"/sdk/python", api1+"/sdk/go"
+	return l
 }
 
 // dataset loads a dataset of the project that the caller can see, checking perm.

@@ -69,6 +69,32 @@ func (h *Projects) ListProjects(ctx context.Context, req api.ListProjectsRequest
 	return out, nil
 }
 
+// ListMyProjects is GET /api/v1/projects: the caller's projects in every organization.
+func (h *Projects) ListMyProjects(ctx context.Context, req api.ListMyProjectsRequestObject) (api.ListMyProjectsResponseObject, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Every role may list projects; a key may be narrower than its owner.
+	if err := auth.AccessFor(p, "", "viewer").Need("datasets:list"); err != nil {
+		return nil, err
+	}
+	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
+	ps, total, err := store.ListMemberProjects(ctx, h.Store.DB, p.UserID, deref(req.Params.OrganizationId), deref(req.Params.Search), limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListMyProjects200JSONResponse{Projects: []api.MemberProject{}, Pagination: paginate(ctx, pg, limit, total)}
+	for i := range ps {
+		o := projectOut(&ps[i].Project)
+		m := api.MemberProject{Id: o.Id, OrganizationId: o.OrganizationId, Name: o.Name, Description: o.Description, CreatedBy: o.CreatedBy,
+			CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, DatasetCount: o.DatasetCount, Role: api.MemberProjectRole(ps[i].Role)}
+		m.Organization.Id, m.Organization.Name, m.Organization.Slug = ps[i].OrgID, ps[i].OrgName, ps[i].OrgSlug
+		out.Projects = append(out.Projects, m)
+	}
+	return out, nil
+}
+
 func (h *Projects) CreateProject(ctx context.Context, req api.CreateProjectRequestObject) (api.CreateProjectResponseObject, error) {
 	now := h.Now()
 	prj := &store.Project{ID: store.NewID("prj"), OrgID: req.OrganizationId, Name: req.Body.Name, CreatedAt: now, UpdatedAt: now}

@@ -62,6 +62,31 @@ func ListProjects(ctx context.Context, q sqlx.ExtContext, orgID, search string, 
 	return out, total, err
 }
 
+// MemberProject is a project with its organization, as one of its members sees it.
+type MemberProject struct {
+	Project
+	OrgName string `db:"organization_name"`
+	OrgSlug string `db:"organization_slug"`
+}
+
+// ListMemberProjects pages through the projects of every organization userID is an active
+// member of (orgID, when given, narrows to one), newest first, with the user's role.
+func ListMemberProjects(ctx context.Context, q sqlx.ExtContext, userID, orgID, search string, limit, offset int) ([]MemberProject, int, error) {
+	from := ` FROM platform.projects p
+		JOIN platform.memberships m ON m.organization_id = p.organization_id AND m.user_id = $1 AND m.status = 'active'
+		JOIN platform.organizations o ON o.id = p.organization_id
+		WHERE ($2 = '' OR p.organization_id = $2) AND ($3 = '' OR p.name ILIKE '%' || $3 || '%')`
+	search = escapeLike(search)
+	var total int
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*)`+from, userID, orgID, search); err != nil {
+		return nil, 0, err
+	}
+	var out []MemberProject
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+projectCols+`, m.role, o.name AS organization_name, o.slug AS organization_slug`+from+
+		` ORDER BY p.created_at DESC, p.id LIMIT $4 OFFSET $5`, userID, orgID, search, limit, offset)
+	return out, total, err
+}
+
 // CreateProject inserts p.
 func CreateProject(ctx context.Context, q sqlx.ExtContext, p *Project) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.projects (id, organization_id, name, description, created_by, created_at, updated_at)

@@ -668,6 +668,33 @@ func (e JobStatus) Valid() bool {
 	}
 }
 
+// Defines values for MemberProjectRole.
+const (
+	MemberProjectRoleAdmin     MemberProjectRole = "admin"
+	MemberProjectRoleAnalyst   MemberProjectRole = "analyst"
+	MemberProjectRoleDeveloper MemberProjectRole = "developer"
+	MemberProjectRoleOwner     MemberProjectRole = "owner"
+	MemberProjectRoleViewer    MemberProjectRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the MemberProjectRole enum.
+func (e MemberProjectRole) Valid() bool {
+	switch e {
+	case MemberProjectRoleAdmin:
+		return true
+	case MemberProjectRoleAnalyst:
+		return true
+	case MemberProjectRoleDeveloper:
+		return true
+	case MemberProjectRoleOwner:
+		return true
+	case MemberProjectRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MemberRole.
 const (
 	MemberRoleAdmin     MemberRole = "admin"
@@ -1854,8 +1881,11 @@ type DatabaseTestResult struct {
 
 // Dataset defines model for Dataset.
 type Dataset struct {
-	CreatedAt   time.Time `json:"created_at"`
-	Description *string   `json:"description"`
+	// UnderscoreLinks Where to go from a dataset, as absolute URLs (on DP_BASE_URL). The record API, its
+	// descriptions, docs pages and SDKs answer once the dataset is `active`.
+	UnderscoreLinks *DatasetLinks `json:"_links,omitempty"`
+	CreatedAt       time.Time     `json:"created_at"`
+	Description     *string       `json:"description"`
 
 	// Error Why processing failed (with line and column for bad rows).
 	Error     *string    `json:"error,omitempty"`
@@ -1897,6 +1927,51 @@ type DatasetColumn struct {
 
 	// Type PostgreSQL type: integer, bigint, numeric, boolean, date, timestamptz, uuid, jsonb, text, or an array of those.
 	Type string `json:"type"`
+}
+
+// DatasetLinks Where to go from a dataset, as absolute URLs (on DP_BASE_URL). The record API, its
+// descriptions, docs pages and SDKs answer once the dataset is `active`.
+type DatasetLinks struct {
+	// Changelog How the record API changed between versions.
+	Changelog string `json:"changelog"`
+
+	// Docs Swagger UI page.
+	Docs string `json:"docs"`
+
+	// JsonSchema The record's JSON Schema.
+	JsonSchema string `json:"json_schema"`
+
+	// OpenapiJson The record API's OpenAPI description (JSON).
+	OpenapiJson string `json:"openapi_json"`
+
+	// OpenapiYaml The same as YAML.
+	OpenapiYaml string `json:"openapi_yaml"`
+
+	// Preview The first rows.
+	Preview string `json:"preview"`
+
+	// Records The record API: list, filter, create (/data).
+	Records string `json:"records"`
+
+	// Redoc Redoc page.
+	Redoc string `json:"redoc"`
+
+	// Schema Columns, statistics and relationships.
+	Schema string `json:"schema"`
+
+	// Sdk Client code, one zip per language.
+	Sdk struct {
+		Go         string `json:"go"`
+		Javascript string `json:"javascript"`
+		Python     string `json:"python"`
+		Typescript string `json:"typescript"`
+	} `json:"sdk"`
+
+	// Self This dataset.
+	Self string `json:"self"`
+
+	// Versions The published versions of the description.
+	Versions string `json:"versions"`
 }
 
 // DatasetMetadata Single read only.
@@ -2235,6 +2310,36 @@ type LoginRequest struct {
 	OrganizationId *OrganizationId `json:"organization_id,omitempty"`
 	Password       string          `json:"password"`
 }
+
+// MemberProject A project as its member sees it in the list across organizations.
+type MemberProject struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// CreatedBy User who created the project (null once that user is gone).
+	CreatedBy    *string `json:"created_by,omitempty"`
+	DatasetCount int     `json:"dataset_count"`
+	Description  *string `json:"description"`
+
+	// Id Example: prj_3n8b5v1c7x2z9l4k6j0h
+	Id           ProjectId `json:"id"`
+	Name         string    `json:"name"`
+	Organization struct {
+		// Id Example: org_7k2m9x4q1w8e5r3t6y0u
+		Id   OrganizationId `json:"id"`
+		Name string         `json:"name"`
+		Slug string         `json:"slug"`
+	} `json:"organization"`
+
+	// OrganizationId Example: org_7k2m9x4q1w8e5r3t6y0u
+	OrganizationId OrganizationId `json:"organization_id"`
+
+	// Role The caller's role in the organization.
+	Role      MemberProjectRole `json:"role"`
+	UpdatedAt time.Time         `json:"updated_at"`
+}
+
+// MemberProjectRole The caller's role in the organization.
+type MemberProjectRole string
 
 // MemberRole Role of a user in an organization. Permission roles inherit: viewer < analyst < developer <
 // admin < owner. As organization roles, owner and admin are themselves and every other role
@@ -3039,6 +3144,21 @@ type UpdateOrganizationUserJSONBody struct {
 	Role MemberRole `json:"role"`
 }
 
+// ListMyProjectsParams defines parameters for ListMyProjects.
+type ListMyProjectsParams struct {
+	// Page Page number, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// OrganizationId Only this organization's projects.
+	OrganizationId *OrganizationId `form:"organization_id,omitempty" json:"organization_id,omitempty"`
+
+	// Search Case-insensitive substring of the project name.
+	Search *string `form:"search,omitempty" json:"search,omitempty"`
+}
+
 // ListDatasetsParams defines parameters for ListDatasets.
 type ListDatasetsParams struct {
 	// Page Page number, starting at 1.
@@ -3527,6 +3647,9 @@ type ServerInterface interface {
 	// UpdateOrganizationUser Change a member's role (admin; granting or removing owner needs owner)
 	// (PATCH /api/v1/organizations/{organization_id}/users/{user_id})
 	UpdateOrganizationUser(ctx echo.Context, organizationId OrganizationId, userId UserId) error
+	// ListMyProjects The caller's projects across organizations (datasets:list)
+	// (GET /api/v1/projects)
+	ListMyProjects(ctx echo.Context, params ListMyProjectsParams) error
 	// DeleteProject Delete a project and everything in it (datasets:delete)
 	// (DELETE /api/v1/projects/{project_id})
 	DeleteProject(ctx echo.Context, projectId ProjectId) error
@@ -4592,6 +4715,45 @@ func (w *ServerInterfaceWrapper) UpdateOrganizationUser(ctx echo.Context) error 
 	return err
 }
 
+// ListMyProjects converts echo context to params.
+func (w *ServerInterfaceWrapper) ListMyProjects(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMyProjectsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "organization_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "organization_id", ctx.QueryParams(), &params.OrganizationId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "search" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "search", ctx.QueryParams(), &params.Search, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter search: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListMyProjects(ctx, params)
+	return err
+}
+
 // DeleteProject converts echo context to params.
 func (w *ServerInterfaceWrapper) DeleteProject(ctx echo.Context) error {
 	var err error
@@ -5379,6 +5541,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.GET(options.BaseURL+"/api/v1/invitations/:token", wrapper.GetInvitation, options.OperationMiddlewares["getInvitation"]...)
 	router.POST(options.BaseURL+"/api/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
+	router.GET(options.BaseURL+"/api/v1/projects", wrapper.ListMyProjects, options.OperationMiddlewares["listMyProjects"]...)
 	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/projects", wrapper.ListProjects, options.OperationMiddlewares["listProjects"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/projects", wrapper.CreateProject, options.OperationMiddlewares["createProject"]...)
 	router.DELETE(options.BaseURL+"/api/v1/projects/:project_id", wrapper.DeleteProject, options.OperationMiddlewares["deleteProject"]...)
@@ -10414,6 +10577,102 @@ func (response UpdateOrganizationUser429JSONResponse) VisitUpdateOrganizationUse
 	return err
 }
 
+type ListMyProjectsRequestObject struct {
+	Params ListMyProjectsParams
+}
+
+type ListMyProjectsResponseObject interface {
+	VisitListMyProjectsResponse(w http.ResponseWriter) error
+}
+
+type ListMyProjects200JSONResponse struct {
+	Pagination Pagination      `json:"pagination"`
+	Projects   []MemberProject `json:"projects"`
+}
+
+func (response ListMyProjects200JSONResponse) VisitListMyProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyProjects400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListMyProjects400JSONResponse) VisitListMyProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyProjects401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListMyProjects401JSONResponse) VisitListMyProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyProjects403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListMyProjects403JSONResponse) VisitListMyProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyProjects429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ListMyProjects429JSONResponse) VisitListMyProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteProjectRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 }
@@ -13919,6 +14178,9 @@ type StrictServerInterface interface {
 	// UpdateOrganizationUser Change a member's role (admin; granting or removing owner needs owner)
 	// (PATCH /api/v1/organizations/{organization_id}/users/{user_id})
 	UpdateOrganizationUser(ctx context.Context, request UpdateOrganizationUserRequestObject) (UpdateOrganizationUserResponseObject, error)
+	// ListMyProjects The caller's projects across organizations (datasets:list)
+	// (GET /api/v1/projects)
+	ListMyProjects(ctx context.Context, request ListMyProjectsRequestObject) (ListMyProjectsResponseObject, error)
 	// DeleteProject Delete a project and everything in it (datasets:delete)
 	// (DELETE /api/v1/projects/{project_id})
 	DeleteProject(ctx context.Context, request DeleteProjectRequestObject) (DeleteProjectResponseObject, error)
@@ -15489,6 +15751,31 @@ func (sh *strictHandler) UpdateOrganizationUser(ctx echo.Context, organizationId
 		return err
 	} else if validResponse, ok := response.(UpdateOrganizationUserResponseObject); ok {
 		return validResponse.VisitUpdateOrganizationUserResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListMyProjects operation middleware
+func (sh *strictHandler) ListMyProjects(ctx echo.Context, params ListMyProjectsParams) error {
+	var request ListMyProjectsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListMyProjects(ctx.Request().Context(), request.(ListMyProjectsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListMyProjects")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListMyProjectsResponseObject); ok {
+		return validResponse.VisitListMyProjectsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
