@@ -284,6 +284,35 @@ func TestTemplateSDKs(t *testing.T) {
 	}
 }
 
+// TestPythonSDKReadmeRuns: the Python SDK is a package, and its README's example runs as
+// pasted (only the server address changed to the test server's).
+func TestPythonSDKReadmeRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.customers()
+	r := e.do("GET", "/api/v1/datasets/"+id+"/sdk/python", nil, bearer(e.ownerToken)).status(200)
+	dir := t.TempDir()
+	unzip(t, r.Body, dir)
+	readme, err := os.ReadFile(filepath.Join(dir, "customersapi", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, example, ok := strings.Cut(string(readme), "```python\n")
+	if example, _, _ = strings.Cut(example, "```"); !ok || example == "" {
+		t.Fatalf("no Python example in the README:\n%s", readme)
+	}
+	example = strings.ReplaceAll(example, `"`+baseURL+`"`, `"`+e.ts.URL+`"`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "python3", "-c", example)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TOKEN="+e.ownerToken)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "1" { // the one record's id
+		t.Fatalf("the README's example:\n%s\n%v\n%s", example, err, out)
+	}
+}
+
 const thirdPartyGo = `package main
 
 import (

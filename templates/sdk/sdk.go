@@ -301,7 +301,7 @@ func execute(w *bytes.Buffer, language, name string, data any) error {
 var examples = map[string]string{
 	"typescript": "```ts\nimport { Client, APIError } from \"./client\";\n\nconst c = new Client({ baseUrl: \"%[1]s\", token: process.env.TOKEN });\nconst page = await c.%[2]s(\"%[3]s\", { limit: 20 });\nfor await (const r of c.pages((q) => c.%[2]s(\"%[3]s\", q))) console.log(r.id);\n```",
 	"javascript": "```js\nimport { Client, APIError } from \"./client.mjs\";\n\nconst c = new Client({ baseUrl: \"%[1]s\", apiKey: process.env.API_KEY });\nconst page = await c.%[2]s(\"%[3]s\", { limit: 20 });\n```",
-	"python":     "```python\nfrom client import Client, APIError\n\nc = Client(\"%[1]s\", token=os.environ[\"TOKEN\"])\npage = c.%[4]s(\"%[3]s\", query={\"limit\": 20})\nfor r in c.pages(lambda query: c.%[4]s(\"%[3]s\", query=query)): print(r[\"id\"])\n```",
+	"python":     "```python\n# from the directory that holds the %[5]s/ folder of this zip\nimport os\n\nfrom %[5]s import Client, APIError\n\nc = Client(\"%[1]s\", token=os.environ[\"TOKEN\"])\npage = c.%[4]s(\"%[3]s\", query={\"limit\": 20})\nfor r in c.pages(lambda query: c.%[4]s(\"%[3]s\", query=query)): print(r[\"id\"])\n```",
 }
 
 // templated makes a TypeScript, JavaScript or Python SDK from its templates.
@@ -310,7 +310,7 @@ func templated(language string, in Input) (map[string][]byte, error) {
 	list := operationID(in.Doc, "GET", "/api/v1/datasets/{dataset_id}/data")
 	data := map[string]any{"Name": in.Name, "Version": in.Version, "Ops": ops, "Models": models, "Language": language,
 		"DescriptionURL": in.DescriptionURL,
-		"Example":        fmt.Sprintf(examples[language], mdLine(in.Server), ident(list), mdLine(in.DatasetID), ident(snake(list)))}
+		"Example":        fmt.Sprintf(examples[language], mdLine(in.Server), ident(list), mdLine(in.DatasetID), ident(snake(list)), in.Package)}
 	client := map[string]string{"typescript": "client.ts", "javascript": "client.mjs", "python": "client.py"}[language]
 	files := map[string][]byte{"openapi.json": in.JSON}
 	for name, tname := range map[string]string{client: client + ".tmpl", "README.md": "README.md.tmpl"} {
@@ -321,6 +321,10 @@ func templated(language string, in Input) (map[string][]byte, error) {
 		files[name] = b.Bytes()
 	}
 	switch language {
+	case "python":
+		// A package, so that `from <package> import Client` works from the folder above it.
+		files["__init__.py"] = []byte("\"\"\"Client of the " + docstring(in.Name) + " dataset's record API.\"\"\"\n\n" +
+			"from .client import *  # noqa: F401,F403 (the models)\nfrom .client import Client, APIError  # noqa: F401\n")
 	case "typescript", "javascript":
 		pkg := map[string]any{"name": in.Package + "-client", "version": in.Version, "private": true, "type": "module"}
 		if language == "typescript" {
