@@ -5,7 +5,7 @@
 set -euo pipefail
 command -v chromium >/dev/null 2>&1 && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "ensure-chromium: installing Debian's chromium package" >&2
+  echo "ensure-chromium: the test suite renders every documentation page in a headless browser; installing Debian's chromium package with apt-get, as root" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
   exit 0

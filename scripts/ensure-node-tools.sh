@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v npm >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "ensure-node-tools: installing Debian's nodejs and npm" >&2
+    echo "ensure-node-tools: the test suite runs the OpenAPI linters and the SDKs under Node.js; installing Debian's nodejs and npm with apt-get, as root" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null 2>&1 ||
       { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
   else

@@ -21,18 +21,22 @@ apt_install() {
 }
 if ! have; then
   if can_apt; then
-    echo "ensure-postgres: installing Debian's postgresql package" >&2
+    echo "ensure-postgres: dataplatform runs its own PostgreSQL cluster under ./data/postgres (unless DATABASE_URL is set)" >&2
+    echo "ensure-postgres: and needs PostgreSQL's server programs (initdb, postgres) for it. Installing Debian's" >&2
+    echo "ensure-postgres: 'postgresql' package now with apt-get, as root, without creating a system cluster." >&2
+    echo "ensure-postgres: (to avoid this, install PostgreSQL yourself or set DATABASE_URL)" >&2
     apt_install postgresql
   fi
   if ! have; then
-    echo "ensure-postgres: PostgreSQL server binaries not found; install Debian's 'postgresql' package (apt-get install postgresql) or set DATABASE_URL" >&2
+    echo "ensure-postgres: PostgreSQL's server programs (initdb, postgres) are needed for the embedded database and were not found." >&2
+    echo "ensure-postgres: run as root:  apt-get install postgresql   (or point DATABASE_URL at a PostgreSQL you have)" >&2
     exit 1
   fi
 fi
 # mysql_fdw for the newest installed server version, when Debian packages it.
 ver=$(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1)
 if [ -n "$ver" ] && [ ! -f "/usr/share/postgresql/$ver/extension/mysql_fdw.control" ] && can_apt; then
-  echo "ensure-postgres: installing postgresql-$ver-mysql-fdw" >&2
+  echo "ensure-postgres: installing Debian's postgresql-$ver-mysql-fdw with apt-get: the extension through which datasets connected to MySQL/MariaDB are read" >&2
   apt_install "postgresql-$ver-mysql-fdw" || echo "ensure-postgres: mysql_fdw not installed; MySQL-connected datasets will answer 501" >&2
 fi
 exit 0
