@@ -92,8 +92,10 @@ func (h *Datasets) GetDatasetChangelog(ctx context.Context, req api.GetDatasetCh
 		for i := len(desc.Versions) - 1; i >= 0; i-- {
 			v := desc.Versions[i]
 			fmt.Fprintf(&b, "\n## %s (%s) - %s\n\n", v.Version, v.Level, v.ReleasedAt.UTC().Format("2006-01-02"))
-			if len(v.Changes) == 0 {
+			if len(v.Changes) == 0 && i == 0 {
 				b.WriteString("- first version\n")
+			} else if len(v.Changes) == 0 {
+				b.WriteString("- no change of the API itself (documentation only)\n")
 			}
 			for _, c := range v.Changes {
 				fmt.Fprintf(&b, "- **%s** `%s %s`: %s\n", c.Level, c.Operation, c.Path, c.Text)

@@ -323,3 +323,29 @@ func TestManyToManyRelationship(t *testing.T) {
 		t.Fatalf("products lacks the many-to-many relationship: %s", d.Body)
 	}
 }
+
+// TestUniqueConstraintIsBreaking: a schema change that makes a column unique narrows which
+// writes succeed (409 where 201 was), so it is a major version, listed in the changelog and
+// the compatibility report with the property it concerns.
+func TestUniqueConstraintIsBreaking(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Customers", "c.csv", "name,email\nAnn,ann@example.com\nBob,bob@example.com\n")
+	e.waitDataset(e.ownerToken, id)
+	base := "/api/v1/datasets/" + id
+	e.do("PUT", base+"/schema", map[string]any{"changes": []any{map[string]any{"op": "alter_column", "column": "email", "unique": true}}}, own).status(200)
+	if d := e.do("GET", base+"/openapi.json", nil, own).status(200); d.str("info.version") != "2.0.0" {
+		t.Fatalf("a unique constraint is a major version: %s", d.str("info.version"))
+	}
+	c := e.do("GET", base+"/changelog", nil, own).status(200)
+	if c.str("versions.0.level") != "major" || !strings.Contains(string(c.Body), `"id":"request-property-unique-added"`) ||
+		!strings.Contains(string(c.Body), "'email' became unique (x-unique)") {
+		t.Fatalf("changelog: %s", c.Body)
+	}
+	cp := e.do("GET", base+"/compatibility?from=1.0.0&to=2.0.0", nil, own).status(200)
+	if !strings.Contains(string(cp.Body), "request-property-unique-added") || cp.get("compatible") != false {
+		t.Fatalf("compatibility: %s", cp.Body)
+	}
+	e.do("POST", base+"/data", map[string]any{"name": "Twin", "email": "ann@example.com"}, own).apiError(409, "CONFLICT")
+}

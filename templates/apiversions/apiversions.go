@@ -6,6 +6,7 @@ package apiversions
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +73,103 @@ func Compare(base, revision *openapi3.T) ([]Change, bool, error) {
 		}
 		out = append(out, Change{Level: level, ID: c.GetId(), Text: c.GetUncolorizedText(localizer), Operation: c.GetOperation(), Path: c.GetPath()})
 	}
-	return out, !d.Empty(), nil
+	out = append(out, constraintChanges(&b, &r)...)
+	return out, !d.Empty() || len(out) > 0, nil
+}
+
+// narrowing are the x-constraints kinds that JSON Schema cannot say, so oasdiff does not see
+// them: a UNIQUE constraint or a foreign key added to a request property makes writes that
+// used to succeed fail (409), which breaks clients like any narrowed schema. (NOT NULL, enum,
+// pattern, range and length changes show in the schema itself, where oasdiff finds them.)
+var narrowing = map[string]string{"unique": "unique (x-unique)", "foreign_key": "a foreign key"}
+
+// constraintChanges lists the narrowing constraints added to (breaking) or removed from (info)
+// the JSON request bodies' properties between two versions, per operation.
+func constraintChanges(base, rev *openapi3.T) []Change {
+	var out []Change
+	if base.Paths == nil || rev.Paths == nil {
+		return nil
+	}
+	for _, path := range rev.Paths.InMatchingOrder() {
+		ri, bi := rev.Paths.Value(path), base.Paths.Value(path)
+		if ri == nil || bi == nil {
+			continue
+		}
+		for method, rop := range ri.Operations() {
+			bop := bi.GetOperation(method)
+			if bop == nil {
+				continue
+			}
+			rp, bp := bodyProperties(rop), bodyProperties(bop)
+			for _, name := range sortedKeys(rp) {
+				old, ok := bp[name]
+				if !ok {
+					continue // a new property: oasdiff reports it
+				}
+				now := constraintKinds(rp[name])
+				was := constraintKinds(old)
+				for _, kind := range []string{"unique", "foreign_key"} {
+					switch {
+					case now[kind] && !was[kind]:
+						out = append(out, Change{Level: "breaking", ID: "request-property-" + strings.ReplaceAll(kind, "_", "-") + "-added",
+							Text: fmt.Sprintf("the request property '%s' became %s: a write that used to succeed may now answer 409", name, narrowing[kind]),
+							Operation: method, Path: path})
+					case was[kind] && !now[kind]:
+						out = append(out, Change{Level: "info", ID: "request-property-" + strings.ReplaceAll(kind, "_", "-") + "-removed",
+							Text: fmt.Sprintf("the request property '%s' is no longer %s", name, narrowing[kind]), Operation: method, Path: path})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// bodyProperties are the properties of an operation's JSON request body.
+func bodyProperties(op *openapi3.Operation) openapi3.Schemas {
+	if op.RequestBody == nil || op.RequestBody.Value == nil {
+		return nil
+	}
+	mt := op.RequestBody.Value.Content.Get("application/json")
+	if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+		return nil
+	}
+	return mt.Schema.Value.Properties
+}
+
+// constraintKinds are the kinds of a property's x-constraints (and x-unique).
+func constraintKinds(p *openapi3.SchemaRef) map[string]bool {
+	kinds := map[string]bool{}
+	if p == nil || p.Value == nil {
+		return kinds
+	}
+	if u, _ := p.Value.Extensions["x-unique"].(bool); u {
+		kinds["unique"] = true
+	}
+	switch cs := p.Value.Extensions["x-constraints"].(type) {
+	case []map[string]string: // as specgen decorates a description
+		for _, c := range cs {
+			kinds[c["type"]] = true
+		}
+	case []any: // as a description is loaded from JSON
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok {
+				if k, ok := m["type"].(string); ok {
+					kinds[k] = true
+				}
+			}
+		}
+	}
+	return kinds
+}
+
+func sortedKeys(m openapi3.Schemas) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // Level is what a set of changes does to the version: major, minor, patch, or "" (none).

@@ -75,3 +75,32 @@ func TestHistory(t *testing.T) {
 		t.Fatal("leading zero accepted")
 	}
 }
+
+// TestUniqueIsBreaking: a UNIQUE constraint added to a column makes writes that used to
+// succeed answer 409, which oasdiff cannot see (x-unique is no JSON Schema): a major version,
+// listed with the property; dropping it again is a compatible (minor) change.
+func TestUniqueIsBreaking(t *testing.T) {
+	email := ingest.Column{Name: "email", Type: ingest.Text, Nullable: true}
+	unique := email
+	unique.Constraints = &ingest.Constraints{Unique: true}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	vs, err := History([]State{{1, t0, render(t, 1, email)}, {2, t0.Add(time.Hour), render(t, 2, unique)}, {3, t0.Add(2 * time.Hour), render(t, 3, email)}}, t0.Add(3*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 3 || vs[1].Version != "2.0.0" || vs[1].Level != "major" || vs[2].Version != "2.1.0" || vs[2].Level != "minor" {
+		t.Fatalf("versions: %+v", vs)
+	}
+	found := false
+	for _, c := range vs[1].Changes {
+		if c.ID == "request-property-unique-added" && c.Level == "breaking" && c.Operation == "POST" && c.Path == "/api/v1/datasets/{dataset_id}/data" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the unique constraint is not a listed breaking change: %+v", vs[1].Changes)
+	}
+	if len(vs[2].Changes) == 0 || vs[2].Changes[0].ID != "request-property-unique-removed" {
+		t.Fatalf("dropping it: %+v", vs[2].Changes)
+	}
+}
