@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"dataplatform/handlers"
@@ -63,6 +64,18 @@ func fieldErr(err error) error {
 		return apierr.Field(fe.Field, fe.Code, fe.Message)
 	}
 	return err
+}
+
+// detailID is a record's key as errors carry it in details.id: always a string (as in the
+// URL), whatever the key's type, so that one field has one type across every error.
+func detailID(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case []byte:
+		return string(x)
+	}
+	return fmt.Sprint(v)
 }
 
 func recordNotFound(id string) error {

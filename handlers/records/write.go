@@ -159,7 +159,7 @@ func (h *Records) update(c echo.Context, replace bool) error {
 			want = -1
 		}
 		if want != current {
-			details := map[string]any{"id": now[t.Key()]}
+			details := map[string]any{"id": detailID(now[t.Key()])}
 			if t.System() {
 				details["current_version"] = current
 			} else {
@@ -183,7 +183,7 @@ func (h *Records) update(c echo.Context, replace bool) error {
 			return err
 		} else if !ok {
 			return apierr.New(http.StatusConflict, apierr.CodeOptimisticLockError, "the record changed meanwhile; read it again").
-				WithDetails(map[string]any{"id": now[t.Key()]})
+				WithDetails(map[string]any{"id": detailID(now[t.Key()])})
 		}
 		return nil
 	})
