@@ -1623,8 +1623,8 @@ type ColumnConstraints struct {
 // `min_length` become CHECK constraints named `<column>_<kind>`.
 type ColumnDefinition struct {
 	// Default Default value; a JSON value of the column's type.
-	Default     interface{} `json:"default,omitempty"`
-	Description *string     `json:"description,omitempty"`
+	Default     any     `json:"default,omitempty"`
+	Description *string `json:"description,omitempty"`
 
 	// Enum Allowed values (text columns).
 	Enum *[]string `json:"enum,omitempty"`
@@ -2178,7 +2178,7 @@ type ExecutedQuery struct {
 		RowCount int           `json:"row_count"`
 
 		// Rows One array per row, values in the order of `columns` (numbers, strings, booleans, JSON values; dates as YYYY-MM-DD, times in RFC 3339 UTC).
-		Rows [][]*interface{} `json:"rows"`
+		Rows [][]*any `json:"rows"`
 
 		// StoredRowCount History reads: the rows kept (at most 1,000 and 1 MiB).
 		StoredRowCount *int `json:"stored_row_count,omitempty"`
@@ -5630,6 +5630,20 @@ func (response Jwks200JSONResponse) VisitJwksResponse(w http.ResponseWriter) err
 	return err
 }
 
+type Jwks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response Jwks400JSONResponse) VisitJwksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListApiKeysRequestObject struct {
 	Params ListApiKeysParams
 }
@@ -8475,6 +8489,20 @@ func (response GetPlatformDocs200TexthtmlResponse) VisitGetPlatformDocsResponse(
 	return err
 }
 
+type GetPlatformDocs400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetPlatformDocs400JSONResponse) VisitGetPlatformDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDocsAssetRequestObject struct {
 	File string `json:"file"`
 }
@@ -9168,6 +9196,20 @@ func (response GetOpenAPIJSON304Response) VisitGetOpenAPIJSONResponse(w http.Res
 	return nil
 }
 
+type GetOpenAPIJSON400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetOpenAPIJSON400JSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenAPIYAMLRequestObject struct {
 	Params GetOpenAPIYAMLParams
 }
@@ -9210,6 +9252,20 @@ type GetOpenAPIYAML304Response struct {
 func (response GetOpenAPIYAML304Response) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
 	w.WriteHeader(304)
 	return nil
+}
+
+type GetOpenAPIYAML400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetOpenAPIYAML400JSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ListOrganizationsRequestObject struct {
@@ -12121,11 +12177,11 @@ type PreviewDatasetResponseObject interface {
 }
 
 type PreviewDataset200JSONResponse struct {
-	Columns   []string         `json:"columns"`
-	RowCount  int              `json:"row_count"`
-	Rows      [][]*interface{} `json:"rows"`
-	Table     string           `json:"table"`
-	TotalRows int64            `json:"total_rows"`
+	Columns   []string `json:"columns"`
+	RowCount  int      `json:"row_count"`
+	Rows      [][]*any `json:"rows"`
+	Table     string   `json:"table"`
+	TotalRows int64    `json:"total_rows"`
 }
 
 func (response PreviewDataset200JSONResponse) VisitPreviewDatasetResponse(w http.ResponseWriter) error {
@@ -13832,6 +13888,20 @@ func (response GetPlatformRedoc200TexthtmlResponse) VisitGetPlatformRedocRespons
 	return err
 }
 
+type GetPlatformRedoc400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetPlatformRedoc400JSONResponse) VisitGetPlatformRedocResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ValidateOpenAPIRequestObject struct {
 	JSONBody *ValidateOpenAPIJSONRequestBody
 	Body     io.Reader
@@ -13960,6 +14030,20 @@ func (response Healthz200JSONResponse) VisitHealthzResponse(w http.ResponseWrite
 	return err
 }
 
+type Healthz400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response Healthz400JSONResponse) VisitHealthzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type MetricsRequestObject struct {
 }
 
@@ -14023,6 +14107,20 @@ func (response Readyz200JSONResponse) VisitReadyzResponse(w http.ResponseWriter)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Readyz400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response Readyz400JSONResponse) VisitReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
