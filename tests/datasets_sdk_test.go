@@ -77,13 +77,13 @@ func main() {
 		panic(e)
 	}
 	id := *created.JSON201.Id
-	fmt.Println("created", created.JSON201.Name, created.JSON201.Status)
+	fmt.Println("created", *created.JSON201.Name, *created.JSON201.Status)
 	got, err := c.GetCustomerWithResponse(ctx, ds, id, nil)
 	check(err)
-	fmt.Println("read", got.JSON200.Email)
+	fmt.Println("read", *got.JSON200.Email)
 	patched, err := c.PatchCustomerWithBodyWithResponse(ctx, ds, id, nil, "application/json", strings.NewReader(` + "`" + `{"status":"active"}` + "`" + `))
 	check(err)
-	fmt.Println("patched", patched.JSON200.Status, *patched.JSON200.Version)
+	fmt.Println("patched", *patched.JSON200.Status, *patched.JSON200.Version)
 	n := 0
 	check(sdk.Pages(ctx, func(ctx context.Context, page int) (bool, error) {
 		limit := 1
@@ -345,7 +345,7 @@ func main() {
 	check(err)
 	del, err := c.DeleteCustomerWithResponse(ctx, ds, id, nil)
 	check(err)
-	fmt.Println("go", created.StatusCode(), got.JSON200.Email, patched.JSON200.Status, len(list.JSON200.Data), del.StatusCode())
+	fmt.Println("go", created.StatusCode(), *got.JSON200.Email, *patched.JSON200.Status, len(list.JSON200.Data), del.StatusCode())
 }
 
 func check(err error) {

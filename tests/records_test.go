@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -630,4 +631,49 @@ func TestUnknownQueryParameters(t *testing.T) {
 	e.do("GET", base+"/1?include=nothing_here&bogus=1", nil, own).apiError(400, "VALIDATION_ERROR", "query.bogus", "unknown_field")
 	e.do("GET", "/api/v1/organizations?page=1&bogus=1", nil, own).apiError(400, "VALIDATION_ERROR", "query.bogus", "unknown_field")
 	e.do("GET", "/api/v1/organizations?page=1&limit=5", nil, own).status(200)
+}
+
+// TestFieldsAreExact: fields returns exactly the fields it names, required ones included only
+// when named, on lists, reads and writes (X-Return-Fields); exclude leaves out any field; and
+// every such answer matches the published description.
+func TestFieldsAreExact(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.customers()
+	base := "/api/v1/datasets/" + id + "/data"
+	keys := func(r *resp, path string) string {
+		t.Helper()
+		m, ok := r.get(path).(map[string]any)
+		if !ok {
+			t.Fatalf("%s is no object: %s", path, r.Body)
+		}
+		var ks []string
+		for k := range m {
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		return strings.Join(ks, ",")
+	}
+	for _, tc := range []struct {
+		r          *resp
+		path, want string
+	}{
+		{e.do("GET", base+"?fields=name,status", nil, own).status(200), "data.0", "_links,name,status"},
+		{e.do("GET", base+"?fields=email", nil, own).status(200), "data.0", "_links,email"},
+		{e.do("GET", base+"?exclude=id,created_at,updated_at,version,tags,phone", nil, own).status(200), "data.0", "_links,address,email,metadata,name,score,src_id,status"},
+		{e.do("GET", base+"?fields=name,email&exclude=email", nil, own).status(200), "data.0", "_links,name"},
+		{e.do("GET", base+"/1?fields=phone", nil, own).status(200), "", "_links,phone"},
+		{e.do("POST", base, map[string]any{"name": "Bo", "email": "bo@example.com"}, own, header{"X-Return-Fields": "id"}).status(201), "", "_links,id"},
+		{e.do("PATCH", base+"/1", map[string]any{"status": "inactive"}, own, header{"X-Return-Fields": "status,version"}).status(200), "", "_links,status,version"},
+	} {
+		if got := keys(tc.r, tc.path); got != tc.want {
+			t.Errorf("%s: fields %s, want %s", tc.r.req, got, tc.want)
+		}
+	}
+	if r := e.do("GET", base+"/1?fields=phone", nil, own).status(200); r.str("phone") != "+14155550101" || r.str("_links.self") != base+"/1" {
+		t.Errorf("narrowed read: %s", r.Body)
+	}
+	e.do("GET", base+"?fields=name&exclude=name", nil, own).apiError(400, "VALIDATION_ERROR", "query.exclude", "nothing_selected")
+	e.do("GET", base+"?fields=name,nope", nil, own).apiError(400, "VALIDATION_ERROR", "query.fields", "unknown_field")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -37,8 +38,17 @@ func (h *Records) List(c echo.Context) error {
 	if err != nil {
 		return fieldErr(err)
 	}
+	read := fields
+	if rc.desc.LinksSQL == "" { // the handler makes _links: read what they are made of
+		read = slices.Clone(fields)
+		for _, f := range append([]string{t.Key()}, linkColumns(rc.desc.Links)...) {
+			if f != "" && !slices.Contains(read, f) {
+				read = append(read, f)
+			}
+		}
+	}
 	page0, err := t.List(c.Request().Context(), h.Store.DB, recsql.ListQuery{Page: page, Limit: limit, Sort: q.Get("sort"),
-		Fields: fields, Search: q.Get("search"), Filters: filters, Cursor: q.Get("cursor"), Count: q.Get("count"), Links: rc.desc.LinksSQL})
+		Fields: read, Search: q.Get("search"), Filters: filters, Cursor: q.Get("cursor"), Count: q.Get("count"), Links: rc.desc.LinksSQL})
 	if err != nil {
 		return fieldErr(err)
 	}
@@ -47,7 +57,7 @@ func (h *Records) List(c echo.Context) error {
 	if rc.desc.LinksSQL == "" {
 		data = make([]json.RawMessage, len(page0.Rows))
 		for i, r := range page0.Rows {
-			if data[i], err = h.withLinks(rc, r); err != nil {
+			if data[i], err = h.shape(c.Request().Context(), rc, r, fields, ""); err != nil {
 				return err
 			}
 		}
@@ -183,6 +193,15 @@ func (h *Records) Aggregate(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{"data": a.Groups, "aggregations": a.Totals,
 		"meta": map[string]any{"groups": len(a.Groups), "execution_time_ms": time.Since(start).Milliseconds()}})
+}
+
+// linkColumns are the columns the links are made of.
+func linkColumns(links []recsql.Link) []string {
+	out := make([]string, len(links))
+	for i, l := range links {
+		out[i] = l.Column
+	}
+	return out
 }
 
 // withLinks adds `_links` to a record read as JSON.

@@ -28,7 +28,7 @@ func (h *Records) Get(c echo.Context) error {
 	if err != nil {
 		return fieldErr(err)
 	}
-	rec, err := t.Get(c.Request().Context(), h.Store.DB, id, readFields(t, fields), false)
+	rec, err := t.Get(c.Request().Context(), h.Store.DB, id, t.Fields(), false)
 	if errors.Is(err, recsql.ErrNotFound) {
 		return recordNotFound(c.Param("id"))
 	} else if err != nil {
@@ -38,19 +38,7 @@ func (h *Records) Get(c echo.Context) error {
 		c.Response().Header().Set("ETag", tag)
 		return c.NoContent(http.StatusNotModified)
 	}
-	embed := strings.Join(slices.DeleteFunc([]string{c.QueryParam("include"), c.QueryParam("expand")}, func(s string) bool { return s == "" }), ",")
-	if embed == "" {
-		return h.respond(c, rc, http.StatusOK, rec, fields)
-	}
-	out, err := h.withLinks(rc, narrow(t, rec, fields))
-	if err != nil {
-		return err
-	}
-	if out, err = h.embed(c.Request().Context(), rc, out, embed); err != nil {
-		return err
-	}
-	c.Response().Header().Set("ETag", etag(rc.d, t, rec))
-	return c.JSONBlob(http.StatusOK, out)
+	return h.respond(c, rc, http.StatusOK, rec, fields)
 }
 
 // maxEmbedded bounds the records of one included collection.

@@ -8,6 +8,7 @@ package records
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -117,18 +118,6 @@ func returnFields(c echo.Context, t *recsql.Table, query string) ([]string, erro
 	return fields, nil
 }
 
-// readFields are the fields to read for a record answered with fields: those and what its
-// ETag is made of (version; a connected table's whole record).
-func readFields(t *recsql.Table, fields []string) []string {
-	if !t.System() {
-		return t.Fields()
-	}
-	if !slices.Contains(fields, "version") {
-		fields = append(fields, "version")
-	}
-	return fields
-}
-
 // etag is a record's entity tag: its id and version, or for a connected table's record
 // (which has no version) its key and a digest of all its values.
 func etag(d *store.Dataset, t *recsql.Table, rec json.RawMessage) string {
@@ -151,18 +140,18 @@ func etag(d *store.Dataset, t *recsql.Table, rec json.RawMessage) string {
 	return fmt.Sprintf(`"%s.%s.%s"`, d.ID, m.ID, m.Version)
 }
 
-// narrow keeps only fields of a record read with readFields (a connected table's record is
-// read whole for its ETag).
+// narrow keeps of an answered record the fields asked for, and its _links and _embedded
+// (which are not fields).
 func narrow(t *recsql.Table, rec json.RawMessage, fields []string) json.RawMessage {
-	if t.System() || len(fields) == len(t.Fields()) {
+	if len(fields) == len(t.Fields()) {
 		return rec
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(rec, &m) != nil {
 		return rec
 	}
-	out := make(map[string]json.RawMessage, len(fields))
-	for _, f := range fields {
+	out := make(map[string]json.RawMessage, len(fields)+2)
+	for _, f := range append(fields, "_links", "_embedded") {
 		if v, ok := m[f]; ok {
 			out[f] = v
 		}
@@ -171,13 +160,33 @@ func narrow(t *recsql.Table, rec json.RawMessage, fields []string) json.RawMessa
 	return b
 }
 
+// shape is a whole record as answered: with its _links, the related records embed names
+// (include/expand; "" for none), narrowed to fields.
+func (h *Records) shape(ctx context.Context, rc *recordCtx, rec json.RawMessage, fields []string, embed string) (json.RawMessage, error) {
+	out, err := h.withLinks(rc, rec)
+	if err != nil {
+		return nil, err
+	}
+	if embed != "" {
+		if out, err = h.embed(ctx, rc, out, embed); err != nil {
+			return nil, err
+		}
+	}
+	return narrow(rc.desc.Table, out, fields), nil
+}
+
 func (h *Records) respond(c echo.Context, rc *recordCtx, status int, rec json.RawMessage, fields []string) error {
-	out, err := h.withLinks(rc, narrow(rc.desc.Table, rec, fields))
+	out, err := h.shape(c.Request().Context(), rc, rec, fields, embedParam(c))
 	if err != nil {
 		return err
 	}
 	c.Response().Header().Set("ETag", etag(rc.d, rc.desc.Table, rec))
 	return c.JSONBlob(status, out)
+}
+
+// embedParam is the relations include and expand name ("" for none).
+func embedParam(c echo.Context) string {
+	return strings.Join(slices.DeleteFunc([]string{c.QueryParam("include"), c.QueryParam("expand")}, func(s string) bool { return s == "" }), ",")
 }
 
 // decodeObject decodes a validated JSON object body, numbers kept exact.

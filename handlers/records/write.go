@@ -74,7 +74,7 @@ func (h *Records) Create(c echo.Context) error {
 				return nil
 			}
 		}
-		if rec, err = t.Insert(ctx, tx, b, readFields(t, fields)); err != nil {
+		if rec, err = t.Insert(ctx, tx, b, t.Fields()); err != nil {
 			return err
 		}
 		var m map[string]any
@@ -82,7 +82,7 @@ func (h *Records) Create(c echo.Context) error {
 		dec.UseNumber()
 		_ = dec.Decode(&m)
 		location = rc.desc.SelfURL(rc.d.ID, fmt.Sprint(m[t.Key()]))
-		if out, err = h.withLinks(rc, narrow(t, rec, fields)); err != nil {
+		if out, err = h.shape(ctx, rc, rec, fields, ""); err != nil {
 			return err
 		}
 		if key != "" {
@@ -179,7 +179,7 @@ func (h *Records) update(c echo.Context, replace bool) error {
 			}
 		}
 		var ok bool
-		if rec, ok, err = t.Update(ctx, tx, id, current, b, replace, readFields(t, fields)); err != nil {
+		if rec, ok, err = t.Update(ctx, tx, id, current, b, replace, t.Fields()); err != nil {
 			return err
 		} else if !ok {
 			return apierr.New(http.StatusConflict, apierr.CodeOptimisticLockError, "the record changed meanwhile; read it again").

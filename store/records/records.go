@@ -127,22 +127,20 @@ func (t *Table) Fields() []string {
 	return out
 }
 
-// Select picks fields: all of them, or those of fields (comma-separated), minus exclude.
-// The fields every record's description requires (id, created_at, updated_at, version and
-// the required columns) are always kept, so a narrowed record still matches it.
+// Select picks fields: all of them, or exactly those of fields (comma-separated, in that
+// order), minus exclude. Nothing is added back: a narrowed record has only what was asked.
 func (t *Table) Select(fields, exclude string) ([]string, error) {
-	all := t.Fields()
-	keep := map[string]bool{}
-	for _, f := range all {
-		keep[f] = strings.TrimSpace(fields) == "" || t.required(f)
-	}
+	out := t.Fields()
 	if strings.TrimSpace(fields) != "" {
+		out = nil
 		for _, f := range strings.Split(fields, ",") {
 			f = strings.TrimSpace(f)
 			if _, ok := t.cols[f]; !ok {
 				return nil, &FieldError{"query.fields", "unknown_field", "no field " + strconv.Quote(f)}
 			}
-			keep[f] = true
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
 		}
 	}
 	if strings.TrimSpace(exclude) != "" {
@@ -151,27 +149,13 @@ func (t *Table) Select(fields, exclude string) ([]string, error) {
 			if _, ok := t.cols[f]; !ok {
 				return nil, &FieldError{"query.exclude", "unknown_field", "no field " + strconv.Quote(f)}
 			}
-			if !t.required(f) {
-				keep[f] = false
-			}
+			out = slices.DeleteFunc(out, func(s string) bool { return s == f })
 		}
-	}
-	var out []string
-	for _, f := range all {
-		if keep[f] {
-			out = append(out, f)
+		if len(out) == 0 {
+			return nil, &FieldError{"query.exclude", "nothing_selected", "exclude leaves no field to return"}
 		}
 	}
 	return out, nil
-}
-
-// required reports whether every record has the field: the system fields and NOT NULL columns.
-func (t *Table) required(f string) bool {
-	if t.System() && slices.Contains(systemFields, f) {
-		return true
-	}
-	c, ok := t.cols[f]
-	return ok && !c.Nullable
 }
 
 // rowJSON selects the given fields of rows matching where as one JSON object per row.

@@ -330,7 +330,7 @@ func typeSchema(t ingest.Type) map[string]any {
 func schemas(in Input) (record, create, update, patch map[string]any) {
 	props := map[string]any{}
 	computed := map[string]any{} // columns a connected database fills: read-only
-	var required, createRequired []string
+	var createRequired []string
 	for _, c := range in.Table.Columns {
 		if c.Computed {
 			s := column(c)
@@ -340,7 +340,6 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 			props[c.Name] = column(c)
 		}
 		if !c.Nullable {
-			required = append(required, c.Name)
 			if c.DefaultValue() == nil && !c.Computed && c.DefaultExpression == "" {
 				createRequired = append(createRequired, c.Name)
 			}
@@ -437,10 +436,9 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 		rp["_embedded"] = map[string]any{"type": "object", "readOnly": true, "properties": emb,
 			"description": "Related records asked for with include or expand."}
 	}
-	fixed := []string{"_links"}
-	if system {
-		fixed = []string{"id", "created_at", "updated_at", "version", "_links"}
-	}
-	record = map[string]any{"type": "object", "properties": rp, "required": append(fixed, required...)}
+	// No field is required: fields, exclude and X-Return-Fields narrow an answer to exactly the
+	// fields asked for. _links (not a field) is always there.
+	record = map[string]any{"type": "object", "properties": rp, "required": []string{"_links"},
+		"description": "A record. Every field is present unless `fields`, `exclude` or `X-Return-Fields` narrowed the answer to the fields asked for; `_links` always is."}
 	return record, create, update, patch
 }
