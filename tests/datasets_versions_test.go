@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -266,20 +267,14 @@ func TestDescriptionExtensions(t *testing.T) {
 	}
 }
 
-// TestDescriptionsPassRedoclyLint: the platform description and the customer-shaped dataset's
+// TestDescriptionsPassLinters: the platform description and the customer-shaped dataset's
 // description (current and an older version, JSON and YAML) have no error and no warning under
-// `redocly lint` with the recommended rules (@redocly/cli, installed by scripts/ensure-node-tools.sh
-// from scripts/tools/lint's lock file; the rules turned off are in its redocly.yaml, each with
-// its reason).
-func TestDescriptionsPassRedoclyLint(t *testing.T) {
+// `redocly lint` with the recommended rules and `spectral lint` with spectral:oas (@redocly/cli
+// and @stoplight/spectral-cli, installed by scripts/ensure-node-tools.sh from scripts/tools/lint's
+// lock file; the rules turned off are in its redocly.yaml and .spectral.yaml, each with its reason).
+func TestDescriptionsPassLinters(t *testing.T) {
 	t.Parallel()
-	bin, err := filepath.Abs("../scripts/tools/lint/node_modules/.bin/redocly")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("redocly is not installed: run scripts/ensure-node-tools.sh (go tool task test does): %v", err)
-	}
+	bin, spectral := lintTool(t, "redocly"), lintTool(t, "spectral")
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	c := e.customers()
@@ -296,8 +291,33 @@ func TestDescriptionsPassRedoclyLint(t *testing.T) {
 			t.Fatal(err)
 		}
 		redoclyClean(t, bin, filepath.Join(dir, name))
+		spectralClean(t, spectral, filepath.Join(dir, name))
 	}
 	redoclyClean(t, bin, "../gen/spec/openapi.yaml")
+	spectralClean(t, spectral, "../gen/spec/openapi.yaml")
+}
+
+// lintTool is the path of a linter installed under scripts/tools/lint.
+func lintTool(t *testing.T, name string) string {
+	t.Helper()
+	bin, err := filepath.Abs("../scripts/tools/lint/node_modules/.bin/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is not installed: run scripts/ensure-node-tools.sh (go tool task test does): %v", name, err)
+	}
+	return bin
+}
+
+// spectralClean lints a description with the suite's Spectral ruleset and fails on any
+// finding, whatever its severity (hints included).
+func spectralClean(t *testing.T, bin, path string) {
+	t.Helper()
+	out, err := exec.Command(bin, "lint", "--ruleset", "../scripts/tools/lint/.spectral.yaml", "--fail-severity", "hint", "--format", "stylish", path).CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) != 0 && !strings.Contains(string(out), "No results") {
+		t.Errorf("spectral lint %s: %v\n%s", path, err, out)
+	}
 }
 
 // lintWarning is a warning line of Redocly's summary ("warning <rule>: <count>").

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +53,13 @@ func TestConnectedRecordAPI(t *testing.T) {
 	if a.get("info.title") != "audit_log API" || a.get("paths./api/v1/datasets/{dataset_id}/data/{id}") != nil ||
 		a.get("paths./api/v1/datasets/{dataset_id}/data.post") != nil || a.get("paths./api/v1/datasets/{dataset_id}/data.get") == nil {
 		t.Fatalf("audit_log description: %s", a.Body)
+	}
+	// A connected table's description (writable with a key; read-only without) lints clean too.
+	dir := t.TempDir()
+	for name, r := range map[string]*resp{"customers.json": d, "audit_log.json": a} {
+		os.WriteFile(filepath.Join(dir, name), r.Body, 0o644)
+		redoclyClean(t, lintTool(t, "redocly"), filepath.Join(dir, name))
+		spectralClean(t, lintTool(t, "spectral"), filepath.Join(dir, name))
 	}
 	if y := e.do("GET", "/api/v1/datasets/"+id+"/openapi.yaml?table=orders", nil, own).status(200); !strings.Contains(string(y.Body), "operationId: createOrder") {
 		t.Fatalf("orders YAML: %s", y.Body)
