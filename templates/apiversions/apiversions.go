@@ -112,7 +112,7 @@ func constraintChanges(base, rev *openapi3.T) []Change {
 					switch {
 					case now[kind] && !was[kind]:
 						out = append(out, Change{Level: "breaking", ID: "request-property-" + strings.ReplaceAll(kind, "_", "-") + "-added",
-							Text: fmt.Sprintf("the request property '%s' became %s: a write that used to succeed may now answer 409", name, narrowing[kind]),
+							Text:      fmt.Sprintf("the request property '%s' became %s: a write that used to succeed may now answer 409", name, narrowing[kind]),
 							Operation: method, Path: path})
 					case was[kind] && !now[kind]:
 						out = append(out, Change{Level: "info", ID: "request-property-" + strings.ReplaceAll(kind, "_", "-") + "-removed",
