@@ -19,11 +19,7 @@ import (
 func orgUserOut(u *store.OrgUser) api.OrganizationUser {
 	return api.OrganizationUser{Id: u.ID, Name: u.Name, Email: u.Email, AvatarUrl: u.AvatarURL, Role: api.MemberRole(u.Role),
 		Status: api.OrganizationUserStatus(u.Status), JoinedAt: u.JoinedAt, LastActiveAt: u.LastActiveAt,
-		TwoFactorEnabled: u.TwoFactorEnabled, Teams: []struct {
-			Id   string `json:"id"`
-			Name string `json:"name"`
-			Role string `json:"role"`
-		}{}}
+		TwoFactorEnabled: u.TwoFactorEnabled, Teams: []api.UserTeam{}}
 }
 
 // manager checks that the caller administers users of the organization: organization role
@@ -49,18 +45,17 @@ func (o *Orgs) ListOrganizationUsers(ctx context.Context, req api.ListOrganizati
 	}
 	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
 	out := api.ListOrganizationUsers200JSONResponse{Users: []api.OrganizationUser{}}
-	if req.Params.TeamId != nil {
-		// Teams do not exist yet: nobody is in any team.
-		out.Pagination = paginate(ctx, pg, limit, 0)
-		return out, nil
-	}
-	f := store.UserFilter{Search: deref(req.Params.Search), Role: string(deref(req.Params.Role)), Status: string(deref(req.Params.Status))}
+	f := store.UserFilter{Search: deref(req.Params.Search), Role: string(deref(req.Params.Role)), Status: string(deref(req.Params.Status)),
+		Team: deref(req.Params.TeamId)}
 	users, total, err := store.ListOrgUsers(ctx, o.Store.DB, req.OrganizationId, f, limit, offset)
 	if err != nil {
 		return nil, err
 	}
 	for i := range users {
 		out.Users = append(out.Users, orgUserOut(&users[i]))
+	}
+	if err := o.userTeams(ctx, o.Store.DB, req.OrganizationId, out.Users); err != nil {
+		return nil, err
 	}
 	out.Pagination = paginate(ctx, pg, limit, total)
 	return out, nil
@@ -102,7 +97,11 @@ func (o *Orgs) UpdateOrganizationUser(ctx context.Context, req api.UpdateOrganiz
 	if err != nil {
 		return nil, err
 	}
-	return api.UpdateOrganizationUser200JSONResponse(orgUserOut(out)), nil
+	u := []api.OrganizationUser{orgUserOut(out)}
+	if err := o.userTeams(ctx, o.Store.DB, req.OrganizationId, u); err != nil {
+		return nil, err
+	}
+	return api.UpdateOrganizationUser200JSONResponse(u[0]), nil
 }
 
 // lockedMember locks the organization (role and removal checks must not race) and loads one

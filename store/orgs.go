@@ -164,21 +164,24 @@ const orgUserSelect = `SELECT u.id, u.name, u.email, u.avatar_url, m.role, m.sta
 // UserFilter narrows ListOrgUsers.
 type UserFilter struct {
 	Search, Role, Status string
+	Team                 string // only this team's members ("" for all)
 }
 
 // ListOrgUsers pages through an organization's users ordered by name.
 func ListOrgUsers(ctx context.Context, q sqlx.ExtContext, orgID string, f UserFilter, limit, offset int) ([]OrgUser, int, error) {
 	cond := ` AND ($2 = '' OR u.name ILIKE '%' || $2 || '%' OR u.email ILIKE '%' || $2 || '%')
-		AND ($3 = '' OR m.role = $3) AND ($4 = '' OR m.status = $4)`
+		AND ($3 = '' OR m.role = $3) AND ($4 = '' OR m.status = $4)
+		AND ($5 = '' OR EXISTS (SELECT 1 FROM platform.team_members tm
+			WHERE tm.team_id = $5 AND tm.organization_id = m.organization_id AND tm.user_id = m.user_id))`
 	search := escapeLike(f.Search)
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.memberships m JOIN platform.users u ON u.id = m.user_id
-		WHERE m.organization_id = $1`+cond, orgID, search, f.Role, f.Status); err != nil {
+		WHERE m.organization_id = $1`+cond, orgID, search, f.Role, f.Status, f.Team); err != nil {
 		return nil, 0, err
 	}
 	var out []OrgUser
-	err := sqlx.SelectContext(ctx, q, &out, orgUserSelect+cond+` ORDER BY lower(u.name), u.id LIMIT $5 OFFSET $6`,
-		orgID, search, f.Role, f.Status, limit, offset)
+	err := sqlx.SelectContext(ctx, q, &out, orgUserSelect+cond+` ORDER BY lower(u.name), u.id LIMIT $6 OFFSET $7`,
+		orgID, search, f.Role, f.Status, f.Team, limit, offset)
 	return out, total, err
 }
 

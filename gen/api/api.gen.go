@@ -745,52 +745,52 @@ func (e OrganizationUserStatus) Valid() bool {
 
 // Defines values for Permission.
 const (
-	ApiKeysManage        Permission = "api-keys:manage"
-	BillingManage        Permission = "billing:manage"
-	DashboardsView       Permission = "dashboards:view"
-	DatasetsDelete       Permission = "datasets:delete"
-	DatasetsList         Permission = "datasets:list"
-	DatasetsRead         Permission = "datasets:read"
-	DatasetsWrite        Permission = "datasets:write"
-	OrganizationsDelete  Permission = "organizations:delete"
-	OrganizationsManage  Permission = "organizations:manage"
-	QueriesExecute       Permission = "queries:execute"
-	QueriesRead          Permission = "queries:read"
-	SettingsManage       Permission = "settings:manage"
-	UsersManage          Permission = "users:manage"
-	VisualizationsCreate Permission = "visualizations:create"
+	PermissionApiKeysManage        Permission = "api-keys:manage"
+	PermissionBillingManage        Permission = "billing:manage"
+	PermissionDashboardsView       Permission = "dashboards:view"
+	PermissionDatasetsDelete       Permission = "datasets:delete"
+	PermissionDatasetsList         Permission = "datasets:list"
+	PermissionDatasetsRead         Permission = "datasets:read"
+	PermissionDatasetsWrite        Permission = "datasets:write"
+	PermissionOrganizationsDelete  Permission = "organizations:delete"
+	PermissionOrganizationsManage  Permission = "organizations:manage"
+	PermissionQueriesExecute       Permission = "queries:execute"
+	PermissionQueriesRead          Permission = "queries:read"
+	PermissionSettingsManage       Permission = "settings:manage"
+	PermissionUsersManage          Permission = "users:manage"
+	PermissionVisualizationsCreate Permission = "visualizations:create"
 )
 
 // Valid indicates whether the value is a known member of the Permission enum.
 func (e Permission) Valid() bool {
 	switch e {
-	case ApiKeysManage:
+	case PermissionApiKeysManage:
 		return true
-	case BillingManage:
+	case PermissionBillingManage:
 		return true
-	case DashboardsView:
+	case PermissionDashboardsView:
 		return true
-	case DatasetsDelete:
+	case PermissionDatasetsDelete:
 		return true
-	case DatasetsList:
+	case PermissionDatasetsList:
 		return true
-	case DatasetsRead:
+	case PermissionDatasetsRead:
 		return true
-	case DatasetsWrite:
+	case PermissionDatasetsWrite:
 		return true
-	case OrganizationsDelete:
+	case PermissionOrganizationsDelete:
 		return true
-	case OrganizationsManage:
+	case PermissionOrganizationsManage:
 		return true
-	case QueriesExecute:
+	case PermissionQueriesExecute:
 		return true
-	case QueriesRead:
+	case PermissionQueriesRead:
 		return true
-	case SettingsManage:
+	case PermissionSettingsManage:
 		return true
-	case UsersManage:
+	case PermissionUsersManage:
 		return true
-	case VisualizationsCreate:
+	case PermissionVisualizationsCreate:
 		return true
 	default:
 		return false
@@ -817,19 +817,19 @@ func (e PlanBillingCycle) Valid() bool {
 
 // Defines values for PlanTier.
 const (
-	Enterprise PlanTier = "enterprise"
-	Free       PlanTier = "free"
-	Team       PlanTier = "team"
+	PlanTierEnterprise PlanTier = "enterprise"
+	PlanTierFree       PlanTier = "free"
+	PlanTierTeam       PlanTier = "team"
 )
 
 // Valid indicates whether the value is a known member of the PlanTier enum.
 func (e PlanTier) Valid() bool {
 	switch e {
-	case Enterprise:
+	case PlanTierEnterprise:
 		return true
-	case Free:
+	case PlanTierFree:
 		return true
-	case Team:
+	case PlanTierTeam:
 		return true
 	default:
 		return false
@@ -1160,6 +1160,54 @@ func (e StreamQueryRequestType) Valid() bool {
 	case StreamQueryRequestTypeNaturalLanguage:
 		return true
 	case StreamQueryRequestTypeSql:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TeamPermission.
+const (
+	TeamPermissionDatasetsManage TeamPermission = "datasets.manage"
+	TeamPermissionProjectsCreate TeamPermission = "projects.create"
+	TeamPermissionProjectsDelete TeamPermission = "projects.delete"
+	TeamPermissionProjectsRead   TeamPermission = "projects.read"
+	TeamPermissionProjectsUpdate TeamPermission = "projects.update"
+	TeamPermissionQueriesExecute TeamPermission = "queries.execute"
+)
+
+// Valid indicates whether the value is a known member of the TeamPermission enum.
+func (e TeamPermission) Valid() bool {
+	switch e {
+	case TeamPermissionDatasetsManage:
+		return true
+	case TeamPermissionProjectsCreate:
+		return true
+	case TeamPermissionProjectsDelete:
+		return true
+	case TeamPermissionProjectsRead:
+		return true
+	case TeamPermissionProjectsUpdate:
+		return true
+	case TeamPermissionQueriesExecute:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TeamRole.
+const (
+	TeamRoleMember   TeamRole = "member"
+	TeamRoleTeamLead TeamRole = "team_lead"
+)
+
+// Valid indicates whether the value is a known member of the TeamRole enum.
+func (e TeamRole) Valid() bool {
+	switch e {
+	case TeamRoleMember:
+		return true
+	case TeamRoleTeamLead:
 		return true
 	default:
 		return false
@@ -1785,6 +1833,14 @@ type CreateProjectRequest struct {
 
 	// Name Unique within the organization (case-insensitive).
 	Name string `json:"name"`
+}
+
+// CreateTeamRequest defines model for CreateTeamRequest.
+type CreateTeamRequest struct {
+	Description *string           `json:"description,omitempty"`
+	Name        string            `json:"name"`
+	Permissions *[]TeamPermission `json:"permissions,omitempty"`
+	Slug        *string           `json:"slug,omitempty"`
 }
 
 // CurrentUser defines model for CurrentUser.
@@ -2444,12 +2500,10 @@ type OrganizationUser struct {
 	// counts as member.
 	Role   MemberRole             `json:"role"`
 	Status OrganizationUserStatus `json:"status"`
-	Teams  []struct {
-		Id   string `json:"id"`
-		Name string `json:"name"`
-		Role string `json:"role"`
-	} `json:"teams"`
-	TwoFactorEnabled bool `json:"two_factor_enabled"`
+
+	// Teams The teams the user is in, by name, with their team role.
+	Teams            []UserTeam `json:"teams"`
+	TwoFactorEnabled bool       `json:"two_factor_enabled"`
 }
 
 // OrganizationUserStatus defines model for OrganizationUser.Status.
@@ -2811,6 +2865,55 @@ type StreamQueryRequest struct {
 // StreamQueryRequestType defines model for StreamQueryRequest.Type.
 type StreamQueryRequestType string
 
+// Team defines model for Team.
+type Team struct {
+	CreatedAt   time.Time `json:"created_at"`
+	Description *string   `json:"description"`
+	Id          string    `json:"id"`
+	MemberCount int       `json:"member_count"`
+
+	// Members The team's members, leads first, then by name (in a team's own answers, not in lists).
+	Members *[]TeamMember `json:"members,omitempty"`
+	Name    string        `json:"name"`
+
+	// OrganizationId Example: org_7k2m9x4q1w8e5r3t6y0u
+	OrganizationId OrganizationId   `json:"organization_id"`
+	Permissions    []TeamPermission `json:"permissions"`
+	ProjectCount   int              `json:"project_count"`
+
+	// Projects The projects the team is given, with the team's role on each (in a team's own answers, not in lists).
+	Projects  *[]TeamProject `json:"projects,omitempty"`
+	Slug      string         `json:"slug"`
+	UpdatedAt time.Time      `json:"updated_at"`
+}
+
+// TeamMember defines model for TeamMember.
+type TeamMember struct {
+	Email string `json:"email"`
+
+	// Id Example: usr_5g2f8d4s1a9p7o3i6u0y
+	Id       UserId    `json:"id"`
+	JoinedAt time.Time `json:"joined_at"`
+	Name     string    `json:"name"`
+
+	// Role A team lead manages the team's members; a member belongs to it.
+	Role TeamRole `json:"role"`
+}
+
+// TeamPermission defines model for TeamPermission.
+type TeamPermission string
+
+// TeamProject defines model for TeamProject.
+type TeamProject struct {
+	// Id Example: prj_3n8b5v1c7x2z9l4k6j0h
+	Id   ProjectId `json:"id"`
+	Name string    `json:"name"`
+	Role string    `json:"role"`
+}
+
+// TeamRole A team lead manages the team's members; a member belongs to it.
+type TeamRole string
+
 // TokenResponse defines model for TokenResponse.
 type TokenResponse struct {
 	AccessToken string `json:"access_token"`
@@ -2853,6 +2956,14 @@ type UpdateProjectRequest struct {
 	Name        *string `json:"name,omitempty"`
 }
 
+// UpdateTeamRequest defines model for UpdateTeamRequest.
+type UpdateTeamRequest struct {
+	Description *string           `json:"description,omitempty"`
+	Name        *string           `json:"name,omitempty"`
+	Permissions *[]TeamPermission `json:"permissions,omitempty"`
+	Slug        *string           `json:"slug,omitempty"`
+}
+
 // Upload defines model for Upload.
 type Upload struct {
 	// Claimed Whether a dataset has been created from it.
@@ -2881,6 +2992,15 @@ type UsageCount struct {
 // UserId Example: usr_5g2f8d4s1a9p7o3i6u0y
 type UserId = string
 
+// UserTeam defines model for UserTeam.
+type UserTeam struct {
+	Id   string `json:"id"`
+	Name string `json:"name"`
+
+	// Role A team lead manages the team's members; a member belongs to it.
+	Role TeamRole `json:"role"`
+}
+
 // DatasetId defines model for DatasetId.
 type DatasetId = string
 
@@ -2898,6 +3018,9 @@ type Page = int
 
 // TableParam defines model for TableParam.
 type TableParam = string
+
+// TeamId defines model for TeamId.
+type TeamId = string
 
 // VersionParam defines model for VersionParam.
 type VersionParam = string
@@ -3116,6 +3239,27 @@ type ListProjectsParams struct {
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
 }
 
+// ListTeamsParams defines parameters for ListTeams.
+type ListTeamsParams struct {
+	// Page Page number, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Search Case-insensitive substring of name or slug.
+	Search *string `form:"search,omitempty" json:"search,omitempty"`
+}
+
+// AddTeamMemberJSONBody defines parameters for AddTeamMember.
+type AddTeamMemberJSONBody struct {
+	// Role A team lead manages the team's members; a member belongs to it.
+	Role *TeamRole `json:"role,omitempty"`
+
+	// UserId Example: usr_5g2f8d4s1a9p7o3i6u0y
+	UserId UserId `json:"user_id"`
+}
+
 // ListOrganizationUsersParams defines parameters for ListOrganizationUsers.
 type ListOrganizationUsersParams struct {
 	// Page Page number, starting at 1.
@@ -3129,7 +3273,7 @@ type ListOrganizationUsersParams struct {
 	Role   *MemberRole                        `form:"role,omitempty" json:"role,omitempty"`
 	Status *ListOrganizationUsersParamsStatus `form:"status,omitempty" json:"status,omitempty"`
 
-	// TeamId Reserved for teams; no user belongs to a team yet, so any value yields an empty page.
+	// TeamId Only the members of this team (a team of another organization, or none, gives an empty page).
 	TeamId *string `form:"team_id,omitempty" json:"team_id,omitempty"`
 }
 
@@ -3340,6 +3484,15 @@ type CreateInvitationJSONRequestBody = CreateInvitationRequest
 
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
 type CreateProjectJSONRequestBody = CreateProjectRequest
+
+// CreateTeamJSONRequestBody defines body for CreateTeam for application/json ContentType.
+type CreateTeamJSONRequestBody = CreateTeamRequest
+
+// UpdateTeamJSONRequestBody defines body for UpdateTeam for application/json ContentType.
+type UpdateTeamJSONRequestBody = UpdateTeamRequest
+
+// AddTeamMemberJSONRequestBody defines body for AddTeamMember for application/json ContentType.
+type AddTeamMemberJSONRequestBody AddTeamMemberJSONBody
 
 // UpdateOrganizationUserJSONRequestBody defines body for UpdateOrganizationUser for application/json ContentType.
 type UpdateOrganizationUserJSONRequestBody UpdateOrganizationUserJSONBody
@@ -3638,6 +3791,27 @@ type ServerInterface interface {
 	// CreateProject Create a project (datasets:write)
 	// (POST /api/v1/organizations/{organization_id}/projects)
 	CreateProject(ctx echo.Context, organizationId OrganizationId) error
+	// ListTeams Teams of the organization
+	// (GET /api/v1/organizations/{organization_id}/teams)
+	ListTeams(ctx echo.Context, organizationId OrganizationId, params ListTeamsParams) error
+	// CreateTeam Create a team (admin)
+	// (POST /api/v1/organizations/{organization_id}/teams)
+	CreateTeam(ctx echo.Context, organizationId OrganizationId) error
+	// DeleteTeam Delete a team (admin)
+	// (DELETE /api/v1/organizations/{organization_id}/teams/{team_id})
+	DeleteTeam(ctx echo.Context, organizationId OrganizationId, teamId TeamId) error
+	// GetTeam A team with its members and projects
+	// (GET /api/v1/organizations/{organization_id}/teams/{team_id})
+	GetTeam(ctx echo.Context, organizationId OrganizationId, teamId TeamId) error
+	// UpdateTeam Rename, describe or re-permission a team (admin)
+	// (PATCH /api/v1/organizations/{organization_id}/teams/{team_id})
+	UpdateTeam(ctx echo.Context, organizationId OrganizationId, teamId TeamId) error
+	// AddTeamMember Put a member in the team, or change their team role (admin or the team's lead)
+	// (POST /api/v1/organizations/{organization_id}/teams/{team_id}/members)
+	AddTeamMember(ctx echo.Context, organizationId OrganizationId, teamId TeamId) error
+	// RemoveTeamMember Take a member out of the team (admin or the team's lead)
+	// (DELETE /api/v1/organizations/{organization_id}/teams/{team_id}/members/{user_id})
+	RemoveTeamMember(ctx echo.Context, organizationId OrganizationId, teamId TeamId, userId UserId) error
 	// ListOrganizationUsers Members and invited users of the organization
 	// (GET /api/v1/organizations/{organization_id}/users)
 	ListOrganizationUsers(ctx echo.Context, organizationId OrganizationId, params ListOrganizationUsersParams) error
@@ -4607,6 +4781,189 @@ func (w *ServerInterfaceWrapper) CreateProject(ctx echo.Context) error {
 	return err
 }
 
+// ListTeams converts echo context to params.
+func (w *ServerInterfaceWrapper) ListTeams(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTeamsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "search" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "search", ctx.QueryParams(), &params.Search, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter search: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListTeams(ctx, organizationId, params)
+	return err
+}
+
+// CreateTeam converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateTeam(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateTeam(ctx, organizationId)
+	return err
+}
+
+// DeleteTeam converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteTeam(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "team_id" -------------
+	var teamId TeamId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "team_id", ctx.Param("team_id"), &teamId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter team_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteTeam(ctx, organizationId, teamId)
+	return err
+}
+
+// GetTeam converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTeam(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "team_id" -------------
+	var teamId TeamId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "team_id", ctx.Param("team_id"), &teamId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter team_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTeam(ctx, organizationId, teamId)
+	return err
+}
+
+// UpdateTeam converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateTeam(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "team_id" -------------
+	var teamId TeamId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "team_id", ctx.Param("team_id"), &teamId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter team_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateTeam(ctx, organizationId, teamId)
+	return err
+}
+
+// AddTeamMember converts echo context to params.
+func (w *ServerInterfaceWrapper) AddTeamMember(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "team_id" -------------
+	var teamId TeamId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "team_id", ctx.Param("team_id"), &teamId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter team_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AddTeamMember(ctx, organizationId, teamId)
+	return err
+}
+
+// RemoveTeamMember converts echo context to params.
+func (w *ServerInterfaceWrapper) RemoveTeamMember(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "team_id" -------------
+	var teamId TeamId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "team_id", ctx.Param("team_id"), &teamId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter team_id: %s", err))
+	}
+
+	// ------------- Path parameter "user_id" -------------
+	var userId UserId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "user_id", ctx.Param("user_id"), &userId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RemoveTeamMember(ctx, organizationId, teamId, userId)
+	return err
+}
+
 // ListOrganizationUsers converts echo context to params.
 func (w *ServerInterfaceWrapper) ListOrganizationUsers(ctx echo.Context) error {
 	var err error
@@ -5538,6 +5895,13 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/users", wrapper.ListOrganizationUsers, options.OperationMiddlewares["listOrganizationUsers"]...)
 	router.DELETE(options.BaseURL+"/api/v1/organizations/:organization_id/users/:user_id", wrapper.RemoveOrganizationUser, options.OperationMiddlewares["removeOrganizationUser"]...)
 	router.PATCH(options.BaseURL+"/api/v1/organizations/:organization_id/users/:user_id", wrapper.UpdateOrganizationUser, options.OperationMiddlewares["updateOrganizationUser"]...)
+	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/teams", wrapper.ListTeams, options.OperationMiddlewares["listTeams"]...)
+	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/teams", wrapper.CreateTeam, options.OperationMiddlewares["createTeam"]...)
+	router.DELETE(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id", wrapper.DeleteTeam, options.OperationMiddlewares["deleteTeam"]...)
+	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id", wrapper.GetTeam, options.OperationMiddlewares["getTeam"]...)
+	router.PATCH(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id", wrapper.UpdateTeam, options.OperationMiddlewares["updateTeam"]...)
+	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id/members", wrapper.AddTeamMember, options.OperationMiddlewares["addTeamMember"]...)
+	router.DELETE(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id/members/:user_id", wrapper.RemoveTeamMember, options.OperationMiddlewares["removeTeamMember"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.GET(options.BaseURL+"/api/v1/invitations/:token", wrapper.GetInvitation, options.OperationMiddlewares["getInvitation"]...)
 	router.POST(options.BaseURL+"/api/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
@@ -10269,6 +10633,850 @@ func (response CreateProject429JSONResponse) VisitCreateProjectResponse(w http.R
 	return err
 }
 
+type ListTeamsRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	Params         ListTeamsParams
+}
+
+type ListTeamsResponseObject interface {
+	VisitListTeamsResponse(w http.ResponseWriter) error
+}
+
+type ListTeams200JSONResponse struct {
+	Pagination Pagination `json:"pagination"`
+	Teams      []Team     `json:"teams"`
+}
+
+func (response ListTeams200JSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeams400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListTeams400JSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeams401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListTeams401JSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeams403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListTeams403JSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeams404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListTeams404JSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeams429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ListTeams429JSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeamRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	Body           *CreateTeamJSONRequestBody
+}
+
+type CreateTeamResponseObject interface {
+	VisitCreateTeamResponse(w http.ResponseWriter) error
+}
+
+type CreateTeam201ResponseHeaders struct {
+	Location *string
+}
+
+type CreateTeam201JSONResponse struct {
+	Body    Team
+	Headers CreateTeam201ResponseHeaders
+}
+
+func (response CreateTeam201JSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateTeam400JSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateTeam401JSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateTeam403JSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateTeam404JSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateTeam409JSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateTeam413JSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response CreateTeam429JSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTeamRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	TeamId         TeamId         `json:"team_id"`
+}
+
+type DeleteTeamResponseObject interface {
+	VisitDeleteTeamResponse(w http.ResponseWriter) error
+}
+
+type DeleteTeam204Response struct {
+}
+
+func (response DeleteTeam204Response) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteTeam400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteTeam400JSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTeam401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteTeam401JSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTeam403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteTeam403JSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTeam404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteTeam404JSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTeam429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response DeleteTeam429JSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeamRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	TeamId         TeamId         `json:"team_id"`
+}
+
+type GetTeamResponseObject interface {
+	VisitGetTeamResponse(w http.ResponseWriter) error
+}
+
+type GetTeam200JSONResponse Team
+
+func (response GetTeam200JSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeam400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetTeam400JSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeam401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetTeam401JSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeam403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetTeam403JSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeam404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetTeam404JSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeam429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetTeam429JSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeamRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	TeamId         TeamId         `json:"team_id"`
+	Body           *UpdateTeamJSONRequestBody
+}
+
+type UpdateTeamResponseObject interface {
+	VisitUpdateTeamResponse(w http.ResponseWriter) error
+}
+
+type UpdateTeam200JSONResponse Team
+
+func (response UpdateTeam200JSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateTeam400JSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateTeam401JSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateTeam403JSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateTeam404JSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateTeam409JSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateTeam413JSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response UpdateTeam429JSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddTeamMemberRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	TeamId         TeamId         `json:"team_id"`
+	Body           *AddTeamMemberJSONRequestBody
+}
+
+type AddTeamMemberResponseObject interface {
+	VisitAddTeamMemberResponse(w http.ResponseWriter) error
+}
+
+type AddTeamMember200JSONResponse Team
+
+func (response AddTeamMember200JSONResponse) VisitAddTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddTeamMember201JSONResponse Team
+
+func (response AddTeamMember201JSONResponse) VisitAddTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddTeamMember400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AddTeamMember400JSONResponse) VisitAddTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddTeamMember401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AddTeamMember401JSONResponse) VisitAddTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddTeamMember403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AddTeamMember403JSONResponse) VisitAddTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddTeamMember404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AddTeamMember404JSONResponse) VisitAddTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddTeamMember413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response AddTeamMember413JSONResponse) VisitAddTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddTeamMember429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response AddTeamMember429JSONResponse) VisitAddTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveTeamMemberRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	TeamId         TeamId         `json:"team_id"`
+	UserId         UserId         `json:"user_id"`
+}
+
+type RemoveTeamMemberResponseObject interface {
+	VisitRemoveTeamMemberResponse(w http.ResponseWriter) error
+}
+
+type RemoveTeamMember204Response struct {
+}
+
+func (response RemoveTeamMember204Response) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type RemoveTeamMember400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RemoveTeamMember400JSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveTeamMember401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RemoveTeamMember401JSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveTeamMember403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RemoveTeamMember403JSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveTeamMember404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RemoveTeamMember404JSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveTeamMember429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response RemoveTeamMember429JSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListOrganizationUsersRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	Params         ListOrganizationUsersParams
@@ -14267,6 +15475,27 @@ type StrictServerInterface interface {
 	// CreateProject Create a project (datasets:write)
 	// (POST /api/v1/organizations/{organization_id}/projects)
 	CreateProject(ctx context.Context, request CreateProjectRequestObject) (CreateProjectResponseObject, error)
+	// ListTeams Teams of the organization
+	// (GET /api/v1/organizations/{organization_id}/teams)
+	ListTeams(ctx context.Context, request ListTeamsRequestObject) (ListTeamsResponseObject, error)
+	// CreateTeam Create a team (admin)
+	// (POST /api/v1/organizations/{organization_id}/teams)
+	CreateTeam(ctx context.Context, request CreateTeamRequestObject) (CreateTeamResponseObject, error)
+	// DeleteTeam Delete a team (admin)
+	// (DELETE /api/v1/organizations/{organization_id}/teams/{team_id})
+	DeleteTeam(ctx context.Context, request DeleteTeamRequestObject) (DeleteTeamResponseObject, error)
+	// GetTeam A team with its members and projects
+	// (GET /api/v1/organizations/{organization_id}/teams/{team_id})
+	GetTeam(ctx context.Context, request GetTeamRequestObject) (GetTeamResponseObject, error)
+	// UpdateTeam Rename, describe or re-permission a team (admin)
+	// (PATCH /api/v1/organizations/{organization_id}/teams/{team_id})
+	UpdateTeam(ctx context.Context, request UpdateTeamRequestObject) (UpdateTeamResponseObject, error)
+	// AddTeamMember Put a member in the team, or change their team role (admin or the team's lead)
+	// (POST /api/v1/organizations/{organization_id}/teams/{team_id}/members)
+	AddTeamMember(ctx context.Context, request AddTeamMemberRequestObject) (AddTeamMemberResponseObject, error)
+	// RemoveTeamMember Take a member out of the team (admin or the team's lead)
+	// (DELETE /api/v1/organizations/{organization_id}/teams/{team_id}/members/{user_id})
+	RemoveTeamMember(ctx context.Context, request RemoveTeamMemberRequestObject) (RemoveTeamMemberResponseObject, error)
 	// ListOrganizationUsers Members and invited users of the organization
 	// (GET /api/v1/organizations/{organization_id}/users)
 	ListOrganizationUsers(ctx context.Context, request ListOrganizationUsersRequestObject) (ListOrganizationUsersResponseObject, error)
@@ -15748,6 +16977,257 @@ func (sh *strictHandler) CreateProject(ctx echo.Context, organizationId Organiza
 		return err
 	} else if validResponse, ok := response.(CreateProjectResponseObject); ok {
 		return validResponse.VisitCreateProjectResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListTeams operation middleware
+func (sh *strictHandler) ListTeams(ctx echo.Context, organizationId OrganizationId, params ListTeamsParams) error {
+	var request ListTeamsRequestObject
+
+	request.OrganizationId = organizationId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTeams(ctx.Request().Context(), request.(ListTeamsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTeams")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListTeamsResponseObject); ok {
+		return validResponse.VisitListTeamsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateTeam operation middleware
+func (sh *strictHandler) CreateTeam(ctx echo.Context, organizationId OrganizationId) error {
+	var request CreateTeamRequestObject
+
+	request.OrganizationId = organizationId
+
+	var body CreateTeamJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTeam(ctx.Request().Context(), request.(CreateTeamRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTeam")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateTeamResponseObject); ok {
+		return validResponse.VisitCreateTeamResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteTeam operation middleware
+func (sh *strictHandler) DeleteTeam(ctx echo.Context, organizationId OrganizationId, teamId TeamId) error {
+	var request DeleteTeamRequestObject
+
+	request.OrganizationId = organizationId
+	request.TeamId = teamId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteTeam(ctx.Request().Context(), request.(DeleteTeamRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteTeam")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteTeamResponseObject); ok {
+		return validResponse.VisitDeleteTeamResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTeam operation middleware
+func (sh *strictHandler) GetTeam(ctx echo.Context, organizationId OrganizationId, teamId TeamId) error {
+	var request GetTeamRequestObject
+
+	request.OrganizationId = organizationId
+	request.TeamId = teamId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTeam(ctx.Request().Context(), request.(GetTeamRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTeam")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTeamResponseObject); ok {
+		return validResponse.VisitGetTeamResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateTeam operation middleware
+func (sh *strictHandler) UpdateTeam(ctx echo.Context, organizationId OrganizationId, teamId TeamId) error {
+	var request UpdateTeamRequestObject
+
+	request.OrganizationId = organizationId
+	request.TeamId = teamId
+
+	var body UpdateTeamJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateTeam(ctx.Request().Context(), request.(UpdateTeamRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateTeam")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateTeamResponseObject); ok {
+		return validResponse.VisitUpdateTeamResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AddTeamMember operation middleware
+func (sh *strictHandler) AddTeamMember(ctx echo.Context, organizationId OrganizationId, teamId TeamId) error {
+	var request AddTeamMemberRequestObject
+
+	request.OrganizationId = organizationId
+	request.TeamId = teamId
+
+	var body AddTeamMemberJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AddTeamMember(ctx.Request().Context(), request.(AddTeamMemberRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AddTeamMember")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AddTeamMemberResponseObject); ok {
+		return validResponse.VisitAddTeamMemberResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RemoveTeamMember operation middleware
+func (sh *strictHandler) RemoveTeamMember(ctx echo.Context, organizationId OrganizationId, teamId TeamId, userId UserId) error {
+	var request RemoveTeamMemberRequestObject
+
+	request.OrganizationId = organizationId
+	request.TeamId = teamId
+	request.UserId = userId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RemoveTeamMember(ctx.Request().Context(), request.(RemoveTeamMemberRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RemoveTeamMember")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RemoveTeamMemberResponseObject); ok {
+		return validResponse.VisitRemoveTeamMemberResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
