@@ -14,6 +14,7 @@ import (
 	"dataplatform/store"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 func orgUserOut(u *store.OrgUser) api.OrganizationUser {
@@ -191,7 +192,10 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 	now := o.Now()
 	inv := &store.Invitation{ID: store.NewID("inv"), OrgID: req.OrganizationId, Email: email, Name: b.Name, Role: role,
 		Message: b.Message, TokenHash: auth.HashSecret(token), Status: "pending", ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour), CreatedAt: now,
-		DeliveredByEmail: o.Mail != nil}
+		DeliveredByEmail: o.Mail != nil, TeamIDs: pq.StringArray{}}
+	if b.Teams != nil {
+		inv.TeamIDs = pq.StringArray(*b.Teams)
+	}
 	link := o.Config.BaseURL + "/api/v1/invitations/" + token
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		p, _, err := o.manager(ctx, tx, req.OrganizationId)
@@ -201,6 +205,13 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		inv.InvitedBy = &p.UserID
 		if err := store.LockOrganization(ctx, tx, req.OrganizationId); err != nil {
 			return err
+		}
+		missing, err := store.MissingTeams(ctx, tx, req.OrganizationId, inv.TeamIDs)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			return apierr.Field("body.teams", "unknown_team", "no team "+strings.Join(missing, ", ")+" in this organization")
 		}
 		u, err := store.UserByEmail(ctx, tx, email)
 		switch {
@@ -263,7 +274,7 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 	}
 	out := api.CreateInvitation201JSONResponse{InvitationId: inv.ID, OrganizationId: inv.OrgID, UserId: &inv.UserID, Email: inv.Email,
 		Name: inv.Name, Role: api.MemberRole(inv.Role), Status: api.InvitationStatusPending, ExpiresAt: inv.ExpiresAt,
-		Delivery: api.InvitationDeliveryEmail, CreatedAt: inv.CreatedAt}
+		Delivery: api.InvitationDeliveryEmail, Teams: inv.TeamIDs, CreatedAt: inv.CreatedAt}
 	if !inv.DeliveredByEmail {
 		out.Delivery, out.InvitationUrl = api.InvitationDeliveryLink, &link
 	}
@@ -381,6 +392,9 @@ func (o *Orgs) AcceptInvitation(ctx context.Context, req api.AcceptInvitationReq
 			return apierr.AuthRequired("this email already has an account: sign in as it and accept with its access token")
 		}
 		if err := store.AddMembership(ctx, tx, inv.OrgID, u.ID, inv.Role, "active", &now, now); err != nil {
+			return err
+		}
+		if err := store.JoinTeams(ctx, tx, inv.OrgID, u.ID, inv.TeamIDs, now); err != nil {
 			return err
 		}
 		if err := store.AcceptInvitation(ctx, tx, inv.ID, now); err != nil {

@@ -122,10 +122,12 @@ type Invitation struct {
 	OrgName    string     `db:"organization_name"`
 	// DeliveredByEmail: the token went only to the invited mailbox, never to the inviter.
 	DeliveredByEmail bool `db:"delivered_by_email"`
+	// TeamIDs are the teams accepting joins (as member).
+	TeamIDs pq.StringArray `db:"team_ids"`
 }
 
 const invitationCols = `i.id, i.organization_id, i.user_id, i.email, i.name, i.role, i.message, i.token_hash, i.invited_by,
-	i.status, i.expires_at, i.accepted_at, i.created_at, o.name AS organization_name, i.delivered_by_email`
+	i.status, i.expires_at, i.accepted_at, i.created_at, o.name AS organization_name, i.delivered_by_email, i.team_ids`
 
 // CreateInvitation inserts inv, withdrawing earlier pending invitations of the same user to the
 // same organization.
@@ -135,9 +137,9 @@ func CreateInvitation(ctx context.Context, q sqlx.ExtContext, inv *Invitation) e
 		return err
 	}
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.invitations (id, organization_id, user_id, email, name, role, message, token_hash,
-		invited_by, status, expires_at, created_at, delivered_by_email)
+		invited_by, status, expires_at, created_at, delivered_by_email, team_ids)
 		VALUES (:id, :organization_id, :user_id, :email, :name, :role, :message, :token_hash, :invited_by, :status, :expires_at, :created_at,
-		:delivered_by_email)`, inv)
+		:delivered_by_email, :team_ids)`, inv)
 	return err
 }
 

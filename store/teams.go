@@ -174,3 +174,28 @@ func UsersTeams(ctx context.Context, q sqlx.QueryerContext, orgID string, userID
 		WHERE m.organization_id = $1 AND m.user_id = ANY($2) ORDER BY lower(t.name), t.id`, orgID, pq.StringArray(userIDs))
 	return out, err
 }
+
+// JoinTeams puts an active member in those of the teams that still exist in the organization
+// (as member; a team they are in already keeps their role).
+func JoinTeams(ctx context.Context, q sqlx.ExecerContext, orgID, userID string, teamIDs []string, now time.Time) error {
+	if len(teamIDs) == 0 {
+		return nil
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO platform.team_members (team_id, organization_id, user_id, role, joined_at)
+		SELECT t.id, m.organization_id, m.user_id, 'member', $4 FROM platform.teams t
+		JOIN platform.memberships m ON m.organization_id = t.organization_id AND m.user_id = $2 AND m.status = 'active'
+		WHERE t.organization_id = $1 AND t.id = ANY($3)
+		ON CONFLICT (team_id, user_id) DO NOTHING`, orgID, userID, pq.StringArray(teamIDs), now)
+	return err
+}
+
+// MissingTeams are those of ids that are no team of the organization.
+func MissingTeams(ctx context.Context, q sqlx.QueryerContext, orgID string, ids []string) ([]string, error) {
+	out := []string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT x FROM unnest($2::text[]) x
+		WHERE NOT EXISTS (SELECT 1 FROM platform.teams t WHERE t.organization_id = $1 AND t.id = x) ORDER BY x`, orgID, pq.StringArray(ids))
+	return out, err
+}

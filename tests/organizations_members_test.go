@@ -186,7 +186,8 @@ func TestInvitationValidationAndPermissions(t *testing.T) {
 	}{
 		{"owner role", `{"email":"o@example.com","role":"owner"}`, "body.role", "enum"},
 		{"unknown role", `{"email":"o@example.com","role":"boss"}`, "body.role", "enum"},
-		{"teams", `{"email":"t@example.com","teams":["tm_1"]}`, "body.teams", "maxItems"},
+		{"teams", `{"email":"t@example.com","teams":["tm_1"]}`, "body.teams", "unknown_team"},
+		{"team id", `{"email":"t@example.com","teams":["x"]}`, "body.teams.0", "pattern"},
 		{"email missing", `{"role":"viewer"}`, "body.email", "required"},
 		{"bad email", `{"email":"not-an-email"}`, "body.email", "format"},
 		{"display name email", `{"email":"Bob <bob@example.com>"}`, "body.email", "format"},

@@ -120,3 +120,33 @@ func TestTeams(t *testing.T) {
 		}
 	}
 }
+
+// TestInvitationJoinsTeams: an invitation names teams of the organization, and accepting it
+// puts the person in them as member; a team of another organization is 400 and invites
+// nobody; a team deleted before acceptance is skipped.
+func TestInvitationJoinsTeams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	base := "/api/v1/organizations/" + e.orgID
+	a := e.do("POST", base+"/teams", map[string]any{"name": "Alpha"}, own).status(201).str("id")
+	b := e.do("POST", base+"/teams", map[string]any{"name": "Beta"}, own).status(201).str("id")
+	other := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Elsewhere"}, own).status(201).str("id")
+	foreign := e.do("POST", "/api/v1/organizations/"+other+"/teams", map[string]any{"name": "Theirs"}, own).status(201).str("id")
+
+	e.do("POST", base+"/invitations", map[string]any{"email": "nope@example.com", "teams": []string{a, foreign}}, own).
+		apiError(400, "VALIDATION_ERROR", "body.teams", "unknown_team")
+	if u := e.do("GET", base+"/users?search=nope@", nil, own).status(200); u.len("users") != 0 {
+		t.Fatalf("a refused invitation left a user: %s", u.Body)
+	}
+	inv := e.do("POST", base+"/invitations", map[string]any{"email": "tina@example.com", "teams": []string{a, b}}, own).status(201)
+	if inv.len("teams") != 2 {
+		t.Fatalf("invitation: %s", inv.Body)
+	}
+	e.do("DELETE", base+"/teams/"+b, nil, own).status(204)
+	e.do("POST", "/api/v1/invitations/"+e.invitationToken(inv)+"/accept", map[string]any{"name": "Tina", "password": "password-tina"}).status(200)
+	u := e.do("GET", base+"/users?search=tina@", nil, own).status(200)
+	if u.len("users.0.teams") != 1 || u.str("users.0.teams.0.id") != a || u.str("users.0.teams.0.role") != "member" {
+		t.Fatalf("teams after accepting: %s", u.Body)
+	}
+}

@@ -1805,7 +1805,7 @@ type CreateInvitationRequest struct {
 	// Role Owners are made by changing a member's role, not by invitation.
 	Role *CreateInvitationRequestRole `json:"role,omitempty"`
 
-	// Teams Reserved for teams, which this version does not have; must be empty.
+	// Teams Teams of this organization the person joins (as `member`) when they accept; a team that is not the organization's is 400 (`unknown_team`). A team deleted before then is skipped.
 	Teams *[]string `json:"teams,omitempty"`
 }
 
@@ -2296,6 +2296,9 @@ type Invitation struct {
 	// counts as member.
 	Role   MemberRole       `json:"role"`
 	Status InvitationStatus `json:"status"`
+
+	// Teams The teams (ids) accepting joins.
+	Teams []string `json:"teams"`
 
 	// UserId Example: usr_5g2f8d4s1a9p7o3i6u0y
 	UserId *UserId `json:"user_id,omitempty"`

@@ -35,7 +35,11 @@ CREATE TABLE platform.team_projects (
 );
 CREATE INDEX team_projects_project_idx ON platform.team_projects (project_id);
 
+-- The teams an invitation puts the person in when they accept (as member).
+ALTER TABLE platform.invitations ADD COLUMN team_ids text[] NOT NULL DEFAULT '{}';
+
 -- +goose Down
+ALTER TABLE platform.invitations DROP COLUMN team_ids;
 DROP TABLE platform.team_projects;
 DROP TABLE platform.team_members;
 DROP TABLE platform.teams;
