@@ -161,13 +161,7 @@ func (o *Orgs) UpdateTeam(ctx context.Context, req api.UpdateTeamRequestObject) 
 	b := req.Body
 	var out api.Team
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		if _, _, err := o.manager(ctx, tx, req.OrganizationId); err != nil {
-			return err
-		}
-		if err := o.lockTeam(ctx, tx, req.OrganizationId, req.TeamId); err != nil {
-			return err
-		}
-		t, err := store.TeamByID(ctx, tx, req.OrganizationId, req.TeamId)
+		t, err := o.managedTeam(ctx, tx, req.OrganizationId, req.TeamId)
 		if err != nil {
 			return err
 		}
@@ -200,13 +194,7 @@ func (o *Orgs) UpdateTeam(ctx context.Context, req api.UpdateTeamRequestObject) 
 
 func (o *Orgs) DeleteTeam(ctx context.Context, req api.DeleteTeamRequestObject) (api.DeleteTeamResponseObject, error) {
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		if _, _, err := o.manager(ctx, tx, req.OrganizationId); err != nil {
-			return err
-		}
-		if err := o.lockTeam(ctx, tx, req.OrganizationId, req.TeamId); err != nil {
-			return err
-		}
-		t, err := store.TeamByID(ctx, tx, req.OrganizationId, req.TeamId)
+		t, err := o.managedTeam(ctx, tx, req.OrganizationId, req.TeamId)
 		if err != nil {
 			return err
 		}
@@ -222,6 +210,18 @@ func (o *Orgs) DeleteTeam(ctx context.Context, req api.DeleteTeamRequestObject) 
 		return nil, err
 	}
 	return api.DeleteTeam204Response{}, nil
+}
+
+// managedTeam checks that the caller administers the organization's teams, then locks and
+// loads the team.
+func (o *Orgs) managedTeam(ctx context.Context, tx *sqlx.Tx, orgID, teamID string) (*store.Team, error) {
+	if _, _, err := o.manager(ctx, tx, orgID); err != nil {
+		return nil, err
+	}
+	if err := o.lockTeam(ctx, tx, orgID, teamID); err != nil {
+		return nil, err
+	}
+	return store.TeamByID(ctx, tx, orgID, teamID)
 }
 
 // lockTeam locks the team's row (its members change one at a time), 404 when the
