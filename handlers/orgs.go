@@ -86,16 +86,29 @@ func (o *Orgs) ListOrganizations(ctx context.Context, req api.ListOrganizationsR
 
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
 
-// slugFrom derives a URL name from an organization name.
-func slugFrom(name string) string {
+// slugFrom derives a URL name from a name; one shorter than three characters gets the
+// kind ("org", "team") appended.
+func slugFrom(name, kind string) string {
 	s := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(name), "-"), "-")
 	if len(s) > 50 {
 		s = strings.TrimRight(s[:50], "-")
 	}
 	if len(s) < 3 {
-		s = strings.TrimLeft(s+"-org", "-")
+		s = strings.TrimLeft(s+"-"+kind, "-")
 	}
 	return s
+}
+
+// freeSlug is base, or base with a random suffix while taken says it is someone else's.
+func freeSlug(base string, taken func(string) (bool, error)) (string, error) {
+	slug := base
+	for {
+		t, err := taken(slug)
+		if err != nil || !t {
+			return slug, err
+		}
+		slug = base + "-" + store.NewID("x")[2:7]
+	}
 }
 
 func (o *Orgs) CreateOrganization(ctx context.Context, req api.CreateOrganizationRequestObject) (api.CreateOrganizationResponseObject, error) {
@@ -120,16 +133,8 @@ func (o *Orgs) CreateOrganization(ctx context.Context, req api.CreateOrganizatio
 		}
 		if b.Slug != nil {
 			org.Slug = *b.Slug
-		} else {
-			base := slugFrom(b.Name)
-			org.Slug = base
-			for i := 0; ; i++ {
-				taken, err := store.SlugTaken(ctx, tx, org.Slug)
-				if err != nil || !taken {
-					break
-				}
-				org.Slug = base + "-" + store.NewID("x")[2:7]
-			}
+		} else if org.Slug, err = freeSlug(slugFrom(b.Name, "org"), func(s string) (bool, error) { return store.SlugTaken(ctx, tx, s) }); err != nil {
+			return err
 		}
 		if err := store.CreateOrganization(ctx, tx, org, p.UserID); err != nil {
 			return conflictOn(err, "slug", "the slug "+org.Slug+" is already taken")

@@ -30,10 +30,15 @@ func (o *Orgs) manager(ctx context.Context, tx *sqlx.Tx, orgID string) (*auth.Pr
 	if err != nil {
 		return nil, acc, err
 	}
+	return p, acc, managesUsers(acc)
+}
+
+// managesUsers refuses a caller who is not an organization admin with users:manage.
+func managesUsers(acc auth.Access) error {
 	if err := acc.NeedRole("admin"); err != nil {
-		return nil, acc, err
+		return err
 	}
-	return p, acc, acc.Need("users:manage")
+	return acc.Need("users:manage")
 }
 
 func (o *Orgs) ListOrganizationUsers(ctx context.Context, req api.ListOrganizationUsersRequestObject) (api.ListOrganizationUsersResponseObject, error) {

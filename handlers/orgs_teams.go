@@ -112,7 +112,6 @@ func (o *Orgs) CreateTeam(ctx context.Context, req api.CreateTeamRequestObject) 
 	now := o.Now()
 	t := &store.Team{ID: store.NewID("tm"), OrgID: req.OrganizationId, Name: b.Name, Description: b.Description,
 		Permissions: teamPermissions(b.Permissions), CreatedAt: now, UpdatedAt: now}
-	var out api.Team
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		p, _, err := o.manager(ctx, tx, req.OrganizationId)
 		if err != nil {
@@ -123,7 +122,7 @@ func (o *Orgs) CreateTeam(ctx context.Context, req api.CreateTeamRequestObject) 
 		}
 		if b.Slug != nil {
 			t.Slug = *b.Slug
-		} else if t.Slug, err = o.freeTeamSlug(ctx, tx, req.OrganizationId, slugFrom(b.Name)); err != nil {
+		} else if t.Slug, err = freeSlug(slugFrom(b.Name, "team"), func(s string) (bool, error) { return store.TeamSlugTaken(ctx, tx, t.OrgID, s) }); err != nil {
 			return err
 		}
 		if err := store.CreateTeam(ctx, tx, t); err != nil {
@@ -132,29 +131,14 @@ func (o *Orgs) CreateTeam(ctx context.Context, req api.CreateTeamRequestObject) 
 		if err := o.audit(ctx, tx, t.OrgID, "team.create", "team", t.ID, t.Name, map[string]any{"slug": t.Slug, "permissions": []string(t.Permissions)}); err != nil {
 			return err
 		}
-		if err := store.Emit(ctx, tx, "team.created", t.OrgID, map[string]any{"id": t.ID, "name": t.Name, "slug": t.Slug}, now); err != nil {
-			return err
-		}
-		out, err = teamDetail(ctx, tx, t.OrgID, t.ID)
-		return err
+		return store.Emit(ctx, tx, "team.created", t.OrgID, map[string]any{"id": t.ID, "name": t.Name, "slug": t.Slug}, now)
 	})
 	if err != nil {
 		return nil, err
 	}
 	loc := "/api/v1/organizations/" + t.OrgID + "/teams/" + t.ID
-	return api.CreateTeam201JSONResponse{Body: out, Headers: api.CreateTeam201ResponseHeaders{Location: &loc}}, nil
-}
-
-// freeTeamSlug is base, or base with a random suffix when another team has it.
-func (o *Orgs) freeTeamSlug(ctx context.Context, q sqlx.QueryerContext, orgID, base string) (string, error) {
-	slug := base
-	for {
-		taken, err := store.TeamSlugTaken(ctx, q, orgID, slug)
-		if err != nil || !taken {
-			return slug, err
-		}
-		slug = base + "-" + store.NewID("x")[2:7]
-	}
+	// A new team has no members and no projects yet.
+	return api.CreateTeam201JSONResponse{Body: teamOut(t, []store.TeamMember{}, []store.TeamProject{}), Headers: api.CreateTeam201ResponseHeaders{Location: &loc}}, nil
 }
 
 func (o *Orgs) UpdateTeam(ctx context.Context, req api.UpdateTeamRequestObject) (api.UpdateTeamResponseObject, error) {
@@ -245,25 +229,18 @@ func (o *Orgs) teamManager(ctx context.Context, tx *sqlx.Tx, orgID, teamID, targ
 	if err := o.lockTeam(ctx, tx, orgID, teamID); err != nil {
 		return err
 	}
-	if acc.NeedRole("admin") == nil && acc.Need("users:manage") == nil {
+	admin := managesUsers(acc)
+	if admin == nil || self && target == p.UserID {
 		return nil
 	}
-	if self && target == p.UserID {
-		return nil
+	if p.KeyID != "" { // a lead manages their team signed in as themselves, not with a key
+		return admin
 	}
-	if p.KeyID == "" {
-		role, err := store.TeamRole(ctx, tx, teamID, p.UserID)
-		if err != nil {
-			return err
-		}
-		if role == "team_lead" {
-			return nil
-		}
-	}
-	if err := acc.NeedRole("admin"); err != nil {
+	role, err := store.TeamRole(ctx, tx, teamID, p.UserID)
+	if err != nil || role == "team_lead" {
 		return err
 	}
-	return acc.Need("users:manage")
+	return admin
 }
 
 func (o *Orgs) AddTeamMember(ctx context.Context, req api.AddTeamMemberRequestObject) (api.AddTeamMemberResponseObject, error) {

@@ -29,6 +29,11 @@ func TestTeams(t *testing.T) {
 	e.do("POST", base, map[string]any{"name": "Bad", "permissions": []string{"projects.fly"}}, own).apiError(400, "VALIDATION_ERROR")
 	e.do("POST", base, map[string]any{"name": "Bad", "slug": "Not A Slug"}, own).apiError(400, "VALIDATION_ERROR")
 	e.do("POST", base, map[string]any{}, own).apiError(400, "VALIDATION_ERROR")
+	if q := e.do("POST", base, map[string]any{"name": "QA"}, own).status(201); q.str("slug") != "qa-team" {
+		t.Fatalf("short name's slug: %s", q.Body)
+	} else {
+		e.do("DELETE", base+"/"+q.str("id"), nil, own).status(204)
+	}
 	ops := e.do("POST", base, map[string]any{"name": "Ops", "permissions": []string{"projects.read", "queries.execute"}}, own).status(201).str("id")
 	if l := e.do("GET", base, nil, own).status(200); l.len("teams") != 2 || l.str("teams.0.name") != "Data Science" || l.get("teams.0.members") != nil || l.num("pagination.total") != 2 {
 		t.Fatalf("list: %s", l.Body)
@@ -109,12 +114,12 @@ func TestTeams(t *testing.T) {
 		t.Fatalf("the lead after the team's deletion: %s", u.Body)
 	}
 
-	for action, want := range map[string]int{"team.create": 2, "team.update": 2, "team.delete": 1, "team.member_add": 3, "team.member_role_change": 2, "team.member_remove": 1} {
+	for action, want := range map[string]int{"team.create": 3, "team.update": 2, "team.delete": 2, "team.member_add": 3, "team.member_role_change": 2, "team.member_remove": 1} {
 		if n := e.countAuditRows(org, action); n != want {
 			t.Errorf("audit %s: %d rows, want %d", action, n, want)
 		}
 	}
-	for event, want := range map[string]int{"team.created": 2, "team.deleted": 1} {
+	for event, want := range map[string]int{"team.created": 3, "team.deleted": 2} {
 		if n := e.countOutboxRows(org, event); n != want {
 			t.Errorf("outbox %s: %d events, want %d", event, n, want)
 		}

@@ -151,7 +151,12 @@ func narrow(t *recsql.Table, rec json.RawMessage, fields []string) json.RawMessa
 		return rec
 	}
 	out := make(map[string]json.RawMessage, len(fields)+2)
-	for _, f := range append(fields, "_links", "_embedded") {
+	for _, f := range fields {
+		if v, ok := m[f]; ok {
+			out[f] = v
+		}
+	}
+	for _, f := range []string{"_links", "_embedded"} {
 		if v, ok := m[f]; ok {
 			out[f] = v
 		}
