@@ -88,7 +88,7 @@ func (h *Datasets) dataset(ctx context.Context, q sqlx.QueryerContext, projectID
 	} else if err != nil {
 		return nil, err
 	}
-	return d, auth.AccessFor(p, d.OrgID, d.Role).Need(perm)
+	return d, auth.ReachAccess(p, d.OrgID, d.Reach).Need(perm)
 }
 
 func (h *Datasets) ListDatasets(ctx context.Context, req api.ListDatasetsRequestObject) (api.ListDatasetsResponseObject, error) {

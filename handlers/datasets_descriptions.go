@@ -66,7 +66,7 @@ func (h *Datasets) description(ctx context.Context, id string, table *string) (*
 		return nil, err
 	}
 	p := auth.FromContext(ctx)
-	return desc, auth.AccessFor(p, d.OrgID, d.Role).Need("datasets:list")
+	return desc, auth.ReachAccess(p, d.OrgID, d.Reach).Need("datasets:list")
 }
 
 // ResolveRecords finds a dataset the caller is a member of and the description of one of its tables

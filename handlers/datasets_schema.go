@@ -358,7 +358,7 @@ func (h *Datasets) alterSchema(ctx context.Context, tx *sqlx.Tx, p *auth.Princip
 	} else if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := auth.AccessFor(p, d.OrgID, d.Role).Need("datasets:write"); err != nil {
+	if err := auth.ReachAccess(p, d.OrgID, d.Reach).Need("datasets:write"); err != nil {
 		return nil, nil, nil, err
 	}
 	if d, err = store.DatasetByID(ctx, tx, d.ID, true); err != nil {

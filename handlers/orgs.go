@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
@@ -37,9 +36,8 @@ func (o *Orgs) orgOut(org *store.Organization, detail bool) (api.Organization, e
 	if d := nextBillingDate(p, o.Now()); d != nil {
 		out.Plan.NextBillingDate = &openapi_types.Date{Time: *d}
 	}
-	var settings api.OrganizationSettings
-	b, _ := json.Marshal(mergeSettings(defaultSettings(o.OIDC != nil), org.Settings))
-	if err := json.Unmarshal(b, &settings); err != nil {
+	settings, err := o.settingsOut(org)
+	if err != nil {
 		return out, err
 	}
 	out.Settings = &settings

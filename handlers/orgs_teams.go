@@ -32,7 +32,7 @@ func teamOut(t *store.Team, members []store.TeamMember, projects []store.TeamPro
 	if projects != nil {
 		ps := make([]api.TeamProject, len(projects))
 		for i, p := range projects {
-			ps[i] = api.TeamProject{Id: p.ID, Name: p.Name, Role: p.Role}
+			ps[i] = api.TeamProject{Id: p.ID, Name: p.Name, Role: api.TeamProjectRole(p.Role), Visibility: api.ProjectVisibility(p.Visibility)}
 		}
 		out.Projects = &ps
 	}
@@ -330,4 +330,72 @@ func (o *Orgs) userTeams(ctx context.Context, q sqlx.QueryerContext, orgID strin
 		users[i].Teams = append(users[i].Teams, api.UserTeam{Id: t.ID, Name: t.Name, Role: api.TeamRole(t.Role)})
 	}
 	return nil
+}
+
+// GrantTeamProject is PUT .../teams/{team_id}/projects/{project_id}.
+func (o *Orgs) GrantTeamProject(ctx context.Context, req api.GrantTeamProjectRequestObject) (api.GrantTeamProjectResponseObject, error) {
+	role := api.TeamProjectRoleViewer
+	if req.Body.Role != nil {
+		role = *req.Body.Role
+	}
+	var out api.Team
+	var added bool
+	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := o.managedTeam(ctx, tx, req.OrganizationId, req.TeamId); err != nil {
+			return err
+		}
+		var before string
+		var err error
+		added, before, err = store.GrantTeamProject(ctx, tx, req.OrganizationId, req.TeamId, req.ProjectId, string(role), o.Now())
+		if errors.Is(err, store.ErrNotFound) {
+			return apierr.NotFound("project", req.ProjectId)
+		} else if err != nil {
+			return err
+		}
+		if out, err = teamDetail(ctx, tx, req.OrganizationId, req.TeamId); err != nil {
+			return err
+		}
+		details := map[string]any{"project_id": req.ProjectId, "role": role}
+		action := "team.project_grant"
+		if !added {
+			action, details["from"] = "team.project_role_change", before
+		}
+		if err := o.audit(ctx, tx, req.OrganizationId, action, "team", out.Id, out.Name, details); err != nil {
+			return err
+		}
+		return store.Emit(ctx, tx, "team.updated", req.OrganizationId, map[string]any{"id": out.Id, "changes": map[string]any{"projects": details}}, o.Now())
+	})
+	if err != nil {
+		return nil, err
+	}
+	if added {
+		return api.GrantTeamProject201JSONResponse(out), nil
+	}
+	return api.GrantTeamProject200JSONResponse(out), nil
+}
+
+// RevokeTeamProject is DELETE .../teams/{team_id}/projects/{project_id}.
+func (o *Orgs) RevokeTeamProject(ctx context.Context, req api.RevokeTeamProjectRequestObject) (api.RevokeTeamProjectResponseObject, error) {
+	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		t, err := o.managedTeam(ctx, tx, req.OrganizationId, req.TeamId)
+		if err != nil {
+			return err
+		}
+		err = store.RevokeTeamProject(ctx, tx, req.TeamId, req.ProjectId)
+		if errors.Is(err, store.ErrNotFound) {
+			return apierr.New(http.StatusNotFound, apierr.CodeNotFound, "the team was not given this project").
+				WithDetails(map[string]any{"project_id": req.ProjectId})
+		} else if err != nil {
+			return err
+		}
+		details := map[string]any{"project_id": req.ProjectId}
+		if err := o.audit(ctx, tx, req.OrganizationId, "team.project_revoke", "team", t.ID, t.Name, details); err != nil {
+			return err
+		}
+		return store.Emit(ctx, tx, "team.updated", req.OrganizationId, map[string]any{"id": t.ID, "changes": map[string]any{"projects": details}}, o.Now())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return api.RevokeTeamProject204Response{}, nil
 }

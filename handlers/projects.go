@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"dataplatform/gen/api"
@@ -19,7 +21,7 @@ type Projects struct{ *Handlers }
 
 func projectOut(p *store.Project) api.Project {
 	return api.Project{Id: p.ID, OrganizationId: p.OrgID, Name: p.Name, Description: p.Description, CreatedBy: p.CreatedBy,
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, DatasetCount: p.DatasetCount}
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, DatasetCount: p.DatasetCount, Visibility: api.ProjectVisibility(p.Visibility)}
 }
 
 // project loads a project the caller can see and checks each of perms in its organization; tx
@@ -40,7 +42,7 @@ func (h *Handlers) project(ctx context.Context, tx *sqlx.Tx, id string, perms ..
 	} else if err != nil {
 		return nil, err
 	}
-	acc := auth.AccessFor(p, prj.OrgID, prj.Role)
+	acc := auth.ReachAccess(p, prj.OrgID, prj.Reach)
 	for _, perm := range perms {
 		if err := acc.Need(perm); err != nil {
 			return nil, err
@@ -50,7 +52,7 @@ func (h *Handlers) project(ctx context.Context, tx *sqlx.Tx, id string, perms ..
 }
 
 func (h *Projects) ListProjects(ctx context.Context, req api.ListProjectsRequestObject) (api.ListProjectsResponseObject, error) {
-	_, acc, err := h.access(ctx, h.Store.DB, req.OrganizationId)
+	p, acc, err := h.access(ctx, h.Store.DB, req.OrganizationId)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +60,7 @@ func (h *Projects) ListProjects(ctx context.Context, req api.ListProjectsRequest
 		return nil, err
 	}
 	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
-	ps, total, err := store.ListProjects(ctx, h.Store.DB, req.OrganizationId, deref(req.Params.Search), limit, offset)
+	ps, total, err := store.ListProjects(ctx, h.Store.DB, req.OrganizationId, p.UserID, deref(req.Params.Search), limit, offset)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +90,7 @@ func (h *Projects) ListMyProjects(ctx context.Context, req api.ListMyProjectsReq
 	for i := range ps {
 		o := projectOut(&ps[i].Project)
 		m := api.MemberProject{Id: o.Id, OrganizationId: o.OrganizationId, Name: o.Name, Description: o.Description, CreatedBy: o.CreatedBy,
-			CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, DatasetCount: o.DatasetCount, Role: api.MemberProjectRole(ps[i].Role)}
+			CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, DatasetCount: o.DatasetCount, Visibility: o.Visibility, Role: api.MemberProjectRole(ps[i].Role)}
 		m.Organization.Id, m.Organization.Name, m.Organization.Slug = ps[i].OrgID, ps[i].OrgName, ps[i].OrgSlug
 		out.Projects = append(out.Projects, m)
 	}
@@ -106,8 +108,15 @@ func (h *Projects) CreateProject(ctx context.Context, req api.CreateProjectReque
 		if err != nil {
 			return err
 		}
+		// A team's projects.create lets its members create projects, which the team is given.
+		var teams []string
 		if err := acc.Need("datasets:write"); err != nil {
-			return err
+			if p.KeyID != "" && !slices.Contains(p.KeyPermissions, "datasets:write") {
+				return err
+			}
+			if teams, err = store.UserTeamsWith(ctx, tx, req.OrganizationId, p.UserID, "projects.create"); err != nil || len(teams) == 0 {
+				return cmp.Or(err, acc.Need("datasets:write"))
+			}
 		}
 		prj.CreatedBy = &p.UserID
 		if err := store.LockOrganization(ctx, tx, req.OrganizationId); err != nil {
@@ -117,6 +126,11 @@ func (h *Projects) CreateProject(ctx context.Context, req api.CreateProjectReque
 		if err != nil {
 			return err
 		}
+		if req.Body.Visibility != nil {
+			prj.Visibility = string(*req.Body.Visibility)
+		} else {
+			prj.Visibility = h.settings(org).Defaults.ProjectVisibility
+		}
 		if pl := planOf(org.PlanTier); org.ProjectCount >= pl.Projects {
 			return apierr.New(http.StatusUnprocessableEntity, apierr.CodePlanLimitExceeded, "the "+pl.Name+" plan allows "+strconv.Itoa(pl.Projects)+" projects").
 				WithDetails(map[string]any{"current_projects": org.ProjectCount, "plan_limit": pl.Projects, "suggested_plan": pl.Next})
@@ -124,7 +138,16 @@ func (h *Projects) CreateProject(ctx context.Context, req api.CreateProjectReque
 		if err := store.CreateProject(ctx, tx, prj); err != nil {
 			return conflictOn(err, "name", "a project named "+prj.Name+" already exists in this organization")
 		}
-		return h.audit(ctx, tx, prj.OrgID, "project.create", "project", prj.ID, prj.Name, nil)
+		for _, t := range teams {
+			if _, _, err := store.GrantTeamProject(ctx, tx, prj.OrgID, t, prj.ID, "developer", now); err != nil {
+				return err
+			}
+		}
+		var details map[string]any
+		if teams != nil {
+			details = map[string]any{"granted_teams": teams}
+		}
+		return h.audit(ctx, tx, prj.OrgID, "project.create", "project", prj.ID, prj.Name, details)
 	})
 	if err != nil {
 		return nil, err
@@ -145,12 +168,19 @@ func (h *Projects) UpdateProject(ctx context.Context, req api.UpdateProjectReque
 	var prj *store.Project
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		var err error
-		if prj, err = h.project(ctx, tx, req.ProjectId, "datasets:write"); err != nil {
+		if prj, err = h.project(ctx, tx, req.ProjectId, "datasets:write", "projects.update"); err != nil {
 			return err
 		}
 		changes := map[string]any{}
 		patchText(changes, "name", req.Body.Name, &prj.Name)
 		patchText(changes, "description", req.Body.Description, &prj.Description)
+		if v := req.Body.Visibility; v != nil && string(*v) != prj.Visibility {
+			// Who may see a project is the organization's call, not its editors'.
+			if err := (auth.Access{Role: prj.Role}).NeedRole("admin"); err != nil {
+				return err
+			}
+			changes["visibility"], prj.Visibility = *v, string(*v)
+		}
 		prj.UpdatedAt = h.Now()
 		if err := store.UpdateProject(ctx, tx, prj); err != nil {
 			return conflictOn(err, "name", "a project named "+prj.Name+" already exists in this organization")
@@ -166,7 +196,7 @@ func (h *Projects) UpdateProject(ctx context.Context, req api.UpdateProjectReque
 func (h *Projects) DeleteProject(ctx context.Context, req api.DeleteProjectRequestObject) (api.DeleteProjectResponseObject, error) {
 	var files []string
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		prj, err := h.project(ctx, tx, req.ProjectId, "datasets:delete")
+		prj, err := h.project(ctx, tx, req.ProjectId, "datasets:delete", "projects.delete")
 		if err != nil {
 			return err
 		}

@@ -39,8 +39,8 @@ type Dataset struct {
 	Tables           *string    `db:"tables"` // jsonb: []datasets.TableDef of a database-connected dataset
 	CreatedAt        time.Time  `db:"created_at"`
 	UpdatedAt        time.Time  `db:"updated_at"`
-	// Role is the caller's role in the dataset's organization (DatasetForUser).
-	Role string `db:"role"`
+	// Reach is how the caller reaches the dataset's project (DatasetForUser).
+	Reach
 }
 
 const datasetCols = `d.id, d.project_id, d.organization_id, d.name, d.description, d.type, d.status, d.error, d.source_type,
@@ -60,13 +60,13 @@ func CreateDataset(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
 	return err
 }
 
-// DatasetForUser is a dataset of project projectID with the user's role in its organization;
-// ErrNotFound when it does not exist or the user is not an active member there.
+// DatasetForUser is a dataset of project projectID with how the user reaches it; ErrNotFound
+// when it does not exist or its project is out of the user's reach (ProjectForUser).
 func DatasetForUser(ctx context.Context, q sqlx.QueryerContext, projectID, id, userID string) (*Dataset, error) {
 	var d Dataset
-	err := sqlx.GetContext(ctx, q, &d, `SELECT `+datasetCols+`, m.role FROM platform.datasets d
-		JOIN platform.memberships m ON m.organization_id = d.organization_id AND m.user_id = $3 AND m.status = 'active'
-		WHERE d.id = $1 AND d.project_id = $2`, id, projectID, userID)
+	err := sqlx.GetContext(ctx, q, &d, `SELECT `+datasetCols+`, `+reachCols("$3")+` FROM platform.datasets d
+		JOIN platform.projects p ON p.id = d.project_id`+reachJoin("$3")+`
+		WHERE d.id = $1 AND d.project_id = $2 AND `+reachable("$3"), id, projectID, userID)
 	return &d, notFound(err)
 }
 
@@ -152,9 +152,9 @@ func DatasetFiles(ctx context.Context, q sqlx.QueryerContext, scope, id string) 
 // which do not name the project.
 func DatasetForUserAnyProject(ctx context.Context, q sqlx.QueryerContext, id, userID string) (*Dataset, error) {
 	var d Dataset
-	err := sqlx.GetContext(ctx, q, &d, `SELECT `+datasetCols+`, m.role FROM platform.datasets d
-		JOIN platform.memberships m ON m.organization_id = d.organization_id AND m.user_id = $2 AND m.status = 'active'
-		WHERE d.id = $1`, id, userID)
+	err := sqlx.GetContext(ctx, q, &d, `SELECT `+datasetCols+`, `+reachCols("$2")+` FROM platform.datasets d
+		JOIN platform.projects p ON p.id = d.project_id`+reachJoin("$2")+`
+		WHERE d.id = $1 AND `+reachable("$2"), id, userID)
 	return &d, notFound(err)
 }
 
@@ -297,9 +297,9 @@ func (s *Store) DatasetForRecords(ctx context.Context, id, userID string) (*Data
 	}
 	gen := s.look.gen.Load()
 	st, err := s.prepared(ctx, `SELECT d.id, d.project_id, d.organization_id, d.name, d.description, d.type, d.status, d.table_schema,
-		d.columns, d.tables, d.schema_version, d.created_at, d.updated_at, m.role FROM platform.datasets d
-		JOIN platform.memberships m ON m.organization_id = d.organization_id AND m.user_id = $2 AND m.status = 'active'
-		WHERE d.id = $1`)
+		d.columns, d.tables, d.schema_version, d.created_at, d.updated_at, `+reachCols("$2")+` FROM platform.datasets d
+		JOIN platform.projects p ON p.id = d.project_id`+reachJoin("$2")+`
+		WHERE d.id = $1 AND `+reachable("$2"))
 	if err != nil {
 		return nil, err
 	}

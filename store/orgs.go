@@ -19,7 +19,7 @@ type Organization struct {
 	Industry     *string   `db:"industry"`
 	Size         *string   `db:"size"`
 	PlanTier     string    `db:"plan_tier"`
-	Settings     string    `db:"settings"` // jsonb
+	SettingsJSON string    `db:"settings"` // jsonb: Settings, only what was changed
 	CreatedAt    time.Time `db:"created_at"`
 	UpdatedAt    time.Time `db:"updated_at"`
 	Role         string    `db:"role"`
@@ -56,8 +56,8 @@ func OrganizationForUser(ctx context.Context, q sqlx.QueryerContext, orgID, user
 
 // CreateOrganization inserts o and makes ownerID its owner.
 func CreateOrganization(ctx context.Context, q sqlx.ExtContext, o *Organization, ownerID string) error {
-	if o.Settings == "" {
-		o.Settings = `{}`
+	if o.SettingsJSON == "" {
+		o.SettingsJSON = `{}`
 	}
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.organizations
 		(id, name, slug, description, logo_url, website, industry, size, plan_tier, settings, created_at, updated_at)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // Project groups datasets inside an organization.
@@ -17,19 +18,56 @@ type Project struct {
 	CreatedAt    time.Time `db:"created_at"`
 	UpdatedAt    time.Time `db:"updated_at"`
 	DatasetCount int       `db:"dataset_count"`
-	// Role is the caller's role in the project's organization (filled by ProjectForUser).
-	Role string `db:"role"`
+	// Visibility is organization (every member) or private (see Reach).
+	Visibility string `db:"visibility"`
+	// Reach is how the caller reaches the project (filled by ProjectForUser).
+	Reach
 }
 
-const projectCols = `p.id, p.organization_id, p.name, p.description, p.created_by, p.created_at, p.updated_at,
+// Reach is how a user reaches a project: the role of their organization membership, whether
+// that role applies to the project (Base: the project is visible to the organization, or they
+// are an owner or admin, or they created it), and the grants of their teams on it.
+type Reach struct {
+	Role string `db:"role"`
+	Base bool   `db:"base_access"`
+	// Grants holds one "role|permission,permission" entry per team of the user granted the
+	// project: the grant's role and the team's permissions.
+	Grants pq.StringArray `db:"grants"`
+}
+
+// reachJoin joins, for the project p and the user bound as parameter user, the membership m
+// and the user's team grants g; reachCols reads them as Reach; reachable keeps only the
+// projects the user may see.
+func reachJoin(user string) string {
+	return ` JOIN platform.memberships m ON m.organization_id = p.organization_id AND m.user_id = ` + user + ` AND m.status = 'active'
+	CROSS JOIN LATERAL (SELECT array_agg(tp.role || '|' || array_to_string(t.permissions, ',') ORDER BY tp.team_id) AS grants
+		FROM platform.team_projects tp
+		JOIN platform.team_members tm ON tm.team_id = tp.team_id AND tm.user_id = ` + user + `
+		JOIN platform.teams t ON t.id = tp.team_id
+		WHERE tp.project_id = p.id) g`
+}
+
+func reachBase(user string) string {
+	return `(p.visibility = 'organization' OR m.role IN ('owner', 'admin') OR p.created_by = ` + user + `)`
+}
+
+func reachCols(user string) string {
+	return `m.role, ` + reachBase(user) + ` AS base_access, g.grants`
+}
+
+func reachable(user string) string {
+	return `(` + reachBase(user) + ` OR g.grants IS NOT NULL)`
+}
+
+const projectCols = `p.id, p.organization_id, p.name, p.description, p.created_by, p.created_at, p.updated_at, p.visibility,
 	(SELECT count(*) FROM platform.datasets d WHERE d.project_id = p.id) AS dataset_count`
 
-const projectForUser = `SELECT ` + projectCols + `, m.role FROM platform.projects p
-	JOIN platform.memberships m ON m.organization_id = p.organization_id AND m.user_id = $2 AND m.status = 'active'
-	WHERE p.id = $1`
+var projectForUser = `SELECT ` + projectCols + `, ` + reachCols("$2") + ` FROM platform.projects p` + reachJoin("$2") +
+	` WHERE p.id = $1 AND ` + reachable("$2")
 
-// ProjectForUser returns the project with the user's role in its organization, in one query;
-// ErrNotFound when it does not exist or the user is not an active member there.
+// ProjectForUser returns the project with how the user reaches it, in one query; ErrNotFound
+// when it does not exist, the user is not an active member there, or the project is private
+// and out of their reach.
 func ProjectForUser(ctx context.Context, q sqlx.QueryerContext, projectID, userID string) (*Project, error) {
 	var p Project
 	err := sqlx.GetContext(ctx, q, &p, projectForUser, projectID, userID)
@@ -48,17 +86,19 @@ func (s *Store) ProjectForUser(ctx context.Context, projectID, userID string) (*
 	return &p, notFound(err)
 }
 
-// ListProjects pages through an organization's projects, newest first.
-func ListProjects(ctx context.Context, q sqlx.ExtContext, orgID, search string, limit, offset int) ([]Project, int, error) {
-	cond := ` WHERE p.organization_id = $1 AND ($2 = '' OR p.name ILIKE '%' || $2 || '%')`
+// ListProjects pages through the projects of an organization that userID may see, newest
+// first.
+func ListProjects(ctx context.Context, q sqlx.ExtContext, orgID, userID, search string, limit, offset int) ([]Project, int, error) {
+	from := ` FROM platform.projects p` + reachJoin("$2") + `
+		WHERE p.organization_id = $1 AND ` + reachable("$2") + ` AND ($3 = '' OR p.name ILIKE '%' || $3 || '%')`
 	search = escapeLike(search)
 	var total int
-	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.projects p`+cond, orgID, search); err != nil {
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*)`+from, orgID, userID, search); err != nil {
 		return nil, 0, err
 	}
 	var out []Project
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+projectCols+` FROM platform.projects p`+cond+
-		` ORDER BY p.created_at DESC, p.id LIMIT $3 OFFSET $4`, orgID, search, limit, offset)
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+projectCols+`, `+reachCols("$2")+from+
+		` ORDER BY p.created_at DESC, p.id LIMIT $4 OFFSET $5`, orgID, userID, search, limit, offset)
 	return out, total, err
 }
 
@@ -70,33 +110,36 @@ type MemberProject struct {
 }
 
 // ListMemberProjects pages through the projects of every organization userID is an active
-// member of (orgID, when given, narrows to one), newest first, with the user's role.
+// member of (orgID, when given, narrows to one) and may see, newest first, with the user's role.
 func ListMemberProjects(ctx context.Context, q sqlx.ExtContext, userID, orgID, search string, limit, offset int) ([]MemberProject, int, error) {
-	from := ` FROM platform.projects p
-		JOIN platform.memberships m ON m.organization_id = p.organization_id AND m.user_id = $1 AND m.status = 'active'
+	from := ` FROM platform.projects p` + reachJoin("$1") + `
 		JOIN platform.organizations o ON o.id = p.organization_id
-		WHERE ($2 = '' OR p.organization_id = $2) AND ($3 = '' OR p.name ILIKE '%' || $3 || '%')`
+		WHERE ($2 = '' OR p.organization_id = $2) AND ` + reachable("$1") + ` AND ($3 = '' OR p.name ILIKE '%' || $3 || '%')`
 	search = escapeLike(search)
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*)`+from, userID, orgID, search); err != nil {
 		return nil, 0, err
 	}
 	var out []MemberProject
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+projectCols+`, m.role, o.name AS organization_name, o.slug AS organization_slug`+from+
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+projectCols+`, `+reachCols("$1")+`, o.name AS organization_name, o.slug AS organization_slug`+from+
 		` ORDER BY p.created_at DESC, p.id LIMIT $4 OFFSET $5`, userID, orgID, search, limit, offset)
 	return out, total, err
 }
 
-// CreateProject inserts p.
+// CreateProject inserts p (visible to the organization unless it says otherwise).
 func CreateProject(ctx context.Context, q sqlx.ExtContext, p *Project) error {
-	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.projects (id, organization_id, name, description, created_by, created_at, updated_at)
-		VALUES (:id, :organization_id, :name, :description, :created_by, :created_at, :updated_at)`, p)
+	if p.Visibility == "" {
+		p.Visibility = "organization"
+	}
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.projects (id, organization_id, name, description, visibility, created_by, created_at, updated_at)
+		VALUES (:id, :organization_id, :name, :description, :visibility, :created_by, :created_at, :updated_at)`, p)
 	return err
 }
 
-// UpdateProject writes name and description.
+// UpdateProject writes name, description and visibility.
 func UpdateProject(ctx context.Context, q sqlx.ExtContext, p *Project) error {
-	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.projects SET name = :name, description = :description, updated_at = :updated_at WHERE id = :id`, p)
+	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.projects SET name = :name, description = :description, visibility = :visibility,
+		updated_at = :updated_at WHERE id = :id`, p)
 	return err
 }
 

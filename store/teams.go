@@ -34,9 +34,10 @@ type TeamMember struct {
 
 // TeamProject is a project a team is given.
 type TeamProject struct {
-	ID   string `db:"id"`
-	Name string `db:"name"`
-	Role string `db:"role"`
+	ID         string `db:"id"`
+	Name       string `db:"name"`
+	Role       string `db:"role"`
+	Visibility string `db:"visibility"`
 }
 
 // UserTeam is a team a user is in, with their role there.
@@ -118,9 +119,46 @@ func TeamMembers(ctx context.Context, q sqlx.QueryerContext, teamID string) ([]T
 // TeamProjects are the projects a team is given, by name.
 func TeamProjects(ctx context.Context, q sqlx.QueryerContext, teamID string) ([]TeamProject, error) {
 	out := []TeamProject{}
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT p.id, p.name, tp.role FROM platform.team_projects tp
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT p.id, p.name, tp.role, p.visibility FROM platform.team_projects tp
 		JOIN platform.projects p ON p.id = tp.project_id WHERE tp.team_id = $1 ORDER BY lower(p.name), p.id`, teamID)
 	return out, err
+}
+
+// GrantTeamProject gives a team a project of its organization with role, or changes the
+// role; added says which, before is the former role. ErrNotFound when the organization has no
+// such project.
+func GrantTeamProject(ctx context.Context, q sqlx.QueryerContext, orgID, teamID, projectID, role string, now time.Time) (added bool, before string, err error) {
+	var rows []struct {
+		Added  bool    `db:"added"`
+		Before *string `db:"before"`
+	}
+	err = sqlx.SelectContext(ctx, q, &rows, `WITH old AS (SELECT role FROM platform.team_projects WHERE team_id = $2 AND project_id = $3)
+		INSERT INTO platform.team_projects (team_id, project_id, role, created_at)
+		SELECT $2, p.id, $4, $5 FROM platform.projects p WHERE p.organization_id = $1 AND p.id = $3
+		ON CONFLICT (team_id, project_id) DO UPDATE SET role = EXCLUDED.role
+		RETURNING xmax = 0 AS added, (SELECT role FROM old) AS before`, orgID, teamID, projectID, role, now)
+	if err != nil {
+		return false, "", err
+	}
+	if len(rows) == 0 {
+		return false, "", ErrNotFound
+	}
+	if rows[0].Before != nil {
+		before = *rows[0].Before
+	}
+	return rows[0].Added, before, nil
+}
+
+// RevokeTeamProject takes a project away from a team (ErrNotFound when it was not given).
+func RevokeTeamProject(ctx context.Context, q sqlx.ExecerContext, teamID, projectID string) error {
+	res, err := q.ExecContext(ctx, `DELETE FROM platform.team_projects WHERE team_id = $1 AND project_id = $2`, teamID, projectID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // TeamRole is the user's role in the team ("" when not in it).
@@ -197,5 +235,13 @@ func MissingTeams(ctx context.Context, q sqlx.QueryerContext, orgID string, ids 
 	}
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT x FROM unnest($2::text[]) x
 		WHERE NOT EXISTS (SELECT 1 FROM platform.teams t WHERE t.organization_id = $1 AND t.id = x) ORDER BY x`, orgID, pq.StringArray(ids))
+	return out, err
+}
+
+// UserTeamsWith are the user's teams in the organization that have permission perm.
+func UserTeamsWith(ctx context.Context, q sqlx.QueryerContext, orgID, userID, perm string) ([]string, error) {
+	var out []string
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT t.id FROM platform.team_members m JOIN platform.teams t ON t.id = m.team_id
+		WHERE m.organization_id = $1 AND m.user_id = $2 AND $3 = ANY(t.permissions) ORDER BY t.id`, orgID, userID, perm)
 	return out, err
 }

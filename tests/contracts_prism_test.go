@@ -28,6 +28,11 @@ type prismProxy struct {
 
 // startPrism runs `prism proxy` (installed under scripts/tools/lint) for the description at
 // spec, forwarding to upstream, and waits until it forwards.
+// prismClient opens a connection per call: Node closes idle keep-alive connections on its
+// own schedule, and a POST sent on one it has just closed fails with "connection reset"
+// (seen on a loaded machine); Go retries only idempotent requests.
+var prismClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 func startPrism(t *testing.T, spec, upstream string) *prismProxy {
 	t.Helper()
 	bin := lintTool(t, "prism")
@@ -47,7 +52,7 @@ func startPrism(t *testing.T, spec, upstream string) *prismProxy {
 	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
 	p := &prismProxy{t: t, base: "http://127.0.0.1:" + strconv.Itoa(port), log: &log}
 	for i := 0; ; i++ { // Prism reads the description first: a few seconds on a busy machine
-		r, err := http.Get(p.base + "/healthz")
+		r, err := prismClient.Get(p.base + "/healthz")
 		if err == nil {
 			r.Body.Close()
 			if r.StatusCode == http.StatusOK {
@@ -94,7 +99,7 @@ func (p *prismProxy) send(method, path string, body any, want int, headers ...he
 			req.Header.Set(k, v)
 		}
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := prismClient.Do(req)
 	if err != nil {
 		p.t.Fatalf("%s %s through prism: %v", method, path, err)
 	}

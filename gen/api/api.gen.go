@@ -836,6 +836,24 @@ func (e PlanTier) Valid() bool {
 	}
 }
 
+// Defines values for ProjectVisibility.
+const (
+	ProjectVisibilityOrganization ProjectVisibility = "organization"
+	ProjectVisibilityPrivate      ProjectVisibility = "private"
+)
+
+// Valid indicates whether the value is a known member of the ProjectVisibility enum.
+func (e ProjectVisibility) Valid() bool {
+	switch e {
+	case ProjectVisibilityOrganization:
+		return true
+	case ProjectVisibilityPrivate:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for QueryExportFormat.
 const (
 	QueryExportFormatCsv     QueryExportFormat = "csv"
@@ -1190,6 +1208,27 @@ func (e TeamPermission) Valid() bool {
 	case TeamPermissionProjectsUpdate:
 		return true
 	case TeamPermissionQueriesExecute:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TeamProjectRole.
+const (
+	TeamProjectRoleAnalyst   TeamProjectRole = "analyst"
+	TeamProjectRoleDeveloper TeamProjectRole = "developer"
+	TeamProjectRoleViewer    TeamProjectRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the TeamProjectRole enum.
+func (e TeamProjectRole) Valid() bool {
+	switch e {
+	case TeamProjectRoleAnalyst:
+		return true
+	case TeamProjectRoleDeveloper:
+		return true
+	case TeamProjectRoleViewer:
 		return true
 	default:
 		return false
@@ -1833,6 +1872,15 @@ type CreateProjectRequest struct {
 
 	// Name Unique within the organization (case-insensitive).
 	Name string `json:"name"`
+
+	// Visibility `organization`: every member of the organization reaches the project with their
+	// organization role. `private`: only the organization's owners and admins, the project's
+	// creator, and the members of teams granted the project (PUT
+	// `/api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id}`) reach
+	// it; anyone else gets 404 as if it did not exist. A team grant also raises access to an
+	// organization-visible project. New projects take the organization's
+	// `settings.defaults.project_visibility` unless the request names one.
+	Visibility *ProjectVisibility `json:"visibility,omitempty"`
 }
 
 // CreateTeamRequest defines model for CreateTeamRequest.
@@ -2395,6 +2443,15 @@ type MemberProject struct {
 	// Role The caller's role in the organization.
 	Role      MemberProjectRole `json:"role"`
 	UpdatedAt time.Time         `json:"updated_at"`
+
+	// Visibility `organization`: every member of the organization reaches the project with their
+	// organization role. `private`: only the organization's owners and admins, the project's
+	// creator, and the members of teams granted the project (PUT
+	// `/api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id}`) reach
+	// it; anyone else gets 404 as if it did not exist. A team grant also raises access to an
+	// organization-visible project. New projects take the organization's
+	// `settings.defaults.project_visibility` unless the request names one.
+	Visibility ProjectVisibility `json:"visibility"`
 }
 
 // MemberProjectRole The caller's role in the organization.
@@ -2577,10 +2634,28 @@ type Project struct {
 	// OrganizationId Example: org_7k2m9x4q1w8e5r3t6y0u
 	OrganizationId OrganizationId `json:"organization_id"`
 	UpdatedAt      time.Time      `json:"updated_at"`
+
+	// Visibility `organization`: every member of the organization reaches the project with their
+	// organization role. `private`: only the organization's owners and admins, the project's
+	// creator, and the members of teams granted the project (PUT
+	// `/api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id}`) reach
+	// it; anyone else gets 404 as if it did not exist. A team grant also raises access to an
+	// organization-visible project. New projects take the organization's
+	// `settings.defaults.project_visibility` unless the request names one.
+	Visibility ProjectVisibility `json:"visibility"`
 }
 
 // ProjectId Example: prj_3n8b5v1c7x2z9l4k6j0h
 type ProjectId = string
+
+// ProjectVisibility `organization`: every member of the organization reaches the project with their
+// organization role. `private`: only the organization's owners and admins, the project's
+// creator, and the members of teams granted the project (PUT
+// `/api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id}`) reach
+// it; anyone else gets 404 as if it did not exist. A team grant also raises access to an
+// organization-visible project. New projects take the organization's
+// `settings.defaults.project_visibility` unless the request names one.
+type ProjectVisibility string
 
 // QueryColumn defines model for QueryColumn.
 type QueryColumn struct {
@@ -2911,8 +2986,22 @@ type TeamProject struct {
 	// Id Example: prj_3n8b5v1c7x2z9l4k6j0h
 	Id   ProjectId `json:"id"`
 	Name string    `json:"name"`
-	Role string    `json:"role"`
+
+	// Role The permission role a team's members have on a project granted to the team, within the team's permissions.
+	Role TeamProjectRole `json:"role"`
+
+	// Visibility `organization`: every member of the organization reaches the project with their
+	// organization role. `private`: only the organization's owners and admins, the project's
+	// creator, and the members of teams granted the project (PUT
+	// `/api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id}`) reach
+	// it; anyone else gets 404 as if it did not exist. A team grant also raises access to an
+	// organization-visible project. New projects take the organization's
+	// `settings.defaults.project_visibility` unless the request names one.
+	Visibility ProjectVisibility `json:"visibility"`
 }
+
+// TeamProjectRole The permission role a team's members have on a project granted to the team, within the team's permissions.
+type TeamProjectRole string
 
 // TeamRole A team lead manages the team's members; a member belongs to it.
 type TeamRole string
@@ -2957,6 +3046,15 @@ type UpdateOrganizationRequest struct {
 type UpdateProjectRequest struct {
 	Description *string `json:"description,omitempty"`
 	Name        *string `json:"name,omitempty"`
+
+	// Visibility `organization`: every member of the organization reaches the project with their
+	// organization role. `private`: only the organization's owners and admins, the project's
+	// creator, and the members of teams granted the project (PUT
+	// `/api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id}`) reach
+	// it; anyone else gets 404 as if it did not exist. A team grant also raises access to an
+	// organization-visible project. New projects take the organization's
+	// `settings.defaults.project_visibility` unless the request names one.
+	Visibility *ProjectVisibility `json:"visibility,omitempty"`
 }
 
 // UpdateTeamRequest defines model for UpdateTeamRequest.
@@ -3263,6 +3361,12 @@ type AddTeamMemberJSONBody struct {
 	UserId UserId `json:"user_id"`
 }
 
+// GrantTeamProjectJSONBody defines parameters for GrantTeamProject.
+type GrantTeamProjectJSONBody struct {
+	// Role The permission role a team's members have on a project granted to the team, within the team's permissions.
+	Role *TeamProjectRole `json:"role,omitempty"`
+}
+
 // ListOrganizationUsersParams defines parameters for ListOrganizationUsers.
 type ListOrganizationUsersParams struct {
 	// Page Page number, starting at 1.
@@ -3496,6 +3600,9 @@ type UpdateTeamJSONRequestBody = UpdateTeamRequest
 
 // AddTeamMemberJSONRequestBody defines body for AddTeamMember for application/json ContentType.
 type AddTeamMemberJSONRequestBody AddTeamMemberJSONBody
+
+// GrantTeamProjectJSONRequestBody defines body for GrantTeamProject for application/json ContentType.
+type GrantTeamProjectJSONRequestBody GrantTeamProjectJSONBody
 
 // UpdateOrganizationUserJSONRequestBody defines body for UpdateOrganizationUser for application/json ContentType.
 type UpdateOrganizationUserJSONRequestBody UpdateOrganizationUserJSONBody
@@ -3815,6 +3922,12 @@ type ServerInterface interface {
 	// RemoveTeamMember Take a member out of the team (admin or the team's lead)
 	// (DELETE /api/v1/organizations/{organization_id}/teams/{team_id}/members/{user_id})
 	RemoveTeamMember(ctx echo.Context, organizationId OrganizationId, teamId TeamId, userId UserId) error
+	// RevokeTeamProject Take a project away from a team (admin)
+	// (DELETE /api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id})
+	RevokeTeamProject(ctx echo.Context, organizationId OrganizationId, teamId TeamId, projectId ProjectId) error
+	// GrantTeamProject Give a team access to a project, or change its role there (admin)
+	// (PUT /api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id})
+	GrantTeamProject(ctx echo.Context, organizationId OrganizationId, teamId TeamId, projectId ProjectId) error
 	// ListOrganizationUsers Members and invited users of the organization
 	// (GET /api/v1/organizations/{organization_id}/users)
 	ListOrganizationUsers(ctx echo.Context, organizationId OrganizationId, params ListOrganizationUsersParams) error
@@ -3833,7 +3946,7 @@ type ServerInterface interface {
 	// GetProject One project (datasets:list)
 	// (GET /api/v1/projects/{project_id})
 	GetProject(ctx echo.Context, projectId ProjectId) error
-	// UpdateProject Rename or describe a project (datasets:write)
+	// UpdateProject Rename, describe or change the visibility of a project (datasets:write)
 	// (PATCH /api/v1/projects/{project_id})
 	UpdateProject(ctx echo.Context, projectId ProjectId) error
 	// ListDatasets Datasets of a project (datasets:list)
@@ -4967,6 +5080,70 @@ func (w *ServerInterfaceWrapper) RemoveTeamMember(ctx echo.Context) error {
 	return err
 }
 
+// RevokeTeamProject converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeTeamProject(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "team_id" -------------
+	var teamId TeamId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "team_id", ctx.Param("team_id"), &teamId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter team_id: %s", err))
+	}
+
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeTeamProject(ctx, organizationId, teamId, projectId)
+	return err
+}
+
+// GrantTeamProject converts echo context to params.
+func (w *ServerInterfaceWrapper) GrantTeamProject(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "team_id" -------------
+	var teamId TeamId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "team_id", ctx.Param("team_id"), &teamId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter team_id: %s", err))
+	}
+
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GrantTeamProject(ctx, organizationId, teamId, projectId)
+	return err
+}
+
 // ListOrganizationUsers converts echo context to params.
 func (w *ServerInterfaceWrapper) ListOrganizationUsers(ctx echo.Context) error {
 	var err error
@@ -5905,6 +6082,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PATCH(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id", wrapper.UpdateTeam, options.OperationMiddlewares["updateTeam"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id/members", wrapper.AddTeamMember, options.OperationMiddlewares["addTeamMember"]...)
 	router.DELETE(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id/members/:user_id", wrapper.RemoveTeamMember, options.OperationMiddlewares["removeTeamMember"]...)
+	router.DELETE(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id/projects/:project_id", wrapper.RevokeTeamProject, options.OperationMiddlewares["revokeTeamProject"]...)
+	router.PUT(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id/projects/:project_id", wrapper.GrantTeamProject, options.OperationMiddlewares["grantTeamProject"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.GET(options.BaseURL+"/api/v1/invitations/:token", wrapper.GetInvitation, options.OperationMiddlewares["getInvitation"]...)
 	router.POST(options.BaseURL+"/api/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
@@ -11480,6 +11659,247 @@ func (response RemoveTeamMember429JSONResponse) VisitRemoveTeamMemberResponse(w 
 	return err
 }
 
+type RevokeTeamProjectRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	TeamId         TeamId         `json:"team_id"`
+	ProjectId      ProjectId      `json:"project_id"`
+}
+
+type RevokeTeamProjectResponseObject interface {
+	VisitRevokeTeamProjectResponse(w http.ResponseWriter) error
+}
+
+type RevokeTeamProject204Response struct {
+}
+
+func (response RevokeTeamProject204Response) VisitRevokeTeamProjectResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type RevokeTeamProject400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RevokeTeamProject400JSONResponse) VisitRevokeTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeTeamProject401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RevokeTeamProject401JSONResponse) VisitRevokeTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeTeamProject403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevokeTeamProject403JSONResponse) VisitRevokeTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeTeamProject404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RevokeTeamProject404JSONResponse) VisitRevokeTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeTeamProject429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response RevokeTeamProject429JSONResponse) VisitRevokeTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GrantTeamProjectRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	TeamId         TeamId         `json:"team_id"`
+	ProjectId      ProjectId      `json:"project_id"`
+	Body           *GrantTeamProjectJSONRequestBody
+}
+
+type GrantTeamProjectResponseObject interface {
+	VisitGrantTeamProjectResponse(w http.ResponseWriter) error
+}
+
+type GrantTeamProject200JSONResponse Team
+
+func (response GrantTeamProject200JSONResponse) VisitGrantTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GrantTeamProject201JSONResponse Team
+
+func (response GrantTeamProject201JSONResponse) VisitGrantTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GrantTeamProject400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GrantTeamProject400JSONResponse) VisitGrantTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GrantTeamProject401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GrantTeamProject401JSONResponse) VisitGrantTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GrantTeamProject403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GrantTeamProject403JSONResponse) VisitGrantTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GrantTeamProject404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GrantTeamProject404JSONResponse) VisitGrantTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GrantTeamProject413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response GrantTeamProject413JSONResponse) VisitGrantTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GrantTeamProject429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GrantTeamProject429JSONResponse) VisitGrantTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListOrganizationUsersRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	Params         ListOrganizationUsersParams
@@ -15499,6 +15919,12 @@ type StrictServerInterface interface {
 	// RemoveTeamMember Take a member out of the team (admin or the team's lead)
 	// (DELETE /api/v1/organizations/{organization_id}/teams/{team_id}/members/{user_id})
 	RemoveTeamMember(ctx context.Context, request RemoveTeamMemberRequestObject) (RemoveTeamMemberResponseObject, error)
+	// RevokeTeamProject Take a project away from a team (admin)
+	// (DELETE /api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id})
+	RevokeTeamProject(ctx context.Context, request RevokeTeamProjectRequestObject) (RevokeTeamProjectResponseObject, error)
+	// GrantTeamProject Give a team access to a project, or change its role there (admin)
+	// (PUT /api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id})
+	GrantTeamProject(ctx context.Context, request GrantTeamProjectRequestObject) (GrantTeamProjectResponseObject, error)
 	// ListOrganizationUsers Members and invited users of the organization
 	// (GET /api/v1/organizations/{organization_id}/users)
 	ListOrganizationUsers(ctx context.Context, request ListOrganizationUsersRequestObject) (ListOrganizationUsersResponseObject, error)
@@ -15517,7 +15943,7 @@ type StrictServerInterface interface {
 	// GetProject One project (datasets:list)
 	// (GET /api/v1/projects/{project_id})
 	GetProject(ctx context.Context, request GetProjectRequestObject) (GetProjectResponseObject, error)
-	// UpdateProject Rename or describe a project (datasets:write)
+	// UpdateProject Rename, describe or change the visibility of a project (datasets:write)
 	// (PATCH /api/v1/projects/{project_id})
 	UpdateProject(ctx context.Context, request UpdateProjectRequestObject) (UpdateProjectResponseObject, error)
 	// ListDatasets Datasets of a project (datasets:list)
@@ -17231,6 +17657,83 @@ func (sh *strictHandler) RemoveTeamMember(ctx echo.Context, organizationId Organ
 		return err
 	} else if validResponse, ok := response.(RemoveTeamMemberResponseObject); ok {
 		return validResponse.VisitRemoveTeamMemberResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokeTeamProject operation middleware
+func (sh *strictHandler) RevokeTeamProject(ctx echo.Context, organizationId OrganizationId, teamId TeamId, projectId ProjectId) error {
+	var request RevokeTeamProjectRequestObject
+
+	request.OrganizationId = organizationId
+	request.TeamId = teamId
+	request.ProjectId = projectId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeTeamProject(ctx.Request().Context(), request.(RevokeTeamProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeTeamProject")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeTeamProjectResponseObject); ok {
+		return validResponse.VisitRevokeTeamProjectResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GrantTeamProject operation middleware
+func (sh *strictHandler) GrantTeamProject(ctx echo.Context, organizationId OrganizationId, teamId TeamId, projectId ProjectId) error {
+	var request GrantTeamProjectRequestObject
+
+	request.OrganizationId = organizationId
+	request.TeamId = teamId
+	request.ProjectId = projectId
+
+	var body GrantTeamProjectJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GrantTeamProject(ctx.Request().Context(), request.(GrantTeamProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GrantTeamProject")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GrantTeamProjectResponseObject); ok {
+		return validResponse.VisitGrantTeamProjectResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

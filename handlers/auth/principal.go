@@ -3,8 +3,10 @@ package auth
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"dataplatform/handlers/apierr"
+	"dataplatform/store"
 )
 
 // Method is how a request authenticated.
@@ -71,6 +73,56 @@ func AccessFor(p *Principal, orgID, role string) Access {
 		perms = slices.DeleteFunc(slices.Clone(perms), func(x string) bool { return !slices.Contains(p.KeyPermissions, x) })
 	}
 	return Access{OrgID: orgID, Role: role, Permissions: perms}
+}
+
+// teamGrants maps a team's permissions (SPEC.md's team vocabulary) onto the permissions a
+// grant of a project to the team may give.
+var teamGrants = map[string][]string{
+	"projects.read":   {"datasets:list", "datasets:read", "queries:read", "dashboards:view"},
+	"queries.execute": {"queries:execute", "visualizations:create"},
+	"datasets.manage": {"datasets:write", "datasets:delete"},
+}
+
+// projectOps are the project changes a team permission names, with the permission the grant
+// must give as well.
+var projectOps = map[string]string{"projects.update": "datasets:write", "projects.delete": "datasets:delete"}
+
+// ReachAccess is what p may do on a project it reaches as r: the permissions of its
+// organization role where that role applies (r.Base), plus, for every team grant, those of
+// the grant's role that the team's permissions allow. Renaming or deleting the project needs
+// "projects.update" or "projects.delete" too: the organization role carries them with
+// datasets:write and datasets:delete, a grant only when the team has them. An API key keeps
+// only its own permissions of all that.
+func ReachAccess(p *Principal, orgID string, r store.Reach) Access {
+	a := Access{OrgID: orgID, Role: r.Role}
+	add := func(perms, ops []string) {
+		if p.KeyID != "" {
+			perms = slices.DeleteFunc(slices.Clone(perms), func(x string) bool { return !slices.Contains(p.KeyPermissions, x) })
+		}
+		for _, x := range perms {
+			if !slices.Contains(a.Permissions, x) {
+				a.Permissions = append(a.Permissions, x)
+			}
+		}
+		for _, op := range ops {
+			if need, ok := projectOps[op]; ok && slices.Contains(perms, need) && !slices.Contains(a.Permissions, op) {
+				a.Permissions = append(a.Permissions, op)
+			}
+		}
+	}
+	if r.Base {
+		add(RolePermissions(r.Role), []string{"projects.update", "projects.delete"})
+	}
+	for _, g := range r.Grants {
+		role, team, _ := strings.Cut(g, "|")
+		teamPerms := strings.Split(team, ",")
+		var allowed []string
+		for _, t := range teamPerms {
+			allowed = append(allowed, teamGrants[t]...)
+		}
+		add(slices.DeleteFunc(slices.Clone(RolePermissions(role)), func(x string) bool { return !slices.Contains(allowed, x) }), teamPerms)
+	}
+	return a
 }
 
 // Has reports whether the access includes permission perm.

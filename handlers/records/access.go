@@ -55,7 +55,7 @@ func (a *streamAccess) check(ctx context.Context) error {
 	} else if err != nil {
 		return err
 	}
-	return auth.AccessFor(a.p, d.OrgID, d.Role).Need("datasets:read")
+	return auth.ReachAccess(a.p, d.OrgID, d.Reach).Need("datasets:read")
 }
 
 // ended is what a stream tells its client when access is gone (nil for a database error:

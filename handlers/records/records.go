@@ -56,7 +56,7 @@ func (h *Records) resolve(c echo.Context, perm string) (*recordCtx, error) {
 		return nil, errors.New("record request without a resolved dataset")
 	}
 	p := auth.FromContext(c.Request().Context())
-	return rc, auth.AccessFor(p, rc.d.OrgID, rc.d.Role).Need(perm)
+	return rc, auth.ReachAccess(p, rc.d.OrgID, rc.d.Reach).Need(perm)
 }
 
 func fieldErr(err error) error {
