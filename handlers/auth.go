@@ -175,6 +175,18 @@ func (a *Auth) RefreshToken(ctx context.Context, req api.RefreshTokenRequestObje
 		if !now.Before(t.ExpiresAt) {
 			return errBadRefresh
 		}
+		// The token was issued at the session's last sign-in or refresh: idle since then.
+		if t.OrgID != nil {
+			sec, err := a.Store.OrgSecurity(ctx, *t.OrgID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if err == nil && sec.SessionTimeout > 0 && now.Sub(t.CreatedAt) > sec.SessionTimeout {
+				return apierr.New(http.StatusUnauthorized, apierr.CodeSessionExpired, fmt.Sprintf(
+					"the session was idle for more than the organization's %d minutes (settings.security.session_timeout_minutes); sign in again",
+					int(sec.SessionTimeout.Minutes())))
+			}
+		}
 		u, err := store.UserByID(ctx, tx, t.UserID)
 		if err != nil || u.Status != "active" {
 			return errBadRefresh

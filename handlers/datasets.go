@@ -88,7 +88,8 @@ func (h *Datasets) dataset(ctx context.Context, q sqlx.QueryerContext, projectID
 	} else if err != nil {
 		return nil, err
 	}
-	return d, auth.ReachAccess(p, d.OrgID, d.Reach).Need(perm)
+	_, err = h.Allow(ctx, d.OrgID, d.Reach, perm)
+	return d, err
 }
 
 func (h *Datasets) ListDatasets(ctx context.Context, req api.ListDatasetsRequestObject) (api.ListDatasetsResponseObject, error) {

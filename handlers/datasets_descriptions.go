@@ -65,8 +65,8 @@ func (h *Datasets) description(ctx context.Context, id string, table *string) (*
 	if err != nil {
 		return nil, err
 	}
-	p := auth.FromContext(ctx)
-	return desc, auth.ReachAccess(p, d.OrgID, d.Reach).Need("datasets:list")
+	_, err = h.Allow(ctx, d.OrgID, d.Reach, "datasets:list")
+	return desc, err
 }
 
 // ResolveRecords finds a dataset the caller is a member of and the description of one of its tables

@@ -358,7 +358,7 @@ func (h *Datasets) alterSchema(ctx context.Context, tx *sqlx.Tx, p *auth.Princip
 	} else if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := auth.ReachAccess(p, d.OrgID, d.Reach).Need("datasets:write"); err != nil {
+	if _, err := h.Allow(ctx, d.OrgID, d.Reach, "datasets:write"); err != nil {
 		return nil, nil, nil, err
 	}
 	if d, err = store.DatasetByID(ctx, tx, d.ID, true); err != nil {

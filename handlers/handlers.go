@@ -57,6 +57,9 @@ func (h *Handlers) access(ctx context.Context, q sqlx.QueryerContext, orgID stri
 	} else if err != nil {
 		return nil, auth.Access{}, err
 	}
+	if err := h.Gate(ctx, orgID); err != nil {
+		return nil, auth.Access{}, err
+	}
 	return p, auth.AccessFor(p, orgID, role), nil
 }
 

@@ -185,7 +185,7 @@ func (o *Orgs) RemoveOrganizationUser(ctx context.Context, req api.RemoveOrganiz
 func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationRequestObject) (api.CreateInvitationResponseObject, error) {
 	b := req.Body
 	email := strings.TrimSpace(string(b.Email))
-	role := "viewer"
+	role := ""
 	if b.Role != nil {
 		role = string(*b.Role)
 	}
@@ -211,6 +211,17 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		if err := store.LockOrganization(ctx, tx, req.OrganizationId); err != nil {
 			return err
 		}
+		org, err := store.OrganizationForUser(ctx, tx, req.OrganizationId, p.UserID)
+		if err != nil {
+			return err
+		}
+		if role == "" {
+			role = o.settings(org).Defaults.UserRole
+		}
+		if role == "member" { // SPEC's organization role member views: the viewer role
+			role = "viewer"
+		}
+		inv.Role = role
 		missing, err := store.MissingTeams(ctx, tx, req.OrganizationId, inv.TeamIDs)
 		if err != nil {
 			return err
@@ -263,10 +274,6 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		}
 		// Mailed last, inside the transaction: a refused mail keeps nothing. The token goes to
 		// the mailbox only, so accepting it proves the mailbox.
-		org, err := store.OrganizationForUser(ctx, tx, req.OrganizationId, p.UserID)
-		if err != nil {
-			return err
-		}
 		msg := p.Email + " invites you to join " + org.Name + " as " + role + ".\n\n"
 		if inv.Message != nil {
 			msg += *inv.Message + "\n\n"

@@ -42,13 +42,8 @@ func (h *Handlers) project(ctx context.Context, tx *sqlx.Tx, id string, perms ..
 	} else if err != nil {
 		return nil, err
 	}
-	acc := auth.ReachAccess(p, prj.OrgID, prj.Reach)
-	for _, perm := range perms {
-		if err := acc.Need(perm); err != nil {
-			return nil, err
-		}
-	}
-	return prj, nil
+	_, err = h.Allow(ctx, prj.OrgID, prj.Reach, perms...)
+	return prj, err
 }
 
 func (h *Projects) ListProjects(ctx context.Context, req api.ListProjectsRequestObject) (api.ListProjectsResponseObject, error) {

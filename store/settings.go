@@ -1,6 +1,12 @@
 package store
 
-import "encoding/json"
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
 
 // Settings are an organization's settings (SPEC.md, "Organization settings"). The stored JSON
 // holds only what was changed; it is read over the defaults, key by key.
@@ -46,4 +52,17 @@ func (o *Organization) Settings() Settings {
 		s.Security.IPAllowlist = []string{}
 	}
 	return s
+}
+
+// SaveSettings writes an organization's stored settings (only what was changed).
+func SaveSettings(ctx context.Context, q sqlx.ExecerContext, orgID, settings string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.organizations SET settings = $2, updated_at = $3 WHERE id = $1`, orgID, settings, now)
+	return err
+}
+
+// TwoFactorEnabled reports whether the user signs in with a second factor.
+func TwoFactorEnabled(ctx context.Context, q sqlx.QueryerContext, userID string) (bool, error) {
+	var on bool
+	err := sqlx.GetContext(ctx, q, &on, `SELECT two_factor_enabled FROM platform.users WHERE id = $1`, userID)
+	return on, notFound(err)
 }

@@ -39,6 +39,9 @@ type Store struct {
 
 	stmts sync.Map // query text -> *sqlx.Stmt
 	look  lookups
+	// security and twoFactor keep OrgSecurity and UserTwoFactor answers (security.go).
+	security  genCache[OrgSecurity]
+	twoFactor genCache[bool]
 }
 
 // prepared returns a prepared statement for a hot query: PostgreSQL then parses and plans it

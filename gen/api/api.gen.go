@@ -67,8 +67,11 @@ const (
 	AUTHREQUIRED            AuthErrorCode = "AUTH_REQUIRED"
 	EMAILNOTVERIFIED        AuthErrorCode = "EMAIL_NOT_VERIFIED"
 	INSUFFICIENTPERMISSIONS AuthErrorCode = "INSUFFICIENT_PERMISSIONS"
+	IPNOTALLOWED            AuthErrorCode = "IP_NOT_ALLOWED"
 	PERMISSIONDENIED        AuthErrorCode = "PERMISSION_DENIED"
+	SESSIONEXPIRED          AuthErrorCode = "SESSION_EXPIRED"
 	TOKENEXPIRED            AuthErrorCode = "TOKEN_EXPIRED"
+	TWOFACTORREQUIRED       AuthErrorCode = "TWO_FACTOR_REQUIRED"
 )
 
 // Valid indicates whether the value is a known member of the AuthErrorCode enum.
@@ -80,9 +83,15 @@ func (e AuthErrorCode) Valid() bool {
 		return true
 	case INSUFFICIENTPERMISSIONS:
 		return true
+	case IPNOTALLOWED:
+		return true
 	case PERMISSIONDENIED:
 		return true
+	case SESSIONEXPIRED:
+		return true
 	case TOKENEXPIRED:
+		return true
+	case TWOFACTORREQUIRED:
 		return true
 	default:
 		return false
@@ -262,6 +271,7 @@ const (
 	CreateInvitationRequestRoleAdmin     CreateInvitationRequestRole = "admin"
 	CreateInvitationRequestRoleAnalyst   CreateInvitationRequestRole = "analyst"
 	CreateInvitationRequestRoleDeveloper CreateInvitationRequestRole = "developer"
+	CreateInvitationRequestRoleMember    CreateInvitationRequestRole = "member"
 	CreateInvitationRequestRoleViewer    CreateInvitationRequestRole = "viewer"
 )
 
@@ -273,6 +283,8 @@ func (e CreateInvitationRequestRole) Valid() bool {
 	case CreateInvitationRequestRoleAnalyst:
 		return true
 	case CreateInvitationRequestRoleDeveloper:
+		return true
+	case CreateInvitationRequestRoleMember:
 		return true
 	case CreateInvitationRequestRoleViewer:
 		return true
@@ -716,6 +728,27 @@ func (e MemberRole) Valid() bool {
 	case MemberRoleOwner:
 		return true
 	case MemberRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OrganizationSettingsNotificationsEmailDigest.
+const (
+	OrganizationSettingsNotificationsEmailDigestDaily  OrganizationSettingsNotificationsEmailDigest = "daily"
+	OrganizationSettingsNotificationsEmailDigestNever  OrganizationSettingsNotificationsEmailDigest = "never"
+	OrganizationSettingsNotificationsEmailDigestWeekly OrganizationSettingsNotificationsEmailDigest = "weekly"
+)
+
+// Valid indicates whether the value is a known member of the OrganizationSettingsNotificationsEmailDigest enum.
+func (e OrganizationSettingsNotificationsEmailDigest) Valid() bool {
+	switch e {
+	case OrganizationSettingsNotificationsEmailDigestDaily:
+		return true
+	case OrganizationSettingsNotificationsEmailDigestNever:
+		return true
+	case OrganizationSettingsNotificationsEmailDigestWeekly:
 		return true
 	default:
 		return false
@@ -1268,6 +1301,54 @@ func (e TokenResponseTokenType) Valid() bool {
 	}
 }
 
+// Defines values for UpdateOrganizationSettingsRequestDefaultsUserRole.
+const (
+	UpdateOrganizationSettingsRequestDefaultsUserRoleAdmin     UpdateOrganizationSettingsRequestDefaultsUserRole = "admin"
+	UpdateOrganizationSettingsRequestDefaultsUserRoleAnalyst   UpdateOrganizationSettingsRequestDefaultsUserRole = "analyst"
+	UpdateOrganizationSettingsRequestDefaultsUserRoleDeveloper UpdateOrganizationSettingsRequestDefaultsUserRole = "developer"
+	UpdateOrganizationSettingsRequestDefaultsUserRoleMember    UpdateOrganizationSettingsRequestDefaultsUserRole = "member"
+	UpdateOrganizationSettingsRequestDefaultsUserRoleViewer    UpdateOrganizationSettingsRequestDefaultsUserRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the UpdateOrganizationSettingsRequestDefaultsUserRole enum.
+func (e UpdateOrganizationSettingsRequestDefaultsUserRole) Valid() bool {
+	switch e {
+	case UpdateOrganizationSettingsRequestDefaultsUserRoleAdmin:
+		return true
+	case UpdateOrganizationSettingsRequestDefaultsUserRoleAnalyst:
+		return true
+	case UpdateOrganizationSettingsRequestDefaultsUserRoleDeveloper:
+		return true
+	case UpdateOrganizationSettingsRequestDefaultsUserRoleMember:
+		return true
+	case UpdateOrganizationSettingsRequestDefaultsUserRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateOrganizationSettingsRequestNotificationsEmailDigest.
+const (
+	UpdateOrganizationSettingsRequestNotificationsEmailDigestDaily  UpdateOrganizationSettingsRequestNotificationsEmailDigest = "daily"
+	UpdateOrganizationSettingsRequestNotificationsEmailDigestNever  UpdateOrganizationSettingsRequestNotificationsEmailDigest = "never"
+	UpdateOrganizationSettingsRequestNotificationsEmailDigestWeekly UpdateOrganizationSettingsRequestNotificationsEmailDigest = "weekly"
+)
+
+// Valid indicates whether the value is a known member of the UpdateOrganizationSettingsRequestNotificationsEmailDigest enum.
+func (e UpdateOrganizationSettingsRequestNotificationsEmailDigest) Valid() bool {
+	switch e {
+	case UpdateOrganizationSettingsRequestNotificationsEmailDigestDaily:
+		return true
+	case UpdateOrganizationSettingsRequestNotificationsEmailDigestNever:
+		return true
+	case UpdateOrganizationSettingsRequestNotificationsEmailDigestWeekly:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UploadType.
 const (
 	UploadTypeCsv     UploadType = "csv"
@@ -1675,13 +1756,16 @@ type ApiKeyWithSecretStatus string
 
 // AuthError defines model for AuthError.
 type AuthError struct {
-	Code               AuthErrorCode  `json:"code"`
-	Error              AuthErrorError `json:"error"`
-	Message            string         `json:"message"`
-	RequestId          *string        `json:"request_id,omitempty"`
-	RequiredPermission *string        `json:"required_permission,omitempty"`
-	RequiredRole       *string        `json:"required_role,omitempty"`
-	YourRole           *string        `json:"your_role,omitempty"`
+	Code  AuthErrorCode  `json:"code"`
+	Error AuthErrorError `json:"error"`
+
+	// IpAddress With IP_NOT_ALLOWED: the address the request came from.
+	IpAddress          *string `json:"ip_address,omitempty"`
+	Message            string  `json:"message"`
+	RequestId          *string `json:"request_id,omitempty"`
+	RequiredPermission *string `json:"required_permission,omitempty"`
+	RequiredRole       *string `json:"required_role,omitempty"`
+	YourRole           *string `json:"your_role,omitempty"`
 }
 
 // AuthErrorCode defines model for AuthError.Code.
@@ -1841,14 +1925,20 @@ type CreateInvitationRequest struct {
 	Message       *string `json:"message,omitempty"`
 	Name          *string `json:"name,omitempty"`
 
-	// Role Owners are made by changing a member's role, not by invitation.
+	// Role Left out: the organization's `settings.defaults.user_role` (viewer unless changed).
+	// `member`, SPEC's organization role that views, is the viewer role (datasets:list,
+	// queries:read, dashboards:view). Owners are made by changing a member's role, not
+	// by invitation.
 	Role *CreateInvitationRequestRole `json:"role,omitempty"`
 
 	// Teams Teams of this organization the person joins (as `member`) when they accept; a team that is not the organization's is 400 (`unknown_team`). A team deleted before then is skipped.
 	Teams *[]string `json:"teams,omitempty"`
 }
 
-// CreateInvitationRequestRole Owners are made by changing a member's role, not by invitation.
+// CreateInvitationRequestRole Left out: the organization's `settings.defaults.user_role` (viewer unless changed).
+// `member`, SPEC's organization role that views, is the viewer role (datasets:list,
+// queries:read, dashboards:view). Owners are made by changing a member's role, not
+// by invitation.
 type CreateInvitationRequestRole string
 
 // CreateOrganizationRequest defines model for CreateOrganizationRequest.
@@ -2517,32 +2607,47 @@ type OrganizationId = string
 
 // OrganizationSettings defines model for OrganizationSettings.
 type OrganizationSettings struct {
-	Defaults *struct {
-		DatasetRetentionDays *int    `json:"dataset_retention_days,omitempty"`
-		ProjectVisibility    *string `json:"project_visibility,omitempty"`
+	Defaults struct {
+		DatasetRetentionDays int `json:"dataset_retention_days"`
+
+		// ProjectVisibility `organization`: every member of the organization reaches the project with their
+		// organization role. `private`: only the organization's owners and admins, the project's
+		// creator, and the members of teams granted the project (PUT
+		// `/api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id}`) reach
+		// it; anyone else gets 404 as if it did not exist. A team grant also raises access to an
+		// organization-visible project. New projects take the organization's
+		// `settings.defaults.project_visibility` unless the request names one.
+		ProjectVisibility ProjectVisibility `json:"project_visibility"`
 
 		// UserRole Role of a user in an organization. Permission roles inherit: viewer < analyst < developer <
 		// admin < owner. As organization roles, owner and admin are themselves and every other role
 		// counts as member.
-		UserRole *MemberRole `json:"user_role,omitempty"`
-	} `json:"defaults,omitempty"`
-	Features *struct {
-		AuditLogs     *bool   `json:"audit_logs,omitempty"`
-		CustomRoles   *bool   `json:"custom_roles,omitempty"`
-		DataResidency *string `json:"data_residency,omitempty"`
-		SsoEnabled    *bool   `json:"sso_enabled,omitempty"`
-	} `json:"features,omitempty"`
-	Notifications *struct {
-		EmailDigest    *string `json:"email_digest,omitempty"`
-		SecurityAlerts *bool   `json:"security_alerts,omitempty"`
-		UsageAlerts    *bool   `json:"usage_alerts,omitempty"`
-	} `json:"notifications,omitempty"`
-	Security *struct {
-		IpAllowlist           *[]string `json:"ip_allowlist,omitempty"`
-		SessionTimeoutMinutes *int      `json:"session_timeout_minutes,omitempty"`
-		TwoFactorRequired     *bool     `json:"two_factor_required,omitempty"`
-	} `json:"security,omitempty"`
+		UserRole MemberRole `json:"user_role"`
+	} `json:"defaults"`
+
+	// Features What this installation offers the organization; not changeable through the API.
+	Features struct {
+		AuditLogs     bool   `json:"audit_logs"`
+		CustomRoles   bool   `json:"custom_roles"`
+		DataResidency string `json:"data_residency"`
+
+		// SsoEnabled An OpenID Connect identity provider is configured.
+		SsoEnabled bool `json:"sso_enabled"`
+	} `json:"features"`
+	Notifications struct {
+		EmailDigest    OrganizationSettingsNotificationsEmailDigest `json:"email_digest"`
+		SecurityAlerts bool                                         `json:"security_alerts"`
+		UsageAlerts    bool                                         `json:"usage_alerts"`
+	} `json:"notifications"`
+	Security struct {
+		IpAllowlist           []string `json:"ip_allowlist"`
+		SessionTimeoutMinutes int      `json:"session_timeout_minutes"`
+		TwoFactorRequired     bool     `json:"two_factor_required"`
+	} `json:"security"`
 }
+
+// OrganizationSettingsNotificationsEmailDigest defines model for OrganizationSettings.Notifications.EmailDigest.
+type OrganizationSettingsNotificationsEmailDigest string
 
 // OrganizationUser defines model for OrganizationUser.
 type OrganizationUser struct {
@@ -3041,6 +3146,43 @@ type UpdateOrganizationRequest struct {
 	Name        *string `json:"name,omitempty"`
 	Website     *string `json:"website,omitempty"`
 }
+
+// UpdateOrganizationSettingsRequest defines model for UpdateOrganizationSettingsRequest.
+type UpdateOrganizationSettingsRequest struct {
+	Defaults *struct {
+		DatasetRetentionDays *int `json:"dataset_retention_days,omitempty"`
+
+		// ProjectVisibility `organization`: every member of the organization reaches the project with their
+		// organization role. `private`: only the organization's owners and admins, the project's
+		// creator, and the members of teams granted the project (PUT
+		// `/api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id}`) reach
+		// it; anyone else gets 404 as if it did not exist. A team grant also raises access to an
+		// organization-visible project. New projects take the organization's
+		// `settings.defaults.project_visibility` unless the request names one.
+		ProjectVisibility *ProjectVisibility `json:"project_visibility,omitempty"`
+
+		// UserRole `member` is stored as viewer (see invitations).
+		UserRole *UpdateOrganizationSettingsRequestDefaultsUserRole `json:"user_role,omitempty"`
+	} `json:"defaults,omitempty"`
+	Notifications *struct {
+		EmailDigest    *UpdateOrganizationSettingsRequestNotificationsEmailDigest `json:"email_digest,omitempty"`
+		SecurityAlerts *bool                                                      `json:"security_alerts,omitempty"`
+		UsageAlerts    *bool                                                      `json:"usage_alerts,omitempty"`
+	} `json:"notifications,omitempty"`
+	Security *struct {
+		IpAllowlist *[]string `json:"ip_allowlist,omitempty"`
+
+		// SessionTimeoutMinutes 5 minutes to 30 days.
+		SessionTimeoutMinutes *int  `json:"session_timeout_minutes,omitempty"`
+		TwoFactorRequired     *bool `json:"two_factor_required,omitempty"`
+	} `json:"security,omitempty"`
+}
+
+// UpdateOrganizationSettingsRequestDefaultsUserRole `member` is stored as viewer (see invitations).
+type UpdateOrganizationSettingsRequestDefaultsUserRole string
+
+// UpdateOrganizationSettingsRequestNotificationsEmailDigest defines model for UpdateOrganizationSettingsRequest.Notifications.EmailDigest.
+type UpdateOrganizationSettingsRequestNotificationsEmailDigest string
 
 // UpdateProjectRequest Fields left out keep their value; an empty description clears it.
 type UpdateProjectRequest struct {
@@ -3592,6 +3734,9 @@ type CreateInvitationJSONRequestBody = CreateInvitationRequest
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
 type CreateProjectJSONRequestBody = CreateProjectRequest
 
+// UpdateOrganizationSettingsJSONRequestBody defines body for UpdateOrganizationSettings for application/json ContentType.
+type UpdateOrganizationSettingsJSONRequestBody = UpdateOrganizationSettingsRequest
+
 // CreateTeamJSONRequestBody defines body for CreateTeam for application/json ContentType.
 type CreateTeamJSONRequestBody = CreateTeamRequest
 
@@ -3901,6 +4046,12 @@ type ServerInterface interface {
 	// CreateProject Create a project (datasets:write)
 	// (POST /api/v1/organizations/{organization_id}/projects)
 	CreateProject(ctx echo.Context, organizationId OrganizationId) error
+	// GetOrganizationSettings The organization's settings (settings:manage)
+	// (GET /api/v1/organizations/{organization_id}/settings)
+	GetOrganizationSettings(ctx echo.Context, organizationId OrganizationId) error
+	// UpdateOrganizationSettings Change the organization's settings (settings:manage)
+	// (PATCH /api/v1/organizations/{organization_id}/settings)
+	UpdateOrganizationSettings(ctx echo.Context, organizationId OrganizationId) error
 	// ListTeams Teams of the organization
 	// (GET /api/v1/organizations/{organization_id}/teams)
 	ListTeams(ctx echo.Context, organizationId OrganizationId, params ListTeamsParams) error
@@ -4894,6 +5045,38 @@ func (w *ServerInterfaceWrapper) CreateProject(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateProject(ctx, organizationId)
+	return err
+}
+
+// GetOrganizationSettings converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOrganizationSettings(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOrganizationSettings(ctx, organizationId)
+	return err
+}
+
+// UpdateOrganizationSettings converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateOrganizationSettings(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateOrganizationSettings(ctx, organizationId)
 	return err
 }
 
@@ -6084,6 +6267,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id/members/:user_id", wrapper.RemoveTeamMember, options.OperationMiddlewares["removeTeamMember"]...)
 	router.DELETE(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id/projects/:project_id", wrapper.RevokeTeamProject, options.OperationMiddlewares["revokeTeamProject"]...)
 	router.PUT(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id/projects/:project_id", wrapper.GrantTeamProject, options.OperationMiddlewares["grantTeamProject"]...)
+	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/settings", wrapper.GetOrganizationSettings, options.OperationMiddlewares["getOrganizationSettings"]...)
+	router.PATCH(options.BaseURL+"/api/v1/organizations/:organization_id/settings", wrapper.UpdateOrganizationSettings, options.OperationMiddlewares["updateOrganizationSettings"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.GET(options.BaseURL+"/api/v1/invitations/:token", wrapper.GetInvitation, options.OperationMiddlewares["getInvitation"]...)
 	router.POST(options.BaseURL+"/api/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
@@ -10789,6 +10974,235 @@ func (response CreateProject422JSONResponse) VisitCreateProjectResponse(w http.R
 type CreateProject429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response CreateProject429JSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationSettingsRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+}
+
+type GetOrganizationSettingsResponseObject interface {
+	VisitGetOrganizationSettingsResponse(w http.ResponseWriter) error
+}
+
+type GetOrganizationSettings200JSONResponse OrganizationSettings
+
+func (response GetOrganizationSettings200JSONResponse) VisitGetOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationSettings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetOrganizationSettings400JSONResponse) VisitGetOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationSettings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetOrganizationSettings401JSONResponse) VisitGetOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetOrganizationSettings403JSONResponse) VisitGetOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationSettings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetOrganizationSettings404JSONResponse) VisitGetOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationSettings429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetOrganizationSettings429JSONResponse) VisitGetOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationSettingsRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	Body           *UpdateOrganizationSettingsJSONRequestBody
+}
+
+type UpdateOrganizationSettingsResponseObject interface {
+	VisitUpdateOrganizationSettingsResponse(w http.ResponseWriter) error
+}
+
+type UpdateOrganizationSettings200JSONResponse OrganizationSettings
+
+func (response UpdateOrganizationSettings200JSONResponse) VisitUpdateOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationSettings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateOrganizationSettings400JSONResponse) VisitUpdateOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationSettings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateOrganizationSettings401JSONResponse) VisitUpdateOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateOrganizationSettings403JSONResponse) VisitUpdateOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationSettings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateOrganizationSettings404JSONResponse) VisitUpdateOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationSettings413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateOrganizationSettings413JSONResponse) VisitUpdateOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationSettings429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response UpdateOrganizationSettings429JSONResponse) VisitUpdateOrganizationSettingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -15898,6 +16312,12 @@ type StrictServerInterface interface {
 	// CreateProject Create a project (datasets:write)
 	// (POST /api/v1/organizations/{organization_id}/projects)
 	CreateProject(ctx context.Context, request CreateProjectRequestObject) (CreateProjectResponseObject, error)
+	// GetOrganizationSettings The organization's settings (settings:manage)
+	// (GET /api/v1/organizations/{organization_id}/settings)
+	GetOrganizationSettings(ctx context.Context, request GetOrganizationSettingsRequestObject) (GetOrganizationSettingsResponseObject, error)
+	// UpdateOrganizationSettings Change the organization's settings (settings:manage)
+	// (PATCH /api/v1/organizations/{organization_id}/settings)
+	UpdateOrganizationSettings(ctx context.Context, request UpdateOrganizationSettingsRequestObject) (UpdateOrganizationSettingsResponseObject, error)
 	// ListTeams Teams of the organization
 	// (GET /api/v1/organizations/{organization_id}/teams)
 	ListTeams(ctx context.Context, request ListTeamsRequestObject) (ListTeamsResponseObject, error)
@@ -17406,6 +17826,79 @@ func (sh *strictHandler) CreateProject(ctx echo.Context, organizationId Organiza
 		return err
 	} else if validResponse, ok := response.(CreateProjectResponseObject); ok {
 		return validResponse.VisitCreateProjectResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOrganizationSettings operation middleware
+func (sh *strictHandler) GetOrganizationSettings(ctx echo.Context, organizationId OrganizationId) error {
+	var request GetOrganizationSettingsRequestObject
+
+	request.OrganizationId = organizationId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOrganizationSettings(ctx.Request().Context(), request.(GetOrganizationSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOrganizationSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOrganizationSettingsResponseObject); ok {
+		return validResponse.VisitGetOrganizationSettingsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateOrganizationSettings operation middleware
+func (sh *strictHandler) UpdateOrganizationSettings(ctx echo.Context, organizationId OrganizationId) error {
+	var request UpdateOrganizationSettingsRequestObject
+
+	request.OrganizationId = organizationId
+
+	var body UpdateOrganizationSettingsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateOrganizationSettings(ctx.Request().Context(), request.(UpdateOrganizationSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateOrganizationSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateOrganizationSettingsResponseObject); ok {
+		return validResponse.VisitUpdateOrganizationSettingsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -52,6 +52,9 @@ const (
 	CodeLoginThrottled          Code = "LOGIN_THROTTLED"
 	CodeServiceUnavailable      Code = "SERVICE_UNAVAILABLE"
 	CodeDescriptionUnavailable  Code = "DESCRIPTION_UNAVAILABLE"
+	CodeIPNotAllowed            Code = "IP_NOT_ALLOWED"
+	CodeTwoFactorRequired       Code = "TWO_FACTOR_REQUIRED"
+	CodeSessionExpired          Code = "SESSION_EXPIRED"
 )
 
 // Catalog lists every error code the service answers with.
@@ -95,6 +98,9 @@ var Catalog = map[Code]Doc{
 	CodeMailError:               {502, "Mail server error", "The mail server could not be reached or refused the message; nothing was kept."},
 	CodeLoginThrottled:          {429, "Too many failed sign-ins", "This email address had 5 or more failed sign-ins in a row: attempts wait `Retry-After` seconds (1 second, doubling with each further failure, at most 15 minutes), even with the right password. A successful sign-in resets the count."},
 	CodeServiceUnavailable:      {503, "Service unavailable", "A dependency such as the database is not available."},
+	CodeIPNotAllowed:            {403, "Address not allowed", "The organization accepts requests for its resources only from the networks of its `settings.security.ip_allowlist`; `details` has `ip_address`, the address the request came from."},
+	CodeTwoFactorRequired:       {403, "Two-factor sign-in required", "The organization requires two-factor sign-in (`settings.security.two_factor_required`) and the caller's account has none. Enrol at /api/v1/auth/2fa/setup, then try again."},
+	CodeSessionExpired:          {401, "Session expired", "The refresh token was not used for longer than the organization's `settings.security.session_timeout_minutes`; sign in again."},
 	CodeDescriptionUnavailable:  {409, "Table cannot be described", "The table (typically a connected database's) has something its OpenAPI description cannot express, so its description and record API are not served, nor its records embedded in another table's (`include`, `expand`); `details.table` and `details.reason` say what. Change the table (or leave it out of the connection)."},
 }
 

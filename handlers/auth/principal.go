@@ -28,6 +28,9 @@ type Principal struct {
 	// and never more than its owner's role.
 	KeyID          string
 	KeyPermissions []string
+	// Service is set for an organization API key: it acts as the organization, not a person
+	// (its UserID is the key's service account).
+	Service bool
 }
 
 // Subject identifies the principal for rate limiting: the key for keys, the user otherwise.

@@ -55,7 +55,8 @@ func (a *streamAccess) check(ctx context.Context) error {
 	} else if err != nil {
 		return err
 	}
-	return auth.ReachAccess(a.p, d.OrgID, d.Reach).Need("datasets:read")
+	_, err = a.h.Allow(ctx, d.OrgID, d.Reach, "datasets:read")
+	return err
 }
 
 // ended is what a stream tells its client when access is gone (nil for a database error:

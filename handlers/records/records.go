@@ -23,7 +23,6 @@ import (
 
 	"dataplatform/handlers"
 	"dataplatform/handlers/apierr"
-	"dataplatform/handlers/auth"
 	"dataplatform/store"
 	recsql "dataplatform/store/records"
 	"dataplatform/templates/descriptions"
@@ -55,8 +54,8 @@ func (h *Records) resolve(c echo.Context, perm string) (*recordCtx, error) {
 	if !ok {
 		return nil, errors.New("record request without a resolved dataset")
 	}
-	p := auth.FromContext(c.Request().Context())
-	return rc, auth.ReachAccess(p, rc.d.OrgID, rc.d.Reach).Need(perm)
+	_, err := h.Allow(c.Request().Context(), rc.d.OrgID, rc.d.Reach, perm)
+	return rc, err
 }
 
 func fieldErr(err error) error {

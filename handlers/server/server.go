@@ -9,7 +9,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -222,9 +224,18 @@ func (s *Server) buildEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
-	// Client addresses (rate limits of public endpoints, audit) come from the connection, not
-	// from X-Forwarded-For, which any client can write.
+	// Client addresses (IP allowlists, rate limits, audit) come from the connection, not from
+	// X-Forwarded-For, which any client can write, unless the connection comes from one of
+	// the proxies DP_TRUSTED_PROXIES names: then from the last address of X-Forwarded-For
+	// that is not one of them.
 	e.IPExtractor = echo.ExtractIPDirect()
+	if len(s.cfg.TrustedProxies) > 0 {
+		opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, p := range s.cfg.TrustedProxies {
+			opts = append(opts, echo.TrustIPRange(netipNet(p)))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
+	}
 	e.Use(s.requestMeta, securityHeaders, s.observe, s.recoverer)
 	if len(s.cfg.CORSOrigins) > 0 {
 		e.Use(cors(s.cfg.CORSOrigins))
@@ -315,6 +326,11 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 				os.Remove(filepath.Join(s.H.ExportDir(), filepath.FromSlash(k)))
 			}
 		}
+		if n, err := datasets.PurgeDeleted(ctx, s.H.Store.DB, s.H.Clock()); err != nil && ctx.Err() == nil {
+			s.log.Warn("purging soft-deleted records past their retention", "error", err)
+		} else if n > 0 {
+			s.log.Info("purged soft-deleted records past their retention", "count", n)
+		}
 		if err := store.SweepRecordChanges(ctx, s.H.Store.DB, s.H.Clock().Add(-records.ChangeRetention)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping the record change log", "error", err)
 		}
@@ -324,4 +340,9 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// netipNet is p as a net.IPNet (echo's trust options take those).
+func netipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }

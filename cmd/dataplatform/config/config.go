@@ -62,6 +62,10 @@ type Config struct {
 	// DP_CONNECTION_NETWORKS: networks (CIDRs or addresses, "*" for any) beyond the public
 	// internet that connected databases may be in
 	ConnectionNetworks []netip.Prefix
+	// DP_TRUSTED_PROXIES: the reverse proxies (CIDRs or addresses) whose X-Forwarded-For is
+	// believed for the client's address (IP allowlists, rate limits, audit rows); empty: the
+	// connection's address
+	TrustedProxies []netip.Prefix
 }
 
 // DefaultAdminEmail is the first owner's address without DP_ADMIN_EMAIL: a reserved domain
@@ -143,24 +147,14 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_LLM_MODEL", &c.LLMModel)
 	var heartbeat, networks string
 	env("DP_CONNECTION_NETWORKS", &networks)
-	for _, n := range strings.Split(networks, ",") {
-		switch n = strings.TrimSpace(n); {
-		case n == "":
-		case n == "*":
-			c.ConnectionNetworks = append(c.ConnectionNetworks, netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0"))
-		case strings.Contains(n, "/"):
-			p, err := netip.ParsePrefix(n)
-			if err != nil {
-				return c, fmt.Errorf("DP_CONNECTION_NETWORKS: %q is not a network such as 10.0.0.0/8: %v", n, err)
-			}
-			c.ConnectionNetworks = append(c.ConnectionNetworks, p.Masked())
-		default:
-			a, err := netip.ParseAddr(n)
-			if err != nil {
-				return c, fmt.Errorf("DP_CONNECTION_NETWORKS: %q is neither an address nor a network: %v", n, err)
-			}
-			c.ConnectionNetworks = append(c.ConnectionNetworks, netip.PrefixFrom(a, a.BitLen()))
-		}
+	var err error
+	if c.ConnectionNetworks, err = networkList("DP_CONNECTION_NETWORKS", networks, true); err != nil {
+		return c, err
+	}
+	var proxies string
+	env("DP_TRUSTED_PROXIES", &proxies)
+	if c.TrustedProxies, err = networkList("DP_TRUSTED_PROXIES", proxies, false); err != nil {
+		return c, err
 	}
 	var minRate, rateWindow string
 	env("DP_UPLOAD_MIN_RATE", &minRate)
@@ -185,7 +179,6 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 			c.CORSOrigins = append(c.CORSOrigins, o)
 		}
 	}
-	var err error
 	for _, n := range []struct {
 		name, v string
 		dst     *int64
@@ -239,3 +232,29 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 
 // OIDCEnabled reports whether an external identity provider is configured.
 func (c Config) OIDCEnabled() bool { return c.OIDCIssuer != "" }
+
+// networkList reads a comma-separated list of networks (10.0.0.0/8) and addresses; "*" is
+// every address where any is true.
+func networkList(name, list string, any bool) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, n := range strings.Split(list, ",") {
+		switch n = strings.TrimSpace(n); {
+		case n == "":
+		case n == "*" && any:
+			out = append(out, netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0"))
+		case strings.Contains(n, "/"):
+			p, err := netip.ParsePrefix(n)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q is not a network such as 10.0.0.0/8: %v", name, n, err)
+			}
+			out = append(out, p.Masked())
+		default:
+			a, err := netip.ParseAddr(n)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q is neither an address nor a network: %v", name, n, err)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return out, nil
+}
