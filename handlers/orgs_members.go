@@ -250,7 +250,10 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if errors.Is(err, store.ErrNotFound) { // a new seat: check the plan
+		// A new seat, or one an expired invitation gave up: check the plan.
+		if held, err := store.HoldsSeat(ctx, tx, req.OrganizationId, u.ID, now); err != nil {
+			return err
+		} else if !held {
 			if err := o.checkUserLimit(ctx, tx, req.OrganizationId); err != nil {
 				return err
 			}
@@ -298,7 +301,7 @@ func (o *Orgs) checkUserLimit(ctx context.Context, tx *sqlx.Tx, orgID string) er
 	if err != nil {
 		return err
 	}
-	n, err := store.CountMembers(ctx, tx, orgID)
+	n, err := store.CountMembers(ctx, tx, orgID, o.Now())
 	if err != nil {
 		return err
 	}

@@ -54,12 +54,13 @@ type APIKeyOwner struct {
 	UserID      string         `db:"user_id"`
 	Email       string         `db:"email"`
 	Permissions pq.StringArray `db:"permissions"`
+	Service     bool           `db:"service"` // an organization's key
 }
 
 // APIKeyByHash finds a live key (not revoked, not expired at now) of an active user. It runs
 // on every request made with a key, so it is a prepared statement.
 func (s *Store) APIKeyByHash(ctx context.Context, hash []byte, now time.Time) (*APIKeyOwner, error) {
-	st, err := s.prepared(ctx, `SELECT k.id, k.user_id, u.email, k.permissions
+	st, err := s.prepared(ctx, `SELECT k.id, k.user_id, u.email, k.permissions, k.organization_id IS NOT NULL AS service
 		FROM platform.api_keys k JOIN platform.users u ON u.id = k.user_id
 		WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $2)
 		  AND u.status = 'active'`)

@@ -22,14 +22,20 @@ type APIKey struct {
 	RotatedTo   *string        `db:"rotated_to"`
 	LastUsedAt  *time.Time     `db:"last_used_at"`
 	CreatedAt   time.Time      `db:"created_at"`
+	// OrgID and CreatedBy are set for an organization's key (UserID is then its service
+	// account).
+	OrgID     *string `db:"organization_id"`
+	CreatedBy *string `db:"created_by"`
 }
 
-const apiKeyCols = `id, user_id, name, description, key_hash, key_preview, permissions, expires_at, revoked_at, rotated_to, last_used_at, created_at`
+const apiKeyCols = `id, user_id, name, description, key_hash, key_preview, permissions, expires_at, revoked_at, rotated_to, last_used_at, created_at,
+	organization_id, created_by`
 
 // CreateAPIKey inserts k.
 func CreateAPIKey(ctx context.Context, q sqlx.ExtContext, k *APIKey) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.api_keys (`+apiKeyCols+`)
-		VALUES (:id, :user_id, :name, :description, :key_hash, :key_preview, :permissions, :expires_at, :revoked_at, :rotated_to, :last_used_at, :created_at)`, k)
+		VALUES (:id, :user_id, :name, :description, :key_hash, :key_preview, :permissions, :expires_at, :revoked_at, :rotated_to, :last_used_at, :created_at,
+			:organization_id, :created_by)`, k)
 	return err
 }
 

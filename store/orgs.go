@@ -29,7 +29,7 @@ type Organization struct {
 
 const orgSelect = `SELECT o.id, o.name, o.slug, o.description, o.logo_url, o.website, o.industry, o.size, o.plan_tier,
 	o.settings, o.created_at, o.updated_at, m.role,
-	(SELECT count(*) FROM platform.memberships x WHERE x.organization_id = o.id AND x.status = 'active') AS user_count,
+	(SELECT count(*) FROM platform.memberships x WHERE x.organization_id = o.id AND x.status = 'active' AND NOT x.service) AS user_count,
 	(SELECT count(*) FROM platform.projects p WHERE p.organization_id = o.id) AS project_count
 	FROM platform.organizations o JOIN platform.memberships m ON m.organization_id = o.id AND m.user_id = $1 AND m.status = 'active'`
 
@@ -159,7 +159,7 @@ type OrgUser struct {
 }
 
 const orgUserSelect = `SELECT u.id, u.name, u.email, u.avatar_url, m.role, m.status, m.joined_at, u.last_active_at, u.two_factor_enabled
-	FROM platform.memberships m JOIN platform.users u ON u.id = m.user_id WHERE m.organization_id = $1`
+	FROM platform.memberships m JOIN platform.users u ON u.id = m.user_id WHERE m.organization_id = $1 AND NOT m.service`
 
 // UserFilter narrows ListOrgUsers.
 type UserFilter struct {
@@ -176,7 +176,7 @@ func ListOrgUsers(ctx context.Context, q sqlx.ExtContext, orgID string, f UserFi
 	search := escapeLike(f.Search)
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.memberships m JOIN platform.users u ON u.id = m.user_id
-		WHERE m.organization_id = $1`+cond, orgID, search, f.Role, f.Status, f.Team); err != nil {
+		WHERE m.organization_id = $1 AND NOT m.service`+cond, orgID, search, f.Role, f.Status, f.Team); err != nil {
 		return nil, 0, err
 	}
 	var out []OrgUser
@@ -215,10 +215,24 @@ func RemoveMember(ctx context.Context, q sqlx.ExecerContext, orgID, userID strin
 	return err
 }
 
-// CountMembers counts active and invited members (what a plan's user limit counts).
-func CountMembers(ctx context.Context, q sqlx.QueryerContext, orgID string) (int, error) {
+// HoldsSeat reports whether the user holds one of the organization's seats at now (see
+// CountMembers).
+func HoldsSeat(ctx context.Context, q sqlx.QueryerContext, orgID, userID string, now time.Time) (bool, error) {
+	var held bool
+	err := sqlx.GetContext(ctx, q, &held, `SELECT EXISTS (SELECT 1 FROM platform.memberships m WHERE m.organization_id = $1 AND m.user_id = $2
+		AND NOT m.service AND (m.status = 'active' OR m.status = 'invited' AND EXISTS (SELECT 1 FROM platform.invitations i
+			WHERE i.organization_id = m.organization_id AND i.user_id = m.user_id AND i.status = 'pending' AND i.expires_at > $3)))`, orgID, userID, now)
+	return held, err
+}
+
+// CountMembers counts the seats a plan's user limit counts: active members and invitations
+// still pending at now (an expired one holds no seat). Organization API keys' service
+// accounts are not people and hold none.
+func CountMembers(ctx context.Context, q sqlx.QueryerContext, orgID string, now time.Time) (int, error) {
 	var n int
-	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM platform.memberships WHERE organization_id = $1 AND status IN ('active', 'invited')`, orgID)
+	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM platform.memberships m WHERE m.organization_id = $1 AND NOT m.service
+		AND (m.status = 'active' OR m.status = 'invited' AND EXISTS (SELECT 1 FROM platform.invitations i
+			WHERE i.organization_id = m.organization_id AND i.user_id = m.user_id AND i.status = 'pending' AND i.expires_at > $2))`, orgID, now)
 	return n, err
 }
 

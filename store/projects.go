@@ -47,8 +47,10 @@ func reachJoin(user string) string {
 		WHERE tp.project_id = p.id) g`
 }
 
+// reachBase: the organization role applies to organization-visible projects; to private ones
+// for owners, admins, organization API keys (m.service) and the project's creator.
 func reachBase(user string) string {
-	return `(p.visibility = 'organization' OR m.role IN ('owner', 'admin') OR p.created_by = ` + user + `)`
+	return `(p.visibility = 'organization' OR m.role IN ('owner', 'admin') OR m.service OR p.created_by = ` + user + `)`
 }
 
 func reachCols(user string) string {

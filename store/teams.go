@@ -177,7 +177,7 @@ func SetTeamMember(ctx context.Context, q sqlx.QueryerContext, orgID, teamID, us
 	var inserted []bool
 	err = sqlx.SelectContext(ctx, q, &inserted, `INSERT INTO platform.team_members (team_id, organization_id, user_id, role, joined_at)
 		SELECT $2, m.organization_id, m.user_id, $4, $5 FROM platform.memberships m
-		WHERE m.organization_id = $1 AND m.user_id = $3 AND m.status = 'active'
+		WHERE m.organization_id = $1 AND m.user_id = $3 AND m.status = 'active' AND NOT m.service
 		ON CONFLICT (team_id, user_id) DO UPDATE SET role = EXCLUDED.role
 		RETURNING xmax = 0`, orgID, teamID, userID, role, now)
 	if err != nil {

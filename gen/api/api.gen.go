@@ -734,6 +734,114 @@ func (e MemberRole) Valid() bool {
 	}
 }
 
+// Defines values for OrganizationApiKeyStatus.
+const (
+	OrganizationApiKeyStatusActive  OrganizationApiKeyStatus = "active"
+	OrganizationApiKeyStatusExpired OrganizationApiKeyStatus = "expired"
+)
+
+// Valid indicates whether the value is a known member of the OrganizationApiKeyStatus enum.
+func (e OrganizationApiKeyStatus) Valid() bool {
+	switch e {
+	case OrganizationApiKeyStatusActive:
+		return true
+	case OrganizationApiKeyStatusExpired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OrganizationApiKeyPermission.
+const (
+	OrganizationApiKeyPermissionDashboardsView        OrganizationApiKeyPermission = "dashboards:view"
+	OrganizationApiKeyPermissionDashboardsView1       OrganizationApiKeyPermission = "dashboards.view"
+	OrganizationApiKeyPermissionDatasetsDelete        OrganizationApiKeyPermission = "datasets:delete"
+	OrganizationApiKeyPermissionDatasetsDelete1       OrganizationApiKeyPermission = "datasets.delete"
+	OrganizationApiKeyPermissionDatasetsList          OrganizationApiKeyPermission = "datasets:list"
+	OrganizationApiKeyPermissionDatasetsList1         OrganizationApiKeyPermission = "datasets.list"
+	OrganizationApiKeyPermissionDatasetsRead          OrganizationApiKeyPermission = "datasets:read"
+	OrganizationApiKeyPermissionDatasetsRead1         OrganizationApiKeyPermission = "datasets.read"
+	OrganizationApiKeyPermissionDatasetsWrite         OrganizationApiKeyPermission = "datasets:write"
+	OrganizationApiKeyPermissionDatasetsWrite1        OrganizationApiKeyPermission = "datasets.write"
+	OrganizationApiKeyPermissionOrganizationsManage   OrganizationApiKeyPermission = "organizations:manage"
+	OrganizationApiKeyPermissionProjectsRead          OrganizationApiKeyPermission = "projects.read"
+	OrganizationApiKeyPermissionQueriesExecute        OrganizationApiKeyPermission = "queries:execute"
+	OrganizationApiKeyPermissionQueriesExecute1       OrganizationApiKeyPermission = "queries.execute"
+	OrganizationApiKeyPermissionQueriesRead           OrganizationApiKeyPermission = "queries:read"
+	OrganizationApiKeyPermissionQueriesRead1          OrganizationApiKeyPermission = "queries.read"
+	OrganizationApiKeyPermissionSettingsManage        OrganizationApiKeyPermission = "settings:manage"
+	OrganizationApiKeyPermissionUsersManage           OrganizationApiKeyPermission = "users:manage"
+	OrganizationApiKeyPermissionVisualizationsCreate  OrganizationApiKeyPermission = "visualizations:create"
+	OrganizationApiKeyPermissionVisualizationsCreate1 OrganizationApiKeyPermission = "visualizations.create"
+)
+
+// Valid indicates whether the value is a known member of the OrganizationApiKeyPermission enum.
+func (e OrganizationApiKeyPermission) Valid() bool {
+	switch e {
+	case OrganizationApiKeyPermissionDashboardsView:
+		return true
+	case OrganizationApiKeyPermissionDashboardsView1:
+		return true
+	case OrganizationApiKeyPermissionDatasetsDelete:
+		return true
+	case OrganizationApiKeyPermissionDatasetsDelete1:
+		return true
+	case OrganizationApiKeyPermissionDatasetsList:
+		return true
+	case OrganizationApiKeyPermissionDatasetsList1:
+		return true
+	case OrganizationApiKeyPermissionDatasetsRead:
+		return true
+	case OrganizationApiKeyPermissionDatasetsRead1:
+		return true
+	case OrganizationApiKeyPermissionDatasetsWrite:
+		return true
+	case OrganizationApiKeyPermissionDatasetsWrite1:
+		return true
+	case OrganizationApiKeyPermissionOrganizationsManage:
+		return true
+	case OrganizationApiKeyPermissionProjectsRead:
+		return true
+	case OrganizationApiKeyPermissionQueriesExecute:
+		return true
+	case OrganizationApiKeyPermissionQueriesExecute1:
+		return true
+	case OrganizationApiKeyPermissionQueriesRead:
+		return true
+	case OrganizationApiKeyPermissionQueriesRead1:
+		return true
+	case OrganizationApiKeyPermissionSettingsManage:
+		return true
+	case OrganizationApiKeyPermissionUsersManage:
+		return true
+	case OrganizationApiKeyPermissionVisualizationsCreate:
+		return true
+	case OrganizationApiKeyPermissionVisualizationsCreate1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OrganizationApiKeyWithSecretStatus.
+const (
+	OrganizationApiKeyWithSecretStatusActive  OrganizationApiKeyWithSecretStatus = "active"
+	OrganizationApiKeyWithSecretStatusExpired OrganizationApiKeyWithSecretStatus = "expired"
+)
+
+// Valid indicates whether the value is a known member of the OrganizationApiKeyWithSecretStatus enum.
+func (e OrganizationApiKeyWithSecretStatus) Valid() bool {
+	switch e {
+	case OrganizationApiKeyWithSecretStatusActive:
+		return true
+	case OrganizationApiKeyWithSecretStatusExpired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for OrganizationSettingsNotificationsEmailDigest.
 const (
 	OrganizationSettingsNotificationsEmailDigestDaily  OrganizationSettingsNotificationsEmailDigest = "daily"
@@ -1941,6 +2049,16 @@ type CreateInvitationRequest struct {
 // by invitation.
 type CreateInvitationRequestRole string
 
+// CreateOrganizationApiKeyRequest defines model for CreateOrganizationApiKeyRequest.
+type CreateOrganizationApiKeyRequest struct {
+	Description *string `json:"description,omitempty"`
+
+	// ExpiresAt Optional expiry; must be in the future. Without it the key lives until revoked.
+	ExpiresAt   *time.Time                     `json:"expires_at,omitempty"`
+	Name        string                         `json:"name"`
+	Permissions []OrganizationApiKeyPermission `json:"permissions"`
+}
+
 // CreateOrganizationRequest defines model for CreateOrganizationRequest.
 type CreateOrganizationRequest struct {
 	Description *string                        `json:"description,omitempty"`
@@ -2601,6 +2719,58 @@ type Organization struct {
 	UserRole MemberRole `json:"user_role"`
 	Website  *string    `json:"website,omitempty"`
 }
+
+// OrganizationApiKey defines model for OrganizationApiKey.
+type OrganizationApiKey struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// CreatedBy The member who created the key (null once they are gone).
+	CreatedBy   *string    `json:"created_by"`
+	Description *string    `json:"description"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+	Id          string     `json:"id"`
+
+	// KeyPreview Masked form: prefix, first four and last four characters.
+	KeyPreview string     `json:"key_preview"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	Name       string     `json:"name"`
+
+	// Permissions What the key may do, in the permission vocabulary (dotted forms given at creation are shown normalized).
+	Permissions []Permission             `json:"permissions"`
+	Status      OrganizationApiKeyStatus `json:"status"`
+}
+
+// OrganizationApiKeyStatus defines model for OrganizationApiKey.Status.
+type OrganizationApiKeyStatus string
+
+// OrganizationApiKeyPermission defines model for OrganizationApiKeyPermission.
+type OrganizationApiKeyPermission string
+
+// OrganizationApiKeyWithSecret defines model for OrganizationApiKeyWithSecret.
+type OrganizationApiKeyWithSecret struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// CreatedBy The member who created the key (null once they are gone).
+	CreatedBy   *string    `json:"created_by"`
+	Description *string    `json:"description"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+	Id          string     `json:"id"`
+
+	// Key The secret: `dpk_`, 40 base62 characters and a 6-character CRC32 checksum. Shown only once.
+	Key string `json:"key"`
+
+	// KeyPreview Masked form: prefix, first four and last four characters.
+	KeyPreview string     `json:"key_preview"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	Name       string     `json:"name"`
+
+	// Permissions What the key may do, in the permission vocabulary (dotted forms given at creation are shown normalized).
+	Permissions []Permission                       `json:"permissions"`
+	Status      OrganizationApiKeyWithSecretStatus `json:"status"`
+}
+
+// OrganizationApiKeyWithSecretStatus defines model for OrganizationApiKeyWithSecret.Status.
+type OrganizationApiKeyWithSecretStatus string
 
 // OrganizationId Example: org_7k2m9x4q1w8e5r3t6y0u
 type OrganizationId = string
@@ -3470,6 +3640,15 @@ type ListOrganizationsParams struct {
 // ListOrganizationsParamsRole defines parameters for ListOrganizations.
 type ListOrganizationsParamsRole string
 
+// ListOrganizationApiKeysParams defines parameters for ListOrganizationApiKeys.
+type ListOrganizationApiKeysParams struct {
+	// Page Page number, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ListProjectsParams defines parameters for ListProjects.
 type ListProjectsParams struct {
 	// Page Page number, starting at 1.
@@ -3727,6 +3906,9 @@ type DeleteOrganizationJSONRequestBody = DeleteOrganizationRequest
 
 // UpdateOrganizationJSONRequestBody defines body for UpdateOrganization for application/json ContentType.
 type UpdateOrganizationJSONRequestBody = UpdateOrganizationRequest
+
+// CreateOrganizationApiKeyJSONRequestBody defines body for CreateOrganizationApiKey for application/json ContentType.
+type CreateOrganizationApiKeyJSONRequestBody = CreateOrganizationApiKeyRequest
 
 // CreateInvitationJSONRequestBody defines body for CreateInvitation for application/json ContentType.
 type CreateInvitationJSONRequestBody = CreateInvitationRequest
@@ -4037,6 +4219,15 @@ type ServerInterface interface {
 	// UpdateOrganization Change name, description, website or logo (admin)
 	// (PATCH /api/v1/organizations/{organization_id})
 	UpdateOrganization(ctx echo.Context, organizationId OrganizationId) error
+	// ListOrganizationApiKeys The organization's API keys, never their secrets (organizations:manage)
+	// (GET /api/v1/organizations/{organization_id}/api-keys)
+	ListOrganizationApiKeys(ctx echo.Context, organizationId OrganizationId, params ListOrganizationApiKeysParams) error
+	// CreateOrganizationApiKey Create an organization API key (organizations:manage)
+	// (POST /api/v1/organizations/{organization_id}/api-keys)
+	CreateOrganizationApiKey(ctx echo.Context, organizationId OrganizationId) error
+	// RevokeOrganizationApiKey Revoke an organization API key (organizations:manage)
+	// (DELETE /api/v1/organizations/{organization_id}/api-keys/{key_id})
+	RevokeOrganizationApiKey(ctx echo.Context, organizationId OrganizationId, keyId string) error
 	// CreateInvitation Invite someone by email (admin)
 	// (POST /api/v1/organizations/{organization_id}/invitations)
 	CreateInvitation(ctx echo.Context, organizationId OrganizationId) error
@@ -4974,6 +5165,78 @@ func (w *ServerInterfaceWrapper) UpdateOrganization(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateOrganization(ctx, organizationId)
+	return err
+}
+
+// ListOrganizationApiKeys converts echo context to params.
+func (w *ServerInterfaceWrapper) ListOrganizationApiKeys(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListOrganizationApiKeysParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListOrganizationApiKeys(ctx, organizationId, params)
+	return err
+}
+
+// CreateOrganizationApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateOrganizationApiKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateOrganizationApiKey(ctx, organizationId)
+	return err
+}
+
+// RevokeOrganizationApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeOrganizationApiKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "key_id" -------------
+	var keyId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", ctx.Param("key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeOrganizationApiKey(ctx, organizationId, keyId)
 	return err
 }
 
@@ -6269,6 +6532,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/api/v1/organizations/:organization_id/teams/:team_id/projects/:project_id", wrapper.GrantTeamProject, options.OperationMiddlewares["grantTeamProject"]...)
 	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/settings", wrapper.GetOrganizationSettings, options.OperationMiddlewares["getOrganizationSettings"]...)
 	router.PATCH(options.BaseURL+"/api/v1/organizations/:organization_id/settings", wrapper.UpdateOrganizationSettings, options.OperationMiddlewares["updateOrganizationSettings"]...)
+	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/api-keys", wrapper.ListOrganizationApiKeys, options.OperationMiddlewares["listOrganizationApiKeys"]...)
+	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/api-keys", wrapper.CreateOrganizationApiKey, options.OperationMiddlewares["createOrganizationApiKey"]...)
+	router.DELETE(options.BaseURL+"/api/v1/organizations/:organization_id/api-keys/:key_id", wrapper.RevokeOrganizationApiKey, options.OperationMiddlewares["revokeOrganizationApiKey"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.GET(options.BaseURL+"/api/v1/invitations/:token", wrapper.GetInvitation, options.OperationMiddlewares["getInvitation"]...)
 	router.POST(options.BaseURL+"/api/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
@@ -10541,6 +10807,351 @@ func (response UpdateOrganization413JSONResponse) VisitUpdateOrganizationRespons
 type UpdateOrganization429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response UpdateOrganization429JSONResponse) VisitUpdateOrganizationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrganizationApiKeysRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	Params         ListOrganizationApiKeysParams
+}
+
+type ListOrganizationApiKeysResponseObject interface {
+	VisitListOrganizationApiKeysResponse(w http.ResponseWriter) error
+}
+
+type ListOrganizationApiKeys200JSONResponse struct {
+	ApiKeys    []OrganizationApiKey `json:"api_keys"`
+	Pagination Pagination           `json:"pagination"`
+}
+
+func (response ListOrganizationApiKeys200JSONResponse) VisitListOrganizationApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrganizationApiKeys400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListOrganizationApiKeys400JSONResponse) VisitListOrganizationApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrganizationApiKeys401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListOrganizationApiKeys401JSONResponse) VisitListOrganizationApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrganizationApiKeys403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListOrganizationApiKeys403JSONResponse) VisitListOrganizationApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrganizationApiKeys404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListOrganizationApiKeys404JSONResponse) VisitListOrganizationApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrganizationApiKeys429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ListOrganizationApiKeys429JSONResponse) VisitListOrganizationApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrganizationApiKeyRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	Body           *CreateOrganizationApiKeyJSONRequestBody
+}
+
+type CreateOrganizationApiKeyResponseObject interface {
+	VisitCreateOrganizationApiKeyResponse(w http.ResponseWriter) error
+}
+
+type CreateOrganizationApiKey201ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+}
+
+type CreateOrganizationApiKey201JSONResponse struct {
+	Body    OrganizationApiKeyWithSecret
+	Headers CreateOrganizationApiKey201ResponseHeaders
+}
+
+func (response CreateOrganizationApiKey201JSONResponse) VisitCreateOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrganizationApiKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateOrganizationApiKey400JSONResponse) VisitCreateOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrganizationApiKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateOrganizationApiKey401JSONResponse) VisitCreateOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrganizationApiKey403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateOrganizationApiKey403JSONResponse) VisitCreateOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrganizationApiKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateOrganizationApiKey404JSONResponse) VisitCreateOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrganizationApiKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateOrganizationApiKey413JSONResponse) VisitCreateOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrganizationApiKey429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response CreateOrganizationApiKey429JSONResponse) VisitCreateOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOrganizationApiKeyRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	KeyId          string         `json:"key_id"`
+}
+
+type RevokeOrganizationApiKeyResponseObject interface {
+	VisitRevokeOrganizationApiKeyResponse(w http.ResponseWriter) error
+}
+
+type RevokeOrganizationApiKey204Response struct {
+}
+
+func (response RevokeOrganizationApiKey204Response) VisitRevokeOrganizationApiKeyResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type RevokeOrganizationApiKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RevokeOrganizationApiKey400JSONResponse) VisitRevokeOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOrganizationApiKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RevokeOrganizationApiKey401JSONResponse) VisitRevokeOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOrganizationApiKey403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevokeOrganizationApiKey403JSONResponse) VisitRevokeOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOrganizationApiKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RevokeOrganizationApiKey404JSONResponse) VisitRevokeOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOrganizationApiKey429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response RevokeOrganizationApiKey429JSONResponse) VisitRevokeOrganizationApiKeyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -16303,6 +16914,15 @@ type StrictServerInterface interface {
 	// UpdateOrganization Change name, description, website or logo (admin)
 	// (PATCH /api/v1/organizations/{organization_id})
 	UpdateOrganization(ctx context.Context, request UpdateOrganizationRequestObject) (UpdateOrganizationResponseObject, error)
+	// ListOrganizationApiKeys The organization's API keys, never their secrets (organizations:manage)
+	// (GET /api/v1/organizations/{organization_id}/api-keys)
+	ListOrganizationApiKeys(ctx context.Context, request ListOrganizationApiKeysRequestObject) (ListOrganizationApiKeysResponseObject, error)
+	// CreateOrganizationApiKey Create an organization API key (organizations:manage)
+	// (POST /api/v1/organizations/{organization_id}/api-keys)
+	CreateOrganizationApiKey(ctx context.Context, request CreateOrganizationApiKeyRequestObject) (CreateOrganizationApiKeyResponseObject, error)
+	// RevokeOrganizationApiKey Revoke an organization API key (organizations:manage)
+	// (DELETE /api/v1/organizations/{organization_id}/api-keys/{key_id})
+	RevokeOrganizationApiKey(ctx context.Context, request RevokeOrganizationApiKeyRequestObject) (RevokeOrganizationApiKeyResponseObject, error)
 	// CreateInvitation Invite someone by email (admin)
 	// (POST /api/v1/organizations/{organization_id}/invitations)
 	CreateInvitation(ctx context.Context, request CreateInvitationRequestObject) (CreateInvitationResponseObject, error)
@@ -17704,6 +18324,106 @@ func (sh *strictHandler) UpdateOrganization(ctx echo.Context, organizationId Org
 		return err
 	} else if validResponse, ok := response.(UpdateOrganizationResponseObject); ok {
 		return validResponse.VisitUpdateOrganizationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListOrganizationApiKeys operation middleware
+func (sh *strictHandler) ListOrganizationApiKeys(ctx echo.Context, organizationId OrganizationId, params ListOrganizationApiKeysParams) error {
+	var request ListOrganizationApiKeysRequestObject
+
+	request.OrganizationId = organizationId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListOrganizationApiKeys(ctx.Request().Context(), request.(ListOrganizationApiKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListOrganizationApiKeys")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListOrganizationApiKeysResponseObject); ok {
+		return validResponse.VisitListOrganizationApiKeysResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateOrganizationApiKey operation middleware
+func (sh *strictHandler) CreateOrganizationApiKey(ctx echo.Context, organizationId OrganizationId) error {
+	var request CreateOrganizationApiKeyRequestObject
+
+	request.OrganizationId = organizationId
+
+	var body CreateOrganizationApiKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateOrganizationApiKey(ctx.Request().Context(), request.(CreateOrganizationApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateOrganizationApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateOrganizationApiKeyResponseObject); ok {
+		return validResponse.VisitCreateOrganizationApiKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokeOrganizationApiKey operation middleware
+func (sh *strictHandler) RevokeOrganizationApiKey(ctx echo.Context, organizationId OrganizationId, keyId string) error {
+	var request RevokeOrganizationApiKeyRequestObject
+
+	request.OrganizationId = organizationId
+	request.KeyId = keyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeOrganizationApiKey(ctx.Request().Context(), request.(RevokeOrganizationApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeOrganizationApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeOrganizationApiKeyResponseObject); ok {
+		return validResponse.VisitRevokeOrganizationApiKeyResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

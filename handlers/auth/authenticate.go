@@ -81,7 +81,7 @@ func (a *Authenticator) apiKey(ctx context.Context, k string) (*Principal, error
 			return nil, err
 		}
 	}
-	return &Principal{UserID: o.UserID, Email: o.Email, Method: MethodAPIKey, KeyID: o.KeyID, KeyPermissions: o.Permissions}, nil
+	return &Principal{UserID: o.UserID, Email: o.Email, Method: MethodAPIKey, KeyID: o.KeyID, KeyPermissions: o.Permissions, Service: o.Service}, nil
 }
 
 // issuerOf reads the unverified `iss` claim of a JWT, only to choose its verifier.
