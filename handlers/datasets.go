@@ -122,6 +122,10 @@ func (h *Datasets) CreateDataset(ctx context.Context, req api.CreateDatasetReque
 		if err != nil {
 			return err
 		}
+		// Ingest turns the upload into a table of about its size.
+		if err := h.storageAllowance(ctx, tx, prj.OrgID, 0); err != nil {
+			return err
+		}
 		up, ok, err := store.ClaimUpload(ctx, tx, prj.ID, b.Source.FileId, now)
 		if err != nil {
 			return err

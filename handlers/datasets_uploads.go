@@ -38,6 +38,9 @@ func (h *Datasets) UploadDatasetFile(ctx context.Context, req api.UploadDatasetF
 	if err != nil {
 		return nil, err
 	}
+	if err := h.storageAllowance(ctx, h.Store.DB, prj.OrgID, 0); err != nil {
+		return nil, err
+	}
 	if allow := reqmeta.From(ctx).AllowLongBody; allow != nil {
 		allow() // only now may the file take longer than the server's read timeout
 	}
@@ -87,6 +90,9 @@ func (h *Datasets) UploadDatasetFile(ctx context.Context, req api.UploadDatasetF
 	}
 	if !gotFile {
 		return nil, apierr.Field("body.file", "required", "the multipart form needs a `file` part")
+	}
+	if err := h.storageAllowance(ctx, h.Store.DB, prj.OrgID, up.Size); err != nil {
+		return nil, err // the file is removed
 	}
 	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		if err := store.CreateUpload(ctx, tx, up); err != nil {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // Orgs implements organizations, their users and invitations.
 type Orgs struct{ *Handlers }
 
-func (o *Orgs) orgOut(org *store.Organization, detail bool) (api.Organization, error) {
+func (o *Orgs) orgOut(ctx context.Context, org *store.Organization, detail bool) (api.Organization, error) {
 	p := planOf(org.PlanTier)
 	out := api.Organization{
 		Id: org.ID, Name: org.Name, Slug: org.Slug, Description: org.Description, LogoUrl: org.LogoURL, Website: org.Website,
@@ -32,8 +33,8 @@ func (o *Orgs) orgOut(org *store.Organization, detail bool) (api.Organization, e
 		return out, nil
 	}
 	out.Plan.PriceMonthly = ptr(float32(p.PriceMonthly))
-	out.Plan.BillingCycle = ptr(api.Monthly)
-	if d := nextBillingDate(p, o.Now()); d != nil {
+	out.Plan.BillingCycle = ptr(api.PlanBillingCycle(org.BillingCycle))
+	if d := nextBillingDate(p, org.BillingCycle, org.PlanSince, o.Now()); d != nil {
 		out.Plan.NextBillingDate = &openapi_types.Date{Time: *d}
 	}
 	settings, err := o.settingsOut(org)
@@ -41,6 +42,10 @@ func (o *Orgs) orgOut(org *store.Organization, detail bool) (api.Organization, e
 		return out, err
 	}
 	out.Settings = &settings
+	f, err := o.usageFigures(ctx, o.Store.DB, org)
+	if err != nil {
+		return out, err
+	}
 	usage := struct {
 		Projects api.UsageCount `json:"projects"`
 		Queries  struct {
@@ -53,10 +58,10 @@ func (o *Orgs) orgOut(org *store.Organization, detail bool) (api.Organization, e
 		} `json:"storage"`
 		Users api.UsageCount `json:"users"`
 	}{}
-	usage.Users = api.UsageCount{Count: org.UserCount, Limit: p.Users}
+	usage.Users = api.UsageCount{Count: f.Seats, Limit: p.Users}
 	usage.Projects = api.UsageCount{Count: org.ProjectCount, Limit: p.Projects}
-	usage.Storage.LimitBytes = p.StorageBytes
-	usage.Queries.LimitMonthly = p.QueriesMonthly
+	usage.Storage.LimitBytes, usage.Storage.UsedBytes = p.StorageBytes, f.StorageBytes
+	usage.Queries.LimitMonthly, usage.Queries.ThisMonth = p.QueriesMonthly, int(f.Month.Queries)
 	out.Usage = &usage
 	return out, nil
 }
@@ -73,7 +78,7 @@ func (o *Orgs) ListOrganizations(ctx context.Context, req api.ListOrganizationsR
 	}
 	out := api.ListOrganizations200JSONResponse{Organizations: []api.Organization{}, Pagination: paginate(ctx, pg, limit, total)}
 	for i := range orgs {
-		x, err := o.orgOut(&orgs[i], false)
+		x, err := o.orgOut(ctx, &orgs[i], false)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +125,7 @@ func (o *Orgs) CreateOrganization(ctx context.Context, req api.CreateOrganizatio
 	b := req.Body
 	now := o.Now()
 	org := &store.Organization{ID: store.NewID("org"), Name: b.Name, Description: b.Description, Website: b.Website,
-		Industry: b.Industry, PlanTier: "free", CreatedAt: now, UpdatedAt: now, Role: "owner", UserCount: 1}
+		Industry: b.Industry, PlanTier: "free", BillingCycle: "monthly", PlanSince: now, CreatedAt: now, UpdatedAt: now, Role: "owner", UserCount: 1}
 	if b.Size != nil {
 		org.Size = ptr(string(*b.Size))
 	}
@@ -145,7 +150,7 @@ func (o *Orgs) CreateOrganization(ctx context.Context, req api.CreateOrganizatio
 	if err != nil {
 		return nil, err
 	}
-	out, err := o.orgOut(org, true)
+	out, err := o.orgOut(ctx, org, true)
 	if err != nil {
 		return nil, err
 	}
@@ -169,10 +174,13 @@ func (o *Orgs) GetOrganization(ctx context.Context, req api.GetOrganizationReque
 	} else if err != nil {
 		return nil, err
 	}
+	if err := o.Gate(ctx, org.ID); err != nil {
+		return nil, err
+	}
 	if err := auth.AccessFor(p, org.ID, org.Role).Need("datasets:list"); err != nil {
 		return nil, err
 	}
-	out, err := o.orgOut(org, true)
+	out, err := o.orgOut(ctx, org, true)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +224,7 @@ func (o *Orgs) UpdateOrganization(ctx context.Context, req api.UpdateOrganizatio
 	if err != nil {
 		return nil, err
 	}
-	out, err := o.orgOut(org, true)
+	out, err := o.orgOut(ctx, org, true)
 	if err != nil {
 		return nil, err
 	}
@@ -263,6 +271,15 @@ func (o *Orgs) DeleteOrganization(ctx context.Context, req api.DeleteOrganizatio
 			}
 			if err := store.LockOrganization(ctx, tx, target); err != nil {
 				return err
+			}
+			// The receiving organization's plan must allow the projects it receives.
+			to, err := store.OrganizationForUser(ctx, tx, target, p.UserID)
+			if err != nil {
+				return err
+			}
+			if tp := planOf(to.PlanTier); to.ProjectCount+org.ProjectCount > tp.Projects {
+				return tp.limitExceeded("projects", int64(to.ProjectCount+org.ProjectCount), int64(tp.Projects),
+					fmt.Sprintf("of the receiving organization allows %d projects; it has %d and would receive %d", tp.Projects, to.ProjectCount, org.ProjectCount))
 			}
 		}
 		now := o.Now()

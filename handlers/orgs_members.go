@@ -307,9 +307,7 @@ func (o *Orgs) checkUserLimit(ctx context.Context, tx *sqlx.Tx, orgID string) er
 	}
 	p := planOf(org.PlanTier)
 	if n >= p.Users {
-		return apierr.New(http.StatusUnprocessableEntity, apierr.CodePlanLimitExceeded,
-			"the "+p.Name+" plan allows "+strconv.Itoa(p.Users)+" users (members and pending invitations)").
-			WithDetails(map[string]any{"current_users": n, "plan_limit": p.Users, "suggested_plan": p.Next})
+		return p.limitExceeded("users", int64(n), int64(p.Users), "allows "+strconv.Itoa(p.Users)+" users (members and pending invitations)")
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"net/http"
 	"slices"
 	"strconv"
 
@@ -127,8 +126,7 @@ func (h *Projects) CreateProject(ctx context.Context, req api.CreateProjectReque
 			prj.Visibility = h.settings(org).Defaults.ProjectVisibility
 		}
 		if pl := planOf(org.PlanTier); org.ProjectCount >= pl.Projects {
-			return apierr.New(http.StatusUnprocessableEntity, apierr.CodePlanLimitExceeded, "the "+pl.Name+" plan allows "+strconv.Itoa(pl.Projects)+" projects").
-				WithDetails(map[string]any{"current_projects": org.ProjectCount, "plan_limit": pl.Projects, "suggested_plan": pl.Next})
+			return pl.limitExceeded("projects", int64(org.ProjectCount), int64(pl.Projects), "allows "+strconv.Itoa(pl.Projects)+" projects")
 		}
 		if err := store.CreateProject(ctx, tx, prj); err != nil {
 			return conflictOn(err, "name", "a project named "+prj.Name+" already exists in this organization")

@@ -103,6 +103,9 @@ func (h *Queries) newQuery(ctx context.Context, prj *store.Project, typ, text st
 		return nil, nil, err
 	}
 	now := h.Now()
+	if err := h.queryAllowance(ctx, prj.OrgID, now); err != nil {
+		return nil, nil, err
+	}
 	qr := &store.Query{ID: store.NewID("q"), ProjectID: prj.ID, OrgID: prj.OrgID, UserID: &p.UserID, Type: typ, Query: text,
 		DatasetIDs: pq.StringArray{}, CreatedAt: now}
 	return qr, &queries.Executed{QueryID: qr.ID, Type: typ, OriginalQuery: text, CreatedAt: now}, nil
@@ -645,4 +648,21 @@ const InterruptedAfter = time.Hour
 func (h *Handlers) FailInterruptedQueries(ctx context.Context) (int64, error) {
 	now := h.Now()
 	return store.FailInterruptedQueries(ctx, h.Store.DB, now, now.Add(-InterruptedAfter))
+}
+
+// queryAllowance refuses a query past the monthly queries of the organization's plan.
+func (h *Queries) queryAllowance(ctx context.Context, orgID string, now time.Time) error {
+	tier, err := store.PlanTier(ctx, h.Store.DB, orgID)
+	if err != nil {
+		return err
+	}
+	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	used, err := store.UsageBetween(ctx, h.Store.DB, orgID, first, now)
+	if err != nil {
+		return err
+	}
+	if p := planOf(tier); used.Queries >= int64(p.QueriesMonthly) {
+		return p.limitExceeded("queries", used.Queries, int64(p.QueriesMonthly), fmt.Sprintf("allows %d queries a month", p.QueriesMonthly))
+	}
+	return nil
 }

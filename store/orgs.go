@@ -19,7 +19,9 @@ type Organization struct {
 	Industry     *string   `db:"industry"`
 	Size         *string   `db:"size"`
 	PlanTier     string    `db:"plan_tier"`
-	SettingsJSON string    `db:"settings"` // jsonb: Settings, only what was changed
+	BillingCycle string    `db:"billing_cycle"`
+	PlanSince    time.Time `db:"plan_since"` // when the plan or its cycle last changed
+	SettingsJSON string    `db:"settings"`   // jsonb: Settings, only what was changed
 	CreatedAt    time.Time `db:"created_at"`
 	UpdatedAt    time.Time `db:"updated_at"`
 	Role         string    `db:"role"`
@@ -28,6 +30,7 @@ type Organization struct {
 }
 
 const orgSelect = `SELECT o.id, o.name, o.slug, o.description, o.logo_url, o.website, o.industry, o.size, o.plan_tier,
+	o.billing_cycle, COALESCE((SELECT max(c.changed_at) FROM platform.plan_changes c WHERE c.organization_id = o.id), o.created_at) AS plan_since,
 	o.settings, o.created_at, o.updated_at, m.role,
 	(SELECT count(*) FROM platform.memberships x WHERE x.organization_id = o.id AND x.status = 'active' AND NOT x.service) AS user_count,
 	(SELECT count(*) FROM platform.projects p WHERE p.organization_id = o.id) AS project_count

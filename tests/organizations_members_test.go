@@ -323,7 +323,7 @@ func TestInvitationPlanLimit(t *testing.T) {
 		e.do("POST", invURL, map[string]any{"email": fmt.Sprintf("p%d@example.com", i)}, own).status(201)
 	}
 	r := e.do("POST", invURL, map[string]any{"email": "eleventh@example.com"}, own).apiError(422, "PLAN_LIMIT_EXCEEDED")
-	if r.num("error.details.current_users") != 10 || r.num("error.details.plan_limit") != 10 || r.str("error.details.suggested_plan") != "team" {
+	if r.num("error.details.current_users") != 10 || r.num("error.details.plan_limit") != 10 || r.str("error.details.suggested_plan") != "pro" {
 		t.Fatalf("plan limit: %s", r.Body)
 	}
 	if !strings.HasSuffix(r.str("error.documentation_url"), "/api/v1/errors/PLAN_LIMIT_EXCEEDED") {
@@ -342,7 +342,7 @@ func TestInvitationPlanLimit(t *testing.T) {
 	e.do("POST", invURL, map[string]any{"email": "eleventh@example.com"}, own).status(201)
 	e.do("POST", invURL, map[string]any{"email": "twelfth@example.com"}, own).apiError(422, "PLAN_LIMIT_EXCEEDED")
 	// A bigger plan has room.
-	e.setPlan(e.orgID, "team")
+	e.setPlan(e.orgID, "pro")
 	e.do("POST", invURL, map[string]any{"email": "twelfth@example.com"}, own).status(201)
 }
 

@@ -281,13 +281,13 @@ func TestOrgGet(t *testing.T) {
 		t.Fatalf("detail: %s", g.Body)
 	}
 	// A paid plan has a next billing date: the first of next month.
-	e.setPlan(e.orgID, "team")
+	e.setPlan(e.orgID, "pro")
 	g = e.do("GET", "/api/v1/organizations/"+e.orgID, nil, own).status(200)
 	now := e.clock.Now().UTC()
 	next := time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC).Format("2006-01-02")
-	if g.str("plan.tier") != "team" || g.str("plan.name") != "Team" || g.get("plan.price_monthly") != 49.0 || g.str("plan.next_billing_date") != next ||
+	if g.str("plan.tier") != "pro" || g.str("plan.name") != "Pro" || g.get("plan.price_monthly") != 49.0 || g.str("plan.next_billing_date") != next ||
 		g.num("usage.users.limit") != 50 || g.num("usage.projects.limit") != 100 {
-		t.Fatalf("team plan detail: %s", g.Body)
+		t.Fatalf("pro plan detail: %s", g.Body)
 	}
 	// Counts follow members and projects.
 	_, viewer := e.member(e.orgID, "viewer")

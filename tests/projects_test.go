@@ -119,7 +119,7 @@ func TestProjectListSearchAndPagination(t *testing.T) {
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
 	base := "/api/v1/organizations/" + e.orgID + "/projects"
-	e.setPlan(e.orgID, "team") // the free plan stops at ten
+	e.setPlan(e.orgID, "pro")  // the free plan stops at ten
 	for i := 1; i <= 24; i++ { // with the default project: 25
 		e.clock.Advance(time.Second) // newest first
 		name := fmt.Sprintf("Alpha %02d", i)
@@ -325,7 +325,7 @@ func TestProjectPlanLimit(t *testing.T) {
 		ids = append(ids, e.do("POST", base, map[string]any{"name": fmt.Sprintf("P%02d", i)}, own).status(201).str("id"))
 	}
 	r := e.do("POST", base, map[string]any{"name": "eleventh"}, own).apiError(422, "PLAN_LIMIT_EXCEEDED")
-	if r.num("error.details.current_projects") != 10 || r.num("error.details.plan_limit") != 10 || r.str("error.details.suggested_plan") != "team" {
+	if r.num("error.details.current_projects") != 10 || r.num("error.details.plan_limit") != 10 || r.str("error.details.suggested_plan") != "pro" {
 		t.Fatalf("422: %s", r.Body)
 	}
 	if l := e.do("GET", base, nil, own).status(200); l.num("pagination.total") != 10 {
@@ -335,6 +335,6 @@ func TestProjectPlanLimit(t *testing.T) {
 	e.do("DELETE", "/api/v1/projects/"+ids[0], nil, own).status(204)
 	e.do("POST", base, map[string]any{"name": "eleventh"}, own).status(201)
 	e.do("POST", base, map[string]any{"name": "twelfth"}, own).apiError(422, "PLAN_LIMIT_EXCEEDED")
-	e.setPlan(e.orgID, "team")
+	e.setPlan(e.orgID, "pro")
 	e.do("POST", base, map[string]any{"name": "twelfth"}, own).status(201)
 }

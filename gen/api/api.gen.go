@@ -119,6 +119,24 @@ func (e AuthErrorError) Valid() bool {
 	}
 }
 
+// Defines values for BillingBillingCycle.
+const (
+	BillingBillingCycleMonthly BillingBillingCycle = "monthly"
+	BillingBillingCycleYearly  BillingBillingCycle = "yearly"
+)
+
+// Valid indicates whether the value is a known member of the BillingBillingCycle enum.
+func (e BillingBillingCycle) Valid() bool {
+	switch e {
+	case BillingBillingCycleMonthly:
+		return true
+	case BillingBillingCycleYearly:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ColumnDefinitionFormat.
 const (
 	ColumnDefinitionFormatDate     ColumnDefinitionFormat = "date"
@@ -653,6 +671,36 @@ func (e InvitationInfoStatus) Valid() bool {
 	}
 }
 
+// Defines values for InvoiceCurrency.
+const (
+	InvoiceCurrencyUSD InvoiceCurrency = "USD"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceCurrency enum.
+func (e InvoiceCurrency) Valid() bool {
+	switch e {
+	case InvoiceCurrencyUSD:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvoiceStatus.
+const (
+	Issued InvoiceStatus = "issued"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceStatus enum.
+func (e InvoiceStatus) Valid() bool {
+	switch e {
+	case Issued:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobStatus.
 const (
 	JobStatusCancelled JobStatus = "cancelled"
@@ -863,6 +911,63 @@ func (e OrganizationSettingsNotificationsEmailDigest) Valid() bool {
 	}
 }
 
+// Defines values for OrganizationUsageBreakdownType.
+const (
+	OrganizationUsageBreakdownTypeProject OrganizationUsageBreakdownType = "project"
+	OrganizationUsageBreakdownTypeTeam    OrganizationUsageBreakdownType = "team"
+	OrganizationUsageBreakdownTypeUser    OrganizationUsageBreakdownType = "user"
+)
+
+// Valid indicates whether the value is a known member of the OrganizationUsageBreakdownType enum.
+func (e OrganizationUsageBreakdownType) Valid() bool {
+	switch e {
+	case OrganizationUsageBreakdownTypeProject:
+		return true
+	case OrganizationUsageBreakdownTypeTeam:
+		return true
+	case OrganizationUsageBreakdownTypeUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OrganizationUsageCostCurrency.
+const (
+	OrganizationUsageCostCurrencyUSD OrganizationUsageCostCurrency = "USD"
+)
+
+// Valid indicates whether the value is a known member of the OrganizationUsageCostCurrency enum.
+func (e OrganizationUsageCostCurrency) Valid() bool {
+	switch e {
+	case OrganizationUsageCostCurrencyUSD:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OrganizationUsagePeriodName.
+const (
+	OrganizationUsagePeriodNameCurrentMonth OrganizationUsagePeriodName = "current_month"
+	OrganizationUsagePeriodNameCustom       OrganizationUsagePeriodName = "custom"
+	OrganizationUsagePeriodNameLastMonth    OrganizationUsagePeriodName = "last_month"
+)
+
+// Valid indicates whether the value is a known member of the OrganizationUsagePeriodName enum.
+func (e OrganizationUsagePeriodName) Valid() bool {
+	switch e {
+	case OrganizationUsagePeriodNameCurrentMonth:
+		return true
+	case OrganizationUsagePeriodNameCustom:
+		return true
+	case OrganizationUsagePeriodNameLastMonth:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for OrganizationUserStatus.
 const (
 	OrganizationUserStatusActive   OrganizationUserStatus = "active"
@@ -940,16 +1045,16 @@ func (e Permission) Valid() bool {
 
 // Defines values for PlanBillingCycle.
 const (
-	Monthly PlanBillingCycle = "monthly"
-	Yearly  PlanBillingCycle = "yearly"
+	PlanBillingCycleMonthly PlanBillingCycle = "monthly"
+	PlanBillingCycleYearly  PlanBillingCycle = "yearly"
 )
 
 // Valid indicates whether the value is a known member of the PlanBillingCycle enum.
 func (e PlanBillingCycle) Valid() bool {
 	switch e {
-	case Monthly:
+	case PlanBillingCycleMonthly:
 		return true
-	case Yearly:
+	case PlanBillingCycleYearly:
 		return true
 	default:
 		return false
@@ -960,7 +1065,7 @@ func (e PlanBillingCycle) Valid() bool {
 const (
 	PlanTierEnterprise PlanTier = "enterprise"
 	PlanTierFree       PlanTier = "free"
-	PlanTierTeam       PlanTier = "team"
+	PlanTierPro        PlanTier = "pro"
 )
 
 // Valid indicates whether the value is a known member of the PlanTier enum.
@@ -970,7 +1075,43 @@ func (e PlanTier) Valid() bool {
 		return true
 	case PlanTierFree:
 		return true
-	case PlanTierTeam:
+	case PlanTierPro:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlanDetailCurrency.
+const (
+	PlanDetailCurrencyUSD PlanDetailCurrency = "USD"
+)
+
+// Valid indicates whether the value is a known member of the PlanDetailCurrency enum.
+func (e PlanDetailCurrency) Valid() bool {
+	switch e {
+	case PlanDetailCurrencyUSD:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlanDetailTier.
+const (
+	PlanDetailTierEnterprise PlanDetailTier = "enterprise"
+	PlanDetailTierFree       PlanDetailTier = "free"
+	PlanDetailTierPro        PlanDetailTier = "pro"
+)
+
+// Valid indicates whether the value is a known member of the PlanDetailTier enum.
+func (e PlanDetailTier) Valid() bool {
+	switch e {
+	case PlanDetailTierEnterprise:
+		return true
+	case PlanDetailTierFree:
+		return true
+	case PlanDetailTierPro:
 		return true
 	default:
 		return false
@@ -1628,6 +1769,87 @@ func (e ListOrganizationsParamsRole) Valid() bool {
 	}
 }
 
+// Defines values for UpdateOrganizationBillingJSONBodyBillingCycle.
+const (
+	UpdateOrganizationBillingJSONBodyBillingCycleMonthly UpdateOrganizationBillingJSONBodyBillingCycle = "monthly"
+	UpdateOrganizationBillingJSONBodyBillingCycleYearly  UpdateOrganizationBillingJSONBodyBillingCycle = "yearly"
+)
+
+// Valid indicates whether the value is a known member of the UpdateOrganizationBillingJSONBodyBillingCycle enum.
+func (e UpdateOrganizationBillingJSONBodyBillingCycle) Valid() bool {
+	switch e {
+	case UpdateOrganizationBillingJSONBodyBillingCycleMonthly:
+		return true
+	case UpdateOrganizationBillingJSONBodyBillingCycleYearly:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateOrganizationBillingJSONBodyPlan.
+const (
+	UpdateOrganizationBillingJSONBodyPlanEnterprise UpdateOrganizationBillingJSONBodyPlan = "enterprise"
+	UpdateOrganizationBillingJSONBodyPlanFree       UpdateOrganizationBillingJSONBodyPlan = "free"
+	UpdateOrganizationBillingJSONBodyPlanPro        UpdateOrganizationBillingJSONBodyPlan = "pro"
+)
+
+// Valid indicates whether the value is a known member of the UpdateOrganizationBillingJSONBodyPlan enum.
+func (e UpdateOrganizationBillingJSONBodyPlan) Valid() bool {
+	switch e {
+	case UpdateOrganizationBillingJSONBodyPlanEnterprise:
+		return true
+	case UpdateOrganizationBillingJSONBodyPlanFree:
+		return true
+	case UpdateOrganizationBillingJSONBodyPlanPro:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetOrganizationUsageParamsPeriod.
+const (
+	GetOrganizationUsageParamsPeriodCurrentMonth GetOrganizationUsageParamsPeriod = "current_month"
+	GetOrganizationUsageParamsPeriodCustom       GetOrganizationUsageParamsPeriod = "custom"
+	GetOrganizationUsageParamsPeriodLastMonth    GetOrganizationUsageParamsPeriod = "last_month"
+)
+
+// Valid indicates whether the value is a known member of the GetOrganizationUsageParamsPeriod enum.
+func (e GetOrganizationUsageParamsPeriod) Valid() bool {
+	switch e {
+	case GetOrganizationUsageParamsPeriodCurrentMonth:
+		return true
+	case GetOrganizationUsageParamsPeriodCustom:
+		return true
+	case GetOrganizationUsageParamsPeriodLastMonth:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetOrganizationUsageParamsBreakdown.
+const (
+	GetOrganizationUsageParamsBreakdownProject GetOrganizationUsageParamsBreakdown = "project"
+	GetOrganizationUsageParamsBreakdownTeam    GetOrganizationUsageParamsBreakdown = "team"
+	GetOrganizationUsageParamsBreakdownUser    GetOrganizationUsageParamsBreakdown = "user"
+)
+
+// Valid indicates whether the value is a known member of the GetOrganizationUsageParamsBreakdown enum.
+func (e GetOrganizationUsageParamsBreakdown) Valid() bool {
+	switch e {
+	case GetOrganizationUsageParamsBreakdownProject:
+		return true
+	case GetOrganizationUsageParamsBreakdownTeam:
+		return true
+	case GetOrganizationUsageParamsBreakdownUser:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListOrganizationUsersParamsStatus.
 const (
 	ListOrganizationUsersParamsStatusActive   ListOrganizationUsersParamsStatus = "active"
@@ -1881,6 +2103,20 @@ type AuthErrorCode string
 
 // AuthErrorError defines model for AuthError.Error.
 type AuthErrorError string
+
+// Billing defines model for Billing.
+type Billing struct {
+	BillingCycle    BillingBillingCycle `json:"billing_cycle"`
+	Invoices        []Invoice           `json:"invoices"`
+	NextBillingDate *openapi_types.Date `json:"next_billing_date"`
+	Plan            PlanDetail          `json:"plan"`
+
+	// Plans Every plan, to choose from.
+	Plans []PlanDetail `json:"plans"`
+}
+
+// BillingBillingCycle defines model for Billing.BillingCycle.
+type BillingBillingCycle string
 
 // ColumnConstraints Declared constraints of the column (as in a ColumnDefinition).
 type ColumnConstraints struct {
@@ -2590,6 +2826,33 @@ type InvitationInfo struct {
 // InvitationInfoStatus defines model for InvitationInfo.Status.
 type InvitationInfoStatus string
 
+// Invoice defines model for Invoice.
+type Invoice struct {
+	Amount   float32         `json:"amount"`
+	Currency InvoiceCurrency `json:"currency"`
+
+	// Id inv_ followed by the year and month.
+	Id    string `json:"id"`
+	Lines []struct {
+		Amount      float32 `json:"amount"`
+		Days        int     `json:"days"`
+		Description string  `json:"description"`
+	} `json:"lines"`
+	PeriodEnd   openapi_types.Date `json:"period_end"`
+	PeriodStart openapi_types.Date `json:"period_start"`
+	Status      InvoiceStatus      `json:"status"`
+	Usage       struct {
+		ComputeSeconds float32 `json:"compute_seconds"`
+		Queries        int64   `json:"queries"`
+	} `json:"usage"`
+}
+
+// InvoiceCurrency defines model for Invoice.Currency.
+type InvoiceCurrency string
+
+// InvoiceStatus defines model for Invoice.Status.
+type InvoiceStatus string
+
 // Job defines model for Job.
 type Job struct {
 	Attempts     int          `json:"attempts"`
@@ -2819,6 +3082,48 @@ type OrganizationSettings struct {
 // OrganizationSettingsNotificationsEmailDigest defines model for OrganizationSettings.Notifications.EmailDigest.
 type OrganizationSettingsNotificationsEmailDigest string
 
+// OrganizationUsage defines model for OrganizationUsage.
+type OrganizationUsage struct {
+	Breakdown *[]struct {
+		ComputeSeconds float32                        `json:"compute_seconds"`
+		Id             string                         `json:"id"`
+		Name           string                         `json:"name"`
+		Queries        int64                          `json:"queries"`
+		Type           OrganizationUsageBreakdownType `json:"type"`
+	} `json:"breakdown,omitempty"`
+	Cost struct {
+		Currency  OrganizationUsageCostCurrency `json:"currency"`
+		Current   float32                       `json:"current"`
+		Projected float32                       `json:"projected"`
+	} `json:"cost"`
+	Period struct {
+		End   openapi_types.Date          `json:"end"`
+		Name  OrganizationUsagePeriodName `json:"name"`
+		Start openapi_types.Date          `json:"start"`
+	} `json:"period"`
+	Usage struct {
+		Compute struct {
+			Seconds float32 `json:"seconds"`
+		} `json:"compute"`
+		Queries UsageFigure `json:"queries"`
+		Storage struct {
+			LimitBytes int64   `json:"limit_bytes"`
+			Percentage float32 `json:"percentage"`
+			UsedBytes  int64   `json:"used_bytes"`
+		} `json:"storage"`
+		Users UsageFigure `json:"users"`
+	} `json:"usage"`
+}
+
+// OrganizationUsageBreakdownType defines model for OrganizationUsage.Breakdown.Type.
+type OrganizationUsageBreakdownType string
+
+// OrganizationUsageCostCurrency defines model for OrganizationUsage.Cost.Currency.
+type OrganizationUsageCostCurrency string
+
+// OrganizationUsagePeriodName defines model for OrganizationUsage.Period.Name.
+type OrganizationUsagePeriodName string
+
 // OrganizationUser defines model for OrganizationUser.
 type OrganizationUser struct {
 	AvatarUrl *string `json:"avatar_url,omitempty"`
@@ -2877,6 +3182,27 @@ type PlanBillingCycle string
 
 // PlanTier defines model for Plan.Tier.
 type PlanTier string
+
+// PlanDetail defines model for PlanDetail.
+type PlanDetail struct {
+	Currency PlanDetailCurrency `json:"currency"`
+	Limits   struct {
+		Projects       int   `json:"projects"`
+		QueriesMonthly int   `json:"queries_monthly"`
+		StorageBytes   int64 `json:"storage_bytes"`
+		Users          int   `json:"users"`
+	} `json:"limits"`
+	Name         string         `json:"name"`
+	PriceMonthly float32        `json:"price_monthly"`
+	PriceYearly  float32        `json:"price_yearly"`
+	Tier         PlanDetailTier `json:"tier"`
+}
+
+// PlanDetailCurrency defines model for PlanDetail.Currency.
+type PlanDetailCurrency string
+
+// PlanDetailTier defines model for PlanDetail.Tier.
+type PlanDetailTier string
 
 // PlanNode defines model for PlanNode.
 type PlanNode struct {
@@ -3402,6 +3728,15 @@ type UsageCount struct {
 	Limit int `json:"limit"`
 }
 
+// UsageFigure defines model for UsageFigure.
+type UsageFigure struct {
+	Count int64 `json:"count"`
+	Limit int64 `json:"limit"`
+
+	// Percentage count of limit, in percent (two decimals).
+	Percentage float32 `json:"percentage"`
+}
+
 // UserId Example: usr_5g2f8d4s1a9p7o3i6u0y
 type UserId = string
 
@@ -3649,6 +3984,18 @@ type ListOrganizationApiKeysParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// UpdateOrganizationBillingJSONBody defines parameters for UpdateOrganizationBilling.
+type UpdateOrganizationBillingJSONBody struct {
+	BillingCycle *UpdateOrganizationBillingJSONBodyBillingCycle `json:"billing_cycle,omitempty"`
+	Plan         *UpdateOrganizationBillingJSONBodyPlan         `json:"plan,omitempty"`
+}
+
+// UpdateOrganizationBillingJSONBodyBillingCycle defines parameters for UpdateOrganizationBilling.
+type UpdateOrganizationBillingJSONBodyBillingCycle string
+
+// UpdateOrganizationBillingJSONBodyPlan defines parameters for UpdateOrganizationBilling.
+type UpdateOrganizationBillingJSONBodyPlan string
+
 // ListProjectsParams defines parameters for ListProjects.
 type ListProjectsParams struct {
 	// Page Page number, starting at 1.
@@ -3687,6 +4034,24 @@ type GrantTeamProjectJSONBody struct {
 	// Role The permission role a team's members have on a project granted to the team, within the team's permissions.
 	Role *TeamProjectRole `json:"role,omitempty"`
 }
+
+// GetOrganizationUsageParams defines parameters for GetOrganizationUsage.
+type GetOrganizationUsageParams struct {
+	Period *GetOrganizationUsageParamsPeriod `form:"period,omitempty" json:"period,omitempty"`
+
+	// StartDate With period=custom, the first day (UTC).
+	StartDate *openapi_types.Date `form:"start_date,omitempty" json:"start_date,omitempty"`
+
+	// EndDate With period=custom, the last day (UTC), at most 366 days after start_date.
+	EndDate   *openapi_types.Date                  `form:"end_date,omitempty" json:"end_date,omitempty"`
+	Breakdown *GetOrganizationUsageParamsBreakdown `form:"breakdown,omitempty" json:"breakdown,omitempty"`
+}
+
+// GetOrganizationUsageParamsPeriod defines parameters for GetOrganizationUsage.
+type GetOrganizationUsageParamsPeriod string
+
+// GetOrganizationUsageParamsBreakdown defines parameters for GetOrganizationUsage.
+type GetOrganizationUsageParamsBreakdown string
 
 // ListOrganizationUsersParams defines parameters for ListOrganizationUsers.
 type ListOrganizationUsersParams struct {
@@ -3909,6 +4274,9 @@ type UpdateOrganizationJSONRequestBody = UpdateOrganizationRequest
 
 // CreateOrganizationApiKeyJSONRequestBody defines body for CreateOrganizationApiKey for application/json ContentType.
 type CreateOrganizationApiKeyJSONRequestBody = CreateOrganizationApiKeyRequest
+
+// UpdateOrganizationBillingJSONRequestBody defines body for UpdateOrganizationBilling for application/json ContentType.
+type UpdateOrganizationBillingJSONRequestBody UpdateOrganizationBillingJSONBody
 
 // CreateInvitationJSONRequestBody defines body for CreateInvitation for application/json ContentType.
 type CreateInvitationJSONRequestBody = CreateInvitationRequest
@@ -4228,6 +4596,12 @@ type ServerInterface interface {
 	// RevokeOrganizationApiKey Revoke an organization API key (organizations:manage)
 	// (DELETE /api/v1/organizations/{organization_id}/api-keys/{key_id})
 	RevokeOrganizationApiKey(ctx echo.Context, organizationId OrganizationId, keyId string) error
+	// GetOrganizationBilling Plan, cycle, next billing date and invoices (admin)
+	// (GET /api/v1/organizations/{organization_id}/billing)
+	GetOrganizationBilling(ctx echo.Context, organizationId OrganizationId) error
+	// UpdateOrganizationBilling Change the plan or the billing cycle (billing:manage, owners)
+	// (PATCH /api/v1/organizations/{organization_id}/billing)
+	UpdateOrganizationBilling(ctx echo.Context, organizationId OrganizationId) error
 	// CreateInvitation Invite someone by email (admin)
 	// (POST /api/v1/organizations/{organization_id}/invitations)
 	CreateInvitation(ctx echo.Context, organizationId OrganizationId) error
@@ -4270,6 +4644,9 @@ type ServerInterface interface {
 	// GrantTeamProject Give a team access to a project, or change its role there (admin)
 	// (PUT /api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id})
 	GrantTeamProject(ctx echo.Context, organizationId OrganizationId, teamId TeamId, projectId ProjectId) error
+	// GetOrganizationUsage What the organization used in a period, against its plan (admin)
+	// (GET /api/v1/organizations/{organization_id}/usage)
+	GetOrganizationUsage(ctx echo.Context, organizationId OrganizationId, params GetOrganizationUsageParams) error
 	// ListOrganizationUsers Members and invited users of the organization
 	// (GET /api/v1/organizations/{organization_id}/users)
 	ListOrganizationUsers(ctx echo.Context, organizationId OrganizationId, params ListOrganizationUsersParams) error
@@ -5240,6 +5617,38 @@ func (w *ServerInterfaceWrapper) RevokeOrganizationApiKey(ctx echo.Context) erro
 	return err
 }
 
+// GetOrganizationBilling converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOrganizationBilling(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOrganizationBilling(ctx, organizationId)
+	return err
+}
+
+// UpdateOrganizationBilling converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateOrganizationBilling(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateOrganizationBilling(ctx, organizationId)
+	return err
+}
+
 // CreateInvitation converts echo context to params.
 func (w *ServerInterfaceWrapper) CreateInvitation(ctx echo.Context) error {
 	var err error
@@ -5587,6 +5996,52 @@ func (w *ServerInterfaceWrapper) GrantTeamProject(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GrantTeamProject(ctx, organizationId, teamId, projectId)
+	return err
+}
+
+// GetOrganizationUsage converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOrganizationUsage(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetOrganizationUsageParams
+	// ------------- Optional query parameter "period" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "period", ctx.QueryParams(), &params.Period, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter period: %s", err))
+	}
+
+	// ------------- Optional query parameter "start_date" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "start_date", ctx.QueryParams(), &params.StartDate, runtime.BindQueryParameterOptions{Type: "string", Format: "date"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter start_date: %s", err))
+	}
+
+	// ------------- Optional query parameter "end_date" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "end_date", ctx.QueryParams(), &params.EndDate, runtime.BindQueryParameterOptions{Type: "string", Format: "date"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter end_date: %s", err))
+	}
+
+	// ------------- Optional query parameter "breakdown" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "breakdown", ctx.QueryParams(), &params.Breakdown, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter breakdown: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOrganizationUsage(ctx, organizationId, params)
 	return err
 }
 
@@ -6535,6 +6990,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/api-keys", wrapper.ListOrganizationApiKeys, options.OperationMiddlewares["listOrganizationApiKeys"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/api-keys", wrapper.CreateOrganizationApiKey, options.OperationMiddlewares["createOrganizationApiKey"]...)
 	router.DELETE(options.BaseURL+"/api/v1/organizations/:organization_id/api-keys/:key_id", wrapper.RevokeOrganizationApiKey, options.OperationMiddlewares["revokeOrganizationApiKey"]...)
+	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/usage", wrapper.GetOrganizationUsage, options.OperationMiddlewares["getOrganizationUsage"]...)
+	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/billing", wrapper.GetOrganizationBilling, options.OperationMiddlewares["getOrganizationBilling"]...)
+	router.PATCH(options.BaseURL+"/api/v1/organizations/:organization_id/billing", wrapper.UpdateOrganizationBilling, options.OperationMiddlewares["updateOrganizationBilling"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.GET(options.BaseURL+"/api/v1/invitations/:token", wrapper.GetInvitation, options.OperationMiddlewares["getInvitation"]...)
 	router.POST(options.BaseURL+"/api/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
@@ -10575,6 +11033,20 @@ func (response DeleteOrganization413JSONResponse) VisitDeleteOrganizationRespons
 	return err
 }
 
+type DeleteOrganization422JSONResponse struct{ PlanLimitExceededJSONResponse }
+
+func (response DeleteOrganization422JSONResponse) VisitDeleteOrganizationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteOrganization429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response DeleteOrganization429JSONResponse) VisitDeleteOrganizationResponse(w http.ResponseWriter) error {
@@ -11152,6 +11624,249 @@ func (response RevokeOrganizationApiKey404JSONResponse) VisitRevokeOrganizationA
 type RevokeOrganizationApiKey429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response RevokeOrganizationApiKey429JSONResponse) VisitRevokeOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationBillingRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+}
+
+type GetOrganizationBillingResponseObject interface {
+	VisitGetOrganizationBillingResponse(w http.ResponseWriter) error
+}
+
+type GetOrganizationBilling200JSONResponse Billing
+
+func (response GetOrganizationBilling200JSONResponse) VisitGetOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationBilling400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetOrganizationBilling400JSONResponse) VisitGetOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationBilling401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetOrganizationBilling401JSONResponse) VisitGetOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationBilling403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetOrganizationBilling403JSONResponse) VisitGetOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationBilling404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetOrganizationBilling404JSONResponse) VisitGetOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationBilling429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetOrganizationBilling429JSONResponse) VisitGetOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationBillingRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	Body           *UpdateOrganizationBillingJSONRequestBody
+}
+
+type UpdateOrganizationBillingResponseObject interface {
+	VisitUpdateOrganizationBillingResponse(w http.ResponseWriter) error
+}
+
+type UpdateOrganizationBilling200JSONResponse Billing
+
+func (response UpdateOrganizationBilling200JSONResponse) VisitUpdateOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationBilling400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateOrganizationBilling400JSONResponse) VisitUpdateOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationBilling401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateOrganizationBilling401JSONResponse) VisitUpdateOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationBilling403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateOrganizationBilling403JSONResponse) VisitUpdateOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationBilling404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateOrganizationBilling404JSONResponse) VisitUpdateOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationBilling413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateOrganizationBilling413JSONResponse) VisitUpdateOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationBilling422JSONResponse struct{ PlanLimitExceededJSONResponse }
+
+func (response UpdateOrganizationBilling422JSONResponse) VisitUpdateOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationBilling429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response UpdateOrganizationBilling429JSONResponse) VisitUpdateOrganizationBillingResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -12925,6 +13640,114 @@ func (response GrantTeamProject429JSONResponse) VisitGrantTeamProjectResponse(w 
 	return err
 }
 
+type GetOrganizationUsageRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	Params         GetOrganizationUsageParams
+}
+
+type GetOrganizationUsageResponseObject interface {
+	VisitGetOrganizationUsageResponse(w http.ResponseWriter) error
+}
+
+type GetOrganizationUsage200JSONResponse OrganizationUsage
+
+func (response GetOrganizationUsage200JSONResponse) VisitGetOrganizationUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationUsage400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetOrganizationUsage400JSONResponse) VisitGetOrganizationUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationUsage401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetOrganizationUsage401JSONResponse) VisitGetOrganizationUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationUsage403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetOrganizationUsage403JSONResponse) VisitGetOrganizationUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationUsage404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetOrganizationUsage404JSONResponse) VisitGetOrganizationUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationUsage429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetOrganizationUsage429JSONResponse) VisitGetOrganizationUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListOrganizationUsersRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	Params         ListOrganizationUsersParams
@@ -13941,6 +14764,20 @@ func (response CreateDataset409JSONResponse) VisitCreateDatasetResponse(w http.R
 	return err
 }
 
+type CreateDataset422JSONResponse struct{ PlanLimitExceededJSONResponse }
+
+func (response CreateDataset422JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDataset429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response CreateDataset429JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
@@ -14339,6 +15176,20 @@ func (response UploadDatasetFile413JSONResponse) VisitUploadDatasetFileResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadDatasetFile422JSONResponse struct{ PlanLimitExceededJSONResponse }
+
+func (response UploadDatasetFile422JSONResponse) VisitUploadDatasetFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15415,6 +16266,20 @@ func (response ExecuteQuery408JSONResponse) VisitExecuteQueryResponse(w http.Res
 	return err
 }
 
+type ExecuteQuery422JSONResponse struct{ PlanLimitExceededJSONResponse }
+
+func (response ExecuteQuery422JSONResponse) VisitExecuteQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExecuteQuery429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response ExecuteQuery429JSONResponse) VisitExecuteQueryResponse(w http.ResponseWriter) error {
@@ -15665,6 +16530,20 @@ func (response StreamQuery404JSONResponse) VisitStreamQueryResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamQuery422JSONResponse struct{ PlanLimitExceededJSONResponse }
+
+func (response StreamQuery422JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16488,6 +17367,20 @@ func (response ExecuteSavedQuery408JSONResponse) VisitExecuteSavedQueryResponse(
 	return err
 }
 
+type ExecuteSavedQuery422JSONResponse struct{ PlanLimitExceededJSONResponse }
+
+func (response ExecuteSavedQuery422JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExecuteSavedQuery429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response ExecuteSavedQuery429JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
@@ -16923,6 +17816,12 @@ type StrictServerInterface interface {
 	// RevokeOrganizationApiKey Revoke an organization API key (organizations:manage)
 	// (DELETE /api/v1/organizations/{organization_id}/api-keys/{key_id})
 	RevokeOrganizationApiKey(ctx context.Context, request RevokeOrganizationApiKeyRequestObject) (RevokeOrganizationApiKeyResponseObject, error)
+	// GetOrganizationBilling Plan, cycle, next billing date and invoices (admin)
+	// (GET /api/v1/organizations/{organization_id}/billing)
+	GetOrganizationBilling(ctx context.Context, request GetOrganizationBillingRequestObject) (GetOrganizationBillingResponseObject, error)
+	// UpdateOrganizationBilling Change the plan or the billing cycle (billing:manage, owners)
+	// (PATCH /api/v1/organizations/{organization_id}/billing)
+	UpdateOrganizationBilling(ctx context.Context, request UpdateOrganizationBillingRequestObject) (UpdateOrganizationBillingResponseObject, error)
 	// CreateInvitation Invite someone by email (admin)
 	// (POST /api/v1/organizations/{organization_id}/invitations)
 	CreateInvitation(ctx context.Context, request CreateInvitationRequestObject) (CreateInvitationResponseObject, error)
@@ -16965,6 +17864,9 @@ type StrictServerInterface interface {
 	// GrantTeamProject Give a team access to a project, or change its role there (admin)
 	// (PUT /api/v1/organizations/{organization_id}/teams/{team_id}/projects/{project_id})
 	GrantTeamProject(ctx context.Context, request GrantTeamProjectRequestObject) (GrantTeamProjectResponseObject, error)
+	// GetOrganizationUsage What the organization used in a period, against its plan (admin)
+	// (GET /api/v1/organizations/{organization_id}/usage)
+	GetOrganizationUsage(ctx context.Context, request GetOrganizationUsageRequestObject) (GetOrganizationUsageResponseObject, error)
 	// ListOrganizationUsers Members and invited users of the organization
 	// (GET /api/v1/organizations/{organization_id}/users)
 	ListOrganizationUsers(ctx context.Context, request ListOrganizationUsersRequestObject) (ListOrganizationUsersResponseObject, error)
@@ -18430,6 +19332,79 @@ func (sh *strictHandler) RevokeOrganizationApiKey(ctx echo.Context, organization
 	return nil
 }
 
+// GetOrganizationBilling operation middleware
+func (sh *strictHandler) GetOrganizationBilling(ctx echo.Context, organizationId OrganizationId) error {
+	var request GetOrganizationBillingRequestObject
+
+	request.OrganizationId = organizationId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOrganizationBilling(ctx.Request().Context(), request.(GetOrganizationBillingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOrganizationBilling")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOrganizationBillingResponseObject); ok {
+		return validResponse.VisitGetOrganizationBillingResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateOrganizationBilling operation middleware
+func (sh *strictHandler) UpdateOrganizationBilling(ctx echo.Context, organizationId OrganizationId) error {
+	var request UpdateOrganizationBillingRequestObject
+
+	request.OrganizationId = organizationId
+
+	var body UpdateOrganizationBillingJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateOrganizationBilling(ctx.Request().Context(), request.(UpdateOrganizationBillingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateOrganizationBilling")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateOrganizationBillingResponseObject); ok {
+		return validResponse.VisitUpdateOrganizationBillingResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // CreateInvitation operation middleware
 func (sh *strictHandler) CreateInvitation(ctx echo.Context, organizationId OrganizationId) error {
 	var request CreateInvitationRequestObject
@@ -18947,6 +19922,32 @@ func (sh *strictHandler) GrantTeamProject(ctx echo.Context, organizationId Organ
 		return err
 	} else if validResponse, ok := response.(GrantTeamProjectResponseObject); ok {
 		return validResponse.VisitGrantTeamProjectResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOrganizationUsage operation middleware
+func (sh *strictHandler) GetOrganizationUsage(ctx echo.Context, organizationId OrganizationId, params GetOrganizationUsageParams) error {
+	var request GetOrganizationUsageRequestObject
+
+	request.OrganizationId = organizationId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOrganizationUsage(ctx.Request().Context(), request.(GetOrganizationUsageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOrganizationUsage")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOrganizationUsageResponseObject); ok {
+		return validResponse.VisitGetOrganizationUsageResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
