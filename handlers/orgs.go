@@ -290,6 +290,8 @@ func (o *Orgs) DeleteOrganization(ctx context.Context, req api.DeleteOrganizatio
 			if err := datasets.DropOrganization(ctx, tx, org.ID); err != nil {
 				return err
 			}
+		} else if err := datasets.MoveOrganization(ctx, tx, org.ID, target, now); err != nil {
+			return err
 		}
 		moved, deleted, err := store.DeleteOrganization(ctx, tx, org.ID, target, now)
 		if err != nil {

@@ -120,7 +120,7 @@ func DeleteOrganization(ctx context.Context, q sqlx.ExtContext, id, transferTo s
 			}
 		}
 		moved = len(moving)
-		// Dataset tables stay where they are (datasets record their schema); rows follow.
+		// The datasets' tables have moved already (datasets.MoveOrganization); rows follow.
 		for _, t := range []string{"platform.datasets", "platform.uploads"} {
 			if _, err := q.ExecContext(ctx, `UPDATE `+t+` SET organization_id = $2 WHERE organization_id = $1`, id, transferTo); err != nil {
 				return 0, 0, err

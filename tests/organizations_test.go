@@ -591,3 +591,48 @@ func TestOrgAuditActorName(t *testing.T) {
 		t.Fatalf("actor name %v, want Administrator", actor.Name)
 	}
 }
+
+// Deleting an organization with transfer_to moves its datasets' tables into the receiving
+// organization's schema, where its query role reads them and the records API serves them;
+// the old organization's schema and query role are gone. A receiving organization whose plan
+// would overflow is refused first, and nothing moves.
+func TestOrgDeleteTransferMovesData(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	old := e.orgID
+	ds := e.uploadAndCreate(e.ownerToken, "people", "people.csv", "name\nAnn\nBob\n")
+	e.waitDataset(e.ownerToken, ds)
+	e.execute(map[string]any{"query": "SELECT count(*) FROM people"}, e.ownerToken).status(200) // the old role exists
+
+	full := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Full"}, own).status(201).str("id")
+	for i := 0; i < 10; i++ {
+		e.do("POST", "/api/v1/organizations/"+full+"/projects", map[string]any{"name": "P" + string(rune('a'+i))}, own).status(201)
+	}
+	r := e.do("DELETE", "/api/v1/organizations/"+old, map[string]any{"confirmation": "default", "transfer_to": full}, own).apiError(422, "PLAN_LIMIT_EXCEEDED")
+	if r.str("error.details.limit") != "projects" || r.num("error.details.current") != 11 {
+		t.Fatalf("transfer past the limit: %s", r.Body)
+	}
+
+	target := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Target"}, own).status(201).str("id")
+	e.do("DELETE", "/api/v1/organizations/"+old, map[string]any{"confirmation": "default", "transfer_to": target}, own).status(200)
+	if n := e.countRows(`SELECT count(*) FROM platform.datasets WHERE id = '` + ds + `' AND table_schema = '` + target + `'`); n != 1 {
+		t.Fatal("the dataset does not name the receiving organization's schema")
+	}
+	if n := e.countRows(`SELECT count(*) FROM pg_namespace WHERE nspname = '` + old + `'`); n != 0 {
+		t.Fatal("the old organization's schema is still there")
+	}
+	if n := e.countRows(`SELECT count(*) FROM pg_roles WHERE rolname = 'dp_query_` + old + `'`); n != 0 {
+		t.Fatal("the old organization's query role is still there")
+	}
+	if n := e.countRows(`SELECT count(*) FROM "` + target + `"."` + ds + `"`); n != 2 {
+		t.Fatalf("moved table rows: %d", n)
+	}
+	if r := e.do("GET", "/api/v1/datasets/"+ds+"/data", nil, own).status(200); r.len("data") != 2 {
+		t.Fatalf("records after the move: %s", r.Body)
+	}
+	q := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"type": "sql", "query": "SELECT count(*) AS n FROM people"}, own).status(200)
+	if rows(q) != "2" {
+		t.Fatalf("SQL under the receiving organization's role: %s", q.Body)
+	}
+}

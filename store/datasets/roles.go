@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -148,4 +149,58 @@ func DropOrganization(ctx context.Context, tx *sqlx.Tx, orgID string) error {
 		return err
 	}
 	return DropQueryRole(ctx, tx, orgID)
+}
+
+// MoveOrganization hands an organization's datasets to the organization to (which takes its
+// projects): uploaded datasets' tables move into to's schema, readable by to's query role;
+// connected datasets' views are granted to it. Then what was from's goes, schema and query
+// role, so that from's role can read none of it any more. Call it before the datasets' rows
+// change organization.
+func MoveOrganization(ctx context.Context, tx *sqlx.Tx, from, to string, now time.Time) error {
+	if err := ensureRole(ctx, tx, to); err != nil {
+		return err
+	}
+	if err := createSchema(ctx, tx, to); err != nil {
+		return err
+	}
+	role, schema := pq.QuoteIdentifier(QueryRole(to)), pq.QuoteIdentifier(to)
+	for _, q := range []string{`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
+		`ALTER DEFAULT PRIVILEGES IN SCHEMA ` + schema + ` GRANT SELECT ON TABLES TO ` + role} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	var ds []struct {
+		ID     string `db:"id"`
+		Schema string `db:"table_schema"`
+		Type   string `db:"type"`
+	}
+	if err := tx.SelectContext(ctx, &ds, `SELECT id, table_schema, type FROM platform.datasets WHERE organization_id = $1 FOR UPDATE`, from); err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if d.Type == "database" {
+			if err := grantConnected(ctx, tx, to, d.ID); err != nil {
+				return err
+			}
+			continue
+		}
+		var exists bool
+		if err := tx.GetContext(ctx, &exists, `SELECT to_regclass($1) IS NOT NULL`, Table(d.Schema, d.ID)); err != nil {
+			return err
+		}
+		if exists { // a dataset still processing, or failed, may have no table
+			for _, q := range []string{`ALTER TABLE ` + Table(d.Schema, d.ID) + ` SET SCHEMA ` + schema,
+				`GRANT SELECT ON ` + Table(to, d.ID) + ` TO ` + role} {
+				if _, err := tx.ExecContext(ctx, q); err != nil {
+					return err
+				}
+			}
+		}
+		// updated_at: every replica's cached description of the dataset is renewed.
+		if _, err := tx.ExecContext(ctx, `UPDATE platform.datasets SET table_schema = $2, updated_at = $3 WHERE id = $1`, d.ID, to, now); err != nil {
+			return err
+		}
+	}
+	return DropOrganization(ctx, tx, from)
 }
