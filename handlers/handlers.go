@@ -63,6 +63,11 @@ func (h *Handlers) access(ctx context.Context, q sqlx.QueryerContext, orgID stri
 	return p, auth.AccessFor(p, orgID, role), nil
 }
 
+// Audit is audit for the record API's package.
+func (h *Handlers) Audit(ctx context.Context, tx sqlx.ExecerContext, orgID, action, resType, resID, resName string, details map[string]any) error {
+	return h.audit(ctx, tx, orgID, action, resType, resID, resName, details)
+}
+
 // audit writes an audit entry for the caller in transaction tx.
 func (h *Handlers) audit(ctx context.Context, tx sqlx.ExecerContext, orgID, action, resType, resID, resName string, details map[string]any) error {
 	m := reqmeta.From(ctx)

@@ -87,46 +87,6 @@ func AddMembership(ctx context.Context, q sqlx.ExecerContext, orgID, userID, rol
 	return err
 }
 
-// AuditEntry is one row of the audit log.
-type AuditEntry struct {
-	OrgID        string
-	ActorID      string
-	ActorName    string
-	ActorEmail   string
-	Action       string
-	ResourceType string
-	ResourceID   string
-	ResourceName string
-	Details      map[string]any
-	IP           string
-	UserAgent    string
-	At           time.Time
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// Audit writes e; call it in the transaction of the change it records.
-func Audit(ctx context.Context, q sqlx.ExecerContext, e AuditEntry) error {
-	if e.Details == nil {
-		e.Details = map[string]any{}
-	}
-	d, err := json.Marshal(e.Details)
-	if err != nil {
-		return err
-	}
-	_, err = q.ExecContext(ctx, `INSERT INTO platform.audit_log (organization_id, actor_id, actor_name, actor_email, action,
-		resource_type, resource_id, resource_name, details, ip_address, user_agent, created_at)
-		VALUES ($1, $2, COALESCE($3, (SELECT name FROM platform.users WHERE id = $2)), $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		nullable(e.OrgID), nullable(e.ActorID), nullable(e.ActorName), nullable(e.ActorEmail), e.Action, e.ResourceType,
-		nullable(e.ResourceID), nullable(e.ResourceName), string(d), nullable(e.IP), nullable(e.UserAgent), e.At)
-	return err
-}
-
 // Emit writes an event to the outbox; call it in the transaction of the change.
 func Emit(ctx context.Context, q sqlx.ExecerContext, eventType, orgID string, payload any, at time.Time) error {
 	b, err := json.Marshal(payload)

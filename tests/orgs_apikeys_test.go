@@ -72,9 +72,19 @@ func TestOrganizationApiKeys(t *testing.T) {
 	e.do("GET", "/api/v1/projects/"+e.projectID, nil, k).status(200)
 
 	// A writing key's changes are audited with the key as actor.
-	w := e.do("POST", keys, map[string]any{"name": "Loader", "permissions": []string{"datasets:read", "datasets:write"}}, own).status(201)
+	w := e.do("POST", keys, map[string]any{"name": "Loader", "permissions": []string{"datasets:read", "datasets:write", "datasets:delete"}}, own).status(201)
 	wk := header{"X-API-Key": w.str("key")}
 	e.do("POST", "/api/v1/datasets/"+ds+"/data", map[string]any{"name": "Cy"}, wk).status(201)
+	e.do("PATCH", "/api/v1/datasets/"+ds+"/data/3", map[string]any{"name": "Cyd"}, wk).status(200)
+	e.do("DELETE", "/api/v1/datasets/"+ds+"/data/3", nil, wk).status(200)
+	e.do("POST", "/api/v1/datasets/"+ds+"/data/bulk", map[string]any{"operations": []any{
+		map[string]any{"method": "create", "data": map[string]any{"name": "Di"}}}}, wk).status(200)
+	for _, action := range []string{"record.create", "record.update", "record.delete", "record.bulk"} {
+		if n := e.countRows(`SELECT count(*) FROM platform.audit_log WHERE organization_id = '` + org + `' AND action = '` + action + `'
+			AND resource_type = 'record' AND details->>'api_key_id' = '` + w.str("id") + `' AND details->>'dataset_id' = '` + ds + `'`); n != 1 {
+			t.Fatalf("%s audit rows by the key: %d", action, n)
+		}
+	}
 	e.do("POST", "/api/v1/organizations/"+org+"/projects", map[string]any{"name": "By key"}, wk).status(201)
 	if n := e.countRows(`SELECT count(*) FROM platform.audit_log WHERE organization_id = '` + org + `' AND action = 'project.create'
 		AND details->>'api_key_id' = '` + w.str("id") + `' AND actor_name = 'Loader'`); n != 1 {

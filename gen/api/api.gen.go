@@ -2084,6 +2084,29 @@ type ApiKeyWithSecret struct {
 // ApiKeyWithSecretStatus defines model for ApiKeyWithSecret.Status.
 type ApiKeyWithSecretStatus string
 
+// AuditLogEntry defines model for AuditLogEntry.
+type AuditLogEntry struct {
+	// Action What was done, such as user.invite or team.member_add.
+	Action string `json:"action"`
+
+	// Actor Who did it; null for the service itself.
+	Actor *struct {
+		Email *string `json:"email"`
+		Id    *string `json:"id"`
+		Name  *string `json:"name"`
+	} `json:"actor"`
+	Details   map[string]interface{} `json:"details"`
+	Id        string                 `json:"id"`
+	IpAddress *string                `json:"ip_address"`
+	Resource  struct {
+		Id   *string `json:"id"`
+		Name *string `json:"name"`
+		Type string  `json:"type"`
+	} `json:"resource"`
+	Timestamp time.Time `json:"timestamp"`
+	UserAgent *string   `json:"user_agent"`
+}
+
 // AuthError defines model for AuthError.
 type AuthError struct {
 	Code  AuthErrorCode  `json:"code"`
@@ -3984,6 +4007,20 @@ type ListOrganizationApiKeysParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ListAuditLogsParams defines parameters for ListAuditLogs.
+type ListAuditLogsParams struct {
+	// Page Page number, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit        *Limit  `form:"limit,omitempty" json:"limit,omitempty"`
+	ActorId      *string `form:"actor_id,omitempty" json:"actor_id,omitempty"`
+	Action       *string `form:"action,omitempty" json:"action,omitempty"`
+	ResourceType *string `form:"resource_type,omitempty" json:"resource_type,omitempty"`
+	StartDate    *string `form:"start_date,omitempty" json:"start_date,omitempty"`
+	EndDate      *string `form:"end_date,omitempty" json:"end_date,omitempty"`
+}
+
 // UpdateOrganizationBillingJSONBody defines parameters for UpdateOrganizationBilling.
 type UpdateOrganizationBillingJSONBody struct {
 	BillingCycle *UpdateOrganizationBillingJSONBodyBillingCycle `json:"billing_cycle,omitempty"`
@@ -4596,6 +4633,9 @@ type ServerInterface interface {
 	// RevokeOrganizationApiKey Revoke an organization API key (organizations:manage)
 	// (DELETE /api/v1/organizations/{organization_id}/api-keys/{key_id})
 	RevokeOrganizationApiKey(ctx echo.Context, organizationId OrganizationId, keyId string) error
+	// ListAuditLogs The organization's audit log, newest first (admin)
+	// (GET /api/v1/organizations/{organization_id}/audit-logs)
+	ListAuditLogs(ctx echo.Context, organizationId OrganizationId, params ListAuditLogsParams) error
 	// GetOrganizationBilling Plan, cycle, next billing date and invoices (admin)
 	// (GET /api/v1/organizations/{organization_id}/billing)
 	GetOrganizationBilling(ctx echo.Context, organizationId OrganizationId) error
@@ -5614,6 +5654,73 @@ func (w *ServerInterfaceWrapper) RevokeOrganizationApiKey(ctx echo.Context) erro
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RevokeOrganizationApiKey(ctx, organizationId, keyId)
+	return err
+}
+
+// ListAuditLogs converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAuditLogs(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAuditLogsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "actor_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "actor_id", ctx.QueryParams(), &params.ActorId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter actor_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "action" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "action", ctx.QueryParams(), &params.Action, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter action: %s", err))
+	}
+
+	// ------------- Optional query parameter "resource_type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "resource_type", ctx.QueryParams(), &params.ResourceType, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter resource_type: %s", err))
+	}
+
+	// ------------- Optional query parameter "start_date" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "start_date", ctx.QueryParams(), &params.StartDate, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter start_date: %s", err))
+	}
+
+	// ------------- Optional query parameter "end_date" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "end_date", ctx.QueryParams(), &params.EndDate, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter end_date: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAuditLogs(ctx, organizationId, params)
 	return err
 }
 
@@ -6993,6 +7100,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/usage", wrapper.GetOrganizationUsage, options.OperationMiddlewares["getOrganizationUsage"]...)
 	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/billing", wrapper.GetOrganizationBilling, options.OperationMiddlewares["getOrganizationBilling"]...)
 	router.PATCH(options.BaseURL+"/api/v1/organizations/:organization_id/billing", wrapper.UpdateOrganizationBilling, options.OperationMiddlewares["updateOrganizationBilling"]...)
+	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/audit-logs", wrapper.ListAuditLogs, options.OperationMiddlewares["listAuditLogs"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.GET(options.BaseURL+"/api/v1/invitations/:token", wrapper.GetInvitation, options.OperationMiddlewares["getInvitation"]...)
 	router.POST(options.BaseURL+"/api/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
@@ -11624,6 +11732,120 @@ func (response RevokeOrganizationApiKey404JSONResponse) VisitRevokeOrganizationA
 type RevokeOrganizationApiKey429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response RevokeOrganizationApiKey429JSONResponse) VisitRevokeOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditLogsRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	Params         ListAuditLogsParams
+}
+
+type ListAuditLogsResponseObject interface {
+	VisitListAuditLogsResponse(w http.ResponseWriter) error
+}
+
+type ListAuditLogs200JSONResponse struct {
+	Logs       []AuditLogEntry `json:"logs"`
+	Pagination Pagination      `json:"pagination"`
+
+	// TotalCapped More than 10,000 entries match; pagination.total says 10,000.
+	TotalCapped bool `json:"total_capped"`
+}
+
+func (response ListAuditLogs200JSONResponse) VisitListAuditLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditLogs400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAuditLogs400JSONResponse) VisitListAuditLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditLogs401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListAuditLogs401JSONResponse) VisitListAuditLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditLogs403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListAuditLogs403JSONResponse) VisitListAuditLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditLogs404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListAuditLogs404JSONResponse) VisitListAuditLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditLogs429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ListAuditLogs429JSONResponse) VisitListAuditLogsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -17816,6 +18038,9 @@ type StrictServerInterface interface {
 	// RevokeOrganizationApiKey Revoke an organization API key (organizations:manage)
 	// (DELETE /api/v1/organizations/{organization_id}/api-keys/{key_id})
 	RevokeOrganizationApiKey(ctx context.Context, request RevokeOrganizationApiKeyRequestObject) (RevokeOrganizationApiKeyResponseObject, error)
+	// ListAuditLogs The organization's audit log, newest first (admin)
+	// (GET /api/v1/organizations/{organization_id}/audit-logs)
+	ListAuditLogs(ctx context.Context, request ListAuditLogsRequestObject) (ListAuditLogsResponseObject, error)
 	// GetOrganizationBilling Plan, cycle, next billing date and invoices (admin)
 	// (GET /api/v1/organizations/{organization_id}/billing)
 	GetOrganizationBilling(ctx context.Context, request GetOrganizationBillingRequestObject) (GetOrganizationBillingResponseObject, error)
@@ -19326,6 +19551,32 @@ func (sh *strictHandler) RevokeOrganizationApiKey(ctx echo.Context, organization
 		return err
 	} else if validResponse, ok := response.(RevokeOrganizationApiKeyResponseObject); ok {
 		return validResponse.VisitRevokeOrganizationApiKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListAuditLogs operation middleware
+func (sh *strictHandler) ListAuditLogs(ctx echo.Context, organizationId OrganizationId, params ListAuditLogsParams) error {
+	var request ListAuditLogsRequestObject
+
+	request.OrganizationId = organizationId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAuditLogs(ctx.Request().Context(), request.(ListAuditLogsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAuditLogs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAuditLogsResponseObject); ok {
+		return validResponse.VisitListAuditLogsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

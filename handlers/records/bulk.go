@@ -89,7 +89,7 @@ func (h *Records) Bulk(c echo.Context) error {
 					return err
 				}
 			}
-			return nil
+			return h.auditRecord(ctx, tx, rc, "record.bulk", "", map[string]any{"operations": len(ops), "atomic": true})
 		})
 		if err != nil && failedAt < 0 {
 			return err
@@ -118,6 +118,13 @@ func (h *Records) Bulk(c echo.Context) error {
 			ok++
 		} else {
 			failed++
+		}
+	}
+	if !atomic && ok > 0 { // each operation had a transaction of its own: one entry for all
+		if err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+			return h.auditRecord(ctx, tx, rc, "record.bulk", "", map[string]any{"operations": len(ops), "succeeded": ok, "failed": failed})
+		}); err != nil {
+			return err
 		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"succeeded": ok, "failed": failed, "results": results, "execution_time_ms": time.Since(start).Milliseconds()})

@@ -85,6 +85,9 @@ func (h *Records) Create(c echo.Context) error {
 		if out, err = h.shape(ctx, rc, rec, fields, ""); err != nil {
 			return err
 		}
+		if err := h.auditRecord(ctx, tx, rc, "record.create", fmt.Sprint(m[t.Key()]), nil); err != nil {
+			return err
+		}
 		if key != "" {
 			return store.StoreIdempotentAnswer(ctx, tx, principal, rc.d.ID, key, http.StatusCreated, location, string(out))
 		}
@@ -185,7 +188,11 @@ func (h *Records) update(c echo.Context, replace bool) error {
 			return apierr.New(http.StatusConflict, apierr.CodeOptimisticLockError, "the record changed meanwhile; read it again").
 				WithDetails(map[string]any{"id": detailID(now[t.Key()])})
 		}
-		return nil
+		method := "patch"
+		if replace {
+			method = "replace"
+		}
+		return h.auditRecord(ctx, tx, rc, "record.update", fmt.Sprint(now[t.Key()]), map[string]any{"method": method, "version": current + 1})
 	})
 	if err != nil {
 		var ae *apierr.Error
@@ -384,8 +391,10 @@ func (h *Records) Delete(c echo.Context) error {
 		if err := h.referrers(ctx, tx, rc, rec, soft, cascade, cascaded, 0); err != nil {
 			return err
 		}
-		at, err = t.Delete(ctx, tx, id, soft)
-		return err
+		if at, err = t.Delete(ctx, tx, id, soft); err != nil {
+			return err
+		}
+		return h.auditRecord(ctx, tx, rc, "record.delete", fmt.Sprint(key), map[string]any{"soft": soft, "cascaded": cascaded})
 	})
 	if err != nil {
 		var ae *apierr.Error
@@ -486,4 +495,17 @@ func locked(ctx context.Context, tx *sqlx.Tx, t *recsql.Table, id, asked string)
 	dec := json.NewDecoder(bytes.NewReader(cur))
 	dec.UseNumber()
 	return cur, rec, dec.Decode(&rec)
+}
+
+// auditRecord writes the audit entry of a record write in its transaction: the record by its
+// key, named by its dataset.
+func (h *Records) auditRecord(ctx context.Context, tx *sqlx.Tx, rc *recordCtx, action, key string, details map[string]any) error {
+	if details == nil {
+		details = map[string]any{}
+	}
+	details["dataset_id"] = rc.d.ID
+	if rc.desc.Table.Name != rc.d.ID {
+		details["table"] = rc.desc.Table.Name
+	}
+	return h.Audit(ctx, tx, rc.d.OrgID, action, "record", key, rc.d.Name, details)
 }

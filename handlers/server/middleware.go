@@ -109,6 +109,22 @@ var (
 	}, []string{"method", "route"})
 )
 
+// secretParams are path parameters that are secrets (an invitation's token): the access log
+// shows them redacted. (Query strings, where api_key may be, are not logged at all.)
+var secretParams = map[string]bool{"token": true}
+
+// loggedPath is the request path as the access log shows it.
+func loggedPath(c echo.Context) string {
+	path := c.Request().URL.Path
+	vals := c.ParamValues()
+	for i, n := range c.ParamNames() {
+		if secretParams[n] && i < len(vals) && vals[i] != "" {
+			path = strings.Replace(path, vals[i], "[redacted]", 1)
+		}
+	}
+	return path
+}
+
 // observe records metrics and writes one structured log line per request.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -126,7 +142,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		httpRequests.WithLabelValues(c.Request().Method, routePath, strconv.Itoa(status)).Inc()
 		httpDuration.WithLabelValues(c.Request().Method, routePath).Observe(d.Seconds())
 		if s.cfg.LogRequests {
-			attrs := []any{"request_id", requestID(c), "method", c.Request().Method, "path", c.Request().URL.Path,
+			attrs := []any{"request_id", requestID(c), "method", c.Request().Method, "path", loggedPath(c),
 				"route", routePath, "status", status, "duration_ms", float64(d.Microseconds()) / 1000, "ip", c.RealIP()}
 			if p := auth.FromContext(c.Request().Context()); p != nil {
 				attrs = append(attrs, "user_id", p.UserID, "auth", string(p.Method))
