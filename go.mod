@@ -12,11 +12,13 @@ require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/oasdiff/oasdiff v1.36.0
 	github.com/pganalyze/pg_query_go/v6 v6.2.5
+	github.com/pquerna/otp v1.5.0
 	github.com/xuri/excelize/v2 v2.11.1
 )
 
 require (
 	github.com/TwiN/go-color v1.4.1 // indirect
+	github.com/boombuler/barcode v1.0.1-0.20190219062509-6c824513bacc // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.2.0 // indirect
 	github.com/tidwall/pretty v1.2.2 // indirect
@@ -133,7 +135,7 @@ require (
 	github.com/mitchellh/hashstructure/v2 v2.0.2 // indirect
 	github.com/muesli/cancelreader v0.2.2 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/oapi-codegen/oapi-codegen/v2 v2.8.2 // indirect
+	github.com/oapi-codegen/oapi-codegen/v2 v2.8.2
 	github.com/oapi-codegen/runtime v1.8.0
 	github.com/parquet-go/bitpack v1.0.0 // indirect
 	github.com/parquet-go/jsonlite v1.0.0 // indirect

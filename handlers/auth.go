@@ -47,16 +47,35 @@ func (a *Auth) Login(ctx context.Context, req api.LoginRequestObject) (api.Login
 		}
 		return nil, errBadLogin
 	}
+	if u.TwoFactorEnabled && deref(b.TwoFactorCode) == "" {
+		return nil, errTwoFactorRequired
+	}
 	var tr api.TokenResponse
 	err = a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		method := "password"
+		if u.TwoFactorEnabled {
+			ok, err := a.secondFactor(ctx, tx, u.ID, *b.TwoFactorCode)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errSecondFactor
+			}
+			method = "password+totp"
+		}
 		if err := store.LoginSucceeded(ctx, tx, key); err != nil {
 			return err
 		}
 		var err error
-		tr, err = a.signIn(ctx, tx, u, deref(b.OrganizationId), "password")
+		tr, err = a.signIn(ctx, tx, u, deref(b.OrganizationId), method)
 		return err
 	})
-	if err != nil {
+	if errors.Is(err, errSecondFactor) {
+		if err := store.LoginFailed(ctx, a.Store.DB, key, now); err != nil {
+			return nil, err
+		}
+		return nil, errBadTwoFactor
+	} else if err != nil {
 		return nil, err
 	}
 	return api.Login200JSONResponse{Body: tr, Headers: api.Login200ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil

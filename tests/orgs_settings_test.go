@@ -88,6 +88,7 @@ func TestOrganizationSettings(t *testing.T) {
 	e.setTwoFactor(e.userIDOf(anaEmail), true)
 	e.eventually(func() bool { return e.do("GET", "/api/v1/projects/"+e.projectID, nil, bearer(anaTok)).Code == 200 })
 	e.do("PATCH", path, map[string]any{"security": map[string]any{"two_factor_required": false}}, own).status(200)
+	e.setTwoFactor(e.userIDOf(adminEmail), false) // the flag alone, without a secret, would block password sign-in
 
 	// Session timeout: a refresh token idle longer than the setting is refused; each refresh
 	// restarts the count.

@@ -67,10 +67,12 @@ const (
 	AUTHREQUIRED            AuthErrorCode = "AUTH_REQUIRED"
 	EMAILNOTVERIFIED        AuthErrorCode = "EMAIL_NOT_VERIFIED"
 	INSUFFICIENTPERMISSIONS AuthErrorCode = "INSUFFICIENT_PERMISSIONS"
+	INVALIDTWOFACTORCODE    AuthErrorCode = "INVALID_TWO_FACTOR_CODE"
 	IPNOTALLOWED            AuthErrorCode = "IP_NOT_ALLOWED"
 	PERMISSIONDENIED        AuthErrorCode = "PERMISSION_DENIED"
 	SESSIONEXPIRED          AuthErrorCode = "SESSION_EXPIRED"
 	TOKENEXPIRED            AuthErrorCode = "TOKEN_EXPIRED"
+	TWOFACTORCODEREQUIRED   AuthErrorCode = "TWO_FACTOR_CODE_REQUIRED"
 	TWOFACTORREQUIRED       AuthErrorCode = "TWO_FACTOR_REQUIRED"
 )
 
@@ -83,6 +85,8 @@ func (e AuthErrorCode) Valid() bool {
 		return true
 	case INSUFFICIENTPERMISSIONS:
 		return true
+	case INVALIDTWOFACTORCODE:
+		return true
 	case IPNOTALLOWED:
 		return true
 	case PERMISSIONDENIED:
@@ -90,6 +94,8 @@ func (e AuthErrorCode) Valid() bool {
 	case SESSIONEXPIRED:
 		return true
 	case TOKENEXPIRED:
+		return true
+	case TWOFACTORCODEREQUIRED:
 		return true
 	case TWOFACTORREQUIRED:
 		return true
@@ -2910,6 +2916,9 @@ type LoginRequest struct {
 	// OrganizationId Organization the token is issued for (`org` claim); default the user's oldest membership.
 	OrganizationId *OrganizationId `json:"organization_id,omitempty"`
 	Password       string          `json:"password"`
+
+	// TwoFactorCode For an account with two-factor sign-in, the authenticator's current code or an unused recovery code.
+	TwoFactorCode *string `json:"two_factor_code,omitempty"`
 }
 
 // MemberProject A project as its member sees it in the list across organizations.
@@ -3658,6 +3667,31 @@ type TokenUser struct {
 	Roles          []MemberRole `json:"roles"`
 }
 
+// TwoFactorCodeRequest defines model for TwoFactorCodeRequest.
+type TwoFactorCodeRequest struct {
+	// Code A current TOTP code, or an unused recovery code (not for confirm).
+	Code string `json:"code"`
+}
+
+// TwoFactorRecoveryCodes defines model for TwoFactorRecoveryCodes.
+type TwoFactorRecoveryCodes struct {
+	// RecoveryCodes Single-use codes (xxxxx-xxxxx), shown only once.
+	RecoveryCodes    []string `json:"recovery_codes"`
+	TwoFactorEnabled bool     `json:"two_factor_enabled"`
+}
+
+// TwoFactorSetup defines model for TwoFactorSetup.
+type TwoFactorSetup struct {
+	// OtpauthUrl The otpauth://totp/ URI of the secret.
+	OtpauthUrl string `json:"otpauth_url"`
+
+	// QrPng The URI as a QR code PNG (256 by 256), base64.
+	QrPng []byte `json:"qr_png"`
+
+	// Secret The secret in base32, to type into an authenticator app.
+	Secret string `json:"secret"`
+}
+
 // UpdateOrganizationRequest Fields left out keep their value; an empty string clears description, website or logo_url.
 type UpdateOrganizationRequest struct {
 	Description *string `json:"description,omitempty"`
@@ -4279,6 +4313,15 @@ type CreateApiKeyJSONRequestBody = CreateApiKeyRequest
 // RotateApiKeyJSONRequestBody defines body for RotateApiKey for application/json ContentType.
 type RotateApiKeyJSONRequestBody RotateApiKeyJSONBody
 
+// ConfirmTwoFactorJSONRequestBody defines body for ConfirmTwoFactor for application/json ContentType.
+type ConfirmTwoFactorJSONRequestBody = TwoFactorCodeRequest
+
+// DisableTwoFactorJSONRequestBody defines body for DisableTwoFactor for application/json ContentType.
+type DisableTwoFactorJSONRequestBody = TwoFactorCodeRequest
+
+// RegenerateRecoveryCodesJSONRequestBody defines body for RegenerateRecoveryCodes for application/json ContentType.
+type RegenerateRecoveryCodesJSONRequestBody = TwoFactorCodeRequest
+
 // LoginJSONRequestBody defines body for Login for application/json ContentType.
 type LoginJSONRequestBody = LoginRequest
 
@@ -4522,6 +4565,18 @@ type ServerInterface interface {
 	// RotateApiKey Replace a key with a new one; the old one keeps working until grace_period_ends
 	// (POST /api/v1/api-keys/{key_id}/rotate)
 	RotateApiKey(ctx echo.Context, keyId KeyId) error
+	// ConfirmTwoFactor Confirm the enrolment with a code; two-factor sign-in is on
+	// (POST /api/v1/auth/2fa/confirm)
+	ConfirmTwoFactor(ctx echo.Context) error
+	// DisableTwoFactor Turn two-factor sign-in off (with a code)
+	// (POST /api/v1/auth/2fa/disable)
+	DisableTwoFactor(ctx echo.Context) error
+	// RegenerateRecoveryCodes Replace the recovery codes (with a code)
+	// (POST /api/v1/auth/2fa/recovery-codes)
+	RegenerateRecoveryCodes(ctx echo.Context) error
+	// SetupTwoFactor Start enrolling in two-factor sign-in (TOTP)
+	// (POST /api/v1/auth/2fa/setup)
+	SetupTwoFactor(ctx echo.Context) error
 	// Login Sign in with email and password
 	// (POST /api/v1/auth/login)
 	Login(ctx echo.Context) error
@@ -4871,6 +4926,42 @@ func (w *ServerInterfaceWrapper) RotateApiKey(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RotateApiKey(ctx, keyId)
+	return err
+}
+
+// ConfirmTwoFactor converts echo context to params.
+func (w *ServerInterfaceWrapper) ConfirmTwoFactor(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ConfirmTwoFactor(ctx)
+	return err
+}
+
+// DisableTwoFactor converts echo context to params.
+func (w *ServerInterfaceWrapper) DisableTwoFactor(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DisableTwoFactor(ctx)
+	return err
+}
+
+// RegenerateRecoveryCodes converts echo context to params.
+func (w *ServerInterfaceWrapper) RegenerateRecoveryCodes(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RegenerateRecoveryCodes(ctx)
+	return err
+}
+
+// SetupTwoFactor converts echo context to params.
+func (w *ServerInterfaceWrapper) SetupTwoFactor(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetupTwoFactor(ctx)
 	return err
 }
 
@@ -7041,6 +7132,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/auth/login", wrapper.Login, options.OperationMiddlewares["login"]...)
 	router.POST(options.BaseURL+"/api/v1/auth/refresh", wrapper.RefreshToken, options.OperationMiddlewares["refreshToken"]...)
 	router.POST(options.BaseURL+"/api/v1/auth/logout", wrapper.Logout, options.OperationMiddlewares["logout"]...)
+	router.POST(options.BaseURL+"/api/v1/auth/2fa/setup", wrapper.SetupTwoFactor, options.OperationMiddlewares["setupTwoFactor"]...)
+	router.POST(options.BaseURL+"/api/v1/auth/2fa/confirm", wrapper.ConfirmTwoFactor, options.OperationMiddlewares["confirmTwoFactor"]...)
+	router.POST(options.BaseURL+"/api/v1/auth/2fa/disable", wrapper.DisableTwoFactor, options.OperationMiddlewares["disableTwoFactor"]...)
+	router.POST(options.BaseURL+"/api/v1/auth/2fa/recovery-codes", wrapper.RegenerateRecoveryCodes, options.OperationMiddlewares["regenerateRecoveryCodes"]...)
 	router.GET(options.BaseURL+"/api/v1/auth/me", wrapper.GetCurrentUser, options.OperationMiddlewares["getCurrentUser"]...)
 	router.GET(options.BaseURL+"/api/v1/auth/oauth/authorize", wrapper.OauthAuthorize, options.OperationMiddlewares["oauthAuthorize"]...)
 	router.GET(options.BaseURL+"/api/v1/auth/oauth/callback", wrapper.OauthCallback, options.OperationMiddlewares["oauthCallback"]...)
@@ -7641,6 +7736,499 @@ func (response RotateApiKey413JSONResponse) VisitRotateApiKeyResponse(w http.Res
 type RotateApiKey429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response RotateApiKey429JSONResponse) VisitRotateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ConfirmTwoFactorRequestObject struct {
+	Body *ConfirmTwoFactorJSONRequestBody
+}
+
+type ConfirmTwoFactorResponseObject interface {
+	VisitConfirmTwoFactorResponse(w http.ResponseWriter) error
+}
+
+type ConfirmTwoFactor200ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+}
+
+type ConfirmTwoFactor200JSONResponse struct {
+	Body    TwoFactorRecoveryCodes
+	Headers ConfirmTwoFactor200ResponseHeaders
+}
+
+func (response ConfirmTwoFactor200JSONResponse) VisitConfirmTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ConfirmTwoFactor400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ConfirmTwoFactor400JSONResponse) VisitConfirmTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ConfirmTwoFactor401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ConfirmTwoFactor401JSONResponse) VisitConfirmTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ConfirmTwoFactor403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ConfirmTwoFactor403JSONResponse) VisitConfirmTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ConfirmTwoFactor409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ConfirmTwoFactor409JSONResponse) VisitConfirmTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ConfirmTwoFactor413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ConfirmTwoFactor413JSONResponse) VisitConfirmTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ConfirmTwoFactor429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ConfirmTwoFactor429JSONResponse) VisitConfirmTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DisableTwoFactorRequestObject struct {
+	Body *DisableTwoFactorJSONRequestBody
+}
+
+type DisableTwoFactorResponseObject interface {
+	VisitDisableTwoFactorResponse(w http.ResponseWriter) error
+}
+
+type DisableTwoFactor204Response struct {
+}
+
+func (response DisableTwoFactor204Response) VisitDisableTwoFactorResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DisableTwoFactor400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DisableTwoFactor400JSONResponse) VisitDisableTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DisableTwoFactor401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DisableTwoFactor401JSONResponse) VisitDisableTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DisableTwoFactor403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DisableTwoFactor403JSONResponse) VisitDisableTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DisableTwoFactor409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DisableTwoFactor409JSONResponse) VisitDisableTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DisableTwoFactor413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response DisableTwoFactor413JSONResponse) VisitDisableTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DisableTwoFactor429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response DisableTwoFactor429JSONResponse) VisitDisableTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegenerateRecoveryCodesRequestObject struct {
+	Body *RegenerateRecoveryCodesJSONRequestBody
+}
+
+type RegenerateRecoveryCodesResponseObject interface {
+	VisitRegenerateRecoveryCodesResponse(w http.ResponseWriter) error
+}
+
+type RegenerateRecoveryCodes200ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+}
+
+type RegenerateRecoveryCodes200JSONResponse struct {
+	Body    TwoFactorRecoveryCodes
+	Headers RegenerateRecoveryCodes200ResponseHeaders
+}
+
+func (response RegenerateRecoveryCodes200JSONResponse) VisitRegenerateRecoveryCodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegenerateRecoveryCodes400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RegenerateRecoveryCodes400JSONResponse) VisitRegenerateRecoveryCodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegenerateRecoveryCodes401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RegenerateRecoveryCodes401JSONResponse) VisitRegenerateRecoveryCodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegenerateRecoveryCodes403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RegenerateRecoveryCodes403JSONResponse) VisitRegenerateRecoveryCodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegenerateRecoveryCodes409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RegenerateRecoveryCodes409JSONResponse) VisitRegenerateRecoveryCodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegenerateRecoveryCodes413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RegenerateRecoveryCodes413JSONResponse) VisitRegenerateRecoveryCodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegenerateRecoveryCodes429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response RegenerateRecoveryCodes429JSONResponse) VisitRegenerateRecoveryCodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetupTwoFactorRequestObject struct {
+}
+
+type SetupTwoFactorResponseObject interface {
+	VisitSetupTwoFactorResponse(w http.ResponseWriter) error
+}
+
+type SetupTwoFactor200ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+}
+
+type SetupTwoFactor200JSONResponse struct {
+	Body    TwoFactorSetup
+	Headers SetupTwoFactor200ResponseHeaders
+}
+
+func (response SetupTwoFactor200JSONResponse) VisitSetupTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetupTwoFactor400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetupTwoFactor400JSONResponse) VisitSetupTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetupTwoFactor401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetupTwoFactor401JSONResponse) VisitSetupTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetupTwoFactor403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetupTwoFactor403JSONResponse) VisitSetupTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetupTwoFactor409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetupTwoFactor409JSONResponse) VisitSetupTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetupTwoFactor429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response SetupTwoFactor429JSONResponse) VisitSetupTwoFactorResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -17927,6 +18515,18 @@ type StrictServerInterface interface {
 	// RotateApiKey Replace a key with a new one; the old one keeps working until grace_period_ends
 	// (POST /api/v1/api-keys/{key_id}/rotate)
 	RotateApiKey(ctx context.Context, request RotateApiKeyRequestObject) (RotateApiKeyResponseObject, error)
+	// ConfirmTwoFactor Confirm the enrolment with a code; two-factor sign-in is on
+	// (POST /api/v1/auth/2fa/confirm)
+	ConfirmTwoFactor(ctx context.Context, request ConfirmTwoFactorRequestObject) (ConfirmTwoFactorResponseObject, error)
+	// DisableTwoFactor Turn two-factor sign-in off (with a code)
+	// (POST /api/v1/auth/2fa/disable)
+	DisableTwoFactor(ctx context.Context, request DisableTwoFactorRequestObject) (DisableTwoFactorResponseObject, error)
+	// RegenerateRecoveryCodes Replace the recovery codes (with a code)
+	// (POST /api/v1/auth/2fa/recovery-codes)
+	RegenerateRecoveryCodes(ctx context.Context, request RegenerateRecoveryCodesRequestObject) (RegenerateRecoveryCodesResponseObject, error)
+	// SetupTwoFactor Start enrolling in two-factor sign-in (TOTP)
+	// (POST /api/v1/auth/2fa/setup)
+	SetupTwoFactor(ctx context.Context, request SetupTwoFactorRequestObject) (SetupTwoFactorResponseObject, error)
 	// Login Sign in with email and password
 	// (POST /api/v1/auth/login)
 	Login(ctx context.Context, request LoginRequestObject) (LoginResponseObject, error)
@@ -18375,6 +18975,167 @@ func (sh *strictHandler) RotateApiKey(ctx echo.Context, keyId KeyId) error {
 		return err
 	} else if validResponse, ok := response.(RotateApiKeyResponseObject); ok {
 		return validResponse.VisitRotateApiKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ConfirmTwoFactor operation middleware
+func (sh *strictHandler) ConfirmTwoFactor(ctx echo.Context) error {
+	var request ConfirmTwoFactorRequestObject
+
+	var body ConfirmTwoFactorJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ConfirmTwoFactor(ctx.Request().Context(), request.(ConfirmTwoFactorRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ConfirmTwoFactor")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ConfirmTwoFactorResponseObject); ok {
+		return validResponse.VisitConfirmTwoFactorResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DisableTwoFactor operation middleware
+func (sh *strictHandler) DisableTwoFactor(ctx echo.Context) error {
+	var request DisableTwoFactorRequestObject
+
+	var body DisableTwoFactorJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DisableTwoFactor(ctx.Request().Context(), request.(DisableTwoFactorRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DisableTwoFactor")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DisableTwoFactorResponseObject); ok {
+		return validResponse.VisitDisableTwoFactorResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RegenerateRecoveryCodes operation middleware
+func (sh *strictHandler) RegenerateRecoveryCodes(ctx echo.Context) error {
+	var request RegenerateRecoveryCodesRequestObject
+
+	var body RegenerateRecoveryCodesJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RegenerateRecoveryCodes(ctx.Request().Context(), request.(RegenerateRecoveryCodesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RegenerateRecoveryCodes")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RegenerateRecoveryCodesResponseObject); ok {
+		return validResponse.VisitRegenerateRecoveryCodesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetupTwoFactor operation middleware
+func (sh *strictHandler) SetupTwoFactor(ctx echo.Context) error {
+	var request SetupTwoFactorRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetupTwoFactor(ctx.Request().Context(), request.(SetupTwoFactorRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetupTwoFactor")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetupTwoFactorResponseObject); ok {
+		return validResponse.VisitSetupTwoFactorResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
