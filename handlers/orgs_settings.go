@@ -143,11 +143,11 @@ func (o *Orgs) UpdateOrganizationSettings(ctx context.Context, req api.UpdateOrg
 			return err
 		}
 		if sec := req.Body.Security; sec != nil && sec.TwoFactorRequired != nil && *sec.TwoFactorRequired && !p.Service {
-			on, err := store.TwoFactorEnabled(ctx, tx, p.UserID)
+			st, err := store.LockTOTP(ctx, tx, p.UserID)
 			if err != nil {
 				return err
 			}
-			if !on {
+			if !st.Enabled {
 				bad = append(bad, apierr.FieldError{Field: "body.security.two_factor_required", Code: "two_factor_not_enabled",
 					Message: "enable two-factor sign-in on your own account first (/api/v1/auth/2fa/setup), or you could not reach the organization any more"})
 			}

@@ -59,10 +59,3 @@ func SaveSettings(ctx context.Context, q sqlx.ExecerContext, orgID, settings str
 	_, err := q.ExecContext(ctx, `UPDATE platform.organizations SET settings = $2, updated_at = $3 WHERE id = $1`, orgID, settings, now)
 	return err
 }
-
-// TwoFactorEnabled reports whether the user signs in with a second factor.
-func TwoFactorEnabled(ctx context.Context, q sqlx.QueryerContext, userID string) (bool, error) {
-	var on bool
-	err := sqlx.GetContext(ctx, q, &on, `SELECT two_factor_enabled FROM platform.users WHERE id = $1`, userID)
-	return on, notFound(err)
-}
