@@ -66,6 +66,9 @@ type Config struct {
 	// believed for the client's address (IP allowlists, rate limits, audit rows); empty: the
 	// connection's address
 	TrustedProxies []netip.Prefix
+	// DP_WEBHOOK_NETWORKS: networks beyond the public internet that webhook endpoints may be
+	// in (the policy of DP_CONNECTION_NETWORKS); plain http is allowed only to them
+	WebhookNetworks []netip.Prefix
 }
 
 // DefaultAdminEmail is the first owner's address without DP_ADMIN_EMAIL: a reserved domain
@@ -151,7 +154,11 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	if c.ConnectionNetworks, err = networkList("DP_CONNECTION_NETWORKS", networks, true); err != nil {
 		return c, err
 	}
-	var proxies string
+	var proxies, hooks string
+	env("DP_WEBHOOK_NETWORKS", &hooks)
+	if c.WebhookNetworks, err = networkList("DP_WEBHOOK_NETWORKS", hooks, true); err != nil {
+		return c, err
+	}
 	env("DP_TRUSTED_PROXIES", &proxies)
 	if c.TrustedProxies, err = networkList("DP_TRUSTED_PROXIES", proxies, false); err != nil {
 		return c, err
