@@ -13,6 +13,7 @@ require (
 	github.com/oasdiff/oasdiff v1.36.0
 	github.com/pganalyze/pg_query_go/v6 v6.2.5
 	github.com/pquerna/otp v1.5.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/xuri/excelize/v2 v2.11.1
 )
 

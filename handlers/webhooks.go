@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/netip"
@@ -17,6 +18,7 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/store"
 	"dataplatform/store/extdb"
+	"dataplatform/store/webhooks"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -25,31 +27,8 @@ import (
 // Webhooks implements webhook endpoints.
 type Webhooks struct{ *Handlers }
 
-// EventKinds are the webhook event kinds of SPEC.md, by area.
-var EventKinds = []string{
-	"organization.created", "organization.updated", "organization.deleted", "user.invited", "user.joined", "user.removed",
-	"team.created", "team.updated", "team.deleted",
-	"dataset.created", "dataset.processing", "dataset.ready", "dataset.failed", "dataset.deleted",
-	"query.started", "query.completed", "query.failed", "query.saved",
-}
-
 // secretGrace is how long the secret before a rotation keeps signing.
 const secretGrace = 24 * time.Hour
-
-// unknownEvents are those of events that are neither a kind nor a wildcard of kinds.
-func unknownEvents(events []string) []string {
-	var bad []string
-	for _, e := range events {
-		if e == "*" || slices.Contains(EventKinds, e) {
-			continue
-		}
-		if area, ok := strings.CutSuffix(e, ".*"); ok && slices.ContainsFunc(EventKinds, func(k string) bool { return strings.HasPrefix(k, area+".") }) {
-			continue
-		}
-		bad = append(bad, e)
-	}
-	return bad
-}
 
 // checkWebhookURL checks an endpoint's address: absolute http(s) without credentials, https
 // unless every address of the host is in DP_WEBHOOK_NETWORKS, and no address outside the
@@ -99,7 +78,8 @@ func newWebhookSecret() string {
 
 func webhookOut(w *store.Webhook, now time.Time) api.Webhook {
 	out := api.Webhook{Id: w.ID, OrganizationId: w.OrgID, Url: w.URL, Description: w.Description, Events: []api.WebhookEvent{},
-		ProjectIds: []api.ProjectId{}, Enabled: w.Enabled, DisabledReason: w.DisabledReason, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+		ProjectIds: []api.ProjectId{}, Enabled: w.Enabled, DisabledReason: w.DisabledReason, FailingSince: w.FailingSince,
+		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
 	for _, e := range w.Events {
 		out.Events = append(out.Events, api.WebhookEvent(e))
 	}
@@ -114,8 +94,9 @@ func webhookOut(w *store.Webhook, now time.Time) api.Webhook {
 
 func withSecret(w api.Webhook, secret string) api.WebhookWithSecret {
 	return api.WebhookWithSecret{Id: w.Id, OrganizationId: w.OrganizationId, Url: w.Url, Description: w.Description, Events: w.Events,
-		ProjectIds: w.ProjectIds, Enabled: w.Enabled, DisabledReason: w.DisabledReason, PreviousSecretExpiresAt: w.PreviousSecretExpiresAt,
-		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, Secret: secret}
+		ProjectIds: w.ProjectIds, Enabled: w.Enabled, DisabledReason: w.DisabledReason, FailingSince: w.FailingSince,
+		PreviousSecretExpiresAt: w.PreviousSecretExpiresAt,
+		CreatedAt:               w.CreatedAt, UpdatedAt: w.UpdatedAt, Secret: secret}
 }
 
 // webhookManager checks that the caller manages the organization (organizations:manage).
@@ -129,8 +110,8 @@ func (h *Webhooks) webhookManager(ctx context.Context, q sqlx.QueryerContext, or
 
 // checkWebhook validates what a request sets: events and projects of this organization.
 func (h *Webhooks) checkWebhook(ctx context.Context, q sqlx.QueryerContext, orgID string, events, projects []string) error {
-	if bad := unknownEvents(events); len(bad) > 0 {
-		known := slices.Clone(EventKinds)
+	if bad := webhooks.Unknown(events); len(bad) > 0 {
+		known := slices.Clone(webhooks.Kinds)
 		sort.Strings(known)
 		return apierr.Field("body.events", "unknown_event", "unknown event kinds "+strings.Join(bad, ", ")+
 			"; the kinds are "+strings.Join(known, ", ")+", and wildcards such as dataset.* or *")
@@ -252,7 +233,9 @@ func (h *Webhooks) UpdateWebhook(ctx context.Context, req api.UpdateWebhookReque
 		if err := h.checkWebhook(ctx, tx, w.OrgID, w.Events, w.ProjectIDs); err != nil {
 			return err
 		}
+		resume := false
 		if b.Enabled != nil {
+			resume = *b.Enabled && !w.Enabled
 			w.Enabled, changes["enabled"] = *b.Enabled, *b.Enabled
 			if *b.Enabled {
 				w.DisabledReason = nil
@@ -261,6 +244,12 @@ func (h *Webhooks) UpdateWebhook(ctx context.Context, req api.UpdateWebhookReque
 		w.UpdatedAt = h.Now()
 		if err := store.UpdateWebhook(ctx, tx, w); err != nil {
 			return err
+		}
+		if resume { // what the endpoint held back goes out now
+			if err := webhooks.Resume(ctx, tx, w.ID, w.UpdatedAt); err != nil {
+				return err
+			}
+			w.FailingSince = nil
 		}
 		return h.audit(ctx, tx, w.OrgID, "webhook.update", "webhook", w.ID, w.URL, map[string]any{"changes": changes})
 	})
@@ -308,4 +297,111 @@ func (h *Webhooks) RotateWebhookSecret(ctx context.Context, req api.RotateWebhoo
 	}
 	return api.RotateWebhookSecret200JSONResponse{Body: withSecret(webhookOut(w, h.Now()), secret),
 		Headers: api.RotateWebhookSecret200ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
+}
+
+func deliveryOut(d *webhooks.Delivery) api.WebhookDelivery {
+	return api.WebhookDelivery{Id: d.ID, WebhookId: d.WebhookID, EventType: d.EventType, Status: api.WebhookDeliveryStatus(d.Status),
+		Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt, LastAttemptAt: d.LastAttemptAt, LastResponseStatus: d.LastStatusCode,
+		LastResponseBody: d.LastResponse, LastError: d.LastError, LastDurationMs: d.LastDurationMs, CreatedAt: d.CreatedAt, FinishedAt: d.FinishedAt}
+}
+
+// sendable loads an endpoint for queuing a delivery to it: a disabled one would hold it.
+func (h *Webhooks) sendable(ctx context.Context, tx sqlx.QueryerContext, orgID, id string) (*store.Webhook, error) {
+	w, err := h.webhook(ctx, tx, orgID, id, true)
+	if err != nil {
+		return nil, err
+	}
+	if !w.Enabled {
+		return nil, apierr.Conflict("enabled", "the endpoint is disabled; enable it first (PATCH enabled: true sends what it held back)")
+	}
+	return w, nil
+}
+
+func (h *Webhooks) TestWebhook(ctx context.Context, req api.TestWebhookRequestObject) (api.TestWebhookResponseObject, error) {
+	var d *webhooks.Delivery
+	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		w, err := h.sendable(ctx, tx, req.OrganizationId, req.WebhookId)
+		if err != nil {
+			return err
+		}
+		if d, err = webhooks.Ping(ctx, tx, w.ID, w.OrgID, h.Now()); err != nil {
+			return err
+		}
+		return h.audit(ctx, tx, w.OrgID, "webhook.test", "webhook", w.ID, w.URL, map[string]any{"delivery_id": d.ID})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return api.TestWebhook202JSONResponse(deliveryOut(d)), nil
+}
+
+func (h *Webhooks) ListWebhookDeliveries(ctx context.Context, req api.ListWebhookDeliveriesRequestObject) (api.ListWebhookDeliveriesResponseObject, error) {
+	w, err := h.webhook(ctx, h.Store.DB, req.OrganizationId, req.WebhookId, false)
+	if err != nil {
+		return nil, err
+	}
+	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
+	f := webhooks.Filter{EventType: deref(req.Params.EventType)}
+	if req.Params.Status != nil {
+		f.Status = string(*req.Params.Status)
+	}
+	ds, total, err := webhooks.List(ctx, h.Store.DB, w.ID, f, limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListWebhookDeliveries200JSONResponse{Deliveries: []api.WebhookDelivery{}, Pagination: paginate(ctx, pg, limit, total)}
+	for i := range ds {
+		out.Deliveries = append(out.Deliveries, deliveryOut(&ds[i]))
+	}
+	return out, nil
+}
+
+func (h *Webhooks) GetWebhookDelivery(ctx context.Context, req api.GetWebhookDeliveryRequestObject) (api.GetWebhookDeliveryResponseObject, error) {
+	w, err := h.webhook(ctx, h.Store.DB, req.OrganizationId, req.WebhookId, false)
+	if err != nil {
+		return nil, err
+	}
+	d, as, err := webhooks.Get(ctx, h.Store.DB, w.ID, req.DeliveryId)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.NotFound("delivery", req.DeliveryId)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var msg api.WebhookMessage
+	if err := json.Unmarshal([]byte(d.Body), &msg); err != nil {
+		return nil, err
+	}
+	o := deliveryOut(d)
+	out := api.GetWebhookDelivery200JSONResponse{Id: o.Id, WebhookId: o.WebhookId, EventType: o.EventType,
+		Status: api.WebhookDeliveryDetailStatus(o.Status), Attempts: o.Attempts, NextAttemptAt: o.NextAttemptAt, LastAttemptAt: o.LastAttemptAt,
+		LastResponseStatus: o.LastResponseStatus, LastResponseBody: o.LastResponseBody, LastError: o.LastError,
+		LastDurationMs: o.LastDurationMs, CreatedAt: o.CreatedAt, FinishedAt: o.FinishedAt, Payload: msg, AttemptHistory: []api.WebhookAttempt{}}
+	for _, a := range as {
+		out.AttemptHistory = append(out.AttemptHistory, api.WebhookAttempt{Attempt: a.Attempt, StartedAt: a.StartedAt,
+			ResponseStatus: a.StatusCode, ResponseBody: a.Response, Error: a.Error, DurationMs: a.DurationMs})
+	}
+	return out, nil
+}
+
+func (h *Webhooks) RedeliverWebhookDelivery(ctx context.Context, req api.RedeliverWebhookDeliveryRequestObject) (api.RedeliverWebhookDeliveryResponseObject, error) {
+	var d *webhooks.Delivery
+	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		w, err := h.sendable(ctx, tx, req.OrganizationId, req.WebhookId)
+		if err != nil {
+			return err
+		}
+		d, err = webhooks.Redeliver(ctx, tx, w.ID, req.DeliveryId, h.Now())
+		if errors.Is(err, store.ErrNotFound) {
+			return apierr.NotFound("delivery", req.DeliveryId)
+		}
+		if err != nil {
+			return err
+		}
+		return h.audit(ctx, tx, w.OrgID, "webhook.redeliver", "webhook", w.ID, w.URL, map[string]any{"delivery_id": d.ID})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return api.RedeliverWebhookDelivery202JSONResponse(deliveryOut(d)), nil
 }

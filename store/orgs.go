@@ -85,7 +85,8 @@ func UpdateOrganization(ctx context.Context, q sqlx.ExtContext, o *Organization)
 	return err
 }
 
-// DeleteOrganization removes an organization with everything that cascades from it. With
+// DeleteOrganization removes an organization with everything that cascades from it (its
+// webhook endpoints are retired instead, see package webhooks). With
 // transferTo set, its projects (and their datasets) move there first. It returns the number
 // of projects moved and deleted.
 func DeleteOrganization(ctx context.Context, q sqlx.ExtContext, id, transferTo string, now time.Time) (moved, deleted int, err error) {
@@ -128,6 +129,10 @@ func DeleteOrganization(ctx context.Context, q sqlx.ExtContext, id, transferTo s
 		}
 	}
 	if err := sqlx.GetContext(ctx, q, &deleted, `SELECT count(*) FROM platform.projects WHERE organization_id = $1`, id); err != nil {
+		return 0, 0, err
+	}
+	// Its webhook endpoints outlive it until organization.deleted has reached them.
+	if _, err := q.ExecContext(ctx, `UPDATE platform.webhooks SET retired_at = $2 WHERE organization_id = $1`, id, now); err != nil {
 		return 0, 0, err
 	}
 	_, err = q.ExecContext(ctx, `DELETE FROM platform.organizations WHERE id = $1`, id)

@@ -18,6 +18,7 @@ type Webhook struct {
 	ProjectIDs     pq.StringArray `db:"project_ids"`
 	Enabled        bool           `db:"enabled"`
 	DisabledReason *string        `db:"disabled_reason"`
+	FailingSince   *time.Time     `db:"failing_since"`
 	Secret         []byte         `db:"secret"`
 	PreviousSecret []byte         `db:"previous_secret"`
 	PreviousUntil  *time.Time     `db:"previous_until"`
@@ -29,10 +30,14 @@ type Webhook struct {
 const webhookCols = `id, organization_id, url, description, events, project_ids, enabled, disabled_reason, secret, previous_secret,
 	previous_until, created_by, created_at, updated_at`
 
-// CreateWebhook inserts w.
+// webhookRead is what a read selects: webhookCols and the dispatcher's failure streak.
+const webhookRead = webhookCols + `, failing_since`
+
+// CreateWebhook inserts w; it receives the events after the last one written so far.
 func CreateWebhook(ctx context.Context, q sqlx.ExtContext, w *Webhook) error {
-	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.webhooks (`+webhookCols+`) VALUES (:id, :organization_id, :url, :description,
-		:events, :project_ids, :enabled, :disabled_reason, :secret, :previous_secret, :previous_until, :created_by, :created_at, :updated_at)`, w)
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.webhooks (`+webhookCols+`, since_event) VALUES (:id, :organization_id, :url,
+		:description, :events, :project_ids, :enabled, :disabled_reason, :secret, :previous_secret, :previous_until, :created_by, :created_at,
+		:updated_at, (SELECT COALESCE(max(id), 0) FROM platform.outbox))`, w)
 	return err
 }
 
@@ -43,14 +48,14 @@ func ListWebhooks(ctx context.Context, q sqlx.QueryerContext, orgID string, limi
 		return nil, 0, err
 	}
 	out := []Webhook{}
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+webhookCols+` FROM platform.webhooks WHERE organization_id = $1
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+webhookRead+` FROM platform.webhooks WHERE organization_id = $1
 		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, orgID, limit, offset)
 	return out, total, err
 }
 
 // WebhookByID is one of an organization's webhooks; lock takes its row lock.
 func WebhookByID(ctx context.Context, q sqlx.QueryerContext, orgID, id string, lock bool) (*Webhook, error) {
-	qs := `SELECT ` + webhookCols + ` FROM platform.webhooks WHERE organization_id = $1 AND id = $2`
+	qs := `SELECT ` + webhookRead + ` FROM platform.webhooks WHERE organization_id = $1 AND id = $2`
 	if lock {
 		qs += ` FOR UPDATE`
 	}

@@ -169,6 +169,8 @@ func newEnv(t testing.TB, opts ...option) *env {
 	}
 	e.srv.Jobs.Start(context.Background())
 	t.Cleanup(e.srv.Jobs.Stop)
+	e.srv.Webhooks.Start(context.Background())
+	t.Cleanup(e.srv.Webhooks.Stop)
 	streams, stop := context.WithCancel(context.Background())
 	e.srv.Listen(streams)
 	t.Cleanup(stop)

@@ -16,8 +16,10 @@ import (
 )
 
 // queryFixture is a project with customers and orders datasets (uploaded CSVs).
-func queryFixture(t *testing.T) (e *env, customers, orders string) {
-	e = newEnv(t)
+func queryFixture(t *testing.T) (e *env, customers, orders string) { return queryFixtureWith(t) }
+
+func queryFixtureWith(t *testing.T, opts ...option) (e *env, customers, orders string) {
+	e = newEnv(t, opts...)
 	customers = e.uploadAndCreate(e.ownerToken, "Customers", "customers.csv",
 		"customer_no,name,city,credit\n1,Ann,Berlin,120.5\n2,Bob,Paris,80\n3,Cid,Berlin,15\n4,Dee,Rome,\n")
 	orders = e.uploadAndCreate(e.ownerToken, "Sales Orders", "orders.csv",

@@ -173,6 +173,8 @@ func serve(args []string) error {
 	srv.Listen(ctx)
 	srv.Jobs.Start(context.WithoutCancel(ctx))
 	defer srv.Jobs.Stop() // after the HTTP server: running jobs go back to the queue
+	srv.Webhooks.Start(context.WithoutCancel(ctx))
+	defer srv.Webhooks.Stop()
 	if cfg.PprofAddr != "" {
 		go servePprof(cfg.PprofAddr, log)
 	}

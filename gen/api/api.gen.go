@@ -1628,6 +1628,48 @@ func (e UploadType) Valid() bool {
 	}
 }
 
+// Defines values for WebhookDeliveryStatus.
+const (
+	WebhookDeliveryStatusFailed    WebhookDeliveryStatus = "failed"
+	WebhookDeliveryStatusPending   WebhookDeliveryStatus = "pending"
+	WebhookDeliveryStatusSucceeded WebhookDeliveryStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryStatus enum.
+func (e WebhookDeliveryStatus) Valid() bool {
+	switch e {
+	case WebhookDeliveryStatusFailed:
+		return true
+	case WebhookDeliveryStatusPending:
+		return true
+	case WebhookDeliveryStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryDetailStatus.
+const (
+	WebhookDeliveryDetailStatusFailed    WebhookDeliveryDetailStatus = "failed"
+	WebhookDeliveryDetailStatusPending   WebhookDeliveryDetailStatus = "pending"
+	WebhookDeliveryDetailStatusSucceeded WebhookDeliveryDetailStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryDetailStatus enum.
+func (e WebhookDeliveryDetailStatus) Valid() bool {
+	switch e {
+	case WebhookDeliveryDetailStatusFailed:
+		return true
+	case WebhookDeliveryDetailStatusPending:
+		return true
+	case WebhookDeliveryDetailStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Jwks200JSONResponseBodyKeysAlg.
 const (
 	RS256 Jwks200JSONResponseBodyKeysAlg = "RS256"
@@ -1871,6 +1913,27 @@ func (e ListOrganizationUsersParamsStatus) Valid() bool {
 	case ListOrganizationUsersParamsStatusDisabled:
 		return true
 	case ListOrganizationUsersParamsStatusInvited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListWebhookDeliveriesParamsStatus.
+const (
+	ListWebhookDeliveriesParamsStatusFailed    ListWebhookDeliveriesParamsStatus = "failed"
+	ListWebhookDeliveriesParamsStatusPending   ListWebhookDeliveriesParamsStatus = "pending"
+	ListWebhookDeliveriesParamsStatusSucceeded ListWebhookDeliveriesParamsStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ListWebhookDeliveriesParamsStatus enum.
+func (e ListWebhookDeliveriesParamsStatus) Valid() bool {
+	switch e {
+	case ListWebhookDeliveriesParamsStatusFailed:
+		return true
+	case ListWebhookDeliveriesParamsStatusPending:
+		return true
+	case ListWebhookDeliveriesParamsStatusSucceeded:
 		return true
 	default:
 		return false
@@ -3833,7 +3896,10 @@ type Webhook struct {
 	DisabledReason *string        `json:"disabled_reason"`
 	Enabled        bool           `json:"enabled"`
 	Events         []WebhookEvent `json:"events"`
-	Id             string         `json:"id"`
+
+	// FailingSince When its deliveries started failing (null while they succeed). After 5 days of failures, or 100 deliveries given up in a row, the service disables the endpoint; enabling it sends what it held back.
+	FailingSince *time.Time `json:"failing_since"`
+	Id           string     `json:"id"`
 
 	// OrganizationId Example: org_7k2m9x4q1w8e5r3t6y0u
 	OrganizationId OrganizationId `json:"organization_id"`
@@ -3847,8 +3913,112 @@ type Webhook struct {
 	Url        string      `json:"url"`
 }
 
+// WebhookAttempt defines model for WebhookAttempt.
+type WebhookAttempt struct {
+	Attempt        int       `json:"attempt"`
+	DurationMs     int       `json:"duration_ms"`
+	Error          *string   `json:"error"`
+	ResponseBody   *string   `json:"response_body"`
+	ResponseStatus *int      `json:"response_status"`
+	StartedAt      time.Time `json:"started_at"`
+}
+
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// EventType The event kind, or webhook.ping for a test.
+	EventType  string     `json:"event_type"`
+	FinishedAt *time.Time `json:"finished_at"`
+
+	// Id The message id: the webhook-id header of every attempt.
+	Id             string     `json:"id"`
+	LastAttemptAt  *time.Time `json:"last_attempt_at"`
+	LastDurationMs *int       `json:"last_duration_ms"`
+
+	// LastError Why the last attempt failed (no answer within 10 s, connection refused, refused address, a status).
+	LastError *string `json:"last_error"`
+
+	// LastResponseBody The first 4 KiB of the last answer's body.
+	LastResponseBody *string `json:"last_response_body"`
+
+	// LastResponseStatus The HTTP status of the last answer (null when there was none).
+	LastResponseStatus *int `json:"last_response_status"`
+
+	// NextAttemptAt When the next attempt is due (pending only).
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+
+	// Status pending: waiting for its first or next attempt; succeeded: a 2xx answer; failed: given up (an answer that is not retried, or the retry schedule ran out).
+	Status    WebhookDeliveryStatus `json:"status"`
+	WebhookId string                `json:"webhook_id"`
+}
+
+// WebhookDeliveryStatus pending: waiting for its first or next attempt; succeeded: a 2xx answer; failed: given up (an answer that is not retried, or the retry schedule ran out).
+type WebhookDeliveryStatus string
+
+// WebhookDeliveryDetail defines model for WebhookDeliveryDetail.
+type WebhookDeliveryDetail struct {
+	AttemptHistory []WebhookAttempt `json:"attempt_history"`
+	Attempts       int              `json:"attempts"`
+	CreatedAt      time.Time        `json:"created_at"`
+
+	// EventType The event kind, or webhook.ping for a test.
+	EventType  string     `json:"event_type"`
+	FinishedAt *time.Time `json:"finished_at"`
+
+	// Id The message id: the webhook-id header of every attempt.
+	Id             string     `json:"id"`
+	LastAttemptAt  *time.Time `json:"last_attempt_at"`
+	LastDurationMs *int       `json:"last_duration_ms"`
+
+	// LastError Why the last attempt failed (no answer within 10 s, connection refused, refused address, a status).
+	LastError *string `json:"last_error"`
+
+	// LastResponseBody The first 4 KiB of the last answer's body.
+	LastResponseBody *string `json:"last_response_body"`
+
+	// LastResponseStatus The HTTP status of the last answer (null when there was none).
+	LastResponseStatus *int `json:"last_response_status"`
+
+	// NextAttemptAt When the next attempt is due (pending only).
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+
+	// Payload The body of every delivery (the Standard Webhooks payload), sent as a POST with
+	// `content-type: application/json`, `user-agent: dataplatform-webhooks/1`, `webhook-id`
+	// (the delivery id, the same on every attempt), `webhook-timestamp` (Unix seconds of the
+	// attempt) and `webhook-signature`: `v1,` and the base64 HMAC-SHA256 of
+	// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key (the base64 after
+	// `whsec_`); two signatures, space separated, for 24 hours after a rotation.
+	Payload WebhookMessage `json:"payload"`
+
+	// Status pending: waiting for its first or next attempt; succeeded: a 2xx answer; failed: given up (an answer that is not retried, or the retry schedule ran out).
+	Status    WebhookDeliveryDetailStatus `json:"status"`
+	WebhookId string                      `json:"webhook_id"`
+}
+
+// WebhookDeliveryDetailStatus pending: waiting for its first or next attempt; succeeded: a 2xx answer; failed: given up (an answer that is not retried, or the retry schedule ran out).
+type WebhookDeliveryDetailStatus string
+
 // WebhookEvent An event kind (dataset.ready) or a wildcard (dataset.*, *).
 type WebhookEvent = string
+
+// WebhookMessage The body of every delivery (the Standard Webhooks payload), sent as a POST with
+// `content-type: application/json`, `user-agent: dataplatform-webhooks/1`, `webhook-id`
+// (the delivery id, the same on every attempt), `webhook-timestamp` (Unix seconds of the
+// attempt) and `webhook-signature`: `v1,` and the base64 HMAC-SHA256 of
+// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key (the base64 after
+// `whsec_`); two signatures, space separated, for 24 hours after a rotation.
+type WebhookMessage struct {
+	// Data What the event is about: ids of the organization and the resource (dataset_id, project_id, query_id, user_id, id of a team or organization) and what changed.
+	Data map[string]interface{} `json:"data"`
+
+	// Timestamp When the event happened.
+	Timestamp time.Time `json:"timestamp"`
+
+	// Type The event kind.
+	Type string `json:"type"`
+}
 
 // WebhookWithSecret defines model for WebhookWithSecret.
 type WebhookWithSecret struct {
@@ -3859,7 +4029,10 @@ type WebhookWithSecret struct {
 	DisabledReason *string        `json:"disabled_reason"`
 	Enabled        bool           `json:"enabled"`
 	Events         []WebhookEvent `json:"events"`
-	Id             string         `json:"id"`
+
+	// FailingSince When its deliveries started failing (null while they succeed). After 5 days of failures, or 100 deliveries given up in a row, the service disables the endpoint; enabling it sends what it held back.
+	FailingSince *time.Time `json:"failing_since"`
+	Id           string     `json:"id"`
 
 	// OrganizationId Example: org_7k2m9x4q1w8e5r3t6y0u
 	OrganizationId OrganizationId `json:"organization_id"`
@@ -3878,6 +4051,9 @@ type WebhookWithSecret struct {
 
 // DatasetId defines model for DatasetId.
 type DatasetId = string
+
+// DeliveryId defines model for DeliveryId.
+type DeliveryId = string
 
 // InvitationToken defines model for InvitationToken.
 type InvitationToken = string
@@ -4233,6 +4409,23 @@ type ListWebhooksParams struct {
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	Status *ListWebhookDeliveriesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// EventType An event kind (dataset.ready), an area (dataset.*) or webhook.ping.
+	EventType *string `form:"event_type,omitempty" json:"event_type,omitempty"`
+
+	// Page Page number, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListWebhookDeliveriesParamsStatus defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParamsStatus string
 
 // ListMyProjectsParams defines parameters for ListMyProjects.
 type ListMyProjectsParams struct {
@@ -4854,9 +5047,21 @@ type ServerInterface interface {
 	// UpdateWebhook Change a webhook endpoint (organizations:manage)
 	// (PATCH /api/v1/organizations/{organization_id}/webhooks/{webhook_id})
 	UpdateWebhook(ctx echo.Context, organizationId OrganizationId, webhookId WebhookId) error
+	// ListWebhookDeliveries What was sent to the endpoint, newest first (organizations:manage)
+	// (GET /api/v1/organizations/{organization_id}/webhooks/{webhook_id}/deliveries)
+	ListWebhookDeliveries(ctx echo.Context, organizationId OrganizationId, webhookId WebhookId, params ListWebhookDeliveriesParams) error
+	// GetWebhookDelivery One delivery with the message sent and every attempt (organizations:manage)
+	// (GET /api/v1/organizations/{organization_id}/webhooks/{webhook_id}/deliveries/{delivery_id})
+	GetWebhookDelivery(ctx echo.Context, organizationId OrganizationId, webhookId WebhookId, deliveryId DeliveryId) error
+	// RedeliverWebhookDelivery Send a delivery again now (organizations:manage)
+	// (POST /api/v1/organizations/{organization_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver)
+	RedeliverWebhookDelivery(ctx echo.Context, organizationId OrganizationId, webhookId WebhookId, deliveryId DeliveryId) error
 	// RotateWebhookSecret Make a new signing secret; the old one keeps signing for 24 hours (organizations:manage)
 	// (POST /api/v1/organizations/{organization_id}/webhooks/{webhook_id}/rotate-secret)
 	RotateWebhookSecret(ctx echo.Context, organizationId OrganizationId, webhookId WebhookId) error
+	// TestWebhook Send a test event to the endpoint (organizations:manage)
+	// (POST /api/v1/organizations/{organization_id}/webhooks/{webhook_id}/test)
+	TestWebhook(ctx echo.Context, organizationId OrganizationId, webhookId WebhookId) error
 	// ListMyProjects The caller's projects across organizations (datasets:list)
 	// (GET /api/v1/projects)
 	ListMyProjects(ctx echo.Context, params ListMyProjectsParams) error
@@ -6577,6 +6782,124 @@ func (w *ServerInterfaceWrapper) UpdateWebhook(ctx echo.Context) error {
 	return err
 }
 
+// ListWebhookDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "event_type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "event_type", ctx.QueryParams(), &params.EventType, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter event_type: %s", err))
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookDeliveries(ctx, organizationId, webhookId, params)
+	return err
+}
+
+// GetWebhookDelivery converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhookDelivery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// ------------- Path parameter "delivery_id" -------------
+	var deliveryId DeliveryId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "delivery_id", ctx.Param("delivery_id"), &deliveryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter delivery_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhookDelivery(ctx, organizationId, webhookId, deliveryId)
+	return err
+}
+
+// RedeliverWebhookDelivery converts echo context to params.
+func (w *ServerInterfaceWrapper) RedeliverWebhookDelivery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// ------------- Path parameter "delivery_id" -------------
+	var deliveryId DeliveryId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "delivery_id", ctx.Param("delivery_id"), &deliveryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter delivery_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RedeliverWebhookDelivery(ctx, organizationId, webhookId, deliveryId)
+	return err
+}
+
 // RotateWebhookSecret converts echo context to params.
 func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
 	var err error
@@ -6598,6 +6921,30 @@ func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RotateWebhookSecret(ctx, organizationId, webhookId)
+	return err
+}
+
+// TestWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) TestWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestWebhook(ctx, organizationId, webhookId)
 	return err
 }
 
@@ -7484,6 +7831,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/webhooks/:webhook_id", wrapper.GetWebhook, options.OperationMiddlewares["getWebhook"]...)
 	router.PATCH(options.BaseURL+"/api/v1/organizations/:organization_id/webhooks/:webhook_id", wrapper.UpdateWebhook, options.OperationMiddlewares["updateWebhook"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/webhooks/:webhook_id/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
+	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/webhooks/:webhook_id/test", wrapper.TestWebhook, options.OperationMiddlewares["testWebhook"]...)
+	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/webhooks/:webhook_id/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
+	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/webhooks/:webhook_id/deliveries/:delivery_id", wrapper.GetWebhookDelivery, options.OperationMiddlewares["getWebhookDelivery"]...)
+	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/webhooks/:webhook_id/deliveries/:delivery_id/redeliver", wrapper.RedeliverWebhookDelivery, options.OperationMiddlewares["redeliverWebhookDelivery"]...)
 
 }
 
@@ -15754,6 +16105,350 @@ func (response UpdateWebhook429JSONResponse) VisitUpdateWebhookResponse(w http.R
 	return err
 }
 
+type ListWebhookDeliveriesRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	WebhookId      WebhookId      `json:"webhook_id"`
+	Params         ListWebhookDeliveriesParams
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200JSONResponse struct {
+	Deliveries []WebhookDelivery `json:"deliveries"`
+	Pagination Pagination        `json:"pagination"`
+}
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListWebhookDeliveries400JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListWebhookDeliveries401JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListWebhookDeliveries403JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListWebhookDeliveries404JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ListWebhookDeliveries429JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDeliveryRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	WebhookId      WebhookId      `json:"webhook_id"`
+	DeliveryId     DeliveryId     `json:"delivery_id"`
+}
+
+type GetWebhookDeliveryResponseObject interface {
+	VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookDelivery200JSONResponse WebhookDeliveryDetail
+
+func (response GetWebhookDelivery200JSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDelivery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetWebhookDelivery400JSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDelivery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetWebhookDelivery401JSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDelivery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetWebhookDelivery403JSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDelivery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetWebhookDelivery404JSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDelivery429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetWebhookDelivery429JSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDeliveryRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	WebhookId      WebhookId      `json:"webhook_id"`
+	DeliveryId     DeliveryId     `json:"delivery_id"`
+}
+
+type RedeliverWebhookDeliveryResponseObject interface {
+	VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error
+}
+
+type RedeliverWebhookDelivery202JSONResponse WebhookDelivery
+
+func (response RedeliverWebhookDelivery202JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RedeliverWebhookDelivery400JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RedeliverWebhookDelivery401JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RedeliverWebhookDelivery403JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RedeliverWebhookDelivery404JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RedeliverWebhookDelivery409JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response RedeliverWebhookDelivery429JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookSecretRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	WebhookId      WebhookId      `json:"webhook_id"`
@@ -15846,6 +16541,128 @@ func (response RotateWebhookSecret404JSONResponse) VisitRotateWebhookSecretRespo
 type RotateWebhookSecret429JSONResponse struct{ RateLimitExceededJSONResponse }
 
 func (response RotateWebhookSecret429JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	WebhookId      WebhookId      `json:"webhook_id"`
+}
+
+type TestWebhookResponseObject interface {
+	VisitTestWebhookResponse(w http.ResponseWriter) error
+}
+
+type TestWebhook202JSONResponse WebhookDelivery
+
+func (response TestWebhook202JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestWebhook400JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TestWebhook401JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TestWebhook403JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestWebhook404JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook409JSONResponse struct{ ConflictJSONResponse }
+
+func (response TestWebhook409JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response TestWebhook429JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -19666,9 +20483,21 @@ type StrictServerInterface interface {
 	// UpdateWebhook Change a webhook endpoint (organizations:manage)
 	// (PATCH /api/v1/organizations/{organization_id}/webhooks/{webhook_id})
 	UpdateWebhook(ctx context.Context, request UpdateWebhookRequestObject) (UpdateWebhookResponseObject, error)
+	// ListWebhookDeliveries What was sent to the endpoint, newest first (organizations:manage)
+	// (GET /api/v1/organizations/{organization_id}/webhooks/{webhook_id}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// GetWebhookDelivery One delivery with the message sent and every attempt (organizations:manage)
+	// (GET /api/v1/organizations/{organization_id}/webhooks/{webhook_id}/deliveries/{delivery_id})
+	GetWebhookDelivery(ctx context.Context, request GetWebhookDeliveryRequestObject) (GetWebhookDeliveryResponseObject, error)
+	// RedeliverWebhookDelivery Send a delivery again now (organizations:manage)
+	// (POST /api/v1/organizations/{organization_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver)
+	RedeliverWebhookDelivery(ctx context.Context, request RedeliverWebhookDeliveryRequestObject) (RedeliverWebhookDeliveryResponseObject, error)
 	// RotateWebhookSecret Make a new signing secret; the old one keeps signing for 24 hours (organizations:manage)
 	// (POST /api/v1/organizations/{organization_id}/webhooks/{webhook_id}/rotate-secret)
 	RotateWebhookSecret(ctx context.Context, request RotateWebhookSecretRequestObject) (RotateWebhookSecretResponseObject, error)
+	// TestWebhook Send a test event to the endpoint (organizations:manage)
+	// (POST /api/v1/organizations/{organization_id}/webhooks/{webhook_id}/test)
+	TestWebhook(ctx context.Context, request TestWebhookRequestObject) (TestWebhookResponseObject, error)
 	// ListMyProjects The caller's projects across organizations (datasets:list)
 	// (GET /api/v1/projects)
 	ListMyProjects(ctx context.Context, request ListMyProjectsRequestObject) (ListMyProjectsResponseObject, error)
@@ -22210,6 +23039,87 @@ func (sh *strictHandler) UpdateWebhook(ctx echo.Context, organizationId Organiza
 	return nil
 }
 
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, organizationId OrganizationId, webhookId WebhookId, params ListWebhookDeliveriesParams) error {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.OrganizationId = organizationId
+	request.WebhookId = webhookId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		return validResponse.VisitListWebhookDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhookDelivery operation middleware
+func (sh *strictHandler) GetWebhookDelivery(ctx echo.Context, organizationId OrganizationId, webhookId WebhookId, deliveryId DeliveryId) error {
+	var request GetWebhookDeliveryRequestObject
+
+	request.OrganizationId = organizationId
+	request.WebhookId = webhookId
+	request.DeliveryId = deliveryId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookDelivery(ctx.Request().Context(), request.(GetWebhookDeliveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookDelivery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookDeliveryResponseObject); ok {
+		return validResponse.VisitGetWebhookDeliveryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RedeliverWebhookDelivery operation middleware
+func (sh *strictHandler) RedeliverWebhookDelivery(ctx echo.Context, organizationId OrganizationId, webhookId WebhookId, deliveryId DeliveryId) error {
+	var request RedeliverWebhookDeliveryRequestObject
+
+	request.OrganizationId = organizationId
+	request.WebhookId = webhookId
+	request.DeliveryId = deliveryId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RedeliverWebhookDelivery(ctx.Request().Context(), request.(RedeliverWebhookDeliveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RedeliverWebhookDelivery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RedeliverWebhookDeliveryResponseObject); ok {
+		return validResponse.VisitRedeliverWebhookDeliveryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // RotateWebhookSecret operation middleware
 func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, organizationId OrganizationId, webhookId WebhookId) error {
 	var request RotateWebhookSecretRequestObject
@@ -22230,6 +23140,32 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, organizationId Or
 		return err
 	} else if validResponse, ok := response.(RotateWebhookSecretResponseObject); ok {
 		return validResponse.VisitRotateWebhookSecretResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// TestWebhook operation middleware
+func (sh *strictHandler) TestWebhook(ctx echo.Context, organizationId OrganizationId, webhookId WebhookId) error {
+	var request TestWebhookRequestObject
+
+	request.OrganizationId = organizationId
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestWebhook(ctx.Request().Context(), request.(TestWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestWebhookResponseObject); ok {
+		return validResponse.VisitTestWebhookResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -31,6 +31,7 @@ import (
 	"dataplatform/store/jobs"
 	"dataplatform/store/queries"
 	"dataplatform/store/secrets"
+	"dataplatform/store/webhooks"
 	"dataplatform/templates/descriptions"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -65,6 +66,8 @@ type Server struct {
 	H           *handlers.Handlers
 	// Jobs runs background work (dataset ingestion); the caller starts and stops it.
 	Jobs *jobs.Runner
+	// Webhooks delivers events to webhook endpoints; the caller starts and stops it.
+	Webhooks *webhooks.Dispatcher
 }
 
 // route is what the middleware needs to know about an operation of the description.
@@ -143,6 +146,9 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 	(&datasets.Analyzer{Store: d.Store, Clock: d.Clock, Secrets: box, Networks: d.Config.ConnectionNetworks}).Register(s.Jobs)
 	(&datasets.Indexer{Store: d.Store}).Register(s.Jobs)
 	(&queries.Exporter{Store: d.Store, Clock: d.Clock, Dir: h.ExportDir(), MaxRowBytes: d.Config.QueryResultBytes}).Register(s.Jobs)
+	s.Webhooks = webhooks.New(d.Store, d.DatabaseURL, box, d.Clock, d.Logger, webhooks.Options{Lease: d.Config.JobLease,
+		Timeout: d.Config.WebhookTimeout, Networks: d.Config.WebhookNetworks, DisableAfter: d.Config.WebhookDisableAfter,
+		DisableFailures: d.Config.WebhookDisableFailures})
 	if err := s.loadRoutes(); err != nil {
 		return nil, err
 	}
@@ -330,6 +336,9 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 			s.log.Warn("purging soft-deleted records past their retention", "error", err)
 		} else if n > 0 {
 			s.log.Info("purged soft-deleted records past their retention", "count", n)
+		}
+		if err := webhooks.Sweep(ctx, s.H.Store.DB, s.H.Clock()); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping webhook deliveries", "error", err)
 		}
 		if err := store.SweepRecordChanges(ctx, s.H.Store.DB, s.H.Clock().Add(-records.ChangeRetention)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping the record change log", "error", err)

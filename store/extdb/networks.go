@@ -64,17 +64,30 @@ type dialer struct {
 }
 
 func (d dialer) netDialer(timeout time.Duration) *net.Dialer {
-	return &net.Dialer{Timeout: timeout, Control: func(network, address string, _ syscall.RawConn) error {
+	check := d.nets.Control("DP_CONNECTION_NETWORKS")
+	return &net.Dialer{Timeout: timeout, Control: func(network, address string, c syscall.RawConn) error {
+		if err := check(network, address, c); err != nil {
+			return err
+		}
+		*d.reached = netip.MustParseAddrPort(address).Addr().Unmap()
+		return nil
+	}}
+}
+
+// Control is a net.Dialer Control that refuses addresses the networks do not allow, named by
+// setting (the environment variable that widens them) in the error. It sees the address
+// actually dialled, after name resolution.
+func (n Networks) Control(setting string) func(network, address string, _ syscall.RawConn) error {
+	return func(network, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil { // a Unix socket
 			return fmt.Errorf("%w: %s is not a network address", ErrRefusedAddress, address)
 		}
-		if !d.nets.Allows(ap.Addr()) {
-			return fmt.Errorf("%w: %s is not a public address and not in DP_CONNECTION_NETWORKS", ErrRefusedAddress, ap.Addr().Unmap())
+		if !n.Allows(ap.Addr()) {
+			return fmt.Errorf("%w: %s is not a public address and not in %s", ErrRefusedAddress, ap.Addr().Unmap(), setting)
 		}
-		*d.reached = ap.Addr().Unmap()
 		return nil
-	}}
+	}
 }
 
 func (d dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {

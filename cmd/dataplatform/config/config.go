@@ -69,6 +69,13 @@ type Config struct {
 	// DP_WEBHOOK_NETWORKS: networks beyond the public internet that webhook endpoints may be
 	// in (the policy of DP_CONNECTION_NETWORKS); plain http is allowed only to them
 	WebhookNetworks []netip.Prefix
+	// DP_WEBHOOK_TIMEOUT: one delivery attempt, connection to answer; default 10s
+	WebhookTimeout time.Duration
+	// DP_WEBHOOK_DISABLE_AFTER and DP_WEBHOOK_DISABLE_FAILURES: an endpoint whose deliveries
+	// have failed this long (default 120h), or this many deliveries in a row given up (default
+	// 100), is disabled
+	WebhookDisableAfter    time.Duration
+	WebhookDisableFailures int
 }
 
 // DefaultAdminEmail is the first owner's address without DP_ADMIN_EMAIL: a reserved domain
@@ -94,6 +101,10 @@ func Defaults() Config {
 		QueryResultBytes:  10 << 20,
 		ShutdownTimeout:   20 * time.Second,
 		JobLease:          30 * time.Second,
+		WebhookTimeout:    10 * time.Second,
+		// Svix disables after five days of failures.
+		WebhookDisableAfter:    5 * 24 * time.Hour,
+		WebhookDisableFailures: 100,
 	}
 }
 
@@ -167,6 +178,10 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_UPLOAD_MIN_RATE", &minRate)
 	env("DP_UPLOAD_RATE_WINDOW", &rateWindow)
 	env("DP_STREAM_HEARTBEAT", &heartbeat)
+	var hookTimeout, hookDisableAfter, hookDisableFailures string
+	env("DP_WEBHOOK_TIMEOUT", &hookTimeout)
+	env("DP_WEBHOOK_DISABLE_AFTER", &hookDisableAfter)
+	env("DP_WEBHOOK_DISABLE_FAILURES", &hookDisableFailures)
 
 	if fs != nil {
 		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (DP_ADDR)")
@@ -203,7 +218,8 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 		name, v string
 		dst     *time.Duration
 	}{{"DP_ACCESS_TOKEN_TTL", accessTTL, &c.AccessTokenTTL}, {"DP_REFRESH_TOKEN_TTL", refreshTTL, &c.RefreshTokenTTL}, {"DP_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout}, {"DP_JOB_LEASE", lease, &c.JobLease},
-		{"DP_UPLOAD_RATE_WINDOW", rateWindow, &c.UploadRateWindow}, {"DP_STREAM_HEARTBEAT", heartbeat, &c.StreamHeartbeat}} {
+		{"DP_UPLOAD_RATE_WINDOW", rateWindow, &c.UploadRateWindow}, {"DP_STREAM_HEARTBEAT", heartbeat, &c.StreamHeartbeat},
+		{"DP_WEBHOOK_TIMEOUT", hookTimeout, &c.WebhookTimeout}, {"DP_WEBHOOK_DISABLE_AFTER", hookDisableAfter, &c.WebhookDisableAfter}} {
 		if d.v == "" {
 			continue
 		}
@@ -214,6 +230,11 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	if bcryptCost != "" {
 		if c.BcryptCost, err = strconv.Atoi(bcryptCost); err != nil || c.BcryptCost < 4 || c.BcryptCost > 31 {
 			return c, fmt.Errorf("DP_BCRYPT_COST: want 4 to 31, got %q", bcryptCost)
+		}
+	}
+	if hookDisableFailures != "" {
+		if c.WebhookDisableFailures, err = strconv.Atoi(hookDisableFailures); err != nil || c.WebhookDisableFailures < 1 {
+			return c, fmt.Errorf("DP_WEBHOOK_DISABLE_FAILURES: want a number of deliveries, at least 1, got %q", hookDisableFailures)
 		}
 	}
 	if logReq != "" {
