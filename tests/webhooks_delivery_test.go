@@ -541,3 +541,31 @@ func (e *env) waitWebhook(path string, done func(*resp) bool) *resp {
 	e.t.Fatalf("webhook %s never reached the state wanted", path)
 	return nil
 }
+
+// TestWebhookTimeout: an endpoint that does not answer within DP_WEBHOOK_TIMEOUT is retried
+// on the schedule; the attempt says why.
+func TestWebhookTimeout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, webhookNetworks, func(c *config.Config) { c.WebhookTimeout = 300 * time.Millisecond })
+	slow := make(chan struct{})
+	rc := newReceiver(t)
+	rc.setAnswer(func(n int, h http.Header) int {
+		if n == 1 {
+			<-slow
+		}
+		return 200
+	})
+	defer close(slow)
+	id, _ := e.createWebhook(e.orgID, rc.srv.URL, []string{"*"}, nil)
+	base := "/api/v1/organizations/" + e.orgID + "/webhooks/" + id
+	e.do("POST", base+"/test", nil, bearer(e.ownerToken)).status(202)
+	l := e.waitDeliveries(base, func(l *resp) bool { return l.num("deliveries.0.attempts") == 1 })
+	next, _ := time.Parse(time.RFC3339Nano, l.str("deliveries.0.next_attempt_at"))
+	if l.str("deliveries.0.last_error") != "no answer within 300ms" || l.get("deliveries.0.last_response_status") != nil ||
+		l.str("deliveries.0.status") != "pending" || next.Sub(e.clock.Now()) < 4*time.Second {
+		t.Fatalf("after a timeout: %s", l.Body)
+	}
+	e.clock.Advance(6 * time.Second)
+	e.srv.Webhooks.Poke()
+	e.waitDeliveries(base, func(l *resp) bool { return l.str("deliveries.0.status") == "succeeded" && l.num("deliveries.0.attempts") == 2 })
+}

@@ -346,8 +346,8 @@ func (d *Dispatcher) deliver(ctx context.Context, ep *endpoint) {
 				return
 			}
 		}
-		if hold != nil || len(done) < len(batch) {
-			return
+		if hold != nil || len(done) < d.opt.Batch {
+			return // drained (what came meanwhile: the sender loop claims again at once)
 		}
 	}
 }
