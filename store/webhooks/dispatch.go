@@ -202,7 +202,6 @@ func (d *Dispatcher) fanLoop(ctx context.Context) {
 		case <-d.fanWake:
 		case <-t.C:
 			d.measureQueue(ctx)
-			d.pokeSenders() // retries come due with time, not with notifications
 		}
 	}
 }
@@ -259,21 +258,21 @@ func (d *Dispatcher) claim(ctx context.Context) (*endpoint, error) {
 		return nil, err
 	}
 	ep.renewed = time.Now()
-	for _, s := range [][]byte{ep.Secret, ep.PreviousSecret} {
-		if s == nil || (len(ep.keys) > 0 && (ep.PreviousUntil == nil || !ep.PreviousUntil.After(now))) {
-			continue
-		}
-		plain, err := d.box.Open(s)
+	secrets := [][]byte{ep.Secret}
+	if ep.PreviousSecret != nil && ep.PreviousUntil != nil && ep.PreviousUntil.After(now) {
+		secrets = append(secrets, ep.PreviousSecret) // the rotated-out secret signs for its grace day
+	}
+	for _, sealed := range secrets {
+		plain, err := d.box.Open(sealed)
+		var k []byte
 		if err == nil {
-			var k []byte
-			if k, err = key(string(plain)); err == nil {
-				ep.keys = append(ep.keys, k)
-			}
+			k, err = key(string(plain))
 		}
 		if err != nil {
 			d.release(ep.ID)
 			return nil, fmt.Errorf("webhook %s: signing secret: %w", ep.ID, err)
 		}
+		ep.keys = append(ep.keys, k)
 	}
 	return &ep, nil
 }

@@ -56,9 +56,11 @@ type subscriber struct {
 	ProjectIDs pq.StringArray `db:"project_ids"`
 	SinceEvent int64          `db:"since_event"`
 	Retired    bool           `db:"retired"`
+	Enabled    bool           `db:"enabled"`
 }
 
-// receives says whether the endpoint gets the event: it subscribes to the kind, existed when
+// receives says whether the endpoint gets the event (a disabled one in its log only): it
+// subscribes to the kind, existed when
 // the event was written (by the outbox's order, not by clocks), and (for a project's event) follows that project. An endpoint of a
 // deleted organization gets only organization.deleted.
 func (s *subscriber) receives(ev *event, project string) bool {
@@ -92,7 +94,14 @@ type newDelivery struct {
 	Type      string `json:"event_type"`
 	Body      string `json:"body"`
 	At        string `json:"at"`
+	N         int    `json:"n"` // the position in the events' order
+	// Disabled: the endpoint is disabled, so the delivery is logged as failed, to be
+	// redelivered by hand, instead of queued
+	Disabled bool `json:"disabled"`
 }
+
+// disabledError is the error of a delivery made while its endpoint was disabled.
+const disabledError = "the endpoint was disabled when the event happened; redeliver it to send it"
 
 // Fanout turns the oldest unpublished outbox events (up to fanBatch) into deliveries for the
 // endpoints that receive them, and marks them published, in one transaction: a crash leaves
@@ -119,8 +128,8 @@ func Fanout(ctx context.Context, st *store.Store, now time.Time) (events, delive
 		// FOR SHARE: a sender recording a hold on one of these endpoints (record) either went
 		// first, and the new deliveries wait for its held_until, or waits for this transaction
 		// and holds them with the rest.
-		if err := tx.SelectContext(ctx, &subs, `SELECT id, organization_id, events, project_ids, since_event, retired_at IS NOT NULL AS retired
-			FROM platform.webhooks WHERE organization_id = ANY($1) AND enabled ORDER BY created_at, id FOR SHARE`, pq.StringArray(orgs)); err != nil {
+		if err := tx.SelectContext(ctx, &subs, `SELECT id, organization_id, events, project_ids, since_event, retired_at IS NOT NULL AS retired,
+			enabled FROM platform.webhooks WHERE organization_id = ANY($1) ORDER BY created_at, id FOR SHARE`, pq.StringArray(orgs)); err != nil {
 			return err
 		}
 		byOrg := map[string][]*subscriber{}
@@ -152,7 +161,7 @@ func Fanout(ctx context.Context, st *store.Store, now time.Time) (events, delive
 					}
 				}
 				rows = append(rows, newDelivery{ID: store.NewID("msg"), WebhookID: s.ID, OrgID: s.OrgID, EventID: &ev.ID, Type: ev.Type,
-					Body: string(body), At: now.Format(time.RFC3339Nano)})
+					Body: string(body), At: now.Format(time.RFC3339Nano), Disabled: !s.Enabled})
 			}
 		}
 		n, err := insertDeliveries(ctx, tx, rows)
@@ -172,21 +181,28 @@ func Fanout(ctx context.Context, st *store.Store, now time.Time) (events, delive
 }
 
 // insertDeliveries adds deliveries (once per endpoint and event), due now or, to an endpoint
-// that is failing, with its next retry; and wakes the senders.
+// that is failing, with its next retry, or to a disabled one as failed; and wakes the senders.
 func insertDeliveries(ctx context.Context, tx sqlx.ExtContext, rows []newDelivery) (int, error) {
 	if len(rows) == 0 {
 		return 0, nil
+	}
+	for i := range rows {
+		rows[i].N = i
 	}
 	b, err := json.Marshal(rows)
 	if err != nil {
 		return 0, err
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO platform.webhook_deliveries (id, webhook_id, organization_id, event_id, event_type, body,
-			status, next_attempt_at, created_at)
-		SELECT r.id, r.webhook_id, r.organization_id, r.event_id, r.event_type, r.body, 'pending', GREATEST(r.at, w.held_until), r.at
-		FROM jsonb_to_recordset($1::jsonb) AS r(id text, webhook_id text, organization_id text, event_id bigint, event_type text, body text, at timestamptz)
+			status, next_attempt_at, last_error, created_at, finished_at)
+		SELECT r.id, r.webhook_id, r.organization_id, r.event_id, r.event_type, r.body,
+			CASE WHEN r.disabled THEN 'failed' ELSE 'pending' END, CASE WHEN NOT r.disabled THEN GREATEST(r.at, w.held_until) END,
+			CASE WHEN r.disabled THEN $2 END, r.at, CASE WHEN r.disabled THEN r.at END
+		FROM jsonb_to_recordset($1::jsonb) AS r(id text, webhook_id text, organization_id text, event_id bigint,
+			event_type text, body text, at timestamptz, n int, disabled boolean)
 		JOIN platform.webhooks w ON w.id = r.webhook_id
-		ON CONFLICT (webhook_id, event_id) DO NOTHING`, string(b))
+		ORDER BY r.n -- seq follows the events' order, whatever order the join produces
+		ON CONFLICT (webhook_id, event_id) DO NOTHING`, string(b), disabledError)
 	if err != nil {
 		return 0, err
 	}
