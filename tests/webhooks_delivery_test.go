@@ -569,5 +569,7 @@ func TestWebhookTimeout(t *testing.T) {
 	}
 	e.clock.Advance(6 * time.Second)
 	e.srv.Webhooks.Poke()
-	e.waitDeliveries(base, func(l *resp) bool { return l.str("deliveries.0.status") == "succeeded" && l.num("deliveries.0.attempts") == 2 })
+	e.waitDeliveries(base, func(l *resp) bool {
+		return l.str("deliveries.0.status") == "succeeded" && l.num("deliveries.0.attempts") == 2
+	})
 }
