@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"dataplatform/cmd/dataplatform/config"
+	"dataplatform/handlers"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
@@ -365,6 +366,16 @@ func TestWebhookRetries(t *testing.T) {
 	}
 	if w := e.do("GET", base, nil, own).status(200); w.get("failing_since") != nil {
 		t.Fatalf("failing_since after a success: %s", w.Body)
+	}
+	// The metrics count attempts by outcome (the registry is the process's, shared by the
+	// tests running beside this one: the series must exist, and the retries be counted).
+	rec := httptest.NewRecorder()
+	handlers.MetricsHandler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, series := range []string{`dataplatform_webhook_attempts_total{outcome="retry"}`, `dataplatform_webhook_attempts_total{outcome="succeeded"}`,
+		"dataplatform_webhook_deliveries_created_total", "dataplatform_webhook_queue_age_seconds", "dataplatform_webhook_delivery_latency_seconds_count"} {
+		if !strings.Contains(rec.Body.String(), series) {
+			t.Fatalf("/metrics lacks %s", series)
+		}
 	}
 
 	// 410 and 400 are given up at once; 429 waits what Retry-After says.
