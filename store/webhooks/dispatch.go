@@ -298,7 +298,6 @@ func (d *Dispatcher) release(id string) {
 // due is a delivery to send.
 type due struct {
 	ID           string    `db:"id"`
-	EventType    string    `db:"event_type"`
 	Body         string    `db:"body"`
 	Attempts     int       `db:"attempts"`
 	ScheduleFrom int       `db:"schedule_from"`
@@ -312,7 +311,7 @@ func (d *Dispatcher) deliver(ctx context.Context, ep *endpoint) {
 	defer d.release(ep.ID)
 	for ctx.Err() == nil {
 		var batch []due
-		if err := d.st.DB.SelectContext(ctx, &batch, `SELECT id, event_type, body, attempts, schedule_from, created_at
+		if err := d.st.DB.SelectContext(ctx, &batch, `SELECT id, body, attempts, schedule_from, created_at
 			FROM platform.webhook_deliveries WHERE webhook_id = $1 AND status = 'pending' AND next_attempt_at <= $2
 			ORDER BY seq LIMIT $3`, ep.ID, d.clock(), d.opt.Batch); err != nil {
 			if ctx.Err() == nil {
