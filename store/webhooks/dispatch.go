@@ -377,7 +377,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *endpoint, dl *due) (attempt, 
 	body := []byte(dl.Body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
-		return d.failed(a, dl, nil, "the endpoint's url is not a valid address: "+err.Error(), false, 0), true
+		return d.failed(a, dl, "the endpoint's url is not a valid address: "+err.Error(), false, 0), true
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
@@ -394,11 +394,11 @@ func (d *Dispatcher) send(ctx context.Context, ep *endpoint, dl *due) (attempt, 
 		var ne net.Error
 		switch {
 		case errors.Is(err, extdb.ErrRefusedAddress):
-			return d.failed(a, dl, nil, "refused address: "+reason(err), false, 0), true
+			return d.failed(a, dl, "refused address: "+reason(err), false, 0), true
 		case errors.As(err, &ne) && ne.Timeout():
-			return d.failed(a, dl, nil, fmt.Sprintf("no answer within %s", d.opt.Timeout), true, 0), true
+			return d.failed(a, dl, fmt.Sprintf("no answer within %s", d.opt.Timeout), true, 0), true
 		default:
-			return d.failed(a, dl, nil, "connection failed: "+reason(err), true, 0), true
+			return d.failed(a, dl, "connection failed: "+reason(err), true, 0), true
 		}
 	}
 	b, _ := io.ReadAll(io.LimitReader(res.Body, ResponseCap))
@@ -417,17 +417,17 @@ func (d *Dispatcher) send(ctx context.Context, ep *endpoint, dl *due) (attempt, 
 		a.latency = at.Add(a.Duration).Sub(dl.CreatedAt)
 		return a, true
 	case code == 429 || code >= 500 || code == 408 || code == 409 || code == 425:
-		return d.failed(a, dl, &code, fmt.Sprintf("answered %d", code), true, retryAfter(res.Header.Get("Retry-After"), at)), true
+		return d.failed(a, dl, fmt.Sprintf("answered %d", code), true, retryAfter(res.Header.Get("Retry-After"), at)), true
 	case code >= 300 && code < 400:
-		return d.failed(a, dl, &code, fmt.Sprintf("answered %d: redirects are not followed; register the address it points to", code), false, 0), true
+		return d.failed(a, dl, fmt.Sprintf("answered %d: redirects are not followed; register the address it points to", code), false, 0), true
 	default:
-		return d.failed(a, dl, &code, fmt.Sprintf("answered %d, which is not retried", code), false, 0), true
+		return d.failed(a, dl, fmt.Sprintf("answered %d, which is not retried", code), false, 0), true
 	}
 }
 
 // failed completes a failed attempt: retried on the schedule (or after the receiver's
 // Retry-After) while the schedule lasts, else given up.
-func (d *Dispatcher) failed(a attempt, dl *due, code *int, msg string, retry bool, after time.Duration) attempt {
+func (d *Dispatcher) failed(a attempt, dl *due, msg string, retry bool, after time.Duration) attempt {
 	a.Error = &msg
 	n := a.N - dl.ScheduleFrom // attempts since the first or the last redelivery
 	if !retry || n > len(Schedule) {
