@@ -488,6 +488,8 @@ func TestWebhookSafety(t *testing.T) {
 	if verify(t, oldSecret, got[1:], true) != 1 || verify(t, newSecret, got[1:], true) != 1 || len(strings.Fields(got[1].Signature)) != 2 {
 		t.Fatalf("after rotation: %q", got[1].Signature)
 	}
+	// (Moving the clock a day while a sender holds the endpoint would end its lease.)
+	e.waitDeliveries(base+"?status=succeeded", func(l *resp) bool { return l.num("pagination.total") == 2 })
 	e.clock.Advance(25 * time.Hour)
 	e.ownerToken = e.login(adminEmail, adminPassword, "").str("access_token")
 	own = bearer(e.ownerToken)

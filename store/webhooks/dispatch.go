@@ -340,7 +340,9 @@ func (d *Dispatcher) deliver(ctx context.Context, ep *endpoint) {
 		}
 		if len(done) > 0 {
 			if err := d.record(ctx, ep, done, hold); err != nil {
-				d.log.Warn("recording webhook deliveries", "webhook_id", ep.ID, "error", err)
+				if !errors.Is(err, errLeaseLost) {
+					d.log.Warn("recording webhook deliveries", "webhook_id", ep.ID, "error", err)
+				}
 				return
 			}
 		}

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -213,6 +214,9 @@ func insertDeliveries(ctx context.Context, tx sqlx.ExtContext, rows []newDeliver
 	return int(n), err
 }
 
+// errLeaseLost: another worker has the endpoint now.
+var errLeaseLost = errors.New("the endpoint's lease was lost")
+
 // record writes what a round of attempts did, in one transaction: each delivery's state and
 // attempt, the wait of the endpoint's other deliveries when one is held for a retry, and the
 // endpoint's failure streak, disabling it when the streak is too long.
@@ -260,24 +264,24 @@ func (d *Dispatcher) record(ctx context.Context, ep *endpoint, done []attempt, h
 	err = d.st.Tx(ctx, func(tx *sqlx.Tx) error {
 		// The endpoint's row first: a fan-out that has it FOR SHARE finishes before the hold
 		// below, which then sees its deliveries (see Fanout).
-		if disable == "" {
-			// this round ran, so an earlier hold is over: the endpoint is held only by this one's
-			if _, err := tx.ExecContext(ctx, `UPDATE platform.webhooks SET failing_since = $2, failures_in_row = $3, held_until = $4 WHERE id = $1`,
-				ep.ID, since, inRow, hold); err != nil {
+		// Only while the lease is still this worker's: a worker that stalled past it has been
+		// replaced, and the new one resends and records (what was sent twice is at least once).
+		// This round ran, so an earlier hold is over: the endpoint is held only by this one's.
+		res, err := tx.ExecContext(ctx, `UPDATE platform.webhooks SET failing_since = $3, failures_in_row = $4, held_until = $5,
+			enabled = enabled AND $6 = '', disabled_reason = CASE WHEN $6 = '' THEN disabled_reason ELSE $6 END,
+			updated_at = CASE WHEN $6 = '' THEN updated_at ELSE $7 END
+			WHERE id = $1 AND lease_owner = $2`, ep.ID, d.id, since, inRow, hold, disable, now)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errLeaseLost
+		}
+		if disable != "" {
+			d.log.Warn("webhook endpoint disabled", "webhook_id", ep.ID, "reason", disable)
+			if err := store.Audit(ctx, tx, store.AuditEntry{OrgID: ep.OrgID, Action: "webhook.disable", ResourceType: "webhook",
+				ResourceID: ep.ID, ResourceName: ep.URL, Details: map[string]any{"reason": disable}, At: now}); err != nil {
 				return err
-			}
-		} else {
-			res, err := tx.ExecContext(ctx, `UPDATE platform.webhooks SET failing_since = $2, failures_in_row = $3, held_until = NULL,
-				enabled = false, disabled_reason = $4, updated_at = $5 WHERE id = $1 AND enabled`, ep.ID, since, inRow, disable, now)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 1 {
-				d.log.Warn("webhook endpoint disabled", "webhook_id", ep.ID, "reason", disable)
-				if err := store.Audit(ctx, tx, store.AuditEntry{OrgID: ep.OrgID, Action: "webhook.disable", ResourceType: "webhook",
-					ResourceID: ep.ID, ResourceName: ep.URL, Details: map[string]any{"reason": disable}, At: now}); err != nil {
-					return err
-				}
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE platform.webhook_deliveries d SET status = r.status, attempts = r.n,
@@ -299,7 +303,7 @@ func (d *Dispatcher) record(ctx context.Context, ep *endpoint, done []attempt, h
 		if hold == nil {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE platform.webhook_deliveries SET next_attempt_at = $2
+		_, err = tx.ExecContext(ctx, `UPDATE platform.webhook_deliveries SET next_attempt_at = $2
 			WHERE webhook_id = $1 AND status = 'pending' AND next_attempt_at < $2`, ep.ID, *hold)
 		return err
 	})
