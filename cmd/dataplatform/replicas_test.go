@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime/multipart"
+	"net"
 	"net/http"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,15 +124,18 @@ func take(t *testing.T, ch <-chan [2]string, n int) [][2]string {
 // on B, in order, and an SSE subscriber that reconnects to B with Last-Event-ID misses
 // nothing; a schema change and a membership removal made on A hold on B at once; a dataset
 // created on A is loaded once; killing A in the middle of a load hands the job to B, which
-// completes it.
+// completes it. A rate limit counted in Redis holds across both; with Redis gone, each counts
+// on its own and nothing fails.
 func TestReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	dbURL := pgtest.NewDatabase(t)
 	shared := "DP_DATA_DIR=" + t.TempDir()
-	a := serveOn(t, "a", dbURL, shared, "DP_JOB_LEASE=2s")
-	b := serveOn(t, "b", dbURL, shared, "DP_JOB_LEASE=2s")
+	redis := startRedis(t)
+	env := []string{shared, "DP_JOB_LEASE=2s", "REDIS_URL=" + redis.url, "DP_RATE_LIMITS=schema_refresh=3-H"}
+	a := serveOn(t, "a", dbURL, env...)
+	b := serveOn(t, "b", dbURL, env...)
 	c, login := a.call(t, "POST", "/api/v1/auth/login", "", map[string]any{"email": "admin@example.com", "password": "admin-password"})
 	if c != 200 {
 		t.Fatalf("login: %d %v", c, login)
@@ -144,6 +150,28 @@ func TestReplicas(t *testing.T) {
 	b.waitActive(t, tok, prj, id)
 	if _, j := b.call(t, "GET", "/api/v1/jobs/"+job, tok, nil); j["attempts"] != float64(1) || j["status"] != "succeeded" {
 		t.Fatalf("job: %v", j)
+	}
+
+	// Rate limits counted in Redis hold across both: 3 refreshes an hour per project.
+	refresh := func(p *process) int {
+		c, _ := p.call(t, "POST", "/api/v1/projects/"+prj+"/datasets/"+id+"/refresh", tok, nil)
+		return c
+	}
+	if codes := []int{refresh(a), refresh(b), refresh(a), refresh(b)}; codes[0] != 202 || codes[1] != 202 || codes[2] != 202 || codes[3] != 429 {
+		t.Fatalf("refreshes across A and B with Redis: %v", codes)
+	}
+	// Redis goes away: each process counts on its own (fail open per process), nothing 5xx.
+	redis.cmd.Process.Kill()
+	redis.cmd.Wait()
+	var codes []int
+	for range 4 {
+		codes = append(codes, refresh(a))
+	}
+	if codes[0] != 202 || codes[1] != 202 || codes[2] != 202 || codes[3] != 429 {
+		t.Fatalf("refreshes on A with Redis down: %v (want its own count of 3)", codes)
+	}
+	if c := refresh(b); c != 202 {
+		t.Fatalf("a refresh on B with Redis down: %d (want B's own count)", c)
 	}
 
 	// Change streams: writes on A, subscribers on B.
@@ -270,4 +298,35 @@ func TestReplicas(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM "` + org + `"."` + big + `"`).Scan(&rows); err != nil || j["attempts"] != float64(2) || rows != 300000 {
 		t.Fatalf("after the takeover: job %v, %d rows (%v)", j, rows, err)
 	}
+}
+
+// redisServer is a redis-server the test started.
+type redisServer struct {
+	cmd *exec.Cmd
+	url string
+}
+
+func startRedis(t *testing.T) *redisServer {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("redis-server is not installed: run scripts/ensure-redis.sh (go tool task test does)")
+	}
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	r := &redisServer{cmd: exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir()), url: "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.cmd.Process.Kill(); r.cmd.Wait() })
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			c.Close()
+			return r
+		}
+	}
+	t.Fatal("redis-server did not start")
+	return nil
 }

@@ -1,11 +1,16 @@
 // Package ratelimit counts requests per principal and category with ulule/limiter: in memory by
-// default, in Redis (shared by every replica) when REDIS_URL is set.
+// default, in Redis (shared by every replica) when REDIS_URL is set. While Redis cannot be
+// reached, each process counts in its own memory instead (fail open per process: the limits
+// hold per replica, not across them) and tries Redis again a few seconds later.
 package ratelimit
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/ulule/limiter/v3"
@@ -36,20 +41,35 @@ var Defaults = map[string]string{
 	"downloads":      "60-M",   // signed export links, per client address
 }
 
-// Limiter holds one ulule limiter per category over a shared store.
+// Limiter holds one ulule limiter per category over a shared store, and, with Redis, the same
+// in memory for when Redis is down.
 type Limiter struct {
 	limiters map[string]*limiter.Limiter
-	close    func() error
+	local    map[string]*limiter.Limiter // nil without Redis
+	// downUntil (Unix nanoseconds): Redis failed; count locally until then
+	downUntil atomic.Int64
+	close     func() error
 }
 
 // Result is the state of a principal's window after counting a request.
 type Result = limiter.Context
 
+// redisRetry is how long the limiter counts locally after Redis failed before trying it again;
+// redisTimeout bounds each Redis call, so an outage costs a request at most that.
+const (
+	redisRetry   = 5 * time.Second
+	redisTimeout = 250 * time.Millisecond
+)
+
 // New builds the limiter. overrides is "category=limit-period,..." (DP_RATE_LIMITS).
 func New(redisURL, overrides string) (*Limiter, error) {
-	rates := map[string]string{}
+	rates := map[string]limiter.Rate{}
 	for k, v := range Defaults {
-		rates[k] = v
+		r, err := limiter.NewRateFromFormatted(v)
+		if err != nil {
+			return nil, fmt.Errorf("rate limit %s=%s: %w", k, v, err)
+		}
+		rates[k] = r
 	}
 	for _, o := range strings.Split(overrides, ",") {
 		if o = strings.TrimSpace(o); o == "" {
@@ -59,45 +79,60 @@ func New(redisURL, overrides string) (*Limiter, error) {
 		if !ok {
 			return nil, fmt.Errorf("DP_RATE_LIMITS: %q is not category=limit-period", o)
 		}
-		rates[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	l := &Limiter{limiters: map[string]*limiter.Limiter{}, close: func() error { return nil }}
-	var store limiter.Store
-	if redisURL != "" {
-		opt, err := redis.ParseURL(redisURL)
+		r, err := limiter.NewRateFromFormatted(strings.TrimSpace(v))
 		if err != nil {
-			return nil, fmt.Errorf("REDIS_URL: %w", err)
+			return nil, fmt.Errorf("rate limit %s: %w", o, err)
 		}
-		client := redis.NewClient(opt)
-		if err := client.Ping(context.Background()).Err(); err != nil {
-			client.Close()
-			return nil, fmt.Errorf("REDIS_URL: %w", err)
-		}
-		if store, err = sredis.NewStoreWithOptions(client, limiter.StoreOptions{Prefix: "dp:ratelimit"}); err != nil {
-			client.Close()
-			return nil, err
-		}
-		l.close = client.Close
-	} else {
-		store = memory.NewStore()
+		rates[strings.TrimSpace(k)] = r
 	}
-	for cat, f := range rates {
-		r, err := limiter.NewRateFromFormatted(f)
-		if err != nil {
-			return nil, fmt.Errorf("rate limit %s=%s: %w", cat, f, err)
-		}
-		l.limiters[cat] = limiter.New(store, r)
+	l := &Limiter{close: func() error { return nil }}
+	memoryStore := memory.NewStore()
+	if redisURL == "" {
+		l.limiters = over(memoryStore, rates)
+		return l, nil
 	}
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.MaxRetries = redisTimeout, redisTimeout, redisTimeout, -1
+	client := redis.NewClient(opt)
+	if err := client.Ping(context.Background()).Err(); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	store, err := sredis.NewStoreWithOptions(client, limiter.StoreOptions{Prefix: "dp:ratelimit"})
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	l.limiters, l.local, l.close = over(store, rates), over(memoryStore, rates), client.Close
 	return l, nil
+}
+
+func over(store limiter.Store, rates map[string]limiter.Rate) map[string]*limiter.Limiter {
+	out := map[string]*limiter.Limiter{}
+	for cat, r := range rates {
+		out[cat] = limiter.New(store, r)
+	}
+	return out
 }
 
 // Take counts one request of key in category. An unknown category counts as default.
 func (l *Limiter) Take(ctx context.Context, category, key string) (Result, error) {
-	lim, ok := l.limiters[category]
-	if !ok {
-		category, lim = "default", l.limiters["default"]
+	if _, ok := l.limiters[category]; !ok {
+		category = "default"
 	}
-	return lim.Get(ctx, category+":"+key)
+	if l.local != nil && time.Now().UnixNano() < l.downUntil.Load() {
+		return l.local[category].Get(ctx, category+":"+key)
+	}
+	r, err := l.limiters[category].Get(ctx, category+":"+key)
+	if err != nil && l.local != nil {
+		l.downUntil.Store(time.Now().Add(redisRetry).UnixNano()) // one warning per retry period
+		slog.Warn("rate limits: Redis unreachable; counting in this process's memory for now", "error", err, "retry_in", redisRetry.String())
+		return l.local[category].Get(ctx, category+":"+key)
+	}
+	return r, err
 }
 
 // Close releases the Redis client, if any.
