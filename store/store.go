@@ -16,9 +16,12 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"embed"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	neturl "net/url"
 	"strings"
 	"sync"
@@ -196,4 +199,18 @@ func NewID(prefix string) string {
 		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
 	}
 	return prefix + "_" + string(b)
+}
+
+// Unavailable reports whether err means the database cannot be reached or is not taking work
+// (down, restarting, out of connections), as opposed to a failed statement: the request may
+// succeed later, so it is answered 503, not 500.
+func Unavailable(err error) bool {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		code := string(pe.Code)
+		// class 08: connection exception; 57P01-03: shutting down or starting; 53300: too many connections
+		return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03" || code == "53300"
+	}
+	var oe *net.OpError // dialling or reading the database's connection failed
+	return errors.Is(err, driver.ErrBadConn) || errors.As(err, &oe) || errors.Is(err, io.ErrUnexpectedEOF)
 }

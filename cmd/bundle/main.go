@@ -55,6 +55,7 @@ func run(in, out string) error {
 		}
 	}
 	rewriteRefs(base)
+	addUnavailable(base)
 
 	var yb bytes.Buffer
 	yb.WriteString(header)
@@ -190,5 +191,37 @@ func rewriteRefs(n *yaml.Node) {
 	}
 	for _, c := range n.Content {
 		rewriteRefs(c)
+	}
+}
+
+// addUnavailable documents on every operation the 503 the central error handler answers while
+// the database cannot be reached (operations that declare a 503 of their own, and /healthz,
+// which needs no database, keep theirs).
+func addUnavailable(base *yaml.Node) {
+	paths := get(base, "paths", false)
+	if paths == nil {
+		return
+	}
+	for i := 1; i < len(paths.Content); i += 2 {
+		item := paths.Content[i]
+		for j := 0; j+1 < len(item.Content); j += 2 {
+			switch item.Content[j].Value {
+			case "get", "put", "post", "delete", "patch", "head", "options":
+			default:
+				continue
+			}
+			op := item.Content[j+1]
+			if id := get(op, "operationId", false); id != nil && id.Value == "healthz" {
+				continue
+			}
+			responses := get(op, "responses", true)
+			if get(responses, "503", false) != nil {
+				continue
+			}
+			ref := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: yaml.FlowStyle, Content: []*yaml.Node{
+				{Kind: yaml.ScalarNode, Tag: "!!str", Value: "$ref"},
+				{Kind: yaml.ScalarNode, Tag: "!!str", Value: "#/components/responses/ServiceUnavailable"}}}
+			responses.Content = append(responses.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "503", Style: yaml.SingleQuotedStyle}, ref)
+		}
 	}
 }

@@ -4100,6 +4100,9 @@ type PlanLimitExceeded = ErrorEnvelope
 // RateLimitExceeded defines model for RateLimitExceeded.
 type RateLimitExceeded = ErrorEnvelope
 
+// ServiceUnavailable defines model for ServiceUnavailable.
+type ServiceUnavailable = ErrorEnvelope
+
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = AuthError
 
@@ -7863,6 +7866,15 @@ type RateLimitExceededJSONResponse struct {
 	Headers RateLimitExceededResponseHeaders
 }
 
+type ServiceUnavailableResponseHeaders struct {
+	RetryAfter int
+}
+type ServiceUnavailableJSONResponse struct {
+	Body ErrorEnvelope
+
+	Headers ServiceUnavailableResponseHeaders
+}
+
 type UnauthorizedJSONResponse AuthError
 
 type JwksRequestObject struct {
@@ -7905,6 +7917,21 @@ func (response Jwks400JSONResponse) VisitJwksResponse(w http.ResponseWriter) err
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Jwks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response Jwks503JSONResponse) VisitJwksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8001,6 +8028,21 @@ func (response ListApiKeys429JSONResponse) VisitListApiKeysResponse(w http.Respo
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListApiKeys503JSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8122,6 +8164,21 @@ func (response CreateApiKey429JSONResponse) VisitCreateApiKeyResponse(w http.Res
 	return err
 }
 
+type CreateApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateApiKey503JSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RevokeApiKeyRequestObject struct {
 	KeyId KeyId `json:"key_id"`
 }
@@ -8219,6 +8276,21 @@ func (response RevokeApiKey429JSONResponse) VisitRevokeApiKeyResponse(w http.Res
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokeApiKey503JSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8369,6 +8441,21 @@ func (response RotateApiKey429JSONResponse) VisitRotateApiKeyResponse(w http.Res
 	return err
 }
 
+type RotateApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RotateApiKey503JSONResponse) VisitRotateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ConfirmTwoFactorRequestObject struct {
 	Body *ConfirmTwoFactorJSONRequestBody
 }
@@ -8500,6 +8587,21 @@ func (response ConfirmTwoFactor429JSONResponse) VisitConfirmTwoFactorResponse(w 
 	return err
 }
 
+type ConfirmTwoFactor503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ConfirmTwoFactor503JSONResponse) VisitConfirmTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DisableTwoFactorRequestObject struct {
 	Body *DisableTwoFactorJSONRequestBody
 }
@@ -8611,6 +8713,21 @@ func (response DisableTwoFactor429JSONResponse) VisitDisableTwoFactorResponse(w 
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DisableTwoFactor503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DisableTwoFactor503JSONResponse) VisitDisableTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8746,6 +8863,21 @@ func (response RegenerateRecoveryCodes429JSONResponse) VisitRegenerateRecoveryCo
 	return err
 }
 
+type RegenerateRecoveryCodes503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RegenerateRecoveryCodes503JSONResponse) VisitRegenerateRecoveryCodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SetupTwoFactorRequestObject struct {
 }
 
@@ -8862,6 +8994,21 @@ func (response SetupTwoFactor429JSONResponse) VisitSetupTwoFactorResponse(w http
 	return err
 }
 
+type SetupTwoFactor503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SetupTwoFactor503JSONResponse) VisitSetupTwoFactorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type LoginRequestObject struct {
 	Body *LoginJSONRequestBody
 }
@@ -8965,6 +9112,21 @@ func (response Login429JSONResponse) VisitLoginResponse(w http.ResponseWriter) e
 	return err
 }
 
+type Login503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response Login503JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type LogoutRequestObject struct {
 	Body *LogoutJSONRequestBody
 }
@@ -9038,6 +9200,21 @@ func (response Logout429JSONResponse) VisitLogoutResponse(w http.ResponseWriter)
 	return err
 }
 
+type Logout503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response Logout503JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetCurrentUserRequestObject struct {
 }
 
@@ -9098,6 +9275,21 @@ func (response GetCurrentUser429JSONResponse) VisitGetCurrentUserResponse(w http
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCurrentUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetCurrentUser503JSONResponse) VisitGetCurrentUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9177,6 +9369,21 @@ func (response OauthAuthorize501JSONResponse) VisitOauthAuthorizeResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(501)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OauthAuthorize503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response OauthAuthorize503JSONResponse) VisitOauthAuthorizeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9298,6 +9505,21 @@ func (response OauthCallback501JSONResponse) VisitOauthCallbackResponse(w http.R
 	return err
 }
 
+type OauthCallback503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response OauthCallback503JSONResponse) VisitOauthCallbackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RefreshTokenRequestObject struct {
 	Body *RefreshTokenJSONRequestBody
 }
@@ -9397,6 +9619,21 @@ func (response RefreshToken429JSONResponse) VisitRefreshTokenResponse(w http.Res
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshToken503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RefreshToken503JSONResponse) VisitRefreshTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9508,6 +9745,21 @@ func (response VerifyEmail429JSONResponse) VisitVerifyEmailResponse(w http.Respo
 	return err
 }
 
+type VerifyEmail503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response VerifyEmail503JSONResponse) VisitVerifyEmailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SendEmailVerificationRequestObject struct {
 }
 
@@ -9610,6 +9862,21 @@ func (response SendEmailVerification502JSONResponse) VisitSendEmailVerificationR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendEmailVerification503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SendEmailVerification503JSONResponse) VisitSendEmailVerificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9765,6 +10032,21 @@ func (response GetDatasetChangelog429JSONResponse) VisitGetDatasetChangelogRespo
 	return err
 }
 
+type GetDatasetChangelog503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetChangelog503JSONResponse) VisitGetDatasetChangelogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetCompatibilityRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    GetDatasetCompatibilityParams
@@ -9889,6 +10171,21 @@ func (response GetDatasetCompatibility429JSONResponse) VisitGetDatasetCompatibil
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetCompatibility503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetCompatibility503JSONResponse) VisitGetDatasetCompatibilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10021,6 +10318,21 @@ func (response GetDatasetDocs429JSONResponse) VisitGetDatasetDocsResponse(w http
 	return err
 }
 
+type GetDatasetDocs503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetDocs503JSONResponse) VisitGetDatasetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetDescriptionRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    GetDatasetDescriptionParams
@@ -10149,6 +10461,21 @@ func (response GetDatasetDescription429JSONResponse) VisitGetDatasetDescriptionR
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetDescription503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetDescription503JSONResponse) VisitGetDatasetDescriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10289,6 +10616,21 @@ func (response GetDatasetDescriptionYAML429JSONResponse) VisitGetDatasetDescript
 	return err
 }
 
+type GetDatasetDescriptionYAML503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetDescriptionYAML503JSONResponse) VisitGetDatasetDescriptionYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetRedocRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    GetDatasetRedocParams
@@ -10417,6 +10759,21 @@ func (response GetDatasetRedoc429JSONResponse) VisitGetDatasetRedocResponse(w ht
 	return err
 }
 
+type GetDatasetRedoc503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetRedoc503JSONResponse) VisitGetDatasetRedocResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetJSONSchemaRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    GetDatasetJSONSchemaParams
@@ -10535,6 +10892,21 @@ func (response GetDatasetJSONSchema429JSONResponse) VisitGetDatasetJSONSchemaRes
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetJSONSchema503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetJSONSchema503JSONResponse) VisitGetDatasetJSONSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10690,6 +11062,21 @@ func (response ChangeDatasetSchema429JSONResponse) VisitChangeDatasetSchemaRespo
 	return err
 }
 
+type ChangeDatasetSchema503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ChangeDatasetSchema503JSONResponse) VisitChangeDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetSDKLogsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 }
@@ -10820,6 +11207,21 @@ func (response GetDatasetSDKLogs429JSONResponse) VisitGetDatasetSDKLogsResponse(
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetSDKLogs503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetSDKLogs503JSONResponse) VisitGetDatasetSDKLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10959,6 +11361,21 @@ func (response GetDatasetSDK429JSONResponse) VisitGetDatasetSDKResponse(w http.R
 	return err
 }
 
+type GetDatasetSDK503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetSDK503JSONResponse) VisitGetDatasetSDKResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ValidateDatasetSchemaRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Body      *ValidateDatasetSchemaJSONRequestBody
@@ -11094,6 +11511,21 @@ func (response ValidateDatasetSchema429JSONResponse) VisitValidateDatasetSchemaR
 	return err
 }
 
+type ValidateDatasetSchema503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ValidateDatasetSchema503JSONResponse) VisitValidateDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetVersionsRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    GetDatasetVersionsParams
@@ -11220,6 +11652,21 @@ func (response GetDatasetVersions429JSONResponse) VisitGetDatasetVersionsRespons
 	return err
 }
 
+type GetDatasetVersions503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetVersions503JSONResponse) VisitGetDatasetVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPlatformDocsRequestObject struct {
 }
 
@@ -11257,6 +11704,21 @@ func (response GetPlatformDocs400JSONResponse) VisitGetPlatformDocsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPlatformDocs503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetPlatformDocs503JSONResponse) VisitGetPlatformDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11345,6 +11807,21 @@ func (response GetDocsAsset404JSONResponse) VisitGetDocsAssetResponse(w http.Res
 	return err
 }
 
+type GetDocsAsset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDocsAsset503JSONResponse) VisitGetDocsAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetErrorDocRequestObject struct {
 	Code string `json:"code"`
 }
@@ -11396,6 +11873,21 @@ func (response GetErrorDoc404JSONResponse) VisitGetErrorDocResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetErrorDoc503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetErrorDoc503JSONResponse) VisitGetErrorDocResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11568,6 +12060,21 @@ func (response DownloadQueryExport429JSONResponse) VisitDownloadQueryExportRespo
 	return err
 }
 
+type DownloadQueryExport503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadQueryExport503JSONResponse) VisitDownloadQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetInvitationRequestObject struct {
 	Token InvitationToken `json:"token"`
 }
@@ -11657,6 +12164,21 @@ func (response GetInvitation429JSONResponse) VisitGetInvitationResponse(w http.R
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetInvitation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetInvitation503JSONResponse) VisitGetInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11807,6 +12329,21 @@ func (response AcceptInvitation429JSONResponse) VisitAcceptInvitationResponse(w 
 	return err
 }
 
+type AcceptInvitation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AcceptInvitation503JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetJobRequestObject struct {
 	JobId string `json:"job_id"`
 }
@@ -11914,6 +12451,21 @@ func (response GetJob429JSONResponse) VisitGetJobResponse(w http.ResponseWriter)
 	return err
 }
 
+type GetJob503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetJob503JSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenAPIJSONRequestObject struct {
 	Params GetOpenAPIJSONParams
 }
@@ -11964,6 +12516,21 @@ func (response GetOpenAPIJSON400JSONResponse) VisitGetOpenAPIJSONResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIJSON503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetOpenAPIJSON503JSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12022,6 +12589,21 @@ func (response GetOpenAPIYAML400JSONResponse) VisitGetOpenAPIYAMLResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIYAML503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetOpenAPIYAML503JSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12104,6 +12686,21 @@ func (response ListOrganizations429JSONResponse) VisitListOrganizationsResponse(
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrganizations503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListOrganizations503JSONResponse) VisitListOrganizationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12233,6 +12830,21 @@ func (response CreateOrganization429JSONResponse) VisitCreateOrganizationRespons
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrganization503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateOrganization503JSONResponse) VisitCreateOrganizationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12379,6 +12991,21 @@ func (response DeleteOrganization429JSONResponse) VisitDeleteOrganizationRespons
 	return err
 }
 
+type DeleteOrganization503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteOrganization503JSONResponse) VisitDeleteOrganizationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOrganizationRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 }
@@ -12482,6 +13109,21 @@ func (response GetOrganization429JSONResponse) VisitGetOrganizationResponse(w ht
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganization503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetOrganization503JSONResponse) VisitGetOrganizationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12608,6 +13250,21 @@ func (response UpdateOrganization429JSONResponse) VisitUpdateOrganizationRespons
 	return err
 }
 
+type UpdateOrganization503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateOrganization503JSONResponse) VisitUpdateOrganizationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListOrganizationApiKeysRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	Params         ListOrganizationApiKeysParams
@@ -12715,6 +13372,21 @@ func (response ListOrganizationApiKeys429JSONResponse) VisitListOrganizationApiK
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrganizationApiKeys503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListOrganizationApiKeys503JSONResponse) VisitListOrganizationApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12851,6 +13523,21 @@ func (response CreateOrganizationApiKey429JSONResponse) VisitCreateOrganizationA
 	return err
 }
 
+type CreateOrganizationApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateOrganizationApiKey503JSONResponse) VisitCreateOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RevokeOrganizationApiKeyRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	KeyId          string         `json:"key_id"`
@@ -12949,6 +13636,21 @@ func (response RevokeOrganizationApiKey429JSONResponse) VisitRevokeOrganizationA
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOrganizationApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokeOrganizationApiKey503JSONResponse) VisitRevokeOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13067,6 +13769,21 @@ func (response ListAuditLogs429JSONResponse) VisitListAuditLogsResponse(w http.R
 	return err
 }
 
+type ListAuditLogs503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAuditLogs503JSONResponse) VisitListAuditLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOrganizationBillingRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 }
@@ -13170,6 +13887,21 @@ func (response GetOrganizationBilling429JSONResponse) VisitGetOrganizationBillin
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationBilling503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetOrganizationBilling503JSONResponse) VisitGetOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13306,6 +14038,21 @@ func (response UpdateOrganizationBilling429JSONResponse) VisitUpdateOrganization
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrganizationBilling503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateOrganizationBilling503JSONResponse) VisitUpdateOrganizationBillingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13474,6 +14221,21 @@ func (response CreateInvitation502JSONResponse) VisitCreateInvitationResponse(w 
 	return err
 }
 
+type CreateInvitation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateInvitation503JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListProjectsRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	Params         ListProjectsParams
@@ -13581,6 +14343,21 @@ func (response ListProjects429JSONResponse) VisitListProjectsResponse(w http.Res
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjects503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListProjects503JSONResponse) VisitListProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13743,6 +14520,21 @@ func (response CreateProject429JSONResponse) VisitCreateProjectResponse(w http.R
 	return err
 }
 
+type CreateProject503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateProject503JSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOrganizationSettingsRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 }
@@ -13846,6 +14638,21 @@ func (response GetOrganizationSettings429JSONResponse) VisitGetOrganizationSetti
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetOrganizationSettings503JSONResponse) VisitGetOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13972,6 +14779,21 @@ func (response UpdateOrganizationSettings429JSONResponse) VisitUpdateOrganizatio
 	return err
 }
 
+type UpdateOrganizationSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateOrganizationSettings503JSONResponse) VisitUpdateOrganizationSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTeamsRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	Params         ListTeamsParams
@@ -14079,6 +14901,21 @@ func (response ListTeams429JSONResponse) VisitListTeamsResponse(w http.ResponseW
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeams503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListTeams503JSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14229,6 +15066,21 @@ func (response CreateTeam429JSONResponse) VisitCreateTeamResponse(w http.Respons
 	return err
 }
 
+type CreateTeam503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateTeam503JSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteTeamRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	TeamId         TeamId         `json:"team_id"`
@@ -14327,6 +15179,21 @@ func (response DeleteTeam429JSONResponse) VisitDeleteTeamResponse(w http.Respons
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTeam503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteTeam503JSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14435,6 +15302,21 @@ func (response GetTeam429JSONResponse) VisitGetTeamResponse(w http.ResponseWrite
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeam503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetTeam503JSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14576,6 +15458,21 @@ func (response UpdateTeam429JSONResponse) VisitUpdateTeamResponse(w http.Respons
 	return err
 }
 
+type UpdateTeam503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateTeam503JSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AddTeamMemberRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	TeamId         TeamId         `json:"team_id"`
@@ -14713,6 +15610,21 @@ func (response AddTeamMember429JSONResponse) VisitAddTeamMemberResponse(w http.R
 	return err
 }
 
+type AddTeamMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AddTeamMember503JSONResponse) VisitAddTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RemoveTeamMemberRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	TeamId         TeamId         `json:"team_id"`
@@ -14816,6 +15728,21 @@ func (response RemoveTeamMember429JSONResponse) VisitRemoveTeamMemberResponse(w 
 	return err
 }
 
+type RemoveTeamMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RemoveTeamMember503JSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RevokeTeamProjectRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	TeamId         TeamId         `json:"team_id"`
@@ -14915,6 +15842,21 @@ func (response RevokeTeamProject429JSONResponse) VisitRevokeTeamProjectResponse(
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeTeamProject503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokeTeamProject503JSONResponse) VisitRevokeTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15057,6 +15999,21 @@ func (response GrantTeamProject429JSONResponse) VisitGrantTeamProjectResponse(w 
 	return err
 }
 
+type GrantTeamProject503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GrantTeamProject503JSONResponse) VisitGrantTeamProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOrganizationUsageRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	Params         GetOrganizationUsageParams
@@ -15161,6 +16118,21 @@ func (response GetOrganizationUsage429JSONResponse) VisitGetOrganizationUsageRes
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrganizationUsage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetOrganizationUsage503JSONResponse) VisitGetOrganizationUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15272,6 +16244,21 @@ func (response ListOrganizationUsers429JSONResponse) VisitListOrganizationUsersR
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrganizationUsers503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListOrganizationUsers503JSONResponse) VisitListOrganizationUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15388,6 +16375,21 @@ func (response RemoveOrganizationUser429JSONResponse) VisitRemoveOrganizationUse
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveOrganizationUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RemoveOrganizationUser503JSONResponse) VisitRemoveOrganizationUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15529,6 +16531,21 @@ func (response UpdateOrganizationUser429JSONResponse) VisitUpdateOrganizationUse
 	return err
 }
 
+type UpdateOrganizationUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateOrganizationUser503JSONResponse) VisitUpdateOrganizationUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhooksRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	Params         ListWebhooksParams
@@ -15636,6 +16653,21 @@ func (response ListWebhooks429JSONResponse) VisitListWebhooksResponse(w http.Res
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListWebhooks503JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15772,6 +16804,21 @@ func (response CreateWebhook429JSONResponse) VisitCreateWebhookResponse(w http.R
 	return err
 }
 
+type CreateWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateWebhook503JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteWebhookRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	WebhookId      WebhookId      `json:"webhook_id"`
@@ -15870,6 +16917,21 @@ func (response DeleteWebhook429JSONResponse) VisitDeleteWebhookResponse(w http.R
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteWebhook503JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15978,6 +17040,21 @@ func (response GetWebhook429JSONResponse) VisitGetWebhookResponse(w http.Respons
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetWebhook503JSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16105,6 +17182,21 @@ func (response UpdateWebhook429JSONResponse) VisitUpdateWebhookResponse(w http.R
 	return err
 }
 
+type UpdateWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateWebhook503JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookDeliveriesRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	WebhookId      WebhookId      `json:"webhook_id"`
@@ -16217,6 +17309,21 @@ func (response ListWebhookDeliveries429JSONResponse) VisitListWebhookDeliveriesR
 	return err
 }
 
+type ListWebhookDeliveries503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListWebhookDeliveries503JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetWebhookDeliveryRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	WebhookId      WebhookId      `json:"webhook_id"`
@@ -16322,6 +17429,21 @@ func (response GetWebhookDelivery429JSONResponse) VisitGetWebhookDeliveryRespons
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookDelivery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetWebhookDelivery503JSONResponse) VisitGetWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16449,6 +17571,21 @@ func (response RedeliverWebhookDelivery429JSONResponse) VisitRedeliverWebhookDel
 	return err
 }
 
+type RedeliverWebhookDelivery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RedeliverWebhookDelivery503JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookSecretRequestObject struct {
 	OrganizationId OrganizationId `json:"organization_id"`
 	WebhookId      WebhookId      `json:"webhook_id"`
@@ -16563,6 +17700,21 @@ func (response RotateWebhookSecret429JSONResponse) VisitRotateWebhookSecretRespo
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RotateWebhookSecret503JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16689,6 +17841,21 @@ func (response TestWebhook429JSONResponse) VisitTestWebhookResponse(w http.Respo
 	return err
 }
 
+type TestWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TestWebhook503JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListMyProjectsRequestObject struct {
 	Params ListMyProjectsParams
 }
@@ -16781,6 +17948,21 @@ func (response ListMyProjects429JSONResponse) VisitListMyProjectsResponse(w http
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyProjects503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListMyProjects503JSONResponse) VisitListMyProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16882,6 +18064,21 @@ func (response DeleteProject429JSONResponse) VisitDeleteProjectResponse(w http.R
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteProject503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteProject503JSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16989,6 +18186,21 @@ func (response GetProject429JSONResponse) VisitGetProjectResponse(w http.Respons
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProject503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetProject503JSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17129,6 +18341,21 @@ func (response UpdateProject429JSONResponse) VisitUpdateProjectResponse(w http.R
 	return err
 }
 
+type UpdateProject503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateProject503JSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDatasetsRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Params    ListDatasetsParams
@@ -17236,6 +18463,21 @@ func (response ListDatasets429JSONResponse) VisitListDatasetsResponse(w http.Res
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDatasets503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListDatasets503JSONResponse) VisitListDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17384,6 +18626,21 @@ func (response CreateDataset429JSONResponse) VisitCreateDatasetResponse(w http.R
 	return err
 }
 
+type CreateDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDataset503JSONResponse) VisitCreateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateDatabaseDatasetRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Body      *CreateDatabaseDatasetJSONRequestBody
@@ -17528,6 +18785,21 @@ func (response CreateDatabaseDataset429JSONResponse) VisitCreateDatabaseDatasetR
 	return err
 }
 
+type CreateDatabaseDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateDatabaseDataset503JSONResponse) VisitCreateDatabaseDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type TestDatabaseConnectionRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Body      *TestDatabaseConnectionJSONRequestBody
@@ -17646,6 +18918,21 @@ func (response TestDatabaseConnection429JSONResponse) VisitTestDatabaseConnectio
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestDatabaseConnection503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TestDatabaseConnection503JSONResponse) VisitTestDatabaseConnectionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17800,6 +19087,21 @@ func (response UploadDatasetFile429JSONResponse) VisitUploadDatasetFileResponse(
 	return err
 }
 
+type UploadDatasetFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UploadDatasetFile503JSONResponse) VisitUploadDatasetFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetUploadRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	FileId    string    `json:"file_id"`
@@ -17904,6 +19206,21 @@ func (response GetDatasetUpload429JSONResponse) VisitGetDatasetUploadResponse(w 
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDatasetUpload503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetUpload503JSONResponse) VisitGetDatasetUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18019,6 +19336,21 @@ func (response DeleteDataset429JSONResponse) VisitDeleteDatasetResponse(w http.R
 	return err
 }
 
+type DeleteDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteDataset503JSONResponse) VisitDeleteDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	DatasetId DatasetId `json:"dataset_id"`
@@ -18123,6 +19455,21 @@ func (response GetDataset429JSONResponse) VisitGetDatasetResponse(w http.Respons
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDataset503JSONResponse) VisitGetDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18246,6 +19593,21 @@ func (response UpdateDataset429JSONResponse) VisitUpdateDatasetResponse(w http.R
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateDataset503JSONResponse) VisitUpdateDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18375,6 +19737,21 @@ func (response PreviewDataset429JSONResponse) VisitPreviewDatasetResponse(w http
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PreviewDataset503JSONResponse) VisitPreviewDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18517,6 +19894,21 @@ func (response RefreshDataset429JSONResponse) VisitRefreshDatasetResponse(w http
 	return err
 }
 
+type RefreshDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RefreshDataset503JSONResponse) VisitRefreshDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetSchemaRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	DatasetId DatasetId `json:"dataset_id"`
@@ -18639,6 +20031,21 @@ func (response GetDatasetSchema429JSONResponse) VisitGetDatasetSchemaResponse(w 
 	return err
 }
 
+type GetDatasetSchema503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetDatasetSchema503JSONResponse) VisitGetDatasetSchemaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListQueriesRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Params    ListQueriesParams
@@ -18746,6 +20153,21 @@ func (response ListQueries429JSONResponse) VisitListQueriesResponse(w http.Respo
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQueries503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListQueries503JSONResponse) VisitListQueriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18886,6 +20308,21 @@ func (response ExecuteQuery429JSONResponse) VisitExecuteQueryResponse(w http.Res
 	return err
 }
 
+type ExecuteQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ExecuteQuery503JSONResponse) VisitExecuteQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExplainQueryRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Body      *ExplainQueryJSONRequestBody
@@ -18999,6 +20436,21 @@ func (response ExplainQuery429JSONResponse) VisitExplainQueryResponse(w http.Res
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ExplainQuery503JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19154,6 +20606,21 @@ func (response StreamQuery429JSONResponse) VisitStreamQueryResponse(w http.Respo
 	return err
 }
 
+type StreamQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StreamQuery503JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ValidateQueryRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Body      *ValidateQueryJSONRequestBody
@@ -19262,6 +20729,21 @@ func (response ValidateQuery429JSONResponse) VisitValidateQueryResponse(w http.R
 	return err
 }
 
+type ValidateQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ValidateQuery503JSONResponse) VisitValidateQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetQueryRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	QueryId   string    `json:"query_id"`
@@ -19366,6 +20848,21 @@ func (response GetQuery429JSONResponse) VisitGetQueryResponse(w http.ResponseWri
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetQuery503JSONResponse) VisitGetQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19493,6 +20990,21 @@ func (response ExportQuery429JSONResponse) VisitExportQueryResponse(w http.Respo
 	return err
 }
 
+type ExportQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ExportQuery503JSONResponse) VisitExportQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetQueryExportRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	QueryId   string    `json:"query_id"`
@@ -19598,6 +21110,21 @@ func (response GetQueryExport429JSONResponse) VisitGetQueryExportResponse(w http
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetQueryExport503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetQueryExport503JSONResponse) VisitGetQueryExportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19739,6 +21266,21 @@ func (response SaveQuery429JSONResponse) VisitSaveQueryResponse(w http.ResponseW
 	return err
 }
 
+type SaveQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SaveQuery503JSONResponse) VisitSaveQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListSavedQueriesRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Params    ListSavedQueriesParams
@@ -19846,6 +21388,21 @@ func (response ListSavedQueries429JSONResponse) VisitListSavedQueriesResponse(w 
 		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSavedQueries503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListSavedQueries503JSONResponse) VisitListSavedQueriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19987,6 +21544,21 @@ func (response ExecuteSavedQuery429JSONResponse) VisitExecuteSavedQueryResponse(
 	return err
 }
 
+type ExecuteSavedQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ExecuteSavedQuery503JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPlatformRedocRequestObject struct {
 }
 
@@ -20024,6 +21596,21 @@ func (response GetPlatformRedoc400JSONResponse) VisitGetPlatformRedocResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPlatformRedoc503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetPlatformRedoc503JSONResponse) VisitGetPlatformRedocResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20135,6 +21722,21 @@ func (response ValidateOpenAPI429JSONResponse) VisitValidateOpenAPIResponse(w ht
 	return err
 }
 
+type ValidateOpenAPI503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ValidateOpenAPI503JSONResponse) VisitValidateOpenAPIResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HealthzRequestObject struct {
 }
 
@@ -20212,6 +21814,21 @@ func (response Metrics404JSONResponse) VisitMetricsResponse(w http.ResponseWrite
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Metrics503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response Metrics503JSONResponse) VisitMetricsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }

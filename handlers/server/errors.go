@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"dataplatform/handlers/apierr"
+	"dataplatform/store"
 	"dataplatform/templates/specgen"
 
 	"github.com/labstack/echo/v4"
@@ -109,6 +110,12 @@ func (s *Server) toAPIError(err error, c echo.Context) *apierr.Error {
 		}
 		s.log.Error("request failed", "request_id", requestID(c), "error", err)
 		return apierr.New(he.Code, apierr.CodeInternalError, "internal error")
+	}
+	if store.Unavailable(err) {
+		s.log.Warn("database unavailable", "request_id", requestID(c), "error", err)
+		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeServiceUnavailable, "the database is not available at the moment; retry shortly")
+		e.Headers = map[string]string{"Retry-After": "5"}
+		return e
 	}
 	s.log.Error("request failed", "request_id", requestID(c), "error", err)
 	return apierr.New(http.StatusInternalServerError, apierr.CodeInternalError, "internal error (request "+requestID(c)+")")
