@@ -167,7 +167,7 @@ func TestNaturalLanguageQuestions(t *testing.T) {
 		{"average order amount for gold customers", `SELECT avg(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.tier = 'gold'`, false},
 		{"total revenue by customer city", `SELECT c.city, sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1`, false},
 		{"revenue from customers in Berlin", `SELECT sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.city = 'Berlin'`, false},
-		{"number of orders per customer name", `SELECT c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1`, false},
+		{"number of orders per customer name", `SELECT c.id, c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2`, false},
 		{"top 3 cities by revenue", `SELECT c.city, sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1 ORDER BY 2 DESC LIMIT 3`, true},
 		{"customers with more than 1 order", `SELECT * FROM customers c WHERE (SELECT count(*) FROM orders o WHERE o.customer_id = c.id) > 1`, false},
 		{"how many customers have orders over 100", `SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.amount > 100)`, false},

@@ -27,6 +27,7 @@ type group struct {
 	expr, alias, label string
 	col                colRef
 	time               bool
+	entity             string // the table whose rows it groups by (its key and display column)
 }
 
 type query struct {
@@ -47,12 +48,28 @@ type query struct {
 	// byMeasure: "top 3 cities by revenue": the measure orders the groups (summed)
 	byMeasure bool
 	compared  []colRef // columns compared with numbers
+
+	usedCols  map[colRef]bool     // the columns the SQL reads
+	countRefs map[string]bool     // many-side tables counted per main row ("more than 2 orders")
+	notExists map[string][]string // many-side table → conditions no row of it may meet
+	perRow    bool                // "per order" over orders: each row is one
+	avgCount  bool                // "average number of orders per customer"
+	share     bool                // "share", "percentage", "percent" of the rows (or of the measure)
+	byIndex   bool                // the main table was picked by the search index
+
+	assumedDate map[colRef]bool // date columns assumed (stated once)
 }
 
 // alias is how a table ref is written inside the SQL (its last part).
 func alias(ref string) string { return ref[strings.LastIndex(ref, ".")+1:] }
 
-func (q *query) col(c colRef) string { return quote(alias(c.table)) + "." + quote(c.column) }
+func (q *query) col(c colRef) string {
+	if q.usedCols == nil {
+		q.usedCols = map[colRef]bool{}
+	}
+	q.usedCols[c] = true
+	return quote(alias(c.table)) + "." + quote(c.column)
+}
 
 func (q *query) column(c colRef) *Column {
 	if t := q.p.s.table(c.table); t != nil {
@@ -137,6 +154,8 @@ func (q *query) read(ms []mention) error {
 	q.ms = ms
 	q.joined = map[string]bool{}
 	q.exists = map[string][]string{}
+	q.countRefs = map[string]bool{}
+	q.notExists = map[string][]string{}
 	in := q.readIntent()
 	q.readByMeasure(in)
 	if q.measure != nil && (q.agg == "sum" || q.agg == "avg" || q.agg == "max" || q.agg == "min") {
@@ -154,7 +173,7 @@ func (q *query) read(ms []mention) error {
 	}
 	if q.byMeasure && len(q.groups) > 0 && q.agg == "" {
 		q.agg = "sum"
-		q.p.step("Measure: sum of %s", q.label(*q.measure))
+		q.p.assume("the total (sum) of %s for each group: the question does not say how to combine it", q.label(*q.measure))
 	}
 	for _, g := range q.groups {
 		q.p.step("Grouped by %s", g.label)
@@ -169,6 +188,9 @@ func (q *query) read(ms []mention) error {
 		return err
 	}
 	if err := q.valueFilters(); err != nil {
+		return err
+	}
+	if err := q.readExistence(); err != nil {
 		return err
 	}
 	if err := q.applySuperlative(in); err != nil {
@@ -191,16 +213,27 @@ func (q *query) readIntent() intent {
 			if t == "how" || t == "number" {
 				j = i + 2
 			}
+			if prev := q.tok(i - 1); (t == "number" || t == "count") && (prev == "average" || prev == "avg" || prev == "mean") {
+				q.avgCount = true // "average number of orders per customer"
+			}
 			if w := q.tok(j); w == "distinct" || w == "different" || w == "unique" {
 				p.mark(j, j+1)
 				if m, _ := q.mentionAt(j + 1); m != nil && m.column != "" && m.value == "" {
 					q.agg, q.measure = "count_distinct", &colRef{m.table, m.column}
+				} else if m != nil && m.column == "" && m.value == "" {
+					in.countTarget = m.table // "how many distinct customers": each row is one
 				}
 			} else if m, _ := q.mentionAt(j); m != nil && m.column == "" {
 				in.countTarget = m.table
+			} else if m != nil && m.column != "" && m.value == "" {
+				// "how many cities": the distinct values of a column named alone
+				if c := q.column(colRef{m.table, m.column}); c != nil && !c.numeric() && c.Type != "boolean" && !c.temporal() {
+					q.agg, q.measure = "count_distinct", &colRef{m.table, m.column}
+				}
 			}
 		case t == "total" || t == "sum":
 			if q.tok(i+1) == "number" {
+				p.mark(i, i+1)
 				continue // "total number of": a count
 			}
 			if q.agg == "" || q.agg == "count" && t == "sum" {
@@ -208,6 +241,9 @@ func (q *query) readIntent() intent {
 				p.mark(i, i+1)
 				q.measure = q.numericNear(i + 1)
 			}
+		case (t == "share" || t == "percentage" || t == "percent" || t == "proportion") && !q.share:
+			q.share, in.signal = true, true
+			p.mark(i, i+1)
 		case t == "average" || t == "avg" || t == "mean":
 			q.agg, in.signal = "avg", true
 			p.mark(i, i+1)
@@ -322,10 +358,13 @@ func (q *query) mostNamed() string {
 	main := ""
 	score := map[string]int{}
 	first := map[string]int{}
-	for _, m := range q.ms {
+	for k, m := range q.ms {
 		w := 1
 		if m.column == "" {
 			w = 3
+			if k+1 < len(q.ms) && q.ms[k+1].pos == m.end && q.ms[k+1].table == m.table && q.ms[k+1].column != "" {
+				w = 0 // "customer city": the table qualifies its column
+			}
 		}
 		score[m.table] += w
 		if _, ok := first[m.table]; !ok {
@@ -358,12 +397,14 @@ func (q *query) pickBySearchIndex() {
 		}
 	}
 	if top != nil {
-		q.main = top.Ref
-		p.step("Picked %s with the search index (its name, description and columns match the question best)", top.Dataset)
+		q.main, q.byIndex = top.Ref, true
+		p.assume("the question is about %s: the search index matches its name, description and columns best", top.Dataset)
 	}
 }
 
-// readGroups reads the groups: "by X", "per X", "for each X", "which X ...", "monthly".
+// readGroups reads the groups: "by X", "per X", "for each X", "in each X", "for every X",
+// "which X ...", "monthly". X is a column, a time unit, or a table: each of its rows (by its
+// key, shown with its display column).
 func (q *query) readGroups() error {
 	p := q.p
 	for i := 0; i < len(p.toks); i++ {
@@ -375,10 +416,10 @@ func (q *query) readGroups() error {
 				continue
 			}
 			start = i + 1
-		case t == "per" || t == "each" && q.tok(i-1) == "for":
+		case t == "per" || t == "each" || t == "every":
 			start = i + 1
 		case t == "which" && i == 0 || t == "what" && i == 0:
-			if m, _ := q.mentionAt(i + 1); m != nil && m.column != "" && m.value == "" {
+			if m, _ := q.mentionAt(i + 1); m != nil && m.value == "" && (m.column != "" || m.table != q.main) {
 				start = i + 1
 			}
 		case units[t] != "" && (t == "monthly" || t == "weekly" || t == "daily" || t == "yearly" || t == "quarterly" || t == "annually"):
@@ -389,13 +430,16 @@ func (q *query) readGroups() error {
 		}
 		for {
 			if u := units[q.tok(start)]; u != "" {
-				dc := q.dateColumn()
+				dc := q.dateColumn(start)
 				if dc == nil {
 					return p.refuse("it groups by " + u + " but no dataset it reads has a date column")
 				}
+				if err := q.reach(dc.table); err != nil {
+					return err
+				}
 				q.groups = append(q.groups, group{expr: "date_trunc('" + u + "', " + q.col(*dc) + ")::date", alias: u, label: u + " of " + q.label(*dc),
 					col: *dc, time: true})
-				p.mark(start, start+1)
+				p.mark(i, start+1)
 				start++
 			} else if m, _ := q.mentionAt(start); m != nil && m.column != "" && m.value == "" {
 				c := colRef{m.table, m.column}
@@ -409,13 +453,21 @@ func (q *query) readGroups() error {
 					p.mark(i, m.end+1)
 					start = m.end + 1
 				} else {
-					q.groups = append(q.groups, group{expr: q.col(c), alias: c.column, label: q.label(c), col: c})
+					if err := q.groupByColumn(c); err != nil {
+						return err
+					}
 					p.mark(i, m.end)
 					start = m.end
 				}
+			} else if m != nil && m.column == "" && m.value == "" {
+				if err := q.entityGroup(m.table); err != nil {
+					return err
+				}
+				p.mark(i, m.end)
+				start = m.end
 			} else {
-				if w := q.tok(start); (t == "by" || t == "per") && w != "" && !stop[w] && !intentWords[w] && !isNumber.MatchString(w) && !p.used[start] {
-					return p.refuse("it groups by \"" + w + "\", which is no column of the datasets it reads")
+				if w := q.tok(start); t != "which" && t != "what" && w != "" && !stop[w] && !intentWords[w] && !isNumber.MatchString(w) && !p.inMention[start] {
+					return p.refuse("it groups by \""+w+"\", which is no column of the datasets it reads", q.closeNames(w)...)
 				}
 				break
 			}
@@ -426,6 +478,81 @@ func (q *query) readGroups() error {
 		}
 	}
 	return nil
+}
+
+// groupByColumn groups by column c; a display column (name, title, email) of another table
+// groups by that table's rows, so that two customers of one name stay two.
+func (q *query) groupByColumn(c colRef) error {
+	if c.table != q.main && q.relation(q.main, c.table) != nil && displayColumn(q.p.s.table(c.table)) == c.column {
+		return q.entityGroup(c.table)
+	}
+	q.groups = append(q.groups, group{expr: q.col(c), alias: c.column, label: q.label(c), col: c})
+	return nil
+}
+
+// entityGroup groups by each row of table ref, the one side of a relation from the main
+// table: by its key, showing its display column. Over the main table itself ("average
+// quantity per order" of orders) each row is already one.
+func (q *query) entityGroup(ref string) error {
+	p := q.p
+	t := p.s.table(ref)
+	if ref == q.main {
+		q.perRow = true
+		return nil
+	}
+	for _, g := range q.groups {
+		if g.entity == ref {
+			return nil
+		}
+	}
+	r := q.relation(q.main, ref)
+	if r == nil {
+		if q.relation(ref, q.main) != nil {
+			return p.refuse(fmt.Sprintf("it asks for %s per %s, but one %s row has many %s rows", alias(q.main), singular(alias(ref)), singular(alias(q.main)), alias(ref)),
+				fmt.Sprintf("Number of %s per %s", alias(ref), singular(alias(q.main))))
+		}
+		return p.refuse(fmt.Sprintf("%s and %s have no known relationship", p.s.table(q.main).Dataset, t.Dataset))
+	}
+	if err := q.reach(ref); err != nil {
+		return err
+	}
+	key := colRef{ref, r.ToColumn}
+	name := singular(strings.ToLower(strings.Join(words(t.Dataset), " ")))
+	q.groups = append(q.groups, group{expr: q.col(key), alias: key.column, label: name + " (" + q.label(key) + ")", col: key, entity: ref})
+	if d := displayColumn(t); d != "" && d != r.ToColumn {
+		dc := colRef{ref, d}
+		q.groups = append(q.groups, group{expr: q.col(dc), alias: d, label: q.label(dc) + " of each " + name, col: dc, entity: ref})
+	}
+	return nil
+}
+
+// displayColumn is the column that names a table's rows to people (name, title, email), or "".
+func displayColumn(t *Table) string {
+	best, rank := "", 0
+	for _, c := range t.Columns {
+		if c.Type != "text" {
+			continue
+		}
+		ws := words(c.Name)
+		if len(ws) == 0 {
+			continue
+		}
+		r := 0
+		switch {
+		case c.Name == "name" || c.Name == "full_name":
+			r = 5
+		case ws[len(ws)-1] == "name" && !slices.Contains(ws, "first") && !slices.Contains(ws, "last"):
+			r = 4
+		case c.Name == "title" || ws[len(ws)-1] == "title":
+			r = 3
+		case c.Name == "email" || ws[len(ws)-1] == "email" || c.Name == "username" || c.Name == "label":
+			r = 2
+		}
+		if r > rank {
+			best, rank = c.Name, r
+		}
+	}
+	return best
 }
 
 // readTopGroups groups by the column after "top N" when it is not a number and nothing groups.
@@ -440,7 +567,14 @@ func (q *query) readTopGroups() error {
 						if err := q.reach(c.table); err != nil {
 							return err
 						}
-						q.groups = append(q.groups, group{expr: q.col(c), alias: c.column, label: q.label(c), col: c})
+						if err := q.groupByColumn(c); err != nil {
+							return err
+						}
+						p.mark(m.pos, m.end)
+					}
+				} else if m != nil && m.column == "" && m.value == "" && m.table != q.main {
+					if err := q.entityGroup(m.table); err != nil { // "top 5 customers by total order amount"
+						return err
 					}
 				}
 			}
@@ -524,10 +658,13 @@ func (q *query) settleMeasure() error {
 					return err
 				}
 				q.agg, q.measure = "sum", &c
-				p.step("Measure: sum of %s", q.label(c))
+				p.assume("the total (sum) of %s: the question names it without saying how to combine it", q.label(c))
 				break
 			}
 		}
+	}
+	if q.share && q.agg == "" {
+		q.agg = "count" // "share of orders by channel"
 	}
 	if q.agg == "" && len(q.groups) == 0 {
 		q.rows = true
@@ -541,7 +678,8 @@ func (q *query) settleMeasure() error {
 	if (q.agg == "sum" || q.agg == "avg" || q.agg == "max" || q.agg == "min") && q.measure == nil {
 		if c := q.onlyNumber(q.main); c != nil {
 			q.measure = c
-			p.step("Measure: %s of %s (its only number)", q.agg, q.label(*c))
+			p.assume("the %s of %s: it is the only number of %s", map[string]string{"sum": "total", "avg": "average", "max": "maximum", "min": "minimum"}[q.agg],
+				q.label(*c), p.s.table(q.main).Dataset)
 		} else {
 			return p.refuse("it asks for a " + map[string]string{"sum": "total", "avg": "average", "max": "maximum", "min": "minimum"}[q.agg] +
 				" but does not say of which number")
@@ -552,7 +690,43 @@ func (q *query) settleMeasure() error {
 			return err
 		}
 	}
+	if q.perRow {
+		if q.agg != "avg" && q.agg != "min" && q.agg != "max" || q.rows {
+			return p.refuse(fmt.Sprintf("it asks for something per %s, and each row of %s is one %s: say what to compute over them",
+				singular(alias(q.main)), p.s.table(q.main).Dataset, singular(alias(q.main))), fmt.Sprintf("Average %s per %s",
+				q.labelOr(q.onlyNumber(q.main), "amount"), singular(alias(q.main))))
+		}
+		p.step("Each %s row is one %s: the %s is over the rows", alias(q.main), singular(alias(q.main)), q.agg)
+	}
+	if q.avgCount {
+		if len(q.groups) == 0 || q.groups[0].entity == "" || len(q.where) > 0 || len(q.exists) > 0 || len(q.notExists) > 0 || len(q.having) > 0 ||
+			q.share || q.limit > 0 || q.order != "" {
+			return p.refuse("it asks for an average number of rows but not per what, or with conditions this engine does not combine with it",
+				"Average number of orders per customer")
+		}
+		for _, g := range q.groups {
+			if g.entity != q.groups[0].entity {
+				return p.refuse("it asks for an average number of rows per two things at once")
+			}
+		}
+		p.step("Averaged over every %s, those with none counting as 0", singular(alias(q.groups[0].entity)))
+	}
+	if q.share {
+		if q.rows || q.agg != "count" && q.agg != "sum" || q.limit > 0 && len(q.groups) == 0 {
+			return p.refuse("it asks for a share of something that is not a count or a total", "Share of orders by category", "Percentage of active customers")
+		}
+		if len(q.groups) == 0 && len(q.where) == 0 && len(q.exists) == 0 && len(q.notExists) == 0 {
+			return p.refuse("it asks for a percentage but says of which rows (a filter such as a value or a yes/no column)", "Percentage of active customers")
+		}
+	}
 	return nil
+}
+
+func (q *query) labelOr(c *colRef, or string) string {
+	if c == nil {
+		return or
+	}
+	return q.label(*c)
 }
 
 func (q *query) valuesSeen() string {
@@ -579,9 +753,11 @@ func (q *query) onlyNumber(ref string) *colRef {
 	return found
 }
 
-// dateColumn is the date the question means: a date column it names, else the main table's
-// only one (or first), else a joined table's.
-func (q *query) dateColumn() *colRef {
+// dateColumn is the date the question means by the time phrase at token at: a date column
+// it names; else the date of a table named just before the phrase ("orders in 2024"); else
+// the main table's first one, else a joined table's. One it does not name is an assumption,
+// stated as such.
+func (q *query) dateColumn(at int) *colRef {
 	for _, m := range q.ms {
 		if m.column != "" && m.value == "" {
 			if c := q.column(colRef{m.table, m.column}); c != nil && c.temporal() {
@@ -589,14 +765,51 @@ func (q *query) dateColumn() *colRef {
 			}
 		}
 	}
-	for _, ref := range append([]string{q.main}, q.joinedRefs()...) {
-		for _, c := range q.p.s.table(ref).Columns {
-			if c.temporal() {
-				return &colRef{ref, c.Name}
+	var c *colRef
+	for _, m := range q.ms {
+		if m.column == "" && m.value == "" && m.table != q.main && m.end <= at && m.end >= at-3 {
+			if d := firstDate(q.p.s.table(m.table)); d != "" && (q.relation(q.main, m.table) != nil || q.relation(m.table, q.main) != nil) {
+				c = &colRef{m.table, d}
 			}
 		}
 	}
-	return nil
+	if c == nil {
+		for _, ref := range append([]string{q.main}, q.joinedRefs()...) {
+			if d := firstDate(q.p.s.table(ref)); d != "" {
+				c = &colRef{ref, d}
+				break
+			}
+		}
+	}
+	if c != nil && !q.assumedDate[*c] && (c.table != q.main || dateColumns(q.p.s.table(c.table)) > 1) {
+		if q.assumedDate == nil {
+			q.assumedDate = map[colRef]bool{}
+		}
+		q.assumedDate[*c] = true
+		q.p.assume("the date is %s of %s (the question names no date column)", q.label(*c), q.p.s.table(c.table).Dataset)
+	}
+	return c
+}
+
+// dateColumns is how many date columns a table has.
+func dateColumns(t *Table) int {
+	n := 0
+	for _, c := range t.Columns {
+		if c.temporal() {
+			n++
+		}
+	}
+	return n
+}
+
+// firstDate is a table's first date column, or "".
+func firstDate(t *Table) string {
+	for _, c := range t.Columns {
+		if c.temporal() {
+			return c.Name
+		}
+	}
+	return ""
 }
 
 func (q *query) joinedRefs() []string {
@@ -766,6 +979,7 @@ func (q *query) countCondition(ref, op string, n float64) error {
 	if r == nil {
 		return p.refuse(fmt.Sprintf("%s rows are not counted per %s row (no relationship)", alias(ref), alias(q.main)))
 	}
+	q.countRefs[ref] = true
 	q.where = append(q.where, fmt.Sprintf("(SELECT count(*) FROM %s WHERE %s.%s = %s.%s) %s %s", ref, quote(alias(ref)), quote(r.FromColumn),
 		quote(alias(q.main)), quote(r.ToColumn), op, p.param(fmtNum(n))))
 	p.step("Filter: %s with %s %s %s", alias(q.main), op, fmtNum(n), alias(ref))
@@ -869,6 +1083,7 @@ func (q *query) timeFilters() error {
 
 // period is the time a question names: [from, to), and/or months of any year.
 type period struct {
+	at                 int // the phrase's first token
 	from, to           *time.Time
 	monthFrom, monthTo time.Month
 	desc               string // as the step says it
@@ -882,9 +1097,18 @@ func (q *query) readPeriod() period {
 	for i := 0; i < len(p.toks); i++ {
 		switch p.toks[i] {
 		case "between", "in", "during", "for", "on", "since", "after", "from", "before", "until":
+			desc := per.desc
+			i0 := i
 			i = q.readDates(i, &per)
+			if per.desc != desc {
+				per.at = i0
+			}
 		case "last", "past", "previous", "this", "today", "yesterday":
+			desc := per.desc
 			q.readRelative(i, today, &per)
+			if per.desc != desc {
+				per.at = i
+			}
 		}
 	}
 	return per
@@ -1028,7 +1252,7 @@ func (q *query) readRelative(i int, today time.Time, per *period) {
 // filterPeriod adds the conditions of per on the date column the question means.
 func (q *query) filterPeriod(per period) error {
 	p := q.p
-	dc := q.dateColumn()
+	dc := q.dateColumn(per.at)
 	if dc == nil {
 		return p.refuse("it names a time (" + per.desc + ") but no dataset it reads has a date column")
 	}
@@ -1103,11 +1327,27 @@ func ptrTime(t time.Time) *time.Time { return &t }
 func (q *query) tables() []string {
 	out := []string{q.main}
 	out = append(out, q.joinedRefs()...)
-	for r := range q.exists {
+	for _, m := range []map[string][]string{q.exists, q.notExists} {
+		for _, r := range sortedKeys(m) {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	for r := range q.countRefs {
 		if !slices.Contains(out, r) {
 			out = append(out, r)
 		}
 	}
+	return out
+}
+
+func sortedKeys(m map[string][]string) []string {
+	out := make([]string, 0, len(m))
+	for r := range m {
+		out = append(out, r)
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -1136,6 +1376,10 @@ func (q *query) sql() (string, error) {
 		var e string
 		e, aggName = q.aggExpr()
 		sel = append(sel, e+" AS "+quote(aggName))
+		if q.share {
+			sel = append(sel, "round(100.0 * "+e+" / nullif(sum("+e+") OVER (), 0), 2) AS \"percent\"")
+			q.p.step("Share of each group in percent of all groups")
+		}
 	}
 	var b strings.Builder
 	b.WriteString("SELECT " + strings.Join(sel, ", ") + " FROM " + q.main)
@@ -1144,15 +1388,36 @@ func (q *query) sql() (string, error) {
 		fmt.Fprintf(&b, " JOIN %s ON %s.%s = %s.%s", ref, quote(alias(ref)), quote(r.ToColumn), quote(alias(q.main)), quote(r.FromColumn))
 	}
 	where := slices.Clone(q.where)
-	refs := make([]string, 0, len(q.exists))
-	for r := range q.exists {
-		refs = append(refs, r)
+	for _, neg := range []bool{false, true} {
+		m, not := q.exists, ""
+		if neg {
+			m, not = q.notExists, "NOT "
+		}
+		for _, ref := range sortedKeys(m) {
+			r := q.relation(ref, q.main)
+			conds := append([]string{fmt.Sprintf("%s.%s = %s.%s", quote(alias(ref)), quote(r.FromColumn), quote(alias(q.main)), quote(r.ToColumn))}, m[ref]...)
+			where = append(where, fmt.Sprintf("%sEXISTS (SELECT 1 FROM %s WHERE %s)", not, ref, strings.Join(conds, " AND ")))
+		}
 	}
-	slices.Sort(refs)
-	for _, ref := range refs {
-		r := q.relation(ref, q.main)
-		where = append(where, fmt.Sprintf("EXISTS (SELECT 1 FROM %s WHERE %s.%s = %s.%s AND %s)", ref, quote(alias(ref)), quote(r.FromColumn),
-			quote(alias(q.main)), quote(r.ToColumn), strings.Join(q.exists[ref], " AND ")))
+	if q.avgCount {
+		// the average over every row of the entity of how many main rows it has (none: 0)
+		e := q.groups[0].entity
+		r := q.relation(q.main, e)
+		_, name := q.aggExpr()
+		return fmt.Sprintf("SELECT avg((SELECT count(*) FROM %s WHERE %s.%s = %s.%s)) AS %s FROM %s", q.main, quote(alias(q.main)), quote(r.FromColumn),
+			quote(alias(e)), quote(r.ToColumn), quote("avg_"+name+"_per_"+singular(alias(e))), e), nil
+	}
+	if q.share && len(q.groups) == 0 {
+		// the percentage of the main rows (or of the total) that meet the conditions
+		e, _ := q.aggExpr()
+		var b strings.Builder
+		fmt.Fprintf(&b, "SELECT round(100.0 * %s FILTER (WHERE %s) / nullif(%s, 0), 2) AS \"percent\" FROM %s", e, strings.Join(where, " AND "), e, q.main)
+		for _, ref := range q.joinedRefs() {
+			r := q.relation(q.main, ref)
+			fmt.Fprintf(&b, " LEFT JOIN %s ON %s.%s = %s.%s", ref, quote(alias(ref)), quote(r.ToColumn), quote(alias(q.main)), quote(r.FromColumn))
+		}
+		q.p.step("Percentage of %s rows meeting the conditions", alias(q.main))
+		return b.String(), nil
 	}
 	if len(where) > 0 {
 		b.WriteString(" WHERE " + strings.Join(where, " AND "))

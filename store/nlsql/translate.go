@@ -13,11 +13,12 @@ import (
 
 // Answer is a question read as SQL.
 type Answer struct {
-	SQL     string
-	Params  map[string]any // the values of the {{pN}} placeholders
-	Tables  []string       // the table refs it reads
-	Steps   []string       // how the question was read
-	Summary string
+	SQL      string
+	Params   map[string]any // the values of the {{pN}} placeholders
+	Tables   []string       // the table refs it reads
+	Steps    []string       // how the question was read
+	Warnings []string       // the assumptions it made (a default date column, a default measure)
+	Summary  string
 }
 
 // NotUnderstood is a question the engine cannot read well enough to answer.
@@ -38,12 +39,21 @@ type mention struct {
 }
 
 type parser struct {
-	s      *Schema
-	toks   []string
-	used   []bool // tokens read as something
-	now    time.Time
-	params map[string]any
-	steps  []string
+	s         *Schema
+	toks      []string
+	used      []bool // tokens read as something
+	inMention []bool // tokens that are part of a mention
+	now       time.Time
+	params    map[string]any
+	steps     []string
+	warnings  []string
+}
+
+// assume states an assumption in the steps and the warnings.
+func (p *parser) assume(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	p.steps = append(p.steps, "Assumed "+s)
+	p.warnings = append(p.warnings, "assumed "+s)
 }
 
 func (p *parser) param(v any) string {
@@ -67,6 +77,7 @@ var (
 	isNumber   = regexp.MustCompile(`^-?\d+(\.\d+)?$`)
 	isYear     = regexp.MustCompile(`^(19|20)\d\d$`)
 	isDate     = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+	nonPrefix  = regexp.MustCompile(`(^|\s)non-`)
 )
 
 var months = map[string]time.Month{"january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,
@@ -87,6 +98,7 @@ var stop = map[string]bool{"the": true, "a": true, "an": true, "of": true, "in":
 // tokenize lowers the question and splits it into words, numbers and dates.
 func tokenize(q string) []string {
 	q = strings.ToLower(digitComma.ReplaceAllString(q, "$1$2"))
+	q = nonPrefix.ReplaceAllString(q, "${1}non ")
 	q = strings.NewReplacer("$", " ", "€", " ", "£", " ", "?", " ", "!", " ", ",", " ", ";", " ", ":", " ", "\"", " ", "'s ", " ",
 		"'", " ", "(", " ", ")", " ", ">=", " >= ", "<=", " <= ", ">", " > ", "<", " < ", "=", " = ").Replace(q + " ")
 	var out []string
@@ -100,15 +112,20 @@ func tokenize(q string) []string {
 }
 
 // Translate reads question against s. now anchors relative time phrases ("last month").
+// Every word of the question is accounted for: read as part of the answer, or a known filler
+// word; a question with a word it did not use is refused, never answered without it.
 func Translate(question string, s Schema, now time.Time) (*Answer, error) {
 	p := &parser{s: &s, toks: tokenize(question), now: now.UTC(), params: map[string]any{}}
 	p.used = make([]bool, len(p.toks))
+	p.inMention = make([]bool, len(p.toks))
 	if len(p.toks) == 0 {
 		return nil, p.refuse("the question is empty")
 	}
 	ms := p.mentions()
 	for _, m := range ms {
-		p.mark(m.pos, m.end)
+		for k := m.pos; k < m.end; k++ {
+			p.inMention[k] = true
+		}
 	}
 	q := &query{p: p}
 	if err := q.read(ms); err != nil {
@@ -118,16 +135,10 @@ func Translate(question string, s Schema, now time.Time) (*Answer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ignored []string
-	for i, t := range p.toks {
-		if !p.used[i] && !stop[t] && !intentWords[t] {
-			ignored = append(ignored, t)
-		}
+	if err := q.account(); err != nil {
+		return nil, err
 	}
-	if len(ignored) > 0 {
-		p.step("Words not used: %s", strings.Join(ignored, ", "))
-	}
-	return &Answer{SQL: sql, Params: p.params, Tables: q.tables(), Steps: p.steps, Summary: q.summary()}, nil
+	return &Answer{SQL: sql, Params: p.params, Tables: q.tables(), Steps: p.steps, Warnings: p.warnings, Summary: q.summary()}, nil
 }
 
 // mentions finds the tables, columns and known values the question names, longest first.
@@ -277,6 +288,8 @@ func (f *mentionFinder) columns() {
 				for _, c := range t.Columns {
 					if ws := words(c.Name); len(ws) == n && f.free(i, n) && f.matchWords(i, ws) {
 						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + n})
+					} else if ws := flagWords(c); len(ws) == n && f.free(i, n) && f.matchWords(i, ws) {
+						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + n}) // "vip" for is_vip
 					}
 				}
 			}
@@ -289,7 +302,7 @@ func (f *mentionFinder) columns() {
 func (f *mentionFinder) columnWords() {
 	p := f.p
 	for i, tok := range p.toks {
-		if !f.free(i, 1) || stop[tok] || intentWords[tok] && units[tok] == "" || len(tok) < 3 {
+		if !f.free(i, 1) || stop[tok] || intentWords[tok] || units[tok] != "" || months[tok] != 0 || len(tok) < 3 {
 			continue
 		}
 		var found []mention
@@ -306,6 +319,15 @@ func (f *mentionFinder) columnWords() {
 		}
 		f.best(found)
 	}
+}
+
+// flagWords are a boolean column's words without its is/has ("vip" for is_vip), or nil.
+func flagWords(c Column) []string {
+	ws := words(c.Name)
+	if c.Type != "boolean" || len(ws) < 2 || ws[0] != "is" && ws[0] != "has" && ws[0] != "was" {
+		return nil
+	}
+	return ws[1:]
 }
 
 // generic are words of column names too common to name a column on their own.
@@ -349,8 +371,8 @@ func (p *parser) namesColumn(w string) bool {
 }
 
 // refuse says the question cannot be answered, with questions that can be.
-func (p *parser) refuse(reason string) error {
-	var sug []string
+func (p *parser) refuse(reason string, first ...string) error {
+	sug := append([]string{}, first...)
 	for _, t := range p.s.Tables {
 		label := strings.ToLower(t.Dataset)
 		if t.Name != "" && t.Name != t.DatasetID && len(p.s.Tables) > 1 {
@@ -373,7 +395,7 @@ func (p *parser) refuse(reason string) error {
 		if cat != nil {
 			sug = append(sug, fmt.Sprintf("%s in %s", strings.ToUpper(label[:1])+label[1:], cat.Values[0]))
 		}
-		if len(sug) >= 6 {
+		if len(sug) >= 6+len(first) {
 			break
 		}
 	}
