@@ -20,7 +20,7 @@ var fillers = map[string]bool{"the": true, "a": true, "an": true, "of": true, "i
 	"far": true, "currently": true, "live": true, "lives": true, "living": true, "located": true, "based": true, "up": true,
 	"placed": true, "place": true, "made": true, "make": true, "ordered": true, "bought": true, "purchased": true, "exist": true,
 	"exists": true, "listed": true, "overall": true, "altogether": true, "came": true, "come": true, "comes": true,
-	"done": true, "being": true, "belong": true, "belongs": true, "grouped": true, "broken": true, "down": true, "split": true,
+	"done": true, "being": true, "belong": true, "belongs": true, "grouped": true, "split": true,
 	"work": true, "works": true, "working": true, "employed": true, "recorded": true, "taken": true, "logged": true, "reported": true}
 
 // relationVerbs name a date column only in passing: "customers who placed orders" does not
@@ -101,8 +101,8 @@ func (q *query) consumed(m mention) bool {
 		if q.usedCols[colRef{m.table, m.column}] {
 			return true
 		}
-		// "customers who placed orders": a verb that names a date column in passing
-		if c := q.column(colRef{m.table, m.column}); c != nil && c.temporal() && m.end-m.pos == 1 && relationVerbs[q.p.toks[m.pos]] {
+		// "customers who placed orders": a verb that names a column in passing
+		if m.end-m.pos == 1 && relationVerbs[q.p.toks[m.pos]] {
 			return true
 		}
 		return false
@@ -142,6 +142,9 @@ func (q *query) account() error {
 		}
 		if t == "by" && i+1 < len(p.toks) && p.inMention[i+1] && p.used[i+1] && q.valueAt(i+1) {
 			continue // "shipments by ups": a value
+		}
+		if t == "broken" && q.tok(i+1) == "down" || t == "down" && q.tok(i-1) == "broken" && q.tok(i+1) == "by" && p.used[i+1] {
+			continue // "broken down by"
 		}
 		if q.byIndex && !q.namedAnything() {
 			continue // the search index read these (stated as an assumption)

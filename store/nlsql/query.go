@@ -172,8 +172,9 @@ func (q *query) read(ms []mention) error {
 		return err
 	}
 	if q.byMeasure && len(q.groups) > 0 && q.agg == "" {
-		q.agg = "sum"
-		q.p.assume("the total (sum) of %s for each group: the question does not say how to combine it", q.label(*q.measure))
+		if err := q.assumeSum(*q.measure, " for each group"); err != nil {
+			return err
+		}
 	}
 	for _, g := range q.groups {
 		q.p.step("Grouped by %s", g.label)
@@ -209,6 +210,7 @@ func (q *query) readIntent() intent {
 		case t == "how" && q.tok(i+1) == "many", t == "number" && q.tok(i+1) == "of", t == "count" && q.agg == "":
 			q.agg, in.signal = "count", true
 			p.mark(i, i+2)
+			q.byAggregate(i)
 			j := i + 1
 			if t == "how" || t == "number" {
 				j = i + 2
@@ -229,6 +231,8 @@ func (q *query) readIntent() intent {
 				// "how many cities": the distinct values of a column named alone
 				if c := q.column(colRef{m.table, m.column}); c != nil && !c.numeric() && c.Type != "boolean" && !c.temporal() {
 					q.agg, q.measure = "count_distinct", &colRef{m.table, m.column}
+				} else if c != nil && c.Type == "boolean" {
+					in.countTarget = m.table // "how many alerts": rows of is_alert's table
 				}
 			}
 		case t == "total" || t == "sum":
@@ -239,6 +243,7 @@ func (q *query) readIntent() intent {
 			if q.agg == "" || q.agg == "count" && t == "sum" {
 				q.agg, in.signal = "sum", true
 				p.mark(i, i+1)
+				q.byAggregate(i)
 				q.measure = q.numericNear(i + 1)
 			}
 		case (t == "share" || t == "percentage" || t == "percent" || t == "proportion") && !q.share:
@@ -247,6 +252,7 @@ func (q *query) readIntent() intent {
 		case t == "average" || t == "avg" || t == "mean":
 			q.agg, in.signal = "avg", true
 			p.mark(i, i+1)
+			q.byAggregate(i)
 			q.measure = q.numericNear(i + 1)
 		case (t == "max" || t == "maximum") && q.agg == "":
 			q.agg, in.signal = "max", true
@@ -273,6 +279,14 @@ func (q *query) readIntent() intent {
 		}
 	}
 	return in
+}
+
+// byAggregate reads a "by" just before an aggregate ("top 5 customers by total amount") as
+// part of the ordering it states.
+func (q *query) byAggregate(i int) {
+	if q.tok(i-1) == "by" {
+		q.p.mark(i-1, i)
+	}
 }
 
 // readByMeasure reads "by" a number after an ordering word as what orders, not a group.
@@ -378,7 +392,7 @@ func (q *query) mostNamed() string {
 			continue
 		}
 		cur := p.s.table(main)
-		if cur == nil || s > best || s == best && (t.Rank > cur.Rank || t.Rank == cur.Rank && first[t.Ref] < first[main]) {
+		if cur == nil || s > best || s == best && first[t.Ref] < first[main] {
 			main, best = t.Ref, s
 		}
 	}
@@ -411,7 +425,7 @@ func (q *query) readGroups() error {
 		t := p.toks[i]
 		start := -1
 		switch {
-		case t == "by" && q.tok(i-1) != "sorted" && q.tok(i-1) != "ordered" && q.tok(i-1) != "order" && q.tok(i-1) != "sort":
+		case t == "by" && !q.sortsBy(i-1):
 			if c, _ := q.numericAt(i + 1); c != nil && q.byMeasure {
 				continue
 			}
@@ -583,11 +597,23 @@ func (q *query) readTopGroups() error {
 	return nil
 }
 
+// sortsBy reports whether token i, before a "by", asks for an order ("sorted by"); "order"
+// naming a dataset ("per order by channel") does not.
+func (q *query) sortsBy(i int) bool {
+	switch q.tok(i) {
+	case "sorted", "ordered", "sort":
+		return true
+	case "order":
+		return !q.p.inMention[i]
+	}
+	return false
+}
+
 // readSortedBy reads the ordering: "sorted by X" / "ordered by X".
 func (q *query) readSortedBy() error {
 	p := q.p
 	for i := 0; i+1 < len(p.toks); i++ {
-		if (p.toks[i] == "sorted" || p.toks[i] == "ordered" || p.toks[i] == "order" || p.toks[i] == "sort") && p.toks[i+1] == "by" {
+		if q.sortsBy(i) && p.toks[i+1] == "by" {
 			if m, _ := q.mentionAt(i + 2); m != nil && m.column != "" && m.value == "" {
 				q.orderBy = &colRef{m.table, m.column}
 				q.order = "asc"
@@ -637,7 +663,9 @@ func (q *query) applySuperlative(in intent) error {
 		} else if q.agg == "" {
 			q.agg = "count"
 			if m := q.numericNear(supAt + 1); m != nil && m.table == q.main {
-				q.agg, q.measure = "sum", m
+				if err := q.assumeSum(*m, " for each group"); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -657,8 +685,9 @@ func (q *query) settleMeasure() error {
 				if err := q.reach(c.table); err != nil {
 					return err
 				}
-				q.agg, q.measure = "sum", &c
-				p.assume("the total (sum) of %s: the question names it without saying how to combine it", q.label(c))
+				if err := q.assumeSum(c, ""); err != nil {
+					return err
+				}
 				break
 			}
 		}
@@ -933,13 +962,18 @@ func (q *query) comparisons() error {
 				}
 			}
 			var c *colRef
+			namedBefore := false
 			for k := range q.ms {
 				// "orders over 100": the number of the table named just before
-				if q.ms[k].end == i && q.ms[k].column == "" {
-					c = q.onlyNumber(q.ms[k].table)
+				if q.ms[k].end == i && q.ms[k].column == "" && q.ms[k].value == "" {
+					c, namedBefore = q.defaultNumber(q.ms[k].table), true
+					if c == nil {
+						return p.refuse(fmt.Sprintf("it compares %s with %s but not which number of them", alias(q.ms[k].table), fmtNum(v)),
+							q.numberSuggestions(q.ms[k].table, strings.Join(cmp.words, " ")+" "+fmtNum(v))...)
+					}
 				}
 			}
-			if c == nil {
+			if c == nil && !namedBefore {
 				c = q.numericNear(i)
 			}
 			if c == nil {
@@ -957,6 +991,79 @@ func (q *query) comparisons() error {
 		}
 	}
 	return nil
+}
+
+// defaultNumber is what a table's rows are compared or summed by when no number is named: its
+// only number, or its one money-like number (amount, total, price, revenue); an assumption,
+// stated.
+func (q *query) defaultNumber(ref string) *colRef {
+	if c := q.onlyNumber(ref); c != nil {
+		return c
+	}
+	var found *colRef
+	for _, c := range q.p.s.table(ref).Columns {
+		if c.numeric() && !keyLike(c.Name) && slices.ContainsFunc(words(c.Name), func(w string) bool {
+			return w == "amount" || w == "total" || w == "price" || w == "revenue" || w == "value"
+		}) {
+			if found != nil {
+				return nil
+			}
+			found = &colRef{ref, c.Name}
+		}
+	}
+	if found != nil {
+		q.p.assume("%s of %s is meant (the question names no number of %s)", q.label(*found), q.p.s.table(ref).Dataset, alias(ref))
+	}
+	return found
+}
+
+// numberSuggestions rephrase a question with each number of a table named.
+func (q *query) numberSuggestions(ref, tail string) []string {
+	var out []string
+	for _, c := range q.p.s.table(ref).Columns {
+		if c.numeric() && !keyLike(c.Name) && len(out) < 4 {
+			out = append(out, fmt.Sprintf("%s with %s %s", alias(ref), strings.Join(words(c.Name), " "), tail))
+		}
+	}
+	return out
+}
+
+// additive reports whether a number adds up (amount, revenue, quantity): summing it is what a
+// question naming it without an aggregate means. Others (temperature, salary, age) are not
+// summed without being asked to.
+func additive(c colRef) bool {
+	for _, w := range words(c.column) {
+		switch singular(w) {
+		case "amount", "total", "revenue", "sale", "cost", "spend", "spent", "quantity", "qty", "unit", "budget", "price", "fee", "tax",
+			"profit", "income", "expense", "payment", "paid", "value", "count", "hour", "minute", "duration", "weight", "volume", "distance":
+			return true
+		}
+	}
+	return false
+}
+
+// assumeSum sums measure where the question names it without an aggregate, or refuses a
+// number that does not add up.
+func (q *query) assumeSum(c colRef, why string) error {
+	if !additive(c) {
+		l := q.label(c)
+		return q.p.refuse(fmt.Sprintf("it names %s without saying how to combine it (total, average, highest, lowest)", l),
+			"Average "+l+" "+q.groupPhrase(), "Maximum "+l+" "+q.groupPhrase(), "Total "+l+" "+q.groupPhrase())
+	}
+	q.agg, q.measure = "sum", &c
+	q.p.assume("the total (sum) of %s%s: the question names it without saying how to combine it", q.label(c), why)
+	return nil
+}
+
+func (q *query) groupPhrase() string {
+	if len(q.groups) == 0 {
+		return ""
+	}
+	g := q.groups[0]
+	if g.entity != "" {
+		return "per " + singular(alias(g.entity))
+	}
+	return "by " + g.label
 }
 
 func (q *query) measureOrOnly() *colRef {

@@ -1,0 +1,388 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"dataplatform/cmd/dataplatform/config"
+)
+
+// nlEval is a question and the hand-written SQL whose rows answer it (ordered when the
+// order is part of the answer). A question with no SQL has no right answer on its schema
+// (a word of it is no column, value or dataset): the engine must refuse it.
+type nlEval struct {
+	q, sql  string
+	ordered bool
+}
+
+// nlSchema is a project of datasets (testdata/nl/<dir>/<file>.csv, in order: referenced
+// datasets first, so that the relationships are inferred) and its questions.
+type nlSchema struct {
+	name, dir string
+	datasets  []string // display names; files are their lower-case names
+	questions []nlEval
+}
+
+// TestNLEvaluation asks every question of three unrelated schemas (a shop, an HR
+// department, sensors with timestamped readings) and judges each answer against the rows of
+// its hand-written SQL: answered correctly, refused (400 INVALID_QUERY), or answered wrong
+// (200 with other rows, or an answer to a question that has none). It prints the table per
+// schema and fails on any wrong answer, and when fewer than 90% are answered correctly.
+//
+//	go test -count=1 -run TestNLEvaluation -v ./tests/
+func TestNLEvaluation(t *testing.T) {
+	t.Parallel()
+	schemas := []nlSchema{shopEval(), hrEval(), sensorsEval()}
+	type tally struct{ correct, refused, wrong int }
+	results := make([]tally, len(schemas))
+	var mu sync.Mutex
+	var report []string
+	t.Run("schemas", func(t *testing.T) {
+		for si, sc := range schemas {
+			t.Run(sc.name, func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t, func(c *config.Config) { c.RateLimits = "queries=100000-M" })
+				for _, name := range sc.datasets {
+					file := strings.ToLower(name) + ".csv"
+					b, err := os.ReadFile(filepath.Join("testdata", "nl", sc.dir, file))
+					if err != nil {
+						t.Fatal(err)
+					}
+					id := e.uploadAndCreate(e.ownerToken, name, file, string(b))
+					if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+						t.Fatalf("%s: %s", name, d.Body)
+					}
+				}
+				var tl tally
+				var lines []string
+				for _, c := range sc.questions {
+					got := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": c.q}, bearer(e.ownerToken))
+					switch {
+					case got.Code == 400 && got.str("error.code") == "INVALID_QUERY":
+						if got.len("error.details.suggestions") == 0 || got.str("error.details.reason") == "" {
+							t.Errorf("%q: a refusal without reason or suggestions: %s", c.q, got.Body)
+						}
+						tl.refused++
+						lines = append(lines, fmt.Sprintf("  refused  %q: %s", c.q, got.str("error.details.reason")))
+					case got.Code != 200:
+						t.Errorf("%q: %d %s", c.q, got.Code, got.Body)
+						tl.wrong++
+					case c.sql == "":
+						t.Errorf("%q has no answer on this schema, yet was answered: %s", c.q, got.str("generated_sql"))
+						tl.wrong++
+					default:
+						want := e.execute(map[string]any{"query": c.sql}, e.ownerToken).status(200)
+						g, w := resultSet(got, c.ordered), resultSet(want, c.ordered)
+						if slices.Equal(g, w) {
+							tl.correct++
+							continue
+						}
+						tl.wrong++
+						t.Errorf("%q answered wrong:\n  read as %s\n  steps %v\n  got  %v\n  want %v", c.q, got.str("generated_sql"), got.get("explanation.steps"), g, w)
+					}
+				}
+				mu.Lock()
+				results[si] = tl
+				report = append(report, fmt.Sprintf("%s refusals:\n%s", sc.name, strings.Join(lines, "\n")))
+				mu.Unlock()
+			})
+		}
+	})
+	var all tally
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-10s %9s %8s %8s %6s\n", "schema", "questions", "correct", "refused", "wrong")
+	for i, sc := range schemas {
+		r := results[i]
+		all.correct, all.refused, all.wrong = all.correct+r.correct, all.refused+r.refused, all.wrong+r.wrong
+		fmt.Fprintf(&b, "%-10s %9d %8d %8d %6d\n", sc.name, len(sc.questions), r.correct, r.refused, r.wrong)
+	}
+	n := all.correct + all.refused + all.wrong
+	fmt.Fprintf(&b, "%-10s %9d %8d %8d %6d\n", "all", n, all.correct, all.refused, all.wrong)
+	slices.Sort(report)
+	t.Log(b.String() + "\n" + strings.Join(report, "\n"))
+	if n < 200 {
+		t.Errorf("only %d questions were judged", n)
+	}
+	if all.wrong > 0 {
+		t.Errorf("%d question(s) answered wrong", all.wrong)
+	}
+	if n > 0 && float64(all.correct) < 0.9*float64(n) {
+		t.Errorf("%d of %d answered correctly: under 90%%", all.correct, n)
+	}
+}
+
+func shopEval() nlSchema {
+	byCustomer := `SELECT c.id, c.name, sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2`
+	return nlSchema{name: "shop", dir: "shop", datasets: []string{"Customers", "Orders"}, questions: []nlEval{
+		// counts, filters, booleans
+		{q: "How many customers are there?", sql: `SELECT count(*) FROM customers`},
+		{q: "How many orders?", sql: `SELECT count(*) FROM orders`},
+		{q: "How many customers in Austin?", sql: `SELECT count(*) FROM customers WHERE city = 'Austin'`},
+		{q: "How many customers are vip?", sql: `SELECT count(*) FROM customers WHERE is_vip`},
+		{q: "how many vip customers", sql: `SELECT count(*) FROM customers WHERE is_vip`},
+		{q: "how many non-vip customers", sql: `SELECT count(*) FROM customers WHERE NOT is_vip`},
+		{q: "How many customers are not vip?", sql: `SELECT count(*) FROM customers WHERE NOT is_vip`},
+		{q: "number of customers in Texas", sql: `SELECT count(*) FROM customers WHERE state = 'Texas'`},
+		{q: "how many active customers", sql: `SELECT count(*) FROM customers WHERE status = 'active'`},
+		{q: "how many inactive customers", sql: `SELECT count(*) FROM customers WHERE status = 'inactive'`},
+		{q: "how many customers in Austin or Dallas", sql: `SELECT count(*) FROM customers WHERE city IN ('Austin', 'Dallas')`},
+		{q: "customers in Boston", sql: `SELECT * FROM customers WHERE city = 'Boston'`},
+		{q: "vip customers in Texas", sql: `SELECT * FROM customers WHERE is_vip AND state = 'Texas'`},
+		{q: "customers that are vip", sql: `SELECT * FROM customers WHERE is_vip`},
+		{q: "non-vip customers", sql: `SELECT * FROM customers WHERE NOT is_vip`},
+		{q: "customers with credit over 100", sql: `SELECT * FROM customers WHERE credit > 100`},
+		{q: "how many customers with credit between 50 and 300", sql: `SELECT count(*) FROM customers WHERE credit BETWEEN 50 AND 300`},
+		{q: "how many orders over 100", sql: `SELECT count(*) FROM orders WHERE amount > 100`},
+		{q: "web orders", sql: `SELECT * FROM orders WHERE channel = 'web'`},
+		{q: "how many web orders", sql: `SELECT count(*) FROM orders WHERE channel = 'web'`},
+		{q: "orders not in web", sql: `SELECT * FROM orders WHERE channel IS DISTINCT FROM 'web'`},
+		{q: "total quantity of books orders", sql: `SELECT sum(quantity) FROM orders WHERE category = 'books'`},
+		{q: "orders sorted by amount descending", sql: `SELECT * FROM orders ORDER BY amount DESC`, ordered: true},
+		// distinct counts
+		{q: "How many distinct cities?", sql: `SELECT count(DISTINCT city) FROM customers`},
+		{q: "how many different states do customers live in", sql: `SELECT count(DISTINCT state) FROM customers`},
+		{q: "how many cities", sql: `SELECT count(DISTINCT city) FROM customers`},
+		{q: "number of distinct channels", sql: `SELECT count(DISTINCT channel) FROM orders`},
+		{q: "How many distinct customers placed orders?", sql: `SELECT count(DISTINCT customer_id) FROM orders`},
+		// grouping
+		{q: "How many customers in each state?", sql: `SELECT state, count(*) FROM customers GROUP BY 1`},
+		{q: "How many customers per city", sql: `SELECT city, count(*) FROM customers GROUP BY 1`},
+		{q: "How many orders did each city place?", sql: `SELECT c.city, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1`},
+		{q: "how many orders by channel", sql: `SELECT channel, count(*) FROM orders GROUP BY 1`},
+		{q: "orders by customer city", sql: `SELECT c.city, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1`},
+		{q: "total amount by customer state", sql: `SELECT c.state, sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1`},
+		{q: "revenue by category and channel", sql: `SELECT category, channel, sum(amount) FROM orders GROUP BY 1, 2`},
+		{q: "number of orders by category and channel", sql: `SELECT category, channel, count(*) FROM orders GROUP BY 1, 2`},
+		{q: "total amount by channel", sql: `SELECT channel, sum(amount) FROM orders GROUP BY 1`},
+		{q: "average credit by state", sql: `SELECT state, avg(credit) FROM customers GROUP BY 1`},
+		{q: "total credit by status", sql: `SELECT status, sum(credit) FROM customers GROUP BY 1`},
+		{q: "for every channel, the average order amount", sql: `SELECT channel, avg(amount) FROM orders GROUP BY 1`},
+		{q: "revenue by month in 2024", sql: `SELECT date_trunc('month', order_date)::date, sum(amount) FROM orders WHERE order_date >= '2024-01-01' AND order_date < '2025-01-01' GROUP BY 1`},
+		{q: "number of customers by signup year", sql: `SELECT date_trunc('year', signup_date)::date, count(*) FROM customers GROUP BY 1`},
+		// per-entity aggregates
+		{q: "Total order amount per customer", sql: byCustomer},
+		{q: "total amount of orders for each customer", sql: byCustomer},
+		{q: "number of orders per customer", sql: `SELECT c.id, c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2`},
+		{q: "average order amount per customer", sql: `SELECT c.id, c.name, avg(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2`},
+		{q: "revenue by customer name", sql: byCustomer},
+		{q: "Top 5 customers by total order amount", sql: byCustomer + ` ORDER BY 3 DESC LIMIT 5`, ordered: true},
+		{q: "Top 5 customers by order amount", sql: byCustomer + ` ORDER BY 3 DESC LIMIT 5`, ordered: true},
+		{q: "Top 5 customer names by total order amount", sql: byCustomer + ` ORDER BY 3 DESC LIMIT 5`, ordered: true},
+		{q: "bottom 2 customers by total order amount", sql: byCustomer + ` ORDER BY 3 ASC LIMIT 2`, ordered: true},
+		{q: "Which customer has the highest total order amount?", sql: byCustomer + ` ORDER BY 3 DESC LIMIT 1`, ordered: true},
+		{q: "which customer has the lowest total order amount", sql: byCustomer + ` ORDER BY 3 ASC LIMIT 1`, ordered: true},
+		{q: "top 3 customers by number of orders", sql: `SELECT c.id, c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2 ORDER BY 3 DESC, 1 LIMIT 3`, ordered: true},
+		{q: "Top 3 customers by credit", sql: `SELECT * FROM customers ORDER BY credit DESC LIMIT 3`, ordered: true},
+		{q: "which customer has the highest credit", sql: `SELECT * FROM customers ORDER BY credit DESC LIMIT 1`, ordered: true},
+		{q: "which state has the most customers", sql: `SELECT state, count(*) FROM customers GROUP BY 1 ORDER BY 2 DESC LIMIT 1`, ordered: true},
+		{q: "which channel has the highest revenue", sql: `SELECT channel, sum(amount) FROM orders GROUP BY 1 ORDER BY 2 DESC LIMIT 1`, ordered: true},
+		{q: "which category has the most orders", sql: `SELECT category, count(*) FROM orders GROUP BY 1 ORDER BY 2 DESC LIMIT 1`, ordered: true},
+		{q: "top 2 channels by revenue", sql: `SELECT channel, sum(amount) FROM orders GROUP BY 1 ORDER BY 2 DESC LIMIT 2`, ordered: true},
+		{q: "bottom 2 categories by revenue", sql: `SELECT category, sum(amount) FROM orders GROUP BY 1 ORDER BY 2 ASC LIMIT 2`, ordered: true},
+		// related rows: existence, counts, anti-joins
+		{q: "how many customers placed orders", sql: `SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)`},
+		{q: "how many customers have orders", sql: `SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)`},
+		{q: "How many customers never placed an order?", sql: `SELECT count(*) FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)`},
+		{q: "Customers who never placed an order", sql: `SELECT * FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)`},
+		{q: "customers without orders", sql: `SELECT * FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)`},
+		{q: "customers with no orders", sql: `SELECT * FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)`},
+		{q: "customers who have not placed any orders in 2024", sql: `SELECT * FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.order_date >= '2024-01-01' AND o.order_date < '2025-01-01')`},
+		{q: "customers with more than 2 orders", sql: `SELECT * FROM customers c WHERE (SELECT count(*) FROM orders o WHERE o.customer_id = c.id) > 2`},
+		{q: "customers with at least 2 orders", sql: `SELECT * FROM customers c WHERE (SELECT count(*) FROM orders o WHERE o.customer_id = c.id) >= 2`},
+		{q: "how many customers have more than 1 order", sql: `SELECT count(*) FROM customers c WHERE (SELECT count(*) FROM orders o WHERE o.customer_id = c.id) > 1`},
+		{q: "how many customers have orders over 100", sql: `SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.amount > 100)`},
+		// across the relationship
+		{q: "how many orders from vip customers", sql: `SELECT count(*) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.is_vip`},
+		{q: "Total amount of orders from vip customers", sql: `SELECT sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.is_vip`},
+		{q: "how many orders did vip customers place", sql: `SELECT count(*) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.is_vip`},
+		{q: "average order amount for vip customers", sql: `SELECT avg(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.is_vip`},
+		{q: "total amount of orders from customers in Texas", sql: `SELECT sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.state = 'Texas'`},
+		{q: "orders of customers in Seattle", sql: `SELECT o.* FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.city = 'Seattle'`},
+		{q: "average credit of vip customers", sql: `SELECT avg(credit) FROM customers WHERE is_vip`},
+		// sums, averages, extremes
+		{q: "total order amount", sql: `SELECT sum(amount) FROM orders`},
+		{q: "average order amount", sql: `SELECT avg(amount) FROM orders`},
+		{q: "maximum order amount", sql: `SELECT max(amount) FROM orders`},
+		{q: "minimum credit", sql: `SELECT min(credit) FROM customers`},
+		{q: "Average quantity per order by channel", sql: `SELECT channel, avg(quantity) FROM orders GROUP BY 1`},
+		{q: "average quantity per order", sql: `SELECT avg(quantity) FROM orders`},
+		{q: "average number of orders per customer", sql: `SELECT avg((SELECT count(*) FROM orders o WHERE o.customer_id = c.id)) FROM customers c`},
+		// shares
+		{q: "share of orders by channel", sql: `SELECT channel, count(*), round(100.0 * count(*) / sum(count(*)) OVER (), 2) FROM orders GROUP BY 1`},
+		{q: "share of revenue by category", sql: `SELECT category, sum(amount), round(100.0 * sum(amount) / sum(sum(amount)) OVER (), 2) FROM orders GROUP BY 1`},
+		{q: "percentage of vip customers", sql: `SELECT round(100.0 * count(*) FILTER (WHERE is_vip) / count(*), 2) FROM customers`},
+		{q: "percentage of active customers", sql: `SELECT round(100.0 * count(*) FILTER (WHERE status = 'active') / count(*), 2) FROM customers`},
+		// time
+		{q: "orders in 2023", sql: `SELECT * FROM orders WHERE order_date >= '2023-01-01' AND order_date < '2024-01-01'`},
+		{q: "how many orders in 2024", sql: `SELECT count(*) FROM orders WHERE order_date >= '2024-01-01' AND order_date < '2025-01-01'`},
+		{q: "how many customers signed up in 2024", sql: `SELECT count(*) FROM customers WHERE signup_date >= '2024-01-01' AND signup_date < '2025-01-01'`},
+		{q: "orders over 100 in 2024", sql: `SELECT * FROM orders WHERE amount > 100 AND order_date >= '2024-01-01' AND order_date < '2025-01-01'`},
+		{q: "how many orders in March 2024", sql: `SELECT count(*) FROM orders WHERE order_date >= '2024-03-01' AND order_date < '2024-04-01'`},
+		// no answer on this schema: refused, never guessed
+		{q: "average weight of orders"},
+		{q: "orders by colour"},
+		{q: "how many customers have a pet"},
+		{q: "what is the weather in Austin"},
+		{q: "customers who love jazz"},
+		{q: "total amount of orders per warehouse"},
+		{q: "top 5 customers by loyalty"},
+	}}
+}
+
+func hrEval() nlSchema {
+	byDept := func(agg string) string {
+		return `SELECT d.id, d.name, ` + agg + ` FROM employees e JOIN departments d ON d.id = e.department_id GROUP BY 1, 2`
+	}
+	return nlSchema{name: "hr", dir: "hr", datasets: []string{"Departments", "Employees"}, questions: []nlEval{
+		{q: "how many employees", sql: `SELECT count(*) FROM employees`},
+		{q: "how many departments are there", sql: `SELECT count(*) FROM departments`},
+		{q: "how many employees in Engineering", sql: `SELECT count(*) FROM employees e JOIN departments d ON d.id = e.department_id WHERE d.name = 'Engineering'`},
+		{q: "how many employees per department", sql: byDept("count(*)")},
+		{q: "number of employees in each department", sql: byDept("count(*)")},
+		{q: "average salary per department", sql: byDept("avg(e.salary)")},
+		{q: "average salary by department", sql: byDept("avg(e.salary)")},
+		{q: "total salary for every department", sql: byDept("sum(e.salary)")},
+		{q: "total salary by department location", sql: `SELECT d.location, sum(e.salary) FROM employees e JOIN departments d ON d.id = e.department_id GROUP BY 1`},
+		{q: "which department has the highest average salary", sql: byDept("avg(e.salary)") + ` ORDER BY 3 DESC LIMIT 1`, ordered: true},
+		{q: "which department has the most employees", sql: byDept("count(*)") + ` ORDER BY 3 DESC LIMIT 1`, ordered: true},
+		{q: "top 2 departments by total salary", sql: byDept("sum(e.salary)") + ` ORDER BY 3 DESC LIMIT 2`, ordered: true},
+		{q: "top 3 departments by number of employees", sql: byDept("count(*)") + ` ORDER BY 3 DESC LIMIT 3`, ordered: true},
+		{q: "departments with more than 2 employees", sql: `SELECT * FROM departments d WHERE (SELECT count(*) FROM employees e WHERE e.department_id = d.id) > 2`},
+		{q: "departments without employees", sql: `SELECT * FROM departments d WHERE NOT EXISTS (SELECT 1 FROM employees e WHERE e.department_id = d.id)`},
+		{q: "departments with no employees", sql: `SELECT * FROM departments d WHERE NOT EXISTS (SELECT 1 FROM employees e WHERE e.department_id = d.id)`},
+		{q: "how many departments have employees", sql: `SELECT count(*) FROM departments d WHERE EXISTS (SELECT 1 FROM employees e WHERE e.department_id = d.id)`},
+		{q: "how many remote employees", sql: `SELECT count(*) FROM employees WHERE is_remote`},
+		{q: "how many employees are remote", sql: `SELECT count(*) FROM employees WHERE is_remote`},
+		{q: "how many employees are not remote", sql: `SELECT count(*) FROM employees WHERE NOT is_remote`},
+		{q: "non-remote employees", sql: `SELECT * FROM employees WHERE NOT is_remote`},
+		{q: "remote employees in Sales", sql: `SELECT e.* FROM employees e JOIN departments d ON d.id = e.department_id WHERE e.is_remote AND d.name = 'Sales'`},
+		{q: "average salary of remote employees", sql: `SELECT avg(salary) FROM employees WHERE is_remote`},
+		{q: "average salary by level", sql: `SELECT level, avg(salary) FROM employees GROUP BY 1`},
+		{q: "how many employees by job title", sql: `SELECT job_title, count(*) FROM employees GROUP BY 1`},
+		{q: "number of employees by level and job title", sql: `SELECT level, job_title, count(*) FROM employees GROUP BY 1, 2`},
+		{q: "what is the highest salary", sql: `SELECT max(salary) FROM employees`},
+		{q: "which employee has the highest salary", sql: `SELECT * FROM employees ORDER BY salary DESC LIMIT 1`, ordered: true},
+		{q: "top 3 employees by salary", sql: `SELECT * FROM employees ORDER BY salary DESC LIMIT 3`, ordered: true},
+		{q: "employees with the lowest salary", sql: `SELECT * FROM employees ORDER BY salary ASC LIMIT 1`, ordered: true},
+		{q: "employees with salary over 80000", sql: `SELECT * FROM employees WHERE salary > 80000`},
+		{q: "how many employees hired in 2023", sql: `SELECT count(*) FROM employees WHERE hire_date >= '2023-01-01' AND hire_date < '2024-01-01'`},
+		{q: "employees hired after 2020", sql: `SELECT * FROM employees WHERE hire_date >= '2021-01-01'`},
+		{q: "how many employees per department location", sql: `SELECT d.location, count(*) FROM employees e JOIN departments d ON d.id = e.department_id GROUP BY 1`},
+		{q: "total budget of departments in London", sql: `SELECT sum(budget) FROM departments WHERE location = 'London'`},
+		{q: "average budget", sql: `SELECT avg(budget) FROM departments`},
+		{q: "departments in Paris", sql: `SELECT * FROM departments WHERE location = 'Paris'`},
+		{q: "how many managers", sql: `SELECT count(*) FROM employees WHERE job_title = 'Manager'`},
+		{q: "number of engineers", sql: `SELECT count(*) FROM employees WHERE job_title = 'Engineer'`},
+		{q: "average salary of engineers", sql: `SELECT avg(salary) FROM employees WHERE job_title = 'Engineer'`},
+		{q: "employees in London", sql: `SELECT e.* FROM employees e JOIN departments d ON d.id = e.department_id WHERE d.location = 'London'`},
+		{q: "how many employees in London", sql: `SELECT count(*) FROM employees e JOIN departments d ON d.id = e.department_id WHERE d.location = 'London'`},
+		{q: "average salary in Berlin", sql: `SELECT avg(e.salary) FROM employees e JOIN departments d ON d.id = e.department_id WHERE d.location = 'Berlin'`},
+		{q: "share of employees by level", sql: `SELECT level, count(*), round(100.0 * count(*) / sum(count(*)) OVER (), 2) FROM employees GROUP BY 1`},
+		{q: "percentage of remote employees", sql: `SELECT round(100.0 * count(*) FILTER (WHERE is_remote) / count(*), 2) FROM employees`},
+		{q: "number of employees by hire year", sql: `SELECT date_trunc('year', hire_date)::date, count(*) FROM employees GROUP BY 1`},
+		{q: "average salary by hire year", sql: `SELECT date_trunc('year', hire_date)::date, avg(salary) FROM employees GROUP BY 1`},
+		{q: "senior employees", sql: `SELECT * FROM employees WHERE level = 'senior'`},
+		{q: "how many senior engineers", sql: `SELECT count(*) FROM employees WHERE level = 'senior' AND job_title = 'Engineer'`},
+		{q: "total salary of senior employees", sql: `SELECT sum(salary) FROM employees WHERE level = 'senior'`},
+		{q: "minimum salary in Marketing", sql: `SELECT min(e.salary) FROM employees e JOIN departments d ON d.id = e.department_id WHERE d.name = 'Marketing'`},
+		{q: "how many departments per location", sql: `SELECT location, count(*) FROM departments GROUP BY 1`},
+		{q: "which location has the highest total budget", sql: `SELECT location, sum(budget) FROM departments GROUP BY 1 ORDER BY 2 DESC LIMIT 1`, ordered: true},
+		{q: "departments with a budget over 150000", sql: `SELECT * FROM departments WHERE budget > 150000`},
+		{q: "average number of employees per department", sql: `SELECT avg((SELECT count(*) FROM employees e WHERE e.department_id = d.id)) FROM departments d`},
+		{q: "how many employees per department and level", sql: `SELECT d.id, d.name, e.level, count(*) FROM employees e JOIN departments d ON d.id = e.department_id GROUP BY 1, 2, 3`},
+		{q: "total salary per department in London", sql: `SELECT d.id, d.name, sum(e.salary) FROM employees e JOIN departments d ON d.id = e.department_id WHERE d.location = 'London' GROUP BY 1, 2`},
+		{q: "list the remote engineers", sql: `SELECT * FROM employees WHERE is_remote AND job_title = 'Engineer'`},
+		{q: "how many distinct job titles", sql: `SELECT count(DISTINCT job_title) FROM employees`},
+		{q: "employees not in Sales", sql: `SELECT e.* FROM employees e JOIN departments d ON d.id = e.department_id WHERE d.name IS DISTINCT FROM 'Sales'`},
+		{q: "employees sorted by hire date", sql: `SELECT * FROM employees ORDER BY hire_date`, ordered: true},
+		{q: "total salary of the Sales department", sql: `SELECT sum(e.salary) FROM employees e JOIN departments d ON d.id = e.department_id WHERE d.name = 'Sales'`},
+		{q: "average salary of managers by department", sql: `SELECT d.id, d.name, avg(e.salary) FROM employees e JOIN departments d ON d.id = e.department_id WHERE e.job_title = 'Manager' GROUP BY 1, 2`},
+		{q: "how many employees does each location have", sql: `SELECT d.location, count(*) FROM employees e JOIN departments d ON d.id = e.department_id GROUP BY 1`},
+		// no answer on this schema
+		{q: "average age of employees"},
+		{q: "employees who like pizza"},
+		{q: "departments by colour"},
+		{q: "how many employees speak French"},
+		{q: "top 3 departments by revenue"},
+	}}
+}
+
+func sensorsEval() nlSchema {
+	bySensor := func(agg string) string {
+		return `SELECT s.id, s.label, ` + agg + ` FROM readings r JOIN sensors s ON s.id = r.sensor_id GROUP BY 1, 2`
+	}
+	return nlSchema{name: "sensors", dir: "sensors", datasets: []string{"Sensors", "Readings"}, questions: []nlEval{
+		{q: "how many readings", sql: `SELECT count(*) FROM readings`},
+		{q: "how many sensors", sql: `SELECT count(*) FROM sensors`},
+		{q: "how many sensors in the Warehouse", sql: `SELECT count(*) FROM sensors WHERE location = 'Warehouse'`},
+		{q: "how many readings per sensor", sql: bySensor("count(*)")},
+		{q: "average temperature per sensor", sql: bySensor("avg(r.temperature)")},
+		{q: "average temperature by sensor location", sql: `SELECT s.location, avg(r.temperature) FROM readings r JOIN sensors s ON s.id = r.sensor_id GROUP BY 1`},
+		{q: "maximum temperature", sql: `SELECT max(temperature) FROM readings`},
+		{q: "which sensor has the highest average temperature", sql: bySensor("avg(r.temperature)") + ` ORDER BY 3 DESC LIMIT 1`, ordered: true},
+		{q: "top 2 sensors by number of readings", sql: bySensor("count(*)") + ` ORDER BY 3 DESC LIMIT 2`, ordered: true},
+		{q: "how many alerts", sql: `SELECT count(*) FROM readings WHERE is_alert`},
+		{q: "how many readings are alerts", sql: `SELECT count(*) FROM readings WHERE is_alert`},
+		{q: "how many alert readings", sql: `SELECT count(*) FROM readings WHERE is_alert`},
+		{q: "how many readings in March 2024", sql: `SELECT count(*) FROM readings WHERE recorded_at >= '2024-03-01' AND recorded_at < '2024-04-01'`},
+		{q: "number of readings by day", sql: `SELECT date_trunc('day', recorded_at)::date, count(*) FROM readings GROUP BY 1`},
+		{q: "number of readings by month", sql: `SELECT date_trunc('month', recorded_at)::date, count(*) FROM readings GROUP BY 1`},
+		{q: "average battery by sensor kind", sql: `SELECT s.kind, avg(r.battery) FROM readings r JOIN sensors s ON s.id = r.sensor_id GROUP BY 1`},
+		{q: "sensors without readings", sql: `SELECT * FROM sensors s WHERE NOT EXISTS (SELECT 1 FROM readings r WHERE r.sensor_id = s.id)`},
+		{q: "sensors with no readings", sql: `SELECT * FROM sensors s WHERE NOT EXISTS (SELECT 1 FROM readings r WHERE r.sensor_id = s.id)`},
+		{q: "how many sensors have readings", sql: `SELECT count(*) FROM sensors s WHERE EXISTS (SELECT 1 FROM readings r WHERE r.sensor_id = s.id)`},
+		{q: "sensors with more than 2 readings", sql: `SELECT * FROM sensors s WHERE (SELECT count(*) FROM readings r WHERE r.sensor_id = s.id) > 2`},
+		{q: "how many sensors have alert readings", sql: `SELECT count(*) FROM sensors s WHERE EXISTS (SELECT 1 FROM readings r WHERE r.sensor_id = s.id AND r.is_alert)`},
+		{q: "average temperature of alert readings", sql: `SELECT avg(temperature) FROM readings WHERE is_alert`},
+		{q: "readings with temperature over 30", sql: `SELECT * FROM readings WHERE temperature > 30`},
+		{q: "how many readings with temperature above 25", sql: `SELECT count(*) FROM readings WHERE temperature > 25`},
+		{q: "average humidity in the Warehouse", sql: `SELECT avg(r.humidity) FROM readings r JOIN sensors s ON s.id = r.sensor_id WHERE s.location = 'Warehouse'`},
+		{q: "thermometer sensors", sql: `SELECT * FROM sensors WHERE kind = 'thermometer'`},
+		{q: "how many hygrometer sensors", sql: `SELECT count(*) FROM sensors WHERE kind = 'hygrometer'`},
+		{q: "average temperature by kind", sql: `SELECT s.kind, avg(r.temperature) FROM readings r JOIN sensors s ON s.id = r.sensor_id GROUP BY 1`},
+		{q: "what is the lowest battery", sql: `SELECT min(battery) FROM readings`},
+		{q: "readings from S-North", sql: `SELECT r.* FROM readings r JOIN sensors s ON s.id = r.sensor_id WHERE s.label = 'S-North'`},
+		{q: "how many readings from the Roof", sql: `SELECT count(*) FROM readings r JOIN sensors s ON s.id = r.sensor_id WHERE s.location = 'Roof'`},
+		{q: "average temperature per day", sql: `SELECT date_trunc('day', recorded_at)::date, avg(temperature) FROM readings GROUP BY 1`},
+		{q: "daily average temperature", sql: `SELECT date_trunc('day', recorded_at)::date, avg(temperature) FROM readings GROUP BY 1`},
+		{q: "readings after 2024-04-01", sql: `SELECT * FROM readings WHERE recorded_at >= '2024-04-02'`},
+		{q: "readings since 2024-04-01", sql: `SELECT * FROM readings WHERE recorded_at >= '2024-04-01'`},
+		{q: "how many readings in April 2024", sql: `SELECT count(*) FROM readings WHERE recorded_at >= '2024-04-01' AND recorded_at < '2024-05-01'`},
+		{q: "average temperature in March 2024", sql: `SELECT avg(temperature) FROM readings WHERE recorded_at >= '2024-03-01' AND recorded_at < '2024-04-01'`},
+		{q: "sensors installed in 2024", sql: `SELECT * FROM sensors WHERE installed_on >= '2024-01-01' AND installed_on < '2025-01-01'`},
+		{q: "how many sensors were installed in 2023", sql: `SELECT count(*) FROM sensors WHERE installed_on >= '2023-01-01' AND installed_on < '2024-01-01'`},
+		{q: "number of sensors by kind", sql: `SELECT kind, count(*) FROM sensors GROUP BY 1`},
+		{q: "how many sensors per location", sql: `SELECT location, count(*) FROM sensors GROUP BY 1`},
+		{q: "share of readings by sensor kind", sql: `SELECT s.kind, count(*), round(100.0 * count(*) / sum(count(*)) OVER (), 2) FROM readings r JOIN sensors s ON s.id = r.sensor_id GROUP BY 1`},
+		{q: "percentage of alert readings", sql: `SELECT round(100.0 * count(*) FILTER (WHERE is_alert) / count(*), 2) FROM readings`},
+		{q: "average number of readings per sensor", sql: `SELECT avg((SELECT count(*) FROM readings r WHERE r.sensor_id = s.id)) FROM sensors s`},
+		{q: "maximum humidity per sensor", sql: bySensor("max(r.humidity)")},
+		{q: "minimum temperature by location", sql: `SELECT s.location, min(r.temperature) FROM readings r JOIN sensors s ON s.id = r.sensor_id GROUP BY 1`},
+		{q: "count of readings with battery below 50", sql: `SELECT count(*) FROM readings WHERE battery < 50`},
+		{q: "readings with battery below 50", sql: `SELECT * FROM readings WHERE battery < 50`},
+		{q: "top 3 readings by temperature", sql: `SELECT * FROM readings ORDER BY temperature DESC LIMIT 3`, ordered: true},
+		{q: "which reading has the highest temperature", sql: `SELECT * FROM readings ORDER BY temperature DESC LIMIT 1`, ordered: true},
+		{q: "alert readings by sensor", sql: `SELECT s.id, s.label, count(*) FROM readings r JOIN sensors s ON s.id = r.sensor_id WHERE r.is_alert GROUP BY 1, 2`},
+		{q: "how many alerts per sensor", sql: `SELECT s.id, s.label, count(*) FROM readings r JOIN sensors s ON s.id = r.sensor_id WHERE r.is_alert GROUP BY 1, 2`},
+		{q: "number of readings by sensor location and kind", sql: `SELECT s.location, s.kind, count(*) FROM readings r JOIN sensors s ON s.id = r.sensor_id GROUP BY 1, 2`},
+		{q: "sensors in the Lab", sql: `SELECT * FROM sensors WHERE location = 'Lab'`},
+		{q: "sensors sorted by installed on", sql: `SELECT * FROM sensors ORDER BY installed_on`, ordered: true},
+		{q: "average battery of readings from thermometer sensors", sql: `SELECT avg(r.battery) FROM readings r JOIN sensors s ON s.id = r.sensor_id WHERE s.kind = 'thermometer'`},
+		{q: "readings not from the Warehouse", sql: `SELECT r.* FROM readings r JOIN sensors s ON s.id = r.sensor_id WHERE s.location IS DISTINCT FROM 'Warehouse'`},
+		{q: "how many readings are not alerts", sql: `SELECT count(*) FROM readings WHERE NOT is_alert`},
+		{q: "average humidity by month", sql: `SELECT date_trunc('month', recorded_at)::date, avg(humidity) FROM readings GROUP BY 1`},
+		// no answer on this schema
+		{q: "average pressure"},
+		{q: "sensors by colour"},
+		{q: "readings from Mars"},
+		{q: "how many sensors are broken"},
+		{q: "number of readings per hour"},
+		{q: "humidity by sensor"},
+		{q: "which sensor has the lowest battery"},
+	}}
+}
