@@ -118,6 +118,7 @@ func TestNLEvaluation(t *testing.T) {
 
 func shopEval() nlSchema {
 	byCustomer := `SELECT c.id, c.name, sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2`
+	withZero := `SELECT c.id, c.name, coalesce(sum(o.amount), 0) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id GROUP BY 1, 2`
 	return nlSchema{name: "shop", dir: "shop", datasets: []string{"Customers", "Orders"}, questions: []nlEval{
 		// counts, filters, booleans
 		{q: "How many customers are there?", sql: `SELECT count(*) FROM customers`},
@@ -173,9 +174,12 @@ func shopEval() nlSchema {
 		{q: "Top 5 customers by total order amount", sql: byCustomer + ` ORDER BY 3 DESC LIMIT 5`, ordered: true},
 		{q: "Top 5 customers by order amount", sql: byCustomer + ` ORDER BY 3 DESC LIMIT 5`, ordered: true},
 		{q: "Top 5 customer names by total order amount", sql: byCustomer + ` ORDER BY 3 DESC LIMIT 5`, ordered: true},
-		{q: "bottom 2 customers by total order amount", sql: byCustomer + ` ORDER BY 3 ASC LIMIT 2`, ordered: true},
+		// customers without orders have the lowest totals (0): a join of orders alone would leave them out
+		{q: "bottom 2 customers by total order amount", sql: withZero + ` ORDER BY 3 ASC, 1 LIMIT 2`, ordered: true},
 		{q: "Which customer has the highest total order amount?", sql: byCustomer + ` ORDER BY 3 DESC LIMIT 1`, ordered: true},
-		{q: "which customer has the lowest total order amount", sql: byCustomer + ` ORDER BY 3 ASC LIMIT 1`, ordered: true},
+		{q: "which customer has the lowest total order amount", sql: withZero + ` ORDER BY 3 ASC, 1 LIMIT 1`, ordered: true},
+		{q: "which customer has the most orders", sql: `SELECT c.id, c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 1`, ordered: true},
+		{q: "which customer has the fewest orders", sql: `SELECT c.id, c.name, count(o.id) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id GROUP BY 1, 2 ORDER BY 3 ASC, 1 LIMIT 1`, ordered: true},
 		{q: "top 3 customers by number of orders", sql: `SELECT c.id, c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2 ORDER BY 3 DESC, 1 LIMIT 3`, ordered: true},
 		{q: "Top 3 customers by credit", sql: `SELECT * FROM customers ORDER BY credit DESC LIMIT 3`, ordered: true},
 		{q: "which customer has the highest credit", sql: `SELECT * FROM customers ORDER BY credit DESC LIMIT 1`, ordered: true},
@@ -250,6 +254,9 @@ func hrEval() nlSchema {
 		{q: "total salary by department location", sql: `SELECT d.location, sum(e.salary) FROM employees e JOIN departments d ON d.id = e.department_id GROUP BY 1`},
 		{q: "which department has the highest average salary", sql: byDept("avg(e.salary)") + ` ORDER BY 3 DESC LIMIT 1`, ordered: true},
 		{q: "which department has the most employees", sql: byDept("count(*)") + ` ORDER BY 3 DESC LIMIT 1`, ordered: true},
+		{q: "which department has the fewest employees", sql: `SELECT d.id, d.name, count(e.id) FROM departments d LEFT JOIN employees e ON e.department_id = d.id GROUP BY 1, 2 ORDER BY 3 ASC LIMIT 1`, ordered: true},
+		{q: "employees by name", sql: `SELECT full_name, count(*) FROM employees GROUP BY 1`},
+		{q: "average salary by department name", sql: byDept("avg(e.salary)")},
 		{q: "top 2 departments by total salary", sql: byDept("sum(e.salary)") + ` ORDER BY 3 DESC LIMIT 2`, ordered: true},
 		{q: "top 3 departments by number of employees", sql: byDept("count(*)") + ` ORDER BY 3 DESC LIMIT 3`, ordered: true},
 		{q: "departments with more than 2 employees", sql: `SELECT * FROM departments d WHERE (SELECT count(*) FROM employees e WHERE e.department_id = d.id) > 2`},

@@ -374,6 +374,9 @@ func (q *query) mostNamed() string {
 	first := map[string]int{}
 	for k, m := range q.ms {
 		w := 1
+		if m.value != "" {
+			w = 0 // a value filters whatever is read; it does not say what that is
+		}
 		if m.column == "" {
 			w = 3
 			if k+1 < len(q.ms) && q.ms[k+1].pos == m.end && q.ms[k+1].table == m.table && q.ms[k+1].column != "" {
@@ -635,6 +638,27 @@ func (q *query) readSortedBy() error {
 func (q *query) applySuperlative(in intent) error {
 	p := q.p
 	superlative, supAt := in.superlative, in.supAt
+	if superlative != "" && len(q.groups) == 0 && q.agg == "" && q.measure == nil {
+		// "which department has the most employees": count the rows of a many-side table
+		// per row of the main one
+		if m, _ := q.mentionAt(supAt + 1); m != nil && m.column == "" && m.value == "" && q.relation(m.table, q.main) != nil {
+			if len(q.where) > 0 || len(q.exists) > 0 || len(q.joined) > 0 || len(q.having) > 0 || len(q.countRefs) > 0 {
+				return p.refuse("it asks for the " + p.toks[supAt] + " " + alias(m.table) + " with conditions this engine does not combine with it")
+			}
+			one := q.main
+			if superlative == "asc" {
+				return p.refuse(fmt.Sprintf("it asks for the %s with the %s %s, and %s with none would not be counted: this engine does not rank them",
+					singular(alias(one)), p.toks[supAt], alias(m.table), alias(one)), fmt.Sprintf("%s without %s", alias(one), alias(m.table)),
+					fmt.Sprintf("Which %s has the most %s", singular(alias(one)), alias(m.table)))
+			}
+			q.main = m.table
+			p.step("Counted %s per %s instead", p.s.table(m.table).Dataset, singular(alias(one)))
+			if err := q.entityGroup(one); err != nil {
+				return err
+			}
+			q.agg = "count"
+		}
+	}
 	if superlative != "" {
 		q.order = superlative
 		if q.limit == 0 {
@@ -1537,6 +1561,11 @@ func (q *query) sql() (string, error) {
 			return "", p.refuse("it counts rows per group but says no group")
 		}
 		b.WriteString(" HAVING " + strings.Join(q.having, " AND "))
+	}
+	if q.order == "asc" && len(q.groups) > 0 && q.groups[0].entity != "" && !q.rows {
+		e := alias(q.groups[0].entity)
+		return "", p.refuse(fmt.Sprintf("it ranks %s from the lowest, and %s without %s would be left out of it: this engine does not rank them", e, e, alias(q.main)),
+			fmt.Sprintf("%s without %s", e, alias(q.main)))
 	}
 	switch {
 	case q.orderBy != nil:

@@ -206,7 +206,26 @@ func (f *mentionFinder) best(found []mention) {
 			pick = m
 		}
 	}
+	// "department name": the table named just before the column
+	if before := f.tableBefore(found[0].pos); before != "" {
+		for _, m := range found {
+			if m.table == before {
+				pick = m
+				break
+			}
+		}
+	}
 	f.take(pick)
+}
+
+// tableBefore is the table of the table mention ending at token i, or "".
+func (f *mentionFinder) tableBefore(i int) string {
+	for _, m := range f.out {
+		if m.end == i && m.column == "" && m.value == "" {
+			return m.table
+		}
+	}
+	return ""
 }
 
 // namedTables are the tables the question names (a value of several tables goes to a named one).
@@ -290,6 +309,23 @@ func (f *mentionFinder) columns() {
 						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + n})
 					} else if ws := flagWords(c); len(ws) == n && f.free(i, n) && f.matchWords(i, ws) {
 						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + n}) // "vip" for is_vip
+					}
+				}
+			}
+			if n == 1 && f.free(i, 1) && len(p.toks[i]) >= 3 && !stop[p.toks[i]] && !intentWords[p.toks[i]] {
+				// "employees by name": the named table's full_name before another table's name
+				for _, t := range p.s.Tables {
+					if !f.named[t.Ref] || slices.ContainsFunc(found, func(m mention) bool { return m.table == t.Ref }) {
+						continue
+					}
+					var last []mention
+					for _, c := range t.Columns {
+						if ws := words(c.Name); len(ws) > 1 && !keyLike(c.Name) && !c.temporal() && close(p.toks[i], ws[len(ws)-1]) {
+							last = append(last, mention{table: t.Ref, column: c.Name, pos: i, end: i + 1})
+						}
+					}
+					if len(last) == 1 && (len(found) == 0 || !f.named[found[0].table] && f.tableBefore(i) != found[0].table) {
+						found = append(last, found...)
 					}
 				}
 			}
