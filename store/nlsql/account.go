@@ -52,6 +52,11 @@ func (q *query) readExistence() error {
 		if neg >= 0 {
 			p.mark(neg, neg+1)
 			q.notExists[m.table] = append(q.notExists[m.table], q.exists[m.table]...)
+			if _, ok := q.exists[m.table]; ok {
+				q.p.steps = slices.DeleteFunc(q.p.steps, func(s string) bool {
+					return s == fmt.Sprintf("Kept %s rows that have matching %s", alias(q.main), alias(m.table))
+				})
+			}
 			delete(q.exists, m.table)
 			q.p.step("Kept %s rows that have no matching %s", alias(q.main), alias(m.table))
 			if len(q.groups) > 0 && q.groups[0].col.table == m.table {

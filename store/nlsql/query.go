@@ -56,6 +56,8 @@ type query struct {
 	avgCount  bool                // "average number of orders per customer"
 	share     bool                // "share", "percentage", "percent" of the rows (or of the measure)
 	byIndex   bool                // the main table was picked by the search index
+	recency   string              // "latest" (desc) or "earliest" (asc) rows by their date
+	recencyAt int
 
 	assumedDate map[colRef]bool // date columns assumed (stated once)
 }
@@ -197,6 +199,9 @@ func (q *query) read(ms []mention) error {
 	if err := q.applySuperlative(in); err != nil {
 		return err
 	}
+	if err := q.applyRecency(); err != nil {
+		return err
+	}
 	return q.settleMeasure()
 }
 
@@ -262,6 +267,22 @@ func (q *query) readIntent() intent {
 			q.agg, in.signal = "min", true
 			p.mark(i, i+1)
 			q.measure = q.numericNear(i + 1)
+		case t == "latest" || t == "newest" || t == "earliest" || t == "most" && q.tok(i+1) == "recent":
+			// not "oldest": of people it is their age
+			q.recency, q.recencyAt, in.signal = "desc", i, true
+			if t == "earliest" {
+				q.recency = "asc"
+			}
+			if t == "most" {
+				p.mark(i, i+2)
+				i++
+			} else {
+				p.mark(i, i+1)
+			}
+			if n, err := strconv.Atoi(q.tok(i + 1)); err == nil && n > 0 {
+				q.limit = n // "latest 3 orders"
+				p.mark(i+1, i+2)
+			}
 		case (t == "highest" || t == "largest" || t == "biggest" || t == "most" || t == "greatest") && q.tok(i-1) != "at":
 			in.superlative, in.supAt, in.signal = "desc", i, true
 			p.mark(i, i+1)
@@ -372,6 +393,7 @@ func (q *query) mostNamed() string {
 	main := ""
 	score := map[string]int{}
 	first := map[string]int{}
+	firstTable := true
 	for k, m := range q.ms {
 		w := 1
 		if m.value != "" {
@@ -381,6 +403,8 @@ func (q *query) mostNamed() string {
 			w = 3
 			if k+1 < len(q.ms) && q.ms[k+1].pos == m.end && q.ms[k+1].table == m.table && q.ms[k+1].column != "" {
 				w = 0 // "customer city": the table qualifies its column
+			} else if firstTable {
+				w, firstTable = 5, false // the first dataset named is what the question is about
 			}
 		}
 		score[m.table] += w
@@ -458,7 +482,10 @@ func (q *query) readGroups() error {
 					col: *dc, time: true})
 				p.mark(i, start+1)
 				start++
-			} else if m, _ := q.mentionAt(start); m != nil && m.column != "" && m.value == "" {
+			} else if m, _ := q.mentionAt(start); m != nil && m.column != "" && m.value == "" && t == "by" && q.flagOf(m) {
+				p.mark(i, i+1) // "orders by vip customers": placed by them (a filter), not grouped
+				break
+			} else if m != nil && m.column != "" && m.value == "" {
 				c := colRef{m.table, m.column}
 				if err := q.reach(c.table); err != nil {
 					return err
@@ -495,6 +522,17 @@ func (q *query) readGroups() error {
 		}
 	}
 	return nil
+}
+
+// flagOf reports whether mention m is a boolean column followed by its table's name ("vip
+// customers").
+func (q *query) flagOf(m *mention) bool {
+	c := q.column(colRef{m.table, m.column})
+	if c == nil || c.Type != "boolean" {
+		return false
+	}
+	n, _ := q.mentionAt(m.end)
+	return n != nil && n.column == "" && n.value == "" && n.table == m.table
 }
 
 // groupByColumn groups by column c; a display column (name, title, email) of another table
@@ -696,6 +734,33 @@ func (q *query) applySuperlative(in intent) error {
 	return nil
 }
 
+// applyRecency orders rows by their date for "latest", "most recent", "oldest": the one row
+// when the dataset is named in the singular ("most recent order"), else the rows.
+func (q *query) applyRecency() error {
+	p := q.p
+	if q.recency == "" {
+		return nil
+	}
+	if q.agg != "" || len(q.groups) > 0 || q.orderBy != nil || q.measure != nil {
+		return p.refuse("it asks for the " + p.toks[q.recencyAt] + " rows together with a computation this engine does not combine with it")
+	}
+	dc := q.dateColumn(q.recencyAt)
+	if dc == nil {
+		return p.refuse("it asks for the " + p.toks[q.recencyAt] + " rows but no dataset it reads has a date column")
+	}
+	if dc.table != q.main {
+		return p.refuse("it asks for the " + p.toks[q.recencyAt] + " rows by a date of another dataset")
+	}
+	q.rows, q.orderBy, q.order = true, dc, q.recency
+	for _, m := range q.ms {
+		if m.table == q.main && m.column == "" && m.value == "" && m.pos > q.recencyAt && singular(p.toks[m.end-1]) == p.toks[m.end-1] && q.limit == 0 {
+			q.limit = 1
+		}
+	}
+	p.step("Rows ordered by %s, %s first", q.label(*dc), map[string]string{"desc": "latest", "asc": "earliest"}[q.recency])
+	return nil
+}
+
 // settleMeasure decides what is computed where the question left it open, or refuses.
 func (q *query) settleMeasure() error {
 	p := q.p
@@ -821,7 +886,7 @@ func (q *query) dateColumn(at int) *colRef {
 	var c *colRef
 	for _, m := range q.ms {
 		if m.column == "" && m.value == "" && m.table != q.main && m.end <= at && m.end >= at-3 {
-			if d := firstDate(q.p.s.table(m.table)); d != "" && (q.relation(q.main, m.table) != nil || q.relation(m.table, q.main) != nil) {
+			if d := firstDate(q.p.s.table(m.table)); d != "" && q.relation(m.table, q.main) != nil {
 				c = &colRef{m.table, d}
 			}
 		}
@@ -1134,7 +1199,7 @@ func (q *query) valueFilters() error {
 			continue
 		}
 		neg := false
-		for k := m.pos - 1; k >= 0 && k >= m.pos-3; k-- {
+		for k := m.pos - 1; k >= 0 && k >= m.pos-3 && !p.inMention[k]; k-- {
 			if w := p.toks[k]; w == "not" || w == "except" || w == "excluding" || w == "without" || w == "outside" {
 				neg = true
 				p.mark(k, k+1)
