@@ -247,37 +247,62 @@ func (f *mentionFinder) namedTables() map[string]bool {
 // values takes the known values of text columns, longest first: "new york" before "york".
 func (f *mentionFinder) values() {
 	p := f.p
+	// The question's phrases of up to four words, then one pass over the known values:
+	// exact phrases, and single words misspelt by one typing mistake (five letters or more).
+	type span struct{ n, i int }
+	phrases := map[string][]span{}
+	for n := 4; n >= 1; n-- {
+		for i := 0; i+n <= len(p.toks); i++ {
+			phrase := strings.Join(p.toks[i:i+n], " ")
+			if n == 1 && (stop[phrase] || intentWords[phrase] || isNumber.MatchString(phrase)) {
+				continue
+			}
+			phrases[phrase] = append(phrases[phrase], span{n, i})
+		}
+	}
+	exact, misspelt := map[span][]mention{}, map[span][]mention{}
+	for _, t := range p.s.Tables {
+		for _, c := range t.Columns {
+			for _, v := range c.Values {
+				lv := lower(v)
+				for _, sp := range phrases[lv] {
+					exact[sp] = append(exact[sp], mention{table: t.Ref, column: c.Name, value: v, pos: sp.i, end: sp.i + sp.n})
+				}
+				if len(lv) < 5 || strings.IndexByte(lv, ' ') >= 0 {
+					continue
+				}
+				for i, tok := range p.toks {
+					if d := len(lv) - len(tok); d <= 1 && d >= -1 && lv != tok && oneEdit(lv, tok) && len(phrases[tok]) > 0 {
+						sp := span{1, i}
+						misspelt[sp] = append(misspelt[sp], mention{table: t.Ref, column: c.Name, value: v, pos: i, end: i + 1})
+					}
+				}
+			}
+		}
+	}
 	for n := 4; n >= 1; n-- {
 		for i := 0; i+n <= len(p.toks); i++ {
 			if !f.free(i, n) {
 				continue
 			}
-			phrase := strings.Join(p.toks[i:i+n], " ")
-			if n == 1 && (stop[phrase] || intentWords[phrase] || isNumber.MatchString(phrase)) {
+			sp := span{n, i}
+			found := append(exact[sp], misspelt[sp]...) // exact before misspelt
+			if n == 1 && len(found) > 0 && p.namesSomething(p.toks[i]) {
 				continue
-			}
-			var found []mention
-			for _, t := range p.s.Tables {
-				for _, c := range t.Columns {
-					for _, v := range c.Values {
-						lv := strings.ToLower(v)
-						if lv == phrase || n == 1 && !strings.Contains(lv, " ") && len(lv) >= 5 && edits(lv, phrase) == 1 {
-							if n == 1 && p.namesSomething(phrase) {
-								continue
-							}
-							m := mention{table: t.Ref, column: c.Name, value: v, pos: i, end: i + n}
-							if lv == phrase {
-								found = append([]mention{m}, found...) // exact before misspelt
-							} else {
-								found = append(found, m)
-							}
-						}
-					}
-				}
 			}
 			f.best(found)
 		}
 	}
+}
+
+// lower is s in lower case, without a copy when it is already.
+func lower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' || c >= 0x80 {
+			return strings.ToLower(s)
+		}
+	}
+	return s
 }
 
 // tables takes the tables by their names ("sales orders", "orders").
