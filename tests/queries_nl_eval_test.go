@@ -26,6 +26,7 @@ type nlSchema struct {
 	name, dir string
 	datasets  []string // display names; files are their lower-case names
 	questions []nlEval
+	more      func(t *testing.T, e *env) // what else to check of the answers on the schema
 }
 
 // TestNLEvaluation asks every question of three unrelated schemas (a shop, an HR
@@ -58,6 +59,9 @@ func TestNLEvaluation(t *testing.T) {
 					if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
 						t.Fatalf("%s: %s", name, d.Body)
 					}
+				}
+				if sc.more != nil {
+					sc.more(t, e)
 				}
 				var tl tally
 				var lines []string
@@ -128,7 +132,7 @@ func TestNLEvaluation(t *testing.T) {
 func shopEval() nlSchema {
 	byCustomer := `SELECT c.id, c.name, sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2`
 	withZero := `SELECT c.id, c.name, coalesce(sum(o.amount), 0) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id GROUP BY 1, 2`
-	return nlSchema{name: "shop", dir: "shop", datasets: []string{"Customers", "Orders"}, questions: []nlEval{
+	return nlSchema{name: "shop", dir: "shop", datasets: []string{"Customers", "Orders"}, more: shopAnswers, questions: []nlEval{
 		// counts, filters, booleans
 		{q: "How many customers are there?", sql: `SELECT count(*) FROM customers`},
 		{q: "How many orders?", sql: `SELECT count(*) FROM orders`},
@@ -426,4 +430,44 @@ func sensorsEval() nlSchema {
 		{q: "humidity by sensor"},
 		{q: "which sensor has the lowest battery"},
 	}}
+}
+
+// shopAnswers checks what the answers say besides their rows: assumptions in the steps and
+// the warnings, what a refusal did not understand with suggestions from the schema, and that
+// a refusal never shows PostgreSQL's words about SQL the user did not write.
+func shopAnswers(t *testing.T, e *env) {
+	ask := func(q string) *resp {
+		return e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": q}, bearer(e.ownerToken))
+	}
+	for _, c := range []struct{ q, warning string }{
+		{"Top 5 customers by order amount", "assumed the total (sum) of amount"},
+		{"customers with orders over 100", "assumed amount of Orders is meant"},
+		{"how many orders in 2024", "assumed the date is order date of Orders"},
+	} {
+		r := ask(c.q).status(200)
+		w := fmt.Sprint(r.get("warnings"))
+		if !strings.Contains(w, c.warning) || !strings.Contains(fmt.Sprint(r.get("explanation.steps")), "A"+c.warning[1:]) {
+			t.Errorf("%q: want the assumption %q in warnings and steps: %s", c.q, c.warning, r.Body)
+		}
+	}
+	if r := ask("How many customers in Austin?").status(200); r.get("warnings") != nil && r.len("warnings") > 0 {
+		t.Errorf("an answer without assumptions has warnings: %s", r.Body)
+	}
+	for _, c := range []struct{ q, reason, suggestion string }{
+		{"average amnt of orders by channel", `"amnt"`, "the column amount of Orders"},
+		{"orders by chanel type", `"type"`, ""},
+		{"how many customers have a pet", `"pet"`, ""},
+		{"total amount of orders per warehouse", `"warehouse"`, ""},
+		{"Total order amount per customer with a discount", `"discount"`, ""},
+		{"how many customers in Austin signed by fax", `"fax"`, ""},
+	} {
+		r := ask(c.q).apiError(400, "INVALID_QUERY")
+		sug := fmt.Sprint(r.get("error.details.suggestions"))
+		if !strings.Contains(r.str("error.details.reason"), c.reason) || r.len("error.details.suggestions") == 0 || !strings.Contains(sug, c.suggestion) {
+			t.Errorf("%q: want a reason naming %s and suggestions with %q: %s", c.q, c.reason, c.suggestion, r.Body)
+		}
+		if strings.Contains(string(r.Body), "SELECT") || strings.Contains(string(r.Body), "pq:") {
+			t.Errorf("%q: the refusal shows SQL: %s", c.q, r.Body)
+		}
+	}
 }

@@ -163,6 +163,28 @@ func (q *query) account() error {
 	return p.refuse("it does not understand "+strings.Join(missing, ", ")+" in the question, and answering without it would answer a different question", sug...)
 }
 
+// unknown adds to a refusal the words of the question that are nothing the engine knows, with
+// the names close to them.
+func (q *query) unknown(err error) error {
+	nu, ok := err.(*NotUnderstood)
+	if !ok {
+		return err
+	}
+	var words, sug []string
+	for i, t := range q.p.toks {
+		if q.p.used[i] || q.p.inMention[i] || fillers[t] || stop[t] || intentWords[t] || isNumber.MatchString(t) || units[t] != "" || months[t] != 0 {
+			continue
+		}
+		words = append(words, fmt.Sprintf("%q", t))
+		sug = append(sug, q.closeNames(t)...)
+	}
+	if len(words) > 0 && !strings.Contains(nu.Reason, words[0]) {
+		nu.Reason += "; it does not know " + strings.Join(words, ", ")
+		nu.Suggestions = append(sug, nu.Suggestions...)
+	}
+	return nu
+}
+
 // namedAnything reports whether the question names a table, column or value.
 func (q *query) namedAnything() bool { return len(q.ms) > 0 }
 

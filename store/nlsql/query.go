@@ -799,7 +799,7 @@ func (q *query) settleMeasure() error {
 			p.assume("the %s of %s: it is the only number of %s", map[string]string{"sum": "total", "avg": "average", "max": "maximum", "min": "minimum"}[q.agg],
 				q.label(*c), p.s.table(q.main).Dataset)
 		} else {
-			return p.refuse("it asks for a " + map[string]string{"sum": "total", "avg": "average", "max": "maximum", "min": "minimum"}[q.agg] +
+			return p.refuse("it asks for " + map[string]string{"sum": "a total", "avg": "an average", "max": "a maximum", "min": "a minimum"}[q.agg] +
 				" but does not say of which number")
 		}
 	}

@@ -129,11 +129,11 @@ func Translate(question string, s Schema, now time.Time) (*Answer, error) {
 	}
 	q := &query{p: p}
 	if err := q.read(ms); err != nil {
-		return nil, err
+		return nil, q.unknown(err)
 	}
 	sql, err := q.sql()
 	if err != nil {
-		return nil, err
+		return nil, q.unknown(err)
 	}
 	if err := q.account(); err != nil {
 		return nil, err
@@ -446,7 +446,7 @@ func (p *parser) refuse(reason string, first ...string) error {
 			if num == nil && c.numeric() && !keyLike(c.Name) {
 				num = c
 			}
-			if cat == nil && len(c.Values) > 1 {
+			if cat == nil && len(c.Values) > 1 && c.Name != displayColumn(&t) {
 				cat = c
 			}
 		}
