@@ -29,8 +29,9 @@ type nlSchema struct {
 	more      func(t *testing.T, e *env) // what else to check of the answers on the schema
 }
 
-// TestNLEvaluation asks every question of three unrelated schemas (a shop, an HR
-// department, sensors with timestamped readings) and judges each answer against the rows of
+// TestNLEvaluation asks every question of four unrelated schemas (a shop, an HR
+// department, sensors with timestamped readings, a school whose students and courses meet
+// through enrollments) and judges each answer against the rows of
 // its hand-written SQL: answered correctly, refused (400 INVALID_QUERY), or answered wrong
 // (200 with other rows, or an answer to a question that has none). It prints the table per
 // schema and fails on any wrong answer, and when fewer than 90% of the questions that have
@@ -39,7 +40,7 @@ type nlSchema struct {
 //	go test -count=1 -run TestNLEvaluation -v ./tests/
 func TestNLEvaluation(t *testing.T) {
 	t.Parallel()
-	schemas := []nlSchema{shopEval(), hrEval(), sensorsEval()}
+	schemas := []nlSchema{shopEval(), hrEval(), sensorsEval(), schoolEval()}
 	type tally struct{ correct, refused, noAnswer, wrong int }
 	results := make([]tally, len(schemas))
 	var mu sync.Mutex
@@ -470,4 +471,52 @@ func shopAnswers(t *testing.T, e *env) {
 			t.Errorf("%q: the refusal shows SQL: %s", c.q, r.Body)
 		}
 	}
+}
+
+// schoolEval is many-to-many: students and courses through enrollments.
+func schoolEval() nlSchema {
+	perCourse := func(agg string) string {
+		return `SELECT c.id, c.title, ` + agg + ` FROM enrollments e JOIN courses c ON c.id = e.course_id GROUP BY 1, 2`
+	}
+	perStudent := func(agg string) string {
+		return `SELECT s.id, s.name, ` + agg + ` FROM enrollments e JOIN students s ON s.id = e.student_id GROUP BY 1, 2`
+	}
+	takes := func(cond string) string {
+		return `EXISTS (SELECT 1 FROM enrollments e JOIN courses c ON c.id = e.course_id WHERE e.student_id = s.id AND ` + cond + `)`
+	}
+	return nlSchema{name: "school", dir: "school", datasets: []string{"Students", "Courses", "Enrollments"}, questions: []nlEval{
+		{q: "how many students", sql: `SELECT count(*) FROM students`},
+		{q: "how many courses", sql: `SELECT count(*) FROM courses`},
+		{q: "how many enrollments", sql: `SELECT count(*) FROM enrollments`},
+		{q: "how many students per course", sql: perCourse("count(DISTINCT e.student_id)")},
+		{q: "how many courses per student", sql: perStudent("count(DISTINCT e.course_id)")},
+		{q: "how many students in Algebra", sql: `SELECT count(*) FROM students s WHERE ` + takes(`c.title = 'Algebra'`)},
+		{q: "students taking Chemistry", sql: `SELECT * FROM students s WHERE ` + takes(`c.title = 'Chemistry'`)},
+		{q: "students in Math courses", sql: `SELECT * FROM students s WHERE ` + takes(`c.subject = 'Math'`)},
+		{q: "how many scholarship students took Algebra", sql: `SELECT count(*) FROM students s WHERE is_scholarship AND ` + takes(`c.title = 'Algebra'`)},
+		{q: "students without enrollments", sql: `SELECT * FROM students s WHERE NOT EXISTS (SELECT 1 FROM enrollments e WHERE e.student_id = s.id)`},
+		{q: "students with no courses", sql: `SELECT * FROM students s WHERE NOT EXISTS (SELECT 1 FROM enrollments e WHERE e.student_id = s.id)`},
+		{q: "courses without students", sql: `SELECT * FROM courses c WHERE NOT EXISTS (SELECT 1 FROM enrollments e WHERE e.course_id = c.id)`},
+		{q: "courses with more than 2 students", sql: `SELECT * FROM courses c WHERE (SELECT count(DISTINCT e.student_id) FROM enrollments e WHERE e.course_id = c.id) > 2`},
+		{q: "students with at least 3 courses", sql: `SELECT * FROM students s WHERE (SELECT count(DISTINCT e.course_id) FROM enrollments e WHERE e.student_id = s.id) >= 3`},
+		{q: "which course has the most students", sql: perCourse("count(DISTINCT e.student_id)") + ` ORDER BY 3 DESC LIMIT 1`, ordered: true},
+		{q: "average score per course", sql: perCourse("avg(e.score)")},
+		{q: "average score by student", sql: perStudent("avg(e.score)")},
+		{q: "top 2 students by average score", sql: perStudent("avg(e.score)") + ` ORDER BY 3 DESC LIMIT 2`, ordered: true},
+		{q: "which student has the highest average score", sql: perStudent("avg(e.score)") + ` ORDER BY 3 DESC LIMIT 1`, ordered: true},
+		{q: "scholarship students", sql: `SELECT * FROM students WHERE is_scholarship`},
+		{q: "average score in Math", sql: `SELECT avg(e.score) FROM enrollments e JOIN courses c ON c.id = e.course_id WHERE c.subject = 'Math'`},
+		{q: "average score of scholarship students", sql: `SELECT avg(e.score) FROM enrollments e JOIN students s ON s.id = e.student_id WHERE s.is_scholarship`},
+		{q: "number of enrollments by subject", sql: `SELECT c.subject, count(*) FROM enrollments e JOIN courses c ON c.id = e.course_id GROUP BY 1`},
+		{q: "number of students by grade", sql: `SELECT grade, count(*) FROM students GROUP BY 1`},
+		{q: "how many enrollments in February 2024", sql: `SELECT count(*) FROM enrollments WHERE enrolled_on >= '2024-02-01' AND enrolled_on < '2024-03-01'`},
+		{q: "maximum score", sql: `SELECT max(score) FROM enrollments`},
+		{q: "enrollments with a score below 80", sql: `SELECT * FROM enrollments WHERE score < 80`},
+		{q: "courses by subject", sql: `SELECT subject, count(*) FROM courses GROUP BY 1`},
+		{q: "total credits of Math courses", sql: `SELECT sum(credits) FROM courses WHERE subject = 'Math'`},
+		{q: "how many students per subject", sql: `SELECT c.subject, count(DISTINCT e.student_id) FROM enrollments e JOIN courses c ON c.id = e.course_id GROUP BY 1`},
+		// no answer on this schema
+		{q: "students by teacher"},
+		{q: "average attendance per course"},
+	}}
 }

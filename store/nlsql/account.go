@@ -21,12 +21,13 @@ var fillers = map[string]bool{"the": true, "a": true, "an": true, "of": true, "i
 	"placed": true, "place": true, "made": true, "make": true, "ordered": true, "bought": true, "purchased": true, "exist": true,
 	"exists": true, "listed": true, "overall": true, "altogether": true, "came": true, "come": true, "comes": true,
 	"done": true, "being": true, "belong": true, "belongs": true, "grouped": true, "split": true,
-	"work": true, "works": true, "working": true, "employed": true, "recorded": true, "taken": true, "logged": true, "reported": true}
+	"work": true, "works": true, "working": true, "employed": true, "take": true, "takes": true, "took": true, "taking": true,
+	"attend": true, "attends": true, "attended": true, "attending": true, "enrolled": true, "study": true, "studies": true, "studying": true, "recorded": true, "taken": true, "logged": true, "reported": true}
 
 // relationVerbs name a date column only in passing: "customers who placed orders" does not
 // ask about placed_at, "customers who signed up in 2024" does (through the time phrase).
 var relationVerbs = map[string]bool{"placed": true, "place": true, "made": true, "ordered": true, "bought": true, "purchased": true,
-	"signed": true, "joined": true, "registered": true, "created": true, "hired": true, "recorded": true, "taken": true, "logged": true}
+	"signed": true, "joined": true, "registered": true, "created": true, "hired": true, "enrolled": true, "recorded": true, "taken": true, "logged": true}
 
 // readExistence reads a many-side table named and not otherwise read: "customers who placed
 // orders" (EXISTS), "customers who never placed an order", "without orders", "with no
@@ -37,7 +38,7 @@ func (q *query) readExistence() error {
 		if m.column != "" || m.value != "" || m.table == q.main || q.joined[m.table] || q.countRefs[m.table] {
 			continue
 		}
-		if q.relation(m.table, q.main) == nil {
+		if q.relation(m.table, q.main) == nil && q.junction(q.main, m.table) == nil {
 			continue // accounted for below: refused
 		}
 		neg := -1

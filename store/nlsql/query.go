@@ -561,6 +561,17 @@ func (q *query) entityGroup(ref string) error {
 		}
 	}
 	r := q.relation(q.main, ref)
+	if r == nil && q.junction(q.main, ref) != nil && len(q.groups) == 0 && (q.agg == "" || q.agg == "count") && q.measure == nil && !q.share &&
+		len(q.where) == 0 && len(q.exists) == 0 && len(q.joined) == 0 {
+		// "how many students per course": the junction's rows per course, each student once
+		l := q.junction(q.main, ref)
+		one := q.main
+		q.main, q.agg = l.via, "count_distinct"
+		q.measure = &colRef{l.via, l.toA.FromColumn}
+		q.countRefs[one] = true
+		p.step("Counted %s per %s through %s", alias(one), singular(alias(ref)), p.s.table(l.via).Dataset)
+		return q.entityGroup(ref)
+	}
 	if r == nil {
 		if q.relation(ref, q.main) != nil {
 			return p.refuse(fmt.Sprintf("it asks for %s per %s, but one %s row has many %s rows", alias(q.main), singular(alias(ref)), singular(alias(q.main)), alias(ref)),
@@ -679,7 +690,7 @@ func (q *query) applySuperlative(in intent) error {
 	if superlative != "" && len(q.groups) == 0 && q.agg == "" && q.measure == nil {
 		// "which department has the most employees": count the rows of a many-side table
 		// per row of the main one
-		if m, _ := q.mentionAt(supAt + 1); m != nil && m.column == "" && m.value == "" && q.relation(m.table, q.main) != nil {
+		if m, _ := q.mentionAt(supAt + 1); m != nil && m.column == "" && m.value == "" && (q.relation(m.table, q.main) != nil || q.junction(q.main, m.table) != nil) {
 			if len(q.where) > 0 || len(q.exists) > 0 || len(q.joined) > 0 || len(q.having) > 0 || len(q.countRefs) > 0 {
 				return p.refuse("it asks for the " + p.toks[supAt] + " " + alias(m.table) + " with conditions this engine does not combine with it")
 			}
@@ -690,11 +701,16 @@ func (q *query) applySuperlative(in intent) error {
 					fmt.Sprintf("Which %s has the most %s", singular(alias(one)), alias(m.table)))
 			}
 			q.main = m.table
-			p.step("Counted %s per %s instead", p.s.table(m.table).Dataset, singular(alias(one)))
+			q.agg = "count"
+			if l := q.junction(one, m.table); l != nil && q.relation(m.table, one) == nil {
+				// "which course has the most students": enrollments per course, each student once
+				q.main, q.agg, q.measure = l.via, "count_distinct", &colRef{l.via, l.toB.FromColumn}
+				q.countRefs[m.table] = true
+			}
+			p.step("Counted %s per %s instead", p.s.table(q.main).Dataset, singular(alias(one)))
 			if err := q.entityGroup(one); err != nil {
 				return err
 			}
-			q.agg = "count"
 		}
 	}
 	if superlative != "" {
@@ -979,7 +995,7 @@ func (q *query) cond(ref, c string) error {
 		q.where = append(q.where, c)
 		return nil
 	}
-	if q.relation(ref, q.main) != nil {
+	if q.relation(ref, q.main) != nil || q.junction(q.main, ref) != nil {
 		if len(q.exists[ref]) == 0 {
 			q.p.step("Kept %s rows that have matching %s", alias(q.main), alias(ref))
 		}
@@ -987,6 +1003,46 @@ func (q *query) cond(ref, c string) error {
 		return nil
 	}
 	return q.p.refuse(fmt.Sprintf("%s and %s have no known relationship", q.p.s.table(q.main).Dataset, q.p.s.table(ref).Dataset))
+}
+
+// link is a many-to-many relationship of two tables through a junction table that refers
+// to both (enrollments of students and courses).
+type link struct {
+	via      string    // the junction table
+	toA, toB *Relation // via → a, via → b
+}
+
+// junction is the one junction between tables a and b, or nil (none, or several).
+func (q *query) junction(a, b string) *link {
+	if a == b {
+		return nil
+	}
+	var found *link
+	for _, t := range q.p.s.Tables {
+		if t.Ref == a || t.Ref == b {
+			continue
+		}
+		ra, rb := q.relation(t.Ref, a), q.relation(t.Ref, b)
+		if ra == nil || rb == nil {
+			continue
+		}
+		if found != nil {
+			return nil
+		}
+		found = &link{via: t.Ref, toA: ra, toB: rb}
+	}
+	return found
+}
+
+// related is the condition that a row of ref (a many-side table, or one linked through a
+// junction) belongs to the main row, and the FROM it is read with.
+func (q *query) related(ref string) (from, on string) {
+	if r := q.relation(ref, q.main); r != nil {
+		return ref, fmt.Sprintf("%s.%s = %s.%s", quote(alias(ref)), quote(r.FromColumn), quote(alias(q.main)), quote(r.ToColumn))
+	}
+	l := q.junction(q.main, ref)
+	return fmt.Sprintf("%s JOIN %s ON %s.%s = %s.%s", l.via, ref, quote(alias(ref)), quote(l.toB.ToColumn), quote(alias(l.via)), quote(l.toB.FromColumn)),
+		fmt.Sprintf("%s.%s = %s.%s", quote(alias(l.via)), quote(l.toA.FromColumn), quote(alias(q.main)), quote(l.toA.ToColumn))
 }
 
 var comparators = []struct {
@@ -1171,13 +1227,16 @@ func (q *query) countCondition(ref, op string, n float64) error {
 		p.step("Keep groups with %s %s %s", op, fmtNum(n), alias(ref))
 		return nil
 	}
-	r := q.relation(ref, q.main)
-	if r == nil {
+	if q.relation(ref, q.main) == nil && q.junction(q.main, ref) == nil {
 		return p.refuse(fmt.Sprintf("%s rows are not counted per %s row (no relationship)", alias(ref), alias(q.main)))
 	}
 	q.countRefs[ref] = true
-	q.where = append(q.where, fmt.Sprintf("(SELECT count(*) FROM %s WHERE %s.%s = %s.%s) %s %s", ref, quote(alias(ref)), quote(r.FromColumn),
-		quote(alias(q.main)), quote(r.ToColumn), op, p.param(fmtNum(n))))
+	from, on := q.related(ref)
+	counted := "*"
+	if l := q.junction(q.main, ref); l != nil && q.relation(ref, q.main) == nil {
+		counted = "DISTINCT " + quote(alias(ref)) + "." + quote(l.toB.ToColumn) // each related row once
+	}
+	q.where = append(q.where, fmt.Sprintf("(SELECT count(%s) FROM %s WHERE %s) %s %s", counted, from, on, op, p.param(fmtNum(n))))
 	p.step("Filter: %s with %s %s %s", alias(q.main), op, fmtNum(n), alias(ref))
 	return nil
 }
@@ -1590,9 +1649,9 @@ func (q *query) sql() (string, error) {
 			m, not = q.notExists, "NOT "
 		}
 		for _, ref := range sortedKeys(m) {
-			r := q.relation(ref, q.main)
-			conds := append([]string{fmt.Sprintf("%s.%s = %s.%s", quote(alias(ref)), quote(r.FromColumn), quote(alias(q.main)), quote(r.ToColumn))}, m[ref]...)
-			where = append(where, fmt.Sprintf("%sEXISTS (SELECT 1 FROM %s WHERE %s)", not, ref, strings.Join(conds, " AND ")))
+			from, on := q.related(ref)
+			conds := append([]string{on}, m[ref]...)
+			where = append(where, fmt.Sprintf("%sEXISTS (SELECT 1 FROM %s WHERE %s)", not, from, strings.Join(conds, " AND ")))
 		}
 	}
 	if q.avgCount {

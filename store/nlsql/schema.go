@@ -98,6 +98,8 @@ var (
 // singular is a plural English word's singular (well enough for column and table names).
 func singular(w string) string {
 	switch {
+	case len(w) > 5 && strings.HasSuffix(w, "rses"): // courses, nurses
+		return w[:len(w)-1]
 	case len(w) > 4 && strings.HasSuffix(w, "ies"):
 		return w[:len(w)-3] + "y"
 	case len(w) > 4 && (strings.HasSuffix(w, "ses") || strings.HasSuffix(w, "xes") || strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes")):
