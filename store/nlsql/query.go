@@ -232,6 +232,8 @@ func (q *query) readIntent() intent {
 				}
 			} else if m, _ := q.mentionAt(j); m != nil && m.column == "" {
 				in.countTarget = m.table
+			} else if m != nil && m.value != "" {
+				in.countTarget = m.table // "how many managers": rows with that value
 			} else if m != nil && m.column != "" && m.value == "" {
 				// "how many cities": the distinct values of a column named alone
 				if c := q.column(colRef{m.table, m.column}); c != nil && !c.numeric() && c.Type != "boolean" && !c.temporal() {
@@ -1073,6 +1075,9 @@ func (q *query) comparisons() error {
 				if c == nil {
 					return p.refuse("it compares with numbers but names no number column")
 				}
+				if err := q.perRowCompare(*c, a); err != nil {
+					return err
+				}
 				q.compared = append(q.compared, *c)
 				if err := q.cond(c.table, q.col(*c)+" BETWEEN "+p.param(fmtNum(a))+" AND "+p.param(fmtNum(b))); err != nil {
 					return err
@@ -1126,6 +1131,9 @@ func (q *query) comparisons() error {
 			}
 			if c == nil {
 				return p.refuse("it compares with " + fmtNum(v) + " but names no number column")
+			}
+			if err := q.perRowCompare(*c, v); err != nil {
+				return err
 			}
 			q.compared = append(q.compared, *c)
 			if err := q.cond(c.table, q.col(*c)+" "+cmp.op+" "+p.param(fmtNum(v))); err != nil {
@@ -1209,6 +1217,22 @@ func (q *query) groupPhrase() string {
 		return "per " + singular(alias(g.entity))
 	}
 	return "by " + g.label
+}
+
+// perRowCompare refuses comparing a number of a many-side table whose rows the question does
+// not name: "customers who spent more than 200" could be one order's amount or all of them.
+func (q *query) perRowCompare(c colRef, v float64) error {
+	if c.table == q.main || q.relation(c.table, q.main) == nil && q.junction(q.main, c.table) == nil {
+		return nil
+	}
+	for _, m := range q.ms {
+		if m.table == c.table && m.column == "" && m.value == "" {
+			return nil // "customers with orders over 100": an order's amount
+		}
+	}
+	t := q.p.s.table(c.table)
+	return q.p.refuse(fmt.Sprintf("it compares %s of %s with %s without saying whether one of a %s's %s or all of them together", q.label(c), t.Dataset,
+		fmtNum(v), singular(alias(q.main)), alias(c.table)), fmt.Sprintf("%s with %s over %s", alias(q.main), alias(c.table), fmtNum(v)))
 }
 
 func (q *query) measureOrOnly() *colRef {
@@ -1631,7 +1655,7 @@ func (q *query) sql() (string, error) {
 		var e string
 		e, aggName = q.aggExpr()
 		sel = append(sel, e+" AS "+quote(aggName))
-		if q.share {
+		if q.share && len(q.groups) > 0 {
 			sel = append(sel, "round(100.0 * "+e+" / nullif(sum("+e+") OVER (), 0), 2) AS \"percent\"")
 			q.p.step("Share of each group in percent of all groups")
 		}
