@@ -837,8 +837,7 @@ func (q *query) settleMeasure() error {
 	if q.avgCount {
 		if len(q.groups) == 0 || q.groups[0].entity == "" || len(q.where) > 0 || len(q.exists) > 0 || len(q.notExists) > 0 || len(q.having) > 0 ||
 			q.share || q.limit > 0 || q.order != "" {
-			return p.refuse("it asks for an average number of rows but not per what, or with conditions this engine does not combine with it",
-				"Average number of orders per customer")
+			return p.refuse("it asks for an average number of rows but not per what, or with conditions this engine does not combine with it")
 		}
 		for _, g := range q.groups {
 			if g.entity != q.groups[0].entity {
@@ -849,10 +848,10 @@ func (q *query) settleMeasure() error {
 	}
 	if q.share {
 		if q.rows || q.agg != "count" && q.agg != "sum" || q.limit > 0 && len(q.groups) == 0 {
-			return p.refuse("it asks for a share of something that is not a count or a total", "Share of orders by category", "Percentage of active customers")
+			return p.refuse("it asks for a share of something that is not a count or a total")
 		}
 		if len(q.groups) == 0 && len(q.where) == 0 && len(q.exists) == 0 && len(q.notExists) == 0 {
-			return p.refuse("it asks for a percentage but says of which rows (a filter such as a value or a yes/no column)", "Percentage of active customers")
+			return p.refuse("it asks for a percentage but not of which rows (a filter such as a value or a yes/no column)")
 		}
 	}
 	return nil
@@ -1201,7 +1200,7 @@ func (q *query) assumeSum(c colRef, why string) error {
 	if !additive(c) {
 		l := q.label(c)
 		return q.p.refuse(fmt.Sprintf("it names %s without saying how to combine it (total, average, highest, lowest)", l),
-			"Average "+l+" "+q.groupPhrase(), "Maximum "+l+" "+q.groupPhrase(), "Total "+l+" "+q.groupPhrase())
+			strings.TrimSpace("Average "+l+" "+q.groupPhrase()), strings.TrimSpace("Maximum "+l+" "+q.groupPhrase()))
 	}
 	q.agg, q.measure = "sum", &c
 	q.p.assume("the total (sum) of %s%s: the question names it without saying how to combine it", q.label(c), why)
