@@ -242,6 +242,8 @@ func shopEval() nlSchema {
 		{q: "orders over 100 in 2024", sql: `SELECT * FROM orders WHERE amount > 100 AND order_date >= '2024-01-01' AND order_date < '2025-01-01'`},
 		{q: "how many orders in March 2024", sql: `SELECT count(*) FROM orders WHERE order_date >= '2024-03-01' AND order_date < '2024-04-01'`},
 		// questions that invite a wrong reading
+		{q: "bottom 3 customers by number of web orders", sql: `SELECT c.id, c.name, count(o.id) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id AND o.channel = 'web' GROUP BY 1, 2 ORDER BY 3, 1 LIMIT 3`, ordered: true},
+		{q: "bottom 2 customers in Texas by total order amount", sql: withZero[:strings.Index(withZero, " GROUP")] + ` WHERE c.state = 'Texas' GROUP BY 1, 2 ORDER BY 3, 1 LIMIT 2`, ordered: true},
 		{q: "average amount of orders by vip customers", sql: `SELECT avg(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.is_vip`},
 		{q: "average order amount by vip", sql: `SELECT c.is_vip, avg(o.amount) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1`},
 		{q: "customers in Austin with orders over 100", sql: `SELECT * FROM customers c WHERE city = 'Austin' AND EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.amount > 100)`},

@@ -50,6 +50,7 @@ type query struct {
 	compared  []colRef // columns compared with numbers
 
 	usedCols  map[colRef]bool     // the columns the SQL reads
+	whereOn   []string            // the table each condition of where is on
 	countRefs map[string]bool     // many-side tables counted per main row ("more than 2 orders")
 	notExists map[string][]string // many-side table → conditions no row of it may meet
 	perRow    bool                // "per order" over orders: each row is one
@@ -697,11 +698,6 @@ func (q *query) applySuperlative(in intent) error {
 				return p.refuse("it asks for the " + p.toks[supAt] + " " + alias(m.table) + " with conditions this engine does not combine with it")
 			}
 			one := q.main
-			if superlative == "asc" {
-				return p.refuse(fmt.Sprintf("it asks for the %s with the %s %s, and %s with none would not be counted: this engine does not rank them",
-					singular(alias(one)), p.toks[supAt], alias(m.table), alias(one)), fmt.Sprintf("%s without %s", alias(one), alias(m.table)),
-					fmt.Sprintf("Which %s has the most %s", singular(alias(one)), alias(m.table)))
-			}
 			q.main = m.table
 			q.agg = "count"
 			if l := q.junction(one, m.table); l != nil && q.relation(m.table, one) == nil {
@@ -987,13 +983,13 @@ func (q *query) relation(from, to string) *Relation {
 // an EXISTS over it when it is on the many side of a relation to the main table.
 func (q *query) cond(ref, c string) error {
 	if ref == q.main || q.joined[ref] {
-		q.where = append(q.where, c)
+		q.where, q.whereOn = append(q.where, c), append(q.whereOn, ref)
 		return nil
 	}
 	if q.relation(q.main, ref) != nil {
 		q.joined[ref] = true
 		q.p.step("Joined %s along its relationship", q.p.s.table(ref).Dataset)
-		q.where = append(q.where, c)
+		q.where, q.whereOn = append(q.where, c), append(q.whereOn, ref)
 		return nil
 	}
 	if q.relation(ref, q.main) != nil || q.junction(q.main, ref) != nil {
@@ -1260,6 +1256,7 @@ func (q *query) countCondition(ref, op string, n float64) error {
 		counted = "DISTINCT " + quote(alias(ref)) + "." + quote(l.toB.ToColumn) // each related row once
 	}
 	q.where = append(q.where, fmt.Sprintf("(SELECT count(%s) FROM %s WHERE %s) %s %s", counted, from, on, op, p.param(fmtNum(n))))
+	q.whereOn = append(q.whereOn, q.main)
 	p.step("Filter: %s with %s %s %s", alias(q.main), op, fmtNum(n), alias(ref))
 	return nil
 }
@@ -1710,9 +1707,7 @@ func (q *query) sql() (string, error) {
 		b.WriteString(" HAVING " + strings.Join(q.having, " AND "))
 	}
 	if q.order == "asc" && len(q.groups) > 0 && q.groups[0].entity != "" && !q.rows {
-		e := alias(q.groups[0].entity)
-		return "", p.refuse(fmt.Sprintf("it ranks %s from the lowest, and %s without %s would be left out of it: this engine does not rank them", e, e, alias(q.main)),
-			fmt.Sprintf("%s without %s", e, alias(q.main)))
+		return q.fromTheLowest()
 	}
 	switch {
 	case q.orderBy != nil:
@@ -1738,6 +1733,65 @@ func (q *query) sql() (string, error) {
 			p.step("Limit: %d", limit)
 		}
 	}
+	return b.String(), nil
+}
+
+// fromTheLowest ranks every row of the entity grouped by from the lowest, those without
+// rows of the main table included ("which customer has the fewest orders": one with none):
+// the entity LEFT JOIN the main table, conditions on the main table in the join.
+func (q *query) fromTheLowest() (string, error) {
+	p := q.p
+	e := q.groups[0].entity
+	r := q.relation(q.main, e)
+	refuse := func() (string, error) {
+		return "", p.refuse(fmt.Sprintf("it ranks %s from the lowest together with conditions this engine does not combine with it", alias(e)),
+			fmt.Sprintf("%s without %s", alias(e), alias(q.main)))
+	}
+	if r == nil || len(q.exists) > 0 || len(q.notExists) > 0 || len(q.having) > 0 || q.share || q.avgCount || len(q.whereOn) != len(q.where) {
+		return refuse()
+	}
+	for _, g := range q.groups {
+		if g.entity != e {
+			return refuse()
+		}
+	}
+	for ref := range q.joined {
+		if ref != e {
+			return refuse()
+		}
+	}
+	var on, where, sel, groupBy []string
+	on = append(on, fmt.Sprintf("%s.%s = %s.%s", quote(alias(q.main)), quote(r.FromColumn), quote(alias(e)), quote(r.ToColumn)))
+	for i, c := range q.where {
+		if q.whereOn[i] == e {
+			where = append(where, c)
+		} else {
+			on = append(on, c)
+		}
+	}
+	for i, g := range q.groups {
+		sel = append(sel, g.expr+" AS "+quote(g.alias))
+		groupBy = append(groupBy, strconv.Itoa(i+1))
+	}
+	expr, name := q.aggExpr()
+	switch q.agg {
+	case "count":
+		expr = "count(" + quote(alias(q.main)) + "." + quote(r.FromColumn) + ")"
+	case "sum":
+		expr = "coalesce(" + expr + ", 0)"
+	}
+	sel = append(sel, expr+" AS "+quote(name))
+	var b strings.Builder
+	fmt.Fprintf(&b, "SELECT %s FROM %s LEFT JOIN %s ON %s", strings.Join(sel, ", "), e, q.main, strings.Join(on, " AND "))
+	if len(where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+	}
+	fmt.Fprintf(&b, " GROUP BY %s ORDER BY %s ASC NULLS LAST, %s", strings.Join(groupBy, ", "), quote(name), strings.Join(groupBy, ", "))
+	if q.limit > 0 {
+		fmt.Fprintf(&b, " LIMIT %d", q.limit)
+		p.step("Limit: %d", q.limit)
+	}
+	p.step("Ranked every %s from the lowest, those without %s counting as none", singular(alias(e)), alias(q.main))
 	return b.String(), nil
 }
 

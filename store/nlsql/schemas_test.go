@@ -66,11 +66,11 @@ func TestRefusalSuggestions(t *testing.T) {
 		questions []string
 	}{
 		{evalShop(), []string{"average weight of orders", "orders by colour", "how many customers have a pet", "customers who spent more than 200",
-			"which customer has the fewest orders", "bottom 2 customers by total order amount", "average number of orders", "percentage of customers",
+			"average number of orders", "percentage of customers",
 			"total amount per order", "what is the weather in Austin", "average amnt of orders by channel", "orders over 100 or 200",
 			"top 5 customers by loyalty"}},
 		{evalHR(), []string{"salary by department", "average age of employees", "departments with salary over 100000", "employees who like pizza",
-			"budget per employee", "which department has the fewest employees"}},
+			"budget per employee"}},
 		{evalSensors(), []string{"humidity by sensor", "sensors by colour", "readings from Mars", "which sensor has the lowest battery",
 			"number of readings per hour", "share of temperature"}},
 		{evalSchool(), []string{"students by teacher", "how many students per subject", "average attendance per course"}},
