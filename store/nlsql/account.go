@@ -121,7 +121,7 @@ func (q *query) consumed(m mention) bool {
 // dropped word would answer a different question.
 func (q *query) account() error {
 	p := q.p
-	var missing []string
+	var missing, described []string
 	var sug []string
 	for _, m := range q.ms {
 		if q.consumed(m) {
@@ -152,13 +152,17 @@ func (q *query) account() error {
 		if t == "broken" && q.tok(i+1) == "down" || t == "down" && q.tok(i-1) == "broken" && q.tok(i+1) == "by" && p.used[i+1] {
 			continue // "broken down by"
 		}
-		if q.byIndex && !q.namedAnything() {
-			continue // the search index read these (stated as an assumption)
+		if q.byIndex && !q.namedAnything() && q.bare() {
+			described = append(described, fmt.Sprintf("%q", t)) // the search index read these
+			continue
 		}
 		missing = append(missing, fmt.Sprintf("%q", t))
 		sug = append(sug, q.closeNames(t)...)
 	}
 	if len(missing) == 0 {
+		if len(described) > 0 {
+			p.assume("%s describe %s (the search index matched them to it)", strings.Join(described, ", "), p.s.table(q.main).Dataset)
+		}
 		return nil
 	}
 	return p.refuse("it does not understand "+strings.Join(missing, ", ")+" in the question, and answering without it would answer a different question", sug...)
@@ -184,6 +188,13 @@ func (q *query) unknown(err error) error {
 		nu.Suggestions = append(sug, nu.Suggestions...)
 	}
 	return nu
+}
+
+// bare reports whether the reading is a plain count or listing of the main table, with
+// nothing filtered, grouped, measured or ordered.
+func (q *query) bare() bool {
+	return len(q.where) == 0 && len(q.groups) == 0 && len(q.exists) == 0 && len(q.notExists) == 0 && q.measure == nil && q.orderBy == nil &&
+		q.order == "" && !q.share && (q.agg == "count" || q.agg == "" && q.rows)
 }
 
 // namedAnything reports whether the question names a table, column or value.
