@@ -255,6 +255,8 @@ func shopEval() nlSchema {
 		{q: "how many orders per day", sql: `SELECT order_date, count(*) FROM orders GROUP BY 1`},
 		{q: "how many orders per customer city and channel", sql: `SELECT c.city, o.channel, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2`},
 		{q: "how many customers ordered books", sql: `SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.category = 'books')`},
+		{q: "customers who have ordered books", sql: `SELECT * FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.category = 'books')`},
+		{q: "how many orders were placed in 2024", sql: `SELECT count(*) FROM orders WHERE order_date >= '2024-01-01' AND order_date < '2025-01-01'`},
 		{q: "customers who bought games", sql: `SELECT * FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.category = 'games')`},
 		{q: "orders by month for vip customers", sql: `SELECT date_trunc('month', o.order_date)::date, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.is_vip GROUP BY 1`},
 		{q: "customers without orders in 2024", sql: `SELECT * FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.order_date >= '2024-01-01' AND o.order_date < '2025-01-01')`},
@@ -283,6 +285,8 @@ func shopEval() nlSchema {
 		{q: "what is the weather in Austin"},
 		{q: "customers who love jazz"},
 		{q: "total amount of orders per warehouse"},
+		{q: "customers who ordered"},
+		{q: "customers that bought"},
 		{q: "top 5 customers by loyalty"},
 	}}
 }

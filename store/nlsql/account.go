@@ -29,6 +29,37 @@ var fillers = map[string]bool{"the": true, "a": true, "an": true, "of": true, "i
 var relationVerbs = map[string]bool{"placed": true, "place": true, "made": true, "ordered": true, "bought": true, "purchased": true,
 	"signed": true, "joined": true, "registered": true, "created": true, "hired": true, "enrolled": true, "recorded": true, "taken": true, "logged": true}
 
+// objectVerbs say that the rows of the main dataset did something to rows of another one:
+// "customers who ordered books". Without that other one named they say nothing the engine
+// can read.
+var objectVerbs = map[string]bool{"ordered": true, "bought": true, "purchased": true, "placed": true, "made": true, "took": true, "take": true,
+	"takes": true, "taking": true, "attended": true, "attend": true, "attends": true, "attending": true, "enrolled": true, "studied": true}
+
+// activeWithoutObject reports whether the verb at token i follows "who"/"that" (the main
+// rows do it) and no dataset or value is named within three words after it.
+func (q *query) activeWithoutObject(i int) bool {
+	active := false
+	for k := i - 1; k >= 0 && k >= i-3; k-- {
+		w := q.p.toks[k]
+		if w == "who" || w == "that" || w == "which" {
+			active = true
+			break
+		}
+		if w != "have" && w != "has" && w != "had" && w != "never" && w != "not" && w != "ever" && w != "already" && w != "did" && w != "also" {
+			break
+		}
+	}
+	if !active {
+		return false
+	}
+	for _, m := range q.ms {
+		if m.pos > i && m.pos <= i+3 && (m.column == "" || m.value != "") {
+			return false
+		}
+	}
+	return true
+}
+
 // readExistence reads a many-side table named and not otherwise read: "customers who placed
 // orders" (EXISTS), "customers who never placed an order", "without orders", "with no
 // orders" (NOT EXISTS, with the conditions on that table read so far).
@@ -140,6 +171,12 @@ func (q *query) account() error {
 		sug = append(sug, fmt.Sprintf("%q was read as %s, which this reading (%s) does not use: ask about it on its own", phrase, what, q.summary()))
 	}
 	for i, t := range p.toks {
+		if objectVerbs[t] && !p.inMention[i] && q.activeWithoutObject(i) {
+			// "customers who ordered": ordered what? Read without it, every customer
+			missing = append(missing, fmt.Sprintf("%q", t))
+			sug = append(sug, fmt.Sprintf("%q is read only with what was %s named after it", t, t))
+			continue
+		}
 		if p.used[i] || p.inMention[i] || fillers[t] {
 			continue
 		}
