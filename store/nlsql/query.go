@@ -1650,6 +1650,7 @@ func (q *query) sql() (string, error) {
 	} else {
 		var e string
 		e, aggName = q.aggExpr()
+		aggName = q.aggAlias(aggName)
 		sel = append(sel, e+" AS "+quote(aggName))
 		if q.share && len(q.groups) > 0 {
 			sel = append(sel, "round(100.0 * "+e+" / nullif(sum("+e+") OVER (), 0), 2) AS \"percent\"")
@@ -1774,6 +1775,7 @@ func (q *query) fromTheLowest() (string, error) {
 		groupBy = append(groupBy, strconv.Itoa(i+1))
 	}
 	expr, name := q.aggExpr()
+	name = q.aggAlias(name)
 	switch q.agg {
 	case "count":
 		expr = "count(" + quote(alias(q.main)) + "." + quote(r.FromColumn) + ")"
@@ -1793,6 +1795,17 @@ func (q *query) fromTheLowest() (string, error) {
 	}
 	p.step("Ranked every %s from the lowest, those without %s counting as none", singular(alias(e)), alias(q.main))
 	return b.String(), nil
+}
+
+// aggAlias is the aggregate's column name, apart from every group's: ORDER BY the alias must
+// name one column.
+func (q *query) aggAlias(name string) string {
+	for _, g := range q.groups {
+		if g.alias == name {
+			return name + "_value"
+		}
+	}
+	return name
 }
 
 func (q *query) summary() string {

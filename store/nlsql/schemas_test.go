@@ -96,3 +96,17 @@ func TestRefusalSuggestions(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateAliasApart: a grouped column named like the aggregate ("count") does not make
+// ORDER BY "count" ambiguous.
+func TestAggregateAliasApart(t *testing.T) {
+	s := Schema{Tables: []Table{{Ref: "votes", Dataset: "Votes", Columns: []Column{
+		{Name: "count", Type: ingest.Text, Values: []string{"first", "recount"}}, {Name: "region", Type: ingest.Text, Values: []string{"north", "south"}}}}}}
+	a, err := Translate("which count has the most votes", s, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `SELECT "votes"."count" AS "count", count(*) AS "count_value" FROM votes GROUP BY 1 ORDER BY "count_value" DESC NULLS LAST, 1 LIMIT 1`; a.SQL != want {
+		t.Errorf("got  %s\nwant %s", a.SQL, want)
+	}
+}
