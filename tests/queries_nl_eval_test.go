@@ -274,6 +274,8 @@ func shopEval() nlSchema {
 		{q: "what share of customers are vip", sql: `SELECT round(100.0 * count(*) FILTER (WHERE is_vip) / count(*), 2) FROM customers`},
 		{q: "percentage of orders from web", sql: `SELECT round(100.0 * count(*) FILTER (WHERE channel = 'web') / count(*), 2) FROM orders`},
 		{q: "customers in Texas except Austin", sql: `SELECT * FROM customers WHERE state = 'Texas' AND city <> 'Austin'`},
+		{q: "customers not in Austin or Dallas", sql: `SELECT * FROM customers WHERE city NOT IN ('Austin', 'Dallas')`},
+		{q: "orders not from web or phone", sql: `SELECT * FROM orders WHERE channel NOT IN ('web', 'phone')`},
 		{q: "customers outside Texas", sql: `SELECT * FROM customers WHERE state IS DISTINCT FROM 'Texas'`},
 		{q: "count of vip customers per state", sql: `SELECT state, count(*) FROM customers WHERE is_vip GROUP BY 1`},
 		{q: "number of orders of each customer in Texas", sql: `SELECT c.id, c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.state = 'Texas' GROUP BY 1, 2`},
@@ -545,6 +547,11 @@ func schoolEval() nlSchema {
 		{q: "courses by subject", sql: `SELECT subject, count(*) FROM courses GROUP BY 1`},
 		{q: "total credits of Math courses", sql: `SELECT sum(credits) FROM courses WHERE subject = 'Math'`},
 		{q: "how many students per subject", sql: `SELECT c.subject, count(DISTINCT e.student_id) FROM enrollments e JOIN courses c ON c.id = e.course_id GROUP BY 1`},
+		{q: "students in Algebra or Poetry", sql: `SELECT * FROM students s WHERE ` + takes(`c.title IN ('Algebra', 'Poetry')`)},
+		{q: "how many courses does Ana take", sql: `SELECT count(*) FROM courses c WHERE EXISTS (SELECT 1 FROM enrollments e JOIN students s ON s.id = e.student_id WHERE e.course_id = c.id AND s.name = 'Ana')`},
+		{q: "how many students per course in Math", sql: `SELECT c.id, c.title, count(DISTINCT e.student_id) FROM enrollments e JOIN courses c ON c.id = e.course_id WHERE c.subject = 'Math' GROUP BY 1, 2`},
+		// "and" of two courses: students in both, or in either? No one answer: refused
+		{q: "students in Algebra and Poetry"},
 		// no answer on this schema
 		{q: "students by teacher"},
 		{q: "average attendance per course"},

@@ -1272,8 +1272,12 @@ func (q *query) valueFilters() error {
 		neg bool
 	}
 	vals := map[key][]string{}
+	and := map[key]bool{} // values joined by "and"
 	var order []key
-	for _, m := range q.ms {
+	var prev *mention
+	prevNeg := false
+	for i := range q.ms {
+		m := &q.ms[i]
 		if m.value == "" {
 			continue
 		}
@@ -1284,15 +1288,31 @@ func (q *query) valueFilters() error {
 				p.mark(k, k+1)
 			}
 		}
+		joined := ""
+		if prev != nil && prev.table == m.table && prev.column == m.column && m.pos == prev.end+1 {
+			joined = p.toks[prev.end] // "Austin or Dallas", "Algebra and Poetry"
+			if joined == "or" || joined == "and" || joined == "nor" {
+				neg = neg || prevNeg // "not in Austin or Dallas": neither
+			}
+		}
 		k := key{colRef{m.table, m.column}, neg}
 		if _, ok := vals[k]; !ok {
 			order = append(order, k)
 		}
+		if joined == "and" {
+			and[k] = true
+		}
 		vals[k] = append(vals[k], m.value)
 		p.mark(m.pos, m.end)
+		prev, prevNeg = m, neg
 	}
 	for _, k := range order {
 		vs := vals[k]
+		if len(vs) > 1 && and[k] && k.c.table != q.main && q.relation(q.main, k.c.table) == nil {
+			// "students in Algebra and Poetry": both (two rows of courses), or either?
+			return p.refuse(fmt.Sprintf("it names %s joined by \"and\": rows of %s with either, or %s with both?", strings.Join(vs, " and "),
+				alias(k.c.table), alias(q.main)), fmt.Sprintf("%s in %s or %s", alias(q.main), vs[0], vs[1]))
+		}
 		var ph []string
 		for _, v := range vs {
 			ph = append(ph, p.param(v))
