@@ -192,6 +192,8 @@ func shopEval() nlSchema {
 		{q: "bottom 2 customers by total order amount", sql: withZero + ` ORDER BY 3 ASC, 1 LIMIT 2`, ordered: true},
 		{q: "Which customer has the highest total order amount?", sql: byCustomer + ` ORDER BY 3 DESC LIMIT 1`, ordered: true},
 		{q: "which customer has the lowest total order amount", sql: withZero + ` ORDER BY 3 ASC, 1 LIMIT 1`, ordered: true},
+		{q: "which customer spent the most", sql: byCustomer + ` ORDER BY 3 DESC LIMIT 1`, ordered: true},
+		{q: "which customer spent the least", sql: withZero + ` ORDER BY 3 ASC, 1 LIMIT 1`, ordered: true},
 		{q: "which customer has the most orders", sql: `SELECT c.id, c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 1`, ordered: true},
 		{q: "which customer has the fewest orders", sql: `SELECT c.id, c.name, count(o.id) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id GROUP BY 1, 2 ORDER BY 3 ASC, 1 LIMIT 1`, ordered: true},
 		{q: "top 3 customers by number of orders", sql: `SELECT c.id, c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2 ORDER BY 3 DESC, 1 LIMIT 3`, ordered: true},

@@ -711,6 +711,29 @@ func (q *query) applySuperlative(in intent) error {
 			}
 		}
 	}
+	if superlative != "" && len(q.groups) == 0 && q.agg == "" && q.measure == nil && q.p.toks[0] == "which" {
+		// "which customer spent the most": a number of a many-side table, per main row
+		c, _ := q.numericAt(supAt + 1)
+		for _, m := range q.ms {
+			if c == nil && m.column != "" && m.value == "" && (m.end == supAt || m.end == supAt-1 && q.tok(supAt-1) == "the") {
+				c, _ = q.numericAt(m.pos) // "spent the most"
+			}
+		}
+		if c != nil && c.table != q.main && q.relation(c.table, q.main) != nil {
+			if len(q.where) > 0 || len(q.exists) > 0 || len(q.joined) > 0 || len(q.having) > 0 || len(q.countRefs) > 0 {
+				return p.refuse("it asks for the " + p.toks[supAt] + " " + q.label(*c) + " with conditions this engine does not combine with it")
+			}
+			one := q.main
+			q.main = c.table
+			p.step("Measured %s per %s instead", p.s.table(c.table).Dataset, singular(alias(one)))
+			if err := q.entityGroup(one); err != nil {
+				return err
+			}
+			if err := q.assumeSum(*c, " for each "+singular(alias(one))); err != nil {
+				return err
+			}
+		}
+	}
 	if superlative != "" {
 		q.order = superlative
 		if q.limit == 0 {
