@@ -22,10 +22,12 @@ var fillers = map[string]bool{"the": true, "a": true, "an": true, "of": true, "i
 	"exists": true, "listed": true, "overall": true, "altogether": true, "came": true, "come": true, "comes": true,
 	"done": true, "being": true, "belong": true, "belongs": true, "grouped": true, "split": true,
 	"work": true, "works": true, "working": true, "employed": true, "take": true, "takes": true, "took": true, "taking": true,
-	"attend": true, "attends": true, "attended": true, "attending": true, "enrolled": true, "study": true, "studies": true, "studying": true, "recorded": true, "taken": true, "logged": true, "reported": true}
+	"attend": true, "attends": true, "attended": true, "attending": true, "enrolled": true, "study": true, "studies": true, "studying": true,
+	"recorded": true, "taken": true, "logged": true, "reported": true}
 
-// relationVerbs name a date column only in passing: "customers who placed orders" does not
-// ask about placed_at, "customers who signed up in 2024" does (through the time phrase).
+// relationVerbs name a column only in passing when nothing else reads it: "customers who
+// placed orders" does not ask about placed_at ("customers who signed up in 2024" does, and
+// the time phrase reads signup_date).
 var relationVerbs = map[string]bool{"placed": true, "place": true, "made": true, "ordered": true, "bought": true, "purchased": true,
 	"signed": true, "joined": true, "registered": true, "created": true, "hired": true, "enrolled": true, "recorded": true, "taken": true, "logged": true}
 
