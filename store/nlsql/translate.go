@@ -144,6 +144,12 @@ func Translate(question string, s Schema, now time.Time) (*Answer, error) {
 // mentions finds the tables, columns and known values the question names, longest first.
 func (p *parser) mentions() []mention {
 	f := &mentionFinder{p: p, taken: make([]bool, len(p.toks))}
+	for _, t := range p.s.Tables {
+		for k := range t.Columns {
+			c := &t.Columns[k]
+			f.cols = append(f.cols, colInfo{table: t.Ref, col: c, ws: words(c.Name), flag: flagWords(*c)})
+		}
+	}
 	f.named = f.namedTables()
 	f.values()
 	f.tables()
@@ -159,6 +165,15 @@ type mentionFinder struct {
 	taken []bool
 	out   []mention
 	named map[string]bool // tables the question names
+	cols  []colInfo       // every column with its words, once
+}
+
+// colInfo is a column of a table with the words of its name (and of a flag's, "vip" of
+// is_vip).
+type colInfo struct {
+	table    string
+	col      *Column
+	ws, flag []string
 }
 
 // free reports whether tokens i to i+n exist and no mention has taken them.
@@ -327,14 +342,15 @@ func (f *mentionFinder) columns() {
 	p := f.p
 	for n := 3; n >= 1; n-- {
 		for i := range p.toks {
+			if !f.free(i, n) {
+				continue
+			}
 			var found []mention
-			for _, t := range p.s.Tables {
-				for _, c := range t.Columns {
-					if ws := words(c.Name); len(ws) == n && f.free(i, n) && f.matchWords(i, ws) {
-						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + n})
-					} else if ws := flagWords(c); len(ws) == n && f.free(i, n) && f.matchWords(i, ws) {
-						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + n}) // "vip" for is_vip
-					}
+			for _, ci := range f.cols {
+				if len(ci.ws) == n && f.matchWords(i, ci.ws) {
+					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + n})
+				} else if len(ci.flag) == n && f.matchWords(i, ci.flag) {
+					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + n}) // "vip" for is_vip
 				}
 			}
 			if n == 1 && f.free(i, 1) && len(p.toks[i]) >= 3 && !stop[p.toks[i]] && !intentWords[p.toks[i]] {
@@ -344,9 +360,9 @@ func (f *mentionFinder) columns() {
 						continue
 					}
 					var last []mention
-					for _, c := range t.Columns {
-						if ws := words(c.Name); len(ws) > 1 && !keyLike(c.Name) && !c.temporal() && close(p.toks[i], ws[len(ws)-1]) {
-							last = append(last, mention{table: t.Ref, column: c.Name, pos: i, end: i + 1})
+					for _, ci := range f.cols {
+						if ci.table == t.Ref && len(ci.ws) > 1 && !keyLike(ci.col.Name) && !ci.col.temporal() && close(p.toks[i], ci.ws[len(ci.ws)-1]) {
+							last = append(last, mention{table: t.Ref, column: ci.col.Name, pos: i, end: i + 1})
 						}
 					}
 					if len(last) == 1 && (len(found) == 0 || !f.named[found[0].table] && f.tableBefore(i) != found[0].table) {
@@ -367,14 +383,12 @@ func (f *mentionFinder) columnWords() {
 			continue
 		}
 		var found []mention
-		for _, t := range p.s.Tables {
-			for _, c := range t.Columns {
-				for _, w := range words(c.Name) {
-					// A synonym ("revenue" for amount), or a distinctive word of a longer name
-					// ("signup" for signup_date).
-					if slices.Contains(synonyms[w], tok) || len(words(c.Name)) > 1 && !generic[w] && len(w) >= 4 && close(tok, w) && !p.namesTable(tok) {
-						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + 1})
-					}
+		for _, ci := range f.cols {
+			for _, w := range ci.ws {
+				// A synonym ("revenue" for amount), or a distinctive word of a longer name
+				// ("signup" for signup_date).
+				if slices.Contains(synonyms[w], tok) || len(ci.ws) > 1 && !generic[w] && len(w) >= 4 && close(tok, w) && !p.namesTable(tok) {
+					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1})
 				}
 			}
 		}
