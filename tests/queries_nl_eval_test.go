@@ -232,6 +232,7 @@ func shopEval() nlSchema {
 		{q: "Average quantity per order by channel", sql: `SELECT channel, avg(quantity) FROM orders GROUP BY 1`},
 		{q: "average quantity per order", sql: `SELECT avg(quantity) FROM orders`},
 		{q: "average number of orders per customer", sql: `SELECT avg((SELECT count(*) FROM orders o WHERE o.customer_id = c.id)) FROM customers c`},
+		{q: "how many orders per customer on average", sql: `SELECT avg((SELECT count(*) FROM orders o WHERE o.customer_id = c.id)) FROM customers c`},
 		// shares
 		{q: "share of orders by channel", sql: `SELECT channel, count(*), round(100.0 * count(*) / sum(count(*)) OVER (), 2) FROM orders GROUP BY 1`},
 		{q: "share of revenue by category", sql: `SELECT category, sum(amount), round(100.0 * sum(amount) / sum(sum(amount)) OVER (), 2) FROM orders GROUP BY 1`},

@@ -257,6 +257,9 @@ func (q *query) readIntent() intent {
 		case (t == "share" || t == "percentage" || t == "percent" || t == "proportion") && !q.share:
 			q.share, in.signal = true, true
 			p.mark(i, i+1)
+		case t == "average" && q.tok(i-1) == "on" && q.agg == "count":
+			q.avgCount = true // "how many orders per customer on average"
+			p.mark(i-1, i+1)
 		case t == "average" || t == "avg" || t == "mean":
 			q.agg, in.signal = "avg", true
 			p.mark(i, i+1)
@@ -863,7 +866,11 @@ func (q *query) settleMeasure() error {
 				return p.refuse("it asks for an average number of rows per two things at once")
 			}
 		}
-		p.step("Averaged over every %s, those with none counting as 0", singular(alias(q.groups[0].entity)))
+		p.steps = slices.DeleteFunc(p.steps, func(s string) bool { // the average is over the entity itself
+			return strings.HasPrefix(s, "Grouped by ") || strings.HasPrefix(s, "Joined ")
+		})
+		p.step("Counted %s of each %s, averaged over every %s, those with none counting as 0", alias(q.main), singular(alias(q.groups[0].entity)),
+			singular(alias(q.groups[0].entity)))
 	}
 	if q.share {
 		if q.rows || q.agg != "count" && q.agg != "sum" || q.limit > 0 && len(q.groups) == 0 {
