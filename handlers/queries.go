@@ -223,7 +223,9 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 	}
 	prep, err := queries.Prepare(query, sources)
 	var ue *queries.UnknownError
-	if errors.As(err, &ue) {
+	if err != nil && nl != nil {
+		return nil, engineFailure("the engine's SQL failed the parser check")
+	} else if errors.As(err, &ue) {
 		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, ue.Error()).WithDetails(map[string]any{"line": ue.Line, "column": ue.Column,
 			"message": ue.Error(), "available_datasets": ue.Available})
 	} else if err != nil {
@@ -233,7 +235,7 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 	if nl != nil {
 		out.summary = nl.Summary
 		out.Steps = append(append(nl.Steps, "Wrote SQL: "+nl.SQL), prep.Steps...)
-		out.warnings = warnings
+		out.warnings = append(warnings, nl.Warnings...)
 	}
 	var values map[string]*any
 	if params != nil {
@@ -257,7 +259,33 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 			}
 		}
 	}
+	if nl != nil {
+		if err := h.dryRunNL(ctx, prj, out); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// dryRunNL holds the SQL the built-in engine wrote to what user SQL must pass before it is
+// answered: the parser check (in queries.Prepare) and a planner dry run. SQL of the engine's
+// that PostgreSQL rejects is the engine's failure, said so: the user did not write it, and
+// PostgreSQL's message about it would mislead.
+func (h *Queries) dryRunNL(ctx context.Context, prj *store.Project, pp *prepared) error {
+	_, err := h.plan(ctx, prj, pp)
+	var ae *apierr.Error
+	if err == nil || !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		return err
+	}
+	return engineFailure("the engine's SQL failed the planner's dry run")
+}
+
+// engineFailure refuses a question whose SQL, written by the built-in engine, did not pass a
+// check: the engine's failure, not the question's.
+func engineFailure(reason string) error {
+	return apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, "the question could not be answered: the built-in engine wrote SQL that did not pass "+
+		"the checks, which is the engine's failure, not the question's").WithDetails(map[string]any{"reason": reason,
+		"suggestions": []string{"ask it more simply, one measure and one grouping at a time", "or write the query as SQL (type: sql)"}})
 }
 
 // model is the configured language model, or nil.

@@ -11,6 +11,8 @@ package nlsql
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"dataplatform/store/ingest"
 )
@@ -70,16 +72,34 @@ func (c *Column) numeric() bool {
 func (c *Column) temporal() bool { return c.Type == ingest.Date || c.Type == ingest.Timestamptz }
 
 // words are the words a name is written with: "signup_date" and "Signup Date" → signup, date.
+// Names come from schemas, so the answers are kept (up to maxCachedNames); callers must not
+// change the slice (its capacity is its length, so appending copies).
 func words(name string) []string {
+	if v, ok := wordCache.Load(name); ok {
+		return v.([]string)
+	}
 	f := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
 	})
+	f = f[:len(f):len(f)]
+	if cachedNames.Add(1) <= maxCachedNames {
+		wordCache.Store(name, f)
+	}
 	return f
 }
+
+const maxCachedNames = 100_000
+
+var (
+	wordCache   sync.Map // name → its words
+	cachedNames atomic.Int64
+)
 
 // singular is a plural English word's singular (well enough for column and table names).
 func singular(w string) string {
 	switch {
+	case len(w) > 5 && strings.HasSuffix(w, "rses"): // courses, nurses
+		return w[:len(w)-1]
 	case len(w) > 4 && strings.HasSuffix(w, "ies"):
 		return w[:len(w)-3] + "y"
 	case len(w) > 4 && (strings.HasSuffix(w, "ses") || strings.HasSuffix(w, "xes") || strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes")):
@@ -100,7 +120,33 @@ func close(a, b string) bool {
 	if len(a) < 5 || len(b) < 5 {
 		return false
 	}
-	return edits(a, b) <= 1
+	return oneEdit(a, b)
+}
+
+// oneEdit reports whether a and b differ by at most one typing mistake (a letter changed,
+// added, left out, or two swapped), in one pass without allocating.
+func oneEdit(a, b string) bool {
+	la, lb := len(a), len(b)
+	if la-lb > 1 || lb-la > 1 {
+		return false
+	}
+	i := 0
+	for i < la && i < lb && a[i] == b[i] {
+		i++
+	}
+	switch {
+	case i == la && i == lb:
+		return true
+	case la == lb:
+		if a[i+1:] == b[i+1:] {
+			return true
+		}
+		return i+1 < la && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+	case la > lb:
+		return a[i+1:] == b[i:]
+	default:
+		return a[i:] == b[i+1:]
+	}
 }
 
 // edits is the Damerau-Levenshtein distance of a and b, stopping early above 2.
@@ -137,15 +183,15 @@ var synonyms = map[string][]string{
 	"amount":   {"revenue", "sales", "spend", "spent", "spending", "value", "price", "cost", "total", "money", "paid"},
 	"total":    {"revenue", "sales", "amount", "spend", "spent", "value", "price", "cost", "paid"},
 	"price":    {"cost", "amount", "value"},
-	"city":     {"town", "place", "location"},
+	"city":     {"town", "location"},
 	"country":  {"nation"},
 	"created":  {"signup", "joined", "registered", "added"},
 	"signup":   {"joined", "registered", "signed"},
 	"placed":   {"ordered", "bought", "purchased", "made"},
 	"quantity": {"qty", "units", "count"},
-	"credit":   {"balance", "limit"},
-	"status":   {"state"},
+	"credit":   {"balance"},
 	"name":     {"who", "called"},
-	"email":    {"mail", "address"},
-	"date":     {"day", "when", "time"},
+	"email":    {"mail"},
+	"date":     {"when"},
+	"hire":     {"hired", "hires", "hiring"},
 }

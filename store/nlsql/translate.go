@@ -13,11 +13,12 @@ import (
 
 // Answer is a question read as SQL.
 type Answer struct {
-	SQL     string
-	Params  map[string]any // the values of the {{pN}} placeholders
-	Tables  []string       // the table refs it reads
-	Steps   []string       // how the question was read
-	Summary string
+	SQL      string
+	Params   map[string]any // the values of the {{pN}} placeholders
+	Tables   []string       // the table refs it reads
+	Steps    []string       // how the question was read
+	Warnings []string       // the assumptions it made (a default date column, a default measure)
+	Summary  string
 }
 
 // NotUnderstood is a question the engine cannot read well enough to answer.
@@ -38,12 +39,21 @@ type mention struct {
 }
 
 type parser struct {
-	s      *Schema
-	toks   []string
-	used   []bool // tokens read as something
-	now    time.Time
-	params map[string]any
-	steps  []string
+	s         *Schema
+	toks      []string
+	used      []bool // tokens read as something
+	inMention []bool // tokens that are part of a mention
+	now       time.Time
+	params    map[string]any
+	steps     []string
+	warnings  []string
+}
+
+// assume states an assumption in the steps and the warnings.
+func (p *parser) assume(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	p.steps = append(p.steps, "Assumed "+s)
+	p.warnings = append(p.warnings, "assumed "+s)
 }
 
 func (p *parser) param(v any) string {
@@ -67,6 +77,7 @@ var (
 	isNumber   = regexp.MustCompile(`^-?\d+(\.\d+)?$`)
 	isYear     = regexp.MustCompile(`^(19|20)\d\d$`)
 	isDate     = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+	nonPrefix  = regexp.MustCompile(`(^|\s)non-`)
 )
 
 var months = map[string]time.Month{"january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,
@@ -87,6 +98,7 @@ var stop = map[string]bool{"the": true, "a": true, "an": true, "of": true, "in":
 // tokenize lowers the question and splits it into words, numbers and dates.
 func tokenize(q string) []string {
 	q = strings.ToLower(digitComma.ReplaceAllString(q, "$1$2"))
+	q = nonPrefix.ReplaceAllString(q, "${1}non ")
 	q = strings.NewReplacer("$", " ", "€", " ", "£", " ", "?", " ", "!", " ", ",", " ", ";", " ", ":", " ", "\"", " ", "'s ", " ",
 		"'", " ", "(", " ", ")", " ", ">=", " >= ", "<=", " <= ", ">", " > ", "<", " < ", "=", " = ").Replace(q + " ")
 	var out []string
@@ -100,39 +112,44 @@ func tokenize(q string) []string {
 }
 
 // Translate reads question against s. now anchors relative time phrases ("last month").
+// Every word of the question is accounted for: read as part of the answer, or a known filler
+// word; a question with a word it did not use is refused, never answered without it.
 func Translate(question string, s Schema, now time.Time) (*Answer, error) {
 	p := &parser{s: &s, toks: tokenize(question), now: now.UTC(), params: map[string]any{}}
 	p.used = make([]bool, len(p.toks))
+	p.inMention = make([]bool, len(p.toks))
 	if len(p.toks) == 0 {
 		return nil, p.refuse("the question is empty")
 	}
 	ms := p.mentions()
 	for _, m := range ms {
-		p.mark(m.pos, m.end)
+		for k := m.pos; k < m.end; k++ {
+			p.inMention[k] = true
+		}
 	}
 	q := &query{p: p}
 	if err := q.read(ms); err != nil {
-		return nil, err
+		return nil, q.unknown(err)
 	}
 	sql, err := q.sql()
 	if err != nil {
+		return nil, q.unknown(err)
+	}
+	if err := q.account(); err != nil {
 		return nil, err
 	}
-	var ignored []string
-	for i, t := range p.toks {
-		if !p.used[i] && !stop[t] && !intentWords[t] {
-			ignored = append(ignored, t)
-		}
-	}
-	if len(ignored) > 0 {
-		p.step("Words not used: %s", strings.Join(ignored, ", "))
-	}
-	return &Answer{SQL: sql, Params: p.params, Tables: q.tables(), Steps: p.steps, Summary: q.summary()}, nil
+	return &Answer{SQL: sql, Params: p.params, Tables: q.tables(), Steps: p.steps, Warnings: p.warnings, Summary: q.summary()}, nil
 }
 
 // mentions finds the tables, columns and known values the question names, longest first.
 func (p *parser) mentions() []mention {
 	f := &mentionFinder{p: p, taken: make([]bool, len(p.toks))}
+	for _, t := range p.s.Tables {
+		for k := range t.Columns {
+			c := &t.Columns[k]
+			f.cols = append(f.cols, colInfo{table: t.Ref, col: c, ws: words(c.Name), flag: flagWords(*c)})
+		}
+	}
 	f.named = f.namedTables()
 	f.values()
 	f.tables()
@@ -148,6 +165,15 @@ type mentionFinder struct {
 	taken []bool
 	out   []mention
 	named map[string]bool // tables the question names
+	cols  []colInfo       // every column with its words, once
+}
+
+// colInfo is a column of a table with the words of its name (and of a flag's, "vip" of
+// is_vip).
+type colInfo struct {
+	table    string
+	col      *Column
+	ws, flag []string
 }
 
 // free reports whether tokens i to i+n exist and no mention has taken them.
@@ -195,7 +221,26 @@ func (f *mentionFinder) best(found []mention) {
 			pick = m
 		}
 	}
+	// "department name": the table named just before the column
+	if before := f.tableBefore(found[0].pos); before != "" {
+		for _, m := range found {
+			if m.table == before {
+				pick = m
+				break
+			}
+		}
+	}
 	f.take(pick)
+}
+
+// tableBefore is the table of the table mention ending at token i, or "".
+func (f *mentionFinder) tableBefore(i int) string {
+	for _, m := range f.out {
+		if m.end == i && m.column == "" && m.value == "" {
+			return m.table
+		}
+	}
+	return ""
 }
 
 // namedTables are the tables the question names (a value of several tables goes to a named one).
@@ -217,37 +262,62 @@ func (f *mentionFinder) namedTables() map[string]bool {
 // values takes the known values of text columns, longest first: "new york" before "york".
 func (f *mentionFinder) values() {
 	p := f.p
+	// The question's phrases of up to four words, then one pass over the known values:
+	// exact phrases, and single words misspelt by one typing mistake (five letters or more).
+	type span struct{ n, i int }
+	phrases := map[string][]span{}
+	for n := 4; n >= 1; n-- {
+		for i := 0; i+n <= len(p.toks); i++ {
+			phrase := strings.Join(p.toks[i:i+n], " ")
+			if n == 1 && (stop[phrase] || intentWords[phrase] || isNumber.MatchString(phrase)) {
+				continue
+			}
+			phrases[phrase] = append(phrases[phrase], span{n, i})
+		}
+	}
+	exact, misspelt := map[span][]mention{}, map[span][]mention{}
+	for _, t := range p.s.Tables {
+		for _, c := range t.Columns {
+			for _, v := range c.Values {
+				lv := lower(v)
+				for _, sp := range phrases[lv] {
+					exact[sp] = append(exact[sp], mention{table: t.Ref, column: c.Name, value: v, pos: sp.i, end: sp.i + sp.n})
+				}
+				if len(lv) < 5 || strings.IndexByte(lv, ' ') >= 0 {
+					continue
+				}
+				for i, tok := range p.toks {
+					if d := len(lv) - len(tok); d <= 1 && d >= -1 && lv != tok && oneEdit(lv, tok) && len(phrases[tok]) > 0 {
+						sp := span{1, i}
+						misspelt[sp] = append(misspelt[sp], mention{table: t.Ref, column: c.Name, value: v, pos: i, end: i + 1})
+					}
+				}
+			}
+		}
+	}
 	for n := 4; n >= 1; n-- {
 		for i := 0; i+n <= len(p.toks); i++ {
 			if !f.free(i, n) {
 				continue
 			}
-			phrase := strings.Join(p.toks[i:i+n], " ")
-			if n == 1 && (stop[phrase] || intentWords[phrase] || isNumber.MatchString(phrase)) {
+			sp := span{n, i}
+			found := append(exact[sp], misspelt[sp]...) // exact before misspelt
+			if n == 1 && len(found) > 0 && p.namesSomething(p.toks[i]) {
 				continue
-			}
-			var found []mention
-			for _, t := range p.s.Tables {
-				for _, c := range t.Columns {
-					for _, v := range c.Values {
-						lv := strings.ToLower(v)
-						if lv == phrase || n == 1 && !strings.Contains(lv, " ") && len(lv) >= 5 && edits(lv, phrase) == 1 {
-							if n == 1 && p.namesSomething(phrase) {
-								continue
-							}
-							m := mention{table: t.Ref, column: c.Name, value: v, pos: i, end: i + n}
-							if lv == phrase {
-								found = append([]mention{m}, found...) // exact before misspelt
-							} else {
-								found = append(found, m)
-							}
-						}
-					}
-				}
 			}
 			f.best(found)
 		}
 	}
+}
+
+// lower is s in lower case, without a copy when it is already.
+func lower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' || c >= 0x80 {
+			return strings.ToLower(s)
+		}
+	}
+	return s
 }
 
 // tables takes the tables by their names ("sales orders", "orders").
@@ -272,11 +342,31 @@ func (f *mentionFinder) columns() {
 	p := f.p
 	for n := 3; n >= 1; n-- {
 		for i := range p.toks {
+			if !f.free(i, n) {
+				continue
+			}
 			var found []mention
-			for _, t := range p.s.Tables {
-				for _, c := range t.Columns {
-					if ws := words(c.Name); len(ws) == n && f.free(i, n) && f.matchWords(i, ws) {
-						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + n})
+			for _, ci := range f.cols {
+				if len(ci.ws) == n && f.matchWords(i, ci.ws) {
+					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + n})
+				} else if len(ci.flag) == n && f.matchWords(i, ci.flag) {
+					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + n}) // "vip" for is_vip
+				}
+			}
+			if n == 1 && f.free(i, 1) && len(p.toks[i]) >= 3 && !stop[p.toks[i]] && !intentWords[p.toks[i]] {
+				// "employees by name": the named table's full_name before another table's name
+				for _, t := range p.s.Tables {
+					if !f.named[t.Ref] || slices.ContainsFunc(found, func(m mention) bool { return m.table == t.Ref }) {
+						continue
+					}
+					var last []mention
+					for _, ci := range f.cols {
+						if ci.table == t.Ref && len(ci.ws) > 1 && !keyLike(ci.col.Name) && !ci.col.temporal() && close(p.toks[i], ci.ws[len(ci.ws)-1]) {
+							last = append(last, mention{table: t.Ref, column: ci.col.Name, pos: i, end: i + 1})
+						}
+					}
+					if len(last) == 1 && (len(found) == 0 || !f.named[found[0].table] && f.tableBefore(i) != found[0].table) {
+						found = append(last, found...)
 					}
 				}
 			}
@@ -289,23 +379,30 @@ func (f *mentionFinder) columns() {
 func (f *mentionFinder) columnWords() {
 	p := f.p
 	for i, tok := range p.toks {
-		if !f.free(i, 1) || stop[tok] || intentWords[tok] && units[tok] == "" || len(tok) < 3 {
+		if !f.free(i, 1) || stop[tok] || intentWords[tok] || units[tok] != "" || months[tok] != 0 || len(tok) < 3 {
 			continue
 		}
 		var found []mention
-		for _, t := range p.s.Tables {
-			for _, c := range t.Columns {
-				for _, w := range words(c.Name) {
-					// A synonym ("revenue" for amount), or a distinctive word of a longer name
-					// ("signup" for signup_date).
-					if slices.Contains(synonyms[w], tok) || len(words(c.Name)) > 1 && !generic[w] && len(w) >= 4 && close(tok, w) && !p.namesTable(tok) {
-						found = append(found, mention{table: t.Ref, column: c.Name, pos: i, end: i + 1})
-					}
+		for _, ci := range f.cols {
+			for _, w := range ci.ws {
+				// A synonym ("revenue" for amount), or a distinctive word of a longer name
+				// ("signup" for signup_date).
+				if slices.Contains(synonyms[w], tok) || len(ci.ws) > 1 && !generic[w] && len(w) >= 4 && close(tok, w) && !p.namesTable(tok) {
+					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1})
 				}
 			}
 		}
 		f.best(found)
 	}
+}
+
+// flagWords are a boolean column's words without its is/has ("vip" for is_vip), or nil.
+func flagWords(c Column) []string {
+	ws := words(c.Name)
+	if c.Type != "boolean" || len(ws) < 2 || ws[0] != "is" && ws[0] != "has" && ws[0] != "was" {
+		return nil
+	}
+	return ws[1:]
 }
 
 // generic are words of column names too common to name a column on their own.
@@ -349,8 +446,8 @@ func (p *parser) namesColumn(w string) bool {
 }
 
 // refuse says the question cannot be answered, with questions that can be.
-func (p *parser) refuse(reason string) error {
-	var sug []string
+func (p *parser) refuse(reason string, first ...string) error {
+	sug := append([]string{}, first...)
 	for _, t := range p.s.Tables {
 		label := strings.ToLower(t.Dataset)
 		if t.Name != "" && t.Name != t.DatasetID && len(p.s.Tables) > 1 {
@@ -363,7 +460,7 @@ func (p *parser) refuse(reason string) error {
 			if num == nil && c.numeric() && !keyLike(c.Name) {
 				num = c
 			}
-			if cat == nil && len(c.Values) > 1 {
+			if cat == nil && len(c.Values) > 1 && c.Name != displayColumn(&t) {
 				cat = c
 			}
 		}
@@ -373,7 +470,7 @@ func (p *parser) refuse(reason string) error {
 		if cat != nil {
 			sug = append(sug, fmt.Sprintf("%s in %s", strings.ToUpper(label[:1])+label[1:], cat.Values[0]))
 		}
-		if len(sug) >= 6 {
+		if len(sug) >= 6+len(first) {
 			break
 		}
 	}
