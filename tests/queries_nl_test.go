@@ -217,6 +217,13 @@ func TestNaturalLanguagePicksDatasetsWithTheSearchIndex(t *testing.T) {
 		!strings.Contains(fmt.Sprint(r.get("warnings")), "search index") {
 		t.Fatalf("picked by description: %s", r.Body)
 	}
+	// Only the words the dataset's entries match are accounted for by the pick: "damaged" is
+	// nothing of the shipments, so the count of all parcels would answer another question.
+	r = e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "how many parcels were damaged?"}, bearer(e.ownerToken)).
+		apiError(400, "INVALID_QUERY")
+	if !strings.Contains(string(r.Body), `damaged`) {
+		t.Fatalf("the refusal should name the word: %s", r.Body)
+	}
 	r = e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "how many support requests?"}, bearer(e.ownerToken)).status(200)
 	if rows(r) != "2" || r.str("explanation.datasets_used.0.id") != a {
 		t.Fatalf("picked by description: %s", r.Body)

@@ -191,7 +191,7 @@ func (q *query) account() error {
 		if t == "broken" && q.tok(i+1) == "down" || t == "down" && q.tok(i-1) == "broken" && q.tok(i+1) == "by" && p.used[i+1] {
 			continue // "broken down by"
 		}
-		if q.byIndex && !q.namedAnything() && q.bare() {
+		if q.byIndex && !q.namedAnything() && q.bare() && slices.Contains(p.s.table(q.main).Matched, t) {
 			described = append(described, fmt.Sprintf("%q", t)) // the search index read these
 			continue
 		}

@@ -34,6 +34,9 @@ type Table struct {
 	Columns   []Column
 	System    bool    // has the platform's system columns (id, created_at, ...)
 	Rank      float64 // how well the dataset's search entries match the question (0: not at all)
+	// Matched are the words of the question that the dataset's search entries (its name,
+	// description, columns) match: the only words a pick by the search index accounts for
+	Matched []string
 }
 
 // Relation is a foreign key between two tables: From.FromColumn → To.ToColumn.

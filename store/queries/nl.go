@@ -30,7 +30,7 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 	for _, r := range rows {
 		values[r.Dataset+"."+r.Column] = append(values[r.Dataset+"."+r.Column], r.Value)
 	}
-	rank, err := rankDatasets(ctx, db, projectID, question)
+	rank, matched, err := rankDatasets(ctx, db, projectID, question)
 	if err != nil {
 		return s, err
 	}
@@ -42,7 +42,8 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 				ref += "." + t.Name
 			}
 			refs[src.ID+"."+t.Name] = ref
-			nt := nlsql.Table{Ref: ref, DatasetID: src.ID, Dataset: src.Name, Name: t.Name, System: t.System(), Rank: rank[src.ID]}
+			nt := nlsql.Table{Ref: ref, DatasetID: src.ID, Dataset: src.Name, Name: t.Name, System: t.System(), Rank: rank[src.ID],
+				Matched: matched[src.ID]}
 			for _, c := range t.Columns {
 				label := c.Original
 				if label == "" {
@@ -77,8 +78,9 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 
 // rankDatasets scores the project's datasets against the question with their search
 // entries (names, descriptions, columns, values): full-text matches of its words, and
-// trigram word similarity for the rest (misspellings, plurals).
-func rankDatasets(ctx context.Context, db *sqlx.DB, projectID, question string) (map[string]float64, error) {
+// trigram word similarity for the rest (misspellings, plurals). It also says which words of
+// the question each dataset's name, description and columns match.
+func rankDatasets(ctx context.Context, db *sqlx.DB, projectID, question string) (map[string]float64, map[string][]string, error) {
 	var rows []struct {
 		ID    string  `db:"dataset_id"`
 		Score float64 `db:"score"`
@@ -88,9 +90,25 @@ func rankDatasets(ctx context.Context, db *sqlx.DB, projectID, question string) 
 			LATERAL (SELECT CASE WHEN w.t = '' THEN NULL ELSE w.t::tsquery END AS q) q
 		WHERE s.project_id = $1 AND s.kind IN ('dataset', 'column') AND (s.tsv @@ q.q OR s.content <% $2)
 		GROUP BY 1`, projectID, question)
+	if err != nil {
+		return nil, nil, err
+	}
 	out := map[string]float64{}
 	for _, r := range rows {
 		out[r.ID] = r.Score
 	}
-	return out, err
+	var words []struct {
+		ID   string `db:"dataset_id"`
+		Word string `db:"word"`
+	}
+	err = sqlx.SelectContext(ctx, db, &words, `SELECT DISTINCT s.dataset_id, w.word
+		FROM platform.dataset_search s, unnest(regexp_split_to_array(lower($2), '[^[:alnum:]]+')) w(word)
+		WHERE s.project_id = $1 AND s.kind IN ('dataset', 'column') AND w.word <> ''
+			AND (s.tsv @@ plainto_tsquery('simple', w.word) OR w.word <% s.content)
+		ORDER BY 1, 2`, projectID, question)
+	matched := map[string][]string{}
+	for _, w := range words {
+		matched[w.ID] = append(matched[w.ID], w.Word)
+	}
+	return out, matched, err
 }
