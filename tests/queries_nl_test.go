@@ -323,3 +323,27 @@ func (e *env) datasetID(name string) string {
 	}
 	return id
 }
+
+// TestNaturalLanguageEngineSQLDryRun: SQL the engine wrote that PostgreSQL rejects (here the
+// dataset's table lost a column behind the platform's back, so the engine's schema is stale)
+// is refused as the engine's failure, before it runs, and PostgreSQL's message about SQL the
+// user did not write is not shown.
+func TestNaturalLanguageEngineSQLDryRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.uploadAndCreate(e.ownerToken, "Customers", "c.csv", "name,city\nAnn,Berlin\nBob,Paris\nCid,Berlin\n")
+	e.waitDataset(e.ownerToken, id)
+	ask := func() *resp {
+		return e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "how many customers in each city?"}, bearer(e.ownerToken))
+	}
+	if r := ask().status(200); rows(r) != "Berlin|2\nParis|1" && rows(r) != "Paris|1\nBerlin|2" {
+		t.Fatalf("before: %s", r.Body)
+	}
+	if _, err := e.st.DB.Exec(`ALTER TABLE "` + e.orgID + `"."` + id + `" DROP COLUMN city`); err != nil {
+		t.Fatal(err)
+	}
+	r := ask().apiError(400, "INVALID_QUERY")
+	if r.str("error.details.reason") != "the engine's SQL failed the planner's dry run" || strings.Contains(string(r.Body), "does not exist") {
+		t.Fatalf("after the column went: %s", r.Body)
+	}
+}
