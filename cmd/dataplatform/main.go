@@ -3,6 +3,8 @@
 //	dataplatform serve     run the HTTP server (embedded PostgreSQL unless DATABASE_URL is set)
 //	dataplatform migrate   apply database migrations and exit
 //	dataplatform keys rotate   start signing access tokens with a new key
+//	dataplatform backup    write one archive of the database, files and secret key
+//	dataplatform restore   bring an archive into an empty data directory or database
 package main
 
 import (
@@ -25,7 +27,9 @@ import (
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/server"
 	"dataplatform/store"
+	"dataplatform/store/backup"
 	"dataplatform/store/pgembed"
+	"dataplatform/store/secrets"
 )
 
 func main() {
@@ -58,6 +62,10 @@ func main() {
 			}
 			return err
 		})
+	case "backup":
+		err = backupCmd(args)
+	case "restore":
+		err = restoreCmd(args)
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -78,6 +86,8 @@ commands:
   serve         run the HTTP server (embedded PostgreSQL unless DATABASE_URL is set)
   migrate       apply database migrations and exit
   keys rotate   sign new access tokens with a fresh key (the old one verifies until its tokens expire)
+  backup        write one archive (database, uploads, exports, secret key) while the server runs: -o file
+  restore       bring an archive into an empty data directory or empty database: -i file
 
 Configuration comes from the environment (see README); run 'dataplatform serve -h' for the flags.`)
 }
@@ -227,4 +237,119 @@ func servePprof(addr string, log *slog.Logger) {
 	if err := http.ListenAndServe(addr, mux); err != nil {
 		log.Error("profiler", "error", err)
 	}
+}
+
+// embeddedDir and passwordFile are where the embedded cluster lives in a data directory.
+func embeddedDir(cfg config.Config) (string, string) {
+	return filepath.Join(cfg.DataDir, "postgres"), filepath.Join(cfg.DataDir, "postgres.password")
+}
+
+// backupCmd writes an archive of the installation. With the embedded database it reads the
+// cluster the running server started (or starts it for the while, when no server runs).
+func backupCmd(args []string) error {
+	fs := flag.NewFlagSet("backup", flag.ExitOnError)
+	out := fs.String("o", "", "the archive to write (default dataplatform-backup-<time>.tar.gz)")
+	cfg, err := config.Load(fs, args)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = "dataplatform-backup-" + time.Now().UTC().Format("20060102T150405Z") + ".tar.gz"
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	url := cfg.DatabaseURL
+	if url == "" {
+		dir, pw := embeddedDir(cfg)
+		var ok bool
+		if url, ok = pgembed.Running(dir, pw, "postgres"); !ok {
+			c, err := pgembed.Start(ctx, dir, pw, pgembed.Options{})
+			if err != nil {
+				return err
+			}
+			defer c.Stop()
+			url = c.URL("postgres")
+		}
+	}
+	key := []byte(cfg.SecretKey)
+	if cfg.SecretKey == "" {
+		if key, err = os.ReadFile(filepath.Join(cfg.DataDir, secrets.KeyFile)); errors.Is(err, os.ErrNotExist) {
+			key = nil
+		} else if err != nil {
+			return err
+		}
+	}
+	tmp := *out + ".partial"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	m, err := backup.Write(ctx, url, cfg.DataDir, key, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, *out); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s: the database at migration %d, %d files (%d bytes)\n", *out, m.Migration, m.Files, m.Bytes)
+	if m.SecretKey {
+		fmt.Println("WARNING: the archive holds the secret key that decrypts every stored credential: keep it as secret as the key")
+	}
+	return nil
+}
+
+// restoreCmd brings an archive into an empty installation: DATABASE_URL's empty database, or
+// a new embedded cluster in an empty data directory; then applies any newer migrations.
+func restoreCmd(args []string) error {
+	fs := flag.NewFlagSet("restore", flag.ExitOnError)
+	in := fs.String("i", "", "the archive to restore (required)")
+	cfg, err := config.Load(fs, args)
+	if err != nil {
+		return err
+	}
+	if *in == "" {
+		return errors.New("restore: -i <archive> is required")
+	}
+	f, err := os.Open(*in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	url := cfg.DatabaseURL
+	if url == "" {
+		dir, pw := embeddedDir(cfg)
+		if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
+			return fmt.Errorf("%s already holds a database: restore into an empty data directory (or an empty DATABASE_URL)", dir)
+		}
+		c, err := pgembed.Start(ctx, dir, pw, pgembed.Options{})
+		if err != nil {
+			return err
+		}
+		defer c.Stop()
+		url = c.URL("postgres")
+	}
+	var envKey []byte
+	if cfg.SecretKey != "" {
+		envKey = []byte(cfg.SecretKey)
+	}
+	m, err := backup.Restore(ctx, f, url, cfg.DataDir, envKey)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := store.Migrate(ctx, st.DB.DB); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	fmt.Printf("restored the backup of %s (migration %d, %d files) into %s\n", m.CreatedAt.Format(time.RFC3339), m.Migration, m.Files, cfg.DataDir)
+	return nil
 }

@@ -433,3 +433,46 @@ func (c *Cluster) Stop() error {
 	<-c.exited
 	return nil
 }
+
+// Running is the URL of database db of the cluster another process (a running server) has
+// started in dir, or false when none runs there.
+func Running(dir, passwordFile, db string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+	if err != nil {
+		return "", false
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 4 {
+		return "", false
+	}
+	pid, err1 := strconv.Atoi(strings.TrimSpace(lines[0]))
+	port, err2 := strconv.Atoi(strings.TrimSpace(lines[3]))
+	password, err3 := os.ReadFile(passwordFile)
+	if err1 != nil || err2 != nil || err3 != nil || !isPostgres(pid) {
+		return "", false
+	}
+	c := &Cluster{Port: port, password: strings.TrimSpace(string(password))}
+	return c.URL(db), true
+}
+
+// Tool is the path of a client program of the same PostgreSQL as the server binaries
+// (pg_dump, pg_restore): beside them, beside what they link to, or on PATH.
+func Tool(name string) (string, error) {
+	bin, err := FindBinaries()
+	if err != nil {
+		return "", err
+	}
+	dirs := []string{bin}
+	if real, err := filepath.EvalSymlinks(filepath.Join(bin, "postgres")); err == nil {
+		dirs = append(dirs, filepath.Dir(real))
+	}
+	for _, d := range dirs {
+		if st, err := os.Stat(filepath.Join(d, name)); err == nil && !st.IsDir() {
+			return filepath.Join(d, name), nil
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s not found beside PostgreSQL's server programs (%s) or on PATH: install Debian's postgresql-client", name, bin)
+}
