@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime/multipart"
 	"net/http"
 	"os"
@@ -186,7 +187,53 @@ func (h *Handlers) SweepUploads(ctx context.Context) (int, error) {
 			h.Log.Warn("remove expired upload", "upload_id", u.ID, "error", err)
 		}
 	}
-	return len(ups), nil
+	orphans, err := h.sweepOrphanUploads(ctx)
+	return len(ups) + orphans, err
+}
+
+// OrphanAge is how long an upload file without a row must have gone unwritten before it is
+// taken for the remains of an interrupted upload (the server died while receiving it): a
+// file being received is written to all the time, at DP_UPLOAD_MIN_RATE at least.
+const OrphanAge = time.Hour
+
+// sweepOrphanUploads removes upload files that no upload row knows and that nothing has
+// written to for OrphanAge: what a server killed in the middle of an upload left.
+func (h *Handlers) sweepOrphanUploads(ctx context.Context) (int, error) {
+	root := filepath.Join(h.Config.DataDir, "uploads")
+	cutoff := time.Now().Add(-OrphanAge) // file times are the machine's, not the service clock's
+	old := map[string]string{}           // storage key → path
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		if info, err := d.Info(); err == nil && info.ModTime().Before(cutoff) {
+			rel, _ := filepath.Rel(root, p)
+			old[filepath.ToSlash(rel)] = p
+		}
+		return nil
+	})
+	if err != nil || len(old) == 0 {
+		return 0, err
+	}
+	keys := make([]string, 0, len(old))
+	for k := range old {
+		keys = append(keys, k)
+	}
+	known, err := store.KnownUploads(ctx, h.Store.DB, keys)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for k, p := range old {
+		if !known[k] && os.Remove(p) == nil {
+			h.Log.Info("removed the file of an interrupted upload", "storage_key", k)
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (h *Datasets) GetDatasetUpload(ctx context.Context, req api.GetDatasetUploadRequestObject) (api.GetDatasetUploadResponseObject, error) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // Upload is a stored file waiting for (or claimed by) a dataset.
@@ -48,6 +49,19 @@ func ExpiredUploads(ctx context.Context, q sqlx.ExtContext, now time.Time) ([]Up
 	err := sqlx.SelectContext(ctx, q, &out, `DELETE FROM platform.uploads WHERE claimed_at IS NULL AND expires_at < $1
 		RETURNING `+uploadCols, now)
 	return out, err
+}
+
+// KnownUploads are those of keys that an upload row (claimed or not) stores its file under.
+func KnownUploads(ctx context.Context, q sqlx.QueryerContext, keys []string) (map[string]bool, error) {
+	var known []string
+	if err := sqlx.SelectContext(ctx, q, &known, `SELECT storage_key FROM platform.uploads WHERE storage_key = ANY($1)`, pq.StringArray(keys)); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, k := range known {
+		out[k] = true
+	}
+	return out, nil
 }
 
 // DeleteUpload deletes the upload row id (its dataset is being deleted).
