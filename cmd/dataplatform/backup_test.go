@@ -48,6 +48,7 @@ func run(t *testing.T, env []string, args ...string) string {
 // where a server starts and answers the same, and user SQL and record writes work (the
 // organizations' query roles and row-level policies came back).
 func TestBackupRestore(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

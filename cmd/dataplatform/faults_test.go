@@ -90,6 +90,7 @@ func (p *pgProxy) down() {
 // Retry-After (no hang, no 500, no crash), /readyz says 503 while /healthz says 200; when the
 // database is back, the same process serves again without a restart.
 func TestDatabaseOutage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -159,6 +160,7 @@ func TestDatabaseOutage(t *testing.T) {
 // Afterwards no upload row exists for the half-received file, and the file is swept once it
 // has gone unwritten long enough; the bulk write left all of itself or nothing.
 func TestKillMidWrite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

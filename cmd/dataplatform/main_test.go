@@ -21,6 +21,7 @@ import (
 // kill -9 of the server leaves nothing that stops the next start, the data is reused, and
 // SIGTERM stops server and cluster cleanly.
 func TestServeEmbeddedLifecycle(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

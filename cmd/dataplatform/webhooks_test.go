@@ -112,6 +112,7 @@ func (p *process) call(t *testing.T, method, path, token string, body any) (int,
 // the endpoint over once the lease runs out), and two server processes on one database
 // deliver each of many events exactly once.
 func TestWebhooksAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
