@@ -54,14 +54,7 @@ func TestBackupRestore(t *testing.T) {
 	}
 	dirA, dirB := dataDir(t), dataDir(t)
 	a := serveOn(t, "a", "", "DP_DATA_DIR="+dirA)
-	c, login := a.call(t, "POST", "/api/v1/auth/login", "", map[string]any{"email": "admin@example.com", "password": "admin-password"})
-	if c != 200 {
-		t.Fatalf("login: %d %v", c, login)
-	}
-	tok := login["access_token"].(string)
-	org := login["user"].(map[string]any)["organization_id"].(string)
-	_, prjs := a.call(t, "GET", "/api/v1/organizations/"+org+"/projects", tok, nil)
-	prj := prjs["projects"].([]any)[0].(map[string]any)["id"].(string)
+	tok, org, prj := a.owner(t)
 	id, _ := a.upload(t, tok, prj, "customers", "name,city,credit\nAnn,Berlin,10\nBob,Paris,20\n")
 	a.waitActive(t, tok, prj, id)
 	if c, r := a.call(t, "POST", "/api/v1/datasets/"+id+"/data", tok, map[string]any{"name": "Cid", "city": "Rome", "credit": 5}); c != 201 {
@@ -150,8 +143,7 @@ func TestBackupRestore(t *testing.T) {
 
 	for _, target := range []struct{ name, db, dir string }{{"b", "", dirB}, {"c", u.String(), dirC}} {
 		p := serveOn(t, target.name, target.db, "DP_DATA_DIR="+target.dir)
-		_, login := p.call(t, "POST", "/api/v1/auth/login", "", map[string]any{"email": "admin@example.com", "password": "admin-password"})
-		tok, _ := login["access_token"].(string)
+		tok, _, _ := p.owner(t)
 		after := snapshot(p, tok)
 		for _, path := range paths {
 			if !reflect.DeepEqual(before[path], after[path]) {

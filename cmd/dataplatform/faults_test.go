@@ -99,12 +99,7 @@ func TestDatabaseOutage(t *testing.T) {
 	proxy := newPGProxy(t, u.Host)
 	u.Host = proxy.addr
 	s := serveOn(t, "s", u.String())
-	c, login := s.call(t, "POST", "/api/v1/auth/login", "", map[string]any{"email": "admin@example.com", "password": "admin-password"})
-	if c != 200 {
-		t.Fatalf("login: %d %v", c, login)
-	}
-	tok := login["access_token"].(string)
-	org := login["user"].(map[string]any)["organization_id"].(string)
+	tok, org, _ := s.owner(t)
 	projects := "/api/v1/organizations/" + org + "/projects"
 	if c, _ := s.call(t, "GET", projects, tok, nil); c != 200 {
 		t.Fatalf("before the outage: %d", c)
@@ -173,14 +168,7 @@ func TestKillMidWrite(t *testing.T) {
 	dir := t.TempDir()
 	shared := "DP_DATA_DIR=" + dir
 	a := serveOn(t, "a", dbURL, shared, "DP_JOB_LEASE=2s")
-	c, login := a.call(t, "POST", "/api/v1/auth/login", "", map[string]any{"email": "admin@example.com", "password": "admin-password"})
-	if c != 200 {
-		t.Fatalf("login: %d %v", c, login)
-	}
-	tok := login["access_token"].(string)
-	org := login["user"].(map[string]any)["organization_id"].(string)
-	_, prjs := a.call(t, "GET", "/api/v1/organizations/"+org+"/projects", tok, nil)
-	prj := prjs["projects"].([]any)[0].(map[string]any)["id"].(string)
+	tok, org, prj := a.owner(t)
 	var csv strings.Builder
 	csv.WriteString("n,label\n")
 	for i := 0; i < 200000; i++ {

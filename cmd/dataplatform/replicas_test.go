@@ -137,14 +137,7 @@ func TestReplicas(t *testing.T) {
 	env := []string{shared, "DP_JOB_LEASE=2s", "REDIS_URL=" + redis.url, "DP_RATE_LIMITS=schema_refresh=3-H"}
 	a := serveOn(t, "a", dbURL, env...)
 	b := serveOn(t, "b", dbURL, env...)
-	c, login := a.call(t, "POST", "/api/v1/auth/login", "", map[string]any{"email": "admin@example.com", "password": "admin-password"})
-	if c != 200 {
-		t.Fatalf("login: %d %v", c, login)
-	}
-	tok := login["access_token"].(string)
-	org := login["user"].(map[string]any)["organization_id"].(string)
-	_, prjs := b.call(t, "GET", "/api/v1/organizations/"+org+"/projects", tok, nil)
-	prj := prjs["projects"].([]any)[0].(map[string]any)["id"].(string)
+	tok, org, prj := a.owner(t)
 
 	// Loaded once, whichever replica's runner took it.
 	id, job := a.upload(t, tok, prj, "notes", "text\nfirst\n")

@@ -74,14 +74,7 @@ func TestSoak(t *testing.T) {
 	l.Close()
 	s := serveOn(t, "soak", dbURL, "DP_PPROF_ADDR="+pprofAddr, "DP_LOG_REQUESTS=false",
 		"DP_RATE_LIMITS=default=1000000-M,records_read=1000000-M,records_write=1000000-M,records_bulk=1000000-M,records_export=1000000-M,queries=1000000-M,uploads=1000000-H,datasets=1000000-H")
-	c, login := s.call(t, "POST", "/api/v1/auth/login", "", map[string]any{"email": "admin@example.com", "password": "admin-password"})
-	if c != 200 {
-		t.Fatalf("login: %d %v", c, login)
-	}
-	tok := login["access_token"].(string)
-	org := login["user"].(map[string]any)["organization_id"].(string)
-	_, prjs := s.call(t, "GET", "/api/v1/organizations/"+org+"/projects", tok, nil)
-	prj := prjs["projects"].([]any)[0].(map[string]any)["id"].(string)
+	tok, _, prj := s.owner(t)
 	var csv strings.Builder
 	csv.WriteString("n,city,amount\n")
 	for i := 0; i < 5000; i++ {
@@ -132,7 +125,9 @@ func TestSoak(t *testing.T) {
 		every time.Duration
 		run   func(i int)
 	}{
-		{"read", 50 * time.Millisecond, func(i int) { do("read", "GET", data+"?filter%5Bcity%5D=city"+strconv.Itoa(i%20)+"&sort=-amount&limit=20", "", nil) }},
+		{"read", 50 * time.Millisecond, func(i int) {
+			do("read", "GET", data+"?filter%5Bcity%5D=city"+strconv.Itoa(i%20)+"&sort=-amount&limit=20", "", nil)
+		}},
 		{"write", 100 * time.Millisecond, func(i int) {
 			do("write", "POST", data, "application/json", js(map[string]any{"n": 100000 + i, "city": "soak", "amount": i % 7}))
 		}},

@@ -107,6 +107,21 @@ func (p *process) call(t *testing.T, method, path, token string, body any) (int,
 	return r.StatusCode, out
 }
 
+// owner signs the first owner in through p and returns the token, the organization and the
+// project the first start made.
+func (p *process) owner(t *testing.T) (tok, org, prj string) {
+	t.Helper()
+	c, login := p.call(t, "POST", "/api/v1/auth/login", "", map[string]any{"email": "admin@example.com", "password": "admin-password"})
+	if c != 200 {
+		t.Fatalf("login: %d %v", c, login)
+	}
+	tok = login["access_token"].(string)
+	org = login["user"].(map[string]any)["organization_id"].(string)
+	_, prjs := p.call(t, "GET", "/api/v1/organizations/"+org+"/projects", tok, nil)
+	prj = prjs["projects"].([]any)[0].(map[string]any)["id"].(string)
+	return tok, org, prj
+}
+
 // TestWebhooksAcrossProcesses: webhook delivery survives kill -9 of the server between claim
 // and answer (the delivery is sent again, with the same webhook-id, by the process that takes
 // the endpoint over once the lease runs out), and two server processes on one database
@@ -154,12 +169,7 @@ func TestWebhooksAcrossProcesses(t *testing.T) {
 	}
 
 	a := serveOn(t, "a", dbURL, env...)
-	c, login := a.call(t, "POST", "/api/v1/auth/login", "", map[string]any{"email": "admin@example.com", "password": "admin-password"})
-	if c != 200 {
-		t.Fatalf("login: %d %v", c, login)
-	}
-	tok := login["access_token"].(string)
-	org := login["user"].(map[string]any)["organization_id"].(string)
+	tok, org, _ := a.owner(t)
 	c, wh := a.call(t, "POST", "/api/v1/organizations/"+org+"/webhooks", tok, map[string]any{"url": rc.URL, "events": []string{"team.*"}})
 	if c != 201 {
 		t.Fatalf("webhook: %d %v", c, wh)
