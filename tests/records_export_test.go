@@ -2,12 +2,17 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"dataplatform/store/ingest"
 
@@ -156,4 +161,44 @@ func TestExportFormulaEscaping(t *testing.T) {
 	}
 	e.do("POST", qbase+"/export", map[string]any{"format": "csv", "options": map[string]any{"escape_formulas": "yes"}}, own).
 		apiError(400, "VALIDATION_ERROR", "body.options.escape_formulas")
+}
+
+// TestExportClientGoneFreesItsQuery: a client that goes away in the middle of a large export
+// frees its database work at once: the export's query stops (no backend left running it) and
+// the server answers the next request as before.
+func TestExportClientGoneFreesItsQuery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var csv strings.Builder
+	csv.WriteString("n,label\n")
+	for i := 0; i < 300000; i++ {
+		fmt.Fprintf(&csv, "%d,row number %d\n", i, i)
+	}
+	id := e.uploadAndCreate(e.ownerToken, "Big", "big.csv", csv.String())
+	e.waitDataset(e.ownerToken, id)
+	running := func() int {
+		return e.countRows(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state <> 'idle'
+			AND pid <> pg_backend_pid() AND query LIKE '%` + id + `%'`)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.ts.URL+"/api/v1/datasets/"+id+"/data/export?format=csv", nil)
+	req.Header.Set("Authorization", "Bearer "+e.ownerToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("export: %v %v", err, res)
+	}
+	if _, err := io.ReadFull(res.Body, make([]byte, 64<<10)); err != nil { // under way
+		t.Fatal(err)
+	}
+	if running() == 0 {
+		t.Fatal("no query of the export's to be seen while it streams")
+	}
+	cancel()
+	res.Body.Close()
+	for start := time.Now(); running() > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the export's query still runs 10 s after its client went away")
+		}
+	}
+	e.do("GET", "/api/v1/datasets/"+id+"/data?limit=1", nil, bearer(e.ownerToken)).status(200)
 }

@@ -102,8 +102,12 @@ func (h *Records) Export(c echo.Context) error {
 	hd.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, filename))
 	c.Response().WriteHeader(http.StatusOK)
 	if err := x.Write(c.Response()); err != nil {
+		if c.Request().Context().Err() != nil { // the client went away: its query is cancelled with it
+			h.Log.Info("export abandoned by its client", "dataset_id", rc.d.ID)
+		} else {
+			h.Log.Error("export failed mid-stream", "dataset_id", rc.d.ID, "error", err)
+		}
 		// The status is sent: cut the connection so the client sees an incomplete body.
-		h.Log.Error("export failed mid-stream", "dataset_id", rc.d.ID, "error", err)
 		panic(http.ErrAbortHandler)
 	}
 	return nil
