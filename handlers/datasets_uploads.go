@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"dataplatform/gen/api"
@@ -132,23 +133,57 @@ func (h *Datasets) saveUpload(part *multipart.Part, path string, up *store.Uploa
 	}
 	up.Format = string(format)
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
+		return h.storageError(err)
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
 	if err != nil {
-		return err
+		return h.storageError(err)
 	}
 	defer f.Close()
 	max := h.Config.MaxUploadBytes
-	n, err := io.Copy(f, io.LimitReader(br, max+1))
-	if err != nil {
+	w := &diskWriter{f: f}
+	n, err := io.Copy(w, io.LimitReader(br, max+1))
+	if w.err != nil {
+		return h.storageError(w.err)
+	} else if err != nil {
 		return h.multipartError(err)
 	}
 	if n > max {
 		return apierr.FileTooLarge(n, max)
 	}
 	up.Size = n
-	return f.Sync()
+	if err := f.Sync(); err != nil {
+		return h.storageError(err)
+	}
+	return nil
+}
+
+// diskWriter tells the file's write errors (the disk) from the copy's read errors (the client).
+type diskWriter struct {
+	f   *os.File
+	err error
+}
+
+func (w *diskWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		w.err = err
+	}
+	return n, err
+}
+
+// storageError is what the client is told when the data directory cannot take a file: 507
+// when it is full, 503 when it cannot be written at all. The partial file is removed by the
+// caller; the operator reads the cause in the log.
+func (h *Handlers) storageError(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		h.Log.Error("the data directory is full", "error", err)
+		return apierr.New(http.StatusInsufficientStorage, apierr.CodeStorageFull, "the server has no room for the file; nothing was kept")
+	}
+	h.Log.Error("the data directory cannot be written", "error", err)
+	e := apierr.New(http.StatusServiceUnavailable, apierr.CodeStorageUnavailable, "the server cannot store files at the moment; nothing was kept")
+	e.Headers = map[string]string{"Retry-After": "60"}
+	return e
 }
 
 // multipartError maps errors reading the request: the body limit is FILE_TOO_LARGE, anything

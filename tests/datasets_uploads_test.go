@@ -223,3 +223,29 @@ trickle:
 		t.Fatalf("uploads kept: %d %v", n, err)
 	}
 }
+
+// TestUploadStorageUnwritable: a data directory that cannot take the file answers 503
+// STORAGE_UNAVAILABLE with Retry-After, keeps nothing (no upload row), and the server goes
+// on serving; once the directory is fixed, uploads work again.
+func TestUploadStorageUnwritable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	uploads := filepath.Join(e.cfg.DataDir, "uploads")
+	os.RemoveAll(uploads)
+	if err := os.WriteFile(uploads, []byte("not a directory"), 0o600); err != nil { // as a broken mount would be
+		t.Fatal(err)
+	}
+	path := "/api/v1/projects/" + e.projectID + "/datasets/upload"
+	body, h := multipartBody(t, "a.csv", []byte("a,b\n1,2\n"), nil)
+	r := e.do("POST", path, body, bearer(e.ownerToken), h).apiError(503, "STORAGE_UNAVAILABLE")
+	if r.Header.Get("Retry-After") == "" || e.countRows(`SELECT count(*) FROM platform.uploads`) != 0 {
+		t.Fatalf("unwritable: %s (Retry-After %q)", r.Body, r.Header.Get("Retry-After"))
+	}
+	if !strings.Contains(e.logs.String(), "the data directory cannot be written") {
+		t.Fatal("the operator is not told why")
+	}
+	e.do("GET", "/api/v1/projects/"+e.projectID, nil, bearer(e.ownerToken)).status(200)
+	os.Remove(uploads)
+	body, h = multipartBody(t, "a.csv", []byte("a,b\n1,2\n"), nil)
+	e.do("POST", path, body, bearer(e.ownerToken), h).status(201)
+}

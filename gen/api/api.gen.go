@@ -4103,6 +4103,9 @@ type RateLimitExceeded = ErrorEnvelope
 // ServiceUnavailable defines model for ServiceUnavailable.
 type ServiceUnavailable = ErrorEnvelope
 
+// StorageFull defines model for StorageFull.
+type StorageFull = ErrorEnvelope
+
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = AuthError
 
@@ -7874,6 +7877,8 @@ type ServiceUnavailableJSONResponse struct {
 
 	Headers ServiceUnavailableResponseHeaders
 }
+
+type StorageFullJSONResponse ErrorEnvelope
 
 type UnauthorizedJSONResponse AuthError
 
@@ -19098,6 +19103,20 @@ func (response UploadDatasetFile503JSONResponse) VisitUploadDatasetFileResponse(
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UploadDatasetFile507JSONResponse struct{ StorageFullJSONResponse }
+
+func (response UploadDatasetFile507JSONResponse) VisitUploadDatasetFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(507)
 	_, err := buf.WriteTo(w)
 	return err
 }

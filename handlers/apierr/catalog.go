@@ -51,6 +51,8 @@ const (
 	CodeMailError               Code = "MAIL_ERROR"
 	CodeLoginThrottled          Code = "LOGIN_THROTTLED"
 	CodeServiceUnavailable      Code = "SERVICE_UNAVAILABLE"
+	CodeStorageFull             Code = "STORAGE_FULL"
+	CodeStorageUnavailable      Code = "STORAGE_UNAVAILABLE"
 	CodeDescriptionUnavailable  Code = "DESCRIPTION_UNAVAILABLE"
 	CodeIPNotAllowed            Code = "IP_NOT_ALLOWED"
 	CodeTwoFactorRequired       Code = "TWO_FACTOR_REQUIRED"
@@ -100,6 +102,8 @@ var Catalog = map[Code]Doc{
 	CodeMailError:               {502, "Mail server error", "The mail server could not be reached or refused the message; nothing was kept."},
 	CodeLoginThrottled:          {429, "Too many failed sign-ins", "This email address had 5 or more failed sign-ins in a row: attempts wait `Retry-After` seconds (1 second, doubling with each further failure, at most 15 minutes), even with the right password. A successful sign-in resets the count."},
 	CodeServiceUnavailable:      {503, "Service unavailable", "A dependency such as the database is not available."},
+	CodeStorageFull:             {507, "Storage full", "The server's data directory has no room for the file; nothing was kept. The operator must free space; retrying later may work."},
+	CodeStorageUnavailable:      {503, "Storage unavailable", "The server cannot write to its data directory (permissions, a read-only or failed disk); nothing was kept. Retry after `Retry-After` seconds; the operator is told in the server's log."},
 	CodeIPNotAllowed:            {403, "Address not allowed", "The organization accepts requests for its resources only from the networks of its `settings.security.ip_allowlist`; `details` has `ip_address`, the address the request came from."},
 	CodeTwoFactorRequired:       {403, "Two-factor sign-in required", "The organization requires two-factor sign-in (`settings.security.two_factor_required`) and the caller's account has none. Enrol at /api/v1/auth/2fa/setup, then try again."},
 	CodeTwoFactorCodeRequired:   {401, "Two-factor code required", "The password was right and the account signs in with a second factor: send the sign-in again with `two_factor_code`, the authenticator's current code or an unused recovery code."},
