@@ -50,7 +50,27 @@ const (
 	notUUID      = "is not a UUID"
 	notJSON      = "is not valid JSON"
 	notArray     = "is not an array"
+	hasNUL       = "contains a NUL character"
 )
+
+// jsonNUL reports valid JSON text holding a NUL character (written \u0000) in a string or a
+// key: PostgreSQL's jsonb refuses it, as text refuses a NUL byte. The text is only decoded
+// when it has the escape's digits.
+func jsonNUL(s string) bool {
+	if !strings.Contains(s, "u0000") {
+		return false
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if str, ok := tok.(string); ok && strings.IndexByte(str, 0) >= 0 {
+			return true
+		}
+	}
+}
 
 // convertString is Text for a string (every CSV field, JSON strings), kept apart from
 // convert so that the CSV path never boxes its fields into interfaces.
@@ -108,15 +128,18 @@ func convertString(t Type, s string) (string, string) {
 		}
 		return "", notUUID
 	case JSONB: // a CSV field of a declared jsonb column is JSON text
-		if json.Valid([]byte(s)) {
-			return s, ""
+		if !json.Valid([]byte(s)) {
+			return "", notJSON
 		}
-		return "", notJSON
+		if jsonNUL(s) {
+			return "", hasNUL
+		}
+		return s, ""
 	}
 	// PostgreSQL text cannot hold NUL or invalid UTF-8: reported here rather than failing
 	// the whole COPY.
 	if strings.IndexByte(s, 0) >= 0 {
-		return "", "contains a NUL character"
+		return "", hasNUL
 	}
 	if !utf8.ValidString(s) {
 		return "", "is not valid UTF-8"
@@ -171,16 +194,22 @@ func convert(t Type, v Value) (string, string) {
 		}
 	case json.RawMessage:
 		if t == JSONB || t == Text {
-			if json.Valid(x) {
-				return string(x), ""
+			if !json.Valid(x) {
+				return "", notJSON
 			}
-			return "", notJSON
+			if t == JSONB && jsonNUL(string(x)) {
+				return "", hasNUL
+			}
+			return string(x), ""
 		}
 	case map[string]any, []any: // jsonb, or their JSON text in a text column
 		if t == JSONB || t == Text {
 			s, err := encodeJSON(v)
 			if err != nil {
 				return "", "cannot be written as JSON"
+			}
+			if t == JSONB && jsonNUL(s) {
+				return "", hasNUL
 			}
 			return convertString(Text, s)
 		}
