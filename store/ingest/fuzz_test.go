@@ -140,8 +140,8 @@ func loadFile(t *testing.T, data []byte, f Format) {
 		}
 	}
 	s, err := Infer(path, f)
-	if err != nil {
-		return // the file is refused before anything is loaded
+	if err != nil || len(s.Columns) == 0 {
+		return // the file is refused before anything is loaded (no columns: by store/datasets)
 	}
 	r, err := OpenSchema(path, s)
 	if err != nil {
