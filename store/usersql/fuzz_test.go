@@ -4,12 +4,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
 
 // FuzzCheck gives the SQL guard arbitrary text. Invariants: it answers nil, a *SyntaxError
-// (exactly when PostgreSQL's parser refuses the text) or a *ForbiddenError; what it accepts is
+// (exactly when PostgreSQL's parser, or its check of the encoding, refuses the text) or a
+// *ForbiddenError; what it accepts is
 // one statement, a SelectStmt, with no data-modifying statement, INTO or locking clause
 // anywhere in its tree; and the accepted statement deparsed by PostgreSQL's own deparser is
 // accepted again and means the same (equal fingerprints).
@@ -42,6 +44,9 @@ func FuzzCheck(f *testing.F) {
 		}
 		err := Check(sql)
 		tree, perr := pg_query.Parse(sql)
+		if perr == nil && !utf8.ValidString(sql) {
+			perr = errors.New("not UTF-8") // PostgreSQL refuses such a query as it arrives
+		}
 		var se *SyntaxError
 		var fe *ForbiddenError
 		switch {
