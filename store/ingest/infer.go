@@ -60,6 +60,8 @@ func Kind(v string) Type {
 		switch {
 		case leadingZero(v):
 			return Text
+		case err != nil && !numericFits(v):
+			return Text // past numeric's range: only text holds it
 		case err != nil:
 			return Numeric
 		case n >= -1<<31 && n < 1<<31:
@@ -68,7 +70,7 @@ func Kind(v string) Type {
 			return BigInt
 		}
 	case 2:
-		if leadingZero(v) {
+		if leadingZero(v) || !numericFits(v) {
 			return Text
 		}
 		return Numeric
@@ -482,11 +484,14 @@ func (s *colState) json(v any) {
 		s.merge(Boolean, false)
 	case json.Number:
 		s.length(string(x))
-		k := Kind(string(x))
-		if k != Integer && k != BigInt {
-			k = Numeric
+		switch k := Kind(string(x)); {
+		case k == Integer || k == BigInt:
+			s.merge(k, false)
+		case !numericFits(string(x)):
+			s.merge(Text, false) // past numeric's range: only text holds it
+		default:
+			s.merge(Numeric, false)
 		}
-		s.merge(k, false)
 	case string:
 		s.length(x)
 		if s.t == Text {
@@ -540,6 +545,8 @@ func arrayKind(x []any) Type {
 		case json.Number:
 			if k = Kind(string(y)); k == Integer {
 				k = BigInt
+			} else if !numericFits(string(y)) {
+				k = Text
 			} else if k != BigInt {
 				k = Numeric
 			}

@@ -53,6 +53,28 @@ const (
 	hasNUL       = "contains a NUL character"
 )
 
+// numericFits reports whether PostgreSQL's numeric holds the decimal literal s (number(s) is
+// not 0): at most 131072 digits before the point and 16383 after it, and an exponent below
+// 2^30 - 1; past them PostgreSQL says "value overflows numeric format" (a filter value or a
+// cell of 1e999999 was a 500 or a failed COPY).
+func numericFits(s string) bool {
+	mant, exp := s, int64(0)
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.ParseInt(s[i+1:], 10, 64)
+		if err != nil || e >= math.MaxInt32/2 || e <= -math.MaxInt32/2 {
+			return false
+		}
+		mant, exp = s[:i], e
+	}
+	whole, frac, _ := strings.Cut(strings.TrimLeft(mant, "+-"), ".")
+	if int64(len(frac))-exp > 16383 {
+		return false
+	}
+	digits := whole + frac
+	lead := len(digits) - len(strings.TrimLeft(digits, "0"))
+	return lead == len(digits) || int64(len(whole)-lead)+exp <= 131072
+}
+
 // jsonNUL reports valid JSON text holding a NUL character (written \u0000) in a string or a
 // key: PostgreSQL's jsonb refuses it, as text refuses a NUL byte. The text is only decoded
 // when it has the escape's digits.
@@ -90,6 +112,9 @@ func convertString(t Type, s string) (string, string) {
 		return s, "" // PostgreSQL reads +7 and 007 itself
 	case Numeric:
 		if number(s) != 0 {
+			if !numericFits(s) {
+				return "", "is out of range for numeric"
+			}
 			return s, ""
 		}
 		switch strings.ToLower(s) {
