@@ -95,7 +95,13 @@ func FuzzJSONPatch(f *testing.F) {
 			if i < 0 {
 				t.Fatalf("%s leaves %q, not a column: %v", patch, k, next)
 			}
-			// A NUL character is refused by the server's body check before the handler runs.
+			// As store/records converts a body's value: a string in a jsonb field is a JSON
+			// string. A NUL character is refused by the server's body check before the
+			// handler runs.
+			if str, ok := v.(string); ok && cols[i].Type == ingest.JSONB {
+				q, _ := json.Marshal(str)
+				v = json.RawMessage(q)
+			}
 			if _, _, err := cols[i].Text(v); err != nil && !strings.Contains(err.Error(), "NUL character") {
 				t.Fatalf("%s leaves %s = %v, which the column does not take: %v", patch, k, v, err)
 			}

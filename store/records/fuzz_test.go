@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"slices"
@@ -42,7 +43,8 @@ var fuzzRows = decode(`[
 	{"name": "Ann", "score": 90, "big": 9000000000, "amount": 12.5, "vip": true, "joined": "2024-01-05", "seen": "2024-01-05T10:00:00Z",
 	 "ref": "123e4567-e89b-12d3-a456-426614174000", "tags": ["vip", "north"], "nums": [1, 2], "meta": {"city": "Oslo", "a": {"b": 1}}},
 	{"name": "Bob", "score": 40, "amount": -3, "vip": false, "joined": "2024-02-29", "tags": ["south"], "meta": {"city": "Rome"}},
-	{"name": "Cid"},
+	{"name": "Cid", "meta": "[\"a JSON string, not an array\"]"},
+	{"name": "Dag", "meta": "Oslo"},
 	{"name": "dee_%\\", "score": -2147483648, "big": -9223372036854775808, "amount": 1e-7, "seen": "1999-12-31T23:59:59.999999+14:00", "tags": [], "meta": []}
 ]`)
 
@@ -75,8 +77,14 @@ func fuzzTable(tb testing.TB) (*sqlx.DB, *records.Table) {
 	}
 	tbl := records.NewTable(datasets.TableDef{Name: id, Schema: org, Relation: id, Columns: fuzzColumns, PrimaryKey: []string{"id"}})
 	for _, r := range fuzzRows {
-		if _, err := tbl.Insert(ctx, st.DB, r, tbl.Fields()); err != nil {
+		rec, err := tbl.Insert(ctx, st.DB, r, tbl.Fields())
+		if err != nil {
 			tb.Fatalf("insert %v: %v", r, err)
+		}
+		// A string in a jsonb field is a JSON string, not JSON text to parse.
+		var got struct{ Meta any }
+		if s, ok := r["meta"].(string); ok && (json.Unmarshal(rec, &got) != nil || got.Meta != s) {
+			tb.Fatalf("jsonb string %q stored as %s", s, rec)
 		}
 	}
 	return st.DB, tbl

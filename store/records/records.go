@@ -804,6 +804,13 @@ func (t *Table) values(b *builder, body map[string]any) ([]string, []string, err
 		if !ok || c.Computed {
 			continue
 		}
+		if str, isString := v.(string); isString && c.Type == ingest.JSONB {
+			// A body's string is a JSON string, which jsonb holds; Column.Text would read it
+			// as JSON text, as a CSV cell is (FuzzJSONPatch: "Oslo" was refused, and "[1]"
+			// would have been stored as an array).
+			q, _ := json.Marshal(str)
+			v = json.RawMessage(q)
+		}
 		s, null, err := c.Text(v)
 		if err != nil {
 			var re *ingest.RowError
