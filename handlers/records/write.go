@@ -229,6 +229,17 @@ func applyJSONPatch(rc *recordCtx, now map[string]any, raw []byte) (map[string]a
 	if err != nil {
 		return nil, apierr.Field("body", "invalid_patch", err.Error())
 	}
+	for i, op := range patch {
+		// json-patch v5.9.11 panics on a test of the whole document without a value
+		// (FuzzJSONPatch: [{"op":"test","path":""}]); every operation that compares or puts a
+		// value needs one (RFC 6902, 4.1, 4.3, 4.6).
+		switch op.Kind() {
+		case "add", "replace", "test":
+			if op["value"] == nil {
+				return nil, apierr.Field("body", "invalid_patch", fmt.Sprintf("operation %d (%s) has no value", i, op.Kind()))
+			}
+		}
+	}
 	doc, _ := json.Marshal(writable(t, now))
 	out, err := patch.ApplyWithOptions(doc, &jsonpatch.ApplyOptions{SupportNegativeIndices: true, EnsurePathExistsOnAdd: false,
 		AllowMissingPathOnRemove: false, AccumulatedCopySizeLimit: maxPatchGrowth})
