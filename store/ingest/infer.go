@@ -439,6 +439,11 @@ func inferJSON(path string, f Format, limit int64) (*Schema, error) {
 			if st[i].lastRow != n { // a duplicate key counts once
 				st[i].lastRow = n
 				st[i].present++
+			} else if st[i].rowNull {
+				// The reader keeps a duplicate key's last value: an earlier null is not one
+				// (FuzzJSON: [{"a": null, "a": ""}] counted a NULL the table did not get).
+				// Its type was merged in, which only widens.
+				st[i].nulls--
 			}
 			st[i].json(m.val)
 		}
@@ -459,6 +464,7 @@ type colState struct {
 	maxLen  int   // in characters
 	present int64 // JSON: objects having the key
 	lastRow int64
+	rowNull bool // JSON: the key's value in row lastRow is null
 }
 
 // text observes a CSV field ("" is NULL).
@@ -477,6 +483,7 @@ func (s *colState) text(v string) {
 // which JSON cannot express otherwise; "42" or "true" in quotes stay text because the
 // producer chose a string. Numbers 0 and 1 are never booleans.
 func (s *colState) json(v any) {
+	s.rowNull = v == nil
 	switch x := v.(type) {
 	case nil:
 		s.nulls++
