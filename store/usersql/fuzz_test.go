@@ -13,8 +13,9 @@ import (
 // (exactly when PostgreSQL's parser, or its check of the encoding, refuses the text) or a
 // *ForbiddenError; what it accepts is
 // one statement, a SelectStmt, with no data-modifying statement, INTO or locking clause
-// anywhere in its tree; and the accepted statement deparsed by PostgreSQL's own deparser is
-// accepted again and means the same (equal fingerprints).
+// anywhere in its tree; and the accepted statement deparsed by PostgreSQL's own deparser
+// (when that gives SQL that parses) is accepted again and means the same (equal
+// fingerprints).
 func FuzzCheck(f *testing.F) {
 	for _, s := range []string{
 		"SELECT * FROM o.t",
@@ -77,6 +78,11 @@ func FuzzCheck(f *testing.F) {
 		out, derr := pg_query.Deparse(tree)
 		if derr != nil {
 			return // the deparser does not know every node; nothing to compare
+		}
+		if _, err := pg_query.Parse(out); err != nil {
+			// libpg_query's deparser drops some nodes (JSON(...) in FROM became "...,",
+			// found by this target): its limit, not the guard's.
+			return
 		}
 		if err := Check(out); err != nil {
 			t.Fatalf("accepted %q but not its deparsed form %q: %v", sql, out, err)
