@@ -273,10 +273,7 @@ func (t *Table) cond(b *builder, f Filter) (string, error) {
 		typ, c = "text", ingest.Column{Type: ingest.Text}
 	}
 	check := func(v string) error {
-		if c.Type.IsArray() || c.Type == ingest.JSONB {
-			return nil
-		}
-		if _, _, err := c.Text(v); err != nil {
+		if _, _, err := c.Text(v); err != nil { // a JSON field's values are JSON
 			return &FieldError{field, "invalid_value", fmt.Sprintf("%q is not a valid %s", v, typ)}
 		}
 		return nil
@@ -288,6 +285,10 @@ func (t *Table) cond(b *builder, f Filter) (string, error) {
 		return b.arg(v) + "::" + typ, nil
 	}
 	text := c.Type == ingest.Text
+	if c.Type.IsArray() && (f.Op == "in" || f.Op == "nin" || f.Op == "between") {
+		// An array compared with = ANY or BETWEEN: PostgreSQL's error, a 500 (FuzzListQuery).
+		return "", &FieldError{field, "invalid_operator", f.Op + " does not apply to " + typ + " fields; use contains"}
+	}
 	switch f.Op {
 	case "eq", "ne", "gt", "gte", "lt", "lte":
 		if c.Type.IsArray() || c.Type == ingest.JSONB {
