@@ -115,8 +115,9 @@ type jsonLevel struct {
 }
 
 // checkJSON reports malformed JSON, duplicate object keys (encoding/json would keep the last one
-// silently), NUL characters and bodies past the bounds above. It reads tokens one by one and
-// keeps only the open levels; a path is formatted only for the error reported.
+// silently), NUL characters in strings and keys (a jsonb key is text) and bodies past the bounds
+// above. It reads tokens one by one and keeps only the open levels; a path is formatted only for
+// the error reported.
 func checkJSON(b []byte) *apierr.FieldError {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -172,6 +173,8 @@ func checkJSON(b []byte) *apierr.FieldError {
 				return &apierr.FieldError{Field: at(stack[:n-1]), Code: "max_length", Message: fmt.Sprintf("an object key is longer than %d bytes", maxJSONKeyLen)}
 			case len(top.seen) >= maxJSONKeys:
 				return &apierr.FieldError{Field: at(stack[:n-1]), Code: "max_properties", Message: fmt.Sprintf("an object has more than %d keys", maxJSONKeys)}
+			case strings.IndexByte(k, 0) >= 0: // a key of a jsonb value is text too
+				return &apierr.FieldError{Field: at(stack[:n-1]), Code: "invalid_character", Message: "object keys may not contain the NUL character (\\u0000)"}
 			}
 			if _, dup := top.seen[k]; dup {
 				return &apierr.FieldError{Field: at(stack[:n-1], k), Code: "duplicate", Message: "the key appears more than once"}

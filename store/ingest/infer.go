@@ -60,6 +60,8 @@ func Kind(v string) Type {
 		switch {
 		case leadingZero(v):
 			return Text
+		case err != nil && !numericFits(v):
+			return Text // past numeric's range: only text holds it
 		case err != nil:
 			return Numeric
 		case n >= -1<<31 && n < 1<<31:
@@ -68,7 +70,7 @@ func Kind(v string) Type {
 			return BigInt
 		}
 	case 2:
-		if leadingZero(v) {
+		if leadingZero(v) || !numericFits(v) {
 			return Text
 		}
 		return Numeric
@@ -437,6 +439,11 @@ func inferJSON(path string, f Format, limit int64) (*Schema, error) {
 			if st[i].lastRow != n { // a duplicate key counts once
 				st[i].lastRow = n
 				st[i].present++
+			} else if st[i].rowNull {
+				// The reader keeps a duplicate key's last value: an earlier null is not one
+				// (FuzzJSON: [{"a": null, "a": ""}] counted a NULL the table did not get).
+				// Its type was merged in, which only widens.
+				st[i].nulls--
 			}
 			st[i].json(m.val)
 		}
@@ -457,6 +464,7 @@ type colState struct {
 	maxLen  int   // in characters
 	present int64 // JSON: objects having the key
 	lastRow int64
+	rowNull bool // JSON: the key's value in row lastRow is null
 }
 
 // text observes a CSV field ("" is NULL).
@@ -475,6 +483,7 @@ func (s *colState) text(v string) {
 // which JSON cannot express otherwise; "42" or "true" in quotes stay text because the
 // producer chose a string. Numbers 0 and 1 are never booleans.
 func (s *colState) json(v any) {
+	s.rowNull = v == nil
 	switch x := v.(type) {
 	case nil:
 		s.nulls++
@@ -482,11 +491,14 @@ func (s *colState) json(v any) {
 		s.merge(Boolean, false)
 	case json.Number:
 		s.length(string(x))
-		k := Kind(string(x))
-		if k != Integer && k != BigInt {
-			k = Numeric
+		switch k := Kind(string(x)); {
+		case k == Integer || k == BigInt:
+			s.merge(k, false)
+		case !numericFits(string(x)):
+			s.merge(Text, false) // past numeric's range: only text holds it
+		default:
+			s.merge(Numeric, false)
 		}
-		s.merge(k, false)
 	case string:
 		s.length(x)
 		if s.t == Text {
@@ -540,6 +552,8 @@ func arrayKind(x []any) Type {
 		case json.Number:
 			if k = Kind(string(y)); k == Integer {
 				k = BigInt
+			} else if !numericFits(string(y)) {
+				k = Text
 			} else if k != BigInt {
 				k = Numeric
 			}

@@ -50,7 +50,49 @@ const (
 	notUUID      = "is not a UUID"
 	notJSON      = "is not valid JSON"
 	notArray     = "is not an array"
+	hasNUL       = "contains a NUL character"
 )
+
+// numericFits reports whether PostgreSQL's numeric holds the decimal literal s (number(s) is
+// not 0): at most 131072 digits before the point and 16383 after it, and an exponent below
+// 2^30 - 1; past them PostgreSQL says "value overflows numeric format" (a filter value or a
+// cell of 1e999999 was a 500 or a failed COPY).
+func numericFits(s string) bool {
+	mant, exp := s, int64(0)
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.ParseInt(s[i+1:], 10, 64)
+		if err != nil || e >= math.MaxInt32/2 || e <= -math.MaxInt32/2 {
+			return false
+		}
+		mant, exp = s[:i], e
+	}
+	whole, frac, _ := strings.Cut(strings.TrimLeft(mant, "+-"), ".")
+	if int64(len(frac))-exp > 16383 {
+		return false
+	}
+	digits := whole + frac
+	lead := len(digits) - len(strings.TrimLeft(digits, "0"))
+	return lead == len(digits) || int64(len(whole)-lead)+exp <= 131072
+}
+
+// jsonNUL reports valid JSON text holding a NUL character (written \u0000) in a string or a
+// key: PostgreSQL's jsonb refuses it, as text refuses a NUL byte. The text is only decoded
+// when it has the escape's digits.
+func jsonNUL(s string) bool {
+	if !strings.Contains(s, "u0000") {
+		return false
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if str, ok := tok.(string); ok && strings.IndexByte(str, 0) >= 0 {
+			return true
+		}
+	}
+}
 
 // convertString is Text for a string (every CSV field, JSON strings), kept apart from
 // convert so that the CSV path never boxes its fields into interfaces.
@@ -70,6 +112,9 @@ func convertString(t Type, s string) (string, string) {
 		return s, "" // PostgreSQL reads +7 and 007 itself
 	case Numeric:
 		if number(s) != 0 {
+			if !numericFits(s) {
+				return "", "is out of range for numeric"
+			}
 			return s, ""
 		}
 		switch strings.ToLower(s) {
@@ -108,15 +153,18 @@ func convertString(t Type, s string) (string, string) {
 		}
 		return "", notUUID
 	case JSONB: // a CSV field of a declared jsonb column is JSON text
-		if json.Valid([]byte(s)) {
-			return s, ""
+		if !json.Valid([]byte(s)) {
+			return "", notJSON
 		}
-		return "", notJSON
+		if jsonNUL(s) {
+			return "", hasNUL
+		}
+		return s, ""
 	}
 	// PostgreSQL text cannot hold NUL or invalid UTF-8: reported here rather than failing
 	// the whole COPY.
 	if strings.IndexByte(s, 0) >= 0 {
-		return "", "contains a NUL character"
+		return "", hasNUL
 	}
 	if !utf8.ValidString(s) {
 		return "", "is not valid UTF-8"
@@ -171,16 +219,22 @@ func convert(t Type, v Value) (string, string) {
 		}
 	case json.RawMessage:
 		if t == JSONB || t == Text {
-			if json.Valid(x) {
-				return string(x), ""
+			if !json.Valid(x) {
+				return "", notJSON
 			}
-			return "", notJSON
+			if t == JSONB && jsonNUL(string(x)) {
+				return "", hasNUL
+			}
+			return string(x), ""
 		}
 	case map[string]any, []any: // jsonb, or their JSON text in a text column
 		if t == JSONB || t == Text {
 			s, err := encodeJSON(v)
 			if err != nil {
 				return "", "cannot be written as JSON"
+			}
+			if t == JSONB && jsonNUL(s) {
+				return "", hasNUL
 			}
 			return convertString(Text, s)
 		}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"dataplatform/store/datasets"
 	"dataplatform/store/ingest"
@@ -240,6 +241,15 @@ func (b *builder) arg(v any) string {
 	return "$" + strconv.Itoa(len(b.args))
 }
 
+// plainText refuses what no PostgreSQL text parameter carries: a NUL character or bytes that
+// are not UTF-8 (PostgreSQL's error would be a 500; FuzzListQuery found search=%FF).
+func plainText(field, v string) error {
+	if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
+		return &FieldError{field, "invalid_value", "the value has a NUL character or is not UTF-8"}
+	}
+	return nil
+}
+
 func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
@@ -251,16 +261,19 @@ func (t *Table) cond(b *builder, f Filter) (string, error) {
 	expr := pq.QuoteIdentifier(name)
 	typ := datasets.SQLType(c)
 	field := "query.filter[" + f.Field + "][" + f.Op + "]"
+	if err := plainText(field, f.Field); err != nil {
+		return "", err
+	}
+	if err := plainText(field, f.Value); err != nil {
+		return "", err
+	}
 	if path != "" { // a path into a JSON field compares as text
 		parts := strings.Split(path, ".")
 		expr = "(" + expr + " #>> " + b.arg(pq.Array(parts)) + "::text[])"
 		typ, c = "text", ingest.Column{Type: ingest.Text}
 	}
 	check := func(v string) error {
-		if c.Type.IsArray() || c.Type == ingest.JSONB {
-			return nil
-		}
-		if _, _, err := c.Text(v); err != nil {
+		if _, _, err := c.Text(v); err != nil { // a JSON field's values are JSON
 			return &FieldError{field, "invalid_value", fmt.Sprintf("%q is not a valid %s", v, typ)}
 		}
 		return nil
@@ -272,6 +285,10 @@ func (t *Table) cond(b *builder, f Filter) (string, error) {
 		return b.arg(v) + "::" + typ, nil
 	}
 	text := c.Type == ingest.Text
+	if c.Type.IsArray() && (f.Op == "in" || f.Op == "nin" || f.Op == "between") {
+		// An array compared with = ANY or BETWEEN: PostgreSQL's error, a 500 (FuzzListQuery).
+		return "", &FieldError{field, "invalid_operator", f.Op + " does not apply to " + typ + " fields; use contains"}
+	}
 	switch f.Op {
 	case "eq", "ne", "gt", "gte", "lt", "lte":
 		if c.Type.IsArray() || c.Type == ingest.JSONB {
@@ -317,8 +334,8 @@ func (t *Table) cond(b *builder, f Filter) (string, error) {
 			}
 			return expr + " @> ARRAY[" + b.arg(f.Value) + "::" + string(c.Type.Elem()) + "]", nil
 		case c.Type == ingest.JSONB:
-			if !json.Valid([]byte(f.Value)) {
-				return "", &FieldError{field, "invalid_value", "contains on a JSON field takes JSON"}
+			if _, _, err := (ingest.Column{Type: ingest.JSONB}).Text(f.Value); err != nil { // JSON jsonb takes (no \u0000)
+				return "", &FieldError{field, "invalid_value", "contains on a JSON field takes JSON (without \\u0000)"}
 			}
 			return expr + " @> " + b.arg(f.Value) + "::jsonb", nil
 		}
@@ -365,6 +382,9 @@ func (t *Table) where(b *builder, filters []Filter, search string) error {
 		b.conds = append(b.conds, c)
 	}
 	if search != "" {
+		if err := plainText("query.search", search); err != nil {
+			return err
+		}
 		doc := t.SearchDocument()
 		if doc == "" {
 			return &FieldError{"query.search", "not_searchable", "the dataset has no text fields to search"}
@@ -784,6 +804,13 @@ func (t *Table) values(b *builder, body map[string]any) ([]string, []string, err
 		v, ok := body[c.Name]
 		if !ok || c.Computed {
 			continue
+		}
+		if str, isString := v.(string); isString && c.Type == ingest.JSONB {
+			// A body's string is a JSON string, which jsonb holds; Column.Text would read it
+			// as JSON text, as a CSV cell is (FuzzJSONPatch: "Oslo" was refused, and "[1]"
+			// would have been stored as an array).
+			q, _ := json.Marshal(str)
+			v = json.RawMessage(q)
 		}
 		s, null, err := c.Text(v)
 		if err != nil {

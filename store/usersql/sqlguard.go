@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
@@ -49,6 +50,12 @@ func Position(sql string, offset int) (line, col int) {
 
 // Check accepts sql (which may hold $n parameters) when it is one SELECT statement.
 func Check(sql string) error {
+	// PostgreSQL refuses a query that is not UTF-8 as it arrives, while the parse tree's JSON
+	// would show the bad bytes as U+FFFD: the guard would judge another text than the one that
+	// runs (FuzzCheck found "SELECT \x98" accepted).
+	if !utf8.ValidString(sql) {
+		return &SyntaxError{Message: "the query is not valid UTF-8", Line: 1, Column: 1}
+	}
 	tree, err := pg_query.ParseToJSON(sql)
 	if err != nil {
 		return syntaxError(sql, err)
@@ -257,14 +264,24 @@ func bind(sql string, spans []span, first int) (string, []string, error) {
 			order = append(order, s.name)
 		}
 	}
-	// Byte offsets: pg_query reports them in bytes of the UTF-8 input.
+	// Byte offsets: pg_query reports them in bytes of the UTF-8 input. A placeholder right
+	// after a word or a $ is set apart by a space: "x:a" must not become the identifier
+	// "x$1", nor "$:a" the dollar quote "$$1" (FuzzBindNames found that one).
 	var b strings.Builder
 	last := 0
 	for _, s := range spans {
 		b.WriteString(sql[last:s.start])
+		if s.start > 0 && identByte(sql[s.start-1]) {
+			b.WriteByte(' ')
+		}
 		fmt.Fprintf(&b, "$%d", num[s.name])
 		last = s.end
 	}
 	b.WriteString(sql[last:])
 	return b.String(), order, nil
+}
+
+// identByte is a byte that may continue a PostgreSQL identifier, number or $n.
+func identByte(c byte) bool {
+	return c == '_' || c == '$' || c >= 0x80 || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
