@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -254,5 +255,66 @@ func TestKillMidWrite(t *testing.T) {
 		if time.Since(start) > 30*time.Second {
 			t.Fatal("the interrupted upload's file was not swept")
 		}
+	}
+}
+
+// TestKillMidSchemaChange: SIGKILL of the server while a schema change rewrites a table leaves
+// the table, the dataset's recorded schema and its description as they were before, and the
+// change can be made again on the next server.
+func TestKillMidSchemaChange(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dbURL := pgtest.NewDatabase(t)
+	db, err := sql.Open("postgres", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	shared := "DP_DATA_DIR=" + t.TempDir()
+	a := serveOn(t, "a", dbURL, shared)
+	tok, org, prj := a.owner(t)
+	var csv strings.Builder
+	csv.WriteString("n,label\n")
+	for i := 0; i < 100000; i++ {
+		fmt.Fprintf(&csv, "%d,row %d\n", i%1000, i) // not unique: n stays a column (unique integers become the ids)
+	}
+	id, _ := a.upload(t, tok, prj, "rows", csv.String())
+	a.waitActive(t, tok, prj, id)
+	columnType := func() string {
+		var typ string
+		db.QueryRow(`SELECT data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = 'n'`, org, id).Scan(&typ)
+		return typ
+	}
+	before := columnType()
+	_, desc := a.call(t, "GET", "/api/v1/datasets/"+id+"/openapi.json", tok, nil)
+	change := map[string]any{"changes": []any{map[string]any{"op": "alter_column", "column": "n", "type": "text"}}}
+	body, _ := json.Marshal(change)
+	req, _ := http.NewRequest("PUT", "http://"+a.addr+"/api/v1/datasets/"+id+"/schema", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	go http.DefaultClient.Do(req) // answered by nobody: the server dies first
+	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+		var busy bool
+		// Its transaction at work: checking the rows against the new type, or rewriting them.
+		db.QueryRow(`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1 || '%'
+			AND (query ILIKE 'ALTER TABLE%' OR query ILIKE '%pg_temp.dp_cast%'))`, id).Scan(&busy)
+		if busy {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("the schema change never ran")
+		}
+	}
+	a.cmd.Process.Kill()
+	a.cmd.Wait()
+	b := serveOn(t, "b", dbURL, shared)
+	_, after := b.call(t, "GET", "/api/v1/datasets/"+id+"/openapi.json", tok, nil)
+	if got := columnType(); got != before || !reflect.DeepEqual(desc, after) {
+		t.Fatalf("after the kill: column n is %s (was %s); description changed: %v", got, before, !reflect.DeepEqual(desc, after))
+	}
+	if c, r := b.call(t, "PUT", "/api/v1/datasets/"+id+"/schema", tok, change); c != 200 || columnType() != "text" {
+		t.Fatalf("the change made again: %d %v (column %s)", c, r, columnType())
 	}
 }
