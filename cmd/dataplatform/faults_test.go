@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,8 +18,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"dataplatform/store/pgtest"
 )
 
 // pgProxy stands between the server and PostgreSQL, so a test can take the database away
@@ -92,10 +89,7 @@ func (p *pgProxy) down() {
 // database is back, the same process serves again without a restart.
 func TestDatabaseOutage(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	dbURL := pgtest.NewDatabase(t)
+	dbURL, _ := processDB(t)
 	u, _ := url.Parse(dbURL)
 	proxy := newPGProxy(t, u.Host)
 	u.Host = proxy.addr
@@ -157,15 +151,7 @@ func TestDatabaseOutage(t *testing.T) {
 // has gone unwritten long enough; the bulk write left all of itself or nothing.
 func TestKillMidWrite(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	dbURL := pgtest.NewDatabase(t)
-	db, err := sql.Open("postgres", dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	dbURL, db := processDB(t)
 	dir := t.TempDir()
 	shared := "DP_DATA_DIR=" + dir
 	a := serveOn(t, "a", dbURL, shared, "DP_JOB_LEASE=2s")
@@ -263,15 +249,7 @@ func TestKillMidWrite(t *testing.T) {
 // change can be made again on the next server.
 func TestKillMidSchemaChange(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	dbURL := pgtest.NewDatabase(t)
-	db, err := sql.Open("postgres", dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	dbURL, db := processDB(t)
 	shared := "DP_DATA_DIR=" + t.TempDir()
 	a := serveOn(t, "a", dbURL, shared)
 	tok, org, prj := a.owner(t)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"mime/multipart"
@@ -15,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"dataplatform/store/pgtest"
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
@@ -128,10 +125,7 @@ func take(t *testing.T, ch <-chan [2]string, n int) [][2]string {
 // on its own and nothing fails.
 func TestReplicas(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	dbURL := pgtest.NewDatabase(t)
+	dbURL, db := processDB(t)
 	shared := "DP_DATA_DIR=" + t.TempDir()
 	redis := startRedis(t)
 	env := []string{shared, "DP_JOB_LEASE=2s", "REDIS_URL=" + redis.url, "DP_RATE_LIMITS=schema_refresh=3-H"}
@@ -289,11 +283,6 @@ func TestReplicas(t *testing.T) {
 	b2 := serveOn(t, "b2", dbURL, shared, "DP_JOB_LEASE=2s")
 	b2.waitActive(t, tok, prj, big)
 	_, j := b2.call(t, "GET", "/api/v1/jobs/"+bigJob, tok, nil)
-	db, err := sql.Open("postgres", dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	var rows int
 	if err := db.QueryRow(`SELECT count(*) FROM "` + org + `"."` + big + `"`).Scan(&rows); err != nil || j["attempts"] != float64(2) || rows != 300000 {
 		t.Fatalf("after the takeover: job %v, %d rows (%v)", j, rows, err)

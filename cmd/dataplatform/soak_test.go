@@ -21,8 +21,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"dataplatform/store/pgtest"
 )
 
 // soakFor is how long TestSoak runs: a few seconds in the suite (so that it keeps working),
@@ -59,16 +57,8 @@ func facts(t *testing.T, pid int, pprofAddr string, db *sql.DB) processFacts {
 //	go tool task soak                  # ten minutes
 //	go test -count=1 -run TestSoak -soak 2m ./cmd/dataplatform/
 func TestSoak(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	t.Parallel()
-	dbURL := pgtest.NewDatabase(t)
-	db, err := sql.Open("postgres", dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	dbURL, db := processDB(t)
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	pprofAddr := l.Addr().String()
 	l.Close()

@@ -51,6 +51,22 @@ func binary(t *testing.T) string {
 	return binPath
 }
 
+// processDB skips a test that builds and runs the binary under -short, and gives it a
+// database of its own, by URL and opened.
+func processDB(t *testing.T) (string, *sql.DB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	url := pgtest.NewDatabase(t)
+	db, err := sql.Open("postgres", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return url, db
+}
+
 // process is a `dataplatform serve` the test started.
 type process struct {
 	cmd  *exec.Cmd
@@ -128,15 +144,7 @@ func (p *process) owner(t *testing.T) (tok, org, prj string) {
 // deliver each of many events exactly once.
 func TestWebhooksAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	dbURL := pgtest.NewDatabase(t)
-	db, err := sql.Open("postgres", dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	dbURL, db := processDB(t)
 	k := make([]byte, 32)
 	rand.Read(k)
 	env := []string{"DP_SECRET_KEY=" + base64.StdEncoding.EncodeToString(k), "DP_JOB_LEASE=2s", "DP_WEBHOOK_NETWORKS=127.0.0.1/32"}
