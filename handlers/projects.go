@@ -75,8 +75,25 @@ func (h *Projects) ListMyProjects(ctx context.Context, req api.ListMyProjectsReq
 	if err := auth.AccessFor(p, "", "viewer").Need("datasets:list"); err != nil {
 		return nil, err
 	}
+	// Each organization's gate (IP allowlist, two-factor requirement) holds here too: a
+	// refused organization's projects are left out, and asking for that organization alone
+	// is refused as its own list would be.
+	orgs, err := store.UserOrganizations(ctx, h.Store.DB, p.UserID)
+	if err != nil {
+		return nil, err
+	}
+	var gated []string
+	for _, o := range orgs {
+		if err := h.Gate(ctx, o.OrgID); err != nil {
+			var ae *apierr.Error
+			if !errors.As(err, &ae) || o.OrgID == deref(req.Params.OrganizationId) {
+				return nil, err
+			}
+			gated = append(gated, o.OrgID)
+		}
+	}
 	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
-	ps, total, err := store.ListMemberProjects(ctx, h.Store.DB, p.UserID, deref(req.Params.OrganizationId), deref(req.Params.Search), limit, offset)
+	ps, total, err := store.ListMemberProjects(ctx, h.Store.DB, p.UserID, deref(req.Params.OrganizationId), deref(req.Params.Search), gated, limit, offset)
 	if err != nil {
 		return nil, err
 	}

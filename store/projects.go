@@ -113,18 +113,19 @@ type MemberProject struct {
 
 // ListMemberProjects pages through the projects of every organization userID is an active
 // member of (orgID, when given, narrows to one) and may see, newest first, with the user's role.
-func ListMemberProjects(ctx context.Context, q sqlx.ExtContext, userID, orgID, search string, limit, offset int) ([]MemberProject, int, error) {
+func ListMemberProjects(ctx context.Context, q sqlx.ExtContext, userID, orgID, search string, excluded []string, limit, offset int) ([]MemberProject, int, error) {
 	from := ` FROM platform.projects p` + reachJoin("$1") + `
 		JOIN platform.organizations o ON o.id = p.organization_id
-		WHERE ($2 = '' OR p.organization_id = $2) AND ` + reachable("$1") + ` AND ($3 = '' OR p.name ILIKE '%' || $3 || '%')`
+		WHERE ($2 = '' OR p.organization_id = $2) AND ` + reachable("$1") + ` AND ($3 = '' OR p.name ILIKE '%' || $3 || '%')
+		AND p.organization_id <> ALL($4)` // excluded: never nil, which pq would send as NULL
 	search = escapeLike(search)
 	var total int
-	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*)`+from, userID, orgID, search); err != nil {
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*)`+from, userID, orgID, search, pq.StringArray(append([]string{}, excluded...))); err != nil {
 		return nil, 0, err
 	}
 	var out []MemberProject
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+projectCols+`, `+reachCols("$1")+`, o.name AS organization_name, o.slug AS organization_slug`+from+
-		` ORDER BY p.created_at DESC, p.id LIMIT $4 OFFSET $5`, userID, orgID, search, limit, offset)
+		` ORDER BY p.created_at DESC, p.id LIMIT $5 OFFSET $6`, userID, orgID, search, pq.StringArray(append([]string{}, excluded...)), limit, offset)
 	return out, total, err
 }
 

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -76,6 +77,24 @@ func TestOrganizationSettings(t *testing.T) {
 	e.do("GET", "/api/v1/organizations/"+org+"/projects", nil, own, from("203.0.113.9")).authError(403, "IP_NOT_ALLOWED")
 	e.do("GET", "/api/v1/projects/"+e.projectID, nil, own, from("192.0.2.200")).status(200)
 	e.do("GET", "/api/v1/organizations", nil, own, from("203.0.113.9")).status(200)
+	// The projects of every organization of the caller: the refused organization's are left
+	// out, and asking for that organization alone is refused.
+	inOrg := func(l *resp) int {
+		n := 0
+		for i := range l.len("projects") {
+			if l.str(fmt.Sprintf("projects.%d.organization.id", i)) == org {
+				n++
+			}
+		}
+		return n
+	}
+	if l := e.do("GET", "/api/v1/projects", nil, own, from("203.0.113.9")).status(200); inOrg(l) != 0 {
+		t.Fatalf("projects of an organization that refuses the address: %s", l.Body)
+	}
+	e.do("GET", "/api/v1/projects?organization_id="+org, nil, own, from("203.0.113.9")).authError(403, "IP_NOT_ALLOWED")
+	if l := e.do("GET", "/api/v1/projects", nil, own, from("192.0.2.200")).status(200); inOrg(l) == 0 {
+		t.Fatalf("no projects from an allowed address: %s", l.Body)
+	}
 	e.do("PATCH", path, map[string]any{"security": map[string]any{"ip_allowlist": []string{}}}, own).status(200)
 	e.do("GET", "/api/v1/projects/"+e.projectID, nil, own, from("203.0.113.9")).status(200)
 
