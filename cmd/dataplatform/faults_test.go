@@ -293,6 +293,7 @@ func TestKillMidSchemaChange(t *testing.T) {
 		t.Fatalf("after the kill: column n is %s (was %s); description changed: %v", got, before, !reflect.DeepEqual(desc, after))
 	}
 	if c, r := b.call(t, "PUT", "/api/v1/datasets/"+id+"/schema", tok, change); c != 200 || columnType() != "text" {
-		t.Fatalf("the change made again: %d %v (column %s)", c, r, columnType())
+		log, _ := os.ReadFile(b.log)
+		t.Fatalf("the change made again: %d %v (column %s)\n%s", c, r, columnType(), log)
 	}
 }

@@ -116,7 +116,9 @@ func (a *alterer) prepare(ctx context.Context, d *store.Dataset) error {
 		return err
 	}
 	for _, ix := range search {
-		if _, err := a.tx.ExecContext(ctx, `DROP INDEX `+Table(d.TableSchema, ix)); err != nil {
+		// IF EXISTS: the search indexer may have dropped it since (DROP INDEX CONCURRENTLY of
+		// an index it replaces); without it that race was a 500 (seen under load after a crash).
+		if _, err := a.tx.ExecContext(ctx, `DROP INDEX IF EXISTS `+Table(d.TableSchema, ix)); err != nil {
 			return err
 		}
 	}
