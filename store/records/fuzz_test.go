@@ -13,10 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"dataplatform/store"
-	"dataplatform/store/datasets"
 	"dataplatform/store/ingest"
-	"dataplatform/store/pgtest"
 	"dataplatform/store/records"
 
 	"github.com/jmoiron/sqlx"
@@ -52,32 +49,9 @@ var fuzzRows = decode(`[
 // fuzzRows.
 func fuzzTable(tb testing.TB) (*sqlx.DB, *records.Table) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(tb))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	org, id := store.NewID("org"), store.NewID("ds")
-	if err := datasets.EnsureSchema(ctx, st.DB, org); err != nil {
-		tb.Fatal(err)
-	}
-	table := datasets.Table(org, id)
-	defs := []string{"id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"}
-	for _, c := range fuzzColumns {
-		d, err := datasets.ColumnDDL(c)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defs = append(defs, d)
-	}
-	defs = append(defs, "created_at timestamptz NOT NULL DEFAULT now()", "updated_at timestamptz NOT NULL DEFAULT now()",
-		"deleted_at timestamptz", "version integer NOT NULL DEFAULT 1")
-	if _, err := st.DB.Exec(`CREATE TABLE ` + table + ` (` + strings.Join(defs, ", ") + `)`); err != nil {
-		tb.Fatal(err)
-	}
-	tbl := records.NewTable(datasets.TableDef{Name: id, Schema: org, Relation: id, Columns: fuzzColumns, PrimaryKey: []string{"id"}})
+	db, tbl := datasetTable(tb, fuzzColumns, false)
 	for _, r := range fuzzRows {
-		rec, err := tbl.Insert(ctx, st.DB, r, tbl.Fields())
+		rec, err := tbl.Insert(ctx, db, r, tbl.Fields())
 		if err != nil {
 			tb.Fatalf("insert %v: %v", r, err)
 		}
@@ -87,7 +61,7 @@ func fuzzTable(tb testing.TB) (*sqlx.DB, *records.Table) {
 			tb.Fatalf("jsonb string %q stored as %s", s, rec)
 		}
 	}
-	return st.DB, tbl
+	return db, tbl
 }
 
 // FuzzListQuery reads a list request's query string (filter[...], sort, fields, exclude,

@@ -47,39 +47,50 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	db, tbl := datasetTable(t, columns, true)
+	return &fixture{db: db, org: tbl.Schema, tbl: tbl, fields: tbl.Fields()}
+}
+
+// datasetTable makes a dataset table of cols in a database of its own, as an upload makes it:
+// the system columns, and with full the columns' constraints and row-level security too.
+func datasetTable(tb testing.TB, cols []ingest.Column, full bool) (*sqlx.DB, *records.Table) {
+	tb.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t))
+	st, err := store.Open(ctx, pgtest.NewDatabase(tb))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	tb.Cleanup(func() { st.Close() })
 	org, id := store.NewID("org"), store.NewID("ds")
 	if err := datasets.EnsureSchema(ctx, st.DB, org); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	table := datasets.Table(org, id)
 	defs := []string{"id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"}
-	for _, c := range columns {
+	for _, c := range cols {
 		d, err := datasets.ColumnDDL(c)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		defs = append(defs, d)
 	}
 	defs = append(defs, "created_at timestamptz NOT NULL DEFAULT now()", "updated_at timestamptz NOT NULL DEFAULT now()",
 		"deleted_at timestamptz", "version integer NOT NULL DEFAULT 1")
-	for _, c := range columns {
-		for _, k := range datasets.Constraints(id, c) {
-			defs = append(defs, "CONSTRAINT "+pq.QuoteIdentifier(k.Name)+" "+k.SQL)
+	var after []string
+	if full {
+		for _, c := range cols {
+			for _, k := range datasets.Constraints(id, c) {
+				defs = append(defs, "CONSTRAINT "+pq.QuoteIdentifier(k.Name)+" "+k.SQL)
+			}
 		}
+		after = datasets.RowSecurity(table)
 	}
-	for _, q := range append([]string{`CREATE TABLE ` + table + ` (` + strings.Join(defs, ", ") + `)`}, datasets.RowSecurity(table)...) {
+	for _, q := range append([]string{`CREATE TABLE ` + table + ` (` + strings.Join(defs, ", ") + `)`}, after...) {
 		if _, err := st.DB.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
+			tb.Fatalf("%s: %v", q, err)
 		}
 	}
-	tbl := records.NewTable(datasets.TableDef{Name: id, Schema: org, Relation: id, Columns: columns, PrimaryKey: []string{"id"}})
-	return &fixture{db: st.DB, org: org, tbl: tbl, fields: tbl.Fields()}
+	return st.DB, records.NewTable(datasets.TableDef{Name: id, Schema: org, Relation: id, Columns: cols, PrimaryKey: []string{"id"}})
 }
 
 // people are the seeded records, in insertion order (ids 1 to 5), as the record API decodes
