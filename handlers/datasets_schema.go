@@ -164,9 +164,9 @@ func (h *Datasets) GetDatasetSchema(ctx context.Context, req api.GetDatasetSchem
 		if ts == nil {
 			ts = &datasets.TableStats{}
 		}
-		table := api.SchemaTable{Name: t.Name, RowCount: ts.RowCount, Type: api.Table, Columns: []api.SchemaColumn{}}
+		table := api.SchemaTable{Name: t.Name, RowCount: ts.RowCount, Type: api.SchemaTableTypeTable, Columns: []api.SchemaColumn{}}
 		if t.Foreign {
-			table.Type = api.ForeignTable
+			table.Type = api.SchemaTableTypeForeignTable
 		} else {
 			table.Description = d.Description
 		}

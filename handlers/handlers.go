@@ -172,6 +172,7 @@ type API struct {
 	*Datasets
 	*Queries
 	*Webhooks
+	*Dashboards
 	*System
 }
 
@@ -179,5 +180,5 @@ var _ api.StrictServerInterface = (*API)(nil)
 
 // NewAPI is the API over h.
 func NewAPI(h *Handlers) *API {
-	return &API{Auth: &Auth{h}, Orgs: &Orgs{h}, Projects: &Projects{h}, Datasets: &Datasets{h}, Queries: &Queries{h}, Webhooks: &Webhooks{h}, System: &System{h}}
+	return &API{Auth: &Auth{h}, Orgs: &Orgs{h}, Projects: &Projects{h}, Datasets: &Datasets{h}, Queries: &Queries{h}, Webhooks: &Webhooks{h}, Dashboards: &Dashboards{h}, System: &System{h}}
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"gopkg.in/yaml.v3"
@@ -56,6 +57,9 @@ func run(in, out string) error {
 	}
 	rewriteRefs(base)
 	addUnavailable(base)
+	if err := addAliases(base); err != nil {
+		return err
+	}
 
 	var yb bytes.Buffer
 	yb.WriteString(header)
@@ -204,6 +208,11 @@ func addUnavailable(base *yaml.Node) {
 	}
 	for i := 1; i < len(paths.Content); i += 2 {
 		item := paths.Content[i]
+		// Dashboard routes answer errors in SPEC's dashboard shape.
+		unavailable := "#/components/responses/ServiceUnavailable"
+		if strings.Contains(paths.Content[i-1].Value, "/dashboard") {
+			unavailable = "#/components/responses/DashboardUnavailable"
+		}
 		for j := 0; j+1 < len(item.Content); j += 2 {
 			switch item.Content[j].Value {
 			case "get", "put", "post", "delete", "patch", "head", "options":
@@ -220,8 +229,84 @@ func addUnavailable(base *yaml.Node) {
 			}
 			ref := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: yaml.FlowStyle, Content: []*yaml.Node{
 				{Kind: yaml.ScalarNode, Tag: "!!str", Value: "$ref"},
-				{Kind: yaml.ScalarNode, Tag: "!!str", Value: "#/components/responses/ServiceUnavailable"}}}
+				{Kind: yaml.ScalarNode, Tag: "!!str", Value: unavailable}}}
 			responses.Content = append(responses.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "503", Style: yaml.SingleQuotedStyle}, ref)
 		}
 	}
+}
+
+// AliasTag tags the copies addAliases makes; oapi-codegen.yaml excludes it, since the server
+// routes a copy to its original's handler (one implementation, two addresses).
+const AliasTag = "SPEC paths under /v1/api"
+
+// addAliases publishes a path item marked `x-also-at: <prefix>` a second time under that
+// prefix in place of /api/v1 (SPEC shows dashboards under /v1/api): the same operations,
+// operationIds suffixed AtV1Api, tagged AliasTag.
+func addAliases(base *yaml.Node) error {
+	paths := get(base, "paths", false)
+	if paths == nil {
+		return nil
+	}
+	var added []*yaml.Node
+	for i := 0; i+1 < len(paths.Content); i += 2 {
+		key, item := paths.Content[i].Value, paths.Content[i+1]
+		at := -1
+		for j := 0; j+1 < len(item.Content); j += 2 {
+			if item.Content[j].Value == "x-also-at" {
+				at = j
+			}
+		}
+		if at < 0 {
+			continue
+		}
+		prefix := item.Content[at+1].Value
+		item.Content = append(item.Content[:at], item.Content[at+2:]...)
+		if prefix != "/v1/api" || !strings.HasPrefix(key, "/api/v1/") {
+			return fmt.Errorf("path %s: x-also-at must be /v1/api on a path under /api/v1/", key)
+		}
+		cp := deepCopy(item)
+		for j := 0; j+1 < len(cp.Content); j += 2 {
+			switch cp.Content[j].Value {
+			case "get", "put", "post", "delete", "patch", "head", "options":
+			default:
+				continue
+			}
+			op := cp.Content[j+1]
+			id := get(op, "operationId", false)
+			if id == nil {
+				return fmt.Errorf("path %s: an aliased operation needs an operationId", key)
+			}
+			id.Value += "AtV1Api"
+			tags := get(op, "tags", false)
+			if tags == nil {
+				return fmt.Errorf("path %s: an aliased operation needs tags", key)
+			}
+			tags.Content = []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: AliasTag}}
+		}
+		added = append(added, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: prefix + key[len("/api/v1"):]}, cp)
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	if err := mergeInto(paths, &yaml.Node{Kind: yaml.MappingNode, Content: added}, "path", "aliases"); err != nil {
+		return err
+	}
+	tags := get(base, "tags", false)
+	if tags == nil {
+		return fmt.Errorf("components.yaml has no tags list")
+	}
+	tags.Content = append(tags.Content, &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "name"}, {Kind: yaml.ScalarNode, Tag: "!!str", Value: AliasTag},
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "description"},
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "SPEC.md lists the dashboard operations under the prefix /v1/api. Every dashboard and view operation is served there too, the same operation as under /api/v1 (documented in its own section)."}}})
+	return nil
+}
+
+func deepCopy(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, x := range n.Content {
+		c.Content[i] = deepCopy(x)
+	}
+	return &c
 }

@@ -365,6 +365,105 @@ func (e CurrentUserAuthMethod) Valid() bool {
 	}
 }
 
+// Defines values for DashboardGeneratedBy.
+const (
+	Deterministic DashboardGeneratedBy = "deterministic"
+	Model         DashboardGeneratedBy = "model"
+)
+
+// Valid indicates whether the value is a known member of the DashboardGeneratedBy enum.
+func (e DashboardGeneratedBy) Valid() bool {
+	switch e {
+	case Deterministic:
+		return true
+	case Model:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashboardSourceType.
+const (
+	DashboardSourceTypeDataset DashboardSourceType = "dataset"
+	DashboardSourceTypeProject DashboardSourceType = "project"
+	DashboardSourceTypeView    DashboardSourceType = "view"
+)
+
+// Valid indicates whether the value is a known member of the DashboardSourceType enum.
+func (e DashboardSourceType) Valid() bool {
+	switch e {
+	case DashboardSourceTypeDataset:
+		return true
+	case DashboardSourceTypeProject:
+		return true
+	case DashboardSourceTypeView:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashboardFilterType.
+const (
+	DashboardFilterTypeCategory DashboardFilterType = "category"
+	DashboardFilterTypeNumber   DashboardFilterType = "number"
+	DashboardFilterTypeText     DashboardFilterType = "text"
+)
+
+// Valid indicates whether the value is a known member of the DashboardFilterType enum.
+func (e DashboardFilterType) Valid() bool {
+	switch e {
+	case DashboardFilterTypeCategory:
+		return true
+	case DashboardFilterTypeNumber:
+		return true
+	case DashboardFilterTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashboardSpecVersion.
+const (
+	DashboardSpecVersionN1 DashboardSpecVersion = 1
+)
+
+// Valid indicates whether the value is a known member of the DashboardSpecVersion enum.
+func (e DashboardSpecVersion) Valid() bool {
+	switch e {
+	case DashboardSpecVersionN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DashboardVersionKind.
+const (
+	Edit     DashboardVersionKind = "edit"
+	Generate DashboardVersionKind = "generate"
+	Refine   DashboardVersionKind = "refine"
+	Restore  DashboardVersionKind = "restore"
+)
+
+// Valid indicates whether the value is a known member of the DashboardVersionKind enum.
+func (e DashboardVersionKind) Valid() bool {
+	switch e {
+	case Edit:
+		return true
+	case Generate:
+		return true
+	case Refine:
+		return true
+	case Restore:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DatabaseConnectionSslMode.
 const (
 	Allow      DatabaseConnectionSslMode = "allow"
@@ -1438,16 +1537,16 @@ func (e SchemaChangeOp) Valid() bool {
 
 // Defines values for SchemaTableType.
 const (
-	ForeignTable SchemaTableType = "foreign_table"
-	Table        SchemaTableType = "table"
+	SchemaTableTypeForeignTable SchemaTableType = "foreign_table"
+	SchemaTableTypeTable        SchemaTableType = "table"
 )
 
 // Valid indicates whether the value is a known member of the SchemaTableType enum.
 func (e SchemaTableType) Valid() bool {
 	switch e {
-	case ForeignTable:
+	case SchemaTableTypeForeignTable:
 		return true
-	case Table:
+	case SchemaTableTypeTable:
 		return true
 	default:
 		return false
@@ -1535,6 +1634,123 @@ func (e TeamRole) Valid() bool {
 	case TeamRoleMember:
 		return true
 	case TeamRoleTeamLead:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TileType.
+const (
+	TileTypeArea       TileType = "area"
+	TileTypeBar        TileType = "bar"
+	TileTypeDonut      TileType = "donut"
+	TileTypeHistogram  TileType = "histogram"
+	TileTypeKpi        TileType = "kpi"
+	TileTypeLine       TileType = "line"
+	TileTypePie        TileType = "pie"
+	TileTypeScatter    TileType = "scatter"
+	TileTypeStackedBar TileType = "stacked_bar"
+	TileTypeTable      TileType = "table"
+)
+
+// Valid indicates whether the value is a known member of the TileType enum.
+func (e TileType) Valid() bool {
+	switch e {
+	case TileTypeArea:
+		return true
+	case TileTypeBar:
+		return true
+	case TileTypeDonut:
+		return true
+	case TileTypeHistogram:
+		return true
+	case TileTypeKpi:
+		return true
+	case TileTypeLine:
+		return true
+	case TileTypePie:
+		return true
+	case TileTypeScatter:
+		return true
+	case TileTypeStackedBar:
+		return true
+	case TileTypeTable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TileEncodingFormat.
+const (
+	TileEncodingFormatCurrency TileEncodingFormat = "currency"
+	TileEncodingFormatDate     TileEncodingFormat = "date"
+	TileEncodingFormatInteger  TileEncodingFormat = "integer"
+	TileEncodingFormatNumber   TileEncodingFormat = "number"
+	TileEncodingFormatPercent  TileEncodingFormat = "percent"
+)
+
+// Valid indicates whether the value is a known member of the TileEncodingFormat enum.
+func (e TileEncodingFormat) Valid() bool {
+	switch e {
+	case TileEncodingFormatCurrency:
+		return true
+	case TileEncodingFormatDate:
+		return true
+	case TileEncodingFormatInteger:
+		return true
+	case TileEncodingFormatNumber:
+		return true
+	case TileEncodingFormatPercent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TileEncodingSortDirection.
+const (
+	Asc  TileEncodingSortDirection = "asc"
+	Desc TileEncodingSortDirection = "desc"
+)
+
+// Valid indicates whether the value is a known member of the TileEncodingSortDirection enum.
+func (e TileEncodingSortDirection) Valid() bool {
+	switch e {
+	case Asc:
+		return true
+	case Desc:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TileEncodingTimeGrain.
+const (
+	Day     TileEncodingTimeGrain = "day"
+	Hour    TileEncodingTimeGrain = "hour"
+	Month   TileEncodingTimeGrain = "month"
+	Quarter TileEncodingTimeGrain = "quarter"
+	Week    TileEncodingTimeGrain = "week"
+	Year    TileEncodingTimeGrain = "year"
+)
+
+// Valid indicates whether the value is a known member of the TileEncodingTimeGrain enum.
+func (e TileEncodingTimeGrain) Valid() bool {
+	switch e {
+	case Day:
+		return true
+	case Hour:
+		return true
+	case Month:
+		return true
+	case Quarter:
+		return true
+	case Week:
+		return true
+	case Year:
 		return true
 	default:
 		return false
@@ -2470,6 +2686,134 @@ type CurrentUserOrganization struct {
 	Slug string     `json:"slug"`
 }
 
+// Dashboard defines model for Dashboard.
+type Dashboard struct {
+	// CanEdit On single read and write: whether the caller may change it.
+	CanEdit     *bool     `json:"can_edit,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedBy   *string   `json:"created_by,omitempty"`
+	DisplayName string    `json:"display_name"`
+
+	// GeneratedBy Who drafted the latest generated version.
+	GeneratedBy *DashboardGeneratedBy `json:"generated_by,omitempty"`
+
+	// Id Example: dsh_4f7a1c9e2b
+	Id             string `json:"id"`
+	OrganizationId string `json:"organization_id"`
+	ProjectId      string `json:"project_id"`
+
+	// Source What the dashboard was generated from.
+	Source struct {
+		DatasetId  *string             `json:"dataset_id,omitempty"`
+		DatasetIds *[]string           `json:"dataset_ids,omitempty"`
+		Intent     *string             `json:"intent,omitempty"`
+		Type       DashboardSourceType `json:"type"`
+		ViewId     *string             `json:"view_id,omitempty"`
+		ViewIds    *[]string           `json:"view_ids,omitempty"`
+	} `json:"source"`
+
+	// Spec What a client needs to draw the dashboard with the tiles' data: rows of tiles on a
+	// 12-column grid. A tile's path is `rows.<i>.items.<j>`.
+	Spec      *DashboardSpec `json:"spec,omitempty"`
+	UpdatedAt time.Time      `json:"updated_at"`
+
+	// Version The number of the dashboard's current version.
+	Version int `json:"version"`
+
+	// Warnings On generation and refinement, what did not go as asked (a model that failed, tiles left out and why).
+	Warnings *[]string `json:"warnings,omitempty"`
+}
+
+// DashboardGeneratedBy Who drafted the latest generated version.
+type DashboardGeneratedBy string
+
+// DashboardSourceType defines model for Dashboard.Source.Type.
+type DashboardSourceType string
+
+// DashboardError SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+type DashboardError struct {
+	// Code The HTTP status.
+	Code    int           `json:"code"`
+	Details *[]FieldError `json:"details,omitempty"`
+
+	// Error What went wrong, in lower case: validation_error, name_required, no_sources, too_many_datasets, dashboard_modified, not_found, ...
+	Error     string  `json:"error"`
+	Message   string  `json:"message"`
+	RequestId *string `json:"request_id,omitempty"`
+}
+
+// DashboardFilter A value the viewer picks. Tiles whose query uses the placeholder `{{<parameter>}}` get
+// it bound (NULL when no value is picked, so the query reads `({{p}}::text IS NULL OR col = {{p}}::text)`);
+// the data endpoints say for each tile which filters applied.
+type DashboardFilter struct {
+	// Column The column it filters (dataset.column), shown to people.
+	Column *string `json:"column,omitempty"`
+
+	// Default The value used when the viewer picks none.
+	Default interface{} `json:"default,omitempty"`
+	Id      string      `json:"id"`
+	Label   string      `json:"label"`
+
+	// Options The values to pick from (a category's known values).
+	Options   *[]interface{}      `json:"options,omitempty"`
+	Parameter string              `json:"parameter"`
+	Type      DashboardFilterType `json:"type"`
+}
+
+// DashboardFilterType defines model for DashboardFilter.Type.
+type DashboardFilterType string
+
+// DashboardSpec What a client needs to draw the dashboard with the tiles' data: rows of tiles on a
+// 12-column grid. A tile's path is `rows.<i>.items.<j>`.
+type DashboardSpec struct {
+	Description *string            `json:"description,omitempty"`
+	Filters     *[]DashboardFilter `json:"filters,omitempty"`
+	Rows        []struct {
+		Items []Tile `json:"items"`
+	} `json:"rows"`
+
+	// TimeRange The dashboard's time window: tiles whose query uses `{{time_from}}`/`{{time_to}}` are limited to it.
+	TimeRange *struct {
+		// Default As the `time_range` query parameter of the data endpoints (`all`, `last_90_days`, ...).
+		Default string `json:"default"`
+	} `json:"time_range,omitempty"`
+	Title string `json:"title"`
+
+	// Version The spec format's version.
+	Version DashboardSpecVersion `json:"version"`
+}
+
+// DashboardSpecVersion The spec format's version.
+type DashboardSpecVersion int
+
+// DashboardVersion defines model for DashboardVersion.
+type DashboardVersion struct {
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedBy   *string   `json:"created_by,omitempty"`
+	Current     *bool     `json:"current,omitempty"`
+	DashboardId string    `json:"dashboard_id"`
+	DisplayName *string   `json:"display_name,omitempty"`
+
+	// Id Example: dshv_8c1d3e5f7a
+	Id   string               `json:"id"`
+	Kind DashboardVersionKind `json:"kind"`
+
+	// Message The version's name.
+	Message *string `json:"message,omitempty"`
+	Number  int     `json:"number"`
+	Pinned  bool    `json:"pinned"`
+
+	// RestoredFrom For kind restore: the number of the version restored.
+	RestoredFrom *int `json:"restored_from,omitempty"`
+
+	// Spec What a client needs to draw the dashboard with the tiles' data: rows of tiles on a
+	// 12-column grid. A tile's path is `rows.<i>.items.<j>`.
+	Spec *DashboardSpec `json:"spec,omitempty"`
+}
+
+// DashboardVersionKind defines model for DashboardVersion.Kind.
+type DashboardVersionKind string
+
 // DatabaseConnection defines model for DatabaseConnection.
 type DatabaseConnection struct {
 	Database string `json:"database"`
@@ -3350,6 +3694,21 @@ type Project struct {
 	Visibility ProjectVisibility `json:"visibility"`
 }
 
+// ProjectDashboardRequest defines model for ProjectDashboardRequest.
+type ProjectDashboardRequest struct {
+	DatasetIds *[]string `json:"dataset_ids,omitempty"`
+
+	// Intent What the dashboard is for, in plain words ("revenue by customer segment"): datasets and columns it names come first.
+	Intent *string `json:"intent,omitempty"`
+
+	// Name The display name (required: `name_required`).
+	Name  *string `json:"name,omitempty"`
+	UseAi *bool   `json:"use_ai,omitempty"`
+
+	// ViewIds Saved views (`vw_...`) of the project to use as sources.
+	ViewIds *[]string `json:"view_ids,omitempty"`
+}
+
 // ProjectId Example: prj_3n8b5v1c7x2z9l4k6j0h
 type ProjectId = string
 
@@ -3711,6 +4070,95 @@ type TeamProjectRole string
 // TeamRole A team lead manages the team's members; a member belongs to it.
 type TeamRole string
 
+// Tile defines model for Tile.
+type Tile struct {
+	Description *string `json:"description,omitempty"`
+
+	// Encoding Which result columns the chart uses. kpi: `value` (and `format`); line, area, bar,
+	// stacked_bar: `x`, `y` (one or more), `series` for stacked bars; pie, donut: `x`
+	// (the labels) and `value`; scatter: `x` and `y`; histogram: `x` (the bucket's lower
+	// bound, with `x_end`) and `y` (its count); table: `columns` (all when left out).
+	Encoding TileEncoding `json:"encoding"`
+
+	// Height In grid rows.
+	Height *int `json:"height,omitempty"`
+
+	// Id Unique in the dashboard.
+	Id    string `json:"id"`
+	Query struct {
+		// Parameters Values of the query's own placeholders (filters and the time range bind theirs).
+		Parameters *map[string]interface{} `json:"parameters,omitempty"`
+
+		// Sql SQL over the project's datasets and views, as project queries take it, with `{{name}}` placeholders.
+		Sql string `json:"sql"`
+	} `json:"query"`
+	Title string   `json:"title"`
+	Type  TileType `json:"type"`
+
+	// Width Columns of the 12-column grid.
+	Width int `json:"width"`
+}
+
+// TileType defines model for Tile.Type.
+type TileType string
+
+// TileData defines model for TileData.
+type TileData struct {
+	Cached  *bool `json:"cached,omitempty"`
+	Columns *[]struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+	} `json:"columns,omitempty"`
+
+	// Error Why the tile has no data (its query failed); the other tiles answer.
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error,omitempty"`
+	ExecutionTimeMs *int `json:"execution_time_ms,omitempty"`
+
+	// FiltersApplied The filters (ids, and `time_range`) this tile's query took.
+	FiltersApplied *[]string `json:"filters_applied,omitempty"`
+
+	// Path Example: rows.0.items.1
+	Path   string           `json:"path"`
+	Rows   *[][]interface{} `json:"rows,omitempty"`
+	TileId string           `json:"tile_id"`
+
+	// Truncated The query returned more rows than a tile is drawn with (10000).
+	Truncated *bool `json:"truncated,omitempty"`
+}
+
+// TileEncoding Which result columns the chart uses. kpi: `value` (and `format`); line, area, bar,
+// stacked_bar: `x`, `y` (one or more), `series` for stacked bars; pie, donut: `x`
+// (the labels) and `value`; scatter: `x` and `y`; histogram: `x` (the bucket's lower
+// bound, with `x_end`) and `y` (its count); table: `columns` (all when left out).
+type TileEncoding struct {
+	Columns *[]string           `json:"columns,omitempty"`
+	Format  *TileEncodingFormat `json:"format,omitempty"`
+	Series  *string             `json:"series,omitempty"`
+	Sort    *struct {
+		Direction TileEncodingSortDirection `json:"direction"`
+		Field     string                    `json:"field"`
+	} `json:"sort,omitempty"`
+	Stacked   *bool                  `json:"stacked,omitempty"`
+	TimeGrain *TileEncodingTimeGrain `json:"time_grain,omitempty"`
+	TopN      *int                   `json:"top_n,omitempty"`
+	Value     *string                `json:"value,omitempty"`
+	X         *string                `json:"x,omitempty"`
+	XEnd      *string                `json:"x_end,omitempty"`
+	Y         *[]string              `json:"y,omitempty"`
+}
+
+// TileEncodingFormat defines model for TileEncoding.Format.
+type TileEncodingFormat string
+
+// TileEncodingSortDirection defines model for TileEncoding.Sort.Direction.
+type TileEncodingSortDirection string
+
+// TileEncodingTimeGrain defines model for TileEncoding.TimeGrain.
+type TileEncodingTimeGrain string
+
 // TokenResponse defines model for TokenResponse.
 type TokenResponse struct {
 	AccessToken string `json:"access_token"`
@@ -4049,11 +4497,29 @@ type WebhookWithSecret struct {
 	Url       string    `json:"url"`
 }
 
+// DashboardIdPath defines model for DashboardIdPath.
+type DashboardIdPath = string
+
+// DashboardSearch defines model for DashboardSearch.
+type DashboardSearch = string
+
 // DatasetId defines model for DatasetId.
 type DatasetId = string
 
+// DatasetIdPath defines model for DatasetIdPath.
+type DatasetIdPath = string
+
 // DeliveryId defines model for DeliveryId.
 type DeliveryId = string
+
+// FilterValues defines model for FilterValues.
+type FilterValues = string
+
+// Force defines model for Force.
+type Force = bool
+
+// IfMatch defines model for IfMatch.
+type IfMatch = string
 
 // InvitationToken defines model for InvitationToken.
 type InvitationToken = string
@@ -4073,6 +4539,15 @@ type TableParam = string
 // TeamId defines model for TeamId.
 type TeamId = string
 
+// TimeRange defines model for TimeRange.
+type TimeRange = string
+
+// UseAI defines model for UseAI.
+type UseAI = bool
+
+// VersionIdPath defines model for VersionIdPath.
+type VersionIdPath = string
+
 // VersionParam defines model for VersionParam.
 type VersionParam = string
 
@@ -4084,6 +4559,39 @@ type BadRequest = ErrorEnvelope
 
 // Conflict defines model for Conflict.
 type Conflict = ErrorEnvelope
+
+// DashboardBadRequest SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+type DashboardBadRequest = DashboardError
+
+// DashboardConflict SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+type DashboardConflict = DashboardError
+
+// DashboardForbidden SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+type DashboardForbidden = DashboardError
+
+// DashboardList defines model for DashboardList.
+type DashboardList struct {
+	Dashboards []Dashboard `json:"dashboards"`
+	Pagination Pagination  `json:"pagination"`
+}
+
+// DashboardModified SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+type DashboardModified = DashboardError
+
+// DashboardNotFound SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+type DashboardNotFound = DashboardError
+
+// DashboardRateLimited SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+type DashboardRateLimited = DashboardError
+
+// DashboardRead defines model for DashboardRead.
+type DashboardRead = Dashboard
+
+// DashboardUnauthorized SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+type DashboardUnauthorized = DashboardError
+
+// DashboardUnavailable SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+type DashboardUnavailable = DashboardError
 
 // Forbidden defines model for Forbidden.
 type Forbidden = AuthError
@@ -4162,6 +4670,84 @@ type VerifyEmailJSONBody struct {
 	Code string `json:"code"`
 }
 
+// ListDashboardsParams defines parameters for ListDashboards.
+type ListDashboardsParams struct {
+	// Query Words the display name contains (case-insensitive).
+	Query *DashboardSearch `form:"query,omitempty" json:"query,omitempty"`
+
+	// Page Page number, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// DeleteDashboardParams defines parameters for DeleteDashboard.
+type DeleteDashboardParams struct {
+	// IfMatch The ETag of the dashboard as last read; a dashboard changed since answers 412 `dashboard_modified`.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// UpdateDashboardJSONBody defines parameters for UpdateDashboard.
+type UpdateDashboardJSONBody struct {
+	DisplayName *string `json:"display_name,omitempty"`
+
+	// Message A name for the version this edit records.
+	Message *string `json:"message,omitempty"`
+
+	// Spec What a client needs to draw the dashboard with the tiles' data: rows of tiles on a
+	// 12-column grid. A tile's path is `rows.<i>.items.<j>`.
+	Spec DashboardSpec `json:"spec"`
+}
+
+// UpdateDashboardParams defines parameters for UpdateDashboard.
+type UpdateDashboardParams struct {
+	// IfMatch The ETag of the dashboard as last read; a dashboard changed since answers 412 `dashboard_modified`.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// GetDashboardDataParams defines parameters for GetDashboardData.
+type GetDashboardDataParams struct {
+	// TimeRange Overrides the spec's `time_range.default` for tiles with a time column:
+	// `all`, `last_<n>_days`, `last_<n>_months`, `this_month`, `this_year`, or `<from>..<to>`
+	// (dates, either side may be empty).
+	TimeRange *TimeRange `form:"time_range,omitempty" json:"time_range,omitempty"`
+
+	// Filters JSON object of filter id to value (a string or number, or an array of them for `in`), for the spec's `filters`; an id the spec does not have is refused.
+	Filters *FilterValues `form:"filters,omitempty" json:"filters,omitempty"`
+}
+
+// GetDashboardTileDataParams defines parameters for GetDashboardTileData.
+type GetDashboardTileDataParams struct {
+	// TimeRange Overrides the spec's `time_range.default` for tiles with a time column:
+	// `all`, `last_<n>_days`, `last_<n>_months`, `this_month`, `this_year`, or `<from>..<to>`
+	// (dates, either side may be empty).
+	TimeRange *TimeRange `form:"time_range,omitempty" json:"time_range,omitempty"`
+
+	// Filters JSON object of filter id to value (a string or number, or an array of them for `in`), for the spec's `filters`; an id the spec does not have is refused.
+	Filters *FilterValues `form:"filters,omitempty" json:"filters,omitempty"`
+}
+
+// ListDashboardVersionsParams defines parameters for ListDashboardVersions.
+type ListDashboardVersionsParams struct {
+	// Page Page number, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// RenameDashboardVersionJSONBody defines parameters for RenameDashboardVersion.
+type RenameDashboardVersionJSONBody struct {
+	Message *string `json:"message"`
+}
+
+// RestoreDashboardVersionParams defines parameters for RestoreDashboardVersion.
+type RestoreDashboardVersionParams struct {
+	// IfMatch The ETag of the dashboard as last read; a dashboard changed since answers 412 `dashboard_modified`.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
 // GetDatasetChangelogParams defines parameters for GetDatasetChangelog.
 type GetDatasetChangelogParams struct {
 	Format *GetDatasetChangelogParamsFormat `form:"format,omitempty" json:"format,omitempty"`
@@ -4183,6 +4769,24 @@ type GetDatasetCompatibilityParams struct {
 
 	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
 	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
+}
+
+// GenerateDatasetDashboardParams defines parameters for GenerateDatasetDashboard.
+type GenerateDatasetDashboardParams struct {
+	// UseAi Let the configured model draft the dashboard (no model configured, or false, the deterministic generator).
+	UseAi *UseAI `form:"use_ai,omitempty" json:"use_ai,omitempty"`
+
+	// Force Regenerate when the dataset already has a dashboard (a new version of it).
+	Force *Force `form:"force,omitempty" json:"force,omitempty"`
+}
+
+// StreamDatasetDashboardParams defines parameters for StreamDatasetDashboard.
+type StreamDatasetDashboardParams struct {
+	// UseAi Let the configured model draft the dashboard (no model configured, or false, the deterministic generator).
+	UseAi *UseAI `form:"use_ai,omitempty" json:"use_ai,omitempty"`
+
+	// Force Regenerate when the dataset already has a dashboard (a new version of it).
+	Force *Force `form:"force,omitempty" json:"force,omitempty"`
 }
 
 // GetDatasetDocsParams defines parameters for GetDatasetDocs.
@@ -4448,6 +5052,18 @@ type ListMyProjectsParams struct {
 	Search *string `form:"search,omitempty" json:"search,omitempty"`
 }
 
+// ListProjectDashboardsParams defines parameters for ListProjectDashboards.
+type ListProjectDashboardsParams struct {
+	// Query Words the display name contains (case-insensitive).
+	Query *DashboardSearch `form:"query,omitempty" json:"query,omitempty"`
+
+	// Page Page number, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ListDatasetsParams defines parameters for ListDatasets.
 type ListDatasetsParams struct {
 	// Page Page number, starting at 1.
@@ -4615,6 +5231,12 @@ type RefreshTokenJSONRequestBody RefreshTokenJSONBody
 // VerifyEmailJSONRequestBody defines body for VerifyEmail for application/json ContentType.
 type VerifyEmailJSONRequestBody VerifyEmailJSONBody
 
+// UpdateDashboardJSONRequestBody defines body for UpdateDashboard for application/json ContentType.
+type UpdateDashboardJSONRequestBody UpdateDashboardJSONBody
+
+// RenameDashboardVersionJSONRequestBody defines body for RenameDashboardVersion for application/json ContentType.
+type RenameDashboardVersionJSONRequestBody RenameDashboardVersionJSONBody
+
 // ChangeDatasetSchemaJSONRequestBody defines body for ChangeDatasetSchema for application/json ContentType.
 type ChangeDatasetSchemaJSONRequestBody = SchemaChangeRequest
 
@@ -4671,6 +5293,12 @@ type UpdateWebhookJSONRequestBody = UpdateWebhookRequest
 
 // UpdateProjectJSONRequestBody defines body for UpdateProject for application/json ContentType.
 type UpdateProjectJSONRequestBody = UpdateProjectRequest
+
+// GenerateProjectDashboardJSONRequestBody defines body for GenerateProjectDashboard for application/json ContentType.
+type GenerateProjectDashboardJSONRequestBody = ProjectDashboardRequest
+
+// StreamProjectDashboardJSONRequestBody defines body for StreamProjectDashboard for application/json ContentType.
+type StreamProjectDashboardJSONRequestBody = ProjectDashboardRequest
 
 // CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
 type CreateDatasetJSONRequestBody = CreateDatasetRequest
@@ -4888,12 +5516,54 @@ type ServerInterface interface {
 	// SendEmailVerification Mail a verification code to the caller's address
 	// (POST /api/v1/auth/verify-email/send)
 	SendEmailVerification(ctx echo.Context) error
+	// ListDashboards Every dashboard the caller may view, across organizations and projects (dashboards:view)
+	// (GET /api/v1/dashboards)
+	ListDashboards(ctx echo.Context, params ListDashboardsParams) error
+	// DeleteDashboard Delete a dashboard and its versions (visualizations:create)
+	// (DELETE /api/v1/dashboards/{dashboard_id})
+	DeleteDashboard(ctx echo.Context, dashboardId DashboardIdPath, params DeleteDashboardParams) error
+	// GetDashboard A dashboard with its spec (dashboards:view)
+	// (GET /api/v1/dashboards/{dashboard_id})
+	GetDashboard(ctx echo.Context, dashboardId DashboardIdPath) error
+	// UpdateDashboard Replace a dashboard's spec and display name (visualizations:create)
+	// (PUT /api/v1/dashboards/{dashboard_id})
+	UpdateDashboard(ctx echo.Context, dashboardId DashboardIdPath, params UpdateDashboardParams) error
+	// GetDashboardData Every tile's data (dashboards:view)
+	// (GET /api/v1/dashboards/{dashboard_id}/data)
+	GetDashboardData(ctx echo.Context, dashboardId DashboardIdPath, params GetDashboardDataParams) error
+	// GetDashboardTileData One tile's data (dashboards:view)
+	// (GET /api/v1/dashboards/{dashboard_id}/tiles/{tile_path}/data)
+	GetDashboardTileData(ctx echo.Context, dashboardId DashboardIdPath, tilePath string, params GetDashboardTileDataParams) error
+	// ListDashboardVersions The dashboard's versions, newest first, without spec (dashboards:view)
+	// (GET /api/v1/dashboards/{dashboard_id}/versions)
+	ListDashboardVersions(ctx echo.Context, dashboardId DashboardIdPath, params ListDashboardVersionsParams) error
+	// GetDashboardVersion One version with its full spec (dashboards:view)
+	// (GET /api/v1/dashboards/{dashboard_id}/versions/{version_id})
+	GetDashboardVersion(ctx echo.Context, dashboardId DashboardIdPath, versionId VersionIdPath) error
+	// RenameDashboardVersion Name a version, or clear its name with null or "" (visualizations:create)
+	// (PATCH /api/v1/dashboards/{dashboard_id}/versions/{version_id})
+	RenameDashboardVersion(ctx echo.Context, dashboardId DashboardIdPath, versionId VersionIdPath) error
+	// PinDashboardVersion Keep a version for good (visualizations:create)
+	// (POST /api/v1/dashboards/{dashboard_id}/versions/{version_id}/pin)
+	PinDashboardVersion(ctx echo.Context, dashboardId DashboardIdPath, versionId VersionIdPath) error
+	// RestoreDashboardVersion Make a version's spec and name the dashboard's again (visualizations:create)
+	// (POST /api/v1/dashboards/{dashboard_id}/versions/{version_id}/restore)
+	RestoreDashboardVersion(ctx echo.Context, dashboardId DashboardIdPath, versionId VersionIdPath, params RestoreDashboardVersionParams) error
+	// UnpinDashboardVersion Let a version be cleaned up again (visualizations:create)
+	// (POST /api/v1/dashboards/{dashboard_id}/versions/{version_id}/unpin)
+	UnpinDashboardVersion(ctx echo.Context, dashboardId DashboardIdPath, versionId VersionIdPath) error
 	// GetDatasetChangelog What changed in each version, with levels (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/changelog)
 	GetDatasetChangelog(ctx echo.Context, datasetId DatasetId, params GetDatasetChangelogParams) error
 	// GetDatasetCompatibility The changes between two versions, and whether clients of the first still work (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/compatibility)
 	GetDatasetCompatibility(ctx echo.Context, datasetId DatasetId, params GetDatasetCompatibilityParams) error
+	// GenerateDatasetDashboard The dataset's dashboard, generated when it has none (visualizations:create)
+	// (POST /api/v1/datasets/{dataset_id}/dashboard/generate)
+	GenerateDatasetDashboard(ctx echo.Context, datasetId DatasetIdPath, params GenerateDatasetDashboardParams) error
+	// StreamDatasetDashboard Generate the dataset's dashboard, reporting progress as Server-Sent Events (visualizations:create)
+	// (POST /api/v1/datasets/{dataset_id}/dashboard/generate/stream)
+	StreamDatasetDashboard(ctx echo.Context, datasetId DatasetIdPath, params StreamDatasetDashboardParams) error
 	// GetDatasetDocs Swagger UI over the dataset's description (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/docs)
 	GetDatasetDocs(ctx echo.Context, datasetId DatasetId, params GetDatasetDocsParams) error
@@ -5080,6 +5750,15 @@ type ServerInterface interface {
 	// UpdateProject Rename, describe or change the visibility of a project (datasets:write)
 	// (PATCH /api/v1/projects/{project_id})
 	UpdateProject(ctx echo.Context, projectId ProjectId) error
+	// ListProjectDashboards The project's dashboards (dashboards:view)
+	// (GET /api/v1/projects/{project_id}/dashboards)
+	ListProjectDashboards(ctx echo.Context, projectId ProjectId, params ListProjectDashboardsParams) error
+	// GenerateProjectDashboard A new dashboard over several of the project's datasets (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/dashboards/generate)
+	GenerateProjectDashboard(ctx echo.Context, projectId ProjectId) error
+	// StreamProjectDashboard The project form of generation, reporting progress as Server-Sent Events (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/dashboards/generate/stream)
+	StreamProjectDashboard(ctx echo.Context, projectId ProjectId) error
 	// ListDatasets Datasets of a project (datasets:list)
 	// (GET /api/v1/projects/{project_id}/datasets)
 	ListDatasets(ctx echo.Context, projectId ProjectId, params ListDatasetsParams) error
@@ -5393,6 +6072,370 @@ func (w *ServerInterfaceWrapper) SendEmailVerification(ctx echo.Context) error {
 	return err
 }
 
+// ListDashboards converts echo context to params.
+func (w *ServerInterfaceWrapper) ListDashboards(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDashboardsParams
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", ctx.QueryParams(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter query: %s", err))
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListDashboards(ctx, params)
+	return err
+}
+
+// DeleteDashboard converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteDashboard(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteDashboardParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteDashboard(ctx, dashboardId, params)
+	return err
+}
+
+// GetDashboard converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDashboard(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDashboard(ctx, dashboardId)
+	return err
+}
+
+// UpdateDashboard converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateDashboard(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateDashboardParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateDashboard(ctx, dashboardId, params)
+	return err
+}
+
+// GetDashboardData converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDashboardData(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDashboardDataParams
+	// ------------- Optional query parameter "time_range" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "time_range", ctx.QueryParams(), &params.TimeRange, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter time_range: %s", err))
+	}
+
+	// ------------- Optional query parameter "filters" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "filters", ctx.QueryParams(), &params.Filters, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter filters: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDashboardData(ctx, dashboardId, params)
+	return err
+}
+
+// GetDashboardTileData converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDashboardTileData(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// ------------- Path parameter "tile_path" -------------
+	var tilePath string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tile_path", ctx.Param("tile_path"), &tilePath, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tile_path: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDashboardTileDataParams
+	// ------------- Optional query parameter "time_range" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "time_range", ctx.QueryParams(), &params.TimeRange, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter time_range: %s", err))
+	}
+
+	// ------------- Optional query parameter "filters" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "filters", ctx.QueryParams(), &params.Filters, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter filters: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDashboardTileData(ctx, dashboardId, tilePath, params)
+	return err
+}
+
+// ListDashboardVersions converts echo context to params.
+func (w *ServerInterfaceWrapper) ListDashboardVersions(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDashboardVersionsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListDashboardVersions(ctx, dashboardId, params)
+	return err
+}
+
+// GetDashboardVersion converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDashboardVersion(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// ------------- Path parameter "version_id" -------------
+	var versionId VersionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version_id", ctx.Param("version_id"), &versionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDashboardVersion(ctx, dashboardId, versionId)
+	return err
+}
+
+// RenameDashboardVersion converts echo context to params.
+func (w *ServerInterfaceWrapper) RenameDashboardVersion(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// ------------- Path parameter "version_id" -------------
+	var versionId VersionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version_id", ctx.Param("version_id"), &versionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RenameDashboardVersion(ctx, dashboardId, versionId)
+	return err
+}
+
+// PinDashboardVersion converts echo context to params.
+func (w *ServerInterfaceWrapper) PinDashboardVersion(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// ------------- Path parameter "version_id" -------------
+	var versionId VersionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version_id", ctx.Param("version_id"), &versionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PinDashboardVersion(ctx, dashboardId, versionId)
+	return err
+}
+
+// RestoreDashboardVersion converts echo context to params.
+func (w *ServerInterfaceWrapper) RestoreDashboardVersion(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// ------------- Path parameter "version_id" -------------
+	var versionId VersionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version_id", ctx.Param("version_id"), &versionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RestoreDashboardVersionParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RestoreDashboardVersion(ctx, dashboardId, versionId, params)
+	return err
+}
+
+// UnpinDashboardVersion converts echo context to params.
+func (w *ServerInterfaceWrapper) UnpinDashboardVersion(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// ------------- Path parameter "version_id" -------------
+	var versionId VersionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version_id", ctx.Param("version_id"), &versionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UnpinDashboardVersion(ctx, dashboardId, versionId)
+	return err
+}
+
 // GetDatasetChangelog converts echo context to params.
 func (w *ServerInterfaceWrapper) GetDatasetChangelog(ctx echo.Context) error {
 	var err error
@@ -5461,6 +6504,70 @@ func (w *ServerInterfaceWrapper) GetDatasetCompatibility(ctx echo.Context) error
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetDatasetCompatibility(ctx, datasetId, params)
+	return err
+}
+
+// GenerateDatasetDashboard converts echo context to params.
+func (w *ServerInterfaceWrapper) GenerateDatasetDashboard(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GenerateDatasetDashboardParams
+	// ------------- Optional query parameter "use_ai" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "use_ai", ctx.QueryParams(), &params.UseAi, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter use_ai: %s", err))
+	}
+
+	// ------------- Optional query parameter "force" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "force", ctx.QueryParams(), &params.Force, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter force: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GenerateDatasetDashboard(ctx, datasetId, params)
+	return err
+}
+
+// StreamDatasetDashboard converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamDatasetDashboard(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamDatasetDashboardParams
+	// ------------- Optional query parameter "use_ai" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "use_ai", ctx.QueryParams(), &params.UseAi, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter use_ai: %s", err))
+	}
+
+	// ------------- Optional query parameter "force" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "force", ctx.QueryParams(), &params.Force, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter force: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamDatasetDashboard(ctx, datasetId, params)
 	return err
 }
 
@@ -7041,6 +8148,77 @@ func (w *ServerInterfaceWrapper) UpdateProject(ctx echo.Context) error {
 	return err
 }
 
+// ListProjectDashboards converts echo context to params.
+func (w *ServerInterfaceWrapper) ListProjectDashboards(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListProjectDashboardsParams
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", ctx.QueryParams(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter query: %s", err))
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListProjectDashboards(ctx, projectId, params)
+	return err
+}
+
+// GenerateProjectDashboard converts echo context to params.
+func (w *ServerInterfaceWrapper) GenerateProjectDashboard(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GenerateProjectDashboard(ctx, projectId)
+	return err
+}
+
+// StreamProjectDashboard converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamProjectDashboard(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamProjectDashboard(ctx, projectId)
+	return err
+}
+
 // ListDatasets converts echo context to params.
 func (w *ServerInterfaceWrapper) ListDatasets(ctx echo.Context) error {
 	var err error
@@ -7748,6 +8926,23 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/api-keys", wrapper.CreateApiKey, options.OperationMiddlewares["createApiKey"]...)
 	router.DELETE(options.BaseURL+"/api/v1/api-keys/:key_id", wrapper.RevokeApiKey, options.OperationMiddlewares["revokeApiKey"]...)
 	router.POST(options.BaseURL+"/api/v1/api-keys/:key_id/rotate", wrapper.RotateApiKey, options.OperationMiddlewares["rotateApiKey"]...)
+	router.POST(options.BaseURL+"/api/v1/datasets/:dataset_id/dashboard/generate", wrapper.GenerateDatasetDashboard, options.OperationMiddlewares["generateDatasetDashboard"]...)
+	router.POST(options.BaseURL+"/api/v1/datasets/:dataset_id/dashboard/generate/stream", wrapper.StreamDatasetDashboard, options.OperationMiddlewares["streamDatasetDashboard"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/dashboards/generate", wrapper.GenerateProjectDashboard, options.OperationMiddlewares["generateProjectDashboard"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/dashboards/generate/stream", wrapper.StreamProjectDashboard, options.OperationMiddlewares["streamProjectDashboard"]...)
+	router.GET(options.BaseURL+"/api/v1/projects/:project_id/dashboards", wrapper.ListProjectDashboards, options.OperationMiddlewares["listProjectDashboards"]...)
+	router.GET(options.BaseURL+"/api/v1/dashboards", wrapper.ListDashboards, options.OperationMiddlewares["listDashboards"]...)
+	router.DELETE(options.BaseURL+"/api/v1/dashboards/:dashboard_id", wrapper.DeleteDashboard, options.OperationMiddlewares["deleteDashboard"]...)
+	router.GET(options.BaseURL+"/api/v1/dashboards/:dashboard_id", wrapper.GetDashboard, options.OperationMiddlewares["getDashboard"]...)
+	router.PUT(options.BaseURL+"/api/v1/dashboards/:dashboard_id", wrapper.UpdateDashboard, options.OperationMiddlewares["updateDashboard"]...)
+	router.GET(options.BaseURL+"/api/v1/dashboards/:dashboard_id/data", wrapper.GetDashboardData, options.OperationMiddlewares["getDashboardData"]...)
+	router.GET(options.BaseURL+"/api/v1/dashboards/:dashboard_id/tiles/:tile_path/data", wrapper.GetDashboardTileData, options.OperationMiddlewares["getDashboardTileData"]...)
+	router.GET(options.BaseURL+"/api/v1/dashboards/:dashboard_id/versions", wrapper.ListDashboardVersions, options.OperationMiddlewares["listDashboardVersions"]...)
+	router.GET(options.BaseURL+"/api/v1/dashboards/:dashboard_id/versions/:version_id", wrapper.GetDashboardVersion, options.OperationMiddlewares["getDashboardVersion"]...)
+	router.PATCH(options.BaseURL+"/api/v1/dashboards/:dashboard_id/versions/:version_id", wrapper.RenameDashboardVersion, options.OperationMiddlewares["renameDashboardVersion"]...)
+	router.POST(options.BaseURL+"/api/v1/dashboards/:dashboard_id/versions/:version_id/restore", wrapper.RestoreDashboardVersion, options.OperationMiddlewares["restoreDashboardVersion"]...)
+	router.POST(options.BaseURL+"/api/v1/dashboards/:dashboard_id/versions/:version_id/pin", wrapper.PinDashboardVersion, options.OperationMiddlewares["pinDashboardVersion"]...)
+	router.POST(options.BaseURL+"/api/v1/dashboards/:dashboard_id/versions/:version_id/unpin", wrapper.UnpinDashboardVersion, options.OperationMiddlewares["unpinDashboardVersion"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets/upload", wrapper.UploadDatasetFile, options.OperationMiddlewares["uploadDatasetFile"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/uploads/:file_id", wrapper.GetDatasetUpload, options.OperationMiddlewares["getDatasetUpload"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets", wrapper.ListDatasets, options.OperationMiddlewares["listDatasets"]...)
@@ -7847,6 +9042,59 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 type BadRequestJSONResponse ErrorEnvelope
 
 type ConflictJSONResponse ErrorEnvelope
+
+type DashboardBadRequestJSONResponse DashboardError
+
+type DashboardConflictJSONResponse DashboardError
+
+type DashboardForbiddenJSONResponse DashboardError
+
+type DashboardListJSONResponse struct {
+	Dashboards []Dashboard `json:"dashboards"`
+	Pagination Pagination  `json:"pagination"`
+}
+
+type DashboardModifiedJSONResponse DashboardError
+
+type DashboardNotFoundJSONResponse DashboardError
+
+type DashboardRateLimitedResponseHeaders struct {
+	XRateLimitLimit      *int
+	XRateLimitRemaining  *int
+	XRateLimitReset      *int
+	XRateLimitResetAfter *int
+}
+type DashboardRateLimitedJSONResponse struct {
+	Body DashboardError
+
+	Headers DashboardRateLimitedResponseHeaders
+}
+
+type DashboardReadResponseHeaders struct {
+	ETag string
+}
+type DashboardReadJSONResponse struct {
+	Body Dashboard
+
+	Headers DashboardReadResponseHeaders
+}
+
+type DashboardStreamTexteventStreamResponse struct {
+	Body io.Reader
+
+	ContentLength int64
+}
+
+type DashboardUnauthorizedJSONResponse DashboardError
+
+type DashboardUnavailableResponseHeaders struct {
+	RetryAfter int
+}
+type DashboardUnavailableJSONResponse struct {
+	Body DashboardError
+
+	Headers DashboardUnavailableResponseHeaders
+}
 
 type ForbiddenJSONResponse AuthError
 
@@ -9886,6 +11134,1465 @@ func (response SendEmailVerification503JSONResponse) VisitSendEmailVerificationR
 	return err
 }
 
+type ListDashboardsRequestObject struct {
+	Params ListDashboardsParams
+}
+
+type ListDashboardsResponseObject interface {
+	VisitListDashboardsResponse(w http.ResponseWriter) error
+}
+
+type ListDashboards200JSONResponse struct{ DashboardListJSONResponse }
+
+func (response ListDashboards200JSONResponse) VisitListDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDashboards400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response ListDashboards400JSONResponse) VisitListDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDashboards401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response ListDashboards401JSONResponse) VisitListDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDashboards429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response ListDashboards429JSONResponse) VisitListDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDashboards503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response ListDashboards503JSONResponse) VisitListDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDashboardRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+	Params      DeleteDashboardParams
+}
+
+type DeleteDashboardResponseObject interface {
+	VisitDeleteDashboardResponse(w http.ResponseWriter) error
+}
+
+type DeleteDashboard204Response struct {
+}
+
+func (response DeleteDashboard204Response) VisitDeleteDashboardResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteDashboard401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response DeleteDashboard401JSONResponse) VisitDeleteDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDashboard403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response DeleteDashboard403JSONResponse) VisitDeleteDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDashboard404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response DeleteDashboard404JSONResponse) VisitDeleteDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDashboard412JSONResponse struct{ DashboardModifiedJSONResponse }
+
+func (response DeleteDashboard412JSONResponse) VisitDeleteDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDashboard429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response DeleteDashboard429JSONResponse) VisitDeleteDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteDashboard503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response DeleteDashboard503JSONResponse) VisitDeleteDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+}
+
+type GetDashboardResponseObject interface {
+	VisitGetDashboardResponse(w http.ResponseWriter) error
+}
+
+type GetDashboard200JSONResponse struct{ DashboardReadJSONResponse }
+
+func (response GetDashboard200JSONResponse) VisitGetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboard401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response GetDashboard401JSONResponse) VisitGetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboard403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response GetDashboard403JSONResponse) VisitGetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboard404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response GetDashboard404JSONResponse) VisitGetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboard429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response GetDashboard429JSONResponse) VisitGetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboard503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response GetDashboard503JSONResponse) VisitGetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDashboardRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+	Params      UpdateDashboardParams
+	Body        *UpdateDashboardJSONRequestBody
+}
+
+type UpdateDashboardResponseObject interface {
+	VisitUpdateDashboardResponse(w http.ResponseWriter) error
+}
+
+type UpdateDashboard200JSONResponse struct{ DashboardReadJSONResponse }
+
+func (response UpdateDashboard200JSONResponse) VisitUpdateDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDashboard400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response UpdateDashboard400JSONResponse) VisitUpdateDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDashboard401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response UpdateDashboard401JSONResponse) VisitUpdateDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDashboard403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response UpdateDashboard403JSONResponse) VisitUpdateDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDashboard404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response UpdateDashboard404JSONResponse) VisitUpdateDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDashboard412JSONResponse struct{ DashboardModifiedJSONResponse }
+
+func (response UpdateDashboard412JSONResponse) VisitUpdateDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDashboard429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response UpdateDashboard429JSONResponse) VisitUpdateDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateDashboard503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response UpdateDashboard503JSONResponse) VisitUpdateDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardDataRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+	Params      GetDashboardDataParams
+}
+
+type GetDashboardDataResponseObject interface {
+	VisitGetDashboardDataResponse(w http.ResponseWriter) error
+}
+
+type GetDashboardData200JSONResponse struct {
+	DashboardId string     `json:"dashboard_id"`
+	Tiles       []TileData `json:"tiles"`
+}
+
+func (response GetDashboardData200JSONResponse) VisitGetDashboardDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardData400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response GetDashboardData400JSONResponse) VisitGetDashboardDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardData401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response GetDashboardData401JSONResponse) VisitGetDashboardDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardData403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response GetDashboardData403JSONResponse) VisitGetDashboardDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardData404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response GetDashboardData404JSONResponse) VisitGetDashboardDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardData429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response GetDashboardData429JSONResponse) VisitGetDashboardDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardData503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response GetDashboardData503JSONResponse) VisitGetDashboardDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardTileDataRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+	TilePath    string          `json:"tile_path"`
+	Params      GetDashboardTileDataParams
+}
+
+type GetDashboardTileDataResponseObject interface {
+	VisitGetDashboardTileDataResponse(w http.ResponseWriter) error
+}
+
+type GetDashboardTileData200JSONResponse TileData
+
+func (response GetDashboardTileData200JSONResponse) VisitGetDashboardTileDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardTileData400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response GetDashboardTileData400JSONResponse) VisitGetDashboardTileDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardTileData401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response GetDashboardTileData401JSONResponse) VisitGetDashboardTileDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardTileData403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response GetDashboardTileData403JSONResponse) VisitGetDashboardTileDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardTileData404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response GetDashboardTileData404JSONResponse) VisitGetDashboardTileDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardTileData429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response GetDashboardTileData429JSONResponse) VisitGetDashboardTileDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardTileData503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response GetDashboardTileData503JSONResponse) VisitGetDashboardTileDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDashboardVersionsRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+	Params      ListDashboardVersionsParams
+}
+
+type ListDashboardVersionsResponseObject interface {
+	VisitListDashboardVersionsResponse(w http.ResponseWriter) error
+}
+
+type ListDashboardVersions200JSONResponse struct {
+	Pagination Pagination         `json:"pagination"`
+	Versions   []DashboardVersion `json:"versions"`
+}
+
+func (response ListDashboardVersions200JSONResponse) VisitListDashboardVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDashboardVersions400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response ListDashboardVersions400JSONResponse) VisitListDashboardVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDashboardVersions401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response ListDashboardVersions401JSONResponse) VisitListDashboardVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDashboardVersions403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response ListDashboardVersions403JSONResponse) VisitListDashboardVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDashboardVersions404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response ListDashboardVersions404JSONResponse) VisitListDashboardVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDashboardVersions429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response ListDashboardVersions429JSONResponse) VisitListDashboardVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDashboardVersions503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response ListDashboardVersions503JSONResponse) VisitListDashboardVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardVersionRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+	VersionId   VersionIdPath   `json:"version_id"`
+}
+
+type GetDashboardVersionResponseObject interface {
+	VisitGetDashboardVersionResponse(w http.ResponseWriter) error
+}
+
+type GetDashboardVersion200JSONResponse DashboardVersion
+
+func (response GetDashboardVersion200JSONResponse) VisitGetDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardVersion401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response GetDashboardVersion401JSONResponse) VisitGetDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardVersion403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response GetDashboardVersion403JSONResponse) VisitGetDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardVersion404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response GetDashboardVersion404JSONResponse) VisitGetDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardVersion429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response GetDashboardVersion429JSONResponse) VisitGetDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardVersion503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response GetDashboardVersion503JSONResponse) VisitGetDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameDashboardVersionRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+	VersionId   VersionIdPath   `json:"version_id"`
+	Body        *RenameDashboardVersionJSONRequestBody
+}
+
+type RenameDashboardVersionResponseObject interface {
+	VisitRenameDashboardVersionResponse(w http.ResponseWriter) error
+}
+
+type RenameDashboardVersion200JSONResponse DashboardVersion
+
+func (response RenameDashboardVersion200JSONResponse) VisitRenameDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameDashboardVersion400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response RenameDashboardVersion400JSONResponse) VisitRenameDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameDashboardVersion401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response RenameDashboardVersion401JSONResponse) VisitRenameDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameDashboardVersion403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response RenameDashboardVersion403JSONResponse) VisitRenameDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameDashboardVersion404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response RenameDashboardVersion404JSONResponse) VisitRenameDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameDashboardVersion429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response RenameDashboardVersion429JSONResponse) VisitRenameDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenameDashboardVersion503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response RenameDashboardVersion503JSONResponse) VisitRenameDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinDashboardVersionRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+	VersionId   VersionIdPath   `json:"version_id"`
+}
+
+type PinDashboardVersionResponseObject interface {
+	VisitPinDashboardVersionResponse(w http.ResponseWriter) error
+}
+
+type PinDashboardVersion200JSONResponse DashboardVersion
+
+func (response PinDashboardVersion200JSONResponse) VisitPinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinDashboardVersion401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response PinDashboardVersion401JSONResponse) VisitPinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinDashboardVersion403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response PinDashboardVersion403JSONResponse) VisitPinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinDashboardVersion404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response PinDashboardVersion404JSONResponse) VisitPinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinDashboardVersion429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response PinDashboardVersion429JSONResponse) VisitPinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PinDashboardVersion503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response PinDashboardVersion503JSONResponse) VisitPinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreDashboardVersionRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+	VersionId   VersionIdPath   `json:"version_id"`
+	Params      RestoreDashboardVersionParams
+}
+
+type RestoreDashboardVersionResponseObject interface {
+	VisitRestoreDashboardVersionResponse(w http.ResponseWriter) error
+}
+
+type RestoreDashboardVersion200JSONResponse struct{ DashboardReadJSONResponse }
+
+func (response RestoreDashboardVersion200JSONResponse) VisitRestoreDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreDashboardVersion401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response RestoreDashboardVersion401JSONResponse) VisitRestoreDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreDashboardVersion403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response RestoreDashboardVersion403JSONResponse) VisitRestoreDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreDashboardVersion404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response RestoreDashboardVersion404JSONResponse) VisitRestoreDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreDashboardVersion412JSONResponse struct{ DashboardModifiedJSONResponse }
+
+func (response RestoreDashboardVersion412JSONResponse) VisitRestoreDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreDashboardVersion429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response RestoreDashboardVersion429JSONResponse) VisitRestoreDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreDashboardVersion503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response RestoreDashboardVersion503JSONResponse) VisitRestoreDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinDashboardVersionRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+	VersionId   VersionIdPath   `json:"version_id"`
+}
+
+type UnpinDashboardVersionResponseObject interface {
+	VisitUnpinDashboardVersionResponse(w http.ResponseWriter) error
+}
+
+type UnpinDashboardVersion200JSONResponse DashboardVersion
+
+func (response UnpinDashboardVersion200JSONResponse) VisitUnpinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinDashboardVersion401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response UnpinDashboardVersion401JSONResponse) VisitUnpinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinDashboardVersion403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response UnpinDashboardVersion403JSONResponse) VisitUnpinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinDashboardVersion404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response UnpinDashboardVersion404JSONResponse) VisitUnpinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinDashboardVersion429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response UnpinDashboardVersion429JSONResponse) VisitUnpinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinDashboardVersion503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response UnpinDashboardVersion503JSONResponse) VisitUnpinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDatasetChangelogRequestObject struct {
 	DatasetId DatasetId `json:"dataset_id"`
 	Params    GetDatasetChangelogParams
@@ -10183,6 +12890,327 @@ func (response GetDatasetCompatibility429JSONResponse) VisitGetDatasetCompatibil
 type GetDatasetCompatibility503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetDatasetCompatibility503JSONResponse) VisitGetDatasetCompatibilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateDatasetDashboardRequestObject struct {
+	DatasetId DatasetIdPath `json:"dataset_id"`
+	Params    GenerateDatasetDashboardParams
+}
+
+type GenerateDatasetDashboardResponseObject interface {
+	VisitGenerateDatasetDashboardResponse(w http.ResponseWriter) error
+}
+
+type GenerateDatasetDashboard200JSONResponse struct{ DashboardReadJSONResponse }
+
+func (response GenerateDatasetDashboard200JSONResponse) VisitGenerateDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateDatasetDashboard201ResponseHeaders struct {
+	ETag string
+}
+
+type GenerateDatasetDashboard201JSONResponse struct {
+	Body    Dashboard
+	Headers GenerateDatasetDashboard201ResponseHeaders
+}
+
+func (response GenerateDatasetDashboard201JSONResponse) VisitGenerateDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateDatasetDashboard400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response GenerateDatasetDashboard400JSONResponse) VisitGenerateDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateDatasetDashboard401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response GenerateDatasetDashboard401JSONResponse) VisitGenerateDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateDatasetDashboard403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response GenerateDatasetDashboard403JSONResponse) VisitGenerateDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateDatasetDashboard404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response GenerateDatasetDashboard404JSONResponse) VisitGenerateDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateDatasetDashboard409JSONResponse struct{ DashboardConflictJSONResponse }
+
+func (response GenerateDatasetDashboard409JSONResponse) VisitGenerateDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateDatasetDashboard429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response GenerateDatasetDashboard429JSONResponse) VisitGenerateDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateDatasetDashboard503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response GenerateDatasetDashboard503JSONResponse) VisitGenerateDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamDatasetDashboardRequestObject struct {
+	DatasetId DatasetIdPath `json:"dataset_id"`
+	Params    StreamDatasetDashboardParams
+}
+
+type StreamDatasetDashboardResponseObject interface {
+	VisitStreamDatasetDashboardResponse(w http.ResponseWriter) error
+}
+
+type StreamDatasetDashboard200TexteventStreamResponse struct {
+	DashboardStreamTexteventStreamResponse
+}
+
+func (response StreamDatasetDashboard200TexteventStreamResponse) VisitStreamDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamDatasetDashboard400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response StreamDatasetDashboard400JSONResponse) VisitStreamDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamDatasetDashboard401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response StreamDatasetDashboard401JSONResponse) VisitStreamDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamDatasetDashboard403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response StreamDatasetDashboard403JSONResponse) VisitStreamDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamDatasetDashboard404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response StreamDatasetDashboard404JSONResponse) VisitStreamDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamDatasetDashboard429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response StreamDatasetDashboard429JSONResponse) VisitStreamDatasetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamDatasetDashboard503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response StreamDatasetDashboard503JSONResponse) VisitStreamDatasetDashboardResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -18361,6 +21389,433 @@ func (response UpdateProject503JSONResponse) VisitUpdateProjectResponse(w http.R
 	return err
 }
 
+type ListProjectDashboardsRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Params    ListProjectDashboardsParams
+}
+
+type ListProjectDashboardsResponseObject interface {
+	VisitListProjectDashboardsResponse(w http.ResponseWriter) error
+}
+
+type ListProjectDashboards200JSONResponse struct{ DashboardListJSONResponse }
+
+func (response ListProjectDashboards200JSONResponse) VisitListProjectDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectDashboards400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response ListProjectDashboards400JSONResponse) VisitListProjectDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectDashboards401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response ListProjectDashboards401JSONResponse) VisitListProjectDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectDashboards403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response ListProjectDashboards403JSONResponse) VisitListProjectDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectDashboards404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response ListProjectDashboards404JSONResponse) VisitListProjectDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectDashboards429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response ListProjectDashboards429JSONResponse) VisitListProjectDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectDashboards503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response ListProjectDashboards503JSONResponse) VisitListProjectDashboardsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateProjectDashboardRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *GenerateProjectDashboardJSONRequestBody
+}
+
+type GenerateProjectDashboardResponseObject interface {
+	VisitGenerateProjectDashboardResponse(w http.ResponseWriter) error
+}
+
+type GenerateProjectDashboard201JSONResponse struct{ DashboardReadJSONResponse }
+
+func (response GenerateProjectDashboard201JSONResponse) VisitGenerateProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateProjectDashboard400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response GenerateProjectDashboard400JSONResponse) VisitGenerateProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateProjectDashboard401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response GenerateProjectDashboard401JSONResponse) VisitGenerateProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateProjectDashboard403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response GenerateProjectDashboard403JSONResponse) VisitGenerateProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateProjectDashboard404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response GenerateProjectDashboard404JSONResponse) VisitGenerateProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateProjectDashboard409JSONResponse struct{ DashboardConflictJSONResponse }
+
+func (response GenerateProjectDashboard409JSONResponse) VisitGenerateProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateProjectDashboard429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response GenerateProjectDashboard429JSONResponse) VisitGenerateProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateProjectDashboard503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response GenerateProjectDashboard503JSONResponse) VisitGenerateProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamProjectDashboardRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *StreamProjectDashboardJSONRequestBody
+}
+
+type StreamProjectDashboardResponseObject interface {
+	VisitStreamProjectDashboardResponse(w http.ResponseWriter) error
+}
+
+type StreamProjectDashboard200TexteventStreamResponse struct {
+	DashboardStreamTexteventStreamResponse
+}
+
+func (response StreamProjectDashboard200TexteventStreamResponse) VisitStreamProjectDashboardResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamProjectDashboard400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response StreamProjectDashboard400JSONResponse) VisitStreamProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamProjectDashboard401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response StreamProjectDashboard401JSONResponse) VisitStreamProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamProjectDashboard403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response StreamProjectDashboard403JSONResponse) VisitStreamProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamProjectDashboard404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response StreamProjectDashboard404JSONResponse) VisitStreamProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamProjectDashboard429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response StreamProjectDashboard429JSONResponse) VisitStreamProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamProjectDashboard503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response StreamProjectDashboard503JSONResponse) VisitStreamProjectDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDatasetsRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Params    ListDatasetsParams
@@ -21954,12 +25409,54 @@ type StrictServerInterface interface {
 	// SendEmailVerification Mail a verification code to the caller's address
 	// (POST /api/v1/auth/verify-email/send)
 	SendEmailVerification(ctx context.Context, request SendEmailVerificationRequestObject) (SendEmailVerificationResponseObject, error)
+	// ListDashboards Every dashboard the caller may view, across organizations and projects (dashboards:view)
+	// (GET /api/v1/dashboards)
+	ListDashboards(ctx context.Context, request ListDashboardsRequestObject) (ListDashboardsResponseObject, error)
+	// DeleteDashboard Delete a dashboard and its versions (visualizations:create)
+	// (DELETE /api/v1/dashboards/{dashboard_id})
+	DeleteDashboard(ctx context.Context, request DeleteDashboardRequestObject) (DeleteDashboardResponseObject, error)
+	// GetDashboard A dashboard with its spec (dashboards:view)
+	// (GET /api/v1/dashboards/{dashboard_id})
+	GetDashboard(ctx context.Context, request GetDashboardRequestObject) (GetDashboardResponseObject, error)
+	// UpdateDashboard Replace a dashboard's spec and display name (visualizations:create)
+	// (PUT /api/v1/dashboards/{dashboard_id})
+	UpdateDashboard(ctx context.Context, request UpdateDashboardRequestObject) (UpdateDashboardResponseObject, error)
+	// GetDashboardData Every tile's data (dashboards:view)
+	// (GET /api/v1/dashboards/{dashboard_id}/data)
+	GetDashboardData(ctx context.Context, request GetDashboardDataRequestObject) (GetDashboardDataResponseObject, error)
+	// GetDashboardTileData One tile's data (dashboards:view)
+	// (GET /api/v1/dashboards/{dashboard_id}/tiles/{tile_path}/data)
+	GetDashboardTileData(ctx context.Context, request GetDashboardTileDataRequestObject) (GetDashboardTileDataResponseObject, error)
+	// ListDashboardVersions The dashboard's versions, newest first, without spec (dashboards:view)
+	// (GET /api/v1/dashboards/{dashboard_id}/versions)
+	ListDashboardVersions(ctx context.Context, request ListDashboardVersionsRequestObject) (ListDashboardVersionsResponseObject, error)
+	// GetDashboardVersion One version with its full spec (dashboards:view)
+	// (GET /api/v1/dashboards/{dashboard_id}/versions/{version_id})
+	GetDashboardVersion(ctx context.Context, request GetDashboardVersionRequestObject) (GetDashboardVersionResponseObject, error)
+	// RenameDashboardVersion Name a version, or clear its name with null or "" (visualizations:create)
+	// (PATCH /api/v1/dashboards/{dashboard_id}/versions/{version_id})
+	RenameDashboardVersion(ctx context.Context, request RenameDashboardVersionRequestObject) (RenameDashboardVersionResponseObject, error)
+	// PinDashboardVersion Keep a version for good (visualizations:create)
+	// (POST /api/v1/dashboards/{dashboard_id}/versions/{version_id}/pin)
+	PinDashboardVersion(ctx context.Context, request PinDashboardVersionRequestObject) (PinDashboardVersionResponseObject, error)
+	// RestoreDashboardVersion Make a version's spec and name the dashboard's again (visualizations:create)
+	// (POST /api/v1/dashboards/{dashboard_id}/versions/{version_id}/restore)
+	RestoreDashboardVersion(ctx context.Context, request RestoreDashboardVersionRequestObject) (RestoreDashboardVersionResponseObject, error)
+	// UnpinDashboardVersion Let a version be cleaned up again (visualizations:create)
+	// (POST /api/v1/dashboards/{dashboard_id}/versions/{version_id}/unpin)
+	UnpinDashboardVersion(ctx context.Context, request UnpinDashboardVersionRequestObject) (UnpinDashboardVersionResponseObject, error)
 	// GetDatasetChangelog What changed in each version, with levels (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/changelog)
 	GetDatasetChangelog(ctx context.Context, request GetDatasetChangelogRequestObject) (GetDatasetChangelogResponseObject, error)
 	// GetDatasetCompatibility The changes between two versions, and whether clients of the first still work (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/compatibility)
 	GetDatasetCompatibility(ctx context.Context, request GetDatasetCompatibilityRequestObject) (GetDatasetCompatibilityResponseObject, error)
+	// GenerateDatasetDashboard The dataset's dashboard, generated when it has none (visualizations:create)
+	// (POST /api/v1/datasets/{dataset_id}/dashboard/generate)
+	GenerateDatasetDashboard(ctx context.Context, request GenerateDatasetDashboardRequestObject) (GenerateDatasetDashboardResponseObject, error)
+	// StreamDatasetDashboard Generate the dataset's dashboard, reporting progress as Server-Sent Events (visualizations:create)
+	// (POST /api/v1/datasets/{dataset_id}/dashboard/generate/stream)
+	StreamDatasetDashboard(ctx context.Context, request StreamDatasetDashboardRequestObject) (StreamDatasetDashboardResponseObject, error)
 	// GetDatasetDocs Swagger UI over the dataset's description (datasets:list)
 	// (GET /api/v1/datasets/{dataset_id}/docs)
 	GetDatasetDocs(ctx context.Context, request GetDatasetDocsRequestObject) (GetDatasetDocsResponseObject, error)
@@ -22146,6 +25643,15 @@ type StrictServerInterface interface {
 	// UpdateProject Rename, describe or change the visibility of a project (datasets:write)
 	// (PATCH /api/v1/projects/{project_id})
 	UpdateProject(ctx context.Context, request UpdateProjectRequestObject) (UpdateProjectResponseObject, error)
+	// ListProjectDashboards The project's dashboards (dashboards:view)
+	// (GET /api/v1/projects/{project_id}/dashboards)
+	ListProjectDashboards(ctx context.Context, request ListProjectDashboardsRequestObject) (ListProjectDashboardsResponseObject, error)
+	// GenerateProjectDashboard A new dashboard over several of the project's datasets (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/dashboards/generate)
+	GenerateProjectDashboard(ctx context.Context, request GenerateProjectDashboardRequestObject) (GenerateProjectDashboardResponseObject, error)
+	// StreamProjectDashboard The project form of generation, reporting progress as Server-Sent Events (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/dashboards/generate/stream)
+	StreamProjectDashboard(ctx context.Context, request StreamProjectDashboardRequestObject) (StreamProjectDashboardResponseObject, error)
 	// ListDatasets Datasets of a project (datasets:list)
 	// (GET /api/v1/projects/{project_id}/datasets)
 	ListDatasets(ctx context.Context, request ListDatasetsRequestObject) (ListDatasetsResponseObject, error)
@@ -22855,6 +26361,364 @@ func (sh *strictHandler) SendEmailVerification(ctx echo.Context) error {
 	return nil
 }
 
+// ListDashboards operation middleware
+func (sh *strictHandler) ListDashboards(ctx echo.Context, params ListDashboardsParams) error {
+	var request ListDashboardsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListDashboards(ctx.Request().Context(), request.(ListDashboardsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListDashboards")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListDashboardsResponseObject); ok {
+		return validResponse.VisitListDashboardsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteDashboard operation middleware
+func (sh *strictHandler) DeleteDashboard(ctx echo.Context, dashboardId DashboardIdPath, params DeleteDashboardParams) error {
+	var request DeleteDashboardRequestObject
+
+	request.DashboardId = dashboardId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteDashboard(ctx.Request().Context(), request.(DeleteDashboardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteDashboard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteDashboardResponseObject); ok {
+		return validResponse.VisitDeleteDashboardResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDashboard operation middleware
+func (sh *strictHandler) GetDashboard(ctx echo.Context, dashboardId DashboardIdPath) error {
+	var request GetDashboardRequestObject
+
+	request.DashboardId = dashboardId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDashboard(ctx.Request().Context(), request.(GetDashboardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDashboard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDashboardResponseObject); ok {
+		return validResponse.VisitGetDashboardResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateDashboard operation middleware
+func (sh *strictHandler) UpdateDashboard(ctx echo.Context, dashboardId DashboardIdPath, params UpdateDashboardParams) error {
+	var request UpdateDashboardRequestObject
+
+	request.DashboardId = dashboardId
+	request.Params = params
+
+	var body UpdateDashboardJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateDashboard(ctx.Request().Context(), request.(UpdateDashboardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateDashboard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateDashboardResponseObject); ok {
+		return validResponse.VisitUpdateDashboardResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDashboardData operation middleware
+func (sh *strictHandler) GetDashboardData(ctx echo.Context, dashboardId DashboardIdPath, params GetDashboardDataParams) error {
+	var request GetDashboardDataRequestObject
+
+	request.DashboardId = dashboardId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDashboardData(ctx.Request().Context(), request.(GetDashboardDataRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDashboardData")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDashboardDataResponseObject); ok {
+		return validResponse.VisitGetDashboardDataResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDashboardTileData operation middleware
+func (sh *strictHandler) GetDashboardTileData(ctx echo.Context, dashboardId DashboardIdPath, tilePath string, params GetDashboardTileDataParams) error {
+	var request GetDashboardTileDataRequestObject
+
+	request.DashboardId = dashboardId
+	request.TilePath = tilePath
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDashboardTileData(ctx.Request().Context(), request.(GetDashboardTileDataRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDashboardTileData")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDashboardTileDataResponseObject); ok {
+		return validResponse.VisitGetDashboardTileDataResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListDashboardVersions operation middleware
+func (sh *strictHandler) ListDashboardVersions(ctx echo.Context, dashboardId DashboardIdPath, params ListDashboardVersionsParams) error {
+	var request ListDashboardVersionsRequestObject
+
+	request.DashboardId = dashboardId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListDashboardVersions(ctx.Request().Context(), request.(ListDashboardVersionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListDashboardVersions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListDashboardVersionsResponseObject); ok {
+		return validResponse.VisitListDashboardVersionsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDashboardVersion operation middleware
+func (sh *strictHandler) GetDashboardVersion(ctx echo.Context, dashboardId DashboardIdPath, versionId VersionIdPath) error {
+	var request GetDashboardVersionRequestObject
+
+	request.DashboardId = dashboardId
+	request.VersionId = versionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDashboardVersion(ctx.Request().Context(), request.(GetDashboardVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDashboardVersion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDashboardVersionResponseObject); ok {
+		return validResponse.VisitGetDashboardVersionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RenameDashboardVersion operation middleware
+func (sh *strictHandler) RenameDashboardVersion(ctx echo.Context, dashboardId DashboardIdPath, versionId VersionIdPath) error {
+	var request RenameDashboardVersionRequestObject
+
+	request.DashboardId = dashboardId
+	request.VersionId = versionId
+
+	var body RenameDashboardVersionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RenameDashboardVersion(ctx.Request().Context(), request.(RenameDashboardVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RenameDashboardVersion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RenameDashboardVersionResponseObject); ok {
+		return validResponse.VisitRenameDashboardVersionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PinDashboardVersion operation middleware
+func (sh *strictHandler) PinDashboardVersion(ctx echo.Context, dashboardId DashboardIdPath, versionId VersionIdPath) error {
+	var request PinDashboardVersionRequestObject
+
+	request.DashboardId = dashboardId
+	request.VersionId = versionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PinDashboardVersion(ctx.Request().Context(), request.(PinDashboardVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PinDashboardVersion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PinDashboardVersionResponseObject); ok {
+		return validResponse.VisitPinDashboardVersionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RestoreDashboardVersion operation middleware
+func (sh *strictHandler) RestoreDashboardVersion(ctx echo.Context, dashboardId DashboardIdPath, versionId VersionIdPath, params RestoreDashboardVersionParams) error {
+	var request RestoreDashboardVersionRequestObject
+
+	request.DashboardId = dashboardId
+	request.VersionId = versionId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestoreDashboardVersion(ctx.Request().Context(), request.(RestoreDashboardVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestoreDashboardVersion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RestoreDashboardVersionResponseObject); ok {
+		return validResponse.VisitRestoreDashboardVersionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UnpinDashboardVersion operation middleware
+func (sh *strictHandler) UnpinDashboardVersion(ctx echo.Context, dashboardId DashboardIdPath, versionId VersionIdPath) error {
+	var request UnpinDashboardVersionRequestObject
+
+	request.DashboardId = dashboardId
+	request.VersionId = versionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UnpinDashboardVersion(ctx.Request().Context(), request.(UnpinDashboardVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UnpinDashboardVersion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UnpinDashboardVersionResponseObject); ok {
+		return validResponse.VisitUnpinDashboardVersionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetDatasetChangelog operation middleware
 func (sh *strictHandler) GetDatasetChangelog(ctx echo.Context, datasetId DatasetId, params GetDatasetChangelogParams) error {
 	var request GetDatasetChangelogRequestObject
@@ -22901,6 +26765,58 @@ func (sh *strictHandler) GetDatasetCompatibility(ctx echo.Context, datasetId Dat
 		return err
 	} else if validResponse, ok := response.(GetDatasetCompatibilityResponseObject); ok {
 		return validResponse.VisitGetDatasetCompatibilityResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GenerateDatasetDashboard operation middleware
+func (sh *strictHandler) GenerateDatasetDashboard(ctx echo.Context, datasetId DatasetIdPath, params GenerateDatasetDashboardParams) error {
+	var request GenerateDatasetDashboardRequestObject
+
+	request.DatasetId = datasetId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GenerateDatasetDashboard(ctx.Request().Context(), request.(GenerateDatasetDashboardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GenerateDatasetDashboard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GenerateDatasetDashboardResponseObject); ok {
+		return validResponse.VisitGenerateDatasetDashboardResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamDatasetDashboard operation middleware
+func (sh *strictHandler) StreamDatasetDashboard(ctx echo.Context, datasetId DatasetIdPath, params StreamDatasetDashboardParams) error {
+	var request StreamDatasetDashboardRequestObject
+
+	request.DatasetId = datasetId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamDatasetDashboard(ctx.Request().Context(), request.(StreamDatasetDashboardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamDatasetDashboard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamDatasetDashboardResponseObject); ok {
+		return validResponse.VisitStreamDatasetDashboardResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -24925,6 +28841,128 @@ func (sh *strictHandler) UpdateProject(ctx echo.Context, projectId ProjectId) er
 		return err
 	} else if validResponse, ok := response.(UpdateProjectResponseObject); ok {
 		return validResponse.VisitUpdateProjectResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListProjectDashboards operation middleware
+func (sh *strictHandler) ListProjectDashboards(ctx echo.Context, projectId ProjectId, params ListProjectDashboardsParams) error {
+	var request ListProjectDashboardsRequestObject
+
+	request.ProjectId = projectId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListProjectDashboards(ctx.Request().Context(), request.(ListProjectDashboardsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListProjectDashboards")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListProjectDashboardsResponseObject); ok {
+		return validResponse.VisitListProjectDashboardsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GenerateProjectDashboard operation middleware
+func (sh *strictHandler) GenerateProjectDashboard(ctx echo.Context, projectId ProjectId) error {
+	var request GenerateProjectDashboardRequestObject
+
+	request.ProjectId = projectId
+
+	var body GenerateProjectDashboardJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GenerateProjectDashboard(ctx.Request().Context(), request.(GenerateProjectDashboardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GenerateProjectDashboard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GenerateProjectDashboardResponseObject); ok {
+		return validResponse.VisitGenerateProjectDashboardResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamProjectDashboard operation middleware
+func (sh *strictHandler) StreamProjectDashboard(ctx echo.Context, projectId ProjectId) error {
+	var request StreamProjectDashboardRequestObject
+
+	request.ProjectId = projectId
+
+	var body StreamProjectDashboardJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamProjectDashboard(ctx.Request().Context(), request.(StreamProjectDashboardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamProjectDashboard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamProjectDashboardResponseObject); ok {
+		return validResponse.VisitStreamProjectDashboardResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -59,10 +59,23 @@ const (
 	CodeSessionExpired          Code = "SESSION_EXPIRED"
 	CodeTwoFactorCodeRequired   Code = "TWO_FACTOR_CODE_REQUIRED"
 	CodeInvalidTwoFactorCode    Code = "INVALID_TWO_FACTOR_CODE"
+	// Dashboard routes (SPEC's dashboard shape writes codes in lower case).
+	CodeNameRequired      Code = "NAME_REQUIRED"
+	CodeNoSources         Code = "NO_SOURCES"
+	CodeTooManyDatasets   Code = "TOO_MANY_DATASETS"
+	CodeDashboardModified Code = "DASHBOARD_MODIFIED"
+	CodeDatasetNotReady   Code = "DATASET_NOT_READY"
+	CodeNothingToShow     Code = "NOTHING_TO_SHOW"
 )
 
 // Catalog lists every error code the service answers with.
 var Catalog = map[Code]Doc{
+	CodeNameRequired:            {400, "Name required", "The project form of dashboard generation needs a `name`."},
+	CodeNoSources:               {400, "No sources", "The project form of dashboard generation needs at least one dataset or view (`dataset_ids`, `view_ids`)."},
+	CodeTooManyDatasets:         {400, "Too many datasets", "The project form of dashboard generation takes at most 12 datasets and 6 views, 18 sources in all."},
+	CodeDashboardModified:       {412, "Dashboard modified", "The dashboard changed since the ETag sent in If-Match: read it again and retry."},
+	CodeDatasetNotReady:         {409, "Dataset not ready", "The dataset is still processing or failed; a dashboard is made of an active dataset."},
+	CodeNothingToShow:           {409, "Nothing to show", "No tile could be made of the sources: every proposed tile's query failed or returned no rows (an empty dataset, say)."},
 	CodeValidationError:         {400, "Validation error", "The request is malformed or violates the published schema: bad JSON, a wrong content type, an unknown or duplicated field, or a value out of its bounds. `details` has one entry per field with `field`, `code` (required, minLength, maxLength, format, enum, pattern, minimum, maximum, type, unknown_field, duplicate, invalid_json) and `message`. Nothing was changed."},
 	CodeAuthRequired:            {401, "Authentication required", "Credentials are missing or invalid. Send `Authorization: Bearer <access token>` or `X-API-Key: <key>`."},
 	CodeTokenExpired:            {401, "Token expired", "The access token has expired. Exchange the refresh token at /api/v1/auth/refresh or sign in again."},

@@ -36,7 +36,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	var body any
 	switch {
 	case strings.Contains(c.Path(), "/dashboard"):
-		body = map[string]any{"code": e.Status, "error": strings.ToLower(string(e.Code)), "message": e.Message}
+		m := map[string]any{"code": e.Status, "error": strings.ToLower(string(e.Code)), "message": e.Message, "request_id": rid}
+		if fe, ok := e.Details.([]apierr.FieldError); ok {
+			m["details"] = fe
+		}
+		body = m
 	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
 		short := "forbidden"
 		if e.Code == apierr.CodeTokenExpired {

@@ -52,11 +52,13 @@ type Deps struct {
 
 // Server is the assembled service.
 type Server struct {
-	cfg     config.Config
-	dbURL   string
-	log     *slog.Logger
-	echo    *echo.Echo
-	routes  map[string]*route // "METHOD echo-path"
+	cfg    config.Config
+	dbURL  string
+	log    *slog.Logger
+	echo   *echo.Echo
+	routes map[string]*route // "METHOD echo-path"
+	// aliased are the "METHOD echo-path" routes also served under /v1/api (aliasTag).
+	aliased map[string]bool
 	authn   *auth.Authenticator
 	limiter *ratelimit.Limiter
 	// recordSlots admits record API requests to the database a few at a time, in arrival
@@ -161,13 +163,15 @@ func (s *Server) loadRoutes() error {
 	if err != nil {
 		return fmt.Errorf("load description: %w", err)
 	}
-	s.routes = map[string]*route{}
+	s.routes, s.aliased = map[string]*route{}, map[string]bool{}
 	for path, item := range doc.Paths.Map() {
-		echoPath := path
-		for strings.Contains(echoPath, "{") {
-			i, j := strings.Index(echoPath, "{"), strings.Index(echoPath, "}")
-			echoPath = echoPath[:i] + ":" + echoPath[i+1:j] + echoPath[j+1:]
+		if strings.HasPrefix(path, aliasPrefix) {
+			for method := range item.Operations() {
+				s.aliased[method+" "+echoTemplate("/api/v1/"+strings.TrimPrefix(path, aliasPrefix))] = true
+			}
+			continue
 		}
+		echoPath := echoTemplate(path)
 		for method, op := range item.Operations() {
 			// kin-openapi validates parameters and bodies only: authentication is the
 			// authenticate middleware's (kin's security check would also read every body,
@@ -226,6 +230,44 @@ func public(op *openapi3.Operation) bool {
 // scheme): when sent, they are checked and used.
 func optionalAuth(op *openapi3.Operation) bool { return public(op) && len(*op.Security) > 1 }
 
+// echoTemplate is an OpenAPI path template as echo writes it ({id} → :id).
+func echoTemplate(path string) string {
+	for strings.Contains(path, "{") {
+		i, j := strings.Index(path, "{"), strings.Index(path, "}")
+		path = path[:i] + ":" + path[i+1:j] + path[j+1:]
+	}
+	return path
+}
+
+// aliasPrefix is where SPEC.md shows the dashboard operations; the description publishes
+// every dashboard and view operation there too (cmd/bundle's addAliases), and unalias routes
+// those requests to the /api/v1 handlers: one implementation at two addresses.
+const aliasPrefix = "/v1/api/"
+
+// unalias (before routing) serves /v1/api/... as /api/v1/...; aliasedOnly then refuses what
+// the description does not publish under /v1/api.
+func unalias(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if r := c.Request(); strings.HasPrefix(r.URL.Path, aliasPrefix) {
+			c.Set("alias", true)
+			r.URL.Path = "/api/v1/" + strings.TrimPrefix(r.URL.Path, aliasPrefix)
+			if r.URL.RawPath != "" {
+				r.URL.RawPath = "/api/v1/" + strings.TrimPrefix(r.URL.RawPath, aliasPrefix)
+			}
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) aliasedOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Get("alias") != nil && !s.aliased[c.Request().Method+" "+c.Path()] {
+			return echo.ErrNotFound
+		}
+		return next(c)
+	}
+}
+
 func (s *Server) buildEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -242,7 +284,8 @@ func (s *Server) buildEcho() *echo.Echo {
 		}
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
 	}
-	e.Use(s.requestMeta, securityHeaders, s.observe, s.recoverer)
+	e.Pre(unalias)
+	e.Use(s.requestMeta, securityHeaders, s.observe, s.recoverer, s.aliasedOnly)
 	if len(s.cfg.CORSOrigins) > 0 {
 		e.Use(cors(s.cfg.CORSOrigins))
 	}

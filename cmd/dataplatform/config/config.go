@@ -76,6 +76,9 @@ type Config struct {
 	// 100), is disabled
 	WebhookDisableAfter    time.Duration
 	WebhookDisableFailures int
+	// DashboardVersionsKept: the unpinned versions a dashboard keeps (older ones are removed;
+	// pinned ones never); DP_DASHBOARD_VERSIONS_KEPT, default 50.
+	DashboardVersionsKept int
 }
 
 // DefaultAdminEmail is the first owner's address without DP_ADMIN_EMAIL: a reserved domain
@@ -105,6 +108,7 @@ func Defaults() Config {
 		// Svix disables after five days of failures.
 		WebhookDisableAfter:    5 * 24 * time.Hour,
 		WebhookDisableFailures: 100,
+		DashboardVersionsKept:  50,
 	}
 }
 
@@ -182,6 +186,8 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_WEBHOOK_TIMEOUT", &hookTimeout)
 	env("DP_WEBHOOK_DISABLE_AFTER", &hookDisableAfter)
 	env("DP_WEBHOOK_DISABLE_FAILURES", &hookDisableFailures)
+	var versionsKept string
+	env("DP_DASHBOARD_VERSIONS_KEPT", &versionsKept)
 
 	if fs != nil {
 		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (DP_ADDR)")
@@ -230,6 +236,11 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	if bcryptCost != "" {
 		if c.BcryptCost, err = strconv.Atoi(bcryptCost); err != nil || c.BcryptCost < 4 || c.BcryptCost > 31 {
 			return c, fmt.Errorf("DP_BCRYPT_COST: want 4 to 31, got %q", bcryptCost)
+		}
+	}
+	if versionsKept != "" {
+		if c.DashboardVersionsKept, err = strconv.Atoi(versionsKept); err != nil || c.DashboardVersionsKept < 1 {
+			return c, fmt.Errorf("DP_DASHBOARD_VERSIONS_KEPT: want a number of versions, at least 1, got %q", versionsKept)
 		}
 	}
 	if hookDisableFailures != "" {

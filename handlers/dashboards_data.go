@@ -1,0 +1,223 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"dataplatform/gen/api"
+	"dataplatform/handlers/apierr"
+	"dataplatform/store"
+	"dataplatform/store/dashboards"
+	"dataplatform/store/datasets"
+	"dataplatform/store/usersql"
+)
+
+// tileRows is the most rows a tile is drawn with.
+const tileRows = 10000
+
+// tileTTL is how long a tile's answer is kept for the same dashboard state and filters.
+const tileTTL = 30 * time.Second
+
+// tileCache keeps tiles' answers briefly: a dashboard opened by several people, or redrawn,
+// queries the database once per state, tile and filter values.
+var tileCache = NewTTLCache[tileData](MaxCached)
+
+// tileData is one tile's answer.
+type tileData struct {
+	Path           string                `json:"path"`
+	TileID         string                `json:"tile_id"`
+	Columns        []usersql.QueryColumn `json:"columns,omitempty"`
+	Rows           [][]any               `json:"rows,omitempty"`
+	Truncated      bool                  `json:"truncated"`
+	FiltersApplied []string              `json:"filters_applied"`
+	Cached         bool                  `json:"cached"`
+	ExecutionMS    int64                 `json:"execution_time_ms"`
+	Error          *tileError            `json:"error,omitempty"`
+}
+
+type tileError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (h *Dashboards) GetDashboardData(ctx context.Context, req api.GetDashboardDataRequestObject) (api.GetDashboardDataResponseObject, error) {
+	d, spec, prj, binds, err := h.dataRequest(ctx, req.DashboardId, req.Params.TimeRange, req.Params.Filters)
+	if err != nil {
+		return nil, err
+	}
+	tiles := spec.Tiles()
+	out := make([]tileData, len(tiles))
+	sem := make(chan struct{}, tileConcurrency)
+	var wg sync.WaitGroup
+	var failed error
+	var once sync.Once
+	for i := range tiles {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var err error
+			out[i], err = h.tileData(ctx, d, prj, tiles[i], binds)
+			if err != nil {
+				once.Do(func() { failed = err })
+			}
+		}()
+	}
+	wg.Wait()
+	if failed != nil {
+		return nil, failed
+	}
+	return rawJSON{http.StatusOK, map[string]any{"dashboard_id": d.ID, "tiles": out}}, nil
+}
+
+func (h *Dashboards) GetDashboardTileData(ctx context.Context, req api.GetDashboardTileDataRequestObject) (api.GetDashboardTileDataResponseObject, error) {
+	d, spec, prj, binds, err := h.dataRequest(ctx, req.DashboardId, req.Params.TimeRange, req.Params.Filters)
+	if err != nil {
+		return nil, err
+	}
+	t := spec.Tile(req.TilePath)
+	if t == nil {
+		return nil, apierr.NotFound("tile", req.TilePath)
+	}
+	td, err := h.tileData(ctx, d, prj, dashboards.PathTile{Path: req.TilePath, Tile: t}, binds)
+	if err != nil {
+		return nil, err
+	}
+	return rawJSON{http.StatusOK, td}, nil
+}
+
+// dataRequest loads the dashboard for drawing and reads the time range and filter values
+// into the placeholders' values. An unknown filter id, a filter value of the wrong kind or a
+// time range that cannot be read is refused, never ignored.
+func (h *Dashboards) dataRequest(ctx context.Context, id string, timeRange, filters *string) (*store.Dashboard, *dashboards.Spec, *store.Project, map[string]any, error) {
+	d, _, err := h.dashboard(ctx, id, "dashboards:view")
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	var spec dashboards.Spec
+	if err := json.Unmarshal(d.Spec, &spec); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	prj, err := h.project(ctx, nil, d.ProjectID, "dashboards:view")
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	binds := map[string]any{}
+	tr := "all"
+	if spec.TimeRange != nil {
+		tr = spec.TimeRange.Default
+	}
+	if timeRange != nil {
+		tr = *timeRange
+	}
+	from, to, err := dashboards.ParseTimeRange(tr, h.Now())
+	if err != nil {
+		return nil, nil, nil, nil, apierr.Field("query.time_range", "invalid_format", err.Error())
+	}
+	if from != nil {
+		binds[dashboards.TimeFrom] = from.Format(time.RFC3339)
+	}
+	if to != nil {
+		binds[dashboards.TimeTo] = to.Format(time.RFC3339)
+	}
+	values := map[string]any{}
+	if filters != nil && *filters != "" {
+		if err := json.Unmarshal([]byte(*filters), &values); err != nil {
+			return nil, nil, nil, nil, apierr.Field("query.filters", "invalid_json", "filters is a JSON object of filter id to value: "+err.Error())
+		}
+	}
+	var bad []apierr.FieldError
+	known := map[string]bool{}
+	for _, f := range spec.Filters {
+		known[f.ID] = true
+		v, ok := values[f.ID]
+		if !ok {
+			v = f.Default
+		}
+		switch v.(type) {
+		case nil:
+			continue
+		case string, float64, bool:
+		default:
+			bad = append(bad, apierr.FieldError{Field: "query.filters." + f.ID, Code: "type", Message: "a filter's value is one string, number or boolean"})
+			continue
+		}
+		binds[f.Parameter] = v
+	}
+	for k := range values {
+		if !known[k] {
+			var ids []string
+			for id := range known {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			bad = append(bad, apierr.FieldError{Field: "query.filters." + k, Code: "unknown_field",
+				Message: "the dashboard has no filter " + k + " (its filters: " + strings.Join(ids, ", ") + ")"})
+		}
+	}
+	if len(bad) > 0 {
+		sort.Slice(bad, func(i, j int) bool { return bad[i].Field < bad[j].Field })
+		return nil, nil, nil, nil, apierr.Validation(bad...)
+	}
+	return d, &spec, prj, binds, nil
+}
+
+// tileData answers one tile: from the cache, or by running its query. A query that fails is
+// the tile's error (the other tiles answer); the caller's concurrency limit is the request's.
+func (h *Dashboards) tileData(ctx context.Context, d *store.Dashboard, prj *store.Project, pt dashboards.PathTile, binds map[string]any) (tileData, error) {
+	td := tileData{Path: pt.Path, TileID: pt.Tile.ID, FiltersApplied: []string{}}
+	used := map[string]any{}
+	for name, v := range binds {
+		if dashboards.Uses(pt.Tile.Query.SQL, name) {
+			used[name] = v
+		}
+	}
+	_, usesFrom := used[dashboards.TimeFrom]
+	_, usesTo := used[dashboards.TimeTo]
+	if usesFrom || usesTo {
+		td.FiltersApplied = append(td.FiltersApplied, "time_range")
+	}
+	var spec dashboards.Spec
+	_ = json.Unmarshal(d.Spec, &spec)
+	for _, f := range spec.Filters {
+		if _, ok := used[f.Parameter]; ok {
+			td.FiltersApplied = append(td.FiltersApplied, f.ID)
+		}
+	}
+	key, _ := json.Marshal([]any{d.ID, dashboardETag(d), pt.Path, used})
+	if c, ok := tileCache.Get(string(key)); ok {
+		c.Cached = true
+		return c, nil
+	}
+	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
+		return td, err
+	}
+	start := time.Now()
+	res, err := h.runTile(ctx, prj, pt.Tile, used, tileRows)
+	td.ExecutionMS = time.Since(start).Milliseconds()
+	switch {
+	case errors.Is(err, usersql.ErrNoSlot):
+		return td, TooManyQueries()
+	case ctx.Err() != nil:
+		return td, ctx.Err()
+	case err != nil:
+		var ae *apierr.Error
+		if !errors.As(err, &ae) {
+			errors.As(QueryError(err, &pt.Tile.Query.SQL, projectQueryTimeout, time.Since(start)), &ae)
+		}
+		if ae == nil || ae.Status >= 500 {
+			return td, err
+		}
+		td.Error = &tileError{Code: strings.ToLower(string(ae.Code)), Message: ae.Message}
+		return td, nil
+	}
+	td.Columns, td.Rows, td.Truncated = res.Columns, res.Rows, res.Truncated
+	tileCache.Put(string(key), td, tileTTL)
+	return td, nil
+}

@@ -1,0 +1,421 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"dataplatform/gen/api"
+	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
+	"dataplatform/store"
+	"dataplatform/store/dashboards"
+	"dataplatform/store/datasets"
+	"dataplatform/store/queries"
+	"dataplatform/store/usersql"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// The project form's limits (SPEC.md "Limits").
+const (
+	maxDashboardDatasets = 12
+	maxDashboardViews    = 6
+	maxDashboardSources  = 18
+)
+
+// generation is one dashboard to generate: where from, and how.
+type generation struct {
+	prj      *store.Project
+	source   map[string]any // the dashboard's source (type, ids, intent)
+	kind     string         // dataset, view, project
+	sets     []store.Dataset
+	name     string
+	intent   string
+	useAI    bool
+	existing *store.Dashboard // regenerated as a new version (force)
+}
+
+// progress reports a phase of the generation (analyzing, metrics, validating, layout,
+// finalizing) to a stream; nil for the plain operations.
+type progress func(phase, message string)
+
+func (h *Dashboards) GenerateDatasetDashboard(ctx context.Context, req api.GenerateDatasetDashboardRequestObject) (api.GenerateDatasetDashboardResponseObject, error) {
+	g, err := h.datasetForm(ctx, req.DatasetId, req.Params.UseAi, req.Params.Force)
+	if err != nil {
+		return nil, err
+	}
+	if g.existing != nil && !deref(req.Params.Force) {
+		yes := true
+		return dashboardResponse{http.StatusOK, g.existing, dashboardJSON(g.existing, true, &yes)}, nil
+	}
+	d, err := h.generate(ctx, g, nil)
+	if err != nil {
+		return nil, err
+	}
+	status := http.StatusCreated
+	if g.existing != nil {
+		status = http.StatusOK
+	}
+	yes := true
+	return dashboardResponse{status, d, dashboardJSON(d, true, &yes)}, nil
+}
+
+func (h *Dashboards) GenerateProjectDashboard(ctx context.Context, req api.GenerateProjectDashboardRequestObject) (api.GenerateProjectDashboardResponseObject, error) {
+	g, err := h.projectForm(ctx, req.ProjectId, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	d, err := h.generate(ctx, g, nil)
+	if err != nil {
+		return nil, err
+	}
+	yes := true
+	return dashboardResponse{http.StatusCreated, d, dashboardJSON(d, true, &yes)}, nil
+}
+
+// datasetForm checks the dataset form: the caller generates in the dataset's project, the
+// dataset is active; its existing dashboard, if any, is in g.existing.
+func (h *Dashboards) datasetForm(ctx context.Context, datasetID string, useAI, force *bool) (*generation, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, err := store.DatasetForUserAnyProject(ctx, h.Store.DB, datasetID, p.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.New(http.StatusNotFound, apierr.CodeDatasetNotFound, "no dataset "+datasetID).WithDetails(map[string]any{"dataset_id": datasetID})
+	} else if err != nil {
+		return nil, err
+	}
+	prj, err := h.project(ctx, nil, d.ProjectID, "visualizations:create")
+	if err != nil {
+		return nil, err
+	}
+	if d.Status != "active" {
+		return nil, notReady(d)
+	}
+	g := &generation{prj: prj, kind: "dataset", sets: []store.Dataset{*d}, name: d.Name, useAI: useAI == nil || *useAI,
+		source: map[string]any{"type": "dataset", "dataset_id": d.ID}}
+	if g.existing, err = store.DashboardOf(ctx, h.Store.DB, "dataset", d.ID); errors.Is(err, store.ErrNotFound) {
+		g.existing = nil
+	} else if err != nil {
+		return nil, err
+	} else {
+		g.existing.Reach = d.Reach
+	}
+	return g, nil
+}
+
+func notReady(d *store.Dataset) error {
+	return apierr.New(http.StatusConflict, apierr.CodeDatasetNotReady, fmt.Sprintf("dataset %s is %s; a dashboard is made of an active dataset", d.ID, d.Status))
+}
+
+// projectForm checks the project form's body in SPEC's order: name, sources, their count;
+// then that every source is an active dataset of the project.
+func (h *Dashboards) projectForm(ctx context.Context, projectID string, b *api.ProjectDashboardRequest) (*generation, error) {
+	prj, err := h.project(ctx, nil, projectID, "visualizations:create")
+	if err != nil {
+		return nil, err
+	}
+	name := strings.TrimSpace(deref(b.Name))
+	if name == "" {
+		return nil, apierr.New(http.StatusBadRequest, apierr.CodeNameRequired, "the project form of generation needs a name")
+	}
+	ids, views := append([]string{}, deref(b.DatasetIds)...), append([]string{}, deref(b.ViewIds)...)
+	if len(ids)+len(views) == 0 {
+		return nil, apierr.New(http.StatusBadRequest, apierr.CodeNoSources, "name at least one dataset (dataset_ids) or view (view_ids)")
+	}
+	if len(ids) > maxDashboardDatasets || len(views) > maxDashboardViews || len(ids)+len(views) > maxDashboardSources {
+		return nil, apierr.New(http.StatusBadRequest, apierr.CodeTooManyDatasets, fmt.Sprintf(
+			"%d datasets and %d views: a dashboard takes at most %d datasets and %d views, %d sources in all",
+			len(ids), len(views), maxDashboardDatasets, maxDashboardViews, maxDashboardSources))
+	}
+	all, err := store.ProjectDatasets(ctx, h.Store.DB, prj.ID)
+	if err != nil {
+		return nil, err
+	}
+	g := &generation{prj: prj, kind: "project", name: name, intent: deref(b.Intent), useAI: b.UseAi == nil || *b.UseAi}
+	var bad []apierr.FieldError
+	seen := map[string]bool{}
+	for i, id := range ids {
+		j := slices.IndexFunc(all, func(d store.Dataset) bool { return d.ID == id })
+		switch {
+		case seen[id]:
+			bad = append(bad, apierr.FieldError{Field: "body.dataset_ids." + strconv.Itoa(i), Code: "duplicate", Message: id + " is named twice"})
+		case j < 0:
+			bad = append(bad, apierr.FieldError{Field: "body.dataset_ids." + strconv.Itoa(i), Code: "not_found", Message: "no dataset " + id + " in this project"})
+		case all[j].Status != "active":
+			bad = append(bad, apierr.FieldError{Field: "body.dataset_ids." + strconv.Itoa(i), Code: "not_ready",
+				Message: fmt.Sprintf("dataset %s is %s", id, all[j].Status)})
+		default:
+			g.sets = append(g.sets, all[j])
+		}
+		seen[id] = true
+	}
+	for i, id := range views {
+		bad = append(bad, apierr.FieldError{Field: "body.view_ids." + strconv.Itoa(i), Code: "not_found", Message: "no view " + id + " in this project"})
+	}
+	if len(bad) > 0 {
+		return nil, apierr.Validation(bad...)
+	}
+	g.source = map[string]any{"type": "project", "dataset_ids": ids, "view_ids": views}
+	if g.intent != "" {
+		g.source["intent"] = g.intent
+	}
+	return g, nil
+}
+
+// input describes the generation's datasets to the generator: each table with its columns
+// and statistics, the relationships between them, and the intent's words.
+func (h *Dashboards) input(ctx context.Context, g *generation) (dashboards.Input, error) {
+	in := dashboards.Input{Title: g.name, Filter: g.kind != "project"}
+	for _, w := range strings.FieldsFunc(strings.ToLower(g.intent), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
+		if len(w) > 2 {
+			in.Intent = append(in.Intent, w)
+		}
+	}
+	refs := map[string]string{} // dataset id + "." + table → ref
+	keys := map[string]bool{}   // ref + "." + column: ends of relationships
+	var rels []store.Relationship
+	for i := range g.sets {
+		r, err := store.Relationships(ctx, h.Store.DB, g.sets[i].ID)
+		if err != nil {
+			return in, err
+		}
+		rels = append(rels, r...)
+	}
+	for i := range g.sets {
+		d := &g.sets[i]
+		tables, err := datasets.Tables(d)
+		if err != nil {
+			return in, err
+		}
+		var st datasets.Statistics
+		if d.Statistics != "" {
+			if err := json.Unmarshal([]byte(d.Statistics), &st); err != nil {
+				return in, err
+			}
+		}
+		for _, t := range tables {
+			ref := queries.Identifier(d.Name)
+			lbl := d.Name
+			if len(tables) > 1 {
+				ref += "." + t.Name
+				lbl = t.Name
+			}
+			refs[d.ID+"."+t.Name] = ref
+			src := dashboards.Source{Ref: ref, ID: d.ID, Label: lbl}
+			ts := st.Tables[t.Name]
+			if ts != nil {
+				src.Rows = ts.RowCount
+			}
+			for _, w := range in.Intent {
+				if strings.Contains(strings.ToLower(lbl), w) {
+					src.Rank++
+				}
+			}
+			for _, c := range t.Columns {
+				col := dashboards.Column{Name: c.Name, Label: c.Original, Type: c.Type, Key: slices.Contains(t.PrimaryKey, c.Name)}
+				if ts != nil {
+					if cs := ts.Columns[c.Name]; cs != nil {
+						col.Distinct, col.Nulls, col.Min, col.Max, col.Values = cs.DistinctCount, cs.NullCount, cs.Min, cs.Max, cs.SampleValues
+					}
+				}
+				src.Columns = append(src.Columns, col)
+			}
+			in.Sources = append(in.Sources, src)
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range rels {
+		from, okF := refs[r.FromDataset+"."+r.FromTable]
+		to, okT := refs[r.ToDataset+"."+r.ToTable]
+		if !okF || !okT {
+			continue
+		}
+		keys[from+"."+r.FromColumn], keys[to+"."+r.ToColumn] = true, true
+		if k := from + "." + r.FromColumn + ">" + to; !seen[k] {
+			seen[k] = true
+			in.Relations = append(in.Relations, dashboards.Relation{From: from, FromColumn: r.FromColumn, To: to, ToColumn: r.ToColumn})
+		}
+	}
+	for i := range in.Sources {
+		for j := range in.Sources[i].Columns {
+			if keys[in.Sources[i].Ref+"."+in.Sources[i].Columns[j].Name] {
+				in.Sources[i].Columns[j].Key = true
+			}
+		}
+	}
+	// Sources the intent names lead.
+	slices.SortStableFunc(in.Sources, func(a, b dashboards.Source) int {
+		switch {
+		case a.Rank > b.Rank:
+			return -1
+		case a.Rank < b.Rank:
+			return 1
+		}
+		return 0
+	})
+	return in, nil
+}
+
+// generate builds the dashboard of g and keeps it: a new one, or a new version of
+// g.existing. report, when set, hears each phase.
+func (h *Dashboards) generate(ctx context.Context, g *generation, report progress) (*store.Dashboard, error) {
+	if report == nil {
+		report = func(string, string) {}
+	}
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	report("analyzing", "Reading the columns and statistics of "+strconv.Itoa(len(g.sets))+" dataset(s)")
+	in, err := h.input(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	var warnings []string
+	if g.useAI && h.model() != nil {
+		warnings = append(warnings, "drafting dashboards with the configured model is not available yet; the deterministic generator built this one")
+	}
+	report("metrics", "Choosing measures, dimensions and time columns")
+	cands, filters := dashboards.Propose(in)
+	report("validating", "Running "+strconv.Itoa(len(cands))+" candidate tiles")
+	passed, dropped, err := h.validateTiles(ctx, g.prj, cands)
+	if err != nil {
+		return nil, err
+	}
+	warnings = append(warnings, dropped...)
+	if len(passed) == 0 {
+		return nil, apierr.New(http.StatusConflict, apierr.CodeNothingToShow, "no tile could be made: every proposed tile's query failed or returned no rows")
+	}
+	report("layout", "Placing "+strconv.Itoa(min(len(passed), dashboards.MaxTiles))+" tiles on the grid")
+	spec := dashboards.Layout(g.name, dashboards.Describe(in), passed, filters)
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	report("finalizing", "Saving the dashboard")
+	now := h.Now()
+	source, _ := json.Marshal(g.source)
+	d := g.existing
+	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		if d != nil {
+			cur, err := store.LockDashboard(ctx, tx, d.ID)
+			if err != nil {
+				return err
+			}
+			cur.Reach, cur.GeneratedBy, cur.Warnings = d.Reach, "deterministic", warnings
+			d = cur
+			if err := h.newVersion(ctx, tx, d, "generate", d.DisplayName, raw, nil, nil); err != nil {
+				return err
+			}
+			return h.audit(ctx, tx, d.OrgID, "dashboard.regenerate", "dashboard", d.ID, d.DisplayName, map[string]any{"version": d.Version})
+		}
+		d = &store.Dashboard{ID: store.NewID("dsh"), OrgID: g.prj.OrgID, ProjectID: g.prj.ID, SourceType: g.kind, Source: source,
+			DisplayName: g.name, Spec: raw, Version: 1, GeneratedBy: "deterministic", Warnings: warnings, CreatedBy: &p.UserID,
+			CreatedAt: now, UpdatedAt: now, Reach: g.prj.Reach}
+		if g.kind == "dataset" {
+			d.DatasetID = &g.sets[0].ID
+		}
+		v := &store.DashboardVersion{ID: store.NewID("dshv"), DashboardID: d.ID, Number: 1, Kind: "generate", DisplayName: d.DisplayName,
+			Spec: raw, CreatedBy: &p.UserID, CreatedAt: now}
+		if err := store.CreateDashboard(ctx, tx, d, v); err != nil {
+			return err
+		}
+		return h.audit(ctx, tx, d.OrgID, "dashboard.create", "dashboard", d.ID, d.DisplayName, map[string]any{"source": g.source, "tiles": len(spec.Tiles())})
+	})
+	if errors.Is(err, store.ErrDashboardExists) {
+		// Another request made the dataset's dashboard meanwhile: that one is the answer.
+		if cur, err := store.DashboardOf(ctx, h.Store.DB, g.kind, g.sets[0].ID); err == nil {
+			cur.Reach = g.prj.Reach
+			return cur, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// validateTiles runs every candidate's query (a few at a time, within the caller's query
+// slots) and keeps those that answer rows; the others are named in dropped.
+func (h *Dashboards) validateTiles(ctx context.Context, prj *store.Project, cands []dashboards.Candidate) (passed []dashboards.Candidate, dropped []string, err error) {
+	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
+		return nil, nil, err
+	}
+	ok := make([]bool, len(cands))
+	why := make([]string, len(cands))
+	errs := make([]error, len(cands))
+	sem := make(chan struct{}, tileConcurrency)
+	var wg sync.WaitGroup
+	for i := range cands {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res, err := h.runTile(ctx, prj, &cands[i].Tile, nil, 1)
+			switch {
+			case errors.Is(err, usersql.ErrNoSlot) || ctx.Err() != nil:
+				errs[i] = err
+			case err != nil:
+				why[i] = err.Error()
+			case len(res.Rows) == 0:
+				why[i] = "no rows"
+			case cands[i].Tile.Type == "kpi" && (len(res.Rows[0]) == 0 || res.Rows[0][0] == nil):
+				why[i] = "no value"
+			default:
+				ok[i] = true
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range cands {
+		if errs[i] != nil {
+			if errors.Is(errs[i], usersql.ErrNoSlot) {
+				return nil, nil, TooManyQueries()
+			}
+			return nil, nil, errs[i]
+		}
+		if ok[i] {
+			passed = append(passed, cands[i])
+		} else {
+			dropped = append(dropped, fmt.Sprintf("tile %q left out: %s", cands[i].Tile.Title, why[i]))
+		}
+	}
+	return passed, dropped, nil
+}
+
+// tileConcurrency is how many tile queries of one request run at once (each takes one of the
+// user's query slots).
+const tileConcurrency = 3
+
+// runTile prepares a tile's query against the project's datasets and views, binds its
+// parameters (the tile's own, then binds: the time range and filters; missing ones are NULL)
+// and runs it in the query sandbox.
+func (h *Dashboards) runTile(ctx context.Context, prj *store.Project, t *dashboards.Tile, binds map[string]any, maxRows int) (*usersql.QueryResult, error) {
+	params := map[string]*any{}
+	for k, v := range t.Query.Parameters {
+		params[k] = &v
+	}
+	for k, v := range binds {
+		params[k] = &v
+	}
+	qh := &Queries{h.Handlers}
+	pp, err := qh.prepare(ctx, prj, "sql", t.Query.SQL, nil, &params, true)
+	if err != nil {
+		return nil, err
+	}
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return usersql.RunQuery(ctx, h.Store.DB, prj.OrgID, pp.SQL, pp.args, usersql.QueryOptions{Timeout: projectQueryTimeout, MaxRows: maxRows,
+		MaxBytes: h.Config.QueryResultBytes, MaxRowBytes: h.Config.QueryResultBytes, Slot: UserSlot(p.UserID)})
+}

@@ -1,0 +1,611 @@
+package dashboards
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"dataplatform/store/ingest"
+
+	"github.com/lib/pq"
+)
+
+// Column is a source's column as the generator sees it: its type and what the analysis
+// found (distinct values, nulls, range).
+type Column struct {
+	Name     string // identifier in the table
+	Label    string // as people wrote it ("Order Date")
+	Type     ingest.Type
+	Distinct int64
+	Nulls    int64
+	Min, Max json.RawMessage // JSON of the smallest and largest value, when known
+	Key      bool            // a primary key or one end of a relationship
+	Values   []any           // a few known values (for a filter's options)
+}
+
+// Source is a dataset (or one table of a connected one, or a view) the dashboard reads.
+type Source struct {
+	Ref     string // how project SQL names it
+	ID      string // the dataset's (or view's) id
+	Label   string // its display name
+	Rows    int64
+	Columns []Column
+	Rank    float64 // how well it matches the intent (project form)
+}
+
+// Relation is a relationship between two sources: From.FromColumn → To.ToColumn.
+type Relation struct {
+	From, FromColumn, To, ToColumn string // source refs and column names
+}
+
+// Input is what a dashboard is generated from.
+type Input struct {
+	Title     string
+	Sources   []Source
+	Relations []Relation
+	Intent    []string // the intent's words: columns they name rank first
+	Filter    bool     // offer a filter on the main category (the dataset form)
+}
+
+// Candidate is a proposed tile and how much it is worth showing.
+type Candidate struct {
+	Tile  Tile
+	Group string // kpi, time, breakdown, distribution, table
+	Score float64
+}
+
+// MaxTiles is the most tiles a generated dashboard has.
+const MaxTiles = 15
+
+// roles of columns.
+const (
+	roleKey      = "key"
+	roleMeasure  = "measure"
+	roleTime     = "time"
+	roleCategory = "category"
+	roleBoolean  = "boolean"
+	roleOther    = "other"
+)
+
+var (
+	keyWords      = []string{"id", "uuid", "key", "code", "zip", "zipcode", "postal", "postcode", "phone", "sku", "isbn", "ean", "upc", "ssn", "iban", "number", "no", "num"}
+	calendarWords = []string{"year", "month", "day", "week", "quarter", "hour", "minute", "weekday", "dow", "yr"}
+	additiveWords = []string{"amount", "revenue", "sales", "total", "cost", "price", "quantity", "qty", "units", "count", "profit", "spend",
+		"spent", "fee", "fees", "tax", "discount", "income", "expense", "expenses", "balance", "budget", "payment", "paid", "sold", "volume", "orders", "items"}
+	geoWords  = []string{"country", "state", "region", "city", "province", "continent", "county", "territory", "location", "market"}
+	timeWords = []string{"date", "time", "created", "ordered", "order", "timestamp", "at", "day", "when", "started", "occurred", "purchased", "signup"}
+	// Dates that describe an entity rather than when something happened.
+	attributeDates = []string{"birth", "dob", "birthday", "expiry", "expires", "expiration", "deleted", "updated", "modified"}
+)
+
+func words(name string) []string {
+	return strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+}
+
+func hasWord(name string, set []string) bool {
+	for _, w := range words(name) {
+		if slices.Contains(set, w) {
+			return true
+		}
+	}
+	// "customerid", "zipcode": a known word glued at the end of an identifier.
+	n := strings.ToLower(name)
+	for _, w := range set {
+		if len(w) >= 2 && strings.HasSuffix(n, w) && len(n) > len(w)+2 && slices.Contains(keyWords, w) && w != "no" && w != "num" && w != "number" {
+			return true
+		}
+	}
+	return false
+}
+
+func numericType(t ingest.Type) bool {
+	return t == ingest.Integer || t == ingest.BigInt || t == ingest.Numeric
+}
+
+func number(raw json.RawMessage) (float64, bool) {
+	var f float64
+	if len(raw) == 0 || json.Unmarshal(raw, &f) != nil {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return 0, false
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		return v, err == nil
+	}
+	return f, true
+}
+
+func instant(raw json.RawMessage) (time.Time, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return time.Time{}, false
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly, "2006-01-02T15:04:05.999999", "2006-01-02 15:04:05.999999-07", "2006-01-02 15:04:05-07"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// role is what a column is for on a dashboard: ids, keys, codes and calendar numbers are
+// never summed; measures are numbers that vary; categories are texts with few values.
+func role(c Column, rows int64) string {
+	switch {
+	case c.Key || c.Type == ingest.UUID || hasWord(c.Name, keyWords):
+		return roleKey
+	case numericType(c.Type):
+		if hasWord(c.Name, calendarWords) || c.Distinct < 2 {
+			return roleOther
+		}
+		if c.Type != ingest.Numeric {
+			lo, okL := number(c.Min)
+			hi, okH := number(c.Max)
+			if okL && okH && lo >= 1800 && hi <= 2100 && c.Distinct <= 300 && !hasWord(c.Name, additiveWords) {
+				return roleOther // year-like
+			}
+			if rows > 50 && c.Distinct == rows-c.Nulls && !hasWord(c.Name, additiveWords) {
+				return roleKey // every value different: a number that identifies
+			}
+		}
+		return roleMeasure
+	case c.Type == ingest.Date || c.Type == ingest.Timestamptz:
+		lo, okL := instant(c.Min)
+		hi, okH := instant(c.Max)
+		if !okL || !okH || !hi.After(lo) || hasWord(c.Name, attributeDates) {
+			return roleOther
+		}
+		return roleTime
+	case c.Type == ingest.Boolean:
+		if c.Distinct < 2 {
+			return roleOther
+		}
+		return roleBoolean
+	case c.Type == ingest.Text:
+		if c.Distinct >= 2 && c.Distinct <= 50 && (rows <= 20 || c.Distinct*2 <= rows) {
+			return roleCategory
+		}
+	}
+	return roleOther
+}
+
+// label is a column's name for people: "order_date" → "order date".
+func label(c Column) string {
+	l := c.Label
+	if l == "" {
+		l = c.Name
+	}
+	return strings.Join(strings.FieldsFunc(l, func(r rune) bool { return r == '_' || r == ' ' }), " ")
+}
+
+// capital starts s with a capital letter.
+func capital(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// singular of a dataset's label, for "by customer segment".
+func singular(s string) string {
+	w := strings.ToLower(s)
+	switch {
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		return s[:len(s)-3] + "y"
+	case strings.HasSuffix(w, "ses") || strings.HasSuffix(w, "xes"):
+		return s[:len(s)-2]
+	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && len(w) > 3:
+		return s[:len(s)-1]
+	}
+	return s
+}
+
+func q(name string) string { return pq.QuoteIdentifier(name) }
+
+// analysed is a source with its columns sorted into roles, best first.
+type analysed struct {
+	*Source
+	measures, categories, booleans []Column
+	time                           *Column
+	grain                          string
+}
+
+func (in *Input) intentBoost(name string) float64 {
+	b := 0.0
+	for _, w := range words(name) {
+		for _, iw := range in.Intent {
+			if w == iw || singular(w) == singular(iw) {
+				b += 15
+			}
+		}
+	}
+	return b
+}
+
+func analyse(in *Input, s *Source) *analysed {
+	a := &analysed{Source: s}
+	var times []Column
+	for _, c := range s.Columns {
+		switch role(c, s.Rows) {
+		case roleMeasure:
+			a.measures = append(a.measures, c)
+		case roleCategory:
+			a.categories = append(a.categories, c)
+		case roleBoolean:
+			a.booleans = append(a.booleans, c)
+		case roleTime:
+			times = append(times, c)
+		}
+	}
+	measureScore := func(c Column) float64 {
+		v := in.intentBoost(c.Name) + float64(c.Distinct)/float64(max(s.Rows, 1))
+		if hasWord(c.Name, additiveWords) {
+			v += 10
+		}
+		return v - float64(c.Nulls)/float64(max(s.Rows, 1))*5
+	}
+	sort.SliceStable(a.measures, func(i, j int) bool { return measureScore(a.measures[i]) > measureScore(a.measures[j]) })
+	catScore := func(c Column) float64 {
+		v := in.intentBoost(c.Name) - float64(c.Distinct)/10 - float64(c.Nulls)/float64(max(s.Rows, 1))*5
+		if hasWord(c.Name, geoWords) {
+			v += 5
+		}
+		return v
+	}
+	sort.SliceStable(a.categories, func(i, j int) bool { return catScore(a.categories[i]) > catScore(a.categories[j]) })
+	timeScore := func(c Column) float64 {
+		v := in.intentBoost(c.Name) - float64(c.Nulls)/float64(max(s.Rows, 1))*10
+		if hasWord(c.Name, timeWords) {
+			v += 5
+		}
+		return v
+	}
+	sort.SliceStable(times, func(i, j int) bool { return timeScore(times[i]) > timeScore(times[j]) })
+	if len(times) > 0 {
+		a.time = &times[0]
+		lo, _ := instant(a.time.Min)
+		hi, _ := instant(a.time.Max)
+		a.grain = Grain(hi.Sub(lo))
+	}
+	return a
+}
+
+// Grain is the time grain for a span of time: about 10 to 100 points on a line.
+func Grain(span time.Duration) string {
+	day := 24 * time.Hour
+	switch {
+	case span <= 3*day:
+		return "hour"
+	case span <= 90*day:
+		return "day"
+	case span <= 2*365*day:
+		return "week"
+	case span <= 8*365*day:
+		return "month"
+	case span <= 25*365*day:
+		return "quarter"
+	}
+	return "year"
+}
+
+// where is the conditions every tile of a source takes: the dashboard's time range on its
+// time column and the filter on its category, for the table alias (empty: none).
+func (a *analysed) where(alias string, filter *Filter, filterCol string, extra ...string) string {
+	col := func(n string) string {
+		if alias != "" {
+			return alias + "." + q(n)
+		}
+		return q(n)
+	}
+	conds := append([]string{}, extra...)
+	if a.time != nil {
+		t := col(a.time.Name)
+		conds = append(conds, "({{"+TimeFrom+"}}::timestamptz IS NULL OR "+t+" >= {{"+TimeFrom+"}}::timestamptz)",
+			"({{"+TimeTo+"}}::timestamptz IS NULL OR "+t+" < {{"+TimeTo+"}}::timestamptz)")
+	}
+	if filter != nil && filterCol != "" {
+		conds = append(conds, "({{"+filter.Parameter+"}}::text IS NULL OR "+col(filterCol)+"::text = {{"+filter.Parameter+"}}::text)")
+	}
+	if len(conds) == 0 {
+		return ""
+	}
+	return "\nWHERE " + strings.Join(conds, "\n  AND ")
+}
+
+// aggregate is how a measure adds up: totals for amounts, averages for ratings and ages.
+func aggregate(c Column) (fn, title, alias string) {
+	if hasWord(c.Name, additiveWords) {
+		return "sum", "Total " + label(c), "total_" + c.Name
+	}
+	return "avg", "Average " + label(c), "average_" + c.Name
+}
+
+// Propose lists the tiles worth showing for in, and the filters they take.
+func Propose(in Input) ([]Candidate, []Filter) {
+	var out []Candidate
+	var filters []Filter
+	ids := map[string]int{}
+	id := func(base string) string {
+		base = strings.Trim(strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+				return r
+			}
+			return '_'
+		}, strings.ToLower(base)), "_")
+		if base == "" || base[0] < 'a' || base[0] > 'z' {
+			base = "t_" + base
+		}
+		if len(base) > 56 {
+			base = base[:56]
+		}
+		ids[base]++
+		if ids[base] > 1 {
+			return base + "_" + strconv.Itoa(ids[base])
+		}
+		return base
+	}
+	add := func(group string, score float64, t Tile) {
+		t.ID = id(t.ID)
+		out = append(out, Candidate{Tile: t, Group: group, Score: score})
+	}
+	multi := len(in.Sources) > 1
+	as := make([]*analysed, len(in.Sources))
+	for i := range in.Sources {
+		as[i] = analyse(&in, &in.Sources[i])
+	}
+	byRef := map[string]*analysed{}
+	for _, a := range as {
+		byRef[a.Ref] = a
+	}
+	for si, a := range as {
+		// The first source (the intent's best) leads; the others follow.
+		weight := 1.0 - float64(si)*0.08 + a.Rank*0.05
+		name := a.Label
+		prefix := ""
+		if multi {
+			prefix = a.Ref + "_"
+		}
+		var filter *Filter
+		filterCol := ""
+		if in.Filter && !multi && len(a.categories) > 0 {
+			c := a.categories[0]
+			filter = &Filter{ID: c.Name, Label: capital(label(c)), Type: "category", Parameter: "f_" + c.Name, Column: a.Ref + "." + c.Name,
+				Options: c.Values}
+			if len(filter.Parameter) > 63 {
+				filter.Parameter = filter.Parameter[:63]
+			}
+			filters = append(filters, *filter)
+			filterCol = c.Name
+		}
+		w := func(extra ...string) string { return a.where("", filter, filterCol, extra...) }
+		add("kpi", 100*weight, Tile{ID: prefix + "record_count", Title: "Number of " + name, Type: "kpi",
+			Query:    Query{SQL: "SELECT count(*) AS value\nFROM " + a.Ref + w()},
+			Encoding: Encoding{Value: "value", Format: "integer"}})
+		for i, m := range a.measures {
+			if i >= 3 {
+				break
+			}
+			fn, title, _ := aggregate(m)
+			add("kpi", (90-float64(i)*6)*weight+in.intentBoost(m.Name), Tile{ID: prefix + fn + "_" + m.Name, Title: capital(title), Type: "kpi",
+				Query:    Query{SQL: "SELECT " + fn + "(" + q(m.Name) + ") AS value\nFROM " + a.Ref + w()},
+				Encoding: Encoding{Value: "value", Format: "number"}})
+		}
+		if a.time != nil {
+			t := q(a.time.Name)
+			period := "date_trunc('" + a.grain + "', " + t + ")"
+			add("time", 85*weight, Tile{ID: prefix + "count_per_" + a.grain, Title: capital(name) + " per " + a.grain, Type: "line",
+				Description: "By " + label(*a.time) + ".",
+				Query: Query{SQL: "SELECT " + period + " AS period, count(*) AS count\nFROM " + a.Ref + w(t+" IS NOT NULL") +
+					"\nGROUP BY 1\nORDER BY 1"},
+				Encoding: Encoding{X: "period", Y: []string{"count"}, TimeGrain: a.grain, Format: "integer"}})
+			if len(a.measures) > 0 {
+				m := a.measures[0]
+				fn, title, alias := aggregate(m)
+				add("time", 84*weight+in.intentBoost(m.Name), Tile{ID: prefix + alias + "_per_" + a.grain, Title: capital(title) + " per " + a.grain,
+					Type: "area", Description: "By " + label(*a.time) + ".",
+					Query: Query{SQL: "SELECT " + period + " AS period, " + fn + "(" + q(m.Name) + ") AS " + q(alias) + "\nFROM " + a.Ref +
+						w(t+" IS NOT NULL") + "\nGROUP BY 1\nORDER BY 1"},
+					Encoding: Encoding{X: "period", Y: []string{alias}, TimeGrain: a.grain, Format: "number"}})
+			}
+		}
+		for i, c := range a.categories {
+			if i >= 3 {
+				break
+			}
+			typ := "bar"
+			if c.Distinct <= 6 {
+				typ = "donut"
+				if i%2 == 1 {
+					typ = "pie"
+				}
+			}
+			enc := Encoding{X: c.Name, Y: []string{"count"}, Value: "count", TopN: 10, Format: "integer",
+				Sort: &Sort{Field: "count", Direction: "desc"}}
+			if typ == "bar" {
+				enc.Value = ""
+			} else {
+				enc.Y = nil
+			}
+			add("breakdown", (70-float64(i)*5)*weight+in.intentBoost(c.Name), Tile{ID: prefix + "count_by_" + c.Name,
+				Title: capital(name) + " by " + label(c), Type: typ, Description: topNote(c),
+				Query: Query{SQL: topN(q(c.Name), "count(*)", "count", c.Name, a.Ref+w())}, Encoding: enc})
+			if len(a.measures) > 0 && i < 2 {
+				m := a.measures[0]
+				fn, title, alias := aggregate(m)
+				add("breakdown", (66-float64(i)*5)*weight+in.intentBoost(m.Name)+in.intentBoost(c.Name), Tile{ID: prefix + alias + "_by_" + c.Name,
+					Title: capital(title) + " by " + label(c), Type: "bar", Description: topNote(c),
+					Query:    Query{SQL: topN(q(c.Name), fn+"("+q(m.Name)+")", alias, c.Name, a.Ref+w())},
+					Encoding: Encoding{X: c.Name, Y: []string{alias}, TopN: 10, Format: "number", Sort: &Sort{Field: alias, Direction: "desc"}}})
+			}
+		}
+		for i, b := range a.booleans {
+			if i >= 2 {
+				break
+			}
+			add("breakdown", (50-float64(i)*5)*weight+in.intentBoost(b.Name), Tile{ID: prefix + "share_" + b.Name,
+				Title: "Share of " + name + " by " + label(b), Type: "donut",
+				Query: Query{SQL: "SELECT CASE WHEN " + q(b.Name) + " THEN 'Yes' WHEN NOT " + q(b.Name) + " THEN 'No' ELSE '(empty)' END AS " + q(b.Name) +
+					", count(*) AS count\nFROM " + a.Ref + w() + "\nGROUP BY 1\nORDER BY 2 DESC"},
+				Encoding: Encoding{X: b.Name, Value: "count", Format: "integer"}})
+		}
+		for i, m := range a.measures {
+			if i >= 2 {
+				break
+			}
+			x := q(m.Name)
+			add("distribution", (45-float64(i)*5)*weight+in.intentBoost(m.Name), Tile{ID: prefix + "distribution_" + m.Name,
+				Title: "Distribution of " + label(m), Type: "histogram", Description: "Records in 10 equal ranges of " + label(m) + ".",
+				Query: Query{SQL: "SELECT lo + (bucket - 1) * step AS bucket_start, lo + bucket * step AS bucket_end, count(*) AS count\nFROM (\n" +
+					"  SELECT least(width_bucket(" + x + "::numeric, r.lo, r.hi, 10), 10) AS bucket, r.lo, (r.hi - r.lo) / 10 AS step\n" +
+					"  FROM " + a.Ref + ", (SELECT min(" + x + ")::numeric AS lo, max(" + x + ")::numeric AS hi FROM " + a.Ref +
+						strings.ReplaceAll(w(), "\n ", "") + ") r" +
+					strings.ReplaceAll(w(x+" IS NOT NULL", "r.hi > r.lo"), "\n", "\n  ") + "\n) b\nGROUP BY bucket, lo, step\nORDER BY bucket"},
+				Encoding: Encoding{X: "bucket_start", XEnd: "bucket_end", Y: []string{"count"}, Format: "integer"}})
+		}
+		if len(a.measures) >= 2 {
+			m1, m2 := a.measures[0], a.measures[1]
+			add("distribution", 30*weight, Tile{ID: prefix + m1.Name + "_vs_" + m2.Name, Title: capital(label(m1)) + " against " + label(m2),
+				Type: "scatter", Description: "Up to 1,000 records.",
+				Query: Query{SQL: "SELECT " + q(m1.Name) + ", " + q(m2.Name) + "\nFROM " + a.Ref + w(q(m1.Name)+" IS NOT NULL", q(m2.Name)+" IS NOT NULL") +
+					"\nLIMIT 1000"},
+				Encoding: Encoding{X: m1.Name, Y: []string{m2.Name}}})
+		}
+		var cols []string
+		for _, c := range a.Columns {
+			if len(cols) < 8 {
+				cols = append(cols, c.Name)
+			}
+		}
+		if len(cols) > 0 {
+			qc := make([]string, len(cols))
+			for i, c := range cols {
+				qc[i] = q(c)
+			}
+			order, title := "", "Some "+name
+			if a.time != nil {
+				order, title = "\nORDER BY "+q(a.time.Name)+" DESC NULLS LAST", "Latest "+name
+			}
+			add("table", 20*weight, Tile{ID: prefix + "latest_records", Title: capital(title), Type: "table",
+				Query:    Query{SQL: "SELECT " + strings.Join(qc, ", ") + "\nFROM " + a.Ref + w() + order + "\nLIMIT 10"},
+				Encoding: Encoding{Columns: cols}})
+		}
+	}
+	// Across relationships: a measure (or the count) of the many side by a category of the
+	// one side — "total amount by customer segment".
+	for _, r := range in.Relations {
+		from, to := byRef[r.From], byRef[r.To]
+		if from == nil || to == nil || from == to || len(to.categories) == 0 {
+			continue
+		}
+		c := to.categories[0]
+		on := "\nJOIN " + to.Ref + " t ON t." + q(r.ToColumn) + " = f." + q(r.FromColumn)
+		by := strings.ToLower(singular(to.Label)) + " " + label(c)
+		base := 75 + in.intentBoost(c.Name) + from.Rank + to.Rank
+		add("breakdown", base, Tile{ID: from.Ref + "_by_" + to.Ref + "_" + c.Name, Title: capital(from.Label) + " by " + by, Type: "bar",
+			Description: topNote(c),
+			Query:       Query{SQL: topN("t."+q(c.Name), "count(*)", "count", c.Name, from.Ref+" f"+on+from.where("f", nil, ""))},
+			Encoding:    Encoding{X: c.Name, Y: []string{"count"}, TopN: 10, Format: "integer", Sort: &Sort{Field: "count", Direction: "desc"}}})
+		if len(from.measures) > 0 {
+			m := from.measures[0]
+			fn, title, alias := aggregate(m)
+			add("breakdown", base+1+in.intentBoost(m.Name), Tile{ID: alias + "_by_" + to.Ref + "_" + c.Name, Title: capital(title) + " by " + by,
+				Type: "bar", Description: topNote(c),
+				Query:    Query{SQL: topN("t."+q(c.Name), fn+"(f."+q(m.Name)+")", alias, c.Name, from.Ref+" f"+on+from.where("f", nil, ""))},
+				Encoding: Encoding{X: c.Name, Y: []string{alias}, TopN: 10, Format: "number", Sort: &Sort{Field: alias, Direction: "desc"}}})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	return out, filters
+}
+
+func topNote(c Column) string {
+	if c.Distinct > 10 {
+		return "The 10 largest, the rest as Other."
+	}
+	return ""
+}
+
+// topN is SQL for value by category, the 10 largest and the rest as Other, largest first.
+func topN(expr, value, alias, name, from string) string {
+	label := "coalesce(" + expr + "::text, '(empty)')"
+	return "SELECT CASE WHEN rank <= 10 THEN label ELSE 'Other' END AS " + q(name) + ", sum(value) AS " + q(alias) + "\nFROM (\n" +
+		"  SELECT " + label + " AS label, " + value + " AS value, row_number() OVER (ORDER BY " + value + " DESC NULLS LAST, " + label + ") AS rank\n" +
+		"  FROM " + strings.ReplaceAll(from, "\n", "\n  ") + "\n  GROUP BY 1\n) g\nGROUP BY 1\nORDER BY min(rank)"
+}
+
+// Layout picks at most MaxTiles of the candidates that passed (best first) and places them
+// on the grid: a row of KPIs, the time series, breakdowns and distributions two by two, and
+// the table of records last.
+func Layout(title, description string, cands []Candidate, filters []Filter) Spec {
+	quota := map[string]int{"kpi": 4, "time": 2, "table": 1, "breakdown": 8, "distribution": 4}
+	var picked []Candidate
+	for _, c := range cands {
+		if len(picked) == MaxTiles {
+			break
+		}
+		if quota[c.Group] > 0 {
+			quota[c.Group]--
+			picked = append(picked, c)
+		}
+	}
+	group := func(g ...string) []Tile {
+		var ts []Tile
+		for _, c := range picked {
+			if slices.Contains(g, c.Group) {
+				ts = append(ts, c.Tile)
+			}
+		}
+		return ts
+	}
+	s := Spec{Version: 1, Title: title, Description: description, TimeRange: &TimeRange{Default: "all"}, Rows: []Row{}}
+	// Filters only for tiles that take them.
+	for _, f := range filters {
+		for _, c := range picked {
+			if Uses(c.Tile.Query.SQL, f.Parameter) {
+				s.Filters = append(s.Filters, f)
+				break
+			}
+		}
+	}
+	if k := group("kpi"); len(k) > 0 {
+		for i := range k {
+			k[i].Width = 12 / len(k)
+		}
+		s.Rows = append(s.Rows, Row{Items: k})
+	}
+	pairs := func(ts []Tile, height int) {
+		for i := 0; i < len(ts); i += 2 {
+			if i+1 < len(ts) {
+				ts[i].Width, ts[i+1].Width = 6, 6
+				ts[i].Height, ts[i+1].Height = height, height
+				s.Rows = append(s.Rows, Row{Items: ts[i : i+2]})
+			} else {
+				ts[i].Width, ts[i].Height = 12, height
+				s.Rows = append(s.Rows, Row{Items: ts[i : i+1]})
+			}
+		}
+	}
+	pairs(group("time"), 2)
+	pairs(group("breakdown"), 2)
+	pairs(group("distribution"), 2)
+	for _, t := range group("table") {
+		t.Width, t.Height = 12, 2
+		s.Rows = append(s.Rows, Row{Items: []Tile{t}})
+	}
+	return s
+}
+
+// Describe says in a sentence what a generated dashboard covers.
+func Describe(in Input) string {
+	var names []string
+	var rows int64
+	for _, s := range in.Sources {
+		names = append(names, s.Label)
+		rows += s.Rows
+	}
+	return fmt.Sprintf("Generated from %s (%d records).", strings.Join(names, ", "), rows)
+}
