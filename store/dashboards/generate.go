@@ -462,7 +462,7 @@ func Propose(in Input) ([]Candidate, []Filter) {
 				Query: Query{SQL: "SELECT lo + (bucket - 1) * step AS bucket_start, lo + bucket * step AS bucket_end, count(*) AS count\nFROM (\n" +
 					"  SELECT least(width_bucket(" + x + "::numeric, r.lo, r.hi, 10), 10) AS bucket, r.lo, (r.hi - r.lo) / 10 AS step\n" +
 					"  FROM " + a.Ref + ", (SELECT min(" + x + ")::numeric AS lo, max(" + x + ")::numeric AS hi FROM " + a.Ref +
-						strings.ReplaceAll(w(), "\n ", "") + ") r" +
+					strings.ReplaceAll(w(), "\n ", "") + ") r" +
 					strings.ReplaceAll(w(x+" IS NOT NULL", "r.hi > r.lo"), "\n", "\n  ") + "\n) b\nGROUP BY bucket, lo, step\nORDER BY bucket"},
 				Encoding: Encoding{X: "bucket_start", XEnd: "bucket_end", Y: []string{"count"}, Format: "integer"}})
 		}
