@@ -36,6 +36,7 @@ type dashboardOut struct {
 	CanEdit        *bool      `json:"can_edit,omitempty"`
 	GeneratedBy    string     `json:"generated_by"`
 	Warnings       []string   `json:"warnings,omitempty"`
+	Changes        []string   `json:"changes,omitempty"`
 	CreatedBy      *string    `json:"created_by"`
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`

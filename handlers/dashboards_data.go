@@ -108,23 +108,13 @@ func (h *Dashboards) dataRequest(ctx context.Context, id string, timeRange, filt
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	binds := map[string]any{}
-	tr := "all"
-	if spec.TimeRange != nil {
-		tr = spec.TimeRange.Default
-	}
+	tr := ""
 	if timeRange != nil {
 		tr = *timeRange
 	}
-	from, to, err := dashboards.ParseTimeRange(tr, h.Now())
+	binds, err := timeBinds(&spec, tr, h.Now())
 	if err != nil {
 		return nil, nil, nil, nil, apierr.Field("query.time_range", "invalid_format", err.Error())
-	}
-	if from != nil {
-		binds[dashboards.TimeFrom] = from.Format(time.RFC3339)
-	}
-	if to != nil {
-		binds[dashboards.TimeTo] = to.Format(time.RFC3339)
 	}
 	values := map[string]any{}
 	if filters != nil && *filters != "" {
@@ -171,27 +161,12 @@ func (h *Dashboards) dataRequest(ctx context.Context, id string, timeRange, filt
 // tileData answers one tile: from the cache, or by running its query. A query that fails is
 // the tile's error (the other tiles answer); the caller's concurrency limit is the request's.
 func (h *Dashboards) tileData(ctx context.Context, d *store.Dashboard, prj *store.Project, pt dashboards.PathTile, binds map[string]any) (tileData, error) {
-	td := tileData{Path: pt.Path, TileID: pt.Tile.ID, FiltersApplied: []string{}}
-	used := map[string]any{}
-	for name, v := range binds {
-		if dashboards.Uses(pt.Tile.Query.SQL, name) {
-			used[name] = v
-		}
-	}
-	_, usesFrom := used[dashboards.TimeFrom]
-	_, usesTo := used[dashboards.TimeTo]
-	if usesFrom || usesTo {
-		td.FiltersApplied = append(td.FiltersApplied, "time_range")
-	}
 	var spec dashboards.Spec
 	_ = json.Unmarshal(d.Spec, &spec)
-	for _, f := range spec.Filters {
-		if _, ok := used[f.Parameter]; ok {
-			td.FiltersApplied = append(td.FiltersApplied, f.ID)
-		}
-	}
-	key, _ := json.Marshal([]any{d.ID, dashboardETag(d), pt.Path, used})
-	if c, ok := tileCache.Get(string(key)); ok {
+	td := newTileData(d, &spec, pt, binds)
+	used := usedBinds(pt.Tile, binds)
+	key := tileKey(d, pt.Path, binds)
+	if c, ok := tileCache.Get(key); ok {
 		c.Cached = true
 		return c, nil
 	}
@@ -218,6 +193,83 @@ func (h *Dashboards) tileData(ctx context.Context, d *store.Dashboard, prj *stor
 		return td, nil
 	}
 	td.Columns, td.Rows, td.Truncated = res.Columns, res.Rows, res.Truncated
-	tileCache.Put(string(key), td, tileTTL)
+	tileCache.Put(key, td, tileTTL)
 	return td, nil
+}
+
+// timeBinds are the time range's placeholder values: tr, or the spec's default.
+func timeBinds(spec *dashboards.Spec, tr string, now time.Time) (map[string]any, error) {
+	if tr == "" {
+		tr = "all"
+		if spec.TimeRange != nil {
+			tr = spec.TimeRange.Default
+		}
+	}
+	from, to, err := dashboards.ParseTimeRange(tr, now)
+	if err != nil {
+		return nil, err
+	}
+	binds := map[string]any{}
+	if from != nil {
+		binds[dashboards.TimeFrom] = from.Format(time.RFC3339)
+	}
+	if to != nil {
+		binds[dashboards.TimeTo] = to.Format(time.RFC3339)
+	}
+	return binds, nil
+}
+
+// defaultBinds are the placeholder values of the dashboard as it opens: the default time
+// range and the filters' defaults.
+func defaultBinds(spec *dashboards.Spec, now time.Time) (map[string]any, error) {
+	binds, err := timeBinds(spec, "", now)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range spec.Filters {
+		if f.Default != nil {
+			binds[f.Parameter] = f.Default
+		}
+	}
+	return binds, nil
+}
+
+// usedBinds are the values of binds that the tile's query takes.
+func usedBinds(t *dashboards.Tile, binds map[string]any) map[string]any {
+	used := map[string]any{}
+	for name, v := range binds {
+		if dashboards.Uses(t.Query.SQL, name) {
+			used[name] = v
+		}
+	}
+	return used
+}
+
+// tileKey identifies a tile's answer: the dashboard's state, the tile, the values it takes.
+func tileKey(d *store.Dashboard, path string, binds map[string]any) string {
+	var spec dashboards.Spec
+	_ = json.Unmarshal(d.Spec, &spec)
+	t := spec.Tile(path)
+	if t == nil {
+		return ""
+	}
+	key, _ := json.Marshal([]any{d.ID, dashboardETag(d), path, usedBinds(t, binds)})
+	return string(key)
+}
+
+// newTileData is a tile's answer before its rows: which filters it takes.
+func newTileData(d *store.Dashboard, spec *dashboards.Spec, pt dashboards.PathTile, binds map[string]any) tileData {
+	td := tileData{Path: pt.Path, TileID: pt.Tile.ID, FiltersApplied: []string{}}
+	used := usedBinds(pt.Tile, binds)
+	_, usesFrom := used[dashboards.TimeFrom]
+	_, usesTo := used[dashboards.TimeTo]
+	if usesFrom || usesTo {
+		td.FiltersApplied = append(td.FiltersApplied, "time_range")
+	}
+	for _, f := range spec.Filters {
+		if _, ok := used[f.Parameter]; ok {
+			td.FiltersApplied = append(td.FiltersApplied, f.ID)
+		}
+	}
+	return td
 }

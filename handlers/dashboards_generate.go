@@ -287,7 +287,7 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 	report("metrics", "Choosing measures, dimensions and time columns")
 	cands, filters := dashboards.Propose(in)
 	report("validating", "Running "+strconv.Itoa(len(cands))+" candidate tiles")
-	passed, dropped, err := h.validateTiles(ctx, g.prj, cands)
+	passed, results, dropped, err := h.validateTiles(ctx, g.prj, cands)
 	if err != nil {
 		return nil, err
 	}
@@ -331,6 +331,9 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 		}
 		return h.audit(ctx, tx, d.OrgID, "dashboard.create", "dashboard", d.ID, d.DisplayName, map[string]any{"source": g.source, "tiles": len(spec.Tiles())})
 	})
+	if err == nil {
+		h.warmTiles(d, spec, passed, results)
+	}
 	if errors.Is(err, store.ErrDashboardExists) {
 		// Another request made the dataset's dashboard meanwhile: that one is the answer.
 		if cur, err := store.DashboardOf(ctx, h.Store.DB, g.kind, g.sets[0].ID); err == nil {
@@ -344,52 +347,88 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 	return d, nil
 }
 
-// validateTiles runs every candidate's query (a few at a time, within the caller's query
-// slots) and keeps those that answer rows; the others are named in dropped.
-func (h *Dashboards) validateTiles(ctx context.Context, prj *store.Project, cands []dashboards.Candidate) (passed []dashboards.Candidate, dropped []string, err error) {
+// validateTiles runs the queries of the candidates the layout wants (a few at a time,
+// within the caller's query slots) and keeps those that answer rows; a candidate that fails
+// or answers nothing is named in dropped and the next best of its group is tried instead.
+// The answers are returned too, to serve the new dashboard's first drawing.
+func (h *Dashboards) validateTiles(ctx context.Context, prj *store.Project, cands []dashboards.Candidate) (passed []dashboards.Candidate, results []*usersql.QueryResult, dropped []string, err error) {
 	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	ok := make([]bool, len(cands))
-	why := make([]string, len(cands))
-	errs := make([]error, len(cands))
-	sem := make(chan struct{}, tileConcurrency)
-	var wg sync.WaitGroup
-	for i := range cands {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res, err := h.runTile(ctx, prj, &cands[i].Tile, nil, 1)
-			switch {
-			case errors.Is(err, usersql.ErrNoSlot) || ctx.Err() != nil:
-				errs[i] = err
-			case err != nil:
-				why[i] = err.Error()
-			case len(res.Rows) == 0:
-				why[i] = "no rows"
-			case cands[i].Tile.Type == "kpi" && (len(res.Rows[0]) == 0 || res.Rows[0][0] == nil):
-				why[i] = "no value"
-			default:
-				ok[i] = true
+	refused := make([]bool, len(cands))
+	res := make([]*usersql.QueryResult, len(cands))
+	for {
+		wanted := dashboards.Wanted(cands, refused)
+		var todo []int
+		for _, i := range wanted {
+			if res[i] == nil {
+				todo = append(todo, i)
 			}
-		}()
-	}
-	wg.Wait()
-	for i := range cands {
-		if errs[i] != nil {
-			if errors.Is(errs[i], usersql.ErrNoSlot) {
-				return nil, nil, TooManyQueries()
+		}
+		if len(todo) == 0 {
+			for _, i := range wanted {
+				passed, results = append(passed, cands[i]), append(results, res[i])
 			}
-			return nil, nil, errs[i]
+			return passed, results, dropped, nil
 		}
-		if ok[i] {
-			passed = append(passed, cands[i])
-		} else {
-			dropped = append(dropped, fmt.Sprintf("tile %q left out: %s", cands[i].Tile.Title, why[i]))
+		why := make([]string, len(cands))
+		errs := make([]error, len(cands))
+		sem := make(chan struct{}, tileConcurrency)
+		var wg sync.WaitGroup
+		for _, i := range todo {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				r, err := h.runTile(ctx, prj, &cands[i].Tile, nil, tileRows)
+				switch {
+				case errors.Is(err, usersql.ErrNoSlot) || ctx.Err() != nil:
+					errs[i] = err
+				case err != nil:
+					why[i] = err.Error()
+				case len(r.Rows) == 0:
+					why[i] = "no rows"
+				case cands[i].Tile.Type == "kpi" && (len(r.Rows[0]) == 0 || r.Rows[0][0] == nil):
+					why[i] = "no value"
+				default:
+					res[i] = r
+				}
+			}()
+		}
+		wg.Wait()
+		for _, i := range todo {
+			if errs[i] != nil {
+				if errors.Is(errs[i], usersql.ErrNoSlot) {
+					return nil, nil, nil, TooManyQueries()
+				}
+				return nil, nil, nil, errs[i]
+			}
+			if res[i] == nil {
+				refused[i] = true
+				dropped = append(dropped, fmt.Sprintf("tile %q left out: %s", cands[i].Tile.Title, why[i]))
+			}
 		}
 	}
-	return passed, dropped, nil
+}
+
+// warmTiles keeps the answers validation read as the new dashboard's tile data (its default
+// time range and filters): its first drawing does not run every query again.
+func (h *Dashboards) warmTiles(d *store.Dashboard, spec dashboards.Spec, passed []dashboards.Candidate, results []*usersql.QueryResult) {
+	byID := map[string]*usersql.QueryResult{}
+	for i, c := range passed {
+		byID[c.Tile.ID] = results[i]
+	}
+	binds, err := defaultBinds(&spec, h.Now())
+	if err != nil || len(binds) > 0 {
+		return // the default view binds values validation did not: nothing to reuse
+	}
+	for _, pt := range spec.Tiles() {
+		if r := byID[pt.Tile.ID]; r != nil {
+			td := newTileData(d, &spec, pt, binds)
+			td.Columns, td.Rows, td.Truncated = r.Columns, r.Rows, r.Truncated
+			tileCache.Put(tileKey(d, pt.Path, binds), td, tileTTL)
+		}
+	}
 }
 
 // tileConcurrency is how many tile queries of one request run at once (each takes one of the

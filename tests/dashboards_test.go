@@ -480,3 +480,154 @@ func TestDashboardGenerationStream(t *testing.T) {
 		t.Fatalf("project stream: %s", pr.Body)
 	}
 }
+
+func TestDashboardRefine(t *testing.T) {
+	t.Parallel()
+	f := newDashboardFixture(t)
+	e, own := f.env, bearer(f.ownerToken)
+	r := e.do("POST", "/api/v1/datasets/"+f.orders+"/dashboard/generate?use_ai=false", nil, own).status(201)
+	id := r.str("id")
+	refine := "/api/v1/dashboards/" + id + "/refine"
+	ask := func(body map[string]any) *resp {
+		t.Helper()
+		return e.do("POST", refine, body, own).status(200)
+	}
+	tileData := func(r *resp, tileID string, query string) *resp {
+		t.Helper()
+		p := tileByID(r, tileID)
+		if p == "" {
+			t.Fatalf("no tile %s in %s", tileID, r.Body)
+		}
+		return e.do("GET", "/api/v1/dashboards/"+id+"/tiles/"+p+"/data"+query, nil, own).status(200)
+	}
+
+	// Add a chart of a measure by a category.
+	a := ask(map[string]any{"user_prompt": "Add a chart of average amount by status"})
+	if a.num("version") != 2 || !strings.Contains(a.str("changes.0"), `added "Average amount by status"`) {
+		t.Fatalf("add: %s", a.Body)
+	}
+	byStatus := map[string][2]float64{}
+	for _, o := range f.rows {
+		v := byStatus[o.status]
+		byStatus[o.status] = [2]float64{v[0] + o.amount, v[1] + 1}
+	}
+	d := tileData(a, "average_amount_by_status", "")
+	if d.len("rows") != 4 {
+		t.Fatalf("average by status: %s", d.Body)
+	}
+	for _, row := range d.get("rows").([]any) {
+		rr := row.([]any)
+		v := byStatus[rr[0].(string)]
+		var got float64
+		fmt.Sscan(fmt.Sprint(rr[1]), &got)
+		if diff := got - v[0]/v[1]; diff > 1e-6 || diff < -1e-6 {
+			t.Fatalf("average amount of %v: %v, want %g", rr[0], rr[1], v[0]/v[1])
+		}
+	}
+	if v := e.do("GET", "/api/v1/dashboards/"+id+"/versions", nil, own).status(200); v.str("versions.0.kind") != "refine" || v.str("versions.0.message") != "Add a chart of average amount by status" {
+		t.Fatalf("version of the refine: %s", v.Body)
+	}
+	// A chart per a time grain.
+	a = ask(map[string]any{"user_prompt": "add a chart of orders per quarter"})
+	if d := tileData(a, "orders_per_quarter", ""); d.len("rows") != 8 {
+		t.Fatalf("orders per quarter (two years of dates from 2023-01-04): %s", d.Body)
+	}
+	// One tile's type, grain, top N, sort and title.
+	pie := tileByID(a, "count_by_status")
+	a = ask(map[string]any{"user_prompt": "make it a bar chart", "scope": "tile", "tile_path": pie})
+	if tiles(a)[pie]["type"] != "bar" {
+		t.Fatalf("type: %s", a.Body)
+	}
+	a = ask(map[string]any{"user_prompt": "change the time grain to month"})
+	if p := tileByID(a, "count_per_week"); tiles(a)[p]["title"] != "Orders per month" || !strings.Contains(fmt.Sprint(tiles(a)[p]["query"]), "date_trunc('month'") {
+		t.Fatalf("grain: %v", tiles(a)[p])
+	}
+	region := tileByID(a, "count_by_region")
+	a = ask(map[string]any{"user_prompt": "show the top 3", "scope": "tile", "tile_path": region})
+	if d := tileData(a, "count_by_region", ""); d.len("rows") != 4 || d.str("rows.3.0") != "Other" || d.get("rows.3.1") != float64(96) {
+		t.Fatalf("top 3 of five regions of 48 orders: %s", d.Body)
+	}
+	a = ask(map[string]any{"user_prompt": "sort ascending", "scope": "tile", "tile_path": tileByID(a, "total_amount_by_status")})
+	d = tileData(a, "total_amount_by_status", "")
+	prev := -1.0
+	for _, row := range d.get("rows").([]any) {
+		var v float64
+		fmt.Sscan(fmt.Sprint(row.([]any)[1]), &v)
+		if v < prev {
+			t.Fatalf("not ascending: %s", d.Body)
+		}
+		prev = v
+	}
+	a = ask(map[string]any{"user_prompt": "rename it to \"Revenue mix\"", "scope": "tile", "tile_path": tileByID(a, "total_amount_by_status")})
+	if tiles(a)[tileByID(a, "total_amount_by_status")]["title"] != "Revenue mix" {
+		t.Fatalf("rename: %s", a.Body)
+	}
+	// A filter on a column, bound in the tiles that read the dataset.
+	a = ask(map[string]any{"user_prompt": "add a filter on status"})
+	if !strings.Contains(fmt.Sprint(a.get("spec.filters")), "f_status") {
+		t.Fatalf("filter: %s", a.Body)
+	}
+	if d := tileData(a, "record_count", "?filters="+url.QueryEscape(`{"status":"shipped"}`)); d.get("rows.0.0") != float64(60) {
+		t.Fatalf("shipped orders: %s", d.Body)
+	}
+	// Remove a tile by its title.
+	n := len(tiles(a))
+	a = ask(map[string]any{"user_prompt": "remove the Latest Orders tile"})
+	if len(tiles(a)) != n-1 || tileByID(a, "latest_records") != "" {
+		t.Fatalf("remove: %s", a.Body)
+	}
+	version := a.num("version")
+	// What the rules cannot apply is refused with suggestions, and changes nothing.
+	for _, bad := range []map[string]any{
+		{"user_prompt": "make it sparkle"},
+		{"user_prompt": "add a chart of colour by region"},
+		{"user_prompt": "remove the Weather tile"},
+		{"user_prompt": "make it a pie chart", "scope": "tile", "tile_path": tileByID(a, "record_count")},
+	} {
+		b := e.do("POST", refine, bad, own).dashError(400, "prompt_not_understood")
+		if len(b.get("suggestions").([]any)) == 0 {
+			t.Fatalf("no suggestions: %s", b.Body)
+		}
+	}
+	e.do("POST", refine, map[string]any{"user_prompt": "sort ascending", "scope": "tile"}, own).dashError(400, "validation_error")
+	e.do("POST", refine, map[string]any{"user_prompt": "sort ascending", "scope": "tile", "tile_path": "rows.99.items.0"}, own).dashError(400, "validation_error")
+	e.do("POST", "/v1/api/dashboards/"+id+"/refine", map[string]any{"user_prompt": ""}, own).dashError(400, "validation_error")
+	if g := e.do("GET", "/api/v1/dashboards/"+id, nil, own).status(200); g.num("version") != version {
+		t.Fatalf("a refused prompt changed the dashboard: %s", g.Body)
+	}
+}
+
+func TestDashboardRecommendations(t *testing.T) {
+	t.Parallel()
+	f := newDashboardFixture(t)
+	e, own := f.env, bearer(f.ownerToken)
+	base := "/api/v1/projects/" + e.projectID + "/dashboards/"
+	r := e.do("POST", base+"recommend-intent", map[string]any{}, own).status(200)
+	found := false
+	for _, s := range r.get("suggestions").([]any) {
+		m := s.(map[string]any)
+		if m["intent"] == "Total amount by customer country" && len(m["dataset_ids"].([]any)) == 2 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no intent across the relationship: %s", r.Body)
+	}
+	if r := e.do("POST", "/v1/api/projects/"+e.projectID+"/dashboards/recommend-intent", map[string]any{"dataset_ids": []string{f.customers}, "limit": 2}, own).status(200); r.len("suggestions") > 2 ||
+		strings.Contains(string(r.Body), f.orders) {
+		t.Fatalf("narrowed to customers: %s", r.Body)
+	}
+	e.do("POST", base+"recommend-intent", map[string]any{"dataset_ids": []string{"ds_nosuchdataset"}}, own).dashError(400, "validation_error")
+
+	d := e.do("POST", base+"recommend-datasets", map[string]any{"intent": "customers by segment"}, own).status(200)
+	if d.str("ranked_by") != "search" || d.str("datasets.0.id") != f.customers || !strings.Contains(d.str("datasets.0.reason"), "segment") {
+		t.Fatalf("ranked for the intent: %s", d.Body)
+	}
+	d = e.do("POST", base+"recommend-datasets", map[string]any{"intent": "zzxq vvkw"}, own).status(200)
+	if d.str("ranked_by") != "row_count" || d.str("datasets.0.id") != f.orders || !strings.Contains(d.str("datasets.0.reason"), "by size") {
+		t.Fatalf("ranked by size: %s", d.Body)
+	}
+	e.do("POST", base+"recommend-datasets", map[string]any{}, own).dashError(400, "validation_error")
+	_, viewer := e.member(e.orgID, "viewer")
+	e.do("POST", base+"recommend-datasets", map[string]any{"intent": "x"}, bearer(viewer)).dashError(403, "permission_denied")
+}

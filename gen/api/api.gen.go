@@ -1931,6 +1931,24 @@ func (e Jwks200JSONResponseBodyKeysUse) Valid() bool {
 	}
 }
 
+// Defines values for RefineDashboardJSONBodyScope.
+const (
+	RefineDashboardJSONBodyScopeDashboard RefineDashboardJSONBodyScope = "dashboard"
+	RefineDashboardJSONBodyScopeTile      RefineDashboardJSONBodyScope = "tile"
+)
+
+// Valid indicates whether the value is a known member of the RefineDashboardJSONBodyScope enum.
+func (e RefineDashboardJSONBodyScope) Valid() bool {
+	switch e {
+	case RefineDashboardJSONBodyScopeDashboard:
+		return true
+	case RefineDashboardJSONBodyScopeTile:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetDatasetChangelogParamsFormat.
 const (
 	GetDatasetChangelogParamsFormatJson     GetDatasetChangelogParamsFormat = "json"
@@ -2150,6 +2168,24 @@ func (e ListWebhookDeliveriesParamsStatus) Valid() bool {
 	case ListWebhookDeliveriesParamsStatusPending:
 		return true
 	case ListWebhookDeliveriesParamsStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecommendDashboardDatasets200JSONResponseBodyRankedBy.
+const (
+	RowCount RecommendDashboardDatasets200JSONResponseBodyRankedBy = "row_count"
+	Search   RecommendDashboardDatasets200JSONResponseBodyRankedBy = "search"
+)
+
+// Valid indicates whether the value is a known member of the RecommendDashboardDatasets200JSONResponseBodyRankedBy enum.
+func (e RecommendDashboardDatasets200JSONResponseBodyRankedBy) Valid() bool {
+	switch e {
+	case RowCount:
+		return true
+	case Search:
 		return true
 	default:
 		return false
@@ -2689,7 +2725,10 @@ type CurrentUserOrganization struct {
 // Dashboard defines model for Dashboard.
 type Dashboard struct {
 	// CanEdit On single read and write: whether the caller may change it.
-	CanEdit     *bool     `json:"can_edit,omitempty"`
+	CanEdit *bool `json:"can_edit,omitempty"`
+
+	// Changes On refinement, what was changed, a sentence each.
+	Changes     *[]string `json:"changes,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	CreatedBy   *string   `json:"created_by,omitempty"`
 	DisplayName string    `json:"display_name"`
@@ -2740,6 +2779,9 @@ type DashboardError struct {
 	Error     string  `json:"error"`
 	Message   string  `json:"message"`
 	RequestId *string `json:"request_id,omitempty"`
+
+	// Suggestions With `prompt_not_understood`: prompts the built-in rules apply.
+	Suggestions *[]string `json:"suggestions,omitempty"`
 }
 
 // DashboardFilter A value the viewer picks. Tiles whose query uses the placeholder `{{<parameter>}}` get
@@ -4713,9 +4755,27 @@ type GetDashboardDataParams struct {
 	// (dates, either side may be empty).
 	TimeRange *TimeRange `form:"time_range,omitempty" json:"time_range,omitempty"`
 
-	// Filters JSON object of filter id to value (a string or number, or an array of them for `in`), for the spec's `filters`; an id the spec does not have is refused.
+	// Filters JSON object of filter id to value (one string, number or boolean; null for none), for the spec's `filters`; an id the spec does not have, or a value of another kind, is refused.
 	Filters *FilterValues `form:"filters,omitempty" json:"filters,omitempty"`
 }
+
+// RefineDashboardJSONBody defines parameters for RefineDashboard.
+type RefineDashboardJSONBody struct {
+	Scope *RefineDashboardJSONBodyScope `json:"scope,omitempty"`
+
+	// TilePath With scope tile: the tile to change.
+	TilePath   *string `json:"tile_path,omitempty"`
+	UserPrompt string  `json:"user_prompt"`
+}
+
+// RefineDashboardParams defines parameters for RefineDashboard.
+type RefineDashboardParams struct {
+	// IfMatch The ETag of the dashboard as last read; a dashboard changed since answers 412 `dashboard_modified`.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// RefineDashboardJSONBodyScope defines parameters for RefineDashboard.
+type RefineDashboardJSONBodyScope string
 
 // GetDashboardTileDataParams defines parameters for GetDashboardTileData.
 type GetDashboardTileDataParams struct {
@@ -4724,7 +4784,7 @@ type GetDashboardTileDataParams struct {
 	// (dates, either side may be empty).
 	TimeRange *TimeRange `form:"time_range,omitempty" json:"time_range,omitempty"`
 
-	// Filters JSON object of filter id to value (a string or number, or an array of them for `in`), for the spec's `filters`; an id the spec does not have is refused.
+	// Filters JSON object of filter id to value (one string, number or boolean; null for none), for the spec's `filters`; an id the spec does not have, or a value of another kind, is refused.
 	Filters *FilterValues `form:"filters,omitempty" json:"filters,omitempty"`
 }
 
@@ -5064,6 +5124,21 @@ type ListProjectDashboardsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// RecommendDashboardDatasetsJSONBody defines parameters for RecommendDashboardDatasets.
+type RecommendDashboardDatasetsJSONBody struct {
+	Intent string `json:"intent"`
+	Limit  *int   `json:"limit,omitempty"`
+}
+
+// RecommendDashboardDatasets200JSONResponseBodyRankedBy defines parameters for RecommendDashboardDatasets.
+type RecommendDashboardDatasets200JSONResponseBodyRankedBy string
+
+// RecommendDashboardIntentJSONBody defines parameters for RecommendDashboardIntent.
+type RecommendDashboardIntentJSONBody struct {
+	DatasetIds *[]string `json:"dataset_ids,omitempty"`
+	Limit      *int      `json:"limit,omitempty"`
+}
+
 // ListDatasetsParams defines parameters for ListDatasets.
 type ListDatasetsParams struct {
 	// Page Page number, starting at 1.
@@ -5234,6 +5309,9 @@ type VerifyEmailJSONRequestBody VerifyEmailJSONBody
 // UpdateDashboardJSONRequestBody defines body for UpdateDashboard for application/json ContentType.
 type UpdateDashboardJSONRequestBody UpdateDashboardJSONBody
 
+// RefineDashboardJSONRequestBody defines body for RefineDashboard for application/json ContentType.
+type RefineDashboardJSONRequestBody RefineDashboardJSONBody
+
 // RenameDashboardVersionJSONRequestBody defines body for RenameDashboardVersion for application/json ContentType.
 type RenameDashboardVersionJSONRequestBody RenameDashboardVersionJSONBody
 
@@ -5299,6 +5377,12 @@ type GenerateProjectDashboardJSONRequestBody = ProjectDashboardRequest
 
 // StreamProjectDashboardJSONRequestBody defines body for StreamProjectDashboard for application/json ContentType.
 type StreamProjectDashboardJSONRequestBody = ProjectDashboardRequest
+
+// RecommendDashboardDatasetsJSONRequestBody defines body for RecommendDashboardDatasets for application/json ContentType.
+type RecommendDashboardDatasetsJSONRequestBody RecommendDashboardDatasetsJSONBody
+
+// RecommendDashboardIntentJSONRequestBody defines body for RecommendDashboardIntent for application/json ContentType.
+type RecommendDashboardIntentJSONRequestBody RecommendDashboardIntentJSONBody
 
 // CreateDatasetJSONRequestBody defines body for CreateDataset for application/json ContentType.
 type CreateDatasetJSONRequestBody = CreateDatasetRequest
@@ -5531,6 +5615,9 @@ type ServerInterface interface {
 	// GetDashboardData Every tile's data (dashboards:view)
 	// (GET /api/v1/dashboards/{dashboard_id}/data)
 	GetDashboardData(ctx echo.Context, dashboardId DashboardIdPath, params GetDashboardDataParams) error
+	// RefineDashboard Change a dashboard by saying what to change (visualizations:create)
+	// (POST /api/v1/dashboards/{dashboard_id}/refine)
+	RefineDashboard(ctx echo.Context, dashboardId DashboardIdPath, params RefineDashboardParams) error
 	// GetDashboardTileData One tile's data (dashboards:view)
 	// (GET /api/v1/dashboards/{dashboard_id}/tiles/{tile_path}/data)
 	GetDashboardTileData(ctx echo.Context, dashboardId DashboardIdPath, tilePath string, params GetDashboardTileDataParams) error
@@ -5759,6 +5846,12 @@ type ServerInterface interface {
 	// StreamProjectDashboard The project form of generation, reporting progress as Server-Sent Events (visualizations:create)
 	// (POST /api/v1/projects/{project_id}/dashboards/generate/stream)
 	StreamProjectDashboard(ctx echo.Context, projectId ProjectId) error
+	// RecommendDashboardDatasets The project's datasets ranked for an intent (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/dashboards/recommend-datasets)
+	RecommendDashboardDatasets(ctx echo.Context, projectId ProjectId) error
+	// RecommendDashboardIntent What a dashboard of the project could cover (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/dashboards/recommend-intent)
+	RecommendDashboardIntent(ctx echo.Context, projectId ProjectId) error
 	// ListDatasets Datasets of a project (datasets:list)
 	// (GET /api/v1/projects/{project_id}/datasets)
 	ListDatasets(ctx echo.Context, projectId ProjectId, params ListDatasetsParams) error
@@ -6221,6 +6314,42 @@ func (w *ServerInterfaceWrapper) GetDashboardData(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetDashboardData(ctx, dashboardId, params)
+	return err
+}
+
+// RefineDashboard converts echo context to params.
+func (w *ServerInterfaceWrapper) RefineDashboard(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RefineDashboardParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RefineDashboard(ctx, dashboardId, params)
 	return err
 }
 
@@ -8219,6 +8348,38 @@ func (w *ServerInterfaceWrapper) StreamProjectDashboard(ctx echo.Context) error 
 	return err
 }
 
+// RecommendDashboardDatasets converts echo context to params.
+func (w *ServerInterfaceWrapper) RecommendDashboardDatasets(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RecommendDashboardDatasets(ctx, projectId)
+	return err
+}
+
+// RecommendDashboardIntent converts echo context to params.
+func (w *ServerInterfaceWrapper) RecommendDashboardIntent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RecommendDashboardIntent(ctx, projectId)
+	return err
+}
+
 // ListDatasets converts echo context to params.
 func (w *ServerInterfaceWrapper) ListDatasets(ctx echo.Context) error {
 	var err error
@@ -8935,6 +9096,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/api/v1/dashboards/:dashboard_id", wrapper.DeleteDashboard, options.OperationMiddlewares["deleteDashboard"]...)
 	router.GET(options.BaseURL+"/api/v1/dashboards/:dashboard_id", wrapper.GetDashboard, options.OperationMiddlewares["getDashboard"]...)
 	router.PUT(options.BaseURL+"/api/v1/dashboards/:dashboard_id", wrapper.UpdateDashboard, options.OperationMiddlewares["updateDashboard"]...)
+	router.POST(options.BaseURL+"/api/v1/dashboards/:dashboard_id/refine", wrapper.RefineDashboard, options.OperationMiddlewares["refineDashboard"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/dashboards/recommend-intent", wrapper.RecommendDashboardIntent, options.OperationMiddlewares["recommendDashboardIntent"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/dashboards/recommend-datasets", wrapper.RecommendDashboardDatasets, options.OperationMiddlewares["recommendDashboardDatasets"]...)
 	router.GET(options.BaseURL+"/api/v1/dashboards/:dashboard_id/data", wrapper.GetDashboardData, options.OperationMiddlewares["getDashboardData"]...)
 	router.GET(options.BaseURL+"/api/v1/dashboards/:dashboard_id/tiles/:tile_path/data", wrapper.GetDashboardTileData, options.OperationMiddlewares["getDashboardTileData"]...)
 	router.GET(options.BaseURL+"/api/v1/dashboards/:dashboard_id/versions", wrapper.ListDashboardVersions, options.OperationMiddlewares["listDashboardVersions"]...)
@@ -11728,6 +11892,150 @@ type GetDashboardData503JSONResponse struct {
 }
 
 func (response GetDashboardData503JSONResponse) VisitGetDashboardDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefineDashboardRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+	Params      RefineDashboardParams
+	Body        *RefineDashboardJSONRequestBody
+}
+
+type RefineDashboardResponseObject interface {
+	VisitRefineDashboardResponse(w http.ResponseWriter) error
+}
+
+type RefineDashboard200JSONResponse struct{ DashboardReadJSONResponse }
+
+func (response RefineDashboard200JSONResponse) VisitRefineDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefineDashboard400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response RefineDashboard400JSONResponse) VisitRefineDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefineDashboard401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response RefineDashboard401JSONResponse) VisitRefineDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefineDashboard403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response RefineDashboard403JSONResponse) VisitRefineDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefineDashboard404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response RefineDashboard404JSONResponse) VisitRefineDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefineDashboard412JSONResponse struct{ DashboardModifiedJSONResponse }
+
+func (response RefineDashboard412JSONResponse) VisitRefineDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefineDashboard429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response RefineDashboard429JSONResponse) VisitRefineDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefineDashboard503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response RefineDashboard503JSONResponse) VisitRefineDashboardResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -21816,6 +22124,278 @@ func (response StreamProjectDashboard503JSONResponse) VisitStreamProjectDashboar
 	return err
 }
 
+type RecommendDashboardDatasetsRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *RecommendDashboardDatasetsJSONRequestBody
+}
+
+type RecommendDashboardDatasetsResponseObject interface {
+	VisitRecommendDashboardDatasetsResponse(w http.ResponseWriter) error
+}
+
+type RecommendDashboardDatasets200JSONResponse struct {
+	Datasets []struct {
+		Id       string    `json:"id"`
+		Matched  *[]string `json:"matched,omitempty"`
+		Name     string    `json:"name"`
+		Reason   string    `json:"reason"`
+		RowCount *int      `json:"row_count,omitempty"`
+		Score    float32   `json:"score"`
+	} `json:"datasets"`
+	RankedBy RecommendDashboardDatasets200JSONResponseBodyRankedBy `json:"ranked_by"`
+}
+
+func (response RecommendDashboardDatasets200JSONResponse) VisitRecommendDashboardDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardDatasets400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response RecommendDashboardDatasets400JSONResponse) VisitRecommendDashboardDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardDatasets401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response RecommendDashboardDatasets401JSONResponse) VisitRecommendDashboardDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardDatasets403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response RecommendDashboardDatasets403JSONResponse) VisitRecommendDashboardDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardDatasets404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response RecommendDashboardDatasets404JSONResponse) VisitRecommendDashboardDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardDatasets429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response RecommendDashboardDatasets429JSONResponse) VisitRecommendDashboardDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardDatasets503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response RecommendDashboardDatasets503JSONResponse) VisitRecommendDashboardDatasetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardIntentRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *RecommendDashboardIntentJSONRequestBody
+}
+
+type RecommendDashboardIntentResponseObject interface {
+	VisitRecommendDashboardIntentResponse(w http.ResponseWriter) error
+}
+
+type RecommendDashboardIntent200JSONResponse struct {
+	Suggestions []struct {
+		DatasetIds []string `json:"dataset_ids"`
+		Intent     string   `json:"intent"`
+		Reason     string   `json:"reason"`
+	} `json:"suggestions"`
+}
+
+func (response RecommendDashboardIntent200JSONResponse) VisitRecommendDashboardIntentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardIntent400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response RecommendDashboardIntent400JSONResponse) VisitRecommendDashboardIntentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardIntent401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response RecommendDashboardIntent401JSONResponse) VisitRecommendDashboardIntentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardIntent403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response RecommendDashboardIntent403JSONResponse) VisitRecommendDashboardIntentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardIntent404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response RecommendDashboardIntent404JSONResponse) VisitRecommendDashboardIntentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardIntent429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response RecommendDashboardIntent429JSONResponse) VisitRecommendDashboardIntentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecommendDashboardIntent503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response RecommendDashboardIntent503JSONResponse) VisitRecommendDashboardIntentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDatasetsRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Params    ListDatasetsParams
@@ -25424,6 +26004,9 @@ type StrictServerInterface interface {
 	// GetDashboardData Every tile's data (dashboards:view)
 	// (GET /api/v1/dashboards/{dashboard_id}/data)
 	GetDashboardData(ctx context.Context, request GetDashboardDataRequestObject) (GetDashboardDataResponseObject, error)
+	// RefineDashboard Change a dashboard by saying what to change (visualizations:create)
+	// (POST /api/v1/dashboards/{dashboard_id}/refine)
+	RefineDashboard(ctx context.Context, request RefineDashboardRequestObject) (RefineDashboardResponseObject, error)
 	// GetDashboardTileData One tile's data (dashboards:view)
 	// (GET /api/v1/dashboards/{dashboard_id}/tiles/{tile_path}/data)
 	GetDashboardTileData(ctx context.Context, request GetDashboardTileDataRequestObject) (GetDashboardTileDataResponseObject, error)
@@ -25652,6 +26235,12 @@ type StrictServerInterface interface {
 	// StreamProjectDashboard The project form of generation, reporting progress as Server-Sent Events (visualizations:create)
 	// (POST /api/v1/projects/{project_id}/dashboards/generate/stream)
 	StreamProjectDashboard(ctx context.Context, request StreamProjectDashboardRequestObject) (StreamProjectDashboardResponseObject, error)
+	// RecommendDashboardDatasets The project's datasets ranked for an intent (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/dashboards/recommend-datasets)
+	RecommendDashboardDatasets(ctx context.Context, request RecommendDashboardDatasetsRequestObject) (RecommendDashboardDatasetsResponseObject, error)
+	// RecommendDashboardIntent What a dashboard of the project could cover (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/dashboards/recommend-intent)
+	RecommendDashboardIntent(ctx context.Context, request RecommendDashboardIntentRequestObject) (RecommendDashboardIntentResponseObject, error)
 	// ListDatasets Datasets of a project (datasets:list)
 	// (GET /api/v1/projects/{project_id}/datasets)
 	ListDatasets(ctx context.Context, request ListDatasetsRequestObject) (ListDatasetsResponseObject, error)
@@ -26506,6 +27095,55 @@ func (sh *strictHandler) GetDashboardData(ctx echo.Context, dashboardId Dashboar
 		return err
 	} else if validResponse, ok := response.(GetDashboardDataResponseObject); ok {
 		return validResponse.VisitGetDashboardDataResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RefineDashboard operation middleware
+func (sh *strictHandler) RefineDashboard(ctx echo.Context, dashboardId DashboardIdPath, params RefineDashboardParams) error {
+	var request RefineDashboardRequestObject
+
+	request.DashboardId = dashboardId
+	request.Params = params
+
+	var body RefineDashboardJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RefineDashboard(ctx.Request().Context(), request.(RefineDashboardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RefineDashboard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RefineDashboardResponseObject); ok {
+		return validResponse.VisitRefineDashboardResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -28963,6 +29601,105 @@ func (sh *strictHandler) StreamProjectDashboard(ctx echo.Context, projectId Proj
 		return err
 	} else if validResponse, ok := response.(StreamProjectDashboardResponseObject); ok {
 		return validResponse.VisitStreamProjectDashboardResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RecommendDashboardDatasets operation middleware
+func (sh *strictHandler) RecommendDashboardDatasets(ctx echo.Context, projectId ProjectId) error {
+	var request RecommendDashboardDatasetsRequestObject
+
+	request.ProjectId = projectId
+
+	var body RecommendDashboardDatasetsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RecommendDashboardDatasets(ctx.Request().Context(), request.(RecommendDashboardDatasetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RecommendDashboardDatasets")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RecommendDashboardDatasetsResponseObject); ok {
+		return validResponse.VisitRecommendDashboardDatasetsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RecommendDashboardIntent operation middleware
+func (sh *strictHandler) RecommendDashboardIntent(ctx echo.Context, projectId ProjectId) error {
+	var request RecommendDashboardIntentRequestObject
+
+	request.ProjectId = projectId
+
+	var body RecommendDashboardIntentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RecommendDashboardIntent(ctx.Request().Context(), request.(RecommendDashboardIntentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RecommendDashboardIntent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RecommendDashboardIntentResponseObject); ok {
+		return validResponse.VisitRecommendDashboardIntentResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -60,12 +60,13 @@ const (
 	CodeTwoFactorCodeRequired   Code = "TWO_FACTOR_CODE_REQUIRED"
 	CodeInvalidTwoFactorCode    Code = "INVALID_TWO_FACTOR_CODE"
 	// Dashboard routes (SPEC's dashboard shape writes codes in lower case).
-	CodeNameRequired      Code = "NAME_REQUIRED"
-	CodeNoSources         Code = "NO_SOURCES"
-	CodeTooManyDatasets   Code = "TOO_MANY_DATASETS"
-	CodeDashboardModified Code = "DASHBOARD_MODIFIED"
-	CodeDatasetNotReady   Code = "DATASET_NOT_READY"
-	CodeNothingToShow     Code = "NOTHING_TO_SHOW"
+	CodeNameRequired        Code = "NAME_REQUIRED"
+	CodeNoSources           Code = "NO_SOURCES"
+	CodeTooManyDatasets     Code = "TOO_MANY_DATASETS"
+	CodeDashboardModified   Code = "DASHBOARD_MODIFIED"
+	CodeDatasetNotReady     Code = "DATASET_NOT_READY"
+	CodeNothingToShow       Code = "NOTHING_TO_SHOW"
+	CodePromptNotUnderstood Code = "PROMPT_NOT_UNDERSTOOD"
 )
 
 // Catalog lists every error code the service answers with.

@@ -37,8 +37,13 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	switch {
 	case strings.Contains(c.Path(), "/dashboard"):
 		m := map[string]any{"code": e.Status, "error": strings.ToLower(string(e.Code)), "message": e.Message, "request_id": rid}
-		if fe, ok := e.Details.([]apierr.FieldError); ok {
-			m["details"] = fe
+		switch d := e.Details.(type) {
+		case []apierr.FieldError:
+			m["details"] = d
+		case map[string]any:
+			if s, ok := d["suggestions"]; ok {
+				m["suggestions"] = s
+			}
 		}
 		body = m
 	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:

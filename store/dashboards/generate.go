@@ -537,21 +537,31 @@ func topN(expr, value, alias, name, from string) string {
 		"  FROM " + strings.ReplaceAll(from, "\n", "\n  ") + "\n  GROUP BY 1\n) g\nGROUP BY 1\nORDER BY min(rank)"
 }
 
-// Layout picks at most MaxTiles of the candidates that passed (best first) and places them
-// on the grid: a row of KPIs, the time series, breakdowns and distributions two by two, and
-// the table of records last.
-func Layout(title, description string, cands []Candidate, filters []Filter) Spec {
-	quota := map[string]int{"kpi": 4, "time": 2, "table": 1, "breakdown": 8, "distribution": 4}
-	var picked []Candidate
-	for _, c := range cands {
-		if len(picked) == MaxTiles {
+// quotas are the most tiles of each group a dashboard has.
+func quotas() map[string]int {
+	return map[string]int{"kpi": 4, "time": 2, "table": 1, "breakdown": 8, "distribution": 4}
+}
+
+// Wanted picks, best first, the candidates not refused that the layout has room for: at
+// most MaxTiles, within each group's quota.
+func Wanted(cands []Candidate, refused []bool) []int {
+	quota := quotas()
+	var out []int
+	for i, c := range cands {
+		if len(out) == MaxTiles {
 			break
 		}
-		if quota[c.Group] > 0 {
+		if !refused[i] && quota[c.Group] > 0 {
 			quota[c.Group]--
-			picked = append(picked, c)
+			out = append(out, i)
 		}
 	}
+	return out
+}
+
+// Layout places the picked candidates (Wanted) on the grid: a row of KPIs, the time series,
+// breakdowns and distributions two by two, and the table of records last.
+func Layout(title, description string, picked []Candidate, filters []Filter) Spec {
 	group := func(g ...string) []Tile {
 		var ts []Tile
 		for _, c := range picked {

@@ -30,7 +30,7 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 	for _, r := range rows {
 		values[r.Dataset+"."+r.Column] = append(values[r.Dataset+"."+r.Column], r.Value)
 	}
-	rank, matched, err := rankDatasets(ctx, db, projectID, question)
+	rank, matched, err := RankDatasets(ctx, db, projectID, question)
 	if err != nil {
 		return s, err
 	}
@@ -76,11 +76,11 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 	return s, nil
 }
 
-// rankDatasets scores the project's datasets against the question with their search
+// RankDatasets scores the project's datasets against the question with their search
 // entries (names, descriptions, columns, values): full-text matches of its words, and
 // trigram word similarity for the rest (misspellings, plurals). It also says which words of
 // the question each dataset's name, description and columns match.
-func rankDatasets(ctx context.Context, db *sqlx.DB, projectID, question string) (map[string]float64, map[string][]string, error) {
+func RankDatasets(ctx context.Context, db *sqlx.DB, projectID, question string) (map[string]float64, map[string][]string, error) {
 	var rows []struct {
 		ID    string  `db:"dataset_id"`
 		Score float64 `db:"score"`

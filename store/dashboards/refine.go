@@ -1,0 +1,511 @@
+package dashboards
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// NotUnderstood is a refine prompt the rules cannot apply: nothing was changed.
+type NotUnderstood struct {
+	Reason      string
+	Suggestions []string
+}
+
+func (e *NotUnderstood) Error() string { return e.Reason }
+
+// refineExamples are prompts the rules apply, offered when one is not understood.
+var refineExamples = []string{
+	"add a chart of amount by region", "add a chart of orders per month", "remove the Orders by status tile",
+	"make it a pie chart", "change the time grain to month", "show the top 5", "sort ascending",
+	"add a filter on status", "rename it to Revenue",
+}
+
+func notUnderstood(reason string, extra ...string) error {
+	return &NotUnderstood{Reason: reason, Suggestions: append(extra, refineExamples...)}
+}
+
+// Refinement is what Refine did, in a sentence per change.
+type Refinement struct {
+	Changes  []string
+	Warnings []string
+}
+
+var (
+	renameRE  = regexp.MustCompile(`^(?:rename|retitle|call|title)\s+(?:(?:it|this|this tile|this chart)\s+|(?:the\s+)?(.+?)\s+(?:tile|chart|graph)\s+)?(?:to|as)\s+["'“]?(.+?)["'”]?\s*$`)
+	removeRE  = regexp.MustCompile(`^(?:remove|delete|drop|hide)\s+(?:the\s+)?(.+?)\s*$`)
+	typeRE    = regexp.MustCompile(`\b(stacked bar|bar|line|area|pie|donut|doughnut|table|scatter|histogram)\b`)
+	grainRE   = regexp.MustCompile(`\b(hour|hourly|day|daily|week|weekly|month|monthly|quarter|quarterly|year|yearly|annual|annually)\b`)
+	topRE     = regexp.MustCompile(`\btop\s+([0-9]{1,3})\b`)
+	sortRE    = regexp.MustCompile(`^(?:sort|order)\b(?:\s+(?:it|this|the\s+bars|by\s+(\w+)))?\s*(asc|ascending|desc|descending|largest first|smallest first|highest first|lowest first)?\s*$`)
+	filterRE  = regexp.MustCompile(`^add\s+(?:a\s+)?filter\s+(?:on|for|by)\s+(?:the\s+)?(.+?)\s*$`)
+	addRE     = regexp.MustCompile(`^(?:add|show|plot|chart|draw)\s+(?:me\s+)?(?:a\s+|an\s+)?(?:(stacked bar|bar|line|area|pie|donut)\s+)?(?:chart|graph|tile|plot)?\s*(?:of|with|for)?\s*(?:the\s+)?(.+?)\s+(?:by|per|over|across)\s+(?:the\s+)?(.+?)\s*$`)
+	typeWords = regexp.MustCompile(`\b(make|change|turn|switch|convert|show|display|draw|as)\b`)
+)
+
+func grainOf(w string) string {
+	switch w {
+	case "hourly":
+		return "hour"
+	case "daily":
+		return "day"
+	case "weekly":
+		return "week"
+	case "monthly":
+		return "month"
+	case "quarterly":
+		return "quarter"
+	case "yearly", "annual", "annually":
+		return "year"
+	}
+	return w
+}
+
+// Refine applies a plain-language edit to spec: scope "dashboard", or "tile" with the tile at
+// tilePath. It understands adding a chart of a measure (or the count) by a category or a
+// time grain, removing a tile, changing a chart's type, the time grain, top N, sort order,
+// adding a filter on a category, and renaming; anything else is NotUnderstood, and spec is
+// left as it was.
+func Refine(spec *Spec, prompt, scope, tilePath string, in Input) (*Refinement, error) {
+	p := strings.ToLower(strings.TrimSpace(strings.TrimRight(strings.TrimSpace(prompt), ".!")))
+	orig := strings.TrimRight(strings.TrimSpace(prompt), ".!")
+	var target *Tile
+	if scope == "tile" {
+		if target = spec.Tile(tilePath); target == nil {
+			return nil, fmt.Errorf("no tile at %s", tilePath)
+		}
+	}
+	// named is the tile a phrase names (its title or id), or the tile in scope.
+	named := func(phrase string) (*Tile, string) {
+		phrase = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(phrase), " tile"), " chart"))
+		if target != nil && (phrase == "" || phrase == "it" || phrase == "this" || phrase == "this tile" || phrase == "this chart") {
+			return target, ""
+		}
+		for _, pt := range spec.Tiles() {
+			if strings.EqualFold(pt.Tile.Title, phrase) || pt.Tile.ID == phrase || pt.Path == phrase {
+				return pt.Tile, pt.Path
+			}
+		}
+		return nil, ""
+	}
+	r := &Refinement{}
+	switch {
+	case renameRE.MatchString(p):
+		m := renameRE.FindStringSubmatch(p)
+		t, _ := named(m[1])
+		if t == nil {
+			return nil, notUnderstood(fmt.Sprintf("no tile is titled %q; name the tile as its title reads, or refine the tile itself (scope tile)", m[1]))
+		}
+		// The new title as the user wrote it (not lower-cased).
+		title := renameRE.FindStringSubmatch(strings.ToLower(orig))[2]
+		title = orig[strings.LastIndex(strings.ToLower(orig), title):]
+		title = strings.Trim(title, `"'“”`)
+		r.Changes = append(r.Changes, fmt.Sprintf("renamed %q to %q", t.Title, title))
+		t.Title = title
+		return r, nil
+	case filterRE.MatchString(p):
+		return r, addFilter(spec, in, filterRE.FindStringSubmatch(p)[1], r)
+	case addRE.MatchString(p) && !strings.HasPrefix(p, "show the top"):
+		m := addRE.FindStringSubmatch(p)
+		return r, addChart(spec, in, m[1], m[2], m[3], r)
+	case removeRE.MatchString(p):
+		m := removeRE.FindStringSubmatch(p)
+		t, path := named(m[1])
+		if t == nil {
+			return nil, notUnderstood(fmt.Sprintf("no tile is titled %q", m[1]), titles(spec)...)
+		}
+		if path == "" {
+			path = tilePath
+		}
+		r.Changes = append(r.Changes, fmt.Sprintf("removed %q", t.Title))
+		removeTile(spec, path)
+		return r, nil
+	case topRE.MatchString(p):
+		n, _ := strconv.Atoi(topRE.FindStringSubmatch(p)[1])
+		if n < 1 || n > 100 {
+			return nil, notUnderstood("top N takes a number from 1 to 100")
+		}
+		for _, t := range scoped(spec, target) {
+			if t.Encoding.TopN == 0 || !strings.Contains(t.Query.SQL, "rank <= "+strconv.Itoa(t.Encoding.TopN)) {
+				continue
+			}
+			t.Query.SQL = strings.Replace(t.Query.SQL, "rank <= "+strconv.Itoa(t.Encoding.TopN), "rank <= "+strconv.Itoa(n), 1)
+			r.Changes = append(r.Changes, fmt.Sprintf("%q shows the top %d (the rest as Other)", t.Title, n))
+			t.Encoding.TopN = n
+		}
+		if len(r.Changes) == 0 {
+			return nil, notUnderstood("no tile in scope is a top-N breakdown; refine a breakdown tile (scope tile)")
+		}
+		return r, nil
+	case sortRE.MatchString(p):
+		m := sortRE.FindStringSubmatch(p)
+		dir := "desc"
+		switch m[2] {
+		case "asc", "ascending", "smallest first", "lowest first":
+			dir = "asc"
+		case "":
+			return nil, notUnderstood("say which way to sort: ascending or descending")
+		}
+		ts := scoped(spec, target)
+		if len(ts) != 1 {
+			return nil, notUnderstood("sorting applies to one tile: refine the tile itself (scope tile)")
+		}
+		t := ts[0]
+		field := ""
+		if len(t.Encoding.Y) > 0 {
+			field = t.Encoding.Y[0]
+		} else if t.Encoding.Value != "" {
+			field = t.Encoding.Value
+		}
+		if m[1] != "" {
+			field = m[1]
+		}
+		if field == "" || !slices.Contains(append([]string{t.Encoding.X, t.Encoding.Value}, t.Encoding.Y...), field) {
+			return nil, notUnderstood(fmt.Sprintf("%q has no column %q to sort by", t.Title, m[1]))
+		}
+		t.Query.SQL = "SELECT *\nFROM (\n" + indent(t.Query.SQL) + "\n) sorted\nORDER BY " + q(field) + " " + strings.ToUpper(dir)
+		t.Encoding.Sort = &Sort{Field: field, Direction: dir}
+		r.Changes = append(r.Changes, fmt.Sprintf("%q sorted by %s %s", t.Title, field, map[string]string{"asc": "ascending", "desc": "descending"}[dir]))
+		return r, nil
+	case grainRE.MatchString(p) && (strings.Contains(p, "grain") || strings.Contains(p, "group") || strings.Contains(p, "per ") ||
+		strings.Contains(p, "by ") || strings.HasPrefix(p, "show ") || typeWords.MatchString(p)):
+		g := grainOf(grainRE.FindStringSubmatch(p)[1])
+		for _, t := range scoped(spec, target) {
+			old := t.Encoding.TimeGrain
+			if old == "" || old == g || !strings.Contains(t.Query.SQL, "date_trunc('"+old+"'") {
+				continue
+			}
+			t.Query.SQL = strings.ReplaceAll(t.Query.SQL, "date_trunc('"+old+"'", "date_trunc('"+g+"'")
+			t.Encoding.TimeGrain = g
+			t.Title = strings.Replace(t.Title, " per "+old, " per "+g, 1)
+			r.Changes = append(r.Changes, fmt.Sprintf("%q now by %s", t.Title, g))
+		}
+		if len(r.Changes) == 0 {
+			return nil, notUnderstood("no time series in scope has another grain than " + g)
+		}
+		return r, nil
+	case typeRE.MatchString(p) && typeWords.MatchString(p):
+		typ := strings.ReplaceAll(typeRE.FindStringSubmatch(p)[1], " ", "_")
+		if typ == "doughnut" {
+			typ = "donut"
+		}
+		ts := scoped(spec, target)
+		if target == nil {
+			// "make the Orders by status tile a bar chart": the tile named before the type.
+			for _, pt := range spec.Tiles() {
+				if strings.Contains(p, strings.ToLower(pt.Tile.Title)) {
+					ts = []*Tile{pt.Tile}
+				}
+			}
+		}
+		if len(ts) != 1 {
+			return nil, notUnderstood("a chart type applies to one tile: refine the tile itself (scope tile) or name it by its title")
+		}
+		return r, changeType(ts[0], typ, r)
+	}
+	return nil, notUnderstood(fmt.Sprintf("%q is not an edit the built-in rules apply", orig))
+}
+
+func titles(spec *Spec) []string {
+	var out []string
+	for _, pt := range spec.Tiles() {
+		out = append(out, "remove the "+pt.Tile.Title+" tile")
+	}
+	return out
+}
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+
+// scoped is the tile in scope, or every tile.
+func scoped(spec *Spec, target *Tile) []*Tile {
+	if target != nil {
+		return []*Tile{target}
+	}
+	var out []*Tile
+	for _, pt := range spec.Tiles() {
+		out = append(out, pt.Tile)
+	}
+	return out
+}
+
+func removeTile(spec *Spec, path string) {
+	m := pathRE.FindStringSubmatch(path)
+	i, _ := strconv.Atoi(m[1])
+	j, _ := strconv.Atoi(m[2])
+	items := slices.Delete(spec.Rows[i].Items, j, j+1)
+	if len(items) == 0 {
+		spec.Rows = slices.Delete(spec.Rows, i, i+1)
+		return
+	}
+	// The row's tiles share the grid again.
+	for k := range items {
+		items[k].Width = 12 / len(items)
+	}
+	spec.Rows[i].Items = items
+}
+
+// changeType redraws a tile as typ where its columns allow it.
+func changeType(t *Tile, typ string, r *Refinement) error {
+	e := &t.Encoding
+	old := t.Type
+	switch typ {
+	case "table":
+		*e = Encoding{}
+	case "pie", "donut":
+		switch {
+		case e.X != "" && e.Value != "":
+		case e.X != "" && len(e.Y) == 1 && e.TimeGrain == "" && t.Type != "scatter" && t.Type != "histogram":
+			e.Value, e.Y = e.Y[0], nil
+		default:
+			return notUnderstood(fmt.Sprintf("%q cannot be a %s: a %s shows one value per label", t.Title, typ, typ))
+		}
+	case "bar", "line", "area", "stacked_bar":
+		switch {
+		case e.X != "" && len(e.Y) > 0:
+		case e.X != "" && e.Value != "":
+			e.Y, e.Value = []string{e.Value}, ""
+		default:
+			return notUnderstood(fmt.Sprintf("%q cannot be a %s chart: it has no x and y columns", t.Title, strings.ReplaceAll(typ, "_", " ")))
+		}
+		if typ == "stacked_bar" && e.Series == "" {
+			return notUnderstood(fmt.Sprintf("%q has no series column to stack", t.Title))
+		}
+	default:
+		return notUnderstood(fmt.Sprintf("%q cannot become a %s: its query answers other columns", t.Title, typ))
+	}
+	if old == "kpi" {
+		return notUnderstood(fmt.Sprintf("%q is a single number; add a chart instead (\"add a chart of ... by ...\")", t.Title))
+	}
+	t.Type = typ
+	r.Changes = append(r.Changes, fmt.Sprintf("%q is now a %s", t.Title, strings.ReplaceAll(typ, "_", " ")))
+	return nil
+}
+
+// column finds the column a phrase names in the sources: by name or label, singular or
+// plural; nil if none or several in different sources.
+func column(in Input, phrase string) (*analysed, *Column) {
+	phrase = strings.TrimSpace(phrase)
+	want := strings.Join(words(phrase), " ")
+	for i := range in.Sources {
+		a := analyse(&in, &in.Sources[i])
+		for j := range a.Columns {
+			c := a.Columns[j]
+			for _, n := range []string{strings.Join(words(c.Name), " "), strings.Join(words(label(c)), " ")} {
+				if n == want || singular(n) == singular(want) {
+					return a, &a.Columns[j]
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// addChart adds a tile of a measure (or the count) by a category or a time grain.
+func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
+	what = strings.TrimSpace(what)
+	fn := ""
+	for _, pre := range []struct{ w, fn string }{{"total ", "sum"}, {"sum of ", "sum"}, {"average ", "avg"}, {"avg ", "avg"},
+		{"mean ", "avg"}, {"number of ", "count"}, {"count of ", "count"}, {"max ", "max"}, {"maximum ", "max"}, {"min ", "min"}, {"minimum ", "min"}} {
+		if strings.HasPrefix(what, pre.w) {
+			fn, what = pre.fn, strings.TrimPrefix(what, pre.w)
+			break
+		}
+	}
+	var src *analysed
+	var measure *Column
+	if what == "count" || what == "records" || what == "rows" {
+		fn = "count"
+	} else {
+		a, c := column(in, what)
+		switch {
+		case c != nil && numericType(c.Type):
+			src, measure = a, c
+			if fn == "" || fn == "count" {
+				fn, _, _ = aggregate(*c)
+			}
+		case c != nil:
+			return notUnderstood(fmt.Sprintf("%s is not a number; chart a number (amount, quantity) or the count of records by it", what))
+		default:
+			// "orders by region": the count of a source named so.
+			for i := range in.Sources {
+				s := &in.Sources[i]
+				if strings.EqualFold(s.Label, what) || singular(strings.ToLower(s.Label)) == singular(what) || s.Ref == what {
+					src, fn = analyse(&in, s), "count"
+				}
+			}
+			if src == nil {
+				return notUnderstood(fmt.Sprintf("no column or dataset is called %q", what), columnNames(in)...)
+			}
+		}
+	}
+	grain := ""
+	if g := grainRE.FindString(by); g != "" && strings.TrimSpace(by) == g {
+		grain = grainOf(g)
+	}
+	var dim *Column
+	if grain == "" {
+		a, c := column(in, by)
+		if c == nil {
+			return notUnderstood(fmt.Sprintf("no column is called %q", by), columnNames(in)...)
+		}
+		if src == nil {
+			src = a
+		} else if a.Ref != src.Ref {
+			return notUnderstood(fmt.Sprintf("%s and %s are in different datasets; chart them from one, or write the join as SQL in the tile", what, by))
+		}
+		dim = c
+	} else if src == nil && len(in.Sources) > 0 {
+		src = analyse(&in, &in.Sources[0])
+	}
+	if src == nil {
+		return notUnderstood("name what to chart")
+	}
+	value, alias, title := "count(*)", "count", capital(src.Label)
+	if measure != nil {
+		_, t, al := aggregate(*measure)
+		value, alias, title = fn+"("+q(measure.Name)+")", al, capital(t)
+		if fn != "sum" && fn != "avg" {
+			alias, title = fn+"_"+measure.Name, capital(map[string]string{"max": "largest ", "min": "smallest "}[fn]+label(*measure))
+		} else if fn == "avg" {
+			alias, title = "average_"+measure.Name, "Average "+label(*measure)
+		} else {
+			alias, title = "total_"+measure.Name, "Total "+label(*measure)
+		}
+	}
+	t := Tile{Width: 12, Height: 2}
+	switch {
+	case dim != nil && (dim.Type == "date" || dim.Type == "timestamptz") || grain != "":
+		col := src.time
+		if dim != nil {
+			col = dim
+		}
+		if col == nil {
+			return notUnderstood(fmt.Sprintf("%s has no date column to chart per %s", src.Label, grain))
+		}
+		if grain == "" {
+			grain = src.grain
+			if grain == "" || col != src.time {
+				grain = "month"
+			}
+		}
+		period := "date_trunc('" + grain + "', " + q(col.Name) + ")"
+		t.Type, t.Title = cmpOr(typ, "line"), title+" per "+grain
+		t.Query.SQL = "SELECT " + period + " AS period, " + value + " AS " + q(alias) + "\nFROM " + src.Ref + src.where("", nil, "", q(col.Name)+" IS NOT NULL") +
+			"\nGROUP BY 1\nORDER BY 1"
+		t.Encoding = Encoding{X: "period", Y: []string{alias}, TimeGrain: grain}
+	default:
+		t.Type, t.Title = cmpOr(typ, "bar"), title+" by "+label(*dim)
+		t.Query.SQL = topN(q(dim.Name), value, alias, dim.Name, src.Ref+src.where("", nil, ""))
+		t.Encoding = Encoding{X: dim.Name, Y: []string{alias}, TopN: 10, Sort: &Sort{Field: alias, Direction: "desc"}}
+		if t.Type == "pie" || t.Type == "donut" {
+			t.Encoding.Value, t.Encoding.Y = alias, nil
+		}
+	}
+	if t.Type == "stacked_bar" {
+		return notUnderstood("a stacked bar needs a series column; ask for a bar chart, or write the tile's SQL")
+	}
+	base := strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, strings.ToLower(t.Title)), "_")
+	if base == "" || base[0] < 'a' || base[0] > 'z' {
+		base = "t_" + base
+	}
+	t.ID = base
+	for n := 2; idTaken(spec, t.ID); n++ {
+		t.ID = base + "_" + strconv.Itoa(n)
+	}
+	spec.Rows = append(spec.Rows, Row{Items: []Tile{t}})
+	r.Changes = append(r.Changes, fmt.Sprintf("added %q (%s)", t.Title, strings.ReplaceAll(t.Type, "_", " ")))
+	return nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return strings.ReplaceAll(a, " ", "_")
+	}
+	return b
+}
+
+func idTaken(spec *Spec, id string) bool {
+	for _, pt := range spec.Tiles() {
+		if pt.Tile.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func columnNames(in Input) []string {
+	var out []string
+	for _, s := range in.Sources {
+		for _, c := range s.Columns {
+			out = append(out, s.Label+"."+c.Name)
+		}
+	}
+	if len(out) > 20 {
+		out = out[:20]
+	}
+	return out
+}
+
+var fromLine = regexp.MustCompile(`(?m)^([ \t]*)FROM ([a-z0-9_.]+)[ \t]*$`)
+
+// addFilter adds a category filter on a column and binds it in every tile that reads the
+// column's dataset in the generated form (FROM <dataset> on its own line); the tiles it
+// cannot bind in are named in the warnings.
+func addFilter(spec *Spec, in Input, phrase string, r *Refinement) error {
+	a, c := column(in, phrase)
+	if c == nil {
+		return notUnderstood(fmt.Sprintf("no column is called %q", phrase), columnNames(in)...)
+	}
+	if c.Type != "text" && c.Type != "boolean" && !numericType(c.Type) {
+		return notUnderstood(fmt.Sprintf("%s is a %s column; filters pick one value of a text, number or boolean column", c.Name, c.Type))
+	}
+	f := Filter{ID: c.Name, Label: capital(label(*c)), Type: "category", Parameter: "f_" + c.Name, Column: a.Ref + "." + c.Name, Options: c.Values}
+	if numericType(c.Type) {
+		f.Type = "number"
+	}
+	for _, x := range spec.Filters {
+		if x.ID == f.ID || x.Parameter == f.Parameter {
+			return notUnderstood(fmt.Sprintf("the dashboard already has a filter on %s", c.Name))
+		}
+	}
+	cond := "({{" + f.Parameter + "}}::text IS NULL OR " + q(c.Name) + "::text = {{" + f.Parameter + "}}::text)"
+	bound := 0
+	for _, pt := range spec.Tiles() {
+		t := pt.Tile
+		lines := strings.Split(t.Query.SQL, "\n")
+		done := false
+		for i, l := range lines {
+			m := fromLine.FindStringSubmatch(l)
+			if m == nil || m[2] != a.Ref {
+				continue
+			}
+			ind := m[1]
+			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], ind+"WHERE ") {
+				lines[i+1] = ind + "WHERE " + cond + "\n" + ind + "  AND " + strings.TrimPrefix(lines[i+1], ind+"WHERE ")
+			} else {
+				lines[i] = l + "\n" + ind + "WHERE " + cond
+			}
+			done = true
+			break
+		}
+		if done {
+			t.Query.SQL = strings.Join(lines, "\n")
+			bound++
+		} else {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("the filter on %s does not apply to %q (its query does not read %s as a generated tile does)", c.Name, t.Title, a.Ref))
+		}
+	}
+	if bound == 0 {
+		return notUnderstood(fmt.Sprintf("no tile reads %s in a form the filter can be added to; add the condition to the tiles' SQL", a.Ref))
+	}
+	spec.Filters = append(spec.Filters, f)
+	r.Changes = append(r.Changes, fmt.Sprintf("added a filter on %s, applied to %d tile(s)", c.Name, bound))
+	return nil
+}
