@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -281,17 +282,33 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 		return nil, err
 	}
 	var warnings []string
-	if g.useAI && h.model() != nil {
-		warnings = append(warnings, "drafting dashboards with the configured model is not available yet; the deterministic generator built this one")
-	}
+	var cands []dashboards.Candidate
 	report("metrics", "Choosing measures, dimensions and time columns")
-	cands, filters := dashboards.Propose(in)
+	if m := h.model(); g.useAI && m != nil {
+		drafted, err := dashboards.Draft(ctx, m.Chat, in, g.intent)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			warnings = append(warnings, "the model's draft could not be used ("+err.Error()+"); the deterministic generator built the dashboard")
+		}
+		cands = drafted
+	}
+	proposed, filters := dashboards.Propose(in)
+	cands = append(cands, proposed...)
+	slices.SortStableFunc(cands, func(a, b dashboards.Candidate) int { return cmp.Compare(b.Score, a.Score) })
 	report("validating", "Running "+strconv.Itoa(len(cands))+" candidate tiles")
 	passed, results, dropped, err := h.validateTiles(ctx, g.prj, cands)
 	if err != nil {
 		return nil, err
 	}
 	warnings = append(warnings, dropped...)
+	generatedBy := "deterministic"
+	for _, c := range passed {
+		if strings.HasPrefix(c.Tile.ID, "model_") {
+			generatedBy = "model"
+		}
+	}
 	if len(passed) == 0 {
 		return nil, apierr.New(http.StatusConflict, apierr.CodeNothingToShow, "no tile could be made: every proposed tile's query failed or returned no rows")
 	}
@@ -311,7 +328,7 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 			if err != nil {
 				return err
 			}
-			cur.Reach, cur.GeneratedBy, cur.Warnings = d.Reach, "deterministic", warnings
+			cur.Reach, cur.GeneratedBy, cur.Warnings = d.Reach, generatedBy, warnings
 			d = cur
 			if err := h.newVersion(ctx, tx, d, "generate", d.DisplayName, raw, nil, nil); err != nil {
 				return err
@@ -319,7 +336,7 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 			return h.audit(ctx, tx, d.OrgID, "dashboard.regenerate", "dashboard", d.ID, d.DisplayName, map[string]any{"version": d.Version})
 		}
 		d = &store.Dashboard{ID: store.NewID("dsh"), OrgID: g.prj.OrgID, ProjectID: g.prj.ID, SourceType: g.kind, Source: source,
-			DisplayName: g.name, Spec: raw, Version: 1, GeneratedBy: "deterministic", Warnings: warnings, CreatedBy: &p.UserID,
+			DisplayName: g.name, Spec: raw, Version: 1, GeneratedBy: generatedBy, Warnings: warnings, CreatedBy: &p.UserID,
 			CreatedAt: now, UpdatedAt: now, Reach: g.prj.Reach}
 		if g.kind == "dataset" {
 			d.DatasetID = &g.sets[0].ID

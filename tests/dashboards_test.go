@@ -3,8 +3,11 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -630,4 +633,99 @@ func TestDashboardRecommendations(t *testing.T) {
 	e.do("POST", base+"recommend-datasets", map[string]any{}, own).dashError(400, "validation_error")
 	_, viewer := e.member(e.orgID, "viewer")
 	e.do("POST", base+"recommend-datasets", map[string]any{"intent": "x"}, bearer(viewer)).dashError(403, "permission_denied")
+}
+
+// TestDashboardWithAModel: with DP_LLM_* set and use_ai, a model server (started here, speaking
+// the chat completions API) drafts the tiles; each passes the checks and a run, what it gets
+// wrong is replaced by the generator's, and a model that is down or answers nonsense gives
+// the deterministic dashboard with a warning.
+func TestDashboardWithAModel(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	answer := ""
+	var prompts []string
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Role, Content string } `json:"messages"`
+		}
+		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil || len(req.Messages) != 2 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		prompts = append(prompts, req.Messages[1].Content)
+		if answer == "" {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": answer}}}})
+	}))
+	defer model.Close()
+	f := newDashboardFixture(t, func(c *config.Config) { c.LLMBaseURL, c.LLMModel = model.URL+"/v1", "dash-model" })
+	e, own := f.env, bearer(f.ownerToken)
+	gen := "/api/v1/datasets/" + f.orders + "/dashboard/generate?force=true"
+	say := func(a string) {
+		mu.Lock()
+		answer = a
+		mu.Unlock()
+	}
+	say("```json\n" + `{"title": "Orders", "tiles": [
+		{"title": "Paid orders", "type": "kpi", "sql": "SELECT count(*) AS value FROM orders WHERE paid", "encoding": {"value": "value"}},
+		{"title": "Broken", "type": "bar", "sql": "SELECT nope, count(*) AS n FROM orders GROUP BY 1", "encoding": {"x": "nope", "y": ["n"]}},
+		{"title": "Sneaky", "type": "table", "sql": "DELETE FROM orders", "encoding": {}},
+		{"title": "Nothing", "type": "kpi", "sql": "SELECT count(*) AS value FROM orders WHERE amount < 0 HAVING count(*) > 0", "encoding": {"value": "value"}},
+		{"title": "Wheel", "type": "radar", "sql": "SELECT 1", "encoding": {}}]}` + "\n```")
+	r := e.do("POST", gen, nil, own).status(201)
+	id := r.str("id")
+	paid := 0
+	for _, o := range f.rows {
+		if o.paid {
+			paid++
+		}
+	}
+	p := tileByID(r, "model_1")
+	if r.str("generated_by") != "model" || p == "" || tiles(r)[p]["title"] != "Paid orders" {
+		t.Fatalf("the model's tile: %s", r.Body)
+	}
+	if d := e.do("GET", "/api/v1/dashboards/"+id+"/tiles/"+p+"/data", nil, own).status(200); d.get("rows.0.0") != float64(paid) {
+		t.Fatalf("paid orders: %s", d.Body)
+	}
+	for _, gone := range []string{"model_2", "model_3", "model_4", "model_5"} {
+		if tileByID(r, gone) != "" {
+			t.Fatalf("%s was kept: %s", gone, r.Body)
+		}
+	}
+	if w := fmt.Sprint(r.get("warnings")); !strings.Contains(w, `"Broken" left out`) || !strings.Contains(w, `"Sneaky" left out`) || !strings.Contains(w, `"Nothing" left out: no rows`) {
+		t.Fatalf("warnings: %s", w)
+	}
+	if n := len(tiles(r)); n < 8 || n > 15 || tileByID(r, "record_count") == "" {
+		t.Fatalf("the generator fills the rest: %d tiles", n)
+	}
+	mu.Lock()
+	prompt := prompts[0]
+	mu.Unlock()
+	for _, want := range []string{"orders (\"Orders\", 240 rows)", "amount numeric", "region text, 5 distinct"} {
+		if !strings.Contains(prompt, want) {
+			t.Fatalf("the prompt lacks %q:\n%s", want, prompt)
+		}
+	}
+	// A model that is down, or answers nonsense: the deterministic dashboard, with a warning.
+	for _, a := range []string{"", "I would love to help with dashboards!"} {
+		say(a)
+		r := e.do("POST", gen, nil, own).status(200)
+		if r.str("generated_by") != "deterministic" || !strings.Contains(r.str("warnings.0"), "deterministic generator built the dashboard") || tileByID(r, "model_1") != "" {
+			t.Fatalf("model answer %q: %s", a, r.Body)
+		}
+	}
+	// use_ai=false does not ask.
+	mu.Lock()
+	n := len(prompts)
+	mu.Unlock()
+	e.do("POST", gen+"&use_ai=false", nil, own).status(200)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(prompts) != n {
+		t.Fatalf("use_ai=false asked the model")
+	}
 }

@@ -68,11 +68,27 @@ var fenced = regexp.MustCompile("(?s)```(?:sql|postgresql)?\\s*(.*?)```")
 
 // SQL asks the model for the SQL of question.
 func (m *Model) SQL(ctx context.Context, question string, s Schema) (string, error) {
+	sql, err := m.Chat(ctx, systemPrompt, Prompt(question, s))
+	if err != nil {
+		return "", err
+	}
+	if m := fenced.FindStringSubmatch(sql); m != nil {
+		sql = m[1]
+	}
+	sql = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql), ";"))
+	if sql == "" {
+		return "", errors.New("the model answered no SQL")
+	}
+	return sql, nil
+}
+
+// Chat sends one system and one user message and answers the model's reply.
+func (m *Model) Chat(ctx context.Context, system, user string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, modelTimeout)
 	defer cancel()
 	body, _ := json.Marshal(map[string]any{
 		"model": m.Name, "temperature": 0,
-		"messages": []map[string]string{{"role": "system", "content": systemPrompt}, {"role": "user", "content": Prompt(question, s)}},
+		"messages": []map[string]string{{"role": "system", "content": system}, {"role": "user", "content": user}},
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(m.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
@@ -108,13 +124,5 @@ func (m *Model) SQL(ctx context.Context, question string, s Schema) (string, err
 	if err := json.Unmarshal(raw, &out); err != nil || len(out.Choices) == 0 {
 		return "", errors.New("the model's answer has no message")
 	}
-	sql := out.Choices[0].Message.Content
-	if m := fenced.FindStringSubmatch(sql); m != nil {
-		sql = m[1]
-	}
-	sql = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql), ";"))
-	if sql == "" {
-		return "", errors.New("the model answered no SQL")
-	}
-	return sql, nil
+	return out.Choices[0].Message.Content, nil
 }
