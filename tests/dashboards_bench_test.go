@@ -16,7 +16,10 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkDashboard -benchtime 3x -timeout 30m ./tests/
 func BenchmarkDashboard(b *testing.B) {
-	e := newEnv(b, func(c *config.Config) { c.RateLimits = "queries=1000000000-M,default=1000000000-M"; c.MaxUploadBytes = 1 << 30 })
+	e := newEnv(b, func(c *config.Config) {
+		c.RateLimits = "queries=1000000000-M,default=1000000000-M"
+		c.MaxUploadBytes = 1 << 30
+	})
 	own := bearer(e.ownerToken)
 	rows := 1_000_000
 	var csv strings.Builder
