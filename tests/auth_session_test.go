@@ -1,0 +1,317 @@
+package tests
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"dataplatform/cmd/dataplatform/config"
+)
+
+// sessionCookie is the dp_session cookie a response sets (nil when it sets none).
+func sessionCookie(r *resp) *http.Cookie {
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		if c.Name == "dp_session" {
+			return c
+		}
+	}
+	return nil
+}
+
+// signInBrowser signs a browser in with POST /api/v1/auth/session and answers the Cookie
+// header of its session and its CSRF token.
+func (e *env) signInBrowser(body map[string]any, hs ...header) (cookie header, csrf string, r *resp) {
+	e.t.Helper()
+	r = e.do("POST", "/api/v1/auth/session", body, hs...).status(200)
+	c := sessionCookie(r)
+	if c == nil || c.Value == "" {
+		e.t.Fatalf("sign-in set no session cookie: %v", r.Header)
+	}
+	return header{"Cookie": "dp_session=" + c.Value}, r.str("csrf_token"), r
+}
+
+func join(hs ...header) header {
+	out := header{}
+	for _, h := range hs {
+		for k, v := range h {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestBrowserSession: sign-in sets an HttpOnly, SameSite=Lax cookie of a session stored
+// hashed; the cookie authenticates with the user's own permissions; unsafe requests need the
+// CSRF token and this origin, and refused ones change nothing; a bearer token beside the
+// cookie needs neither; sign-out revokes the session and clears the cookie; sign-in and
+// sign-out are audited.
+func TestBrowserSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	creds := map[string]any{"email": adminEmail, "password": adminPassword}
+
+	cookie, csrf, r := e.signInBrowser(creds)
+	c := sessionCookie(r)
+	raw := r.Header.Get("Set-Cookie")
+	if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Secure || c.MaxAge != 14*24*3600 || c.Domain != "" ||
+		!strings.Contains(raw, "HttpOnly") || !strings.Contains(raw, "SameSite=Lax") || r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("cookie: %s (%+v)", raw, c)
+	}
+	now := e.clock.Now()
+	exp, _ := time.Parse(time.RFC3339, r.str("expires_at"))
+	idle, _ := time.Parse(time.RFC3339, r.str("idle_expires_at"))
+	if r.str("user.email") != adminEmail || r.str("user.organization_id") != e.orgID || r.str("user.roles.0") != "owner" ||
+		exp.Sub(now).Round(time.Minute) != 14*24*time.Hour || idle.Sub(now).Round(time.Minute) != 8*time.Hour ||
+		r.num("idle_timeout_seconds") != 480*60 || len(csrf) < 40 || strings.Contains(string(r.Body), c.Value) {
+		t.Fatalf("session: %s", r.Body)
+	}
+	// Stored as SHA-256 only.
+	sum := sha256.Sum256([]byte(c.Value))
+	if e.countRows(`SELECT count(*) FROM platform.browser_sessions WHERE token_hash = '\x`+hex.EncodeToString(sum[:])+`'`) != 1 ||
+		e.countRows(`SELECT count(*) FROM platform.browser_sessions s WHERE s::text LIKE '%`+c.Value+`%'`) != 0 {
+		t.Fatal("the session is not stored as the hash of its token")
+	}
+
+	// The cookie authenticates, as the user.
+	g := e.do("GET", "/api/v1/auth/session", nil, cookie).status(200)
+	if g.str("csrf_token") != csrf || g.str("user.id") != e.userIDOf(adminEmail) || g.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("GET session: %s", g.Body)
+	}
+	if me := e.do("GET", "/api/v1/auth/me", nil, cookie).status(200); me.str("auth_method") != "session" || me.str("organizations.0.role") != "owner" {
+		t.Fatalf("me: %s", me.Body)
+	}
+	e.do("GET", "/api/v1/organizations/"+e.orgID+"/projects", nil, cookie).status(200)
+	// A bearer token is not a session.
+	e.do("GET", "/api/v1/auth/session", nil, own).authError(401, "AUTH_REQUIRED")
+	e.do("GET", "/api/v1/auth/session", nil).authError(401, "AUTH_REQUIRED")
+
+	// Unsafe requests: without the token, with a wrong one, or from another origin, 403 and
+	// nothing is created.
+	projects := func() int { return e.countRows(`SELECT count(*) FROM platform.projects WHERE organization_id = '` + e.orgID + `'`) }
+	before := projects()
+	create := "/api/v1/organizations/" + e.orgID + "/projects"
+	body := map[string]any{"name": "From the browser"}
+	withCSRF := header{"X-CSRF-Token": csrf}
+	for name, h := range map[string]header{
+		"no token":             cookie,
+		"wrong token":          join(cookie, header{"X-CSRF-Token": csrf[:len(csrf)-2] + "xx"}),
+		"other origin":         join(cookie, withCSRF, header{"Origin": "https://evil.example"}),
+		"null origin":          join(cookie, withCSRF, header{"Origin": "null"}),
+		"cross-site fetch":     join(cookie, withCSRF, header{"Sec-Fetch-Site": "cross-site"}),
+		"same-site sibling":    join(cookie, withCSRF, header{"Sec-Fetch-Site": "same-site"}),
+		"origin on other port": join(cookie, withCSRF, header{"Origin": strings.Replace(e.ts.URL, "127.0.0.1:", "127.0.0.1:1", 1)}),
+	} {
+		if r := e.do("POST", create, body, h).authError(403, "CSRF_CHECK_FAILED"); r.get("message") == "" {
+			t.Fatalf("%s: %s", name, r.Body)
+		}
+	}
+	if projects() != before {
+		t.Fatal("a refused request created a project")
+	}
+	// With the token, from this origin (as the browser says it), it works.
+	e.do("POST", create, map[string]any{"name": "Same origin"}, join(cookie, withCSRF, header{"Origin": e.ts.URL, "Sec-Fetch-Site": "same-origin"})).status(201)
+	e.do("POST", create, map[string]any{"name": "Base URL origin"}, join(cookie, withCSRF, header{"Origin": baseURL})).status(201)
+	e.do("POST", create, map[string]any{"name": "No browser headers"}, join(cookie, withCSRF)).status(201)
+	// A bearer token or API key beside the cookie is the request's credential: no CSRF check.
+	e.do("POST", create, map[string]any{"name": "Bearer"}, join(cookie, own, header{"Origin": "https://evil.example"})).status(201)
+	if projects() != before+4 {
+		t.Fatalf("%d projects, want %d", projects(), before+4)
+	}
+	if n := e.countRows(`SELECT count(*) FROM platform.audit_log WHERE action = 'project.create' AND actor_id = '` + e.userIDOf(adminEmail) + `'`); n != 4 {
+		t.Fatalf("%d project.create audit rows, want 4", n)
+	}
+
+	// Login CSRF: another site cannot sign a visitor in.
+	sessions := func() int { return e.countRows(`SELECT count(*) FROM platform.browser_sessions`) }
+	n := sessions()
+	e.do("POST", "/api/v1/auth/session", creds, header{"Origin": "https://evil.example"}).authError(403, "CSRF_CHECK_FAILED")
+	e.do("POST", "/api/v1/auth/session", creds, header{"Sec-Fetch-Site": "cross-site"}).authError(403, "CSRF_CHECK_FAILED")
+	// Wrong password or unknown fields: no session, no cookie.
+	bad := e.do("POST", "/api/v1/auth/session", map[string]any{"email": adminEmail, "password": "wrong"}).authError(401, "AUTH_REQUIRED")
+	if sessionCookie(bad) != nil {
+		t.Fatal("a refused sign-in set a cookie")
+	}
+	e.do("POST", "/api/v1/auth/session", map[string]any{"email": adminEmail, "password": adminPassword, "remember": true}).
+		apiError(400, "VALIDATION_ERROR", "body.remember", "unknown_field")
+	if sessions() != n {
+		t.Fatal("a refused sign-in made a session")
+	}
+	if n := e.countRows(`SELECT count(*) FROM platform.audit_log WHERE action = 'auth.login' AND details->>'session_id' IS NOT NULL AND details->>'method' = 'password'`); n != 1 {
+		t.Fatalf("%d auth.login audit rows of sessions, want 1", n)
+	}
+
+	// A second browser's session is its own.
+	other, otherCSRF, _ := e.signInBrowser(creds)
+	if otherCSRF == csrf {
+		t.Fatal("two sessions share a CSRF token")
+	}
+	e.do("POST", create, map[string]any{"name": "x"}, join(other, withCSRF)).authError(403, "CSRF_CHECK_FAILED")
+
+	// Sign-out needs the CSRF token too; then the session is gone and the cookie cleared.
+	e.do("DELETE", "/api/v1/auth/session", nil, cookie).authError(403, "CSRF_CHECK_FAILED")
+	e.do("GET", "/api/v1/auth/session", nil, cookie).status(200)
+	out := e.do("DELETE", "/api/v1/auth/session", nil, join(cookie, withCSRF)).status(204)
+	if c := sessionCookie(out); c == nil || c.Value != "" || c.MaxAge >= 0 {
+		t.Fatalf("sign-out does not clear the cookie: %v", out.Header)
+	}
+	gone := e.do("GET", "/api/v1/auth/session", nil, cookie).authError(401, "AUTH_REQUIRED")
+	if c := sessionCookie(gone); c == nil || c.Value != "" {
+		t.Fatalf("a dead session's cookie is not cleared: %v", gone.Header)
+	}
+	e.do("GET", "/api/v1/organizations/"+e.orgID+"/projects", nil, cookie).authError(401, "AUTH_REQUIRED")
+	e.do("DELETE", "/api/v1/auth/session", nil, join(cookie, withCSRF)).authError(401, "AUTH_REQUIRED")
+	e.do("GET", "/api/v1/auth/session", nil, other).status(200)
+	if n := e.countRows(`SELECT count(*) FROM platform.audit_log WHERE action = 'auth.logout' AND details->>'session_id' IS NOT NULL`); n != 1 {
+		t.Fatalf("%d auth.logout audit rows, want 1", n)
+	}
+}
+
+// TestBrowserSessionTimeouts: a session ends when idle longer than its organization's
+// session_timeout_minutes (each use starts the count again) and at its absolute lifetime
+// (DP_SESSION_MAX_AGE) however busy.
+func TestBrowserSessionTimeouts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *config.Config) { c.SessionMaxAge = time.Hour })
+	creds := map[string]any{"email": adminEmail, "password": adminPassword}
+
+	// The default idle time (480 minutes) is longer than the lifetime here.
+	cookie, _, r := e.signInBrowser(creds)
+	if sessionCookie(r).MaxAge != 3600 || r.str("idle_expires_at") != r.str("expires_at") {
+		t.Fatalf("session: %s %v", r.Body, r.Header)
+	}
+	e.clock.Advance(59 * time.Minute)
+	e.do("GET", "/api/v1/auth/session", nil, cookie).status(200)
+	e.clock.Advance(2 * time.Minute)
+	e.do("GET", "/api/v1/auth/session", nil, cookie).authError(401, "AUTH_REQUIRED")
+
+	// The organization's 5 minutes.
+	e.do("PATCH", "/api/v1/organizations/"+e.orgID+"/settings", map[string]any{"security": map[string]any{"session_timeout_minutes": 5}}, bearer(e.ownerToken)).status(200)
+	cookie, _, r = e.signInBrowser(creds)
+	if r.num("idle_timeout_seconds") != 300 {
+		t.Fatalf("session: %s", r.Body)
+	}
+	for i := 0; i < 4; i++ { // used every 4 minutes: alive for 16
+		e.clock.Advance(4 * time.Minute)
+		g := e.do("GET", "/api/v1/auth/session", nil, cookie).status(200)
+		idle, _ := time.Parse(time.RFC3339, g.str("idle_expires_at"))
+		if d := idle.Sub(e.clock.Now().Add(5 * time.Minute)); d < -time.Second || d > time.Second {
+			t.Fatalf("idle_expires_at %s, now %s", idle, e.clock.Now())
+		}
+	}
+	e.clock.Advance(5*time.Minute + time.Second)
+	exp := e.do("GET", "/api/v1/organizations/"+e.orgID+"/projects", nil, cookie).authError(401, "SESSION_EXPIRED")
+	if !strings.Contains(exp.str("message"), "5 minutes") || sessionCookie(exp) == nil {
+		t.Fatalf("expired: %s %v", exp.Body, exp.Header)
+	}
+}
+
+// TestBrowserSessionTwoFactor: an account with two-factor sign-in needs its code for a
+// session too; a wrong code counts as a failed sign-in and makes no session.
+func TestBrowserSessionTwoFactor(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	email, tok := e.member(e.orgID, "analyst")
+	secret := e.do("POST", "/api/v1/auth/2fa/setup", nil, bearer(tok)).status(200).str("secret")
+	e.do("POST", "/api/v1/auth/2fa/confirm", map[string]any{"code": e.totpCode(secret, 0)}, bearer(tok)).status(200)
+	e.clock.Advance(30 * time.Second)
+	creds := map[string]any{"email": email, "password": "password-analyst"}
+
+	e.do("POST", "/api/v1/auth/session", creds).authError(401, "TWO_FACTOR_CODE_REQUIRED")
+	creds["two_factor_code"] = "000000"
+	e.do("POST", "/api/v1/auth/session", creds).authError(401, "INVALID_TWO_FACTOR_CODE")
+	if n := e.countRows(`SELECT count(*) FROM platform.browser_sessions`); n != 0 {
+		t.Fatalf("%d sessions without the second factor", n)
+	}
+	if n := e.countRows(`SELECT failures FROM platform.login_failures WHERE email_key = '` + strings.ToLower(email) + `'`); n != 1 {
+		t.Fatalf("the wrong code counted %d failures, want 1", n)
+	}
+	creds["two_factor_code"] = e.totpCode(secret, 0)
+	cookie, _, r := e.signInBrowser(creds)
+	if r.str("user.roles.0") != "analyst" {
+		t.Fatalf("session: %s", r.Body)
+	}
+	// The analyst's own permissions: reading yes, creating projects no.
+	e.do("GET", "/api/v1/projects/"+e.projectID, nil, cookie).status(200)
+	e.do("POST", "/api/v1/organizations/"+e.orgID+"/projects", map[string]any{"name": "no"}, join(cookie, header{"X-CSRF-Token": r.str("csrf_token")})).
+		authError(403, "PERMISSION_DENIED")
+	if n := e.countRows(`SELECT count(*) FROM platform.audit_log WHERE action = 'auth.login' AND details->>'method' = 'password+totp' AND details->>'session_id' IS NOT NULL`); n != 1 {
+		t.Fatalf("%d audit rows of the two-factor session sign-in, want 1", n)
+	}
+}
+
+// TestBrowserSessionRevokedWithCredentials: when the mailbox's owner takes an address over
+// from an unverified account (its password replaced, its credentials revoked), the old
+// account's browser sessions end with its refresh tokens and keys.
+func TestBrowserSessionRevokedWithCredentials(t *testing.T) {
+	t.Parallel()
+	sink := startMailSink(t)
+	e := newEnv(t, withMail(sink))
+	email, _ := e.member(e.orgID, "viewer")
+	e.unverified(email)
+	cookie, _, _ := e.signInBrowser(map[string]any{"email": email, "password": "password-viewer"})
+	e.do("GET", "/api/v1/projects/"+e.projectID, nil, cookie).status(200)
+
+	org := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Second"}, bearer(e.ownerToken)).status(201).str("id")
+	inv := e.do("POST", "/api/v1/organizations/"+org+"/invitations", map[string]any{"email": email, "role": "viewer"}, bearer(e.ownerToken)).status(201)
+	e.do("POST", "/api/v1/invitations/"+e.invitationToken(inv)+"/accept", map[string]any{"name": "Owner of the mailbox", "password": "new-password"}).status(200)
+
+	e.do("GET", "/api/v1/auth/session", nil, cookie).authError(401, "AUTH_REQUIRED")
+	if n := e.countRows(`SELECT count(*) FROM platform.browser_sessions WHERE revoked_at IS NULL`); n != 0 {
+		t.Fatalf("%d sessions still live", n)
+	}
+}
+
+// TestSignInPage: the page and its script, under a CSP with no inline script; next must be a
+// path of this service; pages send a browser without credentials (or with an ended session)
+// there and come back, while API clients get the JSON 401.
+func TestSignInPage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.customers()
+	docs := "/api/v1/datasets/" + id + "/docs"
+
+	p := e.do("GET", "/sign-in?next="+url.QueryEscape(docs+"?table=customers"), nil).status(200)
+	csp := p.Header.Get("Content-Security-Policy")
+	if !strings.HasPrefix(p.Header.Get("Content-Type"), "text/html") || !strings.Contains(csp, "script-src 'self';") ||
+		strings.Contains(csp, "nonce") || strings.Contains(csp, "unsafe") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+		strings.Contains(string(p.Body), "<script>") || !strings.Contains(string(p.Body), `data-next="`+docs+`?table=customers"`) ||
+		!strings.Contains(string(p.Body), `src="/api/v1/docs/assets/sign-in.js"`) || p.Header.Get("X-Frame-Options") != "DENY" {
+		t.Fatalf("sign-in page: %s\n%s", csp, p.Body)
+	}
+	e.do("GET", "/sign-in", nil).status(200)
+	e.do("GET", "/api/v1/docs/assets/sign-in.js", nil).status(200)
+	e.do("GET", "/api/v1/docs/assets/sign-in.css", nil).status(200)
+	for _, next := range []string{"//evil.example/x", "https://evil.example/", "/\\evil.example", "\\\\evil.example", "/\t/evil.example",
+		"javascript:alert(1)", "evil.example", "/ok\n", "/ x"} {
+		e.do("GET", "/sign-in?next="+url.QueryEscape(next), nil).apiError(400, "VALIDATION_ERROR", "query.next", "invalid_redirect")
+	}
+	e.do("GET", "/sign-in?return_to=/x", nil).apiError(400, "VALIDATION_ERROR", "query.return_to", "unknown_field")
+
+	// A browser without credentials goes to the sign-in page, which comes back (the api_key
+	// of a link, a secret, is not carried along); an API client gets the 401.
+	html := header{"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+	r := e.do("GET", docs+"?table=customers", nil, html).status(303)
+	if loc := r.Header.Get("Location"); loc != "/sign-in?next="+url.QueryEscape(docs+"?table=customers") {
+		t.Fatalf("redirect to %q", loc)
+	}
+	e.do("GET", "/api/v1/datasets/"+id+"/redoc", nil, html).status(303)
+	e.do("GET", docs, nil).authError(401, "AUTH_REQUIRED")
+	e.do("GET", docs, nil, header{"Accept": "application/json"}).authError(401, "AUTH_REQUIRED")
+	e.do("GET", docs+"?api_key=dpk_wrong", nil, html).authError(401, "AUTH_REQUIRED") // a credential sent is answered
+	e.do("GET", "/api/v1/datasets/"+id+"/openapi.json", nil, html).authError(401, "AUTH_REQUIRED")
+
+	// With the session cookie the page is drawn; an ended session goes to sign in again.
+	cookie, csrf, _ := e.signInBrowser(map[string]any{"email": adminEmail, "password": adminPassword})
+	if pg := e.do("GET", docs, nil, join(html, cookie)).status(200); !strings.Contains(string(pg.Body), "SwaggerUIBundle") {
+		t.Fatalf("docs page: %.500s", pg.Body)
+	}
+	e.do("DELETE", "/api/v1/auth/session", nil, join(cookie, header{"X-CSRF-Token": csrf})).status(204)
+	if r := e.do("GET", docs, nil, join(html, cookie)).status(303); sessionCookie(r) == nil || sessionCookie(r).Value != "" {
+		t.Fatalf("an ended session's cookie is kept: %v", r.Header)
+	}
+}
