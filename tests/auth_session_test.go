@@ -92,7 +92,9 @@ func TestBrowserSession(t *testing.T) {
 
 	// Unsafe requests: without the token, with a wrong one, or from another origin, 403 and
 	// nothing is created.
-	projects := func() int { return e.countRows(`SELECT count(*) FROM platform.projects WHERE organization_id = '` + e.orgID + `'`) }
+	projects := func() int {
+		return e.countRows(`SELECT count(*) FROM platform.projects WHERE organization_id = '` + e.orgID + `'`)
+	}
 	before := projects()
 	create := "/api/v1/organizations/" + e.orgID + "/projects"
 	body := map[string]any{"name": "From the browser"}
