@@ -3,6 +3,7 @@ package tests
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -315,5 +316,65 @@ func TestSignInPage(t *testing.T) {
 	e.do("DELETE", "/api/v1/auth/session", nil, join(cookie, header{"X-CSRF-Token": csrf})).status(204)
 	if r := e.do("GET", docs, nil, join(html, cookie)).status(303); sessionCookie(r) == nil || sessionCookie(r).Value != "" {
 		t.Fatalf("an ended session's cookie is kept: %v", r.Header)
+	}
+}
+
+// TestSignInInBrowser: in Chromium, a dataset's docs page sends a browser without credentials
+// to the sign-in page; a wrong password shows the error; the account's two-factor code is
+// asked for; then the browser is back on the docs page, drawn with its operations. The
+// sign-in page then shows who is signed in and signs out, after which the docs page asks for
+// a sign-in again. No console error, exception or CSP refusal on the way.
+func TestSignInInBrowser(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.customers()
+	email, tok := e.member(e.orgID, "analyst")
+	secret := e.do("POST", "/api/v1/auth/2fa/setup", nil, bearer(tok)).status(200).str("secret")
+	e.do("POST", "/api/v1/auth/2fa/confirm", map[string]any{"code": e.totpCode(secret, 0)}, bearer(tok)).status(200)
+	e.clock.Advance(30 * time.Second)
+	docs := "/api/v1/datasets/" + id + "/docs"
+
+	b := newBrowser(t)
+	b.open(e.ts.URL + docs)
+	b.waitFor("the sign-in page", `location.pathname === "/sign-in" && new URLSearchParams(location.search).get("next") === "`+docs+`" && document.readyState === "complete"`)
+	submit := func(fields map[string]string) {
+		t.Helper()
+		js := "(function () {"
+		for k, v := range fields {
+			js += fmt.Sprintf("document.getElementById(%q).value = %q;", k, v)
+		}
+		js += `document.getElementById("sign-in").requestSubmit(); return true; })()`
+		if _, err := b.eval(js); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shows := func(text string) string {
+		return `!document.getElementById("error").hidden && document.getElementById("error").textContent.includes(` + fmt.Sprintf("%q", text) + `)`
+	}
+	submit(map[string]string{"email": email, "password": "wrong-password"})
+	b.waitFor("the wrong password's error", shows("invalid email or password"))
+	submit(map[string]string{"password": "password-analyst"})
+	b.waitFor("the two-factor step", `!document.getElementById("code-step").hidden && `+shows("authenticator"))
+	submit(map[string]string{"code": "000000"})
+	b.waitFor("the wrong code's error", shows("wrong, expired or already used"))
+	submit(map[string]string{"code": e.totpCode(secret, 0)})
+	b.waitFor("the docs page, drawn", `location.pathname === "`+docs+`" && document.body.innerText.includes("listCustomers")`)
+	if n := e.countRows(`SELECT count(*) FROM platform.browser_sessions WHERE revoked_at IS NULL AND user_id = '` + e.userIDOf(email) + `'`); n != 1 {
+		t.Fatalf("%d live sessions, want 1", n)
+	}
+
+	b.open(e.ts.URL + "/sign-in")
+	b.waitFor("who is signed in", `!document.getElementById("signed-in").hidden && document.getElementById("who").textContent === "`+email+`"`)
+	if _, err := b.eval(`document.getElementById("sign-out").click(), true`); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor("signed out", `document.getElementById("signed-in").hidden && !document.getElementById("sign-in").hidden`)
+	if n := e.countRows(`SELECT count(*) FROM platform.browser_sessions WHERE revoked_at IS NULL`); n != 0 {
+		t.Fatalf("%d live sessions after signing out", n)
+	}
+	b.open(e.ts.URL + docs)
+	b.waitFor("the sign-in page again", `location.pathname === "/sign-in" && document.readyState === "complete"`)
+	if p := b.Problems(); len(p) > 0 {
+		t.Fatalf("the pages went wrong:\n%s", strings.Join(p, "\n"))
 	}
 }
