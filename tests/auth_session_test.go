@@ -310,8 +310,14 @@ func TestSignInPage(t *testing.T) {
 
 	// With the session cookie the page is drawn; an ended session goes to sign in again.
 	cookie, csrf, _ := e.signInBrowser(map[string]any{"email": adminEmail, "password": adminPassword})
-	if pg := e.do("GET", docs, nil, join(html, cookie)).status(200); !strings.Contains(string(pg.Body), "SwaggerUIBundle") {
-		t.Fatalf("docs page: %.500s", pg.Body)
+	if pg := e.do("GET", docs, nil, join(html, cookie)).status(200); !strings.Contains(string(pg.Body), "SwaggerUIBundle") ||
+		!strings.Contains(string(pg.Body), `req.headers["X-CSRF-Token"] = "`+csrf+`"`) {
+		t.Fatalf("docs page: %.2000s", pg.Body)
+	}
+	// A link with an API key is no session: its page has no CSRF token.
+	key := e.do("POST", "/api/v1/api-keys", map[string]any{"name": "docs", "permissions": []string{"datasets:list"}}, bearer(e.ownerToken)).status(201).str("key")
+	if pg := e.do("GET", docs+"?api_key="+key, nil, join(html, cookie)).status(200); strings.Contains(string(pg.Body), "X-CSRF-Token") {
+		t.Fatalf("the api_key page carries a CSRF token: %.2000s", pg.Body)
 	}
 	e.do("DELETE", "/api/v1/auth/session", nil, join(cookie, header{"X-CSRF-Token": csrf})).status(204)
 	if r := e.do("GET", docs, nil, join(html, cookie)).status(303); sessionCookie(r) == nil || sessionCookie(r).Value != "" {
@@ -361,6 +367,29 @@ func TestSignInInBrowser(t *testing.T) {
 	b.waitFor("the docs page, drawn", `location.pathname === "`+docs+`" && document.body.innerText.includes("listCustomers")`)
 	if n := e.countRows(`SELECT count(*) FROM platform.browser_sessions WHERE revoked_at IS NULL AND user_id = '` + e.userIDOf(email) + `'`); n != 1 {
 		t.Fatalf("%d live sessions, want 1", n)
+	}
+	// The page's own requests (Swagger UI's try-it-out) carry the session's CSRF token: a POST
+	// made the way the page makes it works; one without the token is refused.
+	post := func(withToken bool) any {
+		t.Helper()
+		v, err := b.eval(fmt.Sprintf(`(async function () {
+  var req = {url: "/api/v1/datasets/%s/data/query", method: "POST", headers: {"Content-Type": "application/json"},
+    body: JSON.stringify({sql: "SELECT count(*) AS n FROM ${table}"})};
+  if (%t) { req = window.ui.getConfigs().requestInterceptor(req); }
+  var res = await fetch(req.url, {method: req.method, headers: req.headers, body: req.body});
+  var body = await res.json();
+  return res.status + " " + (body.code || (body.data && body.data[0].n));
+})()`, id, withToken))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if got := post(true); got != "200 1" {
+		t.Fatalf("the page's POST with its token: %v", got)
+	}
+	if got := post(false); got != "403 CSRF_CHECK_FAILED" {
+		t.Fatalf("a POST without the token: %v", got)
 	}
 
 	b.open(e.ts.URL + "/sign-in")

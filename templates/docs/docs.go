@@ -44,15 +44,16 @@ const AssetsPath = "/api/v1/docs/assets"
 
 // Render writes a documentation page of spec (the description, as a JSON-ready value) with
 // its headers: the page's own CSP and no caching. HTML in descriptions shows as text (see
-// withoutHTML).
-func Render(w http.ResponseWriter, kind, title string, spec any) error {
+// withoutHTML). csrf, for a browser signed in with the session cookie, is the session's CSRF
+// token: Swagger UI's requests send it, so that trying out a POST works with the cookie.
+func Render(w http.ResponseWriter, kind, title string, spec any, csrf string) error {
 	raw := make([]byte, 18)
 	if _, err := rand.Read(raw); err != nil {
 		return err
 	}
 	nonce := base64.RawStdEncoding.EncodeToString(raw)
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, kind, map[string]any{"Title": title, "Spec": withoutHTML(spec), "Nonce": nonce, "Assets": AssetsPath}); err != nil {
+	if err := pages.ExecuteTemplate(&buf, kind, map[string]any{"Title": title, "Spec": withoutHTML(spec), "Nonce": nonce, "Assets": AssetsPath, "CSRF": csrf}); err != nil {
 		return err
 	}
 	return write(w, buf.Bytes(), "default-src 'self'; script-src 'self' 'nonce-"+nonce+"'; style-src 'self' 'nonce-"+nonce+"'"+styleHashes[kind]+
