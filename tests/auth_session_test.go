@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"dataplatform/cmd/dataplatform/config"
+
+	"github.com/coder/websocket"
 )
 
 // sessionCookie is the dp_session cookie a response sets (nil when it sets none).
@@ -405,5 +408,41 @@ func TestSignInInBrowser(t *testing.T) {
 	b.waitFor("the sign-in page again", `location.pathname === "/sign-in" && document.readyState === "complete"`)
 	if p := b.Problems(); len(p) > 0 {
 		t.Fatalf("the pages went wrong:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+// TestBrowserSessionStreams: a change stream opened with the session cookie ends when the
+// session is signed out; a WebSocket with the cookie must come from this origin.
+func TestBrowserSessionStreams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.customers()
+	base := "/api/v1/datasets/" + id + "/data"
+	cookie, csrf, _ := e.signInBrowser(map[string]any{"email": adminEmail, "password": adminPassword})
+
+	ch, stop := e.openStream(base+"/stream", cookie)
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dial := func(origin string) (*websocket.Conn, *http.Response, error) {
+		h := http.Header{"Cookie": {cookie["Cookie"]}}
+		if origin != "" {
+			h.Set("Origin", origin)
+		}
+		return websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.ts.URL, "http")+base+"/ws", &websocket.DialOptions{HTTPHeader: h})
+	}
+	if _, res, err := dial("https://evil.example"); err == nil || res == nil || res.StatusCode != 403 {
+		t.Fatalf("a cross-origin WebSocket with the cookie: %v %v", res, err)
+	}
+	conn, _, err := dial(e.ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+
+	e.do("DELETE", "/api/v1/auth/session", nil, join(cookie, header{"X-CSRF-Token": csrf})).status(204)
+	e.do("POST", base, map[string]any{"name": "Kay", "email": "kay@example.com"}, bearer(e.ownerToken)).status(201)
+	if ev := next(t, ch, true); ev.name != "error" || ev.data["code"] != "AUTH_REQUIRED" {
+		t.Fatalf("want the stream to end with AUTH_REQUIRED, got %+v", ev)
 	}
 }
