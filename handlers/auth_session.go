@@ -51,8 +51,20 @@ func (a *Auth) CreateSession(ctx context.Context, req api.CreateSessionRequestOb
 		if err := store.CreateBrowserSession(ctx, tx, s); err != nil {
 			return err
 		}
+		details := map[string]any{"session_id": s.ID}
+		// The browser's previous session, if it had one, is replaced: it ends rather than
+		// living on server-side without its cookie.
+		if old, err := (&http.Request{Header: m.Header}).Cookie(auth.SessionCookie); err == nil && old.Value != "" {
+			prev, err := store.RevokeBrowserSessionByHash(ctx, tx, auth.HashSecret(old.Value), now)
+			if err != nil {
+				return err
+			}
+			if prev != "" {
+				details["replaced_session_id"] = prev
+			}
+		}
 		u, role = user, r
-		return a.signedIn(ctx, tx, user, orgID, method, map[string]any{"session_id": s.ID})
+		return a.signedIn(ctx, tx, user, orgID, method, details)
 	})
 	if err != nil {
 		return nil, err

@@ -65,6 +65,18 @@ func RevokeBrowserSession(ctx context.Context, q sqlx.ExecerContext, id string, 
 	return n > 0, err
 }
 
+// RevokeBrowserSessionByHash ends the live session with this token hash, if any, and answers
+// its id ("" for none).
+func RevokeBrowserSessionByHash(ctx context.Context, q sqlx.QueryerContext, hash []byte, now time.Time) (string, error) {
+	var id string
+	err := sqlx.GetContext(ctx, q, &id, `UPDATE platform.browser_sessions SET revoked_at = $2 WHERE token_hash = $1 AND revoked_at IS NULL
+		RETURNING id`, hash, now)
+	if errors.Is(notFound(err), ErrNotFound) {
+		return "", nil
+	}
+	return id, err
+}
+
 // RevokeUserSessions ends every session of a user (their credentials are revoked).
 func RevokeUserSessions(ctx context.Context, q sqlx.ExecerContext, userID string, now time.Time) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.browser_sessions SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`, userID, now)

@@ -156,6 +156,14 @@ func TestBrowserSession(t *testing.T) {
 	if otherCSRF == csrf {
 		t.Fatal("two sessions share a CSRF token")
 	}
+	// Signing in again in the same browser replaces its session: the old one ends.
+	replaced, _, _ := e.signInBrowser(creds)
+	_, _, again := e.signInBrowser(creds, replaced)
+	e.do("GET", "/api/v1/auth/session", nil, replaced).authError(401, "AUTH_REQUIRED")
+	e.do("GET", "/api/v1/auth/session", nil, header{"Cookie": "dp_session=" + sessionCookie(again).Value}).status(200)
+	if n := e.countRows(`SELECT count(*) FROM platform.audit_log WHERE action = 'auth.login' AND details->>'replaced_session_id' IS NOT NULL`); n != 1 {
+		t.Fatalf("%d sign-ins audited as replacing a session, want 1", n)
+	}
 	e.do("POST", create, map[string]any{"name": "x"}, join(other, withCSRF)).authError(403, "CSRF_CHECK_FAILED")
 
 	// Sign-out needs the CSRF token too; then the session is gone and the cookie cleared.
@@ -248,6 +256,14 @@ func TestBrowserSessionTwoFactor(t *testing.T) {
 	if n := e.countRows(`SELECT count(*) FROM platform.audit_log WHERE action = 'auth.login' AND details->>'method' = 'password+totp' AND details->>'session_id' IS NOT NULL`); n != 1 {
 		t.Fatalf("%d audit rows of the two-factor session sign-in, want 1", n)
 	}
+
+	// The organization's two-factor requirement holds for sessions as for tokens.
+	e.setTwoFactor(e.userIDOf(adminEmail), true)
+	e.do("PATCH", "/api/v1/organizations/"+e.orgID+"/settings", map[string]any{"security": map[string]any{"two_factor_required": true}}, bearer(e.ownerToken)).status(200)
+	viewer, _ := e.member(e.orgID, "viewer")
+	vc, _, _ := e.signInBrowser(map[string]any{"email": viewer, "password": "password-viewer"})
+	e.do("GET", "/api/v1/projects/"+e.projectID, nil, vc).authError(403, "TWO_FACTOR_REQUIRED")
+	e.do("GET", "/api/v1/projects/"+e.projectID, nil, cookie).status(200)
 }
 
 // TestBrowserSessionRevokedWithCredentials: when the mailbox's owner takes an address over
