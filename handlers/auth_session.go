@@ -25,8 +25,9 @@ var (
 		"the browser says this sign-in comes from another site; sign in from this service's own page ("+auth.SignInPath+")")
 )
 
-// secureCookies: cookies are Secure when the service is served over https.
-func (h *Handlers) secureCookies() bool { return strings.HasPrefix(h.Config.BaseURL, "https://") }
+// SecureCookies says whether cookies are Secure: when the service is served over https
+// (DP_BASE_URL).
+func (h *Handlers) SecureCookies() bool { return strings.HasPrefix(h.Config.BaseURL, "https://") }
 
 func (a *Auth) CreateSession(ctx context.Context, req api.CreateSessionRequestObject) (api.CreateSessionResponseObject, error) {
 	// Login CSRF: another site must not sign a visitor into an account of its choosing.
@@ -74,7 +75,7 @@ func (a *Auth) CreateSession(ctx context.Context, req api.CreateSessionRequestOb
 		return nil, err
 	}
 	return api.CreateSession200JSONResponse{Body: out, Headers: api.CreateSession200ResponseHeaders{CacheControl: noStore, Pragma: noCache,
-		SetCookie: auth.SessionCookieHeader(raw, a.Config.SessionMaxAge, a.secureCookies())}}, nil
+		SetCookie: auth.SessionCookieHeader(raw, a.Config.SessionMaxAge, a.SecureCookies())}}, nil
 }
 
 // sessionBody describes session s of u (role: in the session's organization).
@@ -148,7 +149,7 @@ func (a *Auth) DeleteSession(ctx context.Context, _ api.DeleteSessionRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return api.DeleteSession204Response{Headers: api.DeleteSession204ResponseHeaders{SetCookie: auth.SessionCookieHeader("", 0, a.secureCookies())}}, nil
+	return api.DeleteSession204Response{Headers: api.DeleteSession204ResponseHeaders{SetCookie: auth.SessionCookieHeader("", 0, a.SecureCookies())}}, nil
 }
 
 func (f raw) VisitGetSignInPageResponse(w http.ResponseWriter) error { return f(w) }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/reqmeta"
@@ -99,5 +100,21 @@ func TestPageCaller(t *testing.T) {
 	p := &Principal{UserID: "usr_1", Method: MethodSession}
 	if got, err := PageCaller(WithPrincipal(page("text/html"), p)); got != p || err != nil {
 		t.Fatalf("a signed-in browser: %v %v", got, err)
+	}
+}
+
+func TestSessionCookieHeader(t *testing.T) {
+	for _, tc := range []struct {
+		raw    string
+		secure bool
+		want   string
+	}{
+		{"abc", false, "dp_session=abc; Path=/; Max-Age=3600; HttpOnly; SameSite=Lax"},
+		{"abc", true, "dp_session=abc; Path=/; Max-Age=3600; HttpOnly; Secure; SameSite=Lax"},
+		{"", true, "dp_session=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax"},
+	} {
+		if got := SessionCookieHeader(tc.raw, time.Hour, tc.secure); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
 	}
 }

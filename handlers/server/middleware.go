@@ -211,7 +211,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			// Nothing but the session cookie, if anything, and it is not (or no longer) a
 			// session: the browser drops it, and one asking for a page signs in again.
 			if _, cerr := r.Cookie(auth.SessionCookie); cerr == nil {
-				c.Response().Header().Add("Set-Cookie", auth.SessionCookieHeader("", 0, strings.HasPrefix(s.cfg.BaseURL, "https://")))
+				c.Response().Header().Add("Set-Cookie", auth.SessionCookieHeader("", 0, s.H.SecureCookies()))
 			}
 			if rt.page && auth.WantsHTML(r.Header.Get("Accept")) {
 				return auth.SignInRedirect(r.URL.Path, r.URL.Query())
