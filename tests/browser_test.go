@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +27,7 @@ type browser struct {
 	session string // the page's DevTools session
 
 	mu       sync.Mutex
+	closed   bool
 	nextID   int64
 	pending  map[int64]chan cdpMessage
 	problems []string
@@ -36,9 +39,11 @@ type cdpMessage struct {
 	Params    json.RawMessage `json:"params,omitempty"`
 	SessionID string          `json:"sessionId,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
-	Error     *struct {
-		Message string `json:"message"`
-	} `json:"error,omitempty"`
+	Error     *cdpError       `json:"error,omitempty"`
+}
+
+type cdpError struct {
+	Message string `json:"message"`
 }
 
 // reportViolations makes every CSP refusal a console error, whatever Chromium logs of it.
@@ -53,9 +58,16 @@ func newBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatalf("chromium is not installed: run scripts/ensure-chromium.sh (go tool task test does): %v", err)
 	}
+	// Its profile directory is removed by hand once every Chromium process is gone: t.TempDir's
+	// cleanup would race the helper processes still writing into it.
+	profile, err := os.MkdirTemp("", "dp-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--no-first-run", "--user-data-dir="+t.TempDir(), "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "about:blank")
+	cmd := exec.Command(bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--user-data-dir="+profile, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "about:blank")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its helpers too are stopped with it
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +75,18 @@ func newBrowser(t *testing.T) *browser {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	var b *browser
+	t.Cleanup(func() {
+		if b != nil {
+			_ = b.try("", "Browser.close", map[string]any{}, nil) // a clean exit, profile written
+		}
+		cancel()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		for i := 0; i < 50 && os.RemoveAll(profile) != nil; i++ {
+			time.Sleep(100 * time.Millisecond) // a helper still exiting
+		}
+	})
 	// Chromium says where its DevTools endpoint listens on stderr; the rest is drained.
 	wsURL := ""
 	sc := bufio.NewScanner(stderr)
@@ -88,7 +111,7 @@ func newBrowser(t *testing.T) *browser {
 		t.Fatal(err)
 	}
 	conn.SetReadLimit(64 << 20)
-	b := &browser{t: t, ctx: ctx, conn: conn, pending: map[int64]chan cdpMessage{}}
+	b = &browser{t: t, ctx: ctx, conn: conn, pending: map[int64]chan cdpMessage{}}
 	go b.read()
 	var target struct {
 		TargetID string `json:"targetId"`
@@ -111,6 +134,14 @@ func (b *browser) read() {
 	for {
 		_, data, err := b.conn.Read(b.ctx)
 		if err != nil {
+			// The browser is gone: every call still waiting gets an error, later ones too.
+			b.mu.Lock()
+			b.closed = true
+			for id, ch := range b.pending {
+				delete(b.pending, id)
+				ch <- cdpMessage{Error: &cdpError{Message: "the browser closed: " + err.Error()}}
+			}
+			b.mu.Unlock()
 			return
 		}
 		var m cdpMessage
@@ -189,6 +220,10 @@ func (b *browser) call(session, method string, params any, out any) {
 
 func (b *browser) try(session, method string, params any, out any) error {
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return fmt.Errorf("the browser closed")
+	}
 	b.nextID++
 	id := b.nextID
 	ch := make(chan cdpMessage, 1)
