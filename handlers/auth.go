@@ -24,33 +24,48 @@ type Auth struct{ *Handlers }
 var errBadLogin = apierr.AuthRequired("invalid email or password")
 
 func (a *Auth) Login(ctx context.Context, req api.LoginRequestObject) (api.LoginResponseObject, error) {
-	b := req.Body
+	var tr api.TokenResponse
+	err := a.passwordSignIn(ctx, *req.Body, func(tx *sqlx.Tx, u *store.User, method string) error {
+		var err error
+		tr, err = a.signIn(ctx, tx, u, deref(req.Body.OrganizationId), method)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return api.Login200JSONResponse{Body: tr, Headers: api.Login200ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
+}
+
+// passwordSignIn checks a sign-in with email and password (the throttle, the account, its
+// second factor) and, once it passes, runs issue in the transaction that records it; issue
+// gets the sign-in method (password or password+totp). Tokens and browser sessions are issued
+// through it alike.
+func (a *Auth) passwordSignIn(ctx context.Context, b api.LoginRequest, issue func(tx *sqlx.Tx, u *store.User, method string) error) error {
 	// Failures are counted per address, known or not, so the answers tell nothing about which
 	// addresses have accounts.
 	key := strings.ToLower(strings.TrimSpace(string(b.Email)))
 	now := a.Now()
 	if until, err := store.LoginGate(ctx, a.Store.DB, key, now); err != nil {
-		return nil, err
+		return err
 	} else if !until.IsZero() {
-		return nil, loginThrottled(until.Sub(now))
+		return loginThrottled(until.Sub(now))
 	}
 	u, err := store.UserByEmail(ctx, a.Store.DB, string(b.Email))
 	hash := ""
 	if err == nil && u.Status == "active" {
 		hash = deref(u.PasswordHash)
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, err
+		return err
 	}
 	if !a.Passwords.Check(hash, b.Password) {
 		if err := store.LoginFailed(ctx, a.Store.DB, key, now); err != nil {
-			return nil, err
+			return err
 		}
-		return nil, errBadLogin
+		return errBadLogin
 	}
 	if u.TwoFactorEnabled && deref(b.TwoFactorCode) == "" {
-		return nil, errTwoFactorRequired
+		return errTwoFactorRequired
 	}
-	var tr api.TokenResponse
 	err = a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		method := "password"
 		if u.TwoFactorEnabled {
@@ -66,19 +81,15 @@ func (a *Auth) Login(ctx context.Context, req api.LoginRequestObject) (api.Login
 		if err := store.LoginSucceeded(ctx, tx, key); err != nil {
 			return err
 		}
-		var err error
-		tr, err = a.signIn(ctx, tx, u, deref(b.OrganizationId), method)
-		return err
+		return issue(tx, u, method)
 	})
 	if errors.Is(err, errSecondFactor) {
 		if err := store.LoginFailed(ctx, a.Store.DB, key, now); err != nil {
-			return nil, err
+			return err
 		}
-		return nil, errBadTwoFactor
-	} else if err != nil {
-		return nil, err
+		return errBadTwoFactor
 	}
-	return api.Login200JSONResponse{Body: tr, Headers: api.Login200ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
+	return err
 }
 
 // Answers carrying tokens or secrets must not be cached (RFC 6749 §5.1).
@@ -109,24 +120,38 @@ func (h *Handlers) signIn(ctx context.Context, tx *sqlx.Tx, u *store.User, orgID
 	if err != nil {
 		return api.TokenResponse{}, err
 	}
-	if err := h.audit(auth.WithPrincipal(ctx, &auth.Principal{UserID: u.ID, Email: u.Email}), tx, orgID, "auth.login", "user", u.ID, u.Name,
-		map[string]any{"method": method}); err != nil {
+	if err := h.signedIn(ctx, tx, u, orgID, method, nil); err != nil {
 		return api.TokenResponse{}, err
-	}
-	if err := store.TouchUser(ctx, tx, u.ID, h.Now()); err != nil {
-		return api.TokenResponse{}, err
-	}
-	tu := api.TokenUser{Id: u.ID, Email: u.Email, Name: u.Name, Roles: []api.MemberRole{}}
-	if orgID != "" {
-		tu.OrganizationId = &orgID
-		tu.Roles = []api.MemberRole{api.MemberRole(role)}
 	}
 	return api.TokenResponse{
 		AccessToken: access, RefreshToken: refresh, TokenType: api.TokenResponseTokenTypeBearer,
 		ExpiresIn:        int(claims.ExpiresAt.Sub(claims.IssuedAt).Seconds()),
 		RefreshExpiresIn: ptr(int(h.Config.RefreshTokenTTL.Seconds())),
-		User:             tu,
+		User:             tokenUser(u, orgID, role),
 	}, nil
+}
+
+// signedIn records a sign-in of u in organization orgID: the audit entry auth.login (details:
+// the method, and more) and the user's last activity.
+func (h *Handlers) signedIn(ctx context.Context, tx *sqlx.Tx, u *store.User, orgID, method string, details map[string]any) error {
+	if details == nil {
+		details = map[string]any{}
+	}
+	details["method"] = method
+	if err := h.audit(auth.WithPrincipal(ctx, &auth.Principal{UserID: u.ID, Email: u.Email}), tx, orgID, "auth.login", "user", u.ID, u.Name, details); err != nil {
+		return err
+	}
+	return store.TouchUser(ctx, tx, u.ID, h.Now())
+}
+
+// tokenUser is the user part of a sign-in's answer.
+func tokenUser(u *store.User, orgID, role string) api.TokenUser {
+	tu := api.TokenUser{Id: u.ID, Email: u.Email, Name: u.Name, Roles: []api.MemberRole{}}
+	if orgID != "" {
+		tu.OrganizationId = &orgID
+		tu.Roles = []api.MemberRole{api.MemberRole(role)}
+	}
+	return tu
 }
 
 // tokenOrg picks the organization a token is for and the user's role there.
@@ -201,9 +226,7 @@ func (a *Auth) RefreshToken(ctx context.Context, req api.RefreshTokenRequestObje
 				return err
 			}
 			if err == nil && sec.SessionTimeout > 0 && now.Sub(t.CreatedAt) > sec.SessionTimeout {
-				return apierr.New(http.StatusUnauthorized, apierr.CodeSessionExpired, fmt.Sprintf(
-					"the session was idle for more than the organization's %d minutes (settings.security.session_timeout_minutes); sign in again",
-					int(sec.SessionTimeout.Minutes())))
+				return auth.SessionExpired(sec.SessionTimeout)
 			}
 		}
 		u, err := store.UserByID(ctx, tx, t.UserID)

@@ -101,11 +101,13 @@ func jsonSchema(v any) any {
 
 // docsPage answers a documentation page of the dataset's current description.
 type docsPage struct {
-	kind, title string
-	spec        any
+	kind, title, csrf string
+	spec              any
 }
 
-func (p docsPage) write(w http.ResponseWriter) error { return docs.Render(w, p.kind, p.title, p.spec) }
+func (p docsPage) write(w http.ResponseWriter) error {
+	return docs.Render(w, p.kind, p.title, p.spec, p.csrf)
+}
 
 func (p docsPage) VisitGetDatasetDocsResponse(w http.ResponseWriter) error  { return p.write(w) }
 func (p docsPage) VisitGetDatasetRedocResponse(w http.ResponseWriter) error { return p.write(w) }
@@ -119,7 +121,11 @@ func (h *Datasets) docsPage(ctx context.Context, id string, table *string, kind 
 	if err := json.Unmarshal(desc.JSON, &spec); err != nil {
 		return docsPage{}, err
 	}
-	return docsPage{kind: kind, title: desc.Doc.Info.Title, spec: spec}, nil
+	page := docsPage{kind: kind, title: desc.Doc.Info.Title, spec: spec}
+	if p := auth.FromContext(ctx); p != nil {
+		page.csrf = p.CSRF // signed in with the session cookie: the page's requests carry its token
+	}
+	return page, nil
 }
 
 func (h *Datasets) GetDatasetDocs(ctx context.Context, req api.GetDatasetDocsRequestObject) (api.GetDatasetDocsResponseObject, error) {

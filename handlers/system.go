@@ -173,13 +173,13 @@ var platformSpec = func() any {
 
 func (s *System) GetPlatformDocs(context.Context, api.GetPlatformDocsRequestObject) (api.GetPlatformDocsResponseObject, error) {
 	return raw(func(w http.ResponseWriter) error {
-		return docs.Render(w, docs.Swagger, "Data Platform API", platformSpec)
+		return docs.Render(w, docs.Swagger, "Data Platform API", platformSpec, "")
 	}), nil
 }
 
 func (s *System) GetPlatformRedoc(context.Context, api.GetPlatformRedocRequestObject) (api.GetPlatformRedocResponseObject, error) {
 	return raw(func(w http.ResponseWriter) error {
-		return docs.Render(w, docs.Redoc, "Data Platform API", platformSpec)
+		return docs.Render(w, docs.Redoc, "Data Platform API", platformSpec, "")
 	}), nil
 }
 

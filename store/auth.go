@@ -73,12 +73,15 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash []byte, now time.Time) (*
 }
 
 // CallerLive reports whether a user is still active and, for a key (keyID not empty), the key
-// still live at now: what a long-lived stream re-checks of the credential it was opened with.
-func CallerLive(ctx context.Context, q sqlx.QueryerContext, userID, keyID string, now time.Time) (bool, error) {
+// still live at now, and for a browser session (sessionID not empty) the session not ended:
+// what a long-lived stream re-checks of the credential it was opened with.
+func CallerLive(ctx context.Context, q sqlx.QueryerContext, userID, keyID, sessionID string, now time.Time) (bool, error) {
 	var ok bool
 	err := sqlx.GetContext(ctx, q, &ok, `SELECT EXISTS (SELECT 1 FROM platform.users u WHERE u.id = $1 AND u.status = 'active'
 		AND ($2 = '' OR EXISTS (SELECT 1 FROM platform.api_keys k WHERE k.id = $2 AND k.user_id = u.id AND k.revoked_at IS NULL
-			AND (k.expires_at IS NULL OR k.expires_at > $3))))`, userID, keyID, now)
+			AND (k.expires_at IS NULL OR k.expires_at > $3)))
+		AND ($4 = '' OR EXISTS (SELECT 1 FROM platform.browser_sessions s WHERE s.id = $4 AND s.user_id = u.id AND s.revoked_at IS NULL
+			AND s.expires_at > $3)))`, userID, keyID, now, sessionID)
 	return ok, err
 }
 

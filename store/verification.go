@@ -16,13 +16,14 @@ func SetEmailVerified(ctx context.Context, q sqlx.ExecerContext, userID string, 
 
 // ReleaseUnverifiedAccount takes an address away from the unverified account that held it, for
 // its mailbox's proven owner: the account is disabled, its address replaced by one nobody can
-// receive mail at, and its refresh tokens and API keys revoked. Its active memberships stay
+// receive mail at, and its refresh tokens, browser sessions and API keys revoked. Its active memberships stay
 // with it; MovePendingInvitations hands the pending ones on.
 func ReleaseUnverifiedAccount(ctx context.Context, tx *sqlx.Tx, userID string, now time.Time) error {
 	for _, st := range []string{
 		`UPDATE platform.users SET status = 'disabled', email = id || '@released.invalid', updated_at = $2 WHERE id = $1`,
 		`UPDATE platform.refresh_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`,
 		`UPDATE platform.api_keys SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`,
+		`UPDATE platform.browser_sessions SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`,
 	} {
 		if _, err := tx.ExecContext(ctx, st, userID, now); err != nil {
 			return err

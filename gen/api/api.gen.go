@@ -65,6 +65,7 @@ func (e ApiKeyWithSecretStatus) Valid() bool {
 // Defines values for AuthErrorCode.
 const (
 	AUTHREQUIRED            AuthErrorCode = "AUTH_REQUIRED"
+	CSRFCHECKFAILED         AuthErrorCode = "CSRF_CHECK_FAILED"
 	EMAILNOTVERIFIED        AuthErrorCode = "EMAIL_NOT_VERIFIED"
 	INSUFFICIENTPERMISSIONS AuthErrorCode = "INSUFFICIENT_PERMISSIONS"
 	INVALIDTWOFACTORCODE    AuthErrorCode = "INVALID_TWO_FACTOR_CODE"
@@ -80,6 +81,8 @@ const (
 func (e AuthErrorCode) Valid() bool {
 	switch e {
 	case AUTHREQUIRED:
+		return true
+	case CSRFCHECKFAILED:
 		return true
 	case EMAILNOTVERIFIED:
 		return true
@@ -346,9 +349,10 @@ func (e CreateOrganizationRequestSize) Valid() bool {
 
 // Defines values for CurrentUserAuthMethod.
 const (
-	CurrentUserAuthMethodApiKey CurrentUserAuthMethod = "api_key"
-	CurrentUserAuthMethodJwt    CurrentUserAuthMethod = "jwt"
-	CurrentUserAuthMethodOidc   CurrentUserAuthMethod = "oidc"
+	CurrentUserAuthMethodApiKey  CurrentUserAuthMethod = "api_key"
+	CurrentUserAuthMethodJwt     CurrentUserAuthMethod = "jwt"
+	CurrentUserAuthMethodOidc    CurrentUserAuthMethod = "oidc"
+	CurrentUserAuthMethodSession CurrentUserAuthMethod = "session"
 )
 
 // Valid indicates whether the value is a known member of the CurrentUserAuthMethod enum.
@@ -359,6 +363,8 @@ func (e CurrentUserAuthMethod) Valid() bool {
 	case CurrentUserAuthMethodJwt:
 		return true
 	case CurrentUserAuthMethodOidc:
+		return true
+	case CurrentUserAuthMethodSession:
 		return true
 	default:
 		return false
@@ -2462,6 +2468,22 @@ type Billing struct {
 // BillingBillingCycle defines model for Billing.BillingCycle.
 type BillingBillingCycle string
 
+// BrowserSession defines model for BrowserSession.
+type BrowserSession struct {
+	// CsrfToken Send it as `X-CSRF-Token` with every POST, PUT, PATCH and DELETE made with the cookie.
+	CsrfToken string `json:"csrf_token"`
+
+	// ExpiresAt When the session ends at the latest (its absolute lifetime, `DP_SESSION_MAX_AGE`).
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// IdleExpiresAt When the session ends unless it is used before (each use starts the idle time again).
+	IdleExpiresAt time.Time `json:"idle_expires_at"`
+
+	// IdleTimeoutSeconds The organization's `settings.security.session_timeout_minutes`, in seconds.
+	IdleTimeoutSeconds int       `json:"idle_timeout_seconds"`
+	User               TokenUser `json:"user"`
+}
+
 // ColumnConstraints Declared constraints of the column (as in a ColumnDefinition).
 type ColumnConstraints struct {
 	Default   interface{} `json:"default,omitempty"`
@@ -2690,7 +2712,9 @@ type CreateWebhookRequest struct {
 
 // CurrentUser defines model for CurrentUser.
 type CurrentUser struct {
-	ApiKeyId   *string               `json:"api_key_id,omitempty"`
+	ApiKeyId *string `json:"api_key_id,omitempty"`
+
+	// AuthMethod `session`: the browser session cookie.
 	AuthMethod CurrentUserAuthMethod `json:"auth_method"`
 	Email      string                `json:"email"`
 
@@ -2703,7 +2727,7 @@ type CurrentUser struct {
 	Organizations []CurrentUserOrganization `json:"organizations"`
 }
 
-// CurrentUserAuthMethod defines model for CurrentUser.AuthMethod.
+// CurrentUserAuthMethod `session`: the browser session cookie.
 type CurrentUserAuthMethod string
 
 // CurrentUserOrganization defines model for CurrentUserOrganization.
@@ -4539,6 +4563,9 @@ type WebhookWithSecret struct {
 	Url       string    `json:"url"`
 }
 
+// CSRFToken defines model for CSRFToken.
+type CSRFToken = string
+
 // DashboardIdPath defines model for DashboardIdPath.
 type DashboardIdPath = string
 
@@ -4705,6 +4732,12 @@ type OauthCallbackParams struct {
 // RefreshTokenJSONBody defines parameters for RefreshToken.
 type RefreshTokenJSONBody struct {
 	RefreshToken string `json:"refresh_token"`
+}
+
+// DeleteSessionParams defines parameters for DeleteSession.
+type DeleteSessionParams struct {
+	// XCSRFToken The session's `csrf_token` (from `POST` or `GET /api/v1/auth/session`). Every unsafe request authenticated by the session cookie needs it; requests with a bearer token or API key do not.
+	XCSRFToken CSRFToken `json:"X-CSRF-Token"`
 }
 
 // VerifyEmailJSONBody defines parameters for VerifyEmail.
@@ -5279,6 +5312,12 @@ type ExecuteSavedQueryJSONBody struct {
 // ValidateOpenAPIJSONBody defines parameters for ValidateOpenAPI.
 type ValidateOpenAPIJSONBody = map[string]interface{}
 
+// GetSignInPageParams defines parameters for GetSignInPage.
+type GetSignInPageParams struct {
+	// Next Where to go once signed in: a path of this service (starting with a single `/`; no scheme, host or backslash). Anything else is refused (`invalid_redirect`), so the page cannot send anyone to another site.
+	Next *string `form:"next,omitempty" json:"next,omitempty"`
+}
+
 // CreateApiKeyJSONRequestBody defines body for CreateApiKey for application/json ContentType.
 type CreateApiKeyJSONRequestBody = CreateApiKeyRequest
 
@@ -5302,6 +5341,9 @@ type LogoutJSONRequestBody LogoutJSONBody
 
 // RefreshTokenJSONRequestBody defines body for RefreshToken for application/json ContentType.
 type RefreshTokenJSONRequestBody RefreshTokenJSONBody
+
+// CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
+type CreateSessionJSONRequestBody = LoginRequest
 
 // VerifyEmailJSONRequestBody defines body for VerifyEmail for application/json ContentType.
 type VerifyEmailJSONRequestBody VerifyEmailJSONBody
@@ -5594,6 +5636,15 @@ type ServerInterface interface {
 	// RefreshToken Exchange a refresh token for a new access token
 	// (POST /api/v1/auth/refresh)
 	RefreshToken(ctx echo.Context) error
+	// DeleteSession Sign the browser out
+	// (DELETE /api/v1/auth/session)
+	DeleteSession(ctx echo.Context, params DeleteSessionParams) error
+	// GetSession The browser session of the cookie
+	// (GET /api/v1/auth/session)
+	GetSession(ctx echo.Context) error
+	// CreateSession Sign a browser in (session cookie)
+	// (POST /api/v1/auth/session)
+	CreateSession(ctx echo.Context) error
 	// VerifyEmail Verify the caller's email address with the mailed code
 	// (POST /api/v1/auth/verify-email)
 	VerifyEmail(ctx echo.Context) error
@@ -5936,6 +5987,9 @@ type ServerInterface interface {
 	// Readyz Readiness (the database answers)
 	// (GET /readyz)
 	Readyz(ctx echo.Context) error
+	// GetSignInPage The sign-in page for browsers
+	// (GET /sign-in)
+	GetSignInPage(ctx echo.Context, params GetSignInPageParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -6144,6 +6198,55 @@ func (w *ServerInterfaceWrapper) RefreshToken(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RefreshToken(ctx)
+	return err
+}
+
+// DeleteSession converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteSession(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteSessionParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "X-CSRF-Token" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-CSRF-Token")]; found {
+		var XCSRFToken CSRFToken
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-CSRF-Token, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-CSRF-Token", valueList[0], &XCSRFToken, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-CSRF-Token: %s", err))
+		}
+
+		params.XCSRFToken = XCSRFToken
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-CSRF-Token is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteSession(ctx, params)
+	return err
+}
+
+// GetSession converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSession(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSession(ctx)
+	return err
+}
+
+// CreateSession converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateSession(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateSession(ctx)
 	return err
 }
 
@@ -9024,6 +9127,24 @@ func (w *ServerInterfaceWrapper) Readyz(ctx echo.Context) error {
 	return err
 }
 
+// GetSignInPage converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSignInPage(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetSignInPageParams
+	// ------------- Optional query parameter "next" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "next", ctx.QueryParams(), &params.Next, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter next: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSignInPage(ctx, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -9078,6 +9199,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/auth/2fa/confirm", wrapper.ConfirmTwoFactor, options.OperationMiddlewares["confirmTwoFactor"]...)
 	router.POST(options.BaseURL+"/api/v1/auth/2fa/disable", wrapper.DisableTwoFactor, options.OperationMiddlewares["disableTwoFactor"]...)
 	router.POST(options.BaseURL+"/api/v1/auth/2fa/recovery-codes", wrapper.RegenerateRecoveryCodes, options.OperationMiddlewares["regenerateRecoveryCodes"]...)
+	router.DELETE(options.BaseURL+"/api/v1/auth/session", wrapper.DeleteSession, options.OperationMiddlewares["deleteSession"]...)
+	router.GET(options.BaseURL+"/api/v1/auth/session", wrapper.GetSession, options.OperationMiddlewares["getSession"]...)
+	router.POST(options.BaseURL+"/api/v1/auth/session", wrapper.CreateSession, options.OperationMiddlewares["createSession"]...)
+	router.GET(options.BaseURL+"/sign-in", wrapper.GetSignInPage, options.OperationMiddlewares["getSignInPage"]...)
 	router.GET(options.BaseURL+"/api/v1/auth/me", wrapper.GetCurrentUser, options.OperationMiddlewares["getCurrentUser"]...)
 	router.GET(options.BaseURL+"/api/v1/auth/oauth/authorize", wrapper.OauthAuthorize, options.OperationMiddlewares["oauthAuthorize"]...)
 	router.GET(options.BaseURL+"/api/v1/auth/oauth/callback", wrapper.OauthCallback, options.OperationMiddlewares["oauthCallback"]...)
@@ -11043,6 +11168,351 @@ func (response RefreshToken429JSONResponse) VisitRefreshTokenResponse(w http.Res
 type RefreshToken503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response RefreshToken503JSONResponse) VisitRefreshTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSessionRequestObject struct {
+	Params DeleteSessionParams
+}
+
+type DeleteSessionResponseObject interface {
+	VisitDeleteSessionResponse(w http.ResponseWriter) error
+}
+
+type DeleteSession204ResponseHeaders struct {
+	SetCookie string
+}
+
+type DeleteSession204Response struct {
+	Headers DeleteSession204ResponseHeaders
+}
+
+func (response DeleteSession204Response) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+	w.Header().Set("Set-Cookie", fmt.Sprint(response.Headers.SetCookie))
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteSession400JSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteSession401JSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteSession403JSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSession429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response DeleteSession429JSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSession503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteSession503JSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessionRequestObject struct {
+}
+
+type GetSessionResponseObject interface {
+	VisitGetSessionResponse(w http.ResponseWriter) error
+}
+
+type GetSession200ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+}
+
+type GetSession200JSONResponse struct {
+	Body    BrowserSession
+	Headers GetSession200ResponseHeaders
+}
+
+func (response GetSession200JSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSession400JSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetSession401JSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSession429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetSession429JSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSession503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSession503JSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSessionRequestObject struct {
+	Body *CreateSessionJSONRequestBody
+}
+
+type CreateSessionResponseObject interface {
+	VisitCreateSessionResponse(w http.ResponseWriter) error
+}
+
+type CreateSession200ResponseHeaders struct {
+	CacheControl string
+	Pragma       string
+	SetCookie    string
+}
+
+type CreateSession200JSONResponse struct {
+	Body    BrowserSession
+	Headers CreateSession200ResponseHeaders
+}
+
+func (response CreateSession200JSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Pragma", fmt.Sprint(response.Headers.Pragma))
+	w.Header().Set("Set-Cookie", fmt.Sprint(response.Headers.SetCookie))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateSession400JSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateSession401JSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateSession403JSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateSession413JSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response CreateSession429JSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateSession503JSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -13560,6 +14030,20 @@ func (response GetDatasetDocs200TexthtmlResponse) VisitGetDatasetDocsResponse(w 
 	return err
 }
 
+type GetDatasetDocs303ResponseHeaders struct {
+	Location string
+}
+
+type GetDatasetDocs303Response struct {
+	Headers GetDatasetDocs303ResponseHeaders
+}
+
+func (response GetDatasetDocs303Response) VisitGetDatasetDocsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.WriteHeader(303)
+	return nil
+}
+
 type GetDatasetDocs400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response GetDatasetDocs400JSONResponse) VisitGetDatasetDocsResponse(w http.ResponseWriter) error {
@@ -13999,6 +14483,20 @@ func (response GetDatasetRedoc200TexthtmlResponse) VisitGetDatasetRedocResponse(
 	}
 	_, err := io.Copy(w, response.Body)
 	return err
+}
+
+type GetDatasetRedoc303ResponseHeaders struct {
+	Location string
+}
+
+type GetDatasetRedoc303Response struct {
+	Headers GetDatasetRedoc303ResponseHeaders
+}
+
+func (response GetDatasetRedoc303Response) VisitGetDatasetRedocResponse(w http.ResponseWriter) error {
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.WriteHeader(303)
+	return nil
 }
 
 type GetDatasetRedoc400JSONResponse struct{ BadRequestJSONResponse }
@@ -25936,6 +26434,63 @@ func (response Readyz503JSONResponse) VisitReadyzResponse(w http.ResponseWriter)
 	return err
 }
 
+type GetSignInPageRequestObject struct {
+	Params GetSignInPageParams
+}
+
+type GetSignInPageResponseObject interface {
+	VisitGetSignInPageResponse(w http.ResponseWriter) error
+}
+
+type GetSignInPage200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetSignInPage200TexthtmlResponse) VisitGetSignInPageResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetSignInPage400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSignInPage400JSONResponse) VisitGetSignInPageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSignInPage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSignInPage503JSONResponse) VisitGetSignInPageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// Jwks Public keys that verify this service's access tokens (RS256)
@@ -25983,6 +26538,15 @@ type StrictServerInterface interface {
 	// RefreshToken Exchange a refresh token for a new access token
 	// (POST /api/v1/auth/refresh)
 	RefreshToken(ctx context.Context, request RefreshTokenRequestObject) (RefreshTokenResponseObject, error)
+	// DeleteSession Sign the browser out
+	// (DELETE /api/v1/auth/session)
+	DeleteSession(ctx context.Context, request DeleteSessionRequestObject) (DeleteSessionResponseObject, error)
+	// GetSession The browser session of the cookie
+	// (GET /api/v1/auth/session)
+	GetSession(ctx context.Context, request GetSessionRequestObject) (GetSessionResponseObject, error)
+	// CreateSession Sign a browser in (session cookie)
+	// (POST /api/v1/auth/session)
+	CreateSession(ctx context.Context, request CreateSessionRequestObject) (CreateSessionResponseObject, error)
 	// VerifyEmail Verify the caller's email address with the mailed code
 	// (POST /api/v1/auth/verify-email)
 	VerifyEmail(ctx context.Context, request VerifyEmailRequestObject) (VerifyEmailResponseObject, error)
@@ -26325,6 +26889,9 @@ type StrictServerInterface interface {
 	// Readyz Readiness (the database answers)
 	// (GET /readyz)
 	Readyz(ctx context.Context, request ReadyzRequestObject) (ReadyzResponseObject, error)
+	// GetSignInPage The sign-in page for browsers
+	// (GET /sign-in)
+	GetSignInPage(ctx context.Context, request GetSignInPageRequestObject) (GetSignInPageResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -26875,6 +27442,100 @@ func (sh *strictHandler) RefreshToken(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(RefreshTokenResponseObject); ok {
 		return validResponse.VisitRefreshTokenResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteSession operation middleware
+func (sh *strictHandler) DeleteSession(ctx echo.Context, params DeleteSessionParams) error {
+	var request DeleteSessionRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteSession(ctx.Request().Context(), request.(DeleteSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteSessionResponseObject); ok {
+		return validResponse.VisitDeleteSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSession operation middleware
+func (sh *strictHandler) GetSession(ctx echo.Context) error {
+	var request GetSessionRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSession(ctx.Request().Context(), request.(GetSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSessionResponseObject); ok {
+		return validResponse.VisitGetSessionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateSession operation middleware
+func (sh *strictHandler) CreateSession(ctx echo.Context) error {
+	var request CreateSessionRequestObject
+
+	var body CreateSessionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateSession(ctx.Request().Context(), request.(CreateSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateSessionResponseObject); ok {
+		return validResponse.VisitCreateSessionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -30698,6 +31359,31 @@ func (sh *strictHandler) Readyz(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(ReadyzResponseObject); ok {
 		return validResponse.VisitReadyzResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSignInPage operation middleware
+func (sh *strictHandler) GetSignInPage(ctx echo.Context, params GetSignInPageParams) error {
+	var request GetSignInPageRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSignInPage(ctx.Request().Context(), request.(GetSignInPageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSignInPage")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSignInPageResponseObject); ok {
+		return validResponse.VisitGetSignInPageResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

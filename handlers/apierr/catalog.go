@@ -59,6 +59,7 @@ const (
 	CodeSessionExpired          Code = "SESSION_EXPIRED"
 	CodeTwoFactorCodeRequired   Code = "TWO_FACTOR_CODE_REQUIRED"
 	CodeInvalidTwoFactorCode    Code = "INVALID_TWO_FACTOR_CODE"
+	CodeCSRFCheckFailed         Code = "CSRF_CHECK_FAILED"
 	// Dashboard routes (SPEC's dashboard shape writes codes in lower case).
 	CodeNameRequired        Code = "NAME_REQUIRED"
 	CodeNoSources           Code = "NO_SOURCES"
@@ -122,7 +123,8 @@ var Catalog = map[Code]Doc{
 	CodeTwoFactorRequired:       {403, "Two-factor sign-in required", "The organization requires two-factor sign-in (`settings.security.two_factor_required`) and the caller's account has none. Enrol at /api/v1/auth/2fa/setup, then try again."},
 	CodeTwoFactorCodeRequired:   {401, "Two-factor code required", "The password was right and the account signs in with a second factor: send the sign-in again with `two_factor_code`, the authenticator's current code or an unused recovery code."},
 	CodeInvalidTwoFactorCode:    {401, "Invalid two-factor code", "The two-factor code is wrong, expired (codes last 30 seconds, one step of grace either side) or already used; it counts as a failed sign-in."},
-	CodeSessionExpired:          {401, "Session expired", "The refresh token was not used for longer than the organization's `settings.security.session_timeout_minutes`; sign in again."},
+	CodeSessionExpired:          {401, "Session expired", "The refresh token, or the browser session, was not used for longer than the organization's `settings.security.session_timeout_minutes`; sign in again."},
+	CodeCSRFCheckFailed:         {403, "CSRF check failed", "An unsafe request (POST, PUT, PATCH, DELETE) authenticated by the browser session cookie must send the session's `csrf_token` as `X-CSRF-Token` and come from this service's own origin (`Origin`, `Sec-Fetch-Site`); a WebSocket opened with the cookie must come from this origin too. Nothing was changed. Requests with a bearer token or API key are not concerned."},
 	CodeDescriptionUnavailable:  {409, "Table cannot be described", "The table (typically a connected database's) has something its OpenAPI description cannot express, so its description and record API are not served, nor its records embedded in another table's (`include`, `expand`); `details.table` and `details.reason` say what. Change the table (or leave it out of the connection)."},
 }
 

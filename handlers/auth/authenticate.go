@@ -27,12 +27,14 @@ type Authenticator struct {
 	Store    *store.Store
 	External BearerVerifier // nil when no identity provider is configured
 	Clock    func() time.Time
+	Origin   string // DP_BASE_URL's origin: unsafe session-cookie requests must come from it (or their own Host)
 
 	touched sync.Map // API key id -> time.Time of the last recorded use
 }
 
-// Authenticate reads, in this order, `Authorization: Bearer`, `X-API-Key` and the `api_key`
-// query parameter.
+// Authenticate reads, in this order, `Authorization: Bearer`, `X-API-Key`, the `api_key`
+// query parameter and the browser session cookie (the weakest: a request that carries another
+// credential is that credential's, and needs no CSRF check).
 func (a *Authenticator) Authenticate(r *http.Request) (*Principal, error) {
 	ctx := r.Context()
 	if h := r.Header.Get("Authorization"); h != "" {
@@ -59,7 +61,10 @@ func (a *Authenticator) Authenticate(r *http.Request) (*Principal, error) {
 	if k := r.URL.Query().Get("api_key"); k != "" {
 		return a.apiKey(ctx, k)
 	}
-	return nil, apierr.AuthRequired("authentication required: send `Authorization: Bearer <token>` or `X-API-Key: <key>`")
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		return a.session(r, c.Value)
+	}
+	return nil, apierr.AuthRequired("authentication required: send `Authorization: Bearer <token>` or `X-API-Key: <key>`, or sign in at " + SignInPath)
 }
 
 func (a *Authenticator) apiKey(ctx context.Context, k string) (*Principal, error) {

@@ -13,9 +13,10 @@ import (
 type Method string
 
 const (
-	MethodJWT    Method = "jwt"     // this service's access token
-	MethodAPIKey Method = "api_key" // a user API key
-	MethodOIDC   Method = "oidc"    // a token of the external identity provider
+	MethodJWT     Method = "jwt"     // this service's access token
+	MethodAPIKey  Method = "api_key" // a user API key
+	MethodOIDC    Method = "oidc"    // a token of the external identity provider
+	MethodSession Method = "session" // a browser session cookie
 )
 
 // Principal is the authenticated caller.
@@ -31,6 +32,10 @@ type Principal struct {
 	// Service is set for an organization API key: it acts as the organization, not a person
 	// (its UserID is the key's service account).
 	Service bool
+	// SessionID and CSRF are set for a browser session: the session's id and the token its
+	// unsafe requests must carry.
+	SessionID string
+	CSRF      string
 }
 
 // Subject identifies the principal for rate limiting: the key for keys, the user otherwise.

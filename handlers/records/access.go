@@ -42,7 +42,7 @@ func (a *streamAccess) check(ctx context.Context) error {
 	if a.p == nil {
 		return apierr.AuthRequired("authentication required")
 	}
-	live, err := store.CallerLive(ctx, a.h.Store.DB, a.p.UserID, a.p.KeyID, a.h.Now())
+	live, err := store.CallerLive(ctx, a.h.Store.DB, a.p.UserID, a.p.KeyID, a.p.SessionID, a.h.Now())
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ type Meta struct {
 	IP        string
 	UserAgent string
 	Path      string
+	Host      string // the Host the request was sent to (same-origin checks)
 	Query     url.Values
 	Accept    string // the Accept header (content negotiation in strict handlers)
 	// Header is the request's header, for the strict handlers that negotiate (metrics) or

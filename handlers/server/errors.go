@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"dataplatform/handlers/apierr"
+	"dataplatform/handlers/auth"
 	"dataplatform/store"
 	"dataplatform/templates/specgen"
 
@@ -26,6 +27,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		// access log, as nginx counts it.
 		s.log.Info("client closed the request", "request_id", requestID(c), "error", err)
 		c.Response().Status = 499
+		return
+	}
+	if rd := (*auth.Redirect)(nil); errors.As(err, &rd) {
+		_ = c.Redirect(http.StatusSeeOther, rd.Location)
 		return
 	}
 	e := s.toAPIError(err, c)

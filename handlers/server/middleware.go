@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -64,7 +65,7 @@ func (s *Server) requestMeta(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Set("request_id", id)
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
-		m := &reqmeta.Meta{RequestID: id, IP: c.RealIP(), UserAgent: req.UserAgent(), Path: req.URL.Path, Query: req.URL.Query(),
+		m := &reqmeta.Meta{RequestID: id, IP: c.RealIP(), UserAgent: req.UserAgent(), Path: req.URL.Path, Host: req.Host, Query: req.URL.Query(),
 			Accept: req.Header.Get("Accept"), Header: req.Header}
 		c.SetRequest(req.WithContext(reqmeta.With(req.Context(), m)))
 		return next(c)
@@ -196,14 +197,26 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // authenticate requires credentials on every operation that the description does not mark
-// public (security: []).
+// public (security: []). Public operations ignore the session cookie: only a credential sent
+// on purpose (a header, api_key) makes an optional one count.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		rt := s.route(c)
 		if rt == nil || (rt.public && !(rt.optionalAuth && hasCredentials(c.Request()))) {
 			return next(c)
 		}
-		p, err := s.authn.Authenticate(c.Request())
+		r := c.Request()
+		p, err := s.authn.Authenticate(r)
+		if ae := (*apierr.Error)(nil); errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && !hasCredentials(r) {
+			// Nothing but the session cookie, if anything, and it is not (or no longer) a
+			// session: the browser drops it, and one asking for a page signs in again.
+			if _, cerr := r.Cookie(auth.SessionCookie); cerr == nil {
+				c.Response().Header().Add("Set-Cookie", auth.SessionCookieHeader("", 0, s.H.SecureCookies()))
+			}
+			if rt.page && auth.WantsHTML(r.Header.Get("Accept")) {
+				return auth.SignInRedirect(r.URL.Path, r.URL.Query())
+			}
+		}
 		if err != nil {
 			return err
 		}

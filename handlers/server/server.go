@@ -79,13 +79,16 @@ type route struct {
 	// optionalAuth: public, but a user credential, when sent, is checked and used
 	// (security lists {} beside a scheme)
 	optionalAuth bool
-	category     string // rate-limit category ("" = not limited), from x-rate-limit
-	limitKey     string // path parameter the count is kept per, instead of the caller
-	bodyLimit    int64
-	upload       bool // x-body-limit: upload
-	multipart    bool
-	op           *openapi3.Operation
-	kin          *routers.Route
+	// page: the operation answers an HTML page (its 200 is text/html): a browser without
+	// credentials is sent to the sign-in page instead of a 401
+	page      bool
+	category  string // rate-limit category ("" = not limited), from x-rate-limit
+	limitKey  string // path parameter the count is kept per, instead of the caller
+	bodyLimit int64
+	upload    bool // x-body-limit: upload
+	multipart bool
+	op        *openapi3.Operation
+	kin       *routers.Route
 	// dynamic routes are the record API: validated against the dataset's own description,
 	// at the path template of that description.
 	dynamic  bool
@@ -126,7 +129,7 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 			return nil, err
 		}
 	}
-	authn := &auth.Authenticator{Tokens: tokens, Store: d.Store, Clock: d.Clock}
+	authn := &auth.Authenticator{Tokens: tokens, Store: d.Store, Clock: d.Clock, Origin: auth.OriginOf(d.Config.BaseURL)}
 	if d.Config.OIDCEnabled() {
 		oidc, err := auth.NewOIDC(ctx, auth.OIDCConfig{
 			Issuer: d.Config.OIDCIssuer, ClientID: d.Config.OIDCClientID,
@@ -178,7 +181,7 @@ func (s *Server) loadRoutes() error {
 			// uploads included, into memory).
 			unsecured := *op
 			unsecured.Security = &openapi3.SecurityRequirements{}
-			rt := &route{opID: op.OperationID, public: public(op), optionalAuth: optionalAuth(op), op: op,
+			rt := &route{opID: op.OperationID, public: public(op), optionalAuth: optionalAuth(op), page: htmlPage(op), op: op,
 				category: "default", bodyLimit: s.cfg.MaxBodyBytes,
 				kin: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: &unsecured}}
 			if rt.public {
@@ -224,6 +227,12 @@ func public(op *openapi3.Operation) bool {
 		}
 	}
 	return true
+}
+
+// htmlPage reports whether an operation's 200 answer is an HTML page.
+func htmlPage(op *openapi3.Operation) bool {
+	r := op.Responses.Status(http.StatusOK)
+	return r != nil && r.Value != nil && r.Value.Content.Get("text/html") != nil
 }
 
 // optionalAuth reports whether a public operation also takes user credentials ({} beside a
@@ -364,6 +373,9 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 		}
 		if err := store.SweepLoginFailures(ctx, s.H.Store.DB, s.H.Clock().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping login failures", "error", err)
+		}
+		if err := store.SweepBrowserSessions(ctx, s.H.Store.DB, s.H.Clock().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping ended browser sessions", "error", err)
 		}
 		if _, err := s.H.FailInterruptedQueries(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("failing interrupted queries", "error", err)

@@ -1,8 +1,9 @@
-// Package docs serves the interactive documentation pages of a description: Swagger UI and
-// Redoc, from files embedded in the binary. The pages load nothing from other hosts; their
-// Content-Security-Policy adds to the service's `default-src 'self'` only what they need: a
+// Package docs serves the service's HTML pages: the interactive documentation pages of a
+// description (Swagger UI and Redoc) and the sign-in page, from files embedded in the binary.
+// The pages load nothing from other hosts; their Content-Security-Policy adds to the
+// service's `default-src 'self'` only what they need: for the documentation pages a
 // per-request nonce for the inline script and injected styles, data: images and fonts, and
-// blob: workers (Redoc's search).
+// blob: workers (Redoc's search); the sign-in page has no inline script at all.
 package docs
 
 import (
@@ -29,6 +30,7 @@ var pages = template.Must(template.ParseFS(files, "*.html.tmpl"))
 const (
 	Swagger = "swagger.html.tmpl"
 	Redoc   = "redoc.html.tmpl"
+	SignIn  = "sign-in.html.tmpl"
 )
 
 // styleHashes allow the <style> elements a page's bundle injects without the nonce (Redoc
@@ -42,24 +44,41 @@ const AssetsPath = "/api/v1/docs/assets"
 
 // Render writes a documentation page of spec (the description, as a JSON-ready value) with
 // its headers: the page's own CSP and no caching. HTML in descriptions shows as text (see
-// withoutHTML).
-func Render(w http.ResponseWriter, kind, title string, spec any) error {
+// withoutHTML). csrf, for a browser signed in with the session cookie, is the session's CSRF
+// token: Swagger UI's requests send it, so that trying out a POST works with the cookie.
+func Render(w http.ResponseWriter, kind, title string, spec any, csrf string) error {
 	raw := make([]byte, 18)
 	if _, err := rand.Read(raw); err != nil {
 		return err
 	}
 	nonce := base64.RawStdEncoding.EncodeToString(raw)
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, kind, map[string]any{"Title": title, "Spec": withoutHTML(spec), "Nonce": nonce, "Assets": AssetsPath}); err != nil {
+	if err := pages.ExecuteTemplate(&buf, kind, map[string]any{"Title": title, "Spec": withoutHTML(spec), "Nonce": nonce, "Assets": AssetsPath, "CSRF": csrf}); err != nil {
 		return err
 	}
+	return write(w, buf.Bytes(), "default-src 'self'; script-src 'self' 'nonce-"+nonce+"'; style-src 'self' 'nonce-"+nonce+"'"+styleHashes[kind]+
+		"; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+}
+
+// RenderSignIn writes the sign-in page, which goes to next (a path the caller checked) once
+// signed in. Its script and styles are files of this service: no inline script, no nonce.
+func RenderSignIn(w http.ResponseWriter, next string) error {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, SignIn, map[string]any{"Next": next, "Assets": AssetsPath}); err != nil {
+		return err
+	}
+	return write(w, buf.Bytes(), "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "+
+		"frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+}
+
+// write answers a page with its CSP, uncached.
+func write(w http.ResponseWriter, page []byte, csp string) error {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'nonce-"+nonce+"'; style-src 'self' 'nonce-"+nonce+"'"+styleHashes[kind]+
-		"; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	h.Set("Content-Security-Policy", csp)
 	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(buf.Bytes())
+	_, err := w.Write(page)
 	return err
 }
 

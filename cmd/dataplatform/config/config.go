@@ -31,6 +31,7 @@ type Config struct {
 	CORSOrigins      []string      // DP_CORS_ORIGINS
 	AccessTokenTTL   time.Duration // DP_ACCESS_TOKEN_TTL
 	RefreshTokenTTL  time.Duration // DP_REFRESH_TOKEN_TTL
+	SessionMaxAge    time.Duration // DP_SESSION_MAX_AGE: a browser session's absolute lifetime
 	BcryptCost       int           // DP_BCRYPT_COST
 	OIDCIssuer       string        // DP_OIDC_ISSUER
 	OIDCClientID     string        // DP_OIDC_CLIENT_ID
@@ -97,6 +98,7 @@ func Defaults() Config {
 		MaxBodyBytes:      1 << 20,
 		AccessTokenTTL:    time.Hour,
 		RefreshTokenTTL:   30 * 24 * time.Hour,
+		SessionMaxAge:     14 * 24 * time.Hour,
 		BcryptCost:        12,
 		LogLevel:          "info",
 		LogRequests:       true,
@@ -134,6 +136,8 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_QUERY_RESULT_BYTES", &resultBytes)
 	env("DP_ACCESS_TOKEN_TTL", &accessTTL)
 	env("DP_REFRESH_TOKEN_TTL", &refreshTTL)
+	var sessionAge string
+	env("DP_SESSION_MAX_AGE", &sessionAge)
 	env("DP_BCRYPT_COST", &bcryptCost)
 	env("DP_OIDC_ISSUER", &c.OIDCIssuer)
 	env("DP_OIDC_CLIENT_ID", &c.OIDCClientID)
@@ -223,7 +227,8 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	for _, d := range []struct {
 		name, v string
 		dst     *time.Duration
-	}{{"DP_ACCESS_TOKEN_TTL", accessTTL, &c.AccessTokenTTL}, {"DP_REFRESH_TOKEN_TTL", refreshTTL, &c.RefreshTokenTTL}, {"DP_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout}, {"DP_JOB_LEASE", lease, &c.JobLease},
+	}{{"DP_ACCESS_TOKEN_TTL", accessTTL, &c.AccessTokenTTL}, {"DP_REFRESH_TOKEN_TTL", refreshTTL, &c.RefreshTokenTTL},
+		{"DP_SESSION_MAX_AGE", sessionAge, &c.SessionMaxAge}, {"DP_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout}, {"DP_JOB_LEASE", lease, &c.JobLease},
 		{"DP_UPLOAD_RATE_WINDOW", rateWindow, &c.UploadRateWindow}, {"DP_STREAM_HEARTBEAT", heartbeat, &c.StreamHeartbeat},
 		{"DP_WEBHOOK_TIMEOUT", hookTimeout, &c.WebhookTimeout}, {"DP_WEBHOOK_DISABLE_AFTER", hookDisableAfter, &c.WebhookDisableAfter}} {
 		if d.v == "" {

@@ -26,11 +26,14 @@ func TestLoadSizesAndDurations(t *testing.T) {
 	t.Setenv("DP_UPLOAD_RATE_WINDOW", "45s")
 	t.Setenv("DP_STREAM_HEARTBEAT", "5s")
 	t.Setenv("DP_QUERY_RESULT_BYTES", "2048")
+	t.Setenv("DP_SESSION_MAX_AGE", "12h")
 	c, err := Load(nil, nil)
-	if err != nil || c.UploadMinRate != 0 || c.UploadRateWindow.Seconds() != 45 || c.StreamHeartbeat.Seconds() != 5 || c.QueryResultBytes != 2048 {
+	if err != nil || c.UploadMinRate != 0 || c.UploadRateWindow.Seconds() != 45 || c.StreamHeartbeat.Seconds() != 5 || c.QueryResultBytes != 2048 ||
+		c.SessionMaxAge.Hours() != 12 {
 		t.Fatalf("%+v %v", c, err)
 	}
-	for name, v := range map[string]string{"DP_QUERY_RESULT_BYTES": "1000", "DP_UPLOAD_MIN_RATE": "-1", "DP_UPLOAD_RATE_WINDOW": "0s", "DP_MAX_BODY_BYTES": "0"} {
+	for name, v := range map[string]string{"DP_QUERY_RESULT_BYTES": "1000", "DP_UPLOAD_MIN_RATE": "-1", "DP_UPLOAD_RATE_WINDOW": "0s", "DP_MAX_BODY_BYTES": "0",
+		"DP_SESSION_MAX_AGE": "-1h"} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(name, v)
 			if _, err := Load(nil, nil); err == nil {
