@@ -16,6 +16,7 @@ import (
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
 	"dataplatform/store/dashboards"
+	"dataplatform/templates/docs"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -470,4 +471,21 @@ func (h *Dashboards) RestoreDashboardVersion(ctx context.Context, req api.Restor
 	}
 	yes := true
 	return dashboardResponse{http.StatusOK, d, dashboardJSON(d, true, &yes)}, nil
+}
+
+// dashboardPage is the HTML page that draws a dashboard.
+type dashboardPage struct{ id, title string }
+
+func (p dashboardPage) VisitGetDashboardPageResponse(w http.ResponseWriter) error {
+	return docs.RenderDashboard(w, p.id, p.title)
+}
+
+// GetDashboardPage is GET /dashboards/{id}: the page a person opens; a browser without
+// credentials was sent to the sign-in page by the authentication middleware.
+func (h *Dashboards) GetDashboardPage(ctx context.Context, req api.GetDashboardPageRequestObject) (api.GetDashboardPageResponseObject, error) {
+	d, _, err := h.dashboard(ctx, req.DashboardId, "dashboards:view")
+	if err != nil {
+		return nil, err
+	}
+	return dashboardPage{d.ID, d.DisplayName}, nil
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Copies the documentation pages' front-end files from the npm packages pinned in
+# Copies the HTML pages' front-end files from the npm packages pinned in
 # scripts/tools/docs/package-lock.json (swagger-ui-dist, redoc 2: Redoc 3 wants Node 22 and reports
-# telemetry) into templates/docs/, which the binary embeds. Run it after changing a version
+# telemetry; Apache ECharts for the dashboard page) into templates/docs/, which the binary embeds. Run it after changing a version
 # and commit the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,3 +14,5 @@ cp "$src/swagger-ui-dist/LICENSE" templates/docs/swagger-ui.LICENSE
 logo='data:image/svg+xml;base64,PHN2ZyB4bWxucz0naHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmcnIHZpZXdCb3g9JzAgMCAxNiAxNic+PGNpcmNsZSBjeD0nOCcgY3k9JzgnIHI9JzcnIGZpbGw9JyNkYzI2MjYnLz48L3N2Zz4='
 sed "s|https://cdn.redoc.ly/redoc/logo-mini.svg|$logo|" "$src/redoc/bundles/redoc.standalone.js" > templates/docs/redoc.standalone.js
 cp "$src/redoc/LICENSE" templates/docs/redoc.LICENSE
+cp "$src/echarts/dist/echarts.min.js" templates/docs/echarts.min.js
+cp "$src/echarts/LICENSE" templates/docs/echarts.LICENSE

@@ -5978,6 +5978,9 @@ type ServerInterface interface {
 	// ValidateOpenAPI Validate any OpenAPI 3.0 description (signed-in users)
 	// (POST /api/v1/validate/openapi)
 	ValidateOpenAPI(ctx echo.Context) error
+	// GetDashboardPage The dashboard drawn in the browser (dashboards:view)
+	// (GET /dashboards/{dashboard_id})
+	GetDashboardPage(ctx echo.Context, dashboardId DashboardIdPath) error
 	// Healthz Liveness (the process answers)
 	// (GET /healthz)
 	Healthz(ctx echo.Context) error
@@ -9100,6 +9103,22 @@ func (w *ServerInterfaceWrapper) ValidateOpenAPI(ctx echo.Context) error {
 	return err
 }
 
+// GetDashboardPage converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDashboardPage(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "dashboard_id" -------------
+	var dashboardId DashboardIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dashboard_id", ctx.Param("dashboard_id"), &dashboardId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dashboard_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDashboardPage(ctx, dashboardId)
+	return err
+}
+
 // Healthz converts echo context to params.
 func (w *ServerInterfaceWrapper) Healthz(ctx echo.Context) error {
 	var err error
@@ -9232,6 +9251,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/dashboards/:dashboard_id/versions/:version_id/restore", wrapper.RestoreDashboardVersion, options.OperationMiddlewares["restoreDashboardVersion"]...)
 	router.POST(options.BaseURL+"/api/v1/dashboards/:dashboard_id/versions/:version_id/pin", wrapper.PinDashboardVersion, options.OperationMiddlewares["pinDashboardVersion"]...)
 	router.POST(options.BaseURL+"/api/v1/dashboards/:dashboard_id/versions/:version_id/unpin", wrapper.UnpinDashboardVersion, options.OperationMiddlewares["unpinDashboardVersion"]...)
+	router.GET(options.BaseURL+"/dashboards/:dashboard_id", wrapper.GetDashboardPage, options.OperationMiddlewares["getDashboardPage"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets/upload", wrapper.UploadDatasetFile, options.OperationMiddlewares["uploadDatasetFile"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/uploads/:file_id", wrapper.GetDatasetUpload, options.OperationMiddlewares["getDatasetUpload"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets", wrapper.ListDatasets, options.OperationMiddlewares["listDatasets"]...)
@@ -26289,6 +26309,153 @@ func (response ValidateOpenAPI503JSONResponse) VisitValidateOpenAPIResponse(w ht
 	return err
 }
 
+type GetDashboardPageRequestObject struct {
+	DashboardId DashboardIdPath `json:"dashboard_id"`
+}
+
+type GetDashboardPageResponseObject interface {
+	VisitGetDashboardPageResponse(w http.ResponseWriter) error
+}
+
+type GetDashboardPage200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetDashboardPage200TexthtmlResponse) VisitGetDashboardPageResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetDashboardPage303ResponseHeaders struct {
+	Location string
+}
+
+type GetDashboardPage303Response struct {
+	Headers GetDashboardPage303ResponseHeaders
+}
+
+func (response GetDashboardPage303Response) VisitGetDashboardPageResponse(w http.ResponseWriter) error {
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.WriteHeader(303)
+	return nil
+}
+
+type GetDashboardPage400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response GetDashboardPage400JSONResponse) VisitGetDashboardPageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardPage401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response GetDashboardPage401JSONResponse) VisitGetDashboardPageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardPage403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response GetDashboardPage403JSONResponse) VisitGetDashboardPageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardPage404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response GetDashboardPage404JSONResponse) VisitGetDashboardPageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardPage429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response GetDashboardPage429JSONResponse) VisitGetDashboardPageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboardPage503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response GetDashboardPage503JSONResponse) VisitGetDashboardPageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HealthzRequestObject struct {
 }
 
@@ -26880,6 +27047,9 @@ type StrictServerInterface interface {
 	// ValidateOpenAPI Validate any OpenAPI 3.0 description (signed-in users)
 	// (POST /api/v1/validate/openapi)
 	ValidateOpenAPI(ctx context.Context, request ValidateOpenAPIRequestObject) (ValidateOpenAPIResponseObject, error)
+	// GetDashboardPage The dashboard drawn in the browser (dashboards:view)
+	// (GET /dashboards/{dashboard_id})
+	GetDashboardPage(ctx context.Context, request GetDashboardPageRequestObject) (GetDashboardPageResponseObject, error)
 	// Healthz Liveness (the process answers)
 	// (GET /healthz)
 	Healthz(ctx context.Context, request HealthzRequestObject) (HealthzResponseObject, error)
@@ -31290,6 +31460,31 @@ func (sh *strictHandler) ValidateOpenAPI(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(ValidateOpenAPIResponseObject); ok {
 		return validResponse.VisitValidateOpenAPIResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDashboardPage operation middleware
+func (sh *strictHandler) GetDashboardPage(ctx echo.Context, dashboardId DashboardIdPath) error {
+	var request GetDashboardPageRequestObject
+
+	request.DashboardId = dashboardId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDashboardPage(ctx.Request().Context(), request.(GetDashboardPageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDashboardPage")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDashboardPageResponseObject); ok {
+		return validResponse.VisitGetDashboardPageResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

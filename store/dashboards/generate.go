@@ -456,6 +456,9 @@ func Propose(in Input) ([]Candidate, []Filter) {
 			if i >= 2 {
 				break
 			}
+			if m.Type != ingest.Numeric && m.Distinct <= 12 {
+				continue // a few whole numbers: ten ranges of them say less than the numbers
+			}
 			x := q(m.Name)
 			add("distribution", (45-float64(i)*5)*weight+in.intentBoost(m.Name), Tile{ID: prefix + "distribution_" + m.Name,
 				Title: "Distribution of " + label(m), Type: "histogram", Description: "Records in 10 equal ranges of " + label(m) + ".",

@@ -1,5 +1,6 @@
 // Package docs serves the service's HTML pages: the interactive documentation pages of a
-// description (Swagger UI and Redoc) and the sign-in page, from files embedded in the binary.
+// description (Swagger UI and Redoc), the sign-in page and the dashboard page, from files
+// embedded in the binary.
 // The pages load nothing from other hosts; their Content-Security-Policy adds to the
 // service's `default-src 'self'` only what they need: for the documentation pages a
 // per-request nonce for the inline script and injected styles, data: images and fonts, and
@@ -31,6 +32,7 @@ const (
 	Swagger = "swagger.html.tmpl"
 	Redoc   = "redoc.html.tmpl"
 	SignIn  = "sign-in.html.tmpl"
+	Board   = "dashboard.html.tmpl"
 )
 
 // styleHashes allow the <style> elements a page's bundle injects without the nonce (Redoc
@@ -68,6 +70,18 @@ func RenderSignIn(w http.ResponseWriter, next string) error {
 		return err
 	}
 	return write(w, buf.Bytes(), "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "+
+		"frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+}
+
+// RenderDashboard writes the page that draws a dashboard: its script (and Apache ECharts)
+// are files of this service, and it reads the dashboard and its data from the API with the
+// browser's credentials. No inline script, no nonce; charts are drawn on canvas.
+func RenderDashboard(w http.ResponseWriter, id, title string) error {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, Board, map[string]any{"ID": id, "Title": title, "Assets": AssetsPath}); err != nil {
+		return err
+	}
+	return write(w, buf.Bytes(), "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "+
 		"frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 }
 
