@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -728,4 +730,77 @@ func TestDashboardWithAModel(t *testing.T) {
 	if len(prompts) != n {
 		t.Fatalf("use_ai=false asked the model")
 	}
+}
+
+// TestDashboardStreamClientGone: a client that goes away while its dashboard is generated
+// cancels the work: the tile queries stop on their backends and nothing is kept.
+func TestDashboardStreamClientGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *config.Config) { c.RateLimits = "queries=100000-M" })
+	var csv strings.Builder
+	csv.WriteString("day,amount,status,region\n")
+	for i := 0; i < 300000; i++ {
+		fmt.Fprintf(&csv, "2024-%02d-%02d,%d.5,%s,%s\n", 1+i%12, 1+i%28, i%977, dashStatuses[i%4], dashRegions[i%5])
+	}
+	id := e.uploadAndCreate(e.ownerToken, "Big", "big.csv", csv.String())
+	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+		t.Fatalf("big: %s", d.Body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.ts.URL+"/api/v1/datasets/"+id+"/dashboard/generate/stream?use_ai=false", nil)
+	req.Header.Set("Authorization", "Bearer "+e.ownerToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", err, res)
+	}
+	// Read until the tiles' queries run.
+	rd := bufio.NewReader(res.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before validating: %v", err)
+		}
+		if strings.Contains(line, `"phase":"validating"`) {
+			break
+		}
+	}
+	type stmt struct {
+		PID   int       `db:"pid"`
+		Start time.Time `db:"query_start"`
+	}
+	var running []stmt
+	for len(running) == 0 {
+		if err := e.st.DB.Select(&running, `SELECT pid, query_start FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid()
+			AND query LIKE '%`+id+`%' AND backend_type = 'client backend' AND query NOT LIKE 'autovacuum%'`); err != nil {
+			t.Fatal(err)
+		}
+		if len(running) == 0 {
+			if n := e.countRows(`SELECT count(*) FROM platform.dashboards`); n > 0 {
+				t.Skip("the generation finished before a tile query could be seen (a fast machine)")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	cancel()
+	res.Body.Close()
+	for _, s := range running {
+		for {
+			var n int
+			if err := e.st.DB.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND query_start = $2 AND state <> 'idle'`, s.PID, s.Start); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The handler ends with its work: nothing kept, the abandonment logged, the server serves on.
+	for !strings.Contains(e.logs.String(), "dashboard generation abandoned by its client") {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := e.countRows(`SELECT count(*) FROM platform.dashboards`); n != 0 {
+		t.Fatalf("%d dashboards kept after the client left", n)
+	}
+	e.do("GET", "/api/v1/projects/"+e.projectID+"/dashboards", nil, bearer(e.ownerToken)).status(200)
 }
