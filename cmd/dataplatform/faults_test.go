@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -296,4 +297,127 @@ func TestKillMidSchemaChange(t *testing.T) {
 		log, _ := os.ReadFile(b.log)
 		t.Fatalf("the change made again: %d %v (column %s)\n%s", c, r, columnType(), log)
 	}
+}
+
+// TestKillMidQueryExport: SIGKILL of the server while a query export job writes its file.
+// Nothing is served as the export meanwhile, and the next server runs the job again to a
+// complete file (job succeeded on its second attempt, export completed, every row); the
+// killed attempt's partial file is swept once unwritten long enough. An export whose every
+// attempt is killed fails, job and export alike, instead of running forever.
+func TestKillMidQueryExport(t *testing.T) {
+	t.Parallel()
+	dbURL, db := processDB(t)
+	dir := t.TempDir()
+	env := []string{"DP_DATA_DIR=" + dir, "DP_JOB_LEASE=2s"}
+	a := serveOn(t, "a", dbURL, env...)
+	tok, org, prj := a.owner(t)
+	const rows = 3000000
+	c, q := a.call(t, "POST", "/api/v1/projects/"+prj+"/queries/execute", tok, map[string]any{"type": "sql",
+		"query": fmt.Sprintf(`SELECT g FROM generate_series(1, %d) g`, rows)})
+	if c != 200 {
+		t.Fatalf("execute: %d %v", c, q)
+	}
+	base := "/api/v1/projects/" + prj + "/queries/" + q["query_id"].(string)
+	orgDir := filepath.Join(dir, "exports", org)
+	// export starts an export on p and kills p once its job is writing the file; it returns
+	// the export's id and job id and the partial file left behind.
+	var partials []string // a killed attempt's file is no sign of the next attempt
+	export := func(p *process) (id, job, partial string) {
+		t.Helper()
+		c, x := p.call(t, "POST", base+"/export", tok, map[string]any{"format": "csv"})
+		if c != 202 {
+			t.Fatalf("export: %d %v", c, x)
+		}
+		id, job = x["export_id"].(string), x["job_id"].(string)
+		partial = killWhileWriting(t, p, orgDir, partials)
+		partials = append(partials, partial)
+		return id, job, partial
+	}
+	state := func(id, job string) (string, string) {
+		var ex, jb string
+		db.QueryRow(`SELECT x.status, j.status FROM platform.query_exports x JOIN platform.jobs j ON j.id = x.job_id WHERE x.id = $1`, id).Scan(&ex, &jb)
+		if x := filepath.Join(orgDir, id+".csv"); ex != "completed" {
+			if _, err := os.Stat(x); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("export %s is %s but its file exists", id, ex)
+			}
+		}
+		return ex, jb
+	}
+
+	first, job, partial := export(a)
+	if ex, jb := state(first, job); ex != "processing" || jb != "running" {
+		t.Fatalf("killed mid-export: export %s, job %s", ex, jb)
+	}
+	// Unwritten for an hour (moved back here): the next server's housekeeping, at its start,
+	// removes it. A recent one is kept: it could be another replica's export in progress.
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(partial, old, old)
+	b := serveOn(t, "b", dbURL, env...)
+	x := waitExport(t, b, tok, base, first)
+	if x["status"] != "completed" || x["row_count"] != float64(rows) {
+		t.Fatalf("the export resumed on the next server: %v", x)
+	}
+	if _, j := b.call(t, "GET", "/api/v1/jobs/"+job, tok, nil); j["status"] != "succeeded" || j["attempts"] != float64(2) {
+		t.Fatalf("the export's job: %v", j)
+	}
+	link := x["download_url"].(string)
+	r, err := http.Get("http://" + b.addr + link[strings.Index(link, "/api/v1/"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	if r.StatusCode != 200 || n != int64(x["size_bytes"].(float64)) {
+		t.Fatalf("download: %d, %d bytes of %v", r.StatusCode, n, x["size_bytes"])
+	}
+	if _, err := os.Stat(partial); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the killed attempt's partial file was not swept: %v", err)
+	}
+
+	// Killed on each of its two attempts: failed, job and export alike, with nothing to download.
+	second, job, _ := export(b)
+	c2 := serveOn(t, "c", dbURL, env...)
+	killWhileWriting(t, c2, orgDir, partials)
+	d := serveOn(t, "d", dbURL, env...)
+	x = waitExport(t, d, tok, base, second)
+	_, j := d.call(t, "GET", "/api/v1/jobs/"+job, tok, nil)
+	if x["status"] != "failed" || j["status"] != "failed" || !strings.Contains(fmt.Sprint(x["error"]), "interrupted") {
+		t.Fatalf("an export killed on every attempt: export %v, job %v", x, j)
+	}
+	if ex, jb := state(second, job); ex != "failed" || jb != "failed" {
+		t.Fatalf("in the database: export %s, job %s", ex, jb)
+	}
+}
+
+// killWhileWriting kills p once a query export's partial file in dir, not one of old, has
+// data, and returns it.
+func killWhileWriting(t *testing.T, p *process, dir string, old []string) string {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+			for _, e := range ents {
+				if info, _ := e.Info(); strings.HasPrefix(e.Name(), ".export-") && !slices.Contains(old, filepath.Join(dir, e.Name())) && info != nil && info.Size() > 0 {
+					p.cmd.Process.Kill()
+					p.cmd.Wait()
+					return filepath.Join(dir, e.Name())
+				}
+			}
+		}
+		if time.Since(start) > 60*time.Second {
+			log, _ := os.ReadFile(p.log)
+			t.Fatalf("no export file was being written\n%s", log)
+		}
+	}
+}
+
+// waitExport polls an export through p until it is no longer processing.
+func waitExport(t *testing.T, p *process, tok, query, id string) map[string]any {
+	t.Helper()
+	for start := time.Now(); time.Since(start) < 120*time.Second; time.Sleep(100 * time.Millisecond) {
+		if _, x := p.call(t, "GET", query+"/exports/"+id, tok, nil); x["status"] != "processing" {
+			return x
+		}
+	}
+	t.Fatalf("export %s still processing after 120s", id)
+	return nil
 }
