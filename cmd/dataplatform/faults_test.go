@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 )
 
 // pgProxy stands between the server and PostgreSQL, so a test can take the database away
@@ -420,4 +424,121 @@ func waitExport(t *testing.T, p *process, tok, query, id string) map[string]any 
 	}
 	t.Fatalf("export %s still processing after 120s", id)
 	return nil
+}
+
+// TestClientGoneMidStream: a client that goes away in the middle of a stream (its connection
+// closed, no goodbye) frees what the stream held at once. A change stream (SSE, WebSocket)
+// leaves the server's count of open streams; a streamed project query's statement stops on
+// its backend and its query slot (an advisory lock of that transaction) is released, long
+// before the statement's own timeout would have ended it.
+func TestClientGoneMidStream(t *testing.T) {
+	t.Parallel()
+	dbURL, db := processDB(t)
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	metricsAddr := l.Addr().String()
+	l.Close()
+	s := serveOn(t, "s", dbURL, "DP_METRICS_ADDR="+metricsAddr)
+	tok, _, prj := s.owner(t)
+	id, _ := s.upload(t, tok, prj, "notes", "text\nfirst\n")
+	s.waitActive(t, tok, prj, id)
+	streams := func() map[string]string {
+		r, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		out := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, `dataplatform_change_streams{transport="`); ok {
+				name, value, _ := strings.Cut(rest, `"} `)
+				out[name] = value
+			}
+		}
+		return out
+	}
+	// open sends a request on a connection of its own and reads until the body holds want.
+	open := func(method, path, body, want string) net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+			method, path, s.addr, tok, len(body), body)
+		c.SetReadDeadline(time.Now().Add(60 * time.Second))
+		var got []byte
+		buf := make([]byte, 4096)
+		for !bytes.Contains(got, []byte(want)) {
+			n, err := c.Read(buf)
+			if err != nil {
+				t.Fatalf("%s %s: %v after %q", method, path, err, got)
+			}
+			got = append(got, buf[:n]...)
+		}
+		return c
+	}
+
+	sse := open("GET", "/api/v1/datasets/"+id+"/data/stream", "", "retry: 2000")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/api/v1/datasets/"+id+"/data/ws",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsjson.Write(ctx, ws, map[string]any{"action": "subscribe"})
+	var m map[string]any
+	if err := wsjson.Read(ctx, ws, &m); err != nil || m["type"] != "subscribed" {
+		t.Fatalf("subscribe: %v %v", m, err)
+	}
+	if got := streams(); got["sse"] != "1" || got["websocket"] != "1" {
+		t.Fatalf("open change streams: %v", got)
+	}
+	sse.Close()
+	ws.CloseNow() // the connection closed without a closing handshake
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if got := streams(); got["sse"] == "0" && got["websocket"] == "0" {
+			t.Logf("both change streams ended %s after their clients left", time.Since(start))
+			break
+		} else if time.Since(start) > 30*time.Second {
+			t.Fatalf("30 s after their clients left: %v change streams open", got)
+		}
+	}
+
+	// A query that runs for ever (120 s, its longest timeout, per fetch) and holds a slot.
+	q := open("POST", "/api/v1/projects/"+prj+"/queries/stream",
+		`{"type":"sql","query":"SELECT count(*) FROM generate_series(1, 1000000000000) g","options":{"timeout_seconds":120}}`, `"executing"`)
+	// Its statement, told from any other by its database, text, pid and start: the FETCH of its
+	// cursor, in a transaction holding an advisory lock (the slot).
+	var pid int
+	var started time.Time
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		err := db.QueryRow(`SELECT a.pid, a.query_start FROM pg_stat_activity a WHERE a.datname = current_database() AND a.state = 'active'
+			AND a.query = 'FETCH FORWARD 1000 FROM dp_stream' AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted)`).Scan(&pid, &started)
+		if err == nil {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("the streamed query's statement never ran: %v", err)
+		}
+	}
+	q.Close()
+	left := time.Now()
+	still := func() (state string) {
+		db.QueryRow(`SELECT a.state || ' ' || coalesce(a.wait_event_type, '') || '/' || coalesce(a.wait_event, '') ||
+			CASE WHEN EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory') THEN ', holding its slot' ELSE '' END
+			FROM pg_stat_activity a WHERE a.pid = $1 AND (a.query_start = $2 AND a.state <> 'idle' OR EXISTS (
+			SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory'))`, pid, started).Scan(&state)
+		return state
+	}
+	for ; still() != ""; time.Sleep(20 * time.Millisecond) {
+		if time.Since(left) > 90*time.Second { // its statement timeout would end it at 120 s
+			t.Fatalf("the streamed query's backend 90 s after its client left: %s", still())
+		}
+	}
+	t.Logf("the streamed query's statement stopped and its slot was freed %s after its client left", time.Since(left))
+	if c, _ := s.call(t, "GET", "/api/v1/datasets/"+id+"/data", tok, nil); c != 200 {
+		t.Fatalf("serving on: %d", c)
+	}
 }

@@ -13,7 +13,15 @@ import (
 	"dataplatform/store/changes"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
+
+// openStreams counts the change streams open on this server: one that its client left ends
+// at once, which this shows.
+var openStreams = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "dataplatform_change_streams", Help: "Change streams open on this server, by transport (sse, websocket).",
+}, []string{"transport"})
 
 // ChangeRetention is how long the change log keeps a change: a stream resumed with an older
 // Last-Event-ID starts at the oldest change kept.
@@ -107,6 +115,8 @@ func (h *Records) Stream(c echo.Context) error {
 	access := h.streamAccess(ctx, rc)
 	wake, unsubscribe := h.Changes.Subscribe(rc.d.ID)
 	defer unsubscribe()
+	openStreams.WithLabelValues("sse").Inc()
+	defer openStreams.WithLabelValues("sse").Dec()
 	res := c.Response()
 	_ = http.NewResponseController(res.Writer).SetWriteDeadline(time.Time{}) // a stream has no end
 	res.Header().Set("Content-Type", "text/event-stream")

@@ -39,6 +39,8 @@ func (h *Records) Socket(c echo.Context) error {
 		return nil // Accept has answered the client
 	}
 	defer conn.CloseNow()
+	openStreams.WithLabelValues("websocket").Inc()
+	defer openStreams.WithLabelValues("websocket").Dec()
 	ctx, cancel := context.WithCancel(c.Request().Context())
 	defer cancel()
 	cmds := make(chan wsMessage)
