@@ -40,6 +40,11 @@ var migrations embed.FS
 type Store struct {
 	DB *sqlx.DB
 
+	// Pooled says DB goes through a transaction pooler (PgBouncer pool_mode=transaction),
+	// where consecutive statements outside a transaction may run on different server
+	// connections: no named prepared statements then. Set it before use.
+	Pooled bool
+
 	stmts sync.Map // query text -> *sqlx.Stmt
 	look  lookups
 	// security and twoFactor keep OrgSecurity and UserTwoFactor answers (security.go).
@@ -47,10 +52,29 @@ type Store struct {
 	twoFactor genCache[bool]
 }
 
+// getter runs one query for one row.
+type getter interface {
+	GetContext(ctx context.Context, dest any, args ...any) error
+}
+
+// unprepared runs its query as it is, each time.
+type unprepared struct {
+	db    *sqlx.DB
+	query string
+}
+
+func (u unprepared) GetContext(ctx context.Context, dest any, args ...any) error {
+	return u.db.GetContext(ctx, dest, u.query, args...)
+}
+
 // prepared returns a prepared statement for a hot query: PostgreSQL then parses and plans it
 // once per connection instead of on every request. database/sql prepares it again on each new
-// connection by itself.
-func (s *Store) prepared(ctx context.Context, query string) (*sqlx.Stmt, error) {
+// connection by itself. Through a transaction pooler the query runs unprepared: a named
+// statement lives on one server connection, and the next use may get another.
+func (s *Store) prepared(ctx context.Context, query string) (getter, error) {
+	if s.Pooled {
+		return unprepared{s.DB, query}, nil
+	}
 	if st, ok := s.stmts.Load(query); ok {
 		return st.(*sqlx.Stmt), nil
 	}

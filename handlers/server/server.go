@@ -43,8 +43,9 @@ import (
 type Deps struct {
 	Config config.Config
 	Store  *store.Store
-	// DatabaseURL is the store's URL, for the job runner's LISTEN connection (empty: the
-	// runner only polls).
+	// DatabaseURL reaches PostgreSQL directly (not through a transaction pooler), for the
+	// LISTEN connections of jobs, webhooks, change streams and the lookup cache (empty: they
+	// poll, and the lookups are not cached).
 	DatabaseURL string
 	Logger      *slog.Logger
 	Clock       func() time.Time // nil: time.Now

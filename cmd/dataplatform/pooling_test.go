@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pgBouncer is a pgbouncer the test started in front of a PostgreSQL server.
+type pgBouncer struct {
+	addr string
+	log  string
+}
+
+// startPgBouncer runs pgbouncer in transaction pooling mode in front of the server of
+// target (a database URL), with a pool of poolSize server connections per database, and
+// returns it. As root it runs as the postgres user (pgbouncer refuses root).
+func startPgBouncer(t *testing.T, target string, poolSize int) *pgBouncer {
+	t.Helper()
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		t.Fatal("pgbouncer is not installed: run scripts/ensure-pgbouncer.sh (go tool task test does)")
+	}
+	u, _ := url.Parse(target)
+	pw, _ := u.User.Password()
+	dir, err := os.MkdirTemp("", "dp-pgbouncer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	b := &pgBouncer{addr: "127.0.0.1:" + strconv.Itoa(port), log: filepath.Join(dir, "pgbouncer.log")}
+	ini := fmt.Sprintf(`[databases]
+* = host=%s port=%s
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = scram-sha-256
+auth_file = %s
+pool_mode = transaction
+default_pool_size = %d
+max_client_conn = 500
+ignore_startup_parameters = extra_float_digits
+logfile = %s
+pidfile = %s
+`, u.Hostname(), u.Port(), port, filepath.Join(dir, "users.txt"), poolSize, b.log, filepath.Join(dir, "pgbouncer.pid"))
+	os.WriteFile(filepath.Join(dir, "users.txt"), []byte(fmt.Sprintf("%q %q\n", u.User.Username(), pw)), 0o644)
+	os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644)
+	args := []string{filepath.Join(dir, "pgbouncer.ini")}
+	if os.Geteuid() == 0 {
+		if _, err := user.Lookup("postgres"); err != nil {
+			t.Fatal("running as root: pgbouncer refuses root and there is no postgres user to run it as")
+		}
+		args = append([]string{"-u", "postgres"}, args...)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", b.addr); err == nil {
+			c.Close()
+			return b
+		}
+	}
+	log, _ := os.ReadFile(b.log)
+	t.Fatalf("pgbouncer did not start\n%s", log)
+	return nil
+}
+
+// through is database URL u reaching its server through b, as application name app.
+func (b *pgBouncer) through(u, app string) string {
+	pu, _ := url.Parse(u)
+	pu.Host = b.addr
+	return withApp(pu.String(), app)
+}
+
+// withApp is database URL u with application_name app (who is who in pg_stat_activity).
+func withApp(u, app string) string {
+	pu, _ := url.Parse(u)
+	q := pu.Query()
+	q.Set("application_name", app)
+	pu.RawQuery = q.Encode()
+	return pu.String()
+}
+
+// try is process.call for goroutines: it reports instead of failing the test.
+func (p *process) try(method, path, token string, body any) (int, map[string]any, error) {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, "http://"+p.addr+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer r.Body.Close()
+	var out map[string]any
+	json.NewDecoder(r.Body).Decode(&out)
+	return r.StatusCode, out, nil
+}
+
+// TestThroughPgBouncer: two servers with DATABASE_URL on PgBouncer in transaction pooling
+// mode (a pool of 3 server connections for all their clients) and DATABASE_DIRECT_URL on
+// PostgreSQL. Both start (the second after the first's migrations, whose session lock goes
+// the direct way), load a dataset, and serve many concurrent clients record CRUD and user SQL
+// (SET LOCAL ROLE sandbox) without an error; a change stream hears the writes. Afterwards every
+// server connection of the pool is as a new one (user, role, search path, timeouts, read-only),
+// and every LISTEN is on a direct connection.
+func TestThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	dbURL, db := processDB(t)
+	pgb := startPgBouncer(t, dbURL, 3)
+	env := []string{"DATABASE_DIRECT_URL=" + withApp(dbURL, "dp-direct"), "DP_JOB_LEASE=2s", "DP_DATA_DIR=" + t.TempDir(),
+		"DP_RATE_LIMITS=records_write=10000-M,records_query=10000-M,queries=10000-M,records_read=10000-M"}
+	a := serveOn(t, "a", pgb.through(dbURL, "dp-pooled"), env...)
+	b := serveOn(t, "b", pgb.through(dbURL, "dp-pooled"), env...)
+	tok, _, prj := a.owner(t)
+	var csv strings.Builder
+	csv.WriteString("text,score\n")
+	for i := range 1000 {
+		fmt.Fprintf(&csv, "n%d,%d\n", i, i%100)
+	}
+	id, _ := a.upload(t, tok, prj, "people", csv.String())
+	b.waitActive(t, tok, prj, id)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	events := sse(t, ctx, "http://"+b.addr+"/api/v1/datasets/"+id+"/data/stream", tok, "")
+
+	const clients, rounds = 8, 15
+	var wg sync.WaitGroup
+	errs := make(chan string, clients*rounds*8)
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := []*process{a, b}[c%2]
+			check := func(what string, code, want int, out map[string]any, err error) bool {
+				if err != nil || code != want {
+					errs <- fmt.Sprintf("client %d, %s: %d %v %v", c, what, code, out, err)
+					return false
+				}
+				return true
+			}
+			for r := range rounds {
+				name := fmt.Sprintf("c%d-r%d", c, r)
+				code, rec, err := p.try("POST", "/api/v1/datasets/"+id+"/data", tok, map[string]any{"text": name, "score": r})
+				if !check("create", code, 201, rec, err) {
+					return
+				}
+				path := "/api/v1/datasets/" + id + "/data/" + fmt.Sprint(rec["id"])
+				code, got, err := p.try("GET", path, tok, nil)
+				if check("read", code, 200, got, err) && got["text"] != name {
+					errs <- fmt.Sprintf("client %d read %v, want %s", c, got, name)
+				}
+				code, out, err := p.try("PATCH", path, tok, map[string]any{"score": 1000 + r})
+				check("patch", code, 200, out, err)
+				code, out, err = p.try("GET", "/api/v1/datasets/"+id+"/data?limit=5&sort=-id", tok, nil)
+				check("list", code, 200, out, err)
+				code, out, err = p.try("POST", "/api/v1/datasets/"+id+"/data/query", tok, map[string]any{"sql": `SELECT count(*) AS n FROM ${table} WHERE score >= 0`})
+				check("record SQL", code, 200, out, err)
+				code, out, err = p.try("POST", "/api/v1/projects/"+prj+"/queries/execute", tok, map[string]any{"type": "sql", "query": `SELECT max(score) AS m FROM people`})
+				check("project SQL", code, 200, out, err)
+				if r%3 == 0 {
+					code, out, err = p.try("DELETE", path, tok, nil)
+					check("delete", code, 200, out, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var failed []string
+	for e := range errs {
+		failed = append(failed, e)
+	}
+	if len(failed) > 0 {
+		la, _ := os.ReadFile(a.log)
+		t.Fatalf("%d failures through PgBouncer, first: %s\n(%d of %d)\nserver a's log:\n%s", len(failed), failed[0], len(failed), clients*rounds, tail(string(la), 30))
+	}
+	// The stream, through the pooler, hears writes made on either server. (Concurrent writers
+	// are not counted here: a change committed after a later-numbered one can be passed over
+	// by a stream reading "after id N", pooler or not; see the README's change streams.)
+	for i, p := range []*process{a, b, a} {
+		if c, r := p.call(t, "POST", "/api/v1/datasets/"+id+"/data", tok, map[string]any{"text": fmt.Sprint("after-", i), "score": 1}); c != 201 {
+			t.Fatalf("create: %d %v", c, r)
+		}
+	}
+	var heard []string
+	for len(heard) < 3 {
+		if ev := take(t, events, 1)[0]; strings.HasPrefix(ev[1], "after-") {
+			heard = append(heard, ev[1])
+		}
+	}
+	if heard[0] != "after-0" || heard[1] != "after-1" || heard[2] != "after-2" {
+		t.Fatalf("the change stream heard %v", heard)
+	}
+
+	// Every server connection of the pool, as the next client gets it: nothing of the
+	// sandbox (role, search path, timeouts, read-only) left over.
+	var want string
+	const state = `SELECT current_user || ' ' || current_setting('role') || ' ' || current_setting('search_path') || ' ' ||
+		current_setting('statement_timeout') || ' ' || current_setting('lock_timeout') || ' ' ||
+		current_setting('idle_in_transaction_session_timeout') || ' ' || current_setting('transaction_read_only')`
+	if err := db.QueryRow(state).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	pooled, err := sql.Open("postgres", pgb.through(dbURL, "dp-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pooled.Close()
+	pooled.SetMaxOpenConns(12)
+	var mu sync.Mutex
+	seen := map[int]string{} // server pid → state
+	var wg2 sync.WaitGroup
+	for range 60 {
+		wg2.Add(1)
+		go func() {
+			defer wg2.Done()
+			var pid int
+			var got string
+			if err := pooled.QueryRow(`SELECT pg_backend_pid(), (` + state + `)`).Scan(&pid, &got); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			seen[pid] = got
+			mu.Unlock()
+		}()
+	}
+	wg2.Wait()
+	for pid, got := range seen {
+		if got != want {
+			t.Fatalf("server connection %d of the pool: %q, a fresh one: %q", pid, got, want)
+		}
+	}
+	t.Logf("%d server connections of the pool checked: %q", len(seen), want)
+	var listens, direct int
+	db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE application_name = 'dp-direct') FROM pg_stat_activity
+		WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&listens, &direct)
+	if listens < 8 || direct != listens { // jobs, change streams, lookups, webhooks: 4 a server
+		t.Fatalf("%d LISTEN sessions, %d of them direct", listens, direct)
+	}
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
