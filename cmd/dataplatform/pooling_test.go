@@ -242,7 +242,7 @@ func TestThroughPgBouncer(t *testing.T) {
 			defer wg2.Done()
 			var pid int
 			var got string
-			if err := pooled.QueryRow(`SELECT pg_backend_pid(), (` + state + `)`).Scan(&pid, &got); err != nil {
+			if err := pooled.QueryRow(`SELECT pg_backend_pid(), (`+state+`)`).Scan(&pid, &got); err != nil {
 				t.Error(err)
 				return
 			}

@@ -15,8 +15,8 @@ import (
 
 // Config is the whole runtime configuration. Field comments name the environment variable.
 type Config struct {
-	Addr           string // DP_ADDR
-	DatabaseURL    string // DATABASE_URL; empty: embedded cluster under DataDir/postgres
+	Addr        string // DP_ADDR
+	DatabaseURL string // DATABASE_URL; empty: embedded cluster under DataDir/postgres
 	// DatabaseDirectURL (DATABASE_DIRECT_URL) reaches PostgreSQL itself when DATABASE_URL goes
 	// through a transaction pooler (PgBouncer pool_mode=transaction): LISTEN, migrations and
 	// backups use it, and DATABASE_URL is used without session state. Empty: DATABASE_URL is
@@ -27,12 +27,12 @@ type Config struct {
 	// 10s) is the replay lag past which a standby is not used.
 	DatabaseReadURLs []string
 	ReadMaxLag       time.Duration
-	DataDir        string // DP_DATA_DIR
-	BaseURL        string // DP_BASE_URL
-	StagingURL     string // DP_STAGING_URL: the staging server of generated descriptions; default BaseURL
-	AdminEmail     string // DP_ADMIN_EMAIL
-	AdminPassword  string // DP_ADMIN_PASSWORD
-	MaxUploadBytes int64  // DP_MAX_UPLOAD_BYTES
+	DataDir          string // DP_DATA_DIR
+	BaseURL          string // DP_BASE_URL
+	StagingURL       string // DP_STAGING_URL: the staging server of generated descriptions; default BaseURL
+	AdminEmail       string // DP_ADMIN_EMAIL
+	AdminPassword    string // DP_ADMIN_PASSWORD
+	MaxUploadBytes   int64  // DP_MAX_UPLOAD_BYTES
 	// UploadMinRate is the slowest an upload's body may arrive, in bytes a second, over each
 	// UploadRateWindow (which is also the longest it may stall): DP_UPLOAD_MIN_RATE, DP_UPLOAD_RATE_WINDOW.
 	UploadMinRate    int64
