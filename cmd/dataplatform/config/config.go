@@ -15,24 +15,14 @@ import (
 
 // Config is the whole runtime configuration. Field comments name the environment variable.
 type Config struct {
-	Addr        string // DP_ADDR
-	DatabaseURL string // DATABASE_URL; empty: embedded cluster under DataDir/postgres
-	// DatabaseDirectURL (DATABASE_DIRECT_URL) reaches PostgreSQL itself when DATABASE_URL goes
-	// through a transaction pooler (PgBouncer pool_mode=transaction): LISTEN, migrations and
-	// backups use it, and DATABASE_URL is used without session state. Empty: DATABASE_URL is
-	// direct.
-	DatabaseDirectURL string
-	// DatabaseReadURLs (DATABASE_READ_URL, comma separated) are hot standbys that serve reads
-	// which need not see their caller's latest write; ReadMaxLag (DP_READ_MAX_LAG, default
-	// 10s) is the replay lag past which a standby is not used.
-	DatabaseReadURLs []string
-	ReadMaxLag       time.Duration
-	DataDir          string // DP_DATA_DIR
-	BaseURL          string // DP_BASE_URL
-	StagingURL       string // DP_STAGING_URL: the staging server of generated descriptions; default BaseURL
-	AdminEmail       string // DP_ADMIN_EMAIL
-	AdminPassword    string // DP_ADMIN_PASSWORD
-	MaxUploadBytes   int64  // DP_MAX_UPLOAD_BYTES
+	Addr           string // DP_ADDR
+	DatabaseURL    string // DATABASE_URL; empty: embedded cluster under DataDir/postgres
+	DataDir        string // DP_DATA_DIR
+	BaseURL        string // DP_BASE_URL
+	StagingURL     string // DP_STAGING_URL: the staging server of generated descriptions; default BaseURL
+	AdminEmail     string // DP_ADMIN_EMAIL
+	AdminPassword  string // DP_ADMIN_PASSWORD
+	MaxUploadBytes int64  // DP_MAX_UPLOAD_BYTES
 	// UploadMinRate is the slowest an upload's body may arrive, in bytes a second, over each
 	// UploadRateWindow (which is also the longest it may stall): DP_UPLOAD_MIN_RATE, DP_UPLOAD_RATE_WINDOW.
 	UploadMinRate    int64
@@ -86,6 +76,16 @@ type Config struct {
 	// 100), is disabled
 	WebhookDisableAfter    time.Duration
 	WebhookDisableFailures int
+	// DatabaseDirectURL (DATABASE_DIRECT_URL) reaches PostgreSQL itself when DATABASE_URL goes
+	// through a transaction pooler (PgBouncer pool_mode=transaction): LISTEN, migrations and
+	// backups use it, and DATABASE_URL is used without session state. Empty: DATABASE_URL is
+	// direct.
+	DatabaseDirectURL string
+	// DatabaseReadURLs (DATABASE_READ_URL, comma separated) are hot standbys that serve reads
+	// which need not see their caller's latest write; ReadMaxLag (DP_READ_MAX_LAG, default
+	// 10s) is the replay lag past which a standby is not used.
+	DatabaseReadURLs []string
+	ReadMaxLag       time.Duration
 }
 
 // DefaultAdminEmail is the first owner's address without DP_ADMIN_EMAIL: a reserved domain
