@@ -45,8 +45,9 @@ type Store struct {
 	// connections: no named prepared statements then. Set it before use.
 	Pooled bool
 
-	stmts sync.Map // query text -> *sqlx.Stmt
-	look  lookups
+	stmts    sync.Map // query text -> *sqlx.Stmt
+	look     lookups
+	replicas *replicas // hot standbys for reads (replicas.go); nil: none
 	// security and twoFactor keep OrgSecurity and UserTwoFactor answers (security.go).
 	security  genCache[OrgSecurity]
 	twoFactor genCache[bool]
@@ -95,6 +96,21 @@ func (s *Store) prepared(ctx context.Context, query string) (getter, error) {
 // (parse, then bind). Its price: []byte parameters travel in binary format, which is right for
 // bytea and wrong for json/jsonb, so JSON values are always passed as strings.
 func Open(ctx context.Context, url string) (*Store, error) {
+	s, err := open(url)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.DB.PingContext(pctx); err != nil {
+		s.DB.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return s, nil
+}
+
+// open makes the pool without connecting.
+func open(url string) (*Store, error) {
 	if u, err := neturl.Parse(url); err == nil && u.Query().Get("binary_parameters") == "" {
 		q := u.Query()
 		q.Set("binary_parameters", "yes")
@@ -108,12 +124,6 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	db.SetMaxOpenConns(40)
 	db.SetMaxIdleConns(40)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(pctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
-	}
 	return &Store{DB: db}, nil
 }
 

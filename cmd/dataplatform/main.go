@@ -156,6 +156,13 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (*st
 		cleanup()
 		return nil, "", nil, fmt.Errorf("migrate: %w", err)
 	}
+	if len(cfg.DatabaseReadURLs) > 0 {
+		if err := st.AddStandbys(ctx, cfg.DatabaseReadURLs, cfg.ReadMaxLag, log); err != nil {
+			st.Close()
+			cleanup()
+			return nil, "", nil, fmt.Errorf("DATABASE_READ_URL: %w", err)
+		}
+	}
 	if gaps, err := store.SandboxGaps(ctx, st.DB); err != nil || len(gaps) > 0 {
 		log.Warn("the database user may not revoke these from PUBLIC (it is not superuser): user SQL relies on the query guard for them",
 			"still_granted", gaps, "error", err)

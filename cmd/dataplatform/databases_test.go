@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"dataplatform/store/pgembed"
 )
 
 // pgBouncer is a pgbouncer the test started in front of a PostgreSQL server.
@@ -273,4 +275,156 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// standbyPair is a primary and a hot standby streaming from it (pg_basebackup -R), started
+// from the machine's PostgreSQL binaries the way the embedded database is.
+type standbyPair struct {
+	primary, standby *pgembed.Cluster
+}
+
+// startStandbyPair makes a primary with a database dp and a standby of it whose replay runs
+// applyDelay behind (recovery_min_apply_delay), so that a read made at once after a write
+// would miss it there.
+func startStandbyPair(t *testing.T, applyDelay time.Duration) *standbyPair {
+	t.Helper()
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "dp-standby-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	pw := filepath.Join(dir, "password")
+	p := &standbyPair{}
+	if p.primary, err = pgembed.Start(ctx, filepath.Join(dir, "primary"), pw, pgembed.Options{Ephemeral: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.primary.Stop() })
+	db, err := sql.Open("postgres", p.primary.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE DATABASE dp`); err != nil {
+		t.Fatal(err)
+	}
+	basebackup, err := pgembed.Tool("pg_basebackup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdir := filepath.Join(dir, "standby")
+	os.Mkdir(sdir, 0o700)
+	cmd := exec.Command(basebackup, "-D", sdir, "-R", "-X", "stream", "-c", "fast", "-d", p.primary.URL("postgres"))
+	if os.Geteuid() == 0 { // the cluster's files are the postgres user's
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		os.Chown(sdir, uid, gid)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	f, err := os.OpenFile(filepath.Join(sdir, "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "recovery_min_apply_delay = '%dms'\n", applyDelay.Milliseconds())
+	f.Close()
+	if p.standby, err = pgembed.Start(ctx, sdir, pw, pgembed.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.standby.Stop() })
+	return p
+}
+
+// TestReadsFromStandby: a server with DATABASE_READ_URL on a hot standby (its replay held
+// 500 ms behind). Record lists and reads and project queries are served by the standby (its
+// own statistics count the scans of the dataset's table); a caller's read right after its
+// own write sees the write (the standby has not replayed it yet, so that read goes to the
+// primary); with the standby stopped, reads go to the primary and nothing fails.
+func TestReadsFromStandby(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	p := startStandbyPair(t, 500*time.Millisecond)
+	standby, err := sql.Open("postgres", p.standby.URL("dp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer standby.Close()
+	s := serveOn(t, "s", p.primary.URL("dp"), "DATABASE_READ_URL="+p.standby.URL("dp"), "DP_READ_MAX_LAG=5s",
+		"DP_RATE_LIMITS=records_write=10000-M,records_read=10000-M,queries=10000-M")
+	tok, org, prj := s.owner(t)
+	id, _ := s.upload(t, tok, prj, "notes", "text,n\nfirst,1\nsecond,2\n")
+	s.waitActive(t, tok, prj, id)
+
+	// Served by the standby, once it has the table: its scans of the table go up.
+	scans := func() int64 {
+		var n int64
+		standby.QueryRow(`SELECT coalesce(sum(seq_scan + coalesce(idx_scan, 0)), 0) FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2`, org, id).Scan(&n)
+		return n
+	}
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		var there bool
+		standby.QueryRow(`SELECT to_regclass($1) IS NOT NULL`, `"`+org+`"."`+id+`"`).Scan(&there)
+		if there {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("the standby never replayed the dataset's table")
+		}
+	}
+	time.Sleep(time.Second) // past the standby's apply delay of the writes so far
+	before := scans()
+	const reads = 20
+	for range reads {
+		if c, r := s.call(t, "GET", "/api/v1/datasets/"+id+"/data?limit=10", tok, nil); c != 200 {
+			t.Fatalf("list: %d %v", c, r)
+		}
+		if c, r := s.call(t, "POST", "/api/v1/projects/"+prj+"/queries/execute", tok, map[string]any{"type": "sql", "query": `SELECT count(*) AS n FROM notes`}); c != 200 {
+			t.Fatalf("project query: %d %v", c, r)
+		}
+	}
+	for start := time.Now(); scans()-before < reads; time.Sleep(100 * time.Millisecond) { // statistics are flushed within a second or so
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("the standby scanned the table %d times for %d lists and %d queries", scans()-before, reads, reads)
+		}
+	}
+	t.Logf("the standby scanned the dataset's table %d times for %d lists and %d queries", scans()-before, reads, reads)
+
+	// Read-your-writes: each read right after its write, with the standby 500 ms behind.
+	for i := range 10 {
+		text := fmt.Sprint("written-", i)
+		c, rec := s.call(t, "POST", "/api/v1/datasets/"+id+"/data", tok, map[string]any{"text": text, "n": 10 + i})
+		if c != 201 {
+			t.Fatalf("create: %d %v", c, rec)
+		}
+		if c, got := s.call(t, "GET", "/api/v1/datasets/"+id+"/data/"+fmt.Sprint(rec["id"]), tok, nil); c != 200 || got["text"] != text {
+			t.Fatalf("read right after the write: %d %v", c, got)
+		}
+		if c, got := s.call(t, "PATCH", "/api/v1/datasets/"+id+"/data/"+fmt.Sprint(rec["id"]), tok, map[string]any{"text": text + "!"}); c != 200 {
+			t.Fatalf("patch: %d %v", c, got)
+		}
+		if c, got := s.call(t, "GET", "/api/v1/datasets/"+id+"/data?limit=1&sort=-id", tok, nil); c != 200 || fmt.Sprint(got["data"]) == "[]" ||
+			got["data"].([]any)[0].(map[string]any)["text"] != text+"!" {
+			t.Fatalf("list right after the update: %d %v", c, got)
+		}
+	}
+
+	// The standby stops: reads go to the primary, and every one is answered.
+	p.standby.Stop()
+	for i := range reads {
+		if c, r := s.call(t, "GET", "/api/v1/datasets/"+id+"/data?limit=10", tok, nil); c != 200 {
+			t.Fatalf("list %d with the standby down: %d %v", i, c, r)
+		}
+		if c, r := s.call(t, "POST", "/api/v1/projects/"+prj+"/queries/execute", tok, map[string]any{"type": "sql", "query": `SELECT count(*) AS n FROM notes`}); c != 200 {
+			t.Fatalf("project query %d with the standby down: %d %v", i, c, r)
+		}
+	}
 }
