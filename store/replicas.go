@@ -43,6 +43,7 @@ type replicas struct {
 	maxLag time.Duration
 	log    *slog.Logger
 	next   atomic.Uint32 // round robin
+	heads  []headAt      // the primary's positions at the last checks, oldest first (check's only)
 	mu     sync.Mutex
 	wrote  map[string]written // caller → their latest write
 }
@@ -98,31 +99,39 @@ func (s *Store) AddStandbys(ctx context.Context, urls []string, maxLag time.Dura
 	return nil
 }
 
-// check reads the primary's WAL position, then each standby's replay position and lag: a
-// standby that has replayed the primary's position lags 0, otherwise by the age of the last
-// transaction it replayed.
+// check reads the primary's WAL position, then each standby's replay position. A standby's
+// lag is how long ago the primary was at a position the standby has replayed: measured
+// against the positions of the last checks, so it is right to within one check's interval
+// whether the primary is idle or busy.
 func (r *replicas) check(ctx context.Context, primary *sqlx.DB) {
 	var head string
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	err := primary.GetContext(pctx, &head, `SELECT pg_current_wal_lsn()::text`)
 	cancel()
+	now := time.Now()
+	if err == nil {
+		r.heads = append(r.heads, headAt{parseLSN(head), now})
+		if len(r.heads) > maxHeads {
+			r.heads = r.heads[1:]
+		}
+	}
 	for _, sb := range r.list {
 		var recovering bool
 		var replay string
-		var age float64
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		serr := sb.db.QueryRowxContext(sctx, `SELECT pg_is_in_recovery(), coalesce(pg_last_wal_replay_lsn()::text, '0/0'),
-			coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0)`).Scan(&recovering, &replay, &age)
+		serr := sb.db.QueryRowxContext(sctx, `SELECT pg_is_in_recovery(), coalesce(pg_last_wal_replay_lsn()::text, '0/0')`).Scan(&recovering, &replay)
 		cancel()
 		sb.mu.Lock()
 		was := sb.up
 		sb.up = serr == nil && recovering && err == nil
 		if sb.up {
 			sb.replay = parseLSN(replay)
-			if sb.replay >= parseLSN(head) {
-				sb.lag = 0
-			} else {
-				sb.lag = time.Duration(age * float64(time.Second))
+			sb.lag = now.Sub(r.heads[0].at) + healthEvery // behind every position kept
+			for i := len(r.heads) - 1; i >= 0; i-- {
+				if sb.replay >= r.heads[i].lsn {
+					sb.lag = now.Sub(r.heads[i].at)
+					break
+				}
 			}
 		}
 		usable := sb.up && sb.lag <= r.maxLag
@@ -134,6 +143,15 @@ func (r *replicas) check(ctx context.Context, primary *sqlx.DB) {
 		}
 	}
 }
+
+// headAt is the primary's WAL position at a check.
+type headAt struct {
+	lsn uint64
+	at  time.Time
+}
+
+// maxHeads is how many checks' positions are kept: lags up to a minute are measured.
+const maxHeads = int(time.Minute / healthEvery)
 
 // parseLSN reads PostgreSQL's text form of a WAL position (16/B374D848).
 func parseLSN(s string) uint64 {

@@ -346,7 +346,8 @@ func startStandbyPair(t *testing.T, applyDelay time.Duration) *standbyPair {
 // 500 ms behind). Record lists and reads and project queries are served by the standby (its
 // own statistics count the scans of the dataset's table); a caller's read right after its
 // own write sees the write (the standby has not replayed it yet, so that read goes to the
-// primary); with the standby stopped, reads go to the primary and nothing fails.
+// primary); a standby whose replay is paused is left once it lags past DP_READ_MAX_LAG; with
+// the standby stopped, reads go to the primary and nothing fails.
 func TestReadsFromStandby(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -358,7 +359,7 @@ func TestReadsFromStandby(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer standby.Close()
-	s := serveOn(t, "s", p.primary.URL("dp"), "DATABASE_READ_URL="+p.standby.URL("dp"), "DP_READ_MAX_LAG=5s",
+	s := serveOn(t, "s", p.primary.URL("dp"), "DATABASE_READ_URL="+p.standby.URL("dp"), "DP_READ_MAX_LAG=2s",
 		"DP_RATE_LIMITS=records_write=10000-M,records_read=10000-M,queries=10000-M")
 	tok, org, prj := s.owner(t)
 	id, _ := s.upload(t, tok, prj, "notes", "text,n\nfirst,1\nsecond,2\n")
@@ -416,6 +417,37 @@ func TestReadsFromStandby(t *testing.T) {
 			t.Fatalf("list right after the update: %d %v", c, got)
 		}
 	}
+
+	// The standby falls behind (its replay paused) past DP_READ_MAX_LAG: reads go to the
+	// primary, and see a row the standby does not have.
+	time.Sleep(1500 * time.Millisecond) // the caller's writes replayed: read-your-writes is not what moves the reads
+	if _, err := standby.Exec(`SELECT pg_wal_replay_pause()`); err != nil {
+		t.Fatal(err)
+	}
+	primary, err := sql.Open("postgres", p.primary.URL("dp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primary.Close()
+	if _, err := primary.Exec(`INSERT INTO "` + org + `"."` + id + `" (text, n) VALUES ('behind the standby', 99)`); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	for {
+		c, got := s.call(t, "GET", "/api/v1/datasets/"+id+"/data?filter[n]=99", tok, nil)
+		if c != 200 {
+			t.Fatalf("list with the standby behind: %d %v", c, got)
+		}
+		if fmt.Sprint(got["data"]) != "[]" {
+			t.Logf("reads left the paused standby %s after it stopped replaying (DP_READ_MAX_LAG=2s)", time.Since(paused))
+			break
+		}
+		if time.Since(paused) > 30*time.Second {
+			t.Fatal("30 s after the standby stopped replaying, reads still miss a row it lacks")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	standby.Exec(`SELECT pg_wal_replay_resume()`)
 
 	// The standby stops: reads go to the primary, and every one is answered.
 	p.standby.Stop()
