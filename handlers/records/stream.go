@@ -108,7 +108,7 @@ func (h *Records) Stream(c echo.Context) error {
 		}
 	}
 	if last < 0 {
-		if last, err = changes.Latest(ctx, h.Store.DB); err != nil {
+		if last, err = changes.Latest(ctx, h.Store.DB, rc.d.ID); err != nil {
 			return err
 		}
 	}

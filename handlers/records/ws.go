@@ -130,7 +130,7 @@ func (h *Records) Socket(c echo.Context) error {
 				}
 				if m.LastEventID != nil {
 					last = *m.LastEventID
-				} else if last, err = changes.Latest(ctx, h.Store.DB); err != nil {
+				} else if last, err = changes.Latest(ctx, h.Store.DB, rc.d.ID); err != nil {
 					return nil
 				}
 				subscribed, filters = true, m.Filters
