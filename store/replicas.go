@@ -29,7 +29,6 @@ import (
 
 // standby is one hot standby and what its health check last saw.
 type standby struct {
-	url    string
 	db     *sqlx.DB
 	mu     sync.Mutex
 	up     bool
@@ -72,12 +71,12 @@ func WithReader(ctx context.Context, caller string) context.Context {
 func (s *Store) AddStandbys(ctx context.Context, urls []string, maxLag time.Duration, log *slog.Logger) error {
 	r := &replicas{maxLag: maxLag, log: log, wrote: map[string]written{}}
 	for _, u := range urls {
-		st, err := open(u)
+		st, err := open(u) // not connected yet: a standby down at start is skipped, not fatal
 		if err != nil {
 			return err
 		}
 		st.DB.SetMaxOpenConns(40)
-		r.list = append(r.list, &standby{url: u, db: st.DB})
+		r.list = append(r.list, &standby{db: st.DB})
 	}
 	s.replicas = r
 	r.check(ctx, s.DB)
