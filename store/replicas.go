@@ -75,7 +75,6 @@ func (s *Store) AddStandbys(ctx context.Context, urls []string, maxLag time.Dura
 		if err != nil {
 			return err
 		}
-		st.DB.SetMaxOpenConns(40)
 		r.list = append(r.list, &standby{db: st.DB})
 	}
 	s.replicas = r
