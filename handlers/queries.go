@@ -376,8 +376,12 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.Execut
 	planKey := prj.OrgID + "\x00" + prep.SQL
 	known, fresh := planFacts.Get(planKey)
 	maxBytes := h.Config.QueryResultBytes
-	res, err := usersql.RunQuery(ctx, h.Store.DB, prj.OrgID, prep.SQL, args, usersql.QueryOptions{Timeout: timeout, MaxRows: limit,
-		MaxBytes: maxBytes, MaxRowBytes: maxBytes, Plan: explain || !fresh, Slot: UserSlot(*qr.UserID)})
+	var res *usersql.QueryResult
+	err = h.Store.OnReader(ctx, func(db *sqlx.DB) (err error) {
+		res, err = usersql.RunQuery(ctx, db, prj.OrgID, prep.SQL, args, usersql.QueryOptions{Timeout: timeout, MaxRows: limit,
+			MaxBytes: maxBytes, MaxRowBytes: maxBytes, Plan: explain || !fresh, Slot: UserSlot(*qr.UserID)})
+		return err
+	})
 	if errors.Is(err, usersql.ErrNoSlot) {
 		return err
 	} else if err != nil {

@@ -45,8 +45,11 @@ func (h *Queries) StreamQuery(ctx context.Context, req api.StreamQueryRequestObj
 	s.pp, err = h.prepare(ctx, prj, typ, b.Query, b.Datasets, b.Parameters, false)
 	if err == nil {
 		if err = datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err == nil {
-			s.cur, err = usersql.OpenCursor(ctx, h.Store.DB, prj.OrgID, s.pp.SQL, s.pp.args,
-				usersql.QueryOptions{Timeout: s.timeout, MaxRows: s.limit, MaxRowBytes: h.Config.QueryResultBytes, Slot: UserSlot(*qr.UserID)})
+			err = h.Store.OnReader(ctx, func(db *sqlx.DB) (err error) {
+				s.cur, err = usersql.OpenCursor(ctx, db, prj.OrgID, s.pp.SQL, s.pp.args,
+					usersql.QueryOptions{Timeout: s.timeout, MaxRows: s.limit, MaxRowBytes: h.Config.QueryResultBytes, Slot: UserSlot(*qr.UserID)})
+				return err
+			})
 			if errors.Is(err, usersql.ErrNoSlot) {
 				return nil, TooManyQueries()
 			} else if err != nil {

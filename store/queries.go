@@ -217,6 +217,13 @@ func FinishQueryExport(ctx context.Context, q sqlx.ExtContext, x *QueryExport) e
 	return err
 }
 
+// FailQueryExport marks an export still processing failed with message.
+func FailQueryExport(ctx context.Context, q sqlx.ExecerContext, id, message string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.query_exports SET status = 'failed', error = $2, completed_at = $3
+		WHERE id = $1 AND status = 'processing'`, id, message, now)
+	return err
+}
+
 // ExpireQueryExports marks exports past their expiry expired and returns their files' keys.
 func ExpireQueryExports(ctx context.Context, q sqlx.QueryerContext, now time.Time) ([]string, error) {
 	var keys []*string

@@ -40,17 +40,42 @@ var migrations embed.FS
 type Store struct {
 	DB *sqlx.DB
 
-	stmts sync.Map // query text -> *sqlx.Stmt
-	look  lookups
+	// Pooled says DB goes through a transaction pooler (PgBouncer pool_mode=transaction),
+	// where consecutive statements outside a transaction may run on different server
+	// connections: no named prepared statements then. Set it before use.
+	Pooled bool
+
+	stmts    sync.Map // query text -> *sqlx.Stmt
+	look     lookups
+	replicas *replicas // hot standbys for reads (replicas.go); nil: none
 	// security and twoFactor keep OrgSecurity and UserTwoFactor answers (security.go).
 	security  genCache[OrgSecurity]
 	twoFactor genCache[bool]
 }
 
+// getter runs one query for one row.
+type getter interface {
+	GetContext(ctx context.Context, dest any, args ...any) error
+}
+
+// unprepared runs its query as it is, each time.
+type unprepared struct {
+	db    *sqlx.DB
+	query string
+}
+
+func (u unprepared) GetContext(ctx context.Context, dest any, args ...any) error {
+	return u.db.GetContext(ctx, dest, u.query, args...)
+}
+
 // prepared returns a prepared statement for a hot query: PostgreSQL then parses and plans it
 // once per connection instead of on every request. database/sql prepares it again on each new
-// connection by itself.
-func (s *Store) prepared(ctx context.Context, query string) (*sqlx.Stmt, error) {
+// connection by itself. Through a transaction pooler the query runs unprepared: a named
+// statement lives on one server connection, and the next use may get another.
+func (s *Store) prepared(ctx context.Context, query string) (getter, error) {
+	if s.Pooled {
+		return unprepared{s.DB, query}, nil
+	}
 	if st, ok := s.stmts.Load(query); ok {
 		return st.(*sqlx.Stmt), nil
 	}
@@ -71,6 +96,21 @@ func (s *Store) prepared(ctx context.Context, query string) (*sqlx.Stmt, error) 
 // (parse, then bind). Its price: []byte parameters travel in binary format, which is right for
 // bytea and wrong for json/jsonb, so JSON values are always passed as strings.
 func Open(ctx context.Context, url string) (*Store, error) {
+	s, err := open(url)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.DB.PingContext(pctx); err != nil {
+		s.DB.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return s, nil
+}
+
+// open makes the pool without connecting.
+func open(url string) (*Store, error) {
 	if u, err := neturl.Parse(url); err == nil && u.Query().Get("binary_parameters") == "" {
 		q := u.Query()
 		q.Set("binary_parameters", "yes")
@@ -84,12 +124,6 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	db.SetMaxOpenConns(40)
 	db.SetMaxIdleConns(40)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(pctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
-	}
 	return &Store{DB: db}, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,10 +15,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 )
 
 // pgProxy stands between the server and PostgreSQL, so a test can take the database away
@@ -295,5 +300,245 @@ func TestKillMidSchemaChange(t *testing.T) {
 	if c, r := b.call(t, "PUT", "/api/v1/datasets/"+id+"/schema", tok, change); c != 200 || columnType() != "text" {
 		log, _ := os.ReadFile(b.log)
 		t.Fatalf("the change made again: %d %v (column %s)\n%s", c, r, columnType(), log)
+	}
+}
+
+// TestKillMidQueryExport: SIGKILL of the server while a query export job writes its file.
+// Nothing is served as the export meanwhile, and the next server runs the job again to a
+// complete file (job succeeded on its second attempt, export completed, every row); the
+// killed attempt's partial file is swept once unwritten long enough. An export whose every
+// attempt is killed fails, job and export alike, instead of running forever.
+func TestKillMidQueryExport(t *testing.T) {
+	t.Parallel()
+	dbURL, db := processDB(t)
+	dir := t.TempDir()
+	env := []string{"DP_DATA_DIR=" + dir, "DP_JOB_LEASE=2s"}
+	a := serveOn(t, "a", dbURL, env...)
+	tok, org, prj := a.owner(t)
+	const rows = 3000000
+	c, q := a.call(t, "POST", "/api/v1/projects/"+prj+"/queries/execute", tok, map[string]any{"type": "sql",
+		"query": fmt.Sprintf(`SELECT g FROM generate_series(1, %d) g`, rows)})
+	if c != 200 {
+		t.Fatalf("execute: %d %v", c, q)
+	}
+	base := "/api/v1/projects/" + prj + "/queries/" + q["query_id"].(string)
+	orgDir := filepath.Join(dir, "exports", org)
+	// export starts an export on p and kills p once its job is writing the file; it returns
+	// the export's id and job id and the partial file left behind.
+	var partials []string // a killed attempt's file is no sign of the next attempt
+	export := func(p *process) (id, job, partial string) {
+		t.Helper()
+		c, x := p.call(t, "POST", base+"/export", tok, map[string]any{"format": "csv"})
+		if c != 202 {
+			t.Fatalf("export: %d %v", c, x)
+		}
+		id, job = x["export_id"].(string), x["job_id"].(string)
+		partial = killWhileWriting(t, p, orgDir, partials)
+		partials = append(partials, partial)
+		return id, job, partial
+	}
+	state := func(id, job string) (string, string) {
+		var ex, jb string
+		db.QueryRow(`SELECT x.status, j.status FROM platform.query_exports x JOIN platform.jobs j ON j.id = x.job_id WHERE x.id = $1`, id).Scan(&ex, &jb)
+		if x := filepath.Join(orgDir, id+".csv"); ex != "completed" {
+			if _, err := os.Stat(x); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("export %s is %s but its file exists", id, ex)
+			}
+		}
+		return ex, jb
+	}
+
+	first, job, partial := export(a)
+	if ex, jb := state(first, job); ex != "processing" || jb != "running" {
+		t.Fatalf("killed mid-export: export %s, job %s", ex, jb)
+	}
+	// Unwritten for an hour (moved back here): the next server's housekeeping, at its start,
+	// removes it. A recent one is kept: it could be another replica's export in progress.
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(partial, old, old)
+	b := serveOn(t, "b", dbURL, env...)
+	x := waitExport(t, b, tok, base, first)
+	if x["status"] != "completed" || x["row_count"] != float64(rows) {
+		t.Fatalf("the export resumed on the next server: %v", x)
+	}
+	if _, j := b.call(t, "GET", "/api/v1/jobs/"+job, tok, nil); j["status"] != "succeeded" || j["attempts"] != float64(2) {
+		t.Fatalf("the export's job: %v", j)
+	}
+	link := x["download_url"].(string)
+	r, err := http.Get("http://" + b.addr + link[strings.Index(link, "/api/v1/"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	if r.StatusCode != 200 || n != int64(x["size_bytes"].(float64)) {
+		t.Fatalf("download: %d, %d bytes of %v", r.StatusCode, n, x["size_bytes"])
+	}
+	if _, err := os.Stat(partial); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the killed attempt's partial file was not swept: %v", err)
+	}
+
+	// Killed on each of its two attempts: failed, job and export alike, with nothing to download.
+	second, job, _ := export(b)
+	c2 := serveOn(t, "c", dbURL, env...)
+	killWhileWriting(t, c2, orgDir, partials)
+	d := serveOn(t, "d", dbURL, env...)
+	x = waitExport(t, d, tok, base, second)
+	_, j := d.call(t, "GET", "/api/v1/jobs/"+job, tok, nil)
+	if x["status"] != "failed" || j["status"] != "failed" || !strings.Contains(fmt.Sprint(x["error"]), "interrupted") {
+		t.Fatalf("an export killed on every attempt: export %v, job %v", x, j)
+	}
+	if ex, jb := state(second, job); ex != "failed" || jb != "failed" {
+		t.Fatalf("in the database: export %s, job %s", ex, jb)
+	}
+}
+
+// killWhileWriting kills p once a query export's partial file in dir, not one of old, has
+// data, and returns it.
+func killWhileWriting(t *testing.T, p *process, dir string, old []string) string {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+			for _, e := range ents {
+				if info, _ := e.Info(); strings.HasPrefix(e.Name(), ".export-") && !slices.Contains(old, filepath.Join(dir, e.Name())) && info != nil && info.Size() > 0 {
+					p.cmd.Process.Kill()
+					p.cmd.Wait()
+					return filepath.Join(dir, e.Name())
+				}
+			}
+		}
+		if time.Since(start) > 60*time.Second {
+			log, _ := os.ReadFile(p.log)
+			t.Fatalf("no export file was being written\n%s", log)
+		}
+	}
+}
+
+// waitExport polls an export through p until it is no longer processing.
+func waitExport(t *testing.T, p *process, tok, query, id string) map[string]any {
+	t.Helper()
+	for start := time.Now(); time.Since(start) < 120*time.Second; time.Sleep(100 * time.Millisecond) {
+		if _, x := p.call(t, "GET", query+"/exports/"+id, tok, nil); x["status"] != "processing" {
+			return x
+		}
+	}
+	t.Fatalf("export %s still processing after 120s", id)
+	return nil
+}
+
+// TestClientGoneMidStream: a client that goes away in the middle of a stream (its connection
+// closed, no goodbye) frees what the stream held at once. A change stream (SSE, WebSocket)
+// leaves the server's count of open streams; a streamed project query's statement stops on
+// its backend and its query slot (an advisory lock of that transaction) is released, long
+// before the statement's own timeout would have ended it.
+func TestClientGoneMidStream(t *testing.T) {
+	t.Parallel()
+	dbURL, db := processDB(t)
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	metricsAddr := l.Addr().String()
+	l.Close()
+	s := serveOn(t, "s", dbURL, "DP_METRICS_ADDR="+metricsAddr)
+	tok, _, prj := s.owner(t)
+	id, _ := s.upload(t, tok, prj, "notes", "text\nfirst\n")
+	s.waitActive(t, tok, prj, id)
+	streams := func() map[string]string {
+		r, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		out := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, `dataplatform_change_streams{transport="`); ok {
+				name, value, _ := strings.Cut(rest, `"} `)
+				out[name] = value
+			}
+		}
+		return out
+	}
+	// open sends a request on a connection of its own and reads until the body holds want.
+	open := func(method, path, body, want string) net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+			method, path, s.addr, tok, len(body), body)
+		c.SetReadDeadline(time.Now().Add(60 * time.Second))
+		var got []byte
+		buf := make([]byte, 4096)
+		for !bytes.Contains(got, []byte(want)) {
+			n, err := c.Read(buf)
+			if err != nil {
+				t.Fatalf("%s %s: %v after %q", method, path, err, got)
+			}
+			got = append(got, buf[:n]...)
+		}
+		return c
+	}
+
+	sse := open("GET", "/api/v1/datasets/"+id+"/data/stream", "", "retry: 2000")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/api/v1/datasets/"+id+"/data/ws",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsjson.Write(ctx, ws, map[string]any{"action": "subscribe"})
+	var m map[string]any
+	if err := wsjson.Read(ctx, ws, &m); err != nil || m["type"] != "subscribed" {
+		t.Fatalf("subscribe: %v %v", m, err)
+	}
+	if got := streams(); got["sse"] != "1" || got["websocket"] != "1" {
+		t.Fatalf("open change streams: %v", got)
+	}
+	sse.Close()
+	ws.CloseNow() // the connection closed without a closing handshake
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if got := streams(); got["sse"] == "0" && got["websocket"] == "0" {
+			t.Logf("both change streams ended %s after their clients left", time.Since(start))
+			break
+		} else if time.Since(start) > 30*time.Second {
+			t.Fatalf("30 s after their clients left: %v change streams open", got)
+		}
+	}
+
+	// A query that runs for ever (120 s, its longest timeout, per fetch) and holds a slot.
+	q := open("POST", "/api/v1/projects/"+prj+"/queries/stream",
+		`{"type":"sql","query":"SELECT count(*) FROM generate_series(1, 1000000000000) g","options":{"timeout_seconds":120}}`, `"executing"`)
+	// Its statement, told from any other by its database, text, pid and start: the FETCH of its
+	// cursor, in a transaction holding an advisory lock (the slot).
+	var pid int
+	var started time.Time
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		err := db.QueryRow(`SELECT a.pid, a.query_start FROM pg_stat_activity a WHERE a.datname = current_database() AND a.state = 'active'
+			AND a.query = 'FETCH FORWARD 1000 FROM dp_stream' AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted)`).Scan(&pid, &started)
+		if err == nil {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("the streamed query's statement never ran: %v", err)
+		}
+	}
+	q.Close()
+	left := time.Now()
+	still := func() (state string) {
+		db.QueryRow(`SELECT a.state || ' ' || coalesce(a.wait_event_type, '') || '/' || coalesce(a.wait_event, '') ||
+			CASE WHEN EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory') THEN ', holding its slot' ELSE '' END
+			FROM pg_stat_activity a WHERE a.pid = $1 AND (a.query_start = $2 AND a.state <> 'idle' OR EXISTS (
+			SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory'))`, pid, started).Scan(&state)
+		return state
+	}
+	for ; still() != ""; time.Sleep(20 * time.Millisecond) {
+		if time.Since(left) > 90*time.Second { // its statement timeout would end it at 120 s
+			t.Fatalf("the streamed query's backend 90 s after its client left: %s", still())
+		}
+	}
+	t.Logf("the streamed query's statement stopped and its slot was freed %s after its client left", time.Since(left))
+	if c, _ := s.call(t, "GET", "/api/v1/datasets/"+id+"/data", tok, nil); c != 200 {
+		t.Fatalf("serving on: %d", c)
 	}
 }

@@ -8,6 +8,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -119,6 +120,8 @@ func withDatabase(name string, args []string, fn func(ctx context.Context, cfg c
 	return fn(ctx, cfg, st, log)
 }
 
+// openDatabase starts the embedded cluster when there is no DATABASE_URL, opens the pool and
+// migrates; it returns the URL that reaches PostgreSQL directly (for LISTEN).
 func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.Store, string, func(), error) {
 	start := time.Now()
 	url, cleanup := cfg.DatabaseURL, func() {}
@@ -142,16 +145,42 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (*st
 		cleanup()
 		return nil, "", nil, err
 	}
-	if err := store.Migrate(ctx, st.DB.DB); err != nil {
+	// Through a transaction pooler: no session state on DATABASE_URL; LISTEN and the
+	// migrations' session lock need a connection of their own, DATABASE_DIRECT_URL.
+	direct := url
+	if cfg.DatabaseDirectURL != "" {
+		st.Pooled, direct = true, cfg.DatabaseDirectURL
+	}
+	if err := migrate(ctx, st, direct, url); err != nil {
 		st.Close()
 		cleanup()
 		return nil, "", nil, fmt.Errorf("migrate: %w", err)
+	}
+	if len(cfg.DatabaseReadURLs) > 0 {
+		if err := st.AddStandbys(ctx, cfg.DatabaseReadURLs, cfg.ReadMaxLag, log); err != nil {
+			st.Close()
+			cleanup()
+			return nil, "", nil, fmt.Errorf("DATABASE_READ_URL: %w", err)
+		}
 	}
 	if gaps, err := store.SandboxGaps(ctx, st.DB); err != nil || len(gaps) > 0 {
 		log.Warn("the database user may not revoke these from PUBLIC (it is not superuser): user SQL relies on the query guard for them",
 			"still_granted", gaps, "error", err)
 	}
-	return st, url, func() { st.Close(); cleanup() }, nil
+	return st, direct, func() { st.Close(); cleanup() }, nil
+}
+
+// migrate applies the migrations over direct, the pool's own URL or another.
+func migrate(ctx context.Context, st *store.Store, direct, url string) error {
+	if direct == url {
+		return store.Migrate(ctx, st.DB.DB)
+	}
+	db, err := store.Open(ctx, direct)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return store.Migrate(ctx, db.DB.DB)
 }
 
 func serve(args []string) error {
@@ -258,7 +287,7 @@ func backupCmd(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	url := cfg.DatabaseURL
+	url := cmp.Or(cfg.DatabaseDirectURL, cfg.DatabaseURL) // pg_dump holds one snapshot: not through a transaction pooler
 	if url == "" {
 		dir, pw := embeddedDir(cfg)
 		var ok bool
@@ -321,7 +350,7 @@ func restoreCmd(args []string) error {
 	defer f.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	url := cfg.DatabaseURL
+	url := cmp.Or(cfg.DatabaseDirectURL, cfg.DatabaseURL)
 	if url == "" {
 		dir, pw := embeddedDir(cfg)
 		if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {

@@ -14,6 +14,7 @@ import (
 	"dataplatform/store/ingest"
 	recsql "dataplatform/store/records"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/labstack/echo/v4"
 )
 
@@ -71,7 +72,11 @@ func (h *Records) Export(c echo.Context) error {
 	}
 	eq := &recsql.ExportQuery{Format: format, Fields: fields, Filters: filters, Delimiter: delim,
 		Header: q.Get("header") != "false", Gzip: q.Get("compress") == "true", Escape: escape}
-	x, err := t.OpenExport(c.Request().Context(), h.Store.DB, eq)
+	var x *recsql.Export
+	err = h.Store.OnReader(c.Request().Context(), func(db *sqlx.DB) (err error) {
+		x, err = t.OpenExport(c.Request().Context(), db, eq)
+		return err
+	})
 	if err != nil {
 		return fieldErr(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	recsql "dataplatform/store/records"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/labstack/echo/v4"
 )
 
@@ -47,8 +48,12 @@ func (h *Records) List(c echo.Context) error {
 			}
 		}
 	}
-	page0, err := t.List(c.Request().Context(), h.Store.DB, recsql.ListQuery{Page: page, Limit: limit, Sort: q.Get("sort"),
-		Fields: read, Search: q.Get("search"), Filters: filters, Cursor: q.Get("cursor"), Count: q.Get("count"), Links: rc.desc.LinksSQL})
+	var page0 *recsql.Page
+	err = h.Store.OnReader(c.Request().Context(), func(db *sqlx.DB) (err error) {
+		page0, err = t.List(c.Request().Context(), db, recsql.ListQuery{Page: page, Limit: limit, Sort: q.Get("sort"),
+			Fields: read, Search: q.Get("search"), Filters: filters, Cursor: q.Get("cursor"), Count: q.Get("count"), Links: rc.desc.LinksSQL})
+		return err
+	})
 	if err != nil {
 		return fieldErr(err)
 	}
@@ -186,8 +191,12 @@ func (h *Records) Aggregate(c echo.Context) error {
 	if v := q.Get("limit"); v != "" {
 		limit, _ = strconv.Atoi(v)
 	}
-	a, err := t.Aggregate(c.Request().Context(), h.Store.DB, recsql.AggregateQuery{GroupBy: q.Get("group_by"), Agg: q.Get("agg"),
-		Having: q.Get("having"), Sort: q.Get("sort"), Limit: limit, Filters: filters})
+	var a *recsql.Aggregation
+	err = h.Store.OnReader(c.Request().Context(), func(db *sqlx.DB) (err error) {
+		a, err = t.Aggregate(c.Request().Context(), db, recsql.AggregateQuery{GroupBy: q.Get("group_by"), Agg: q.Get("agg"),
+			Having: q.Get("having"), Sort: q.Get("sort"), Limit: limit, Filters: filters})
+		return err
+	})
 	if err != nil {
 		return fieldErr(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"dataplatform/store/datasets"
 	"dataplatform/store/usersql"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/labstack/echo/v4"
 	"github.com/lib/pq"
 )
@@ -107,8 +108,12 @@ func (h *Records) Query(c echo.Context) error {
 		return err
 	}
 	maxBytes := h.Config.QueryResultBytes
-	res, err := usersql.RunQuery(ctx, h.Store.DB, rc.d.OrgID, bound, args, usersql.QueryOptions{Timeout: timeout, MaxRows: maxQueryRows,
-		MaxBytes: maxBytes, MaxRowBytes: maxBytes, Slot: handlers.UserSlot(auth.FromContext(ctx).UserID)})
+	var res *usersql.QueryResult
+	err = h.Store.OnReader(ctx, func(db *sqlx.DB) (err error) {
+		res, err = usersql.RunQuery(ctx, db, rc.d.OrgID, bound, args, usersql.QueryOptions{Timeout: timeout, MaxRows: maxQueryRows,
+			MaxBytes: maxBytes, MaxRowBytes: maxBytes, Slot: handlers.UserSlot(auth.FromContext(ctx).UserID)})
+		return err
+	})
 	if errors.Is(err, usersql.ErrNoSlot) {
 		return handlers.TooManyQueries()
 	} else if err != nil {

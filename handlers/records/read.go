@@ -15,6 +15,7 @@ import (
 	"dataplatform/store"
 	recsql "dataplatform/store/records"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/labstack/echo/v4"
 )
 
@@ -28,7 +29,11 @@ func (h *Records) Get(c echo.Context) error {
 	if err != nil {
 		return fieldErr(err)
 	}
-	rec, err := t.Get(c.Request().Context(), h.Store.DB, id, t.Fields(), false)
+	var rec json.RawMessage
+	err = h.Store.OnReader(c.Request().Context(), func(db *sqlx.DB) (err error) {
+		rec, err = t.Get(c.Request().Context(), db, id, t.Fields(), false)
+		return err
+	})
 	if errors.Is(err, recsql.ErrNotFound) {
 		return recordNotFound(c.Param("id"))
 	} else if err != nil {

@@ -13,7 +13,15 @@ import (
 	"dataplatform/store/changes"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
+
+// openStreams counts the change streams open on this server: one that its client left ends
+// at once, which this shows.
+var openStreams = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "dataplatform_change_streams", Help: "Change streams open on this server, by transport (sse, websocket).",
+}, []string{"transport"})
 
 // ChangeRetention is how long the change log keeps a change: a stream resumed with an older
 // Last-Event-ID starts at the oldest change kept.
@@ -100,13 +108,15 @@ func (h *Records) Stream(c echo.Context) error {
 		}
 	}
 	if last < 0 {
-		if last, err = changes.Latest(ctx, h.Store.DB); err != nil {
+		if last, err = changes.Latest(ctx, h.Store.DB, rc.d.ID); err != nil {
 			return err
 		}
 	}
 	access := h.streamAccess(ctx, rc)
 	wake, unsubscribe := h.Changes.Subscribe(rc.d.ID)
 	defer unsubscribe()
+	openStreams.WithLabelValues("sse").Inc()
+	defer openStreams.WithLabelValues("sse").Dec()
 	res := c.Response()
 	_ = http.NewResponseController(res.Writer).SetWriteDeadline(time.Time{}) // a stream has no end
 	res.Header().Set("Content-Type", "text/event-stream")

@@ -39,6 +39,8 @@ func (h *Records) Socket(c echo.Context) error {
 		return nil // Accept has answered the client
 	}
 	defer conn.CloseNow()
+	openStreams.WithLabelValues("websocket").Inc()
+	defer openStreams.WithLabelValues("websocket").Dec()
 	ctx, cancel := context.WithCancel(c.Request().Context())
 	defer cancel()
 	cmds := make(chan wsMessage)
@@ -128,7 +130,7 @@ func (h *Records) Socket(c echo.Context) error {
 				}
 				if m.LastEventID != nil {
 					last = *m.LastEventID
-				} else if last, err = changes.Latest(ctx, h.Store.DB); err != nil {
+				} else if last, err = changes.Latest(ctx, h.Store.DB, rc.d.ID); err != nil {
 					return nil
 				}
 				subscribed, filters = true, m.Filters

@@ -16,6 +16,7 @@ import (
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/records"
 	"dataplatform/handlers/reqmeta"
+	"dataplatform/store"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
@@ -220,9 +221,36 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		c.SetRequest(c.Request().WithContext(auth.WithPrincipal(c.Request().Context(), p)))
+		// Reads from standbys wait for the caller's own writes of data: such a write's WAL
+		// position is kept before its answer is sent (store.Wrote), so no later read of the
+		// caller misses it.
+		ctx := store.WithReader(auth.WithPrincipal(c.Request().Context(), p), p.UserID)
+		c.SetRequest(c.Request().WithContext(ctx))
+		if writesData(c.Request()) {
+			c.Response().Before(func() {
+				if c.Response().Status < 400 {
+					s.H.Store.Wrote(ctx)
+				}
+			})
+		}
 		return next(c)
 	}
+}
+
+// writesData reports a request that may change what standbys serve: datasets' rows and
+// tables (record writes, bulk, schema changes, dataset creation and deletion). Other writes
+// (the control plane, query history) are read back from the primary anyway, and POSTs that
+// only read (record SQL, aggregates) change nothing.
+func writesData(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	p := r.URL.Path
+	if strings.HasSuffix(p, "/data/query") || strings.HasSuffix(p, "/data/aggregate") || strings.HasSuffix(p, "/data/export") {
+		return false
+	}
+	return strings.HasPrefix(p, "/api/v1/datasets/") || strings.HasPrefix(p, "/api/v1/projects/") && strings.Contains(p, "/datasets")
 }
 
 func hasCredentials(r *http.Request) bool {

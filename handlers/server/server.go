@@ -43,8 +43,9 @@ import (
 type Deps struct {
 	Config config.Config
 	Store  *store.Store
-	// DatabaseURL is the store's URL, for the job runner's LISTEN connection (empty: the
-	// runner only polls).
+	// DatabaseURL reaches PostgreSQL directly (not through a transaction pooler), for the
+	// LISTEN connections of jobs, webhooks, change streams and the lookup cache (empty: they
+	// poll, and the lookups are not cached).
 	DatabaseURL string
 	Logger      *slog.Logger
 	Clock       func() time.Time // nil: time.Now
@@ -64,6 +65,7 @@ type Server struct {
 	// recordSlots admits record API requests to the database a few at a time, in arrival
 	// order (a channel's waiters are served first come, first served).
 	recordSlots chan struct{}
+	exporter    *queries.Exporter
 	Keys        *auth.KeyStore
 	H           *handlers.Handlers
 	// Jobs runs background work (dataset ingestion); the caller starts and stops it.
@@ -150,7 +152,8 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 	(&datasets.Ingester{Store: d.Store, Clock: d.Clock, Log: d.Logger, UploadPath: h.UploadPath}).Register(s.Jobs)
 	(&datasets.Analyzer{Store: d.Store, Clock: d.Clock, Secrets: box, Networks: d.Config.ConnectionNetworks}).Register(s.Jobs)
 	(&datasets.Indexer{Store: d.Store}).Register(s.Jobs)
-	(&queries.Exporter{Store: d.Store, Clock: d.Clock, Dir: h.ExportDir(), MaxRowBytes: d.Config.QueryResultBytes}).Register(s.Jobs)
+	s.exporter = &queries.Exporter{Store: d.Store, Clock: d.Clock, Dir: h.ExportDir(), MaxRowBytes: d.Config.QueryResultBytes}
+	s.exporter.Register(s.Jobs)
 	s.Webhooks = webhooks.New(d.Store, d.DatabaseURL, box, d.Clock, d.Logger, webhooks.Options{Lease: d.Config.JobLease,
 		Timeout: d.Config.WebhookTimeout, Networks: d.Config.WebhookNetworks, DisableAfter: d.Config.WebhookDisableAfter,
 		DisableFailures: d.Config.WebhookDisableFailures})
@@ -386,6 +389,11 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 			for _, k := range keys {
 				os.Remove(filepath.Join(s.H.ExportDir(), filepath.FromSlash(k)))
 			}
+		}
+		if n, err := s.exporter.SweepPartial(time.Now().Add(-queries.PartialAge)); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping partial export files", "error", err)
+		} else if n > 0 {
+			s.log.Info("removed the partial files of interrupted exports", "count", n)
 		}
 		if n, err := datasets.PurgeDeleted(ctx, s.H.Store.DB, s.H.Clock()); err != nil && ctx.Err() == nil {
 			s.log.Warn("purging soft-deleted records past their retention", "error", err)

@@ -25,18 +25,20 @@ type Change struct {
 	ChangedAt time.Time        `db:"changed_at"`
 }
 
-// Since reads up to limit changes of a dataset after id afterID, oldest first.
+// Since reads up to limit changes of a dataset after event afterID, oldest first. An event's
+// id is its change's seq, given at commit in commit order per dataset (migration 00033): a
+// change numbered below one already read has committed before it, so none is passed over.
 func Since(ctx context.Context, q sqlx.QueryerContext, datasetID string, afterID int64, limit int) ([]Change, error) {
 	var out []Change
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, record_id, op, record, changes, changed_at FROM platform.record_changes
-		WHERE dataset_id = $1 AND id > $2 ORDER BY id LIMIT $3`, datasetID, afterID, limit)
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT seq AS id, record_id, op, record, changes, changed_at FROM platform.record_changes
+		WHERE dataset_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, datasetID, afterID, limit)
 	return out, err
 }
 
-// Latest is the id of the newest change of any dataset (a new subscriber starts after it).
-func Latest(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
+// Latest is the id of a dataset's newest change (a new subscriber starts after it).
+func Latest(ctx context.Context, q sqlx.QueryerContext, datasetID string) (int64, error) {
 	var id int64
-	err := sqlx.GetContext(ctx, q, &id, `SELECT coalesce(max(id), 0) FROM platform.record_changes`)
+	err := sqlx.GetContext(ctx, q, &id, `SELECT coalesce(max(seq), 0) FROM platform.record_changes WHERE dataset_id = $1`, datasetID)
 	return id, err
 }
 

@@ -310,10 +310,18 @@ func (r *Runner) claim(ctx context.Context) (*Job, error) {
 	return &j, err
 }
 
+// ErrInterrupted is the error of a job whose every attempt ended with its server's death: it
+// is failed rather than run again, so a job that kills its server cannot do so forever.
+var ErrInterrupted = errors.New("interrupted: the server running it stopped during each of its attempts")
+
 func (r *Runner) run(ctx context.Context, j *Job) {
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p := &Progress{r: r, id: j.ID}
+	if j.Attempts > j.MaxAttempts { // claimed again after its last attempt's lease ran out
+		r.finish(ctx, j, p, Permanent(ErrInterrupted))
+		return
+	}
 	beat := make(chan struct{})
 	go func() { // renew the lease while the handler works
 		t := time.NewTicker(r.opt.Lease / 3)

@@ -215,3 +215,33 @@ func TestStopReturnsRunningJob(t *testing.T) {
 		t.Fatalf("after stop: %+v", j)
 	}
 }
+
+// A job whose server died during its last attempt is failed (ErrInterrupted) when its lease
+// runs out, with the finish hooks called, instead of being run again and again.
+func TestInterruptedLastAttemptFails(t *testing.T) {
+	st, _, c := setup(t)
+	id := enqueue(t, st, c, "work", 2)
+	if _, err := st.DB.Exec(`UPDATE platform.jobs SET status = 'running', lease_owner = 'wrk_dead', lease_until = $2, attempts = 2 WHERE id = $1`,
+		id, c.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int32
+	hooked := make(chan error, 1)
+	r := NewRunner(st, "", c.Now, quiet, Options{Workers: 1, Poll: 5 * time.Millisecond})
+	r.Register("work", func(ctx context.Context, j *Job, p *Progress) error { ran.Add(1); return nil })
+	r.OnFinish(func(ctx context.Context, j *Job, err error) { hooked <- err })
+	r.Start(context.Background())
+	defer r.Stop()
+	j := wait(t, st, id, "failed")
+	if ran.Load() != 0 || j.LastError == nil || *j.LastError != ErrInterrupted.Error() || j.Attempts != 3 {
+		t.Fatalf("after its last attempt was interrupted: ran %d times, %+v", ran.Load(), j)
+	}
+	select {
+	case err := <-hooked:
+		if !errors.Is(err, ErrInterrupted) {
+			t.Fatalf("hook: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the finish hooks were not called")
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"dataplatform/store"
@@ -47,8 +49,50 @@ type Exporter struct {
 	MaxRowBytes int64
 }
 
-// Register installs the export handler on r.
-func (x *Exporter) Register(r *jobs.Runner) { r.Register(KindExport, x.handle) }
+// Register installs the export handler on r, and the hook that fails an export whose job
+// failed without its handler saying so (every attempt interrupted by its server's death).
+func (x *Exporter) Register(r *jobs.Runner) {
+	r.Register(KindExport, x.handle)
+	r.OnFinish(func(ctx context.Context, j *jobs.Job, err error) {
+		if j.Kind != KindExport || err == nil {
+			return
+		}
+		var pl struct {
+			ExportID string `json:"export_id"`
+		}
+		if j.Decode(&pl) == nil {
+			_ = store.FailQueryExport(ctx, x.Store.DB, pl.ExportID, jobs.Describe(err), x.Clock())
+		}
+	})
+}
+
+// partialPrefix begins the name of a file being written; it becomes the export's file by a
+// rename once complete, so a download never sees part of one.
+const partialPrefix = ".export-"
+
+// PartialAge is how long a partial file must have gone unwritten before it is taken for the
+// remains of a server killed mid-export: a running export writes at least every fetch
+// (fetchTimeout), and its job's retry writes a new file of its own.
+const PartialAge = time.Hour
+
+// SweepPartial removes the partial files nothing has written to since before (file times
+// are the machine's) and returns how many.
+func (x *Exporter) SweepPartial(before time.Time) (int, error) {
+	n := 0
+	err := filepath.WalkDir(x.Dir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || !d.Type().IsRegular() || !strings.HasPrefix(d.Name(), partialPrefix) {
+			return err
+		}
+		if info, err := d.Info(); err == nil && info.ModTime().Before(before) && os.Remove(p) == nil {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
 
 // Path is the file of a storage key.
 func (x *Exporter) Path(key string) string { return filepath.Join(x.Dir, filepath.FromSlash(key)) }
@@ -91,6 +135,15 @@ func (x *Exporter) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) er
 
 func ptr[T any](v T) *T { return &v }
 
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
 func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Progress) error {
 	var viewer string // the export's requester, who could see the query then
 	if ex.UserID != nil {
@@ -125,7 +178,7 @@ func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Pro
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".export-*")
+	f, err := os.CreateTemp(filepath.Dir(path), partialPrefix+"*")
 	if err != nil {
 		return err
 	}
@@ -160,6 +213,9 @@ func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Pro
 		return err
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil { // the rename survives a crash before the export is marked completed
 		return err
 	}
 	size, rows := st.Size(), int64(n)

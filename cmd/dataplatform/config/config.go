@@ -80,6 +80,16 @@ type Config struct {
 	// DashboardVersionsKept: the unpinned versions a dashboard keeps (older ones are removed;
 	// pinned ones never); DP_DASHBOARD_VERSIONS_KEPT, default 50.
 	DashboardVersionsKept int
+	// DatabaseDirectURL (DATABASE_DIRECT_URL) reaches PostgreSQL itself when DATABASE_URL goes
+	// through a transaction pooler (PgBouncer pool_mode=transaction): LISTEN, migrations and
+	// backups use it, and DATABASE_URL is used without session state. Empty: DATABASE_URL is
+	// direct.
+	DatabaseDirectURL string
+	// DatabaseReadURLs (DATABASE_READ_URL, comma separated) are hot standbys that serve reads
+	// which need not see their caller's latest write; ReadMaxLag (DP_READ_MAX_LAG, default
+	// 10s) is the replay lag past which a standby is not used.
+	DatabaseReadURLs []string
+	ReadMaxLag       time.Duration
 }
 
 // DefaultAdminEmail is the first owner's address without DP_ADMIN_EMAIL: a reserved domain
@@ -106,6 +116,7 @@ func Defaults() Config {
 		QueryResultBytes:  10 << 20,
 		ShutdownTimeout:   20 * time.Second,
 		JobLease:          30 * time.Second,
+		ReadMaxLag:        10 * time.Second,
 		WebhookTimeout:    10 * time.Second,
 		// Svix disables after five days of failures.
 		WebhookDisableAfter:    5 * 24 * time.Hour,
@@ -125,6 +136,10 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	var cors, maxUpload, maxBody, resultBytes, accessTTL, refreshTTL, bcryptCost, logReq, shutdown, lease string
 	env("DP_ADDR", &c.Addr)
 	env("DATABASE_URL", &c.DatabaseURL)
+	env("DATABASE_DIRECT_URL", &c.DatabaseDirectURL)
+	var readURLs, readLag string
+	env("DATABASE_READ_URL", &readURLs)
+	env("DP_READ_MAX_LAG", &readLag)
 	env("DP_DATA_DIR", &c.DataDir)
 	env("DP_BASE_URL", &c.BaseURL)
 	env("DP_STAGING_URL", &c.StagingURL)
@@ -211,6 +226,14 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 			c.CORSOrigins = append(c.CORSOrigins, o)
 		}
 	}
+	for _, u := range strings.Split(readURLs, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			c.DatabaseReadURLs = append(c.DatabaseReadURLs, u)
+		}
+	}
+	if (c.DatabaseDirectURL != "" || len(c.DatabaseReadURLs) > 0) && c.DatabaseURL == "" {
+		return c, fmt.Errorf("DATABASE_DIRECT_URL and DATABASE_READ_URL go with DATABASE_URL (the embedded cluster has neither pooler nor standbys)")
+	}
 	for _, n := range []struct {
 		name, v string
 		dst     *int64
@@ -230,7 +253,8 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	}{{"DP_ACCESS_TOKEN_TTL", accessTTL, &c.AccessTokenTTL}, {"DP_REFRESH_TOKEN_TTL", refreshTTL, &c.RefreshTokenTTL},
 		{"DP_SESSION_MAX_AGE", sessionAge, &c.SessionMaxAge}, {"DP_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout}, {"DP_JOB_LEASE", lease, &c.JobLease},
 		{"DP_UPLOAD_RATE_WINDOW", rateWindow, &c.UploadRateWindow}, {"DP_STREAM_HEARTBEAT", heartbeat, &c.StreamHeartbeat},
-		{"DP_WEBHOOK_TIMEOUT", hookTimeout, &c.WebhookTimeout}, {"DP_WEBHOOK_DISABLE_AFTER", hookDisableAfter, &c.WebhookDisableAfter}} {
+		{"DP_WEBHOOK_TIMEOUT", hookTimeout, &c.WebhookTimeout}, {"DP_WEBHOOK_DISABLE_AFTER", hookDisableAfter, &c.WebhookDisableAfter},
+		{"DP_READ_MAX_LAG", readLag, &c.ReadMaxLag}} {
 		if d.v == "" {
 			continue
 		}

@@ -42,3 +42,21 @@ func TestLoadSizesAndDurations(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadDatabaseURLs: standbys are a comma-separated list, and neither a direct URL nor
+// standbys go without DATABASE_URL (the embedded cluster has no pooler and no standby).
+func TestLoadDatabaseURLs(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://pooler/db")
+	t.Setenv("DATABASE_DIRECT_URL", "postgres://primary/db")
+	t.Setenv("DATABASE_READ_URL", "postgres://s1/db, postgres://s2/db,")
+	t.Setenv("DP_READ_MAX_LAG", "3s")
+	c, err := Load(nil, nil)
+	if err != nil || c.DatabaseDirectURL != "postgres://primary/db" || len(c.DatabaseReadURLs) != 2 || c.DatabaseReadURLs[1] != "postgres://s2/db" ||
+		c.ReadMaxLag.Seconds() != 3 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	t.Setenv("DATABASE_URL", "")
+	if _, err := Load(nil, nil); err == nil {
+		t.Fatal("standbys without DATABASE_URL accepted")
+	}
+}
