@@ -472,6 +472,12 @@ func (h *Dashboards) runTile(ctx context.Context, prj *store.Project, t *dashboa
 	if err != nil {
 		return nil, err
 	}
-	return usersql.RunQuery(ctx, h.Store.DB, prj.OrgID, pp.SQL, pp.args, usersql.QueryOptions{Timeout: projectQueryTimeout, MaxRows: maxRows,
-		MaxBytes: h.Config.QueryResultBytes, MaxRowBytes: h.Config.QueryResultBytes, Slot: UserSlot(p.UserID)})
+	// Reads of the datasets: a standby (DATABASE_READ_URL) serves them when it can.
+	var res *usersql.QueryResult
+	err = h.Store.OnReader(ctx, func(db *sqlx.DB) (err error) {
+		res, err = usersql.RunQuery(ctx, db, prj.OrgID, pp.SQL, pp.args, usersql.QueryOptions{Timeout: projectQueryTimeout, MaxRows: maxRows,
+			MaxBytes: h.Config.QueryResultBytes, MaxRowBytes: h.Config.QueryResultBytes, Slot: UserSlot(p.UserID)})
+		return err
+	})
+	return res, err
 }
