@@ -2815,7 +2815,7 @@ type DashboardFilter struct {
 	// Column The column it filters (dataset.column), shown to people.
 	Column *string `json:"column,omitempty"`
 
-	// Default The value used when the viewer picks none.
+	// Default The value used when the viewer picks none (a string, number or boolean); left out: no value, the filter is off.
 	Default interface{} `json:"default,omitempty"`
 	Id      string      `json:"id"`
 	Label   string      `json:"label"`
