@@ -171,6 +171,7 @@ type API struct {
 	*Projects
 	*Datasets
 	*Queries
+	*Views
 	*Webhooks
 	*System
 }
@@ -179,5 +180,5 @@ var _ api.StrictServerInterface = (*API)(nil)
 
 // NewAPI is the API over h.
 func NewAPI(h *Handlers) *API {
-	return &API{Auth: &Auth{h}, Orgs: &Orgs{h}, Projects: &Projects{h}, Datasets: &Datasets{h}, Queries: &Queries{h}, Webhooks: &Webhooks{h}, System: &System{h}}
+	return &API{Auth: &Auth{h}, Orgs: &Orgs{h}, Projects: &Projects{h}, Datasets: &Datasets{h}, Queries: &Queries{h}, Views: &Views{h}, Webhooks: &Webhooks{h}, System: &System{h}}
 }

@@ -59,6 +59,7 @@ const (
 	CodeSessionExpired          Code = "SESSION_EXPIRED"
 	CodeTwoFactorCodeRequired   Code = "TWO_FACTOR_CODE_REQUIRED"
 	CodeInvalidTwoFactorCode    Code = "INVALID_TWO_FACTOR_CODE"
+	CodeViewBroken              Code = "VIEW_BROKEN"
 )
 
 // Catalog lists every error code the service answers with.
@@ -109,6 +110,7 @@ var Catalog = map[Code]Doc{
 	CodeTwoFactorCodeRequired:   {401, "Two-factor code required", "The password was right and the account signs in with a second factor: send the sign-in again with `two_factor_code`, the authenticator's current code or an unused recovery code."},
 	CodeInvalidTwoFactorCode:    {401, "Invalid two-factor code", "The two-factor code is wrong, expired (codes last 30 seconds, one step of grace either side) or already used; it counts as a failed sign-in."},
 	CodeSessionExpired:          {401, "Session expired", "The refresh token was not used for longer than the organization's `settings.security.session_timeout_minutes`; sign in again."},
+	CodeViewBroken:              {409, "View broken", "The saved view no longer runs: a change to a dataset (or view) it reads broke it. `details` has `view_id` and `error`, what changed; redefine the view (PATCH .../views/{view_id}) to fix it."},
 	CodeDescriptionUnavailable:  {409, "Table cannot be described", "The table (typically a connected database's) has something its OpenAPI description cannot express, so its description and record API are not served, nor its records embedded in another table's (`include`, `expand`); `details.table` and `details.reason` say what. Change the table (or leave it out of the connection)."},
 }
 
