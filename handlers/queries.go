@@ -567,7 +567,7 @@ func (h *Queries) ValidateQuery(ctx context.Context, req api.ValidateQueryReques
 	// A query that would fail is a verdict here, not an error of this request.
 	verdict := func(err error) (api.ValidateQueryResponseObject, error) {
 		var ae *apierr.Error
-		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		if !errors.As(err, &ae) || (ae.Status != http.StatusBadRequest && ae.Code != apierr.CodeViewBroken) {
 			return nil, err
 		}
 		if fields, ok := ae.Details.([]apierr.FieldError); ok && ae.Code == apierr.CodeValidationError {

@@ -4265,6 +4265,9 @@ type StorageFull = ErrorEnvelope
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = AuthError
 
+// ViewBroken defines model for ViewBroken.
+type ViewBroken = ErrorEnvelope
+
 // Jwks200JSONResponseBodyKeysAlg defines parameters for Jwks.
 type Jwks200JSONResponseBodyKeysAlg string
 
@@ -8244,6 +8247,8 @@ type ServiceUnavailableJSONResponse struct {
 type StorageFullJSONResponse ErrorEnvelope
 
 type UnauthorizedJSONResponse AuthError
+
+type ViewBrokenJSONResponse ErrorEnvelope
 
 type JwksRequestObject struct {
 }
@@ -20647,6 +20652,20 @@ func (response ExecuteQuery408JSONResponse) VisitExecuteQueryResponse(w http.Res
 	return err
 }
 
+type ExecuteQuery409JSONResponse struct{ ViewBrokenJSONResponse }
+
+func (response ExecuteQuery409JSONResponse) VisitExecuteQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExecuteQuery422JSONResponse struct{ PlanLimitExceededJSONResponse }
 
 func (response ExecuteQuery422JSONResponse) VisitExecuteQueryResponse(w http.ResponseWriter) error {
@@ -20789,6 +20808,20 @@ func (response ExplainQuery404JSONResponse) VisitExplainQueryResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainQuery409JSONResponse struct{ ViewBrokenJSONResponse }
+
+func (response ExplainQuery409JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20941,6 +20974,20 @@ func (response StreamQuery404JSONResponse) VisitStreamQueryResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamQuery409JSONResponse struct{ ViewBrokenJSONResponse }
+
+func (response StreamQuery409JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21883,6 +21930,20 @@ func (response ExecuteSavedQuery408JSONResponse) VisitExecuteSavedQueryResponse(
 	return err
 }
 
+type ExecuteSavedQuery409JSONResponse struct{ ViewBrokenJSONResponse }
+
+func (response ExecuteSavedQuery409JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExecuteSavedQuery422JSONResponse struct{ PlanLimitExceededJSONResponse }
 
 func (response ExecuteSavedQuery422JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
@@ -22670,7 +22731,7 @@ func (response PreviewView404JSONResponse) VisitPreviewViewResponse(w http.Respo
 	return err
 }
 
-type PreviewView409JSONResponse ErrorEnvelope
+type PreviewView409JSONResponse struct{ ViewBrokenJSONResponse }
 
 func (response PreviewView409JSONResponse) VisitPreviewViewResponse(w http.ResponseWriter) error {
 
