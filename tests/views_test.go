@@ -289,3 +289,51 @@ func TestViewsSchemaChanges(t *testing.T) {
 		t.Fatalf("PostgreSQL views of a deleted project: %d %v", n, err)
 	}
 }
+
+func TestViewsSecurityInvokerAndOrganizationMove(t *testing.T) {
+	t.Parallel()
+	e, customers, _ := queryFixture(t)
+	own := e.ownerToken
+	v := e.createView(own, map[string]any{"name": "berliners", "definition": map[string]any{"sql": "SELECT name FROM customers WHERE city = 'Berlin' ORDER BY name"}}).status(201)
+	id := v.str("id")
+	if n := e.countRows(`SELECT count(*) FROM pg_class WHERE relname = '` + id + `' AND relkind = 'v' AND 'security_invoker=true' = ANY (reloptions)`); n != 1 {
+		t.Fatal("the view is not a security_invoker view")
+	}
+	// The reader's row-level security applies through the view: a soft-deleted record is gone.
+	e.do("DELETE", "/api/v1/datasets/"+customers+"/data/1", nil, bearer(own)).status(200)
+	if p := e.do("GET", e.viewsPath()+"/"+id+"/preview", nil, bearer(own)).status(200); previewRows(p) != "Cid" {
+		t.Fatalf("preview after a soft delete: %s", p.Body)
+	}
+	// A dry run of a schema change over a column a view reads is not blocked by the view, and
+	// changes nothing.
+	if r := e.do("POST", "/api/v1/datasets/"+customers+"/validate-schema", map[string]any{"changes": []any{map[string]any{"op": "drop_column", "column": "city"}}},
+		bearer(own)).status(200); r.get("valid") != true {
+		t.Fatalf("dry run: %s", r.Body)
+	}
+	if g := e.do("GET", e.viewsPath()+"/"+id, nil, bearer(own)).status(200); g.str("status") != "active" {
+		t.Fatalf("view after a dry run: %s", g.Body)
+	}
+	// Handing the organization's projects to another organization moves the views with the
+	// tables they read, readable under the receiving organization's role.
+	old := e.orgID
+	target := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Target"}, bearer(own)).status(201).str("id")
+	e.do("DELETE", "/api/v1/organizations/"+old, map[string]any{"confirmation": "default", "transfer_to": target}, bearer(own)).status(200)
+	g := e.do("GET", e.viewsPath()+"/"+id, nil, bearer(own)).status(200)
+	if g.str("status") != "active" || !strings.Contains(g.str("sql"), target) || strings.Contains(g.str("sql"), old) {
+		t.Fatalf("moved view: %s", g.Body)
+	}
+	if r := e.execute(map[string]any{"query": "SELECT count(*) FROM berliners"}, own).status(200); rows(r) != "1" {
+		t.Fatalf("query of a moved view: %s", r.Body)
+	}
+	// ... and it is still recreated over a later schema change.
+	e.do("PUT", "/api/v1/datasets/"+customers+"/schema", map[string]any{"changes": []any{map[string]any{"op": "add_column",
+		"column": map[string]any{"name": "zip", "type": "text"}}}}, bearer(own)).status(200)
+	if p := e.do("GET", e.viewsPath()+"/"+id+"/preview", nil, bearer(own)).status(200); previewRows(p) != "Cid" {
+		t.Fatalf("preview after the move and a change: %s", p.Body)
+	}
+	// Deleting the receiving organization removes its views.
+	e.do("DELETE", "/api/v1/organizations/"+target, map[string]any{"confirmation": "target"}, bearer(own)).status(200)
+	if n := e.countRows(`SELECT count(*) FROM platform.views WHERE id = '` + id + `'`); n != 0 {
+		t.Fatal("the view outlived its organization")
+	}
+}
