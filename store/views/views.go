@@ -287,3 +287,25 @@ func Moved(ctx context.Context, tx *sqlx.Tx, orgID string) error {
 	}
 	return nil
 }
+
+// Loaded is a view with its definition and columns read.
+type Loaded struct {
+	*store.View
+	Def  Definition
+	Cols []Column
+}
+
+// Load is a view of the project with its definition and columns (store.ErrNotFound when the
+// project has none of that id). A broken view (Status "broken", Error why) has no PostgreSQL
+// view to read.
+func Load(ctx context.Context, q sqlx.QueryerContext, projectID, id string) (*Loaded, error) {
+	v, err := store.ViewByID(ctx, q, projectID, id, false)
+	if err != nil {
+		return nil, err
+	}
+	out := &Loaded{View: v}
+	if err := json.Unmarshal([]byte(v.Definition), &out.Def); err != nil {
+		return nil, err
+	}
+	return out, json.Unmarshal([]byte(v.Columns), &out.Cols)
+}
