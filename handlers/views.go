@@ -130,6 +130,17 @@ func (h *Handlers) nameFree(ctx context.Context, tx *sqlx.Tx, projectID, exceptI
 	return nil
 }
 
+// queryRole makes the project's organization's query role before a transaction that changes
+// views begins: making it grants on every table of the schema, which would wait for that
+// transaction's dropped and created views.
+func (h *Views) queryRole(ctx context.Context, projectID string) error {
+	prj, err := h.project(ctx, nil, projectID, viewManage)
+	if err != nil {
+		return err
+	}
+	return datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID)
+}
+
 func (h *Views) ListViews(ctx context.Context, req api.ListViewsRequestObject) (api.ListViewsResponseObject, error) {
 	prj, err := h.project(ctx, nil, req.ProjectId, viewRead)
 	if err != nil {
@@ -174,6 +185,9 @@ func (h *Views) CreateView(ctx context.Context, req api.CreateViewRequestObject)
 	if err != nil {
 		return nil, err
 	}
+	if err := h.queryRole(ctx, req.ProjectId); err != nil {
+		return nil, err
+	}
 	var v *store.View
 	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		prj, err := h.project(ctx, tx, req.ProjectId, viewManage)
@@ -206,6 +220,9 @@ func (h *Views) CreateView(ctx context.Context, req api.CreateViewRequestObject)
 
 func (h *Views) UpdateView(ctx context.Context, req api.UpdateViewRequestObject) (api.UpdateViewResponseObject, error) {
 	b := req.Body
+	if err := h.queryRole(ctx, req.ProjectId); err != nil {
+		return nil, err
+	}
 	var v *store.View
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		prj, err := h.project(ctx, tx, req.ProjectId, viewManage)

@@ -98,7 +98,7 @@ func ViewsReading(ctx context.Context, q sqlx.QueryerContext, ids []string) ([]V
 	err := sqlx.SelectContext(ctx, q, &rows, `WITH RECURSIVE r (id, depth) AS (
 			SELECT id, 1 FROM platform.views WHERE dataset_ids && $1
 			UNION ALL
-			SELECT v.id, r.depth + 1 FROM platform.views v JOIN r ON r.id = ANY (v.dataset_ids) WHERE r.depth < 100)
+			SELECT v.id, r.depth + 1 FROM platform.views v JOIN r ON v.dataset_ids @> ARRAY[r.id] WHERE r.depth < 100)
 		SELECT `+viewCols+`, d.depth`+viewFrom+` JOIN (SELECT id, max(depth) AS depth FROM r GROUP BY id) d ON d.id = v.id
 		ORDER BY d.depth, v.created_at, v.id FOR UPDATE OF v`, pq.StringArray(ids))
 	out, depth := make([]View, len(rows)), make([]int, len(rows))

@@ -112,7 +112,7 @@ func Around(ctx context.Context, tx *sqlx.Tx, now time.Time, subjects []Subject,
 		reason := ""
 		for _, r := range v.DatasetIDs {
 			if name, ok := broken[r]; ok {
-				reason = "the view " + name + " it reads is broken"
+				reason = "the view " + name + brokenRead
 				break
 			}
 		}
@@ -122,7 +122,7 @@ func Around(ctx context.Context, tx *sqlx.Tx, now time.Time, subjects []Subject,
 				return err
 			}
 			if reason != "" {
-				if was == "broken" && v.Error != nil {
+				if was == "broken" && v.Error != nil && !strings.HasSuffix(*v.Error, brokenRead) {
 					reason = *v.Error // still broken, for the reason it broke
 				} else if why := changed(ctx, tx, subjects, deps, v.ID); why != "" {
 					reason = why
@@ -148,6 +148,9 @@ func Around(ctx context.Context, tx *sqlx.Tx, now time.Time, subjects []Subject,
 	}
 	return nil
 }
+
+// brokenRead ends the reason of a view broken because a view it reads is.
+const brokenRead = " it reads is broken"
 
 // recreate creates a view again from its kept text, in a savepoint: "" when it compiles (its
 // sql and columns renewed), else the database's reason.

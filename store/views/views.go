@@ -106,6 +106,8 @@ func Check(ctx context.Context, db *sqlx.DB, orgID, projectID string, def Defini
 // datasets it reads. Errors: *DefinitionError; what queries.Prepare refuses (usersql's
 // *SyntaxError and *ForbiddenError, *queries.UnknownError, *queries.BrokenError); the
 // database's *pq.Error for SQL that does not plan or create (a missing column, a type).
+// The organization's query role must exist (datasets.EnsureQueryRole) before tx changes
+// anything: making it grants on every relation of the schema, and would wait for tx.
 func Create(ctx context.Context, db *sqlx.DB, tx *sqlx.Tx, v *store.View, def Definition) error {
 	c, err := compile(ctx, db, tx, v.OrgID, v.ProjectID, v.ID, def, v.ID)
 	if err != nil {
@@ -164,7 +166,8 @@ func compile(ctx context.Context, db *sqlx.DB, tx *sqlx.Tx, orgID, projectID, id
 		return nil, &DefinitionError{Field: "sql", Code: "placeholders", Message: "a view cannot have {{placeholders}}: " +
 			"write the values into its SQL, or filter the view in the query that reads it"}
 	}
-	// The SQL must run for the organization's query role, as every read of the view will.
+	// The SQL must run for the organization's query role, as every read of the view will
+	// (made once per process; before tx changes anything, see Create).
 	if err := datasets.EnsureQueryRole(ctx, db, orgID); err != nil {
 		return nil, err
 	}
