@@ -337,3 +337,30 @@ func TestViewsSecurityInvokerAndOrganizationMove(t *testing.T) {
 		t.Fatal("the view outlived its organization")
 	}
 }
+
+// TestViewsOverConnectedDatasets: a view reads a connected database's tables (through their
+// views, as queries do); the join form names single tables only; deleting the dataset breaks
+// the view.
+func TestViewsOverConnectedDatasets(t *testing.T) {
+	t.Parallel()
+	host, port, password := externalPostgres(t)
+	e := newEnv(t)
+	own := e.ownerToken
+	conn := map[string]any{"type": "postgresql", "host": host, "port": port, "database": "shop", "username": "postgres", "password": password, "ssl_mode": "disable"}
+	id := e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets/database", map[string]any{"name": "Shop", "connection": conn,
+		"options": map[string]any{"exclude_tables": []string{"audit_*"}}}, bearer(own)).status(202).str("id")
+	if d := e.waitDataset(own, id); d.str("status") != "active" {
+		t.Fatalf("connected dataset: %s", d.Body)
+	}
+	v := e.createView(own, map[string]any{"name": "spenders", "definition": map[string]any{"sql": "SELECT c.name, sum(o.amount) AS spent FROM shop.customers c " +
+		"JOIN shop.orders o ON o.customer_id = c.id GROUP BY c.name ORDER BY spent DESC"}}).status(201)
+	if p := e.do("GET", e.viewsPath()+"/"+v.str("id")+"/preview", nil, bearer(own)).status(200); previewRows(p) != "Cid|100\nAnn|25" {
+		t.Fatalf("preview over a connected dataset: %s", p.Body)
+	}
+	e.createView(own, map[string]any{"name": "j", "definition": map[string]any{"join": map[string]any{"base": "shop", "joins": []any{}}}}).
+		apiError(400, "VALIDATION_ERROR", "body.definition.join.base", "not_supported")
+	e.do("DELETE", "/api/v1/projects/"+e.projectID+"/datasets/"+id, nil, bearer(own)).status(200)
+	if g := e.do("GET", e.viewsPath()+"/"+v.str("id"), nil, bearer(own)).status(200); g.str("status") != "broken" || g.str("error") != "dataset Shop was deleted" {
+		t.Fatalf("view of a deleted connected dataset: %s", g.Body)
+	}
+}
