@@ -17,6 +17,7 @@ import (
 	"dataplatform/store/datasets"
 	"dataplatform/store/ingest"
 	"dataplatform/store/jobs"
+	"dataplatform/store/views"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -153,6 +154,9 @@ func (h *Datasets) CreateDataset(ctx context.Context, req api.CreateDatasetReque
 			return err
 		}
 		d.JobID = &jobID
+		if err := h.nameFree(ctx, tx, prj.ID, "", d.Name, false); err != nil {
+			return err
+		}
 		if err := store.CreateDataset(ctx, tx, d); err != nil {
 			return conflictOn(err, "name", "a dataset named "+d.Name+" already exists in this project")
 		}
@@ -216,6 +220,11 @@ func (h *Datasets) UpdateDataset(ctx context.Context, req api.UpdateDatasetReque
 			return err
 		}
 		changes := map[string]any{}
+		if n := req.Body.Name; n != nil && *n != d.Name {
+			if err := h.nameFree(ctx, tx, d.ProjectID, "", *n, false); err != nil {
+				return err
+			}
+		}
 		patchText(changes, "name", req.Body.Name, &d.Name)
 		patchText(changes, "description", req.Body.Description, &d.Description)
 		d.UpdatedAt = h.Now()
@@ -246,10 +255,18 @@ func (h *Datasets) DeleteDataset(ctx context.Context, req api.DeleteDatasetReque
 		if _, err := store.DatasetByID(ctx, tx, d.ID, true); err != nil {
 			return err
 		}
-		if err := datasets.Drop(ctx, tx, d); err != nil {
+		// Views reading the dataset become broken ("dataset ... was deleted").
+		subject, err := views.DatasetSubject(d)
+		if err != nil {
 			return err
 		}
-		if err := store.DeleteDataset(ctx, tx, d.ID); err != nil {
+		err = views.Around(ctx, tx, now, []views.Subject{subject}, func() error {
+			if err := datasets.Drop(ctx, tx, d); err != nil {
+				return err
+			}
+			return store.DeleteDataset(ctx, tx, d.ID)
+		})
+		if err != nil {
 			return err
 		}
 		if d.UploadID != nil {
@@ -332,6 +349,11 @@ func (h *Datasets) GetJob(ctx context.Context, req api.GetJobRequestObject) (api
 // dropDatasetData drops the tables of a project's or organization's datasets inside tx and
 // returns the upload files to remove once tx commits (the rows go by cascade).
 func (h *Handlers) dropDatasetData(ctx context.Context, tx *sqlx.Tx, scope, id string) ([]string, error) {
+	// The views go with their project or organization; theirs first, which PostgreSQL
+	// would not let the tables go before.
+	if err := views.DropScope(ctx, tx, scope, id); err != nil {
+		return nil, err
+	}
 	ds, keys, err := store.DatasetFiles(ctx, tx, scope, id)
 	if err != nil {
 		return nil, err

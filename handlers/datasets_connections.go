@@ -91,6 +91,9 @@ func (h *Datasets) CreateDatabaseDataset(ctx context.Context, req api.CreateData
 			return err
 		}
 		d.JobID = &jobID
+		if err := h.nameFree(ctx, tx, prj.ID, "", d.Name, false); err != nil {
+			return err
+		}
 		if err := store.CreateDataset(ctx, tx, d); err != nil {
 			return conflictOn(err, "name", "a dataset named "+d.Name+" already exists in this project")
 		}

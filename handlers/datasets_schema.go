@@ -17,6 +17,7 @@ import (
 	"dataplatform/store/datasets"
 	"dataplatform/store/ingest"
 	"dataplatform/store/jobs"
+	"dataplatform/store/views"
 	"dataplatform/templates/specgen"
 
 	"github.com/jmoiron/sqlx"
@@ -379,7 +380,17 @@ func (h *Datasets) alterSchema(ctx context.Context, tx *sqlx.Tx, p *auth.Princip
 	if err := json.Unmarshal([]byte(d.Columns), &before); err != nil {
 		return nil, nil, nil, err
 	}
-	after, err := h.applyChanges(ctx, tx, d, before, body.Changes)
+	// Views reading the dataset are recreated over its new columns (or marked broken).
+	subject, err := views.DatasetSubject(d)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var after []ingest.Column
+	err = views.Around(ctx, tx, h.Now(), []views.Subject{subject}, func() error {
+		var err error
+		after, err = h.applyChanges(ctx, tx, d, before, body.Changes)
+		return err
+	})
 	return d, before, after, err
 }
 

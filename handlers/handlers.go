@@ -171,6 +171,7 @@ type API struct {
 	*Projects
 	*Datasets
 	*Queries
+	*Views
 	*Webhooks
 	*Dashboards
 	*System
@@ -180,5 +181,5 @@ var _ api.StrictServerInterface = (*API)(nil)
 
 // NewAPI is the API over h.
 func NewAPI(h *Handlers) *API {
-	return &API{Auth: &Auth{h}, Orgs: &Orgs{h}, Projects: &Projects{h}, Datasets: &Datasets{h}, Queries: &Queries{h}, Webhooks: &Webhooks{h}, Dashboards: &Dashboards{h}, System: &System{h}}
+	return &API{Auth: &Auth{h}, Orgs: &Orgs{h}, Projects: &Projects{h}, Datasets: &Datasets{h}, Queries: &Queries{h}, Views: &Views{h}, Webhooks: &Webhooks{h}, Dashboards: &Dashboards{h}, System: &System{h}}
 }

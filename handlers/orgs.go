@@ -13,6 +13,7 @@ import (
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
 	"dataplatform/store/datasets"
+	"dataplatform/store/views"
 
 	"github.com/jmoiron/sqlx"
 	openapi_types "github.com/oapi-codegen/runtime/types"
@@ -296,6 +297,11 @@ func (o *Orgs) DeleteOrganization(ctx context.Context, req api.DeleteOrganizatio
 		moved, deleted, err := store.DeleteOrganization(ctx, tx, org.ID, target, now)
 		if err != nil {
 			return err
+		}
+		if target != "" { // the views' kept text names the schema they moved into
+			if err := views.Moved(ctx, tx, target); err != nil {
+				return err
+			}
 		}
 		details := map[string]any{"slug": org.Slug, "reason": deref(b.Reason), "transfer_to": target, "projects_transferred": moved, "projects_deleted": deleted}
 		if err := o.audit(ctx, tx, org.ID, "organization.delete", "organization", org.ID, org.Name, details); err != nil {

@@ -162,19 +162,13 @@ type prepared struct {
 // prepare maps query onto the project's datasets (or those of only) and binds its
 // placeholders from params; a placeholder without a value is an error unless allowMissing.
 func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query string, only *[]string, params *map[string]*any, allowMissing bool) (*prepared, error) {
-	all, err := store.ProjectDatasets(ctx, h.Store.DB, prj.ID)
+	sources, err := queries.ProjectSources(ctx, h.Store.DB, prj.ID)
 	if err != nil {
 		return nil, err
 	}
-	sources := make([]queries.Source, 0, len(all))
 	byID := map[string]int{}
-	for i := range all {
-		t, err := datasets.Tables(&all[i])
-		if err != nil {
-			return nil, err
-		}
-		byID[all[i].ID] = len(sources)
-		sources = append(sources, queries.Source{ID: all[i].ID, Name: all[i].Name, Tables: t})
+	for i, s := range sources {
+		byID[s.ID] = i
 	}
 	if only != nil && len(*only) > 0 {
 		var picked []queries.Source
@@ -184,7 +178,7 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 				picked = append(picked, sources[j])
 			} else {
 				bad = append(bad, apierr.FieldError{Field: "body.datasets." + strconv.Itoa(i), Code: "not_found",
-					Message: "no active dataset " + id + " in this project"})
+					Message: "no active dataset or view " + id + " in this project"})
 			}
 		}
 		if len(bad) > 0 {
@@ -223,7 +217,10 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 	}
 	prep, err := queries.Prepare(query, sources)
 	var ue *queries.UnknownError
-	if err != nil && nl != nil {
+	var be *queries.BrokenError
+	if errors.As(err, &be) {
+		return nil, viewBroken(be.ID, be.Reason, be.Error())
+	} else if err != nil && nl != nil {
 		return nil, engineFailure("the engine's SQL failed the parser check")
 	} else if errors.As(err, &ue) {
 		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, ue.Error()).WithDetails(map[string]any{"line": ue.Line, "column": ue.Column,
@@ -574,7 +571,7 @@ func (h *Queries) ValidateQuery(ctx context.Context, req api.ValidateQueryReques
 	// A query that would fail is a verdict here, not an error of this request.
 	verdict := func(err error) (api.ValidateQueryResponseObject, error) {
 		var ae *apierr.Error
-		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		if !errors.As(err, &ae) || (ae.Status != http.StatusBadRequest && ae.Code != apierr.CodeViewBroken) {
 			return nil, err
 		}
 		if fields, ok := ae.Details.([]apierr.FieldError); ok && ae.Code == apierr.CodeValidationError {

@@ -122,7 +122,7 @@ func DeleteOrganization(ctx context.Context, q sqlx.ExtContext, id, transferTo s
 		}
 		moved = len(moving)
 		// The datasets' tables have moved already (datasets.MoveOrganization); rows follow.
-		for _, t := range []string{"platform.datasets", "platform.uploads"} {
+		for _, t := range []string{"platform.datasets", "platform.uploads", "platform.views"} {
 			if _, err := q.ExecContext(ctx, `UPDATE `+t+` SET organization_id = $2 WHERE organization_id = $1`, id, transferTo); err != nil {
 				return 0, 0, err
 			}

@@ -1850,6 +1850,42 @@ func (e UploadType) Valid() bool {
 	}
 }
 
+// Defines values for ViewStatus.
+const (
+	ViewStatusActive ViewStatus = "active"
+	ViewStatusBroken ViewStatus = "broken"
+)
+
+// Valid indicates whether the value is a known member of the ViewStatus enum.
+func (e ViewStatus) Valid() bool {
+	switch e {
+	case ViewStatusActive:
+		return true
+	case ViewStatusBroken:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ViewJoinJoinsType.
+const (
+	Inner ViewJoinJoinsType = "inner"
+	Left  ViewJoinJoinsType = "left"
+)
+
+// Valid indicates whether the value is a known member of the ViewJoinJoinsType enum.
+func (e ViewJoinJoinsType) Valid() bool {
+	switch e {
+	case Inner:
+		return true
+	case Left:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookDeliveryStatus.
 const (
 	WebhookDeliveryStatusFailed    WebhookDeliveryStatus = "failed"
@@ -4401,6 +4437,123 @@ type UserTeam struct {
 	Role TeamRole `json:"role"`
 }
 
+// View defines model for View.
+type View struct {
+	Columns   []ViewColumn `json:"columns"`
+	CreatedAt time.Time    `json:"created_at"`
+	CreatedBy *struct {
+		Id   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"created_by,omitempty"`
+
+	// Datasets The ids of the datasets and views it reads.
+	Datasets []string `json:"datasets"`
+
+	// Definition Exactly one of `sql` and `join`.
+	Definition  ViewDefinition `json:"definition"`
+	Description *string        `json:"description,omitempty"`
+
+	// Error When broken: what changed ("column amount of dataset orders was dropped").
+	Error     *string `json:"error,omitempty"`
+	Id        string  `json:"id"`
+	Name      string  `json:"name"`
+	ProjectId string  `json:"project_id"`
+
+	// Sql PostgreSQL's text of the view (datasets by their tables), what it is recreated from after a change to a dataset it reads.
+	Sql       string     `json:"sql"`
+	Status    ViewStatus `json:"status"`
+	UpdatedAt time.Time  `json:"updated_at"`
+}
+
+// ViewStatus defines model for View.Status.
+type ViewStatus string
+
+// ViewColumn defines model for ViewColumn.
+type ViewColumn struct {
+	Name string `json:"name"`
+
+	// Nullable Always true: PostgreSQL keeps no NOT NULL through a view.
+	Nullable bool `json:"nullable"`
+
+	// Type The platform's column type, as datasets have (integer, bigint, numeric, boolean, date, timestamptz, uuid, jsonb, text, arrays).
+	Type string `json:"type"`
+}
+
+// ViewCreate defines model for ViewCreate.
+type ViewCreate struct {
+	// Definition Exactly one of `sql` and `join`.
+	Definition  ViewDefinition `json:"definition"`
+	Description *string        `json:"description,omitempty"`
+
+	// Name An SQL identifier: queries name the view by it. Unique in the project among datasets and views, case-insensitively.
+	Name ViewName `json:"name"`
+}
+
+// ViewDefinition Exactly one of `sql` and `join`.
+type ViewDefinition struct {
+	// Join `base` joined with each of `joins` in order, on equal columns. Datasets are named by
+	// name, identifier or id; columns as `dataset.column` (a file dataset's `id`,
+	// `created_at` and `updated_at` included). Without `columns` the view has every column
+	// of each dataset as its schema lists them, a name several of them have prefixed with
+	// its dataset's identifier (`customers_name`). Datasets of several tables (connected
+	// databases) are joined with `sql`.
+	Join *ViewJoin `json:"join,omitempty"`
+
+	// Sql One SELECT over the project's datasets and views by name or id, as in a project query, without placeholders.
+	Sql *string `json:"sql,omitempty"`
+}
+
+// ViewJoin `base` joined with each of `joins` in order, on equal columns. Datasets are named by
+// name, identifier or id; columns as `dataset.column` (a file dataset's `id`,
+// `created_at` and `updated_at` included). Without `columns` the view has every column
+// of each dataset as its schema lists them, a name several of them have prefixed with
+// its dataset's identifier (`customers_name`). Datasets of several tables (connected
+// databases) are joined with `sql`.
+type ViewJoin struct {
+	Base    string `json:"base"`
+	Columns *[]struct {
+		As     *string `json:"as,omitempty"`
+		Source string  `json:"source"`
+	} `json:"columns,omitempty"`
+	Joins []struct {
+		Dataset string `json:"dataset"`
+		On      []struct {
+			Left  string `json:"left"`
+			Right string `json:"right"`
+		} `json:"on"`
+		Type ViewJoinJoinsType `json:"type"`
+	} `json:"joins"`
+}
+
+// ViewJoinJoinsType defines model for ViewJoin.Joins.Type.
+type ViewJoinJoinsType string
+
+// ViewName An SQL identifier: queries name the view by it. Unique in the project among datasets and views, case-insensitively.
+type ViewName = string
+
+// ViewPreview defines model for ViewPreview.
+type ViewPreview struct {
+	Columns  []ViewColumn    `json:"columns"`
+	RowCount int             `json:"row_count"`
+	Rows     [][]interface{} `json:"rows"`
+
+	// Truncated More rows than limit.
+	Truncated bool   `json:"truncated"`
+	ViewId    string `json:"view_id"`
+}
+
+// ViewUpdate defines model for ViewUpdate.
+type ViewUpdate struct {
+	// Definition Exactly one of `sql` and `join`.
+	Definition *ViewDefinition `json:"definition,omitempty"`
+
+	// Description An empty string clears it.
+	Description *string `json:"description,omitempty"`
+
+	// Name An SQL identifier: queries name the view by it. Unique in the project among datasets and views, case-insensitively.
+	Name *ViewName `json:"name,omitempty"`
+}
+
 // Webhook defines model for Webhook.
 type Webhook struct {
 	CreatedAt   time.Time `json:"created_at"`
@@ -4620,6 +4773,9 @@ type VersionIdPath = string
 // VersionParam defines model for VersionParam.
 type VersionParam = string
 
+// ViewId defines model for ViewId.
+type ViewId = string
+
 // WebhookId defines model for WebhookId.
 type WebhookId = string
 
@@ -4685,6 +4841,9 @@ type StorageFull = ErrorEnvelope
 
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = AuthError
+
+// ViewBroken defines model for ViewBroken.
+type ViewBroken = ErrorEnvelope
 
 // Jwks200JSONResponseBodyKeysAlg defines parameters for Jwks.
 type Jwks200JSONResponseBodyKeysAlg string
@@ -5309,6 +5468,23 @@ type ExecuteSavedQueryJSONBody struct {
 	Parameters *map[string]*any `json:"parameters,omitempty"`
 }
 
+// ListViewsParams defines parameters for ListViews.
+type ListViewsParams struct {
+	// Page Page number, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Query Case-insensitive substring of the view's name or description.
+	Query *string `form:"query,omitempty" json:"query,omitempty"`
+}
+
+// PreviewViewParams defines parameters for PreviewView.
+type PreviewViewParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ValidateOpenAPIJSONBody defines parameters for ValidateOpenAPI.
 type ValidateOpenAPIJSONBody = map[string]interface{}
 
@@ -5461,6 +5637,12 @@ type SaveQueryJSONRequestBody SaveQueryJSONBody
 
 // ExecuteSavedQueryJSONRequestBody defines body for ExecuteSavedQuery for application/json ContentType.
 type ExecuteSavedQueryJSONRequestBody ExecuteSavedQueryJSONBody
+
+// CreateViewJSONRequestBody defines body for CreateView for application/json ContentType.
+type CreateViewJSONRequestBody = ViewCreate
+
+// UpdateViewJSONRequestBody defines body for UpdateView for application/json ContentType.
+type UpdateViewJSONRequestBody = ViewUpdate
 
 // ValidateOpenAPIJSONRequestBody defines body for ValidateOpenAPI for application/json ContentType.
 type ValidateOpenAPIJSONRequestBody = ValidateOpenAPIJSONBody
@@ -5972,6 +6154,24 @@ type ServerInterface interface {
 	// ExecuteSavedQuery Run a saved query with parameter values (queries:execute)
 	// (POST /api/v1/projects/{project_id}/saved-queries/{saved_query_id}/execute)
 	ExecuteSavedQuery(ctx echo.Context, projectId ProjectId, savedQueryId string) error
+	// ListViews The project's saved views, by name (datasets:list)
+	// (GET /api/v1/projects/{project_id}/views)
+	ListViews(ctx echo.Context, projectId ProjectId, params ListViewsParams) error
+	// CreateView Save a view over the project's datasets (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/views)
+	CreateView(ctx echo.Context, projectId ProjectId) error
+	// DeleteView Delete a view (visualizations:create)
+	// (DELETE /api/v1/projects/{project_id}/views/{view_id})
+	DeleteView(ctx echo.Context, projectId ProjectId, viewId ViewId) error
+	// GetView A saved view (datasets:list)
+	// (GET /api/v1/projects/{project_id}/views/{view_id})
+	GetView(ctx echo.Context, projectId ProjectId, viewId ViewId) error
+	// UpdateView Rename, describe or redefine a view (visualizations:create)
+	// (PATCH /api/v1/projects/{project_id}/views/{view_id})
+	UpdateView(ctx echo.Context, projectId ProjectId, viewId ViewId) error
+	// PreviewView The first rows of a view (datasets:read)
+	// (GET /api/v1/projects/{project_id}/views/{view_id}/preview)
+	PreviewView(ctx echo.Context, projectId ProjectId, viewId ViewId, params PreviewViewParams) error
 	// GetPlatformRedoc Redoc over this description
 	// (GET /api/v1/redoc)
 	GetPlatformRedoc(ctx echo.Context) error
@@ -9085,6 +9285,166 @@ func (w *ServerInterfaceWrapper) ExecuteSavedQuery(ctx echo.Context) error {
 	return err
 }
 
+// ListViews converts echo context to params.
+func (w *ServerInterfaceWrapper) ListViews(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListViewsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", ctx.QueryParams(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter query: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListViews(ctx, projectId, params)
+	return err
+}
+
+// CreateView converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateView(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateView(ctx, projectId)
+	return err
+}
+
+// DeleteView converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteView(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "view_id" -------------
+	var viewId ViewId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "view_id", ctx.Param("view_id"), &viewId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter view_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteView(ctx, projectId, viewId)
+	return err
+}
+
+// GetView converts echo context to params.
+func (w *ServerInterfaceWrapper) GetView(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "view_id" -------------
+	var viewId ViewId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "view_id", ctx.Param("view_id"), &viewId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter view_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetView(ctx, projectId, viewId)
+	return err
+}
+
+// UpdateView converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateView(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "view_id" -------------
+	var viewId ViewId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "view_id", ctx.Param("view_id"), &viewId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter view_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateView(ctx, projectId, viewId)
+	return err
+}
+
+// PreviewView converts echo context to params.
+func (w *ServerInterfaceWrapper) PreviewView(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "view_id" -------------
+	var viewId ViewId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "view_id", ctx.Param("view_id"), &viewId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter view_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PreviewViewParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PreviewView(ctx, projectId, viewId, params)
+	return err
+}
+
 // GetPlatformRedoc converts echo context to params.
 func (w *ServerInterfaceWrapper) GetPlatformRedoc(ctx echo.Context) error {
 	var err error
@@ -9335,6 +9695,12 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/redoc", wrapper.GetPlatformRedoc, options.OperationMiddlewares["getPlatformRedoc"]...)
 	router.GET(options.BaseURL+"/api/v1/docs/assets/:file", wrapper.GetDocsAsset, options.OperationMiddlewares["getDocsAsset"]...)
 	router.GET(options.BaseURL+"/api/v1/errors/:code", wrapper.GetErrorDoc, options.OperationMiddlewares["getErrorDoc"]...)
+	router.GET(options.BaseURL+"/api/v1/projects/:project_id/views", wrapper.ListViews, options.OperationMiddlewares["listViews"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/views", wrapper.CreateView, options.OperationMiddlewares["createView"]...)
+	router.DELETE(options.BaseURL+"/api/v1/projects/:project_id/views/:view_id", wrapper.DeleteView, options.OperationMiddlewares["deleteView"]...)
+	router.GET(options.BaseURL+"/api/v1/projects/:project_id/views/:view_id", wrapper.GetView, options.OperationMiddlewares["getView"]...)
+	router.PATCH(options.BaseURL+"/api/v1/projects/:project_id/views/:view_id", wrapper.UpdateView, options.OperationMiddlewares["updateView"]...)
+	router.GET(options.BaseURL+"/api/v1/projects/:project_id/views/:view_id/preview", wrapper.PreviewView, options.OperationMiddlewares["previewView"]...)
 	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
 	router.DELETE(options.BaseURL+"/api/v1/organizations/:organization_id/webhooks/:webhook_id", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
@@ -9438,6 +9804,8 @@ type ServiceUnavailableJSONResponse struct {
 type StorageFullJSONResponse ErrorEnvelope
 
 type UnauthorizedJSONResponse AuthError
+
+type ViewBrokenJSONResponse ErrorEnvelope
 
 type JwksRequestObject struct {
 }
@@ -24837,6 +25205,20 @@ func (response ExecuteQuery408JSONResponse) VisitExecuteQueryResponse(w http.Res
 	return err
 }
 
+type ExecuteQuery409JSONResponse struct{ ViewBrokenJSONResponse }
+
+func (response ExecuteQuery409JSONResponse) VisitExecuteQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExecuteQuery422JSONResponse struct{ PlanLimitExceededJSONResponse }
 
 func (response ExecuteQuery422JSONResponse) VisitExecuteQueryResponse(w http.ResponseWriter) error {
@@ -24979,6 +25361,20 @@ func (response ExplainQuery404JSONResponse) VisitExplainQueryResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExplainQuery409JSONResponse struct{ ViewBrokenJSONResponse }
+
+func (response ExplainQuery409JSONResponse) VisitExplainQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25131,6 +25527,20 @@ func (response StreamQuery404JSONResponse) VisitStreamQueryResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamQuery409JSONResponse struct{ ViewBrokenJSONResponse }
+
+func (response StreamQuery409JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -26073,6 +26483,20 @@ func (response ExecuteSavedQuery408JSONResponse) VisitExecuteSavedQueryResponse(
 	return err
 }
 
+type ExecuteSavedQuery409JSONResponse struct{ ViewBrokenJSONResponse }
+
+func (response ExecuteSavedQuery409JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExecuteSavedQuery422JSONResponse struct{ PlanLimitExceededJSONResponse }
 
 func (response ExecuteSavedQuery422JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
@@ -26119,6 +26543,793 @@ func (response ExecuteSavedQuery429JSONResponse) VisitExecuteSavedQueryResponse(
 type ExecuteSavedQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response ExecuteSavedQuery503JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListViewsRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Params    ListViewsParams
+}
+
+type ListViewsResponseObject interface {
+	VisitListViewsResponse(w http.ResponseWriter) error
+}
+
+type ListViews200JSONResponse struct {
+	Pagination Pagination `json:"pagination"`
+	Views      []View     `json:"views"`
+}
+
+func (response ListViews200JSONResponse) VisitListViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListViews400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListViews400JSONResponse) VisitListViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListViews401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListViews401JSONResponse) VisitListViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListViews403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListViews403JSONResponse) VisitListViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListViews404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListViews404JSONResponse) VisitListViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListViews429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ListViews429JSONResponse) VisitListViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListViews503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListViews503JSONResponse) VisitListViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateViewRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *CreateViewJSONRequestBody
+}
+
+type CreateViewResponseObject interface {
+	VisitCreateViewResponse(w http.ResponseWriter) error
+}
+
+type CreateView201ResponseHeaders struct {
+	Location string
+}
+
+type CreateView201JSONResponse struct {
+	Body    View
+	Headers CreateView201ResponseHeaders
+}
+
+func (response CreateView201JSONResponse) VisitCreateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateView400JSONResponse ErrorEnvelope
+
+func (response CreateView400JSONResponse) VisitCreateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateView401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateView401JSONResponse) VisitCreateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateView403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateView403JSONResponse) VisitCreateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateView404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateView404JSONResponse) VisitCreateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateView409JSONResponse ErrorEnvelope
+
+func (response CreateView409JSONResponse) VisitCreateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateView429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response CreateView429JSONResponse) VisitCreateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateView503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateView503JSONResponse) VisitCreateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteViewRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	ViewId    ViewId    `json:"view_id"`
+}
+
+type DeleteViewResponseObject interface {
+	VisitDeleteViewResponse(w http.ResponseWriter) error
+}
+
+type DeleteView204Response struct {
+}
+
+func (response DeleteView204Response) VisitDeleteViewResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteView400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteView400JSONResponse) VisitDeleteViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteView401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteView401JSONResponse) VisitDeleteViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteView403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteView403JSONResponse) VisitDeleteViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteView404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteView404JSONResponse) VisitDeleteViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteView429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response DeleteView429JSONResponse) VisitDeleteViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteView503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteView503JSONResponse) VisitDeleteViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetViewRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	ViewId    ViewId    `json:"view_id"`
+}
+
+type GetViewResponseObject interface {
+	VisitGetViewResponse(w http.ResponseWriter) error
+}
+
+type GetView200JSONResponse View
+
+func (response GetView200JSONResponse) VisitGetViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetView400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetView400JSONResponse) VisitGetViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetView401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetView401JSONResponse) VisitGetViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetView403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetView403JSONResponse) VisitGetViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetView404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetView404JSONResponse) VisitGetViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetView429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response GetView429JSONResponse) VisitGetViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetView503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetView503JSONResponse) VisitGetViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateViewRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	ViewId    ViewId    `json:"view_id"`
+	Body      *UpdateViewJSONRequestBody
+}
+
+type UpdateViewResponseObject interface {
+	VisitUpdateViewResponse(w http.ResponseWriter) error
+}
+
+type UpdateView200JSONResponse View
+
+func (response UpdateView200JSONResponse) VisitUpdateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateView400JSONResponse ErrorEnvelope
+
+func (response UpdateView400JSONResponse) VisitUpdateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateView401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateView401JSONResponse) VisitUpdateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateView403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateView403JSONResponse) VisitUpdateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateView404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateView404JSONResponse) VisitUpdateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateView409JSONResponse ErrorEnvelope
+
+func (response UpdateView409JSONResponse) VisitUpdateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateView429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response UpdateView429JSONResponse) VisitUpdateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateView503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateView503JSONResponse) VisitUpdateViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewViewRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	ViewId    ViewId    `json:"view_id"`
+	Params    PreviewViewParams
+}
+
+type PreviewViewResponseObject interface {
+	VisitPreviewViewResponse(w http.ResponseWriter) error
+}
+
+type PreviewView200JSONResponse ViewPreview
+
+func (response PreviewView200JSONResponse) VisitPreviewViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewView400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PreviewView400JSONResponse) VisitPreviewViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewView401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PreviewView401JSONResponse) VisitPreviewViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewView403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PreviewView403JSONResponse) VisitPreviewViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewView404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PreviewView404JSONResponse) VisitPreviewViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewView409JSONResponse struct{ ViewBrokenJSONResponse }
+
+func (response PreviewView409JSONResponse) VisitPreviewViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewView429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response PreviewView429JSONResponse) VisitPreviewViewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PreviewView503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PreviewView503JSONResponse) VisitPreviewViewResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -27041,6 +28252,24 @@ type StrictServerInterface interface {
 	// ExecuteSavedQuery Run a saved query with parameter values (queries:execute)
 	// (POST /api/v1/projects/{project_id}/saved-queries/{saved_query_id}/execute)
 	ExecuteSavedQuery(ctx context.Context, request ExecuteSavedQueryRequestObject) (ExecuteSavedQueryResponseObject, error)
+	// ListViews The project's saved views, by name (datasets:list)
+	// (GET /api/v1/projects/{project_id}/views)
+	ListViews(ctx context.Context, request ListViewsRequestObject) (ListViewsResponseObject, error)
+	// CreateView Save a view over the project's datasets (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/views)
+	CreateView(ctx context.Context, request CreateViewRequestObject) (CreateViewResponseObject, error)
+	// DeleteView Delete a view (visualizations:create)
+	// (DELETE /api/v1/projects/{project_id}/views/{view_id})
+	DeleteView(ctx context.Context, request DeleteViewRequestObject) (DeleteViewResponseObject, error)
+	// GetView A saved view (datasets:list)
+	// (GET /api/v1/projects/{project_id}/views/{view_id})
+	GetView(ctx context.Context, request GetViewRequestObject) (GetViewResponseObject, error)
+	// UpdateView Rename, describe or redefine a view (visualizations:create)
+	// (PATCH /api/v1/projects/{project_id}/views/{view_id})
+	UpdateView(ctx context.Context, request UpdateViewRequestObject) (UpdateViewResponseObject, error)
+	// PreviewView The first rows of a view (datasets:read)
+	// (GET /api/v1/projects/{project_id}/views/{view_id}/preview)
+	PreviewView(ctx context.Context, request PreviewViewRequestObject) (PreviewViewResponseObject, error)
 	// GetPlatformRedoc Redoc over this description
 	// (GET /api/v1/redoc)
 	GetPlatformRedoc(ctx context.Context, request GetPlatformRedocRequestObject) (GetPlatformRedocResponseObject, error)
@@ -31385,6 +32614,208 @@ func (sh *strictHandler) ExecuteSavedQuery(ctx echo.Context, projectId ProjectId
 		return err
 	} else if validResponse, ok := response.(ExecuteSavedQueryResponseObject); ok {
 		return validResponse.VisitExecuteSavedQueryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListViews operation middleware
+func (sh *strictHandler) ListViews(ctx echo.Context, projectId ProjectId, params ListViewsParams) error {
+	var request ListViewsRequestObject
+
+	request.ProjectId = projectId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListViews(ctx.Request().Context(), request.(ListViewsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListViews")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListViewsResponseObject); ok {
+		return validResponse.VisitListViewsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateView operation middleware
+func (sh *strictHandler) CreateView(ctx echo.Context, projectId ProjectId) error {
+	var request CreateViewRequestObject
+
+	request.ProjectId = projectId
+
+	var body CreateViewJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateView(ctx.Request().Context(), request.(CreateViewRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateView")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateViewResponseObject); ok {
+		return validResponse.VisitCreateViewResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteView operation middleware
+func (sh *strictHandler) DeleteView(ctx echo.Context, projectId ProjectId, viewId ViewId) error {
+	var request DeleteViewRequestObject
+
+	request.ProjectId = projectId
+	request.ViewId = viewId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteView(ctx.Request().Context(), request.(DeleteViewRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteView")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteViewResponseObject); ok {
+		return validResponse.VisitDeleteViewResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetView operation middleware
+func (sh *strictHandler) GetView(ctx echo.Context, projectId ProjectId, viewId ViewId) error {
+	var request GetViewRequestObject
+
+	request.ProjectId = projectId
+	request.ViewId = viewId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetView(ctx.Request().Context(), request.(GetViewRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetView")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetViewResponseObject); ok {
+		return validResponse.VisitGetViewResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateView operation middleware
+func (sh *strictHandler) UpdateView(ctx echo.Context, projectId ProjectId, viewId ViewId) error {
+	var request UpdateViewRequestObject
+
+	request.ProjectId = projectId
+	request.ViewId = viewId
+
+	var body UpdateViewJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateView(ctx.Request().Context(), request.(UpdateViewRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateView")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateViewResponseObject); ok {
+		return validResponse.VisitUpdateViewResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PreviewView operation middleware
+func (sh *strictHandler) PreviewView(ctx echo.Context, projectId ProjectId, viewId ViewId, params PreviewViewParams) error {
+	var request PreviewViewRequestObject
+
+	request.ProjectId = projectId
+	request.ViewId = viewId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PreviewView(ctx.Request().Context(), request.(PreviewViewRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PreviewView")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PreviewViewResponseObject); ok {
+		return validResponse.VisitPreviewViewResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -68,6 +68,7 @@ const (
 	CodeDatasetNotReady     Code = "DATASET_NOT_READY"
 	CodeNothingToShow       Code = "NOTHING_TO_SHOW"
 	CodePromptNotUnderstood Code = "PROMPT_NOT_UNDERSTOOD"
+	CodeViewBroken          Code = "VIEW_BROKEN"
 )
 
 // Catalog lists every error code the service answers with.
@@ -125,6 +126,7 @@ var Catalog = map[Code]Doc{
 	CodeInvalidTwoFactorCode:    {401, "Invalid two-factor code", "The two-factor code is wrong, expired (codes last 30 seconds, one step of grace either side) or already used; it counts as a failed sign-in."},
 	CodeSessionExpired:          {401, "Session expired", "The refresh token, or the browser session, was not used for longer than the organization's `settings.security.session_timeout_minutes`; sign in again."},
 	CodeCSRFCheckFailed:         {403, "CSRF check failed", "An unsafe request (POST, PUT, PATCH, DELETE) authenticated by the browser session cookie must send the session's `csrf_token` as `X-CSRF-Token` and come from this service's own origin (`Origin`, `Sec-Fetch-Site`); a WebSocket opened with the cookie must come from this origin too. Nothing was changed. Requests with a bearer token or API key are not concerned."},
+	CodeViewBroken:              {409, "View broken", "The saved view no longer runs: a change to a dataset (or view) it reads broke it. `details` has `view_id` and `error`, what changed; redefine the view (PATCH .../views/{view_id}) to fix it."},
 	CodeDescriptionUnavailable:  {409, "Table cannot be described", "The table (typically a connected database's) has something its OpenAPI description cannot express, so its description and record API are not served, nor its records embedded in another table's (`include`, `expand`); `details.table` and `details.reason` say what. Change the table (or leave it out of the connection)."},
 }
 

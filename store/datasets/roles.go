@@ -202,5 +202,18 @@ func MoveOrganization(ctx context.Context, tx *sqlx.Tx, from, to string, now tim
 			return err
 		}
 	}
+	// Saved views (store/views) move with the tables they read, which they name by oid.
+	var vs []string
+	if err := tx.SelectContext(ctx, &vs, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind = 'v'`, from); err != nil {
+		return err
+	}
+	for _, v := range vs {
+		for _, q := range []string{`ALTER VIEW ` + Table(from, v) + ` SET SCHEMA ` + schema, `GRANT SELECT ON ` + Table(to, v) + ` TO ` + role} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+	}
 	return DropOrganization(ctx, tx, from)
 }

@@ -27,6 +27,9 @@ type TableDef struct {
 	// Writable: the record API may write a connected table (through postgres_fdw; mysql_fdw
 	// tables are read-only).
 	Writable bool `json:"writable,omitempty"`
+	// View: a saved view of the project (store/views), which queries read like a table; it
+	// has no system columns.
+	View bool `json:"view,omitempty"`
 }
 
 // DefaultSampleRows is SampleRows when the connection's options do not set it.
@@ -58,8 +61,8 @@ const foreignPrefix = "fdw_"
 func ForeignSchema(datasetID string) string { return foreignPrefix + datasetID }
 
 // System reports whether the table has the platform's system columns (id, created_at,
-// updated_at, deleted_at, version): uploaded tables do, connected ones do not.
-func (t TableDef) System() bool { return !t.Foreign }
+// updated_at, deleted_at, version): uploaded tables do, connected ones and views do not.
+func (t TableDef) System() bool { return !t.Foreign && !t.View }
 
 // Live is the condition that keeps soft-deleted rows out of a read of the table.
 func (t TableDef) Live() string {

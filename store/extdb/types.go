@@ -346,3 +346,7 @@ func (t *Table) lookup(name string) *Column {
 	}
 	return nil
 }
+
+// PGType is the platform's column type for a PostgreSQL type as format_type names it (the
+// columns of a saved view, say).
+func PGType(typ string) ingest.Type { return pgType(typ, false) }

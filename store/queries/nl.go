@@ -36,6 +36,9 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 	}
 	refs := map[string]string{} // dataset id + "." + table name → ref
 	for _, src := range sources {
+		if src.Broken != "" {
+			continue // a broken view answers nothing
+		}
 		for _, t := range src.Tables {
 			ref := Identifier(src.Name)
 			if len(src.Tables) > 1 {

@@ -15,10 +15,13 @@ import (
 	"github.com/lib/pq"
 )
 
-// Source is a dataset a query may read.
+// Source is a dataset or a saved view a query may read.
 type Source struct {
 	ID, Name string
 	Tables   []datasets.TableDef
+	// Broken is why a saved view cannot be read (a change to what it reads broke it): a query
+	// naming it fails with a BrokenError.
+	Broken string
 }
 
 // Used is a dataset a query reads, and which of its tables.
@@ -45,6 +48,15 @@ type UnknownError struct {
 
 func (e *UnknownError) Error() string {
 	return fmt.Sprintf("%q is not a dataset of this project (line %d, column %d)", e.Name, e.Line, e.Column)
+}
+
+// BrokenError is a query naming a saved view that a change to what it reads broke.
+type BrokenError struct {
+	ID, Name, Reason string
+}
+
+func (e *BrokenError) Error() string {
+	return fmt.Sprintf("the view %s is broken: %s; fix its definition (PATCH .../views/%s)", e.Name, e.Reason, e.ID)
 }
 
 type target struct {
@@ -114,6 +126,9 @@ func Prepare(query string, sources []Source) (*Prepared, error) {
 			line, col := usersql.Position(bound, len([]rune(bound[:r.Start]))+1)
 			return nil, &UnknownError{Name: r.Text(bound), Line: line, Column: col, Available: available(sources)}
 		}
+		if b := sources[t.src].Broken; b != "" {
+			return nil, &BrokenError{ID: sources[t.src].ID, Name: sources[t.src].Name, Reason: b}
+		}
 		with[i] = t.table.QueryName()
 		if !r.Aliased {
 			with[i] += " AS " + pq.QuoteIdentifier(r.Name)
@@ -122,7 +137,11 @@ func Prepare(query string, sources []Source) (*Prepared, error) {
 			used[t.src] = map[string]bool{}
 		}
 		if !used[t.src][t.table.Name] {
-			mapped = append(mapped, fmt.Sprintf("%s → dataset %q (%s)", r.Text(bound), sources[t.src].Name, sources[t.src].ID))
+			kind := "dataset"
+			if t.table.View {
+				kind = "view"
+			}
+			mapped = append(mapped, fmt.Sprintf("%s → %s %q (%s)", r.Text(bound), kind, sources[t.src].Name, sources[t.src].ID))
 		}
 		used[t.src][t.table.Name] = true
 	}
