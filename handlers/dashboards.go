@@ -93,6 +93,9 @@ func (r dashboardResponse) VisitGenerateDatasetDashboardResponse(w http.Response
 func (r dashboardResponse) VisitGenerateProjectDashboardResponse(w http.ResponseWriter) error {
 	return r.write(w)
 }
+func (r dashboardResponse) VisitGenerateViewDashboardResponse(w http.ResponseWriter) error {
+	return r.write(w)
+}
 
 // rawJSON answers any JSON body with a status.
 type rawJSON struct {

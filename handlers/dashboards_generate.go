@@ -18,10 +18,12 @@ import (
 	"dataplatform/store"
 	"dataplatform/store/dashboards"
 	"dataplatform/store/datasets"
+	"dataplatform/store/ingest"
 	"dataplatform/store/queries"
 	"dataplatform/store/usersql"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // The project form's limits (SPEC.md "Limits").
@@ -37,6 +39,7 @@ type generation struct {
 	source   map[string]any // the dashboard's source (type, ids, intent)
 	kind     string         // dataset, view, project
 	sets     []store.Dataset
+	views    []*store.View
 	name     string
 	intent   string
 	useAI    bool
@@ -79,6 +82,62 @@ func (h *Dashboards) GenerateProjectDashboard(ctx context.Context, req api.Gener
 	}
 	yes := true
 	return dashboardResponse{http.StatusCreated, d, dashboardJSON(d, true, &yes)}, nil
+}
+
+func (h *Dashboards) GenerateViewDashboard(ctx context.Context, req api.GenerateViewDashboardRequestObject) (api.GenerateViewDashboardResponseObject, error) {
+	g, err := h.viewForm(ctx, req.ProjectId, req.ViewId, req.Params.UseAi)
+	if err != nil {
+		return nil, err
+	}
+	if g.existing != nil && !deref(req.Params.Force) {
+		return dashboardResponse{http.StatusOK, g.existing, dashboardJSON(g.existing, true, ptr(true))}, nil
+	}
+	d, err := h.generate(ctx, g, nil)
+	if err != nil {
+		return nil, err
+	}
+	status := http.StatusCreated
+	if g.existing != nil {
+		status = http.StatusOK
+	}
+	return dashboardResponse{status, d, dashboardJSON(d, true, ptr(true))}, nil
+}
+
+// viewForm checks the view form: the caller generates in the project, the view runs; its
+// existing dashboard, if any, is in g.existing.
+func (h *Dashboards) viewForm(ctx context.Context, projectID, viewID string, useAI *bool) (*generation, error) {
+	prj, err := h.project(ctx, nil, projectID, "visualizations:create")
+	if err != nil {
+		return nil, err
+	}
+	v, err := h.activeView(ctx, prj.ID, viewID)
+	if err != nil {
+		return nil, err
+	}
+	g := &generation{prj: prj, kind: "view", views: []*store.View{v}, name: v.Name, useAI: useAI == nil || *useAI,
+		source: map[string]any{"type": "view", "view_id": v.ID}}
+	if g.existing, err = store.DashboardOf(ctx, h.Store.DB, "view", v.ID); errors.Is(err, store.ErrNotFound) {
+		g.existing = nil
+	} else if err != nil {
+		return nil, err
+	} else {
+		g.existing.Reach = prj.Reach
+	}
+	return g, nil
+}
+
+// activeView is a view of the project that runs: 404 when there is none, 409 when broken.
+func (h *Dashboards) activeView(ctx context.Context, projectID, id string) (*store.View, error) {
+	v, err := store.ViewByID(ctx, h.Store.DB, projectID, id, false)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierr.NotFound("view", id)
+	} else if err != nil {
+		return nil, err
+	}
+	if v.Status != "active" {
+		return nil, viewBroken(v.ID, deref(v.Error), "view "+v.Name+" is broken: "+deref(v.Error))
+	}
+	return v, nil
 }
 
 // datasetForm checks the dataset form: the caller generates in the dataset's project, the
@@ -160,7 +219,20 @@ func (h *Dashboards) projectForm(ctx context.Context, projectID string, b *api.P
 		seen[id] = true
 	}
 	for i, id := range views {
-		bad = append(bad, apierr.FieldError{Field: "body.view_ids." + strconv.Itoa(i), Code: "not_found", Message: "no view " + id + " in this project"})
+		v, err := store.ViewByID(ctx, h.Store.DB, prj.ID, id, false)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			bad = append(bad, apierr.FieldError{Field: "body.view_ids." + strconv.Itoa(i), Code: "not_found", Message: "no view " + id + " in this project"})
+		case err != nil:
+			return nil, err
+		case seen[id]:
+			bad = append(bad, apierr.FieldError{Field: "body.view_ids." + strconv.Itoa(i), Code: "duplicate", Message: id + " is named twice"})
+		case v.Status != "active":
+			bad = append(bad, apierr.FieldError{Field: "body.view_ids." + strconv.Itoa(i), Code: "view_broken", Message: "view " + v.Name + " is broken: " + deref(v.Error)})
+		default:
+			g.views = append(g.views, v)
+		}
+		seen[id] = true
 	}
 	if len(bad) > 0 {
 		return nil, apierr.Validation(bad...)
@@ -233,6 +305,18 @@ func (h *Dashboards) input(ctx context.Context, g *generation) (dashboards.Input
 			in.Sources = append(in.Sources, src)
 		}
 	}
+	for _, v := range g.views {
+		src, err := h.viewSource(ctx, g.prj, v)
+		if err != nil {
+			return in, err
+		}
+		for _, w := range in.Intent {
+			if strings.Contains(strings.ToLower(v.Name), w) {
+				src.Rank++
+			}
+		}
+		in.Sources = append(in.Sources, src)
+	}
 	seen := map[string]bool{}
 	for _, r := range rels {
 		from, okF := refs[r.FromDataset+"."+r.FromTable]
@@ -276,7 +360,7 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 	if err != nil {
 		return nil, err
 	}
-	report("analyzing", "Reading the columns and statistics of "+strconv.Itoa(len(g.sets))+" dataset(s)")
+	report("analyzing", fmt.Sprintf("Reading the columns and statistics of %d dataset(s) and %d view(s)", len(g.sets), len(g.views)))
 	in, err := h.input(ctx, g)
 	if err != nil {
 		return nil, err
@@ -338,8 +422,11 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 		d = &store.Dashboard{ID: store.NewID("dsh"), OrgID: g.prj.OrgID, ProjectID: g.prj.ID, SourceType: g.kind, Source: source,
 			DisplayName: g.name, Spec: raw, Version: 1, GeneratedBy: generatedBy, Warnings: warnings, CreatedBy: &p.UserID,
 			CreatedAt: now, UpdatedAt: now, Reach: g.prj.Reach}
-		if g.kind == "dataset" {
+		switch g.kind {
+		case "dataset":
 			d.DatasetID = &g.sets[0].ID
+		case "view":
+			d.ViewID = &g.views[0].ID
 		}
 		v := &store.DashboardVersion{ID: store.NewID("dshv"), DashboardID: d.ID, Number: 1, Kind: "generate", DisplayName: d.DisplayName,
 			Spec: raw, CreatedBy: &p.UserID, CreatedAt: now}
@@ -353,7 +440,11 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 	}
 	if errors.Is(err, store.ErrDashboardExists) {
 		// Another request made the dataset's dashboard meanwhile: that one is the answer.
-		if cur, err := store.DashboardOf(ctx, h.Store.DB, g.kind, g.sets[0].ID); err == nil {
+		sourceID := d.DatasetID
+		if g.kind == "view" {
+			sourceID = d.ViewID
+		}
+		if cur, err := store.DashboardOf(ctx, h.Store.DB, g.kind, *sourceID); err == nil {
 			cur.Reach = g.prj.Reach
 			return cur, nil
 		}
@@ -480,4 +571,60 @@ func (h *Dashboards) runTile(ctx context.Context, prj *store.Project, t *dashboa
 		return err
 	})
 	return res, err
+}
+
+// viewSource describes a saved view to the generator. A view keeps no statistics: they are
+// read from it (rows, distinct values, empty values, ranges) in one query through the
+// sandbox, as the caller.
+func (h *Dashboards) viewSource(ctx context.Context, prj *store.Project, v *store.View) (dashboards.Source, error) {
+	var cols []store.ViewColumn
+	if err := json.Unmarshal([]byte(v.Columns), &cols); err != nil {
+		return dashboards.Source{}, err
+	}
+	src := dashboards.Source{Ref: v.Name, ID: v.ID, Label: v.Name}
+	sel := []string{"count(*) AS n"}
+	type read struct{ distinct, count, lo, hi int }
+	reads := make([]read, len(cols))
+	for i, c := range cols {
+		q := pq.QuoteIdentifier(c.Name)
+		r := read{-1, -1, -1, -1}
+		switch t := ingest.Type(c.Type); t {
+		case ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz:
+			r = read{len(sel), len(sel) + 1, len(sel) + 2, len(sel) + 3}
+			sel = append(sel, "count(DISTINCT "+q+")", "count("+q+")", "min("+q+")::text", "max("+q+")::text")
+		case ingest.Text, ingest.Boolean, ingest.UUID:
+			r.distinct, r.count = len(sel), len(sel)+1
+			sel = append(sel, "count(DISTINCT "+q+")", "count("+q+")")
+		}
+		reads[i] = r
+	}
+	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
+		return src, err
+	}
+	res, err := h.runTile(ctx, prj, &dashboards.Tile{Query: dashboards.Query{SQL: "SELECT " + strings.Join(sel, ", ") + " FROM " + v.Name}}, nil, 1)
+	if err != nil {
+		return src, err
+	}
+	row := res.Rows[0]
+	count := func(i int) int64 {
+		if i < 0 {
+			return 0
+		}
+		n, _ := strconv.ParseInt(fmt.Sprint(row[i]), 10, 64)
+		return n
+	}
+	text := func(i int) json.RawMessage {
+		if i < 0 || row[i] == nil {
+			return nil
+		}
+		b, _ := json.Marshal(fmt.Sprint(row[i]))
+		return b
+	}
+	src.Rows = count(0)
+	for i, c := range cols {
+		r := reads[i]
+		src.Columns = append(src.Columns, dashboards.Column{Name: c.Name, Label: c.Name, Type: ingest.Type(c.Type), Distinct: count(r.distinct),
+			Nulls: src.Rows - count(r.count), Min: text(r.lo), Max: text(r.hi)})
+	}
+	return src, nil
 }

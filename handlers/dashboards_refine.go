@@ -119,28 +119,45 @@ func (h *Dashboards) RefineDashboard(ctx context.Context, req api.RefineDashboar
 	return refineResponse{dashboardResponse{http.StatusOK, d, out}}, nil
 }
 
-// sourceOf is the generation a dashboard came from: its datasets that are still active.
+// sourceOf is the generation a dashboard came from: its datasets that are still active and
+// its views that still run.
 func (h *Dashboards) sourceOf(ctx context.Context, d *store.Dashboard) (*generation, error) {
 	var src struct {
 		DatasetID  string   `json:"dataset_id"`
 		DatasetIDs []string `json:"dataset_ids"`
+		ViewID     string   `json:"view_id"`
+		ViewIDs    []string `json:"view_ids"`
 		Intent     string   `json:"intent"`
 	}
 	if err := json.Unmarshal(d.Source, &src); err != nil {
 		return nil, err
 	}
-	ids := src.DatasetIDs
+	prj, err := h.project(ctx, nil, d.ProjectID, "visualizations:create")
+	if err != nil {
+		return nil, err
+	}
+	ids, vids := src.DatasetIDs, src.ViewIDs
 	if src.DatasetID != "" {
 		ids = []string{src.DatasetID}
+	}
+	if src.ViewID != "" {
+		vids = []string{src.ViewID}
 	}
 	all, err := store.ProjectDatasets(ctx, h.Store.DB, d.ProjectID)
 	if err != nil {
 		return nil, err
 	}
-	g := &generation{kind: d.SourceType, name: d.DisplayName, intent: src.Intent}
+	g := &generation{prj: prj, kind: d.SourceType, name: d.DisplayName, intent: src.Intent}
 	for _, ds := range all {
 		if ds.Status == "active" && slices.Contains(ids, ds.ID) {
 			g.sets = append(g.sets, ds)
+		}
+	}
+	for _, id := range vids {
+		if v, err := store.ViewByID(ctx, h.Store.DB, d.ProjectID, id, false); err == nil && v.Status == "active" {
+			g.views = append(g.views, v)
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
 		}
 	}
 	return g, nil

@@ -21,6 +21,14 @@ func (h *Dashboards) StreamDatasetDashboard(ctx context.Context, req api.StreamD
 	return &generationStream{h: h, ctx: ctx, g: g, regenerate: deref(req.Params.Force)}, nil
 }
 
+func (h *Dashboards) StreamViewDashboard(ctx context.Context, req api.StreamViewDashboardRequestObject) (api.StreamViewDashboardResponseObject, error) {
+	g, err := h.viewForm(ctx, req.ProjectId, req.ViewId, req.Params.UseAi)
+	if err != nil {
+		return nil, err
+	}
+	return &generationStream{h: h, ctx: ctx, g: g, regenerate: deref(req.Params.Force)}, nil
+}
+
 func (h *Dashboards) StreamProjectDashboard(ctx context.Context, req api.StreamProjectDashboardRequestObject) (api.StreamProjectDashboardResponseObject, error) {
 	g, err := h.projectForm(ctx, req.ProjectId, req.Body)
 	if err != nil {
@@ -54,6 +62,9 @@ func (s *generationStream) VisitStreamDatasetDashboardResponse(w http.ResponseWr
 func (s *generationStream) VisitStreamProjectDashboardResponse(w http.ResponseWriter) error {
 	return s.run(w)
 }
+func (s *generationStream) VisitStreamViewDashboardResponse(w http.ResponseWriter) error {
+	return s.run(w)
+}
 
 func (s *generationStream) send(typ, message string, data any) {
 	s.mu.Lock()
@@ -72,7 +83,7 @@ func (s *generationStream) run(w http.ResponseWriter) error {
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	if s.g.existing != nil && !s.regenerate {
-		s.send("complete", "The dataset's dashboard already exists", dashboardJSON(s.g.existing, true, ptr(true)))
+		s.send("complete", "The "+s.g.kind+"'s dashboard already exists", dashboardJSON(s.g.existing, true, ptr(true)))
 		return nil
 	}
 	stop := make(chan struct{})

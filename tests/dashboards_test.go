@@ -804,3 +804,61 @@ func TestDashboardStreamClientGone(t *testing.T) {
 	}
 	e.do("GET", "/api/v1/projects/"+e.projectID+"/dashboards", nil, bearer(e.ownerToken)).status(200)
 }
+
+// TestDashboardFromViews: plan-views proposes the join of orders with their customers as a
+// checked view definition; saved, the view gets a dashboard of its own (its statistics read
+// from it) and serves as a source of the project form; a broken view is refused.
+func TestDashboardFromViews(t *testing.T) {
+	t.Parallel()
+	f := newDashboardFixture(t)
+	e, own := f.env, bearer(f.ownerToken)
+	plan := e.do("POST", "/v1/api/projects/"+e.projectID+"/dashboards/plan-views", map[string]any{"intent": "orders by segment"}, own).status(200)
+	if plan.len("views") != 1 || plan.str("views.0.name") != "orders_with_customers" || plan.len("rejected") != 0 ||
+		!strings.Contains(fmt.Sprint(plan.get("views.0.columns")), "segment") || plan.str("views.0.definition.join.base") != "orders" {
+		t.Fatalf("plan: %s", plan.Body)
+	}
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/dashboards/plan-views", map[string]any{"dataset_ids": []string{"ds_nosuchdataset"}}, own).dashError(400, "validation_error")
+	v := e.do("POST", "/api/v1/projects/"+e.projectID+"/views", map[string]any{"name": plan.str("views.0.name"),
+		"description": plan.str("views.0.description"), "definition": plan.get("views.0.definition")}, own).status(201)
+	vid := v.str("id")
+	// After saving it, the same join is proposed under another name.
+	if again := e.do("POST", "/api/v1/projects/"+e.projectID+"/dashboards/plan-views", nil, own).status(200); again.str("views.0.name") != "orders_with_customers_2" {
+		t.Fatalf("plan again: %s", again.Body)
+	}
+
+	gen := "/api/v1/projects/" + e.projectID + "/views/" + vid + "/dashboard/generate"
+	r := e.do("POST", gen+"?use_ai=false", nil, own).status(201)
+	id := r.str("id")
+	if r.str("source.type") != "view" || r.str("source.view_id") != vid || tileByID(r, "count_by_segment") == "" || tileByID(r, "sum_amount") == "" {
+		t.Fatalf("view dashboard: %s", r.Body)
+	}
+	d := e.do("GET", "/api/v1/dashboards/"+id+"/data", nil, own).status(200)
+	if v := tileValue(t, d, tileByID(r, "record_count")); v != float64(240) {
+		t.Fatalf("rows of the view: %v", v)
+	}
+	if a := e.do("POST", "/v1/api/projects/"+e.projectID+"/views/"+vid+"/dashboard/generate", nil, own).status(200); a.str("id") != id {
+		t.Fatalf("again: %s", a.Body)
+	}
+	s := e.do("POST", gen+"/stream?force=true&use_ai=false", nil, own).status(200)
+	if _, evs := sseEvents(t, s.Body); evs[len(evs)-1]["type"] != "complete" {
+		t.Fatalf("stream: %s", s.Body)
+	}
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/views/vw_nosuchview/dashboard/generate", nil, own).dashError(404, "not_found")
+
+	// The project form takes views.
+	p := e.do("POST", "/api/v1/projects/"+e.projectID+"/dashboards/generate", map[string]any{"name": "From the view", "view_ids": []string{vid}, "use_ai": false}, own).status(201)
+	if p.str("source.view_ids.0") != vid || len(tiles(p)) < 5 {
+		t.Fatalf("project form with a view: %s", p.Body)
+	}
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/dashboards/generate", map[string]any{"name": "x", "view_ids": []string{"vw_nosuchview"}}, own).dashError(400, "validation_error")
+	// Refining the view's dashboard reads the view's columns.
+	if rf := e.do("POST", "/api/v1/dashboards/"+id+"/refine", map[string]any{"user_prompt": "add a chart of amount by country"}, own).status(200); !strings.Contains(rf.str("changes.0"), "by country") {
+		t.Fatalf("refine over the view: %s", rf.Body)
+	}
+
+	// A view broken by its dataset's deletion is refused, by its code.
+	e.settleJobs()
+	e.do("DELETE", "/api/v1/projects/"+e.projectID+"/datasets/"+f.customers, nil, own).status(200)
+	e.do("POST", gen+"?force=true", nil, own).dashError(409, "view_broken")
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/dashboards/generate", map[string]any{"name": "x", "view_ids": []string{vid}}, own).dashError(400, "validation_error")
+}

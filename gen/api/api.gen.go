@@ -4776,6 +4776,9 @@ type VersionParam = string
 // ViewId defines model for ViewId.
 type ViewId = string
 
+// ViewIdPath defines model for ViewIdPath.
+type ViewIdPath = string
+
 // WebhookId defines model for WebhookId.
 type WebhookId = string
 
@@ -5316,6 +5319,15 @@ type ListProjectDashboardsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// PlanDashboardViewsJSONBody defines parameters for PlanDashboardViews.
+type PlanDashboardViewsJSONBody struct {
+	// DatasetIds Only joins among these datasets (all active datasets by default).
+	DatasetIds *[]string `json:"dataset_ids,omitempty"`
+
+	// Intent Proposals whose datasets or columns the intent names come first.
+	Intent *string `json:"intent,omitempty"`
+}
+
 // RecommendDashboardDatasetsJSONBody defines parameters for RecommendDashboardDatasets.
 type RecommendDashboardDatasetsJSONBody struct {
 	Intent string `json:"intent"`
@@ -5480,6 +5492,24 @@ type ListViewsParams struct {
 	Query *string `form:"query,omitempty" json:"query,omitempty"`
 }
 
+// GenerateViewDashboardParams defines parameters for GenerateViewDashboard.
+type GenerateViewDashboardParams struct {
+	// UseAi Let the configured model draft the dashboard (no model configured, or false, the deterministic generator).
+	UseAi *UseAI `form:"use_ai,omitempty" json:"use_ai,omitempty"`
+
+	// Force Regenerate when the dataset already has a dashboard (a new version of it).
+	Force *Force `form:"force,omitempty" json:"force,omitempty"`
+}
+
+// StreamViewDashboardParams defines parameters for StreamViewDashboard.
+type StreamViewDashboardParams struct {
+	// UseAi Let the configured model draft the dashboard (no model configured, or false, the deterministic generator).
+	UseAi *UseAI `form:"use_ai,omitempty" json:"use_ai,omitempty"`
+
+	// Force Regenerate when the dataset already has a dashboard (a new version of it).
+	Force *Force `form:"force,omitempty" json:"force,omitempty"`
+}
+
 // PreviewViewParams defines parameters for PreviewView.
 type PreviewViewParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -5595,6 +5625,9 @@ type GenerateProjectDashboardJSONRequestBody = ProjectDashboardRequest
 
 // StreamProjectDashboardJSONRequestBody defines body for StreamProjectDashboard for application/json ContentType.
 type StreamProjectDashboardJSONRequestBody = ProjectDashboardRequest
+
+// PlanDashboardViewsJSONRequestBody defines body for PlanDashboardViews for application/json ContentType.
+type PlanDashboardViewsJSONRequestBody PlanDashboardViewsJSONBody
 
 // RecommendDashboardDatasetsJSONRequestBody defines body for RecommendDashboardDatasets for application/json ContentType.
 type RecommendDashboardDatasetsJSONRequestBody RecommendDashboardDatasetsJSONBody
@@ -6079,6 +6112,9 @@ type ServerInterface interface {
 	// StreamProjectDashboard The project form of generation, reporting progress as Server-Sent Events (visualizations:create)
 	// (POST /api/v1/projects/{project_id}/dashboards/generate/stream)
 	StreamProjectDashboard(ctx echo.Context, projectId ProjectId) error
+	// PlanDashboardViews Proposed joins of the project's datasets, as validated view definitions (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/dashboards/plan-views)
+	PlanDashboardViews(ctx echo.Context, projectId ProjectId) error
 	// RecommendDashboardDatasets The project's datasets ranked for an intent (visualizations:create)
 	// (POST /api/v1/projects/{project_id}/dashboards/recommend-datasets)
 	RecommendDashboardDatasets(ctx echo.Context, projectId ProjectId) error
@@ -6169,6 +6205,12 @@ type ServerInterface interface {
 	// UpdateView Rename, describe or redefine a view (visualizations:create)
 	// (PATCH /api/v1/projects/{project_id}/views/{view_id})
 	UpdateView(ctx echo.Context, projectId ProjectId, viewId ViewId) error
+	// GenerateViewDashboard The saved view's dashboard, generated when it has none (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/views/{view_id}/dashboard/generate)
+	GenerateViewDashboard(ctx echo.Context, projectId ProjectId, viewId ViewIdPath, params GenerateViewDashboardParams) error
+	// StreamViewDashboard Generate the saved view's dashboard, reporting progress as Server-Sent Events (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/views/{view_id}/dashboard/generate/stream)
+	StreamViewDashboard(ctx echo.Context, projectId ProjectId, viewId ViewIdPath, params StreamViewDashboardParams) error
 	// PreviewView The first rows of a view (datasets:read)
 	// (GET /api/v1/projects/{project_id}/views/{view_id}/preview)
 	PreviewView(ctx echo.Context, projectId ProjectId, viewId ViewId, params PreviewViewParams) error
@@ -8654,6 +8696,22 @@ func (w *ServerInterfaceWrapper) StreamProjectDashboard(ctx echo.Context) error 
 	return err
 }
 
+// PlanDashboardViews converts echo context to params.
+func (w *ServerInterfaceWrapper) PlanDashboardViews(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PlanDashboardViews(ctx, projectId)
+	return err
+}
+
 // RecommendDashboardDatasets converts echo context to params.
 func (w *ServerInterfaceWrapper) RecommendDashboardDatasets(ctx echo.Context) error {
 	var err error
@@ -9412,6 +9470,86 @@ func (w *ServerInterfaceWrapper) UpdateView(ctx echo.Context) error {
 	return err
 }
 
+// GenerateViewDashboard converts echo context to params.
+func (w *ServerInterfaceWrapper) GenerateViewDashboard(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "view_id" -------------
+	var viewId ViewIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "view_id", ctx.Param("view_id"), &viewId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter view_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GenerateViewDashboardParams
+	// ------------- Optional query parameter "use_ai" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "use_ai", ctx.QueryParams(), &params.UseAi, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter use_ai: %s", err))
+	}
+
+	// ------------- Optional query parameter "force" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "force", ctx.QueryParams(), &params.Force, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter force: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GenerateViewDashboard(ctx, projectId, viewId, params)
+	return err
+}
+
+// StreamViewDashboard converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamViewDashboard(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "view_id" -------------
+	var viewId ViewIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "view_id", ctx.Param("view_id"), &viewId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter view_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamViewDashboardParams
+	// ------------- Optional query parameter "use_ai" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "use_ai", ctx.QueryParams(), &params.UseAi, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter use_ai: %s", err))
+	}
+
+	// ------------- Optional query parameter "force" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "force", ctx.QueryParams(), &params.Force, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter force: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamViewDashboard(ctx, projectId, viewId, params)
+	return err
+}
+
 // PreviewView converts echo context to params.
 func (w *ServerInterfaceWrapper) PreviewView(ctx echo.Context) error {
 	var err error
@@ -9593,6 +9731,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/api-keys/:key_id/rotate", wrapper.RotateApiKey, options.OperationMiddlewares["rotateApiKey"]...)
 	router.POST(options.BaseURL+"/api/v1/datasets/:dataset_id/dashboard/generate", wrapper.GenerateDatasetDashboard, options.OperationMiddlewares["generateDatasetDashboard"]...)
 	router.POST(options.BaseURL+"/api/v1/datasets/:dataset_id/dashboard/generate/stream", wrapper.StreamDatasetDashboard, options.OperationMiddlewares["streamDatasetDashboard"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/views/:view_id/dashboard/generate", wrapper.GenerateViewDashboard, options.OperationMiddlewares["generateViewDashboard"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/views/:view_id/dashboard/generate/stream", wrapper.StreamViewDashboard, options.OperationMiddlewares["streamViewDashboard"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/dashboards/plan-views", wrapper.PlanDashboardViews, options.OperationMiddlewares["planDashboardViews"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/dashboards/generate", wrapper.GenerateProjectDashboard, options.OperationMiddlewares["generateProjectDashboard"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/dashboards/generate/stream", wrapper.StreamProjectDashboard, options.OperationMiddlewares["streamProjectDashboard"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/dashboards", wrapper.ListProjectDashboards, options.OperationMiddlewares["listProjectDashboards"]...)
@@ -23010,6 +23151,154 @@ func (response StreamProjectDashboard503JSONResponse) VisitStreamProjectDashboar
 	return err
 }
 
+type PlanDashboardViewsRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	Body      *PlanDashboardViewsJSONRequestBody
+}
+
+type PlanDashboardViewsResponseObject interface {
+	VisitPlanDashboardViewsResponse(w http.ResponseWriter) error
+}
+
+type PlanDashboardViews200JSONResponse struct {
+	// Rejected Proposals that failed their check, and why.
+	Rejected []struct {
+		Error string `json:"error"`
+		Name  string `json:"name"`
+	} `json:"rejected"`
+	Views []struct {
+		Columns []struct {
+			Name     string `json:"name"`
+			Nullable *bool  `json:"nullable,omitempty"`
+			Type     string `json:"type"`
+		} `json:"columns"`
+		DatasetIds []string `json:"dataset_ids"`
+
+		// Definition A view definition (`join`), as `POST .../views` takes it.
+		Definition  map[string]interface{} `json:"definition"`
+		Description string                 `json:"description"`
+		Name        string                 `json:"name"`
+		Reason      string                 `json:"reason"`
+	} `json:"views"`
+}
+
+func (response PlanDashboardViews200JSONResponse) VisitPlanDashboardViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanDashboardViews400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response PlanDashboardViews400JSONResponse) VisitPlanDashboardViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanDashboardViews401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response PlanDashboardViews401JSONResponse) VisitPlanDashboardViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanDashboardViews403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response PlanDashboardViews403JSONResponse) VisitPlanDashboardViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanDashboardViews404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response PlanDashboardViews404JSONResponse) VisitPlanDashboardViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanDashboardViews429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response PlanDashboardViews429JSONResponse) VisitPlanDashboardViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanDashboardViews503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response PlanDashboardViews503JSONResponse) VisitPlanDashboardViewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RecommendDashboardDatasetsRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	Body      *RecommendDashboardDatasetsJSONRequestBody
@@ -27204,6 +27493,343 @@ func (response UpdateView503JSONResponse) VisitUpdateViewResponse(w http.Respons
 	return err
 }
 
+type GenerateViewDashboardRequestObject struct {
+	ProjectId ProjectId  `json:"project_id"`
+	ViewId    ViewIdPath `json:"view_id"`
+	Params    GenerateViewDashboardParams
+}
+
+type GenerateViewDashboardResponseObject interface {
+	VisitGenerateViewDashboardResponse(w http.ResponseWriter) error
+}
+
+type GenerateViewDashboard200JSONResponse struct{ DashboardReadJSONResponse }
+
+func (response GenerateViewDashboard200JSONResponse) VisitGenerateViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateViewDashboard201ResponseHeaders struct {
+	ETag string
+}
+
+type GenerateViewDashboard201JSONResponse struct {
+	Body    Dashboard
+	Headers GenerateViewDashboard201ResponseHeaders
+}
+
+func (response GenerateViewDashboard201JSONResponse) VisitGenerateViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateViewDashboard400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response GenerateViewDashboard400JSONResponse) VisitGenerateViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateViewDashboard401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response GenerateViewDashboard401JSONResponse) VisitGenerateViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateViewDashboard403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response GenerateViewDashboard403JSONResponse) VisitGenerateViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateViewDashboard404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response GenerateViewDashboard404JSONResponse) VisitGenerateViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateViewDashboard409JSONResponse struct{ DashboardConflictJSONResponse }
+
+func (response GenerateViewDashboard409JSONResponse) VisitGenerateViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateViewDashboard429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response GenerateViewDashboard429JSONResponse) VisitGenerateViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateViewDashboard503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response GenerateViewDashboard503JSONResponse) VisitGenerateViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamViewDashboardRequestObject struct {
+	ProjectId ProjectId  `json:"project_id"`
+	ViewId    ViewIdPath `json:"view_id"`
+	Params    StreamViewDashboardParams
+}
+
+type StreamViewDashboardResponseObject interface {
+	VisitStreamViewDashboardResponse(w http.ResponseWriter) error
+}
+
+type StreamViewDashboard200TexteventStreamResponse struct {
+	DashboardStreamTexteventStreamResponse
+}
+
+func (response StreamViewDashboard200TexteventStreamResponse) VisitStreamViewDashboardResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamViewDashboard400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response StreamViewDashboard400JSONResponse) VisitStreamViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamViewDashboard401JSONResponse struct {
+	DashboardUnauthorizedJSONResponse
+}
+
+func (response StreamViewDashboard401JSONResponse) VisitStreamViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamViewDashboard403JSONResponse struct{ DashboardForbiddenJSONResponse }
+
+func (response StreamViewDashboard403JSONResponse) VisitStreamViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamViewDashboard404JSONResponse struct{ DashboardNotFoundJSONResponse }
+
+func (response StreamViewDashboard404JSONResponse) VisitStreamViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamViewDashboard409JSONResponse struct{ DashboardConflictJSONResponse }
+
+func (response StreamViewDashboard409JSONResponse) VisitStreamViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamViewDashboard429JSONResponse struct {
+	DashboardRateLimitedJSONResponse
+}
+
+func (response StreamViewDashboard429JSONResponse) VisitStreamViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamViewDashboard503JSONResponse struct {
+	DashboardUnavailableJSONResponse
+}
+
+func (response StreamViewDashboard503JSONResponse) VisitStreamViewDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PreviewViewRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	ViewId    ViewId    `json:"view_id"`
@@ -28177,6 +28803,9 @@ type StrictServerInterface interface {
 	// StreamProjectDashboard The project form of generation, reporting progress as Server-Sent Events (visualizations:create)
 	// (POST /api/v1/projects/{project_id}/dashboards/generate/stream)
 	StreamProjectDashboard(ctx context.Context, request StreamProjectDashboardRequestObject) (StreamProjectDashboardResponseObject, error)
+	// PlanDashboardViews Proposed joins of the project's datasets, as validated view definitions (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/dashboards/plan-views)
+	PlanDashboardViews(ctx context.Context, request PlanDashboardViewsRequestObject) (PlanDashboardViewsResponseObject, error)
 	// RecommendDashboardDatasets The project's datasets ranked for an intent (visualizations:create)
 	// (POST /api/v1/projects/{project_id}/dashboards/recommend-datasets)
 	RecommendDashboardDatasets(ctx context.Context, request RecommendDashboardDatasetsRequestObject) (RecommendDashboardDatasetsResponseObject, error)
@@ -28267,6 +28896,12 @@ type StrictServerInterface interface {
 	// UpdateView Rename, describe or redefine a view (visualizations:create)
 	// (PATCH /api/v1/projects/{project_id}/views/{view_id})
 	UpdateView(ctx context.Context, request UpdateViewRequestObject) (UpdateViewResponseObject, error)
+	// GenerateViewDashboard The saved view's dashboard, generated when it has none (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/views/{view_id}/dashboard/generate)
+	GenerateViewDashboard(ctx context.Context, request GenerateViewDashboardRequestObject) (GenerateViewDashboardResponseObject, error)
+	// StreamViewDashboard Generate the saved view's dashboard, reporting progress as Server-Sent Events (visualizations:create)
+	// (POST /api/v1/projects/{project_id}/views/{view_id}/dashboard/generate/stream)
+	StreamViewDashboard(ctx context.Context, request StreamViewDashboardRequestObject) (StreamViewDashboardResponseObject, error)
 	// PreviewView The first rows of a view (datasets:read)
 	// (GET /api/v1/projects/{project_id}/views/{view_id}/preview)
 	PreviewView(ctx context.Context, request PreviewViewRequestObject) (PreviewViewResponseObject, error)
@@ -31667,6 +32302,57 @@ func (sh *strictHandler) StreamProjectDashboard(ctx echo.Context, projectId Proj
 	return nil
 }
 
+// PlanDashboardViews operation middleware
+func (sh *strictHandler) PlanDashboardViews(ctx echo.Context, projectId ProjectId) error {
+	var request PlanDashboardViewsRequestObject
+
+	request.ProjectId = projectId
+
+	var body PlanDashboardViewsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PlanDashboardViews(ctx.Request().Context(), request.(PlanDashboardViewsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PlanDashboardViews")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PlanDashboardViewsResponseObject); ok {
+		return validResponse.VisitPlanDashboardViewsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // RecommendDashboardDatasets operation middleware
 func (sh *strictHandler) RecommendDashboardDatasets(ctx echo.Context, projectId ProjectId) error {
 	var request RecommendDashboardDatasetsRequestObject
@@ -32789,6 +33475,60 @@ func (sh *strictHandler) UpdateView(ctx echo.Context, projectId ProjectId, viewI
 		return err
 	} else if validResponse, ok := response.(UpdateViewResponseObject); ok {
 		return validResponse.VisitUpdateViewResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GenerateViewDashboard operation middleware
+func (sh *strictHandler) GenerateViewDashboard(ctx echo.Context, projectId ProjectId, viewId ViewIdPath, params GenerateViewDashboardParams) error {
+	var request GenerateViewDashboardRequestObject
+
+	request.ProjectId = projectId
+	request.ViewId = viewId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GenerateViewDashboard(ctx.Request().Context(), request.(GenerateViewDashboardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GenerateViewDashboard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GenerateViewDashboardResponseObject); ok {
+		return validResponse.VisitGenerateViewDashboardResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamViewDashboard operation middleware
+func (sh *strictHandler) StreamViewDashboard(ctx echo.Context, projectId ProjectId, viewId ViewIdPath, params StreamViewDashboardParams) error {
+	var request StreamViewDashboardRequestObject
+
+	request.ProjectId = projectId
+	request.ViewId = viewId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamViewDashboard(ctx.Request().Context(), request.(StreamViewDashboardRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamViewDashboard")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamViewDashboardResponseObject); ok {
+		return validResponse.VisitStreamViewDashboardResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

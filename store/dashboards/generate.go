@@ -190,8 +190,8 @@ func capital(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// singular of a dataset's label, for "by customer segment".
-func singular(s string) string {
+// Singular of a dataset's label, for "by customer segment".
+func Singular(s string) string {
 	w := strings.ToLower(s)
 	switch {
 	case strings.HasSuffix(w, "ies") && len(w) > 4:
@@ -218,7 +218,7 @@ func (in *Input) intentBoost(name string) float64 {
 	b := 0.0
 	for _, w := range words(name) {
 		for _, iw := range in.Intent {
-			if w == iw || singular(w) == singular(iw) {
+			if w == iw || Singular(w) == Singular(iw) {
 				b += 15
 			}
 		}
@@ -506,7 +506,7 @@ func Propose(in Input) ([]Candidate, []Filter) {
 		}
 		c := to.categories[0]
 		on := "\nJOIN " + to.Ref + " t ON t." + q(r.ToColumn) + " = f." + q(r.FromColumn)
-		by := strings.ToLower(singular(to.Label)) + " " + label(c)
+		by := strings.ToLower(Singular(to.Label)) + " " + label(c)
 		base := 75 + in.intentBoost(c.Name) + from.Rank + to.Rank
 		add("breakdown", base, Tile{ID: from.Ref + "_by_" + to.Ref + "_" + c.Name, Title: capital(from.Label) + " by " + by, Type: "bar",
 			Description: topNote(c),

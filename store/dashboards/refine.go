@@ -293,7 +293,7 @@ func column(in Input, phrase string) (*analysed, *Column) {
 		for j := range a.Columns {
 			c := a.Columns[j]
 			for _, n := range []string{strings.Join(words(c.Name), " "), strings.Join(words(label(c)), " ")} {
-				if n == want || singular(n) == singular(want) {
+				if n == want || Singular(n) == Singular(want) {
 					return a, &a.Columns[j]
 				}
 			}
@@ -331,7 +331,7 @@ func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 			// "orders by region": the count of a source named so.
 			for i := range in.Sources {
 				s := &in.Sources[i]
-				if strings.EqualFold(s.Label, what) || singular(strings.ToLower(s.Label)) == singular(what) || s.Ref == what {
+				if strings.EqualFold(s.Label, what) || Singular(strings.ToLower(s.Label)) == Singular(what) || s.Ref == what {
 					src, fn = analyse(&in, s), "count"
 				}
 			}

@@ -54,7 +54,7 @@ func Suggest(in Input) []Suggestion {
 			_, what, _ = aggregate(from.measures[0])
 			what = capital(what)
 		}
-		out = append(out, Suggestion{Intent: what + " by " + strings.ToLower(singular(to.Label)) + " " + label(c), Refs: []string{from.Ref, to.Ref}, score: 4,
+		out = append(out, Suggestion{Intent: what + " by " + strings.ToLower(Singular(to.Label)) + " " + label(c), Refs: []string{from.Ref, to.Ref}, score: 4,
 			Reason: from.Label + "." + r.FromColumn + " refers to " + to.Label + "." + r.ToColumn})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].score > out[j].score })
