@@ -59,40 +59,37 @@ func (h *Dashboards) RefineDashboard(ctx context.Context, req api.RefineDashboar
 		before[pt.Tile.ID] = pt.Tile.Query.SQL
 	}
 	var warnings []string
-	if h.model() != nil {
-		warnings = append(warnings, "refining with the configured model is not available yet; the built-in rules applied the prompt")
-	}
-	ref, err := dashboards.Refine(&spec, b.UserPrompt, scope, path, in)
-	var nu *dashboards.NotUnderstood
-	if errors.As(err, &nu) {
-		return nil, apierr.New(http.StatusBadRequest, apierr.CodePromptNotUnderstood, nu.Reason).WithDetails(map[string]any{"suggestions": nu.Suggestions})
-	} else if err != nil {
-		return nil, err
-	}
-	if len(spec.Rows) == 0 {
-		return nil, apierr.New(http.StatusBadRequest, apierr.CodePromptNotUnderstood, "that would leave the dashboard without tiles; delete the dashboard instead").
-			WithDetails(map[string]any{"suggestions": []string{}})
-	}
-	if err := h.checkSpec(ctx, d.ProjectID, &spec, "spec."); err != nil {
-		return nil, err
-	}
-	// Every tile whose query the refinement wrote runs before it is kept.
-	prj, err := h.project(ctx, nil, d.ProjectID, "visualizations:create")
-	if err != nil {
-		return nil, err
-	}
-	for _, pt := range spec.Tiles() {
-		if before[pt.Tile.ID] == pt.Tile.Query.SQL {
-			continue
+	var ref *dashboards.Refinement
+	if m := h.model(); m != nil {
+		// The model's revision is a proposal: it passes the checks an edit passes and its
+		// changed tiles run, or the built-in rules apply the prompt instead.
+		revised, changes, err := dashboards.Revise(ctx, m.Chat, spec, b.UserPrompt, scope, path, in)
+		if err == nil {
+			err = h.acceptRevision(ctx, g.prj, revised, before)
 		}
-		if _, err := h.runTile(ctx, prj, pt.Tile, nil, 1); err != nil {
-			var ae *apierr.Error
+		if err == nil {
+			spec, ref = *revised, &dashboards.Refinement{Changes: changes}
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
+		} else {
 			msg := err.Error()
+			var ae *apierr.Error
 			if errors.As(err, &ae) {
 				msg = ae.Message
 			}
-			return nil, apierr.New(http.StatusBadRequest, apierr.CodePromptNotUnderstood,
-				fmt.Sprintf("the refined tile %q does not run: %s", pt.Tile.Title, msg)).WithDetails(map[string]any{"suggestions": []string{}})
+			warnings = append(warnings, "the model's edit could not be used ("+msg+"); the built-in rules applied the prompt")
+		}
+	}
+	if ref == nil {
+		ref, err = dashboards.Refine(&spec, b.UserPrompt, scope, path, in)
+		var nu *dashboards.NotUnderstood
+		if errors.As(err, &nu) {
+			return nil, apierr.New(http.StatusBadRequest, apierr.CodePromptNotUnderstood, nu.Reason).WithDetails(map[string]any{"suggestions": nu.Suggestions})
+		} else if err != nil {
+			return nil, err
+		}
+		if err := h.acceptRevision(ctx, g.prj, &spec, before); err != nil {
+			return nil, err
 		}
 	}
 	raw, err := json.Marshal(spec)
@@ -117,6 +114,33 @@ func (h *Dashboards) RefineDashboard(ctx context.Context, req api.RefineDashboar
 	out := dashboardJSON(d, true, ptr(true))
 	out.Changes = ref.Changes
 	return refineResponse{dashboardResponse{http.StatusOK, d, out}}, nil
+}
+
+// acceptRevision holds a refined spec to what an edit must pass, and runs every tile whose
+// query the refinement wrote (before holds each tile's SQL before it).
+func (h *Dashboards) acceptRevision(ctx context.Context, prj *store.Project, spec *dashboards.Spec, before map[string]string) error {
+	if len(spec.Rows) == 0 {
+		return apierr.New(http.StatusBadRequest, apierr.CodePromptNotUnderstood, "that would leave the dashboard without tiles; delete the dashboard instead").
+			WithDetails(map[string]any{"suggestions": []string{}})
+	}
+	if err := h.checkSpec(ctx, prj.ID, spec, "spec."); err != nil {
+		return err
+	}
+	for _, pt := range spec.Tiles() {
+		if sql, ok := before[pt.Tile.ID]; ok && sql == pt.Tile.Query.SQL {
+			continue
+		}
+		if _, err := h.runTile(ctx, prj, pt.Tile, nil, 1); err != nil {
+			var ae *apierr.Error
+			msg := err.Error()
+			if errors.As(err, &ae) {
+				msg = ae.Message
+			}
+			return apierr.New(http.StatusBadRequest, apierr.CodePromptNotUnderstood,
+				fmt.Sprintf("the refined tile %q does not run: %s", pt.Tile.Title, msg)).WithDetails(map[string]any{"suggestions": []string{}})
+		}
+	}
+	return nil
 }
 
 // sourceOf is the generation a dashboard came from: its datasets that are still active and

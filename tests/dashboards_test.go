@@ -646,6 +646,7 @@ func TestDashboardWithAModel(t *testing.T) {
 	var mu sync.Mutex
 	answer := ""
 	var prompts []string
+	var slow time.Duration
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Messages []struct{ Role, Content string } `json:"messages"`
@@ -655,13 +656,15 @@ func TestDashboardWithAModel(t *testing.T) {
 			return
 		}
 		mu.Lock()
-		defer mu.Unlock()
 		prompts = append(prompts, req.Messages[1].Content)
-		if answer == "" {
+		a, wait := answer, slow
+		mu.Unlock()
+		time.Sleep(wait)
+		if a == "" {
 			http.Error(w, "overloaded", http.StatusServiceUnavailable)
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": answer}}}})
+		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": a}}}})
 	}))
 	defer model.Close()
 	f := newDashboardFixture(t, func(c *config.Config) { c.LLMBaseURL, c.LLMModel = model.URL+"/v1", "dash-model" })
@@ -724,11 +727,50 @@ func TestDashboardWithAModel(t *testing.T) {
 	mu.Lock()
 	n := len(prompts)
 	mu.Unlock()
-	e.do("POST", gen+"&use_ai=false", nil, own).status(200)
+	cur := e.do("POST", gen+"&use_ai=false", nil, own).status(200)
 	mu.Lock()
-	defer mu.Unlock()
 	if len(prompts) != n {
 		t.Fatalf("use_ai=false asked the model")
+	}
+	mu.Unlock()
+
+	// Refine with the model: its revision passes the checks and is kept; one that does not
+	// is replaced by the built-in rules' reading, with a warning.
+	var spec map[string]any
+	_ = json.Unmarshal(mustJSON(cur.get("spec")), &spec)
+	spec["title"] = "Orders, revised"
+	revised, _ := json.Marshal(map[string]any{"spec": spec, "changes": []string{"retitled the dashboard"}})
+	say(string(revised))
+	rf := e.do("POST", "/api/v1/dashboards/"+id+"/refine", map[string]any{"user_prompt": "call the dashboard Orders, revised"}, own).status(200)
+	if rf.str("spec.title") != "Orders, revised" || rf.str("changes.0") != "retitled the dashboard" || rf.get("warnings") != nil {
+		t.Fatalf("the model's refinement: %s", rf.Body)
+	}
+	spec["rows"].([]any)[0].(map[string]any)["items"].([]any)[0].(map[string]any)["query"] = map[string]any{"sql": "DROP TABLE orders"}
+	bad, _ := json.Marshal(map[string]any{"spec": spec})
+	for _, a := range []string{string(bad), "no JSON here", ""} {
+		say(a)
+		rf := e.do("POST", "/api/v1/dashboards/"+id+"/refine", map[string]any{"user_prompt": "show the top 3", "scope": "tile",
+			"tile_path": tileByID(rf, "count_by_region")}, own).status(200)
+		if !strings.Contains(rf.str("warnings.0"), "the built-in rules applied the prompt") || !strings.Contains(rf.str("changes.0"), "top 3") {
+			t.Fatalf("model answer %.40q: %s", a, rf.Body)
+		}
+	}
+
+	// A model that takes its time: the stream sends heartbeats meanwhile.
+	say(`{"tiles": []}`)
+	mu.Lock()
+	slow = 5 * time.Second
+	mu.Unlock()
+	st := e.do("POST", "/api/v1/datasets/"+f.orders+"/dashboard/generate/stream?force=true", nil, own).status(200)
+	_, evs := sseEvents(t, st.Body)
+	beats := 0
+	for _, ev := range evs {
+		if ev["type"] == "heartbeat" && ev["data"].(map[string]any)["phase"] == "metrics" {
+			beats++
+		}
+	}
+	if beats == 0 || evs[len(evs)-1]["type"] != "complete" {
+		t.Fatalf("no heartbeat while the model thought: %s", st.Body)
 	}
 }
 

@@ -89,8 +89,8 @@ func TestParseTimeRange(t *testing.T) {
 func TestCheck(t *testing.T) {
 	s := Spec{Version: 1, Title: "x", TimeRange: &TimeRange{Default: "soon"}, Filters: []Filter{{ID: "a", Parameter: "time_from"}, {ID: "a", Parameter: "p"}},
 		Rows: []Row{{Items: []Tile{
-			{ID: "k", Type: "kpi", Width: 8},
-			{ID: "k", Type: "bar", Width: 6, Encoding: Encoding{X: "x"}, Query: Query{Parameters: map[string]any{"time_to": 1}}},
+			{ID: "k", Title: "K", Type: "kpi", Width: 8, Query: Query{SQL: "SELECT 1"}},
+			{ID: "k", Title: "B", Type: "bar", Width: 6, Encoding: Encoding{X: "x"}, Query: Query{SQL: "SELECT 1", Parameters: map[string]any{"time_to": 1}}},
 		}}}}
 	var got []string
 	for _, p := range s.Check("spec.") {

@@ -80,7 +80,7 @@ func Draft(ctx context.Context, chat Chat, in Input, intent string) ([]Candidate
 		if group == "" || strings.TrimSpace(t.Title) == "" || strings.TrimSpace(t.SQL) == "" {
 			continue // not a tile this spec can hold: the generator's fills its place
 		}
-		tile := Tile{ID: fmt.Sprintf("model_%d", i+1), Title: strings.TrimSpace(t.Title), Type: t.Type,
+		tile := Tile{ID: fmt.Sprintf("model_%d", i+1), Title: strings.TrimSpace(t.Title), Type: t.Type, Width: 6,
 			Query: Query{SQL: strings.TrimSuffix(strings.TrimSpace(t.SQL), ";")}, Encoding: t.Encoding}
 		if len(tile.Title) > 200 {
 			tile.Title = tile.Title[:200]
@@ -95,4 +95,48 @@ func Draft(ctx context.Context, chat Chat, in Input, intent string) ([]Candidate
 		return nil, errors.New("the model proposed no usable tile")
 	}
 	return cands, nil
+}
+
+const reviseSystem = `You edit dashboards. You get the tables, the dashboard's spec as JSON and what the user asks.
+Answer with JSON only: {"spec": <the whole revised spec, in the same format>, "changes": ["what you changed, a sentence each"]}.
+Keep every tile the user did not ask to change exactly as it is. Tile SQL is one PostgreSQL SELECT over the listed tables.`
+
+// Revise has the model apply prompt to spec (scope "tile": only the tile at path). The
+// revision is only a proposal: the caller holds it to what an edit must pass.
+func Revise(ctx context.Context, chat Chat, spec Spec, prompt, scope, path string, in Input) (*Spec, []string, error) {
+	cur, _ := json.Marshal(spec)
+	ask := "Change the whole dashboard: "
+	if scope == "tile" {
+		ask = "Change only the tile at " + path + ": "
+	}
+	answer, err := chat(ctx, reviseSystem, DraftPrompt(in, "")+"Spec:\n"+string(cur)+"\n"+ask+prompt+"\n")
+	if err != nil {
+		return nil, nil, err
+	}
+	if m := jsonBlock.FindStringSubmatch(answer); m != nil {
+		answer = m[1]
+	}
+	var out struct {
+		Spec    json.RawMessage `json:"spec"`
+		Changes []string        `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(answer)), &out); err != nil || len(out.Spec) == 0 {
+		return nil, nil, fmt.Errorf("the model's answer is not the JSON asked for")
+	}
+	var revised Spec
+	dec := json.NewDecoder(strings.NewReader(string(out.Spec)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&revised); err != nil {
+		return nil, nil, fmt.Errorf("the model's spec does not read: %v", err)
+	}
+	if revised.Version != 1 || revised.Title == "" {
+		return nil, nil, errors.New("the model's spec lacks its version or title")
+	}
+	if p := revised.Check(""); len(p) > 0 {
+		return nil, nil, fmt.Errorf("the model's spec has problems: %s %s", p[0].Field, p[0].Message)
+	}
+	if len(out.Changes) == 0 {
+		out.Changes = []string{"revised by the model"}
+	}
+	return &revised, out.Changes, nil
 }

@@ -7,6 +7,7 @@ package dashboards
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -103,6 +104,11 @@ func TilePath(row, item int) string {
 	return "rows." + strconv.Itoa(row) + ".items." + strconv.Itoa(item)
 }
 
+// TileTypes are the kinds of tile a client draws.
+var TileTypes = []string{"kpi", "line", "area", "bar", "stacked_bar", "pie", "donut", "scatter", "histogram", "table"}
+
+var idRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+
 var pathRE = regexp.MustCompile(`^rows\.([0-9]+)\.items\.([0-9]+)$`)
 
 // Tile is the tile at path, or nil.
@@ -139,6 +145,18 @@ func (s *Spec) Check(prefix string) []Problem {
 				add(p+".id", "duplicate", fmt.Sprintf("tile id %q is also the id of %s", t.ID, prev))
 			}
 			ids[t.ID] = p
+			if !idRE.MatchString(t.ID) {
+				add(p+".id", "pattern", "a tile id is lower-case letters, digits and _, starting with a letter")
+			}
+			if !slices.Contains(TileTypes, t.Type) {
+				add(p+".type", "enum", "a tile's type is one of "+strings.Join(TileTypes, ", "))
+			}
+			if t.Width < 1 || t.Width > 12 {
+				add(p+".width", "maximum", "a tile is 1 to 12 columns wide")
+			}
+			if strings.TrimSpace(t.Title) == "" || strings.TrimSpace(t.Query.SQL) == "" {
+				add(p, "required", "a tile has a title and a query")
+			}
 			width += t.Width
 			e := t.Encoding
 			need := func(field, v string) {
