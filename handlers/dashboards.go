@@ -157,19 +157,9 @@ func (h *Dashboards) ListDashboards(ctx context.Context, req api.ListDashboardsR
 	}
 	// Each organization's gate holds here too: a refused organization's dashboards are left
 	// out, as GET /api/v1/projects leaves out its projects.
-	orgs, err := store.UserOrganizations(ctx, h.Store.DB, p.UserID)
+	gated, err := h.gatedOrgs(ctx, p.UserID, "")
 	if err != nil {
 		return nil, err
-	}
-	var gated []string
-	for _, o := range orgs {
-		if err := h.Gate(ctx, o.OrgID); err != nil {
-			var ae *apierr.Error
-			if !errors.As(err, &ae) {
-				return nil, err
-			}
-			gated = append(gated, o.OrgID)
-		}
 	}
 	return h.list(ctx, store.DashboardFilter{UserID: p.UserID, Search: deref(req.Params.Query), Excluded: gated}, req.Params.Page, req.Params.Limit)
 }

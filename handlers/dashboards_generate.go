@@ -116,14 +116,8 @@ func (h *Dashboards) viewForm(ctx context.Context, projectID, viewID string, use
 	}
 	g := &generation{prj: prj, kind: "view", views: []*store.View{v}, name: v.Name, useAI: useAI == nil || *useAI,
 		source: map[string]any{"type": "view", "view_id": v.ID}}
-	if g.existing, err = store.DashboardOf(ctx, h.Store.DB, "view", v.ID); errors.Is(err, store.ErrNotFound) {
-		g.existing = nil
-	} else if err != nil {
-		return nil, err
-	} else {
-		g.existing.Reach = prj.Reach
-	}
-	return g, nil
+	g.existing, err = h.dashboardOf(ctx, "view", v.ID, prj.Reach)
+	return g, err
 }
 
 // activeView is a view of the project that runs: 404 when there is none, 409 when broken.
@@ -162,14 +156,21 @@ func (h *Dashboards) datasetForm(ctx context.Context, datasetID string, useAI, f
 	}
 	g := &generation{prj: prj, kind: "dataset", sets: []store.Dataset{*d}, name: d.Name, useAI: useAI == nil || *useAI,
 		source: map[string]any{"type": "dataset", "dataset_id": d.ID}}
-	if g.existing, err = store.DashboardOf(ctx, h.Store.DB, "dataset", d.ID); errors.Is(err, store.ErrNotFound) {
-		g.existing = nil
+	g.existing, err = h.dashboardOf(ctx, "dataset", d.ID, d.Reach)
+	return g, err
+}
+
+// dashboardOf is the dashboard of a dataset or view (kind), nil if it has none; reach is the
+// caller's reach of its project.
+func (h *Dashboards) dashboardOf(ctx context.Context, kind, id string, reach store.Reach) (*store.Dashboard, error) {
+	d, err := store.DashboardOf(ctx, h.Store.DB, kind, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
 	} else if err != nil {
 		return nil, err
-	} else {
-		g.existing.Reach = d.Reach
 	}
-	return g, nil
+	d.Reach = reach
+	return d, nil
 }
 
 func notReady(d *store.Dataset) error {

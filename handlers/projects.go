@@ -65,6 +65,27 @@ func (h *Projects) ListProjects(ctx context.Context, req api.ListProjectsRequest
 	return out, nil
 }
 
+// gatedOrgs are the caller's organizations whose gate (IP allowlist, two-factor requirement)
+// refuses this request: lists across organizations leave them out. Asking for one of them
+// alone (only) is refused as its own list would be.
+func (h *Handlers) gatedOrgs(ctx context.Context, userID, only string) ([]string, error) {
+	orgs, err := store.UserOrganizations(ctx, h.Store.DB, userID)
+	if err != nil {
+		return nil, err
+	}
+	var gated []string
+	for _, o := range orgs {
+		if err := h.Gate(ctx, o.OrgID); err != nil {
+			var ae *apierr.Error
+			if !errors.As(err, &ae) || o.OrgID == only {
+				return nil, err
+			}
+			gated = append(gated, o.OrgID)
+		}
+	}
+	return gated, nil
+}
+
 // ListMyProjects is GET /api/v1/projects: the caller's projects in every organization.
 func (h *Projects) ListMyProjects(ctx context.Context, req api.ListMyProjectsRequestObject) (api.ListMyProjectsResponseObject, error) {
 	p, err := auth.Caller(ctx)
@@ -75,22 +96,9 @@ func (h *Projects) ListMyProjects(ctx context.Context, req api.ListMyProjectsReq
 	if err := auth.AccessFor(p, "", "viewer").Need("datasets:list"); err != nil {
 		return nil, err
 	}
-	// Each organization's gate (IP allowlist, two-factor requirement) holds here too: a
-	// refused organization's projects are left out, and asking for that organization alone
-	// is refused as its own list would be.
-	orgs, err := store.UserOrganizations(ctx, h.Store.DB, p.UserID)
+	gated, err := h.gatedOrgs(ctx, p.UserID, deref(req.Params.OrganizationId))
 	if err != nil {
 		return nil, err
-	}
-	var gated []string
-	for _, o := range orgs {
-		if err := h.Gate(ctx, o.OrgID); err != nil {
-			var ae *apierr.Error
-			if !errors.As(err, &ae) || o.OrgID == deref(req.Params.OrganizationId) {
-				return nil, err
-			}
-			gated = append(gated, o.OrgID)
-		}
 	}
 	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
 	ps, total, err := store.ListMemberProjects(ctx, h.Store.DB, p.UserID, deref(req.Params.OrganizationId), deref(req.Params.Search), gated, limit, offset)

@@ -219,6 +219,20 @@ func TestDashboardGenerateFromDataset(t *testing.T) {
 	if td.len("rows") != 4 || fmt.Sprint(td.get("rows.0")) != "[cancelled 60]" && !strings.HasSuffix(fmt.Sprint(td.get("rows.0")), " 60]") {
 		t.Fatalf("orders by status: %s", td.Body)
 	}
+	// The distribution: 10 equal ranges from the smallest amount to the largest, every order in one.
+	hist := e.do("GET", "/api/v1/dashboards/"+id+"/tiles/"+tileByID(r, "distribution_amount")+"/data", nil, own).status(200)
+	lo, hi, n := 1e9, -1e9, 0.0
+	for _, o := range f.rows {
+		lo, hi = min(lo, o.amount), max(hi, o.amount)
+	}
+	for _, row := range hist.get("rows").([]any) {
+		var c float64
+		fmt.Sscan(fmt.Sprint(row.([]any)[2]), &c)
+		n += c
+	}
+	if hist.len("rows") != 10 || n != 240 || hist.get("rows.0.0") != lo || hist.get("rows.9.1") != hi {
+		t.Fatalf("distribution of amount (%g to %g): %s", lo, hi, hist.Body)
+	}
 	if td2 := e.do("GET", "/api/v1/dashboards/"+id+"/tiles/"+bp+"/data", nil, own).status(200); td2.get("cached") != true {
 		t.Fatalf("the second read is not from the cache: %s", td2.Body)
 	}

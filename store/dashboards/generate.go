@@ -462,11 +462,12 @@ func Propose(in Input) ([]Candidate, []Filter) {
 			x := q(m.Name)
 			add("distribution", (45-float64(i)*5)*weight+in.intentBoost(m.Name), Tile{ID: prefix + "distribution_" + m.Name,
 				Title: "Distribution of " + label(m), Type: "histogram", Description: "Records in 10 equal ranges of " + label(m) + ".",
-				Query: Query{SQL: "SELECT lo + (bucket - 1) * step AS bucket_start, lo + bucket * step AS bucket_end, count(*) AS count\nFROM (\n" +
-					"  SELECT least(width_bucket(" + x + "::numeric, r.lo, r.hi, 10), 10) AS bucket, r.lo, (r.hi - r.lo) / 10 AS step\n" +
-					"  FROM " + a.Ref + ", (SELECT min(" + x + ")::numeric AS lo, max(" + x + ")::numeric AS hi FROM " + a.Ref +
-					strings.ReplaceAll(w(), "\n ", "") + ") r" +
-					strings.ReplaceAll(w(x+" IS NOT NULL", "r.hi > r.lo"), "\n", "\n  ") + "\n) b\nGROUP BY bucket, lo, step\nORDER BY bucket"},
+				// One scan: the values counted first, their range and buckets over those counts.
+				Query: Query{SQL: "SELECT lo + (bucket - 1) * step AS bucket_start, lo + bucket * step AS bucket_end, sum(n) AS count\nFROM (\n" +
+					"  SELECT CASE WHEN max(v) OVER () > min(v) OVER () THEN least(width_bucket(v, min(v) OVER (), max(v) OVER (), 10), 10) END AS bucket,\n" +
+					"    min(v) OVER () AS lo, (max(v) OVER () - min(v) OVER ()) / 10 AS step, n\n" +
+					"  FROM (SELECT " + x + "::float8 AS v, count(*) AS n FROM " + a.Ref + strings.ReplaceAll(w(x+" IS NOT NULL"), "\n ", "") + " GROUP BY 1) g\n" +
+					") b\nWHERE bucket IS NOT NULL\nGROUP BY bucket, lo, step\nORDER BY bucket"},
 				Encoding: Encoding{X: "bucket_start", XEnd: "bucket_end", Y: []string{"count"}, Format: "integer"}})
 		}
 		if len(a.measures) >= 2 {
