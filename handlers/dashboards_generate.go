@@ -254,6 +254,15 @@ func (h *Dashboards) input(ctx context.Context, g *generation) (dashboards.Input
 			in.Intent = append(in.Intent, w)
 		}
 	}
+	// The project's search index ranks the datasets for the intent (names, descriptions,
+	// columns, frequent values), as recommend-datasets does.
+	var ranks map[string]float64
+	if g.intent != "" && g.prj != nil {
+		var err error
+		if ranks, _, err = queries.RankDatasets(ctx, h.Store.DB, g.prj.ID, g.intent); err != nil {
+			return in, err
+		}
+	}
 	refs := map[string]string{} // dataset id + "." + table → ref
 	keys := map[string]bool{}   // ref + "." + column: ends of relationships
 	var rels []store.Relationship
@@ -284,7 +293,7 @@ func (h *Dashboards) input(ctx context.Context, g *generation) (dashboards.Input
 				lbl = t.Name
 			}
 			refs[d.ID+"."+t.Name] = ref
-			src := dashboards.Source{Ref: ref, ID: d.ID, Label: lbl}
+			src := dashboards.Source{Ref: ref, ID: d.ID, Label: lbl, Rank: ranks[d.ID]}
 			ts := st.Tables[t.Name]
 			if ts != nil {
 				src.Rows = ts.RowCount

@@ -918,3 +918,35 @@ func TestDashboardFromViews(t *testing.T) {
 	e.do("POST", gen+"?force=true", nil, own).dashError(409, "view_broken")
 	e.do("POST", "/api/v1/projects/"+e.projectID+"/dashboards/generate", map[string]any{"name": "x", "view_ids": []string{vid}}, own).dashError(400, "validation_error")
 }
+
+// TestDashboardPathsUnderBothPrefixes: every read the description publishes under SPEC's
+// /v1/api prefix answers as its /api/v1 twin (the same handler), and a path it does not
+// publish there is not served there.
+func TestDashboardPathsUnderBothPrefixes(t *testing.T) {
+	t.Parallel()
+	f := newDashboardFixture(t)
+	e, own := f.env, bearer(f.ownerToken)
+	r := e.do("POST", "/api/v1/datasets/"+f.orders+"/dashboard/generate?use_ai=false", nil, own).status(201)
+	vid := e.do("POST", "/api/v1/projects/"+e.projectID+"/views", map[string]any{"name": "paid_orders", "definition": map[string]any{"sql": "SELECT * FROM orders WHERE paid"}}, own).status(201).str("id")
+	version := e.do("GET", "/api/v1/dashboards/"+r.str("id")+"/versions", nil, own).status(200).str("versions.0.id")
+	values := strings.NewReplacer("{project_id}", e.projectID, "{dashboard_id}", r.str("id"), "{version_id}", version, "{tile_path}", "rows.0.items.0",
+		"{view_id}", vid, "{dataset_id}", f.orders)
+	gets := 0
+	for path, item := range doc.Paths.Map() {
+		rest, ok := strings.CutPrefix(path, "/v1/api/")
+		if !ok || item.Get == nil {
+			continue
+		}
+		gets++
+		a := e.do("GET", values.Replace("/api/v1/"+rest), nil, own)
+		b := e.do("GET", values.Replace(path), nil, own)
+		if a.Code != 200 || b.Code != a.Code || len(b.Body) == 0 {
+			t.Errorf("GET %s: %d, its /api/v1 twin %d", path, b.Code, a.Code)
+		}
+	}
+	if gets < 8 {
+		t.Fatalf("only %d reads published under /v1/api", gets)
+	}
+	e.do("GET", "/v1/api/organizations/"+e.orgID, nil, own).status(404)
+	e.do("GET", "/v1/api/projects/"+e.projectID+"/datasets", nil, own).status(404)
+}

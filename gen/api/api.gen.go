@@ -2520,6 +2520,9 @@ type BrowserSession struct {
 	User               TokenUser `json:"user"`
 }
 
+// CellValue One value of a query's row: a number, string, boolean, JSON value or null (dates as YYYY-MM-DD, times in RFC 3339 UTC).
+type CellValue = any
+
 // ColumnConstraints Declared constraints of the column (as in a ColumnDefinition).
 type ColumnConstraints struct {
 	Default   interface{} `json:"default,omitempty"`
@@ -4223,9 +4226,9 @@ type TileData struct {
 	FiltersApplied *[]string `json:"filters_applied,omitempty"`
 
 	// Path Example: rows.0.items.1
-	Path   string           `json:"path"`
-	Rows   *[][]interface{} `json:"rows,omitempty"`
-	TileId string           `json:"tile_id"`
+	Path   string         `json:"path"`
+	Rows   *[][]CellValue `json:"rows,omitempty"`
+	TileId string         `json:"tile_id"`
 
 	// Truncated The query returned more rows than a tile is drawn with (10000).
 	Truncated *bool `json:"truncated,omitempty"`
@@ -4533,9 +4536,9 @@ type ViewName = string
 
 // ViewPreview defines model for ViewPreview.
 type ViewPreview struct {
-	Columns  []ViewColumn    `json:"columns"`
-	RowCount int             `json:"row_count"`
-	Rows     [][]interface{} `json:"rows"`
+	Columns  []ViewColumn  `json:"columns"`
+	RowCount int           `json:"row_count"`
+	Rows     [][]CellValue `json:"rows"`
 
 	// Truncated More rows than limit.
 	Truncated bool   `json:"truncated"`
