@@ -31,6 +31,7 @@ func TestRoles(t *testing.T) {
 		{Column{Name: "constant", Type: ingest.Integer, Distinct: 1}, roleOther},
 		{Column{Name: "status", Type: ingest.Text, Distinct: 4}, roleCategory},
 		{Column{Name: "email", Type: ingest.Text, Distinct: 990}, roleOther},
+		{Column{Name: "name", Type: ingest.Text, Distinct: 1000}, roleOther}, // every row its own
 		{Column{Name: "paid", Type: ingest.Boolean, Distinct: 2}, roleBoolean},
 		{Column{Name: "order_date", Type: ingest.Date, Distinct: 300, Min: raw("2023-01-01"), Max: raw("2024-06-30")}, roleTime},
 		{Column{Name: "birth_date", Type: ingest.Date, Distinct: 300, Min: raw("1950-01-01"), Max: raw("2004-06-30")}, roleOther},

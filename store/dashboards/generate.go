@@ -166,7 +166,8 @@ func role(c Column, rows int64) string {
 		}
 		return roleBoolean
 	case c.Type == ingest.Text:
-		if c.Distinct >= 2 && c.Distinct <= 50 && (rows <= 20 || c.Distinct*2 <= rows) {
+		// A category repeats: text that differs on every row (names, emails) is no breakdown.
+		if c.Distinct >= 2 && c.Distinct <= 50 && c.Distinct < rows-c.Nulls && (rows <= 20 || c.Distinct*2 <= rows) {
 			return roleCategory
 		}
 	}
