@@ -189,7 +189,11 @@ func NoFlushOnCommit(ctx context.Context, tx *sqlx.Tx) error {
 
 func retryable(err error) bool {
 	var pe *pq.Error
-	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+	// "tuple concurrently updated": DDL of the transaction (a DROP TABLE of a dataset, say)
+	// met a catalog row another session was changing at that moment (the search index being
+	// built concurrently): nothing was done, and the next attempt finds the catalog settled.
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001" ||
+		pe.Code == "XX000" && pe.Message == "tuple concurrently updated")
 }
 
 // ErrNotFound is returned when a row does not exist (or is not visible to the caller).
