@@ -63,7 +63,7 @@ func (h *Dashboards) GetDashboardData(ctx context.Context, req api.GetDashboardD
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			var err error
-			out[i], err = h.tileData(ctx, d, prj, tiles[i], binds)
+			out[i], err = h.tileData(ctx, d, spec, prj, tiles[i], binds)
 			if err != nil {
 				once.Do(func() { failed = err })
 			}
@@ -85,7 +85,7 @@ func (h *Dashboards) GetDashboardTileData(ctx context.Context, req api.GetDashbo
 	if t == nil {
 		return nil, apierr.NotFound("tile", req.TilePath)
 	}
-	td, err := h.tileData(ctx, d, prj, dashboards.PathTile{Path: req.TilePath, Tile: t}, binds)
+	td, err := h.tileData(ctx, d, spec, prj, dashboards.PathTile{Path: req.TilePath, Tile: t}, binds)
 	if err != nil {
 		return nil, err
 	}
@@ -160,12 +160,10 @@ func (h *Dashboards) dataRequest(ctx context.Context, id string, timeRange, filt
 
 // tileData answers one tile: from the cache, or by running its query. A query that fails is
 // the tile's error (the other tiles answer); the caller's concurrency limit is the request's.
-func (h *Dashboards) tileData(ctx context.Context, d *store.Dashboard, prj *store.Project, pt dashboards.PathTile, binds map[string]any) (tileData, error) {
-	var spec dashboards.Spec
-	_ = json.Unmarshal(d.Spec, &spec)
-	td := newTileData(d, &spec, pt, binds)
+func (h *Dashboards) tileData(ctx context.Context, d *store.Dashboard, spec *dashboards.Spec, prj *store.Project, pt dashboards.PathTile, binds map[string]any) (tileData, error) {
+	td := newTileData(spec, pt, binds)
 	used := usedBinds(pt.Tile, binds)
-	key := tileKey(d, pt.Path, binds)
+	key := tileKey(d, pt, binds)
 	if c, ok := tileCache.Get(key); ok {
 		c.Cached = true
 		return c, nil
@@ -246,19 +244,13 @@ func usedBinds(t *dashboards.Tile, binds map[string]any) map[string]any {
 }
 
 // tileKey identifies a tile's answer: the dashboard's state, the tile, the values it takes.
-func tileKey(d *store.Dashboard, path string, binds map[string]any) string {
-	var spec dashboards.Spec
-	_ = json.Unmarshal(d.Spec, &spec)
-	t := spec.Tile(path)
-	if t == nil {
-		return ""
-	}
-	key, _ := json.Marshal([]any{d.ID, dashboardETag(d), path, usedBinds(t, binds)})
+func tileKey(d *store.Dashboard, pt dashboards.PathTile, binds map[string]any) string {
+	key, _ := json.Marshal([]any{d.ID, dashboardETag(d), pt.Path, usedBinds(pt.Tile, binds)})
 	return string(key)
 }
 
 // newTileData is a tile's answer before its rows: which filters it takes.
-func newTileData(d *store.Dashboard, spec *dashboards.Spec, pt dashboards.PathTile, binds map[string]any) tileData {
+func newTileData(spec *dashboards.Spec, pt dashboards.PathTile, binds map[string]any) tileData {
 	td := tileData{Path: pt.Path, TileID: pt.Tile.ID, FiltersApplied: []string{}}
 	used := usedBinds(pt.Tile, binds)
 	_, usesFrom := used[dashboards.TimeFrom]

@@ -542,9 +542,9 @@ func (h *Dashboards) warmTiles(d *store.Dashboard, spec dashboards.Spec, passed 
 	}
 	for _, pt := range spec.Tiles() {
 		if r := byID[pt.Tile.ID]; r != nil {
-			td := newTileData(d, &spec, pt, binds)
+			td := newTileData(&spec, pt, binds)
 			td.Columns, td.Rows, td.Truncated = r.Columns, r.Rows, r.Truncated
-			tileCache.Put(tileKey(d, pt.Path, binds), td, tileTTL)
+			tileCache.Put(tileKey(d, pt, binds), td, tileTTL)
 		}
 	}
 }
