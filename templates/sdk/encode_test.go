@@ -220,6 +220,18 @@ func FuzzSDKStrings(f *testing.F) {
 		f.Add(strings.Join(hostile[i:min(i+4, len(hostile))], " "))
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		// A string that is itself the identifier PWNED (give or take case and characters an
+		// identifier cannot hold) names fields and types PWNED by design: there the marker's
+		// being code says nothing (a 10-minute run found "PWNED" itself).
+		core := strings.Map(func(r rune) rune {
+			if r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+				return r
+			}
+			return -1
+		}, s)
+		if strings.EqualFold(strings.Trim(core, "_"), "PWNED") {
+			t.Skip("the input is the marker itself")
+		}
 		checkSDKs(t, s, s, s+"1", "plain")
 	})
 }
