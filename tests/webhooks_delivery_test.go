@@ -521,18 +521,19 @@ func TestWebhookSafety(t *testing.T) {
 	// Disabled: new events are logged, not sent; a test says why.
 	e.do("POST", "/api/v1/organizations/"+e.orgID+"/teams", map[string]any{"name": "While Off"}, own).status(201)
 	e.do("POST", base+"/test", nil, own).apiError(409, "CONFLICT")
+	// What happened while it was disabled is in the log, failed, not sent (waited for before
+	// enabling it again: fanned out after that, the event would be sent instead).
+	l := e.waitDeliveries(base+"?status=failed", func(l *resp) bool { return l.num("pagination.total") == 4 })
+	if l.get("deliveries.0.attempts") != 0.0 || !strings.Contains(l.str("deliveries.0.last_error"), "disabled") ||
+		!strings.Contains(l.str("deliveries.1.last_error"), "refused address") {
+		t.Fatalf("failed deliveries: %s", l.Body)
+	}
 	// Fixed and enabled again: the failed ones can be redelivered.
 	if _, err := e.st.DB.Exec(`UPDATE platform.webhooks SET url = $2 WHERE id = $1`, id, rc.srv.URL); err != nil {
 		t.Fatal(err)
 	}
 	if w := e.do("PATCH", base, map[string]any{"enabled": true}, own).status(200); w.get("disabled_reason") != nil || w.get("failing_since") != nil {
 		t.Fatalf("enable: %s", w.Body)
-	}
-	// What happened while it was disabled is in the log, failed, not sent.
-	l := e.waitDeliveries(base+"?status=failed", func(l *resp) bool { return l.num("pagination.total") == 4 })
-	if l.get("deliveries.0.attempts") != 0.0 || !strings.Contains(l.str("deliveries.0.last_error"), "disabled") ||
-		!strings.Contains(l.str("deliveries.1.last_error"), "refused address") {
-		t.Fatalf("failed deliveries: %s", l.Body)
 	}
 	e.do("POST", base+"/deliveries/"+l.str("deliveries.1.id")+"/redeliver", nil, own).status(202)
 	got = rc.count(4)
