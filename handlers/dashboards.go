@@ -69,15 +69,8 @@ type dashboardResponse struct {
 }
 
 func (r dashboardResponse) write(w http.ResponseWriter) error {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(r.body); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", dashboardETag(r.d))
-	w.WriteHeader(r.status)
-	_, err := w.Write(buf.Bytes())
-	return err
+	return rawJSON{r.status, r.body}.write(w)
 }
 
 func (r dashboardResponse) VisitGetDashboardResponse(w http.ResponseWriter) error { return r.write(w) }
@@ -301,9 +294,12 @@ func (h *Dashboards) checkSpec(ctx context.Context, projectID string, spec *dash
 	if err != nil {
 		return err
 	}
-	qh := &Queries{h.Handlers}
+	ts, err := h.tiles(ctx, prj)
+	if err != nil {
+		return err
+	}
 	for _, pt := range spec.Tiles() {
-		if _, err := qh.prepare(ctx, prj, "sql", pt.Tile.Query.SQL, nil, nil, true); err != nil {
+		if _, err := ts.prepare(ctx, pt.Tile.Query.SQL, nil); err != nil {
 			msg := err.Error()
 			var ae *apierr.Error
 			if errors.As(err, &ae) {

@@ -14,7 +14,6 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/store"
 	"dataplatform/store/dashboards"
-	"dataplatform/store/datasets"
 	"dataplatform/store/usersql"
 )
 
@@ -47,23 +46,23 @@ type tileError struct {
 }
 
 func (h *Dashboards) GetDashboardData(ctx context.Context, req api.GetDashboardDataRequestObject) (api.GetDashboardDataResponseObject, error) {
-	d, spec, prj, binds, err := h.dataRequest(ctx, req.DashboardId, req.Params.TimeRange, req.Params.Filters)
+	d, spec, ts, binds, err := h.dataRequest(ctx, req.DashboardId, req.Params.TimeRange, req.Params.Filters)
 	if err != nil {
 		return nil, err
 	}
-	tiles := spec.Tiles()
-	out := make([]tileData, len(tiles))
+	pts := spec.Tiles()
+	out := make([]tileData, len(pts))
 	sem := make(chan struct{}, tileConcurrency)
 	var wg sync.WaitGroup
 	var failed error
 	var once sync.Once
-	for i := range tiles {
+	for i := range pts {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			var err error
-			out[i], err = h.tileData(ctx, d, spec, prj, tiles[i], binds)
+			out[i], err = h.tileData(ctx, d, spec, ts, pts[i], binds)
 			if err != nil {
 				once.Do(func() { failed = err })
 			}
@@ -77,7 +76,7 @@ func (h *Dashboards) GetDashboardData(ctx context.Context, req api.GetDashboardD
 }
 
 func (h *Dashboards) GetDashboardTileData(ctx context.Context, req api.GetDashboardTileDataRequestObject) (api.GetDashboardTileDataResponseObject, error) {
-	d, spec, prj, binds, err := h.dataRequest(ctx, req.DashboardId, req.Params.TimeRange, req.Params.Filters)
+	d, spec, ts, binds, err := h.dataRequest(ctx, req.DashboardId, req.Params.TimeRange, req.Params.Filters)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +84,7 @@ func (h *Dashboards) GetDashboardTileData(ctx context.Context, req api.GetDashbo
 	if t == nil {
 		return nil, apierr.NotFound("tile", req.TilePath)
 	}
-	td, err := h.tileData(ctx, d, spec, prj, dashboards.PathTile{Path: req.TilePath, Tile: t}, binds)
+	td, err := h.tileData(ctx, d, spec, ts, dashboards.PathTile{Path: req.TilePath, Tile: t}, binds)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +94,7 @@ func (h *Dashboards) GetDashboardTileData(ctx context.Context, req api.GetDashbo
 // dataRequest loads the dashboard for drawing and reads the time range and filter values
 // into the placeholders' values. An unknown filter id, a filter value of the wrong kind or a
 // time range that cannot be read is refused, never ignored.
-func (h *Dashboards) dataRequest(ctx context.Context, id string, timeRange, filters *string) (*store.Dashboard, *dashboards.Spec, *store.Project, map[string]any, error) {
+func (h *Dashboards) dataRequest(ctx context.Context, id string, timeRange, filters *string) (*store.Dashboard, *dashboards.Spec, *tiles, map[string]any, error) {
 	d, _, err := h.dashboard(ctx, id, "dashboards:view")
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -155,12 +154,16 @@ func (h *Dashboards) dataRequest(ctx context.Context, id string, timeRange, filt
 		sort.Slice(bad, func(i, j int) bool { return bad[i].Field < bad[j].Field })
 		return nil, nil, nil, nil, apierr.Validation(bad...)
 	}
-	return d, &spec, prj, binds, nil
+	ts, err := h.tiles(ctx, prj)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return d, &spec, ts, binds, nil
 }
 
 // tileData answers one tile: from the cache, or by running its query. A query that fails is
 // the tile's error (the other tiles answer); the caller's concurrency limit is the request's.
-func (h *Dashboards) tileData(ctx context.Context, d *store.Dashboard, spec *dashboards.Spec, prj *store.Project, pt dashboards.PathTile, binds map[string]any) (tileData, error) {
+func (h *Dashboards) tileData(ctx context.Context, d *store.Dashboard, spec *dashboards.Spec, ts *tiles, pt dashboards.PathTile, binds map[string]any) (tileData, error) {
 	td := newTileData(spec, pt, binds)
 	used := usedBinds(pt.Tile, binds)
 	key := tileKey(d, pt, binds)
@@ -168,11 +171,8 @@ func (h *Dashboards) tileData(ctx context.Context, d *store.Dashboard, spec *das
 		c.Cached = true
 		return c, nil
 	}
-	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
-		return td, err
-	}
 	start := time.Now()
-	res, err := h.runTile(ctx, prj, pt.Tile, used, tileRows)
+	res, err := ts.run(ctx, pt.Tile, used, tileRows)
 	td.ExecutionMS = time.Since(start).Milliseconds()
 	switch {
 	case errors.Is(err, usersql.ErrNoSlot):

@@ -315,8 +315,15 @@ func (h *Dashboards) input(ctx context.Context, g *generation) (dashboards.Input
 			in.Sources = append(in.Sources, src)
 		}
 	}
+	var ts *tiles
+	if len(g.views) > 0 {
+		var err error
+		if ts, err = h.tiles(ctx, g.prj); err != nil {
+			return in, err
+		}
+	}
 	for _, v := range g.views {
-		src, err := h.viewSource(ctx, g.prj, v)
+		src, err := h.viewSource(ctx, ts, v)
 		if err != nil {
 			return in, err
 		}
@@ -470,7 +477,8 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 // or answers nothing is named in dropped and the next best of its group is tried instead.
 // The answers are returned too, to serve the new dashboard's first drawing.
 func (h *Dashboards) validateTiles(ctx context.Context, prj *store.Project, cands []dashboards.Candidate) (passed []dashboards.Candidate, results []*usersql.QueryResult, dropped []string, err error) {
-	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
+	ts, err := h.tiles(ctx, prj)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	refused := make([]bool, len(cands))
@@ -498,7 +506,7 @@ func (h *Dashboards) validateTiles(ctx context.Context, prj *store.Project, cand
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				r, err := h.runTile(ctx, prj, &cands[i].Tile, nil, tileRows)
+				r, err := ts.run(ctx, &cands[i].Tile, nil, tileRows)
 				switch {
 				case errors.Is(err, usersql.ErrNoSlot) || ctx.Err() != nil:
 					errs[i] = err
@@ -553,10 +561,34 @@ func (h *Dashboards) warmTiles(d *store.Dashboard, spec dashboards.Spec, passed 
 // user's query slots).
 const tileConcurrency = 3
 
-// runTile prepares a tile's query against the project's datasets and views, binds its
-// parameters (the tile's own, then binds: the time range and filters; missing ones are NULL)
-// and runs it in the query sandbox.
-func (h *Dashboards) runTile(ctx context.Context, prj *store.Project, t *dashboards.Tile, binds map[string]any, maxRows int) (*usersql.QueryResult, error) {
+// tiles runs tiles' queries for one request: the project's datasets and views are read once
+// and its query role made sure of once, whatever the number of tiles.
+type tiles struct {
+	h       *Dashboards
+	prj     *store.Project
+	sources []queries.Source
+}
+
+func (h *Dashboards) tiles(ctx context.Context, prj *store.Project) (*tiles, error) {
+	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
+		return nil, err
+	}
+	sources, err := queries.ProjectSources(ctx, h.Store.DB, prj.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &tiles{h: h, prj: prj, sources: sources}, nil
+}
+
+// prepare maps a tile's query onto the project's datasets and views and binds its
+// parameters (missing ones are NULL).
+func (ts *tiles) prepare(ctx context.Context, sql string, params map[string]*any) (*prepared, error) {
+	return (&Queries{ts.h.Handlers}).prepareOver(ctx, ts.prj, ts.sources, "sql", sql, nil, &params, true)
+}
+
+// run runs a tile's query in the query sandbox with its parameters: the tile's own, then
+// binds (the time range and filters).
+func (ts *tiles) run(ctx context.Context, t *dashboards.Tile, binds map[string]any, maxRows int) (*usersql.QueryResult, error) {
 	params := map[string]*any{}
 	for k, v := range t.Query.Parameters {
 		params[k] = &v
@@ -564,8 +596,7 @@ func (h *Dashboards) runTile(ctx context.Context, prj *store.Project, t *dashboa
 	for k, v := range binds {
 		params[k] = &v
 	}
-	qh := &Queries{h.Handlers}
-	pp, err := qh.prepare(ctx, prj, "sql", t.Query.SQL, nil, &params, true)
+	pp, err := ts.prepare(ctx, t.Query.SQL, params)
 	if err != nil {
 		return nil, err
 	}
@@ -575,9 +606,9 @@ func (h *Dashboards) runTile(ctx context.Context, prj *store.Project, t *dashboa
 	}
 	// Reads of the datasets: a standby (DATABASE_READ_URL) serves them when it can.
 	var res *usersql.QueryResult
-	err = h.Store.OnReader(ctx, func(db *sqlx.DB) (err error) {
-		res, err = usersql.RunQuery(ctx, db, prj.OrgID, pp.SQL, pp.args, usersql.QueryOptions{Timeout: projectQueryTimeout, MaxRows: maxRows,
-			MaxBytes: h.Config.QueryResultBytes, MaxRowBytes: h.Config.QueryResultBytes, Slot: UserSlot(p.UserID)})
+	err = ts.h.Store.OnReader(ctx, func(db *sqlx.DB) (err error) {
+		res, err = usersql.RunQuery(ctx, db, ts.prj.OrgID, pp.SQL, pp.args, usersql.QueryOptions{Timeout: projectQueryTimeout, MaxRows: maxRows,
+			MaxBytes: ts.h.Config.QueryResultBytes, MaxRowBytes: ts.h.Config.QueryResultBytes, Slot: UserSlot(p.UserID)})
 		return err
 	})
 	return res, err
@@ -586,7 +617,7 @@ func (h *Dashboards) runTile(ctx context.Context, prj *store.Project, t *dashboa
 // viewSource describes a saved view to the generator. A view keeps no statistics: they are
 // read from it (rows, distinct values, empty values, ranges) in one query through the
 // sandbox, as the caller.
-func (h *Dashboards) viewSource(ctx context.Context, prj *store.Project, v *store.View) (dashboards.Source, error) {
+func (h *Dashboards) viewSource(ctx context.Context, ts *tiles, v *store.View) (dashboards.Source, error) {
 	var cols []store.ViewColumn
 	if err := json.Unmarshal([]byte(v.Columns), &cols); err != nil {
 		return dashboards.Source{}, err
@@ -608,10 +639,7 @@ func (h *Dashboards) viewSource(ctx context.Context, prj *store.Project, v *stor
 		}
 		reads[i] = r
 	}
-	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err != nil {
-		return src, err
-	}
-	res, err := h.runTile(ctx, prj, &dashboards.Tile{Query: dashboards.Query{SQL: "SELECT " + strings.Join(sel, ", ") + " FROM " + v.Name}}, nil, 1)
+	res, err := ts.run(ctx, &dashboards.Tile{Query: dashboards.Query{SQL: "SELECT " + strings.Join(sel, ", ") + " FROM " + v.Name}}, nil, 1)
 	if err != nil {
 		return src, err
 	}

@@ -126,11 +126,15 @@ func (h *Dashboards) acceptRevision(ctx context.Context, prj *store.Project, spe
 	if err := h.checkSpec(ctx, prj.ID, spec, "spec."); err != nil {
 		return err
 	}
+	ts, err := h.tiles(ctx, prj)
+	if err != nil {
+		return err
+	}
 	for _, pt := range spec.Tiles() {
 		if sql, ok := before[pt.Tile.ID]; ok && sql == pt.Tile.Query.SQL {
 			continue
 		}
-		if _, err := h.runTile(ctx, prj, pt.Tile, nil, 1); err != nil {
+		if _, err := ts.run(ctx, pt.Tile, nil, 1); err != nil {
 			var ae *apierr.Error
 			msg := err.Error()
 			if errors.As(err, &ae) {

@@ -86,9 +86,10 @@ func (s *generationStream) run(w http.ResponseWriter) error {
 		s.send("complete", "The "+s.g.kind+"'s dashboard already exists", dashboardJSON(s.g.existing, true, ptr(true)))
 		return nil
 	}
-	stop := make(chan struct{})
-	defer close(stop)
+	// The heartbeat stops, and is known stopped, before the last event: nothing follows it.
+	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(stopped)
 		t := time.NewTicker(streamHeartbeat)
 		defer t.Stop()
 		for {
@@ -111,6 +112,8 @@ func (s *generationStream) run(w http.ResponseWriter) error {
 		s.mu.Unlock()
 		s.send("progress", message, map[string]any{"phase": phase})
 	})
+	close(stop)
+	<-stopped
 	if s.ctx.Err() != nil {
 		s.h.Log.Info("dashboard generation abandoned by its client", "project_id", s.g.prj.ID)
 		return nil

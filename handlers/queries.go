@@ -166,6 +166,12 @@ func (h *Queries) prepare(ctx context.Context, prj *store.Project, typ, query st
 	if err != nil {
 		return nil, err
 	}
+	return h.prepareOver(ctx, prj, sources, typ, query, only, params, allowMissing)
+}
+
+// prepareOver is prepare over sources read already (a dashboard's tiles share one reading).
+func (h *Queries) prepareOver(ctx context.Context, prj *store.Project, sources []queries.Source, typ, query string, only *[]string,
+	params *map[string]*any, allowMissing bool) (*prepared, error) {
 	byID := map[string]int{}
 	for i, s := range sources {
 		byID[s.ID] = i

@@ -83,8 +83,13 @@ type DashboardVersion struct {
 	CreatedAt    time.Time `db:"created_at"`
 }
 
-const dashboardCols = `b.id, b.organization_id, b.project_id, b.source_type, b.dataset_id, b.view_id, b.source, b.display_name,
-	b.spec, b.version, b.generated_by, b.warnings, b.created_by, b.created_at, b.updated_at`
+// dashboardCols read a dashboard; listCols the same without its spec, which lists do not answer.
+const (
+	dashboardHead = `b.id, b.organization_id, b.project_id, b.source_type, b.dataset_id, b.view_id, b.source, b.display_name, `
+	dashboardTail = `, b.version, b.generated_by, b.warnings, b.created_by, b.created_at, b.updated_at`
+	dashboardCols = dashboardHead + `b.spec` + dashboardTail
+	listCols      = dashboardHead + `NULL::jsonb AS spec` + dashboardTail
+)
 
 // DashboardForUser is a dashboard of a project userID may see, with the user's reach of it.
 func DashboardForUser(ctx context.Context, q sqlx.QueryerContext, id, userID string) (*Dashboard, error) {
@@ -127,7 +132,7 @@ func ListDashboards(ctx context.Context, q sqlx.QueryerContext, f DashboardFilte
 		return nil, 0, err
 	}
 	var out []Dashboard
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+dashboardCols+`, `+reachCols("$1")+from+
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+listCols+`, `+reachCols("$1")+from+
 		` ORDER BY b.updated_at DESC, b.id LIMIT $5 OFFSET $6`, append(args, f.Limit, f.Offset)...)
 	return out, total, err
 }

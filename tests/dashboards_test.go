@@ -186,6 +186,13 @@ func TestDashboardGenerateFromDataset(t *testing.T) {
 	e.do("POST", gen+"?force=maybe", nil, own).dashError(400, "validation_error")
 	e.do("POST", gen+"?colour=red", nil, own).dashError(400, "validation_error")
 	e.do("POST", "/api/v1/datasets/ds_nosuchdataset/dashboard/generate", nil, own).dashError(404, "dataset_not_found")
+	// A dataset that is not active (still loading, say) has no dashboard made of it.
+	if _, err := e.st.DB.Exec(`UPDATE platform.datasets SET status = 'processing' WHERE id = $1`, f.customers); err != nil {
+		t.Fatal(err)
+	}
+	e.do("POST", "/api/v1/datasets/"+f.customers+"/dashboard/generate", nil, own).dashError(409, "dataset_not_ready")
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/dashboards/generate", map[string]any{"name": "x", "dataset_ids": []string{f.customers}}, own).
+		dashError(400, "validation_error")
 
 	// Every tile draws; the numbers are the data's.
 	data := e.do("GET", "/api/v1/dashboards/"+id+"/data", nil, own).status(200)
