@@ -2,14 +2,19 @@ package ingest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -119,12 +124,59 @@ func FuzzJSON(f *testing.F) {
 func FuzzParquet(f *testing.F) {
 	f.Add([]byte("PAR1"))
 	f.Add([]byte("PAR1\x15\x00PAR1"))
+	fuzzing := flag.Lookup("test.fuzz").Value.String() != ""
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > maxFuzzFile {
 			t.Skip()
 		}
+		if !fuzzing { // the corpus runs beside the package's other tests: the heap is not only ours
+			loadFile(t, data, Parquet)
+			return
+		}
+		peak := watchHeap(t, data)
 		loadFile(t, data, Parquet)
+		if p := peak(); p > maxFuzzHeap {
+			t.Fatalf("a file of %d bytes made reading it hold %d MiB of heap", len(data), p>>20)
+		}
 	})
+}
+
+// maxFuzzHeap bounds the heap reading a fuzzed file may hold: the Parquet limits let a row
+// group hold 256 MiB (MaxParquetRowGroupBytes), and a batch of records at most about 200 MiB.
+const maxFuzzHeap = 1 << 30
+
+// watchHeap samples the live heap every millisecond until the returned function is called,
+// which returns the highest sample. An input over maxFuzzHeap is also written to
+// $FUZZ_HEAP_DIR at once: a worker that runs out of memory is killed before the fuzzer can
+// save what it was running.
+func watchHeap(t *testing.T, data []byte) func() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	done, peak := make(chan struct{}), make(chan uint64)
+	go func() {
+		var most uint64
+		saved := false
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				peak <- most
+				return
+			case <-tick.C:
+			}
+			metrics.Read(sample)
+			most = max(most, sample[0].Value.Uint64())
+			if dir := os.Getenv("FUZZ_HEAP_DIR"); most > maxFuzzHeap && !saved && dir != "" {
+				saved = true
+				name := filepath.Join(dir, fmt.Sprintf("heap-%x", sha256.Sum256(data)))
+				_ = os.WriteFile(name, data, 0o600)
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		return <-peak
+	}
 }
 
 // loadFile writes data to a file and loads it as format f, checking the invariants above.
