@@ -183,8 +183,8 @@ var MaxParquetFooterBytes int64 = 256 << 20
 // checkParquetFooter checks the footer before parquet-go decodes it.
 func checkParquetFooter(r io.ReaderAt, size int64) error {
 	var tail [8]byte
-	if size < 12 {
-		return nil
+	if size < 12 { // parquet-go reads a footer length out of the magic bytes, and allocates it
+		return &RowError{Reason: fmt.Sprintf("not a readable Parquet file: %d bytes is too short to be one", size)}
 	}
 	if _, err := r.ReadAt(tail[:], size-8); err != nil {
 		return err
