@@ -363,6 +363,7 @@ func openParquetSource(path string, want []Column) (*parquetSource, []Column, er
 		return nil, nil, &RowError{Reason: "not a readable Parquet file: " + err.Error()}
 	}
 	s := &parquetSource{f: f, pf: pf, groups: pf.RowGroups(), leaves: leafColumns(pf), buf: make([]parquet.Row, 64)}
+	s.check.leaves = s.leaves
 	var names []string
 	leaves := 0
 	for _, c := range pf.Root().Columns() {

@@ -2,9 +2,11 @@ package ingest
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/andybalholm/brotli"
@@ -14,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+	"github.com/pierrec/lz4/v4"
 )
 
 // What reading a Parquet file may hold in memory. A few kilobytes of a file can declare (or
@@ -118,11 +121,17 @@ func (s *chunkScanner) checkRowGroup(r io.ReaderAt, md *format.FileMetaData, g i
 		if m.TotalUncompressedSize > MaxParquetColumnChunkBytes {
 			return s.tooLarge("is", m.TotalUncompressedSize, "uncompressed", MaxParquetColumnChunkBytes)
 		}
-		n, err := s.scan(r, m)
+		if c >= len(s.leaves) {
+			return &RowError{Reason: fmt.Sprintf("not a readable Parquet file: %s is not in its schema", s.where)}
+		}
+		n, err := s.scan(r, m, s.leaves[c])
 		if err != nil {
 			return err
 		}
 		held += n
+	}
+	if cap(s.page) > 4<<20 { // not held while the row group is read
+		s.page = nil
 	}
 	if held > MaxParquetRowGroupBytes {
 		return &RowError{Reason: fmt.Sprintf("row group %d needs %s of memory to read (its dictionaries and largest pages), over the limit of %s%s",
@@ -138,16 +147,20 @@ func (s *chunkScanner) close() {
 }
 
 type chunkScanner struct {
-	where string
-	zstd  *zstd.Decoder
-	br    *bufio.Reader
-	buf   []byte
-	hdr   []byte
+	leaves         []*parquet.Column // the file's leaf columns, by index
+	where          string
+	zstd           *zstd.Decoder
+	br             *bufio.Reader
+	buf            []byte // a compressed page of a block codec
+	hdr            []byte
+	levels, page   []byte // a page decompressed: a v2 page's levels, the rest
+	prefix, suffix []int32
 }
 
-// scan reads the page headers of one column chunk as parquet-go will read them, and returns
-// what reading the chunk holds at once: its dictionary and its largest data page, decoded.
-func (s *chunkScanner) scan(r io.ReaderAt, m *format.ColumnMetaData) (int64, error) {
+// scan reads the page headers of one column chunk as parquet-go will read them, and every
+// page's content, and returns what reading the chunk holds at once: its dictionary and its
+// largest data page, decoded.
+func (s *chunkScanner) scan(r io.ReaderAt, m *format.ColumnMetaData, leaf *parquet.Column) (int64, error) {
 	start := m.DataPageOffset
 	if m.DictionaryPageOffset != 0 {
 		start = m.DictionaryPageOffset
@@ -210,36 +223,49 @@ func (s *chunkScanner) scan(r io.ReaderAt, m *format.ColumnMetaData) (int64, err
 		} else {
 			page = max(page, decoded)
 		}
-		if err := s.measure(m.Codec, &h, k); err != nil {
+		if err := s.read(m.Codec, &h, k); err != nil {
+			return 0, err
+		}
+		if err := s.checkPage(leaf, &h, s.levels, s.page, k); err != nil {
 			return 0, err
 		}
 	}
 	return dict + page, nil
 }
 
-// measure reads the page's body and fails when it decompresses to more than its header says
-// (parquet-go would grow its buffer to whatever the data makes), without keeping the output.
-func (s *chunkScanner) measure(codec format.CompressionCodec, h *format.PageHeader, k int) error {
+// read reads the page's body into s.levels (a v2 page's levels, stored apart) and s.page (the
+// rest, decompressed), and fails when it decompresses to more than its header says (parquet-go
+// would grow its buffer to whatever the data makes). It holds at most the header's size.
+func (s *chunkScanner) read(codec format.CompressionCodec, h *format.PageHeader, k int) error {
 	body := io.LimitReader(s.br, int64(h.CompressedPageSize))
 	defer io.Copy(io.Discard, body)
+	s.levels, s.page = s.levels[:0], s.page[:0]
 	if v2 := h.DataPageHeaderV2; v2.Valid { // levels come first, uncompressed
 		if v2.V.IsCompressed.Valid && !v2.V.IsCompressed.V {
-			return nil
+			codec = format.Uncompressed
 		}
 		levels := int64(v2.V.RepetitionLevelsByteLength) + int64(v2.V.DefinitionLevelsByteLength)
-		if n, _ := io.CopyN(io.Discard, body, levels); n != levels {
+		if levels < 0 || levels > int64(h.CompressedPageSize) {
+			return s.unreadable(k, fmt.Errorf("levels of %d bytes in a page of %d", levels, h.CompressedPageSize))
+		}
+		s.levels = slices.Grow(s.levels, int(levels))[:levels]
+		if _, err := io.ReadFull(body, s.levels); err != nil {
 			return s.unreadable(k, io.ErrUnexpectedEOF)
 		}
 	}
 	limit := int64(h.UncompressedPageSize)
+	out := bytes.NewBuffer(s.page)
+	out.Grow(int(limit) + 1 + bytes.MinRead) // once: the header's size was checked, and ReadFrom grows by doubling
+	defer func() { s.page = out.Bytes() }()
 	var n int64
 	var err error
 	switch codec {
-	case format.Snappy, format.Lz4Raw: // block formats: the whole block, at most a page
-		if cap(s.buf) < int(h.CompressedPageSize) {
-			s.buf = make([]byte, h.CompressedPageSize)
+	case format.Snappy, format.Lz4Raw: // block formats: the whole block (after a v2 page's levels), at most a page
+		size := int(h.CompressedPageSize) - len(s.levels)
+		if cap(s.buf) < size {
+			s.buf = make([]byte, size)
 		}
-		s.buf = s.buf[:h.CompressedPageSize]
+		s.buf = s.buf[:size]
 		var m int
 		if m, err = io.ReadFull(body, s.buf); err == nil {
 			if codec == format.Snappy {
@@ -250,10 +276,20 @@ func (s *chunkScanner) measure(codec format.CompressionCodec, h *format.PageHead
 				n, err = lz4BlockLen(s.buf[:m])
 			}
 		}
+		if err == nil && n <= limit {
+			out.Grow(int(n))
+			dst := out.AvailableBuffer()[:n]
+			if codec == format.Snappy {
+				_, err = snappy.Decode(dst, s.buf[:m])
+			} else {
+				_, err = lz4.UncompressBlock(s.buf[:m], dst)
+			}
+			out.Write(dst)
+		}
 	case format.Gzip:
 		var zr *gzip.Reader
 		if zr, err = gzip.NewReader(body); err == nil {
-			n, err = io.Copy(io.Discard, io.LimitReader(zr, limit+1))
+			n, err = io.Copy(out, io.LimitReader(zr, limit+1))
 		}
 	case format.Zstd:
 		if s.zstd == nil {
@@ -264,11 +300,13 @@ func (s *chunkScanner) measure(codec format.CompressionCodec, h *format.PageHead
 			}
 		}
 		if err = s.zstd.Reset(body); err == nil {
-			n, err = io.Copy(io.Discard, io.LimitReader(s.zstd, limit+1))
+			n, err = io.Copy(out, io.LimitReader(s.zstd, limit+1))
 		}
 	case format.Brotli:
-		n, err = io.Copy(io.Discard, io.LimitReader(brotli.NewReader(body), limit+1))
-	default: // uncompressed, or a codec parquet-go refuses
+		n, err = io.Copy(out, io.LimitReader(brotli.NewReader(body), limit+1))
+	case format.Uncompressed:
+		_, err = io.Copy(out, body)
+	default: // a codec parquet-go refuses
 		return nil
 	}
 	if n > limit {

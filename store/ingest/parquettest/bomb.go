@@ -99,3 +99,67 @@ func WithFooter(footer []byte) []byte {
 	f = binary.LittleEndian.AppendUint32(f, uint32(len(footer)))
 	return append(f, "PAR1"...)
 }
+
+// Page is a Parquet file of one column "v" holding one uncompressed data page (v1), after a
+// dictionary page when Dict is set.
+type Page struct {
+	Type       format.Type
+	Repetition format.FieldRepetitionType // REQUIRED or OPTIONAL
+	Length     int32                      // of a FIXED_LEN_BYTE_ARRAY
+	Encoding   format.Encoding
+	Values     int32
+	Body       []byte // as stored: definition levels of an OPTIONAL column, then the values
+	Dict       []byte // PLAIN values of DictValues
+	DictValues int32
+}
+
+// File writes the page's file.
+func (p Page) File() []byte {
+	compact := new(thrift.CompactProtocol)
+	var chunk []byte
+	md := format.ColumnMetaData{
+		Type: p.Type, Encoding: thrift.Slice[format.Encoding]{p.Encoding}, PathInSchema: thrift.Slice[string]{"v"},
+		Codec: format.Uncompressed, NumValues: int64(p.Values), DataPageOffset: 4,
+	}
+	if p.Dict != nil {
+		h, err := thrift.Marshal(compact, &format.PageHeader{
+			Type: format.DictionaryPage, UncompressedPageSize: int32(len(p.Dict)), CompressedPageSize: int32(len(p.Dict)),
+			DictionaryPageHeader: thrift.New(format.DictionaryPageHeader{NumValues: p.DictValues, Encoding: format.Plain}),
+		})
+		if err != nil {
+			panic(err)
+		}
+		chunk = append(append(chunk, h...), p.Dict...)
+		md.DictionaryPageOffset, md.DataPageOffset = 4, int64(4+len(chunk))
+	}
+	h, err := thrift.Marshal(compact, &format.PageHeader{
+		Type: format.DataPage, UncompressedPageSize: int32(len(p.Body)), CompressedPageSize: int32(len(p.Body)),
+		DataPageHeader: thrift.New(format.DataPageHeader{NumValues: p.Values, Encoding: p.Encoding,
+			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE}),
+	})
+	if err != nil {
+		panic(err)
+	}
+	chunk = append(append(chunk, h...), p.Body...)
+	md.TotalUncompressedSize, md.TotalCompressedSize = int64(len(chunk)), int64(len(chunk))
+	v := format.SchemaElement{Name: "v", Type: thrift.New(p.Type), RepetitionType: thrift.New(p.Repetition)}
+	if p.Length != 0 {
+		v.TypeLength = thrift.New(p.Length)
+	}
+	footer, err := thrift.Marshal(compact, &format.FileMetaData{
+		Version: 1,
+		NumRows: int64(p.Values),
+		Schema:  thrift.Slice[format.SchemaElement]{{Name: "schema", NumChildren: thrift.New(int32(1))}, v},
+		RowGroups: thrift.Slice[format.RowGroup]{{
+			NumRows: int64(p.Values), TotalByteSize: int64(len(chunk)),
+			Columns: thrift.Slice[format.ColumnChunk]{{FileOffset: 4, MetaData: md}},
+		}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	f := append([]byte("PAR1"), chunk...)
+	f = append(f, footer...)
+	f = binary.LittleEndian.AppendUint32(f, uint32(len(footer)))
+	return append(f, "PAR1"...)
+}
