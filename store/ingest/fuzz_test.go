@@ -124,32 +124,28 @@ func FuzzJSON(f *testing.F) {
 func FuzzParquet(f *testing.F) {
 	f.Add([]byte("PAR1"))
 	f.Add([]byte("PAR1\x15\x00PAR1"))
-	fuzzing := flag.Lookup("test.fuzz").Value.String() != ""
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > maxFuzzFile {
 			t.Skip()
 		}
-		if !fuzzing { // the corpus runs beside the package's other tests: the heap is not only ours
-			loadFile(t, data, Parquet)
-			return
-		}
-		peak := watchHeap(t, data)
 		loadFile(t, data, Parquet)
-		if p := peak(); p > maxFuzzHeap {
-			t.Fatalf("a file of %d bytes made reading it hold %d MiB of heap", len(data), p>>20)
-		}
 	})
 }
 
 // maxFuzzHeap bounds the heap reading a fuzzed file may hold: the Parquet limits let a row
 // group hold 256 MiB (MaxParquetRowGroupBytes), and a batch of records at most about 200 MiB.
+// It is checked only while fuzzing: the seeds run beside the package's other tests, and the
+// heap is not only theirs.
 const maxFuzzHeap = 1 << 30
+
+// fuzzing says whether this process runs a fuzz target's generated inputs.
+func fuzzing() bool { return flag.Lookup("test.fuzz").Value.String() != "" }
 
 // watchHeap samples the live heap every millisecond until the returned function is called,
 // which returns the highest sample. An input over maxFuzzHeap is also written to
 // $FUZZ_HEAP_DIR at once: a worker that runs out of memory is killed before the fuzzer can
 // save what it was running.
-func watchHeap(t *testing.T, data []byte) func() uint64 {
+func watchHeap(data []byte) func() uint64 {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	done, peak := make(chan struct{}), make(chan uint64)
 	go func() {
@@ -179,8 +175,21 @@ func watchHeap(t *testing.T, data []byte) func() uint64 {
 	}
 }
 
-// loadFile writes data to a file and loads it as format f, checking the invariants above.
+// loadFile writes data to a file and loads it as format f, checking the invariants above
+// and, while fuzzing, the heap it held.
 func loadFile(t *testing.T, data []byte, f Format) {
+	if fuzzing() {
+		peak := watchHeap(data)
+		defer func() {
+			if p := peak(); p > maxFuzzHeap {
+				t.Errorf("a file of %d bytes made reading it hold %d MiB of heap", len(data), p>>20)
+			}
+		}()
+	}
+	load(t, data, f)
+}
+
+func load(t *testing.T, data []byte, f Format) {
 	path := filepath.Join(t.TempDir(), "upload")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
