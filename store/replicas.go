@@ -23,8 +23,9 @@ import (
 // only once its replay position has reached it. This costs one tiny query per write and
 // nothing per read while the standbys keep up; stickiness (every read of a caller to the
 // primary for some seconds after a write) would send all reads of a busy writer to the
-// primary and still guess at the lag. The positions are kept in this process: a write
-// made through another replica is seen through this one after the standby's lag (at most
+// primary and still guess at the lag. The positions are kept in this process and, with
+// REDIS_URL, in Redis for every process (replicas_shared.go); without Redis a write made
+// through another process is seen through this one after the standby's lag (at most
 // DP_READ_MAX_LAG).
 
 // standby is one hot standby and what its health check last saw.
@@ -45,6 +46,7 @@ type replicas struct {
 	heads  []headAt      // the primary's positions at the last checks, oldest first (check's only)
 	mu     sync.Mutex
 	wrote  map[string]written // caller → their latest write
+	shared *sharedWrites      // nil without Redis
 }
 
 type written struct {
@@ -67,9 +69,17 @@ func WithReader(ctx context.Context, caller string) context.Context {
 }
 
 // AddStandbys opens the standbys at urls and checks them until ctx ends; a standby that
-// lags more than maxLag, or does not answer, is not read from until it recovers.
-func (s *Store) AddStandbys(ctx context.Context, urls []string, maxLag time.Duration, log *slog.Logger) error {
+// lags more than maxLag, or does not answer, is not read from until it recovers. With
+// redisURL, callers' write positions are shared with the other processes through it.
+func (s *Store) AddStandbys(ctx context.Context, urls []string, maxLag time.Duration, redisURL string, log *slog.Logger) error {
 	r := &replicas{maxLag: maxLag, log: log, wrote: map[string]written{}}
+	if redisURL != "" {
+		shared, err := shareWrites(redisURL)
+		if err != nil {
+			return err
+		}
+		r.shared = shared
+	}
 	for _, u := range urls {
 		st, err := open(u) // not connected yet: a standby down at start is skipped, not fatal
 		if err != nil {
@@ -87,6 +97,9 @@ func (s *Store) AddStandbys(ctx context.Context, urls []string, maxLag time.Dura
 			case <-ctx.Done():
 				for _, sb := range r.list {
 					sb.db.Close()
+				}
+				if r.shared != nil {
+					r.shared.client.Close()
 				}
 				return
 			case <-t.C:
@@ -201,6 +214,9 @@ func (s *Store) Wrote(ctx context.Context) {
 		}
 	}
 	r.wrote[caller] = written{lsn: parseLSN(lsn), at: now}
+	if r.shared != nil {
+		r.shared.put(ctx, caller, parseLSN(lsn), r)
+	}
 }
 
 // Reader is the database for a read that need not see others' latest writes: a standby
@@ -218,6 +234,13 @@ func (s *Store) Reader(ctx context.Context) *sqlx.DB {
 			need = w.lsn
 		}
 		r.mu.Unlock()
+		if r.shared != nil {
+			lsn, ok := r.shared.get(ctx, caller, r)
+			if !ok {
+				return s.DB
+			}
+			need = max(need, lsn)
+		}
 	}
 	start := int(r.next.Add(1))
 	for i := range r.list {

@@ -342,7 +342,9 @@ func startStandbyPair(t *testing.T, applyDelay time.Duration) *standbyPair {
 // own statistics count the scans of the dataset's table); a caller's read right after its
 // own write sees the write (the standby has not replayed it yet, so that read goes to the
 // primary); a standby whose replay is paused is left once it lags past DP_READ_MAX_LAG; with
-// the standby stopped, reads go to the primary and nothing fails.
+// the standby stopped, reads go to the primary and nothing fails. A second process on the same
+// databases and Redis sees the first one's writes at once too (the write positions are shared
+// through Redis); with Redis gone, its reads go to the primary and still see them.
 func TestReadsFromStandby(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -354,8 +356,11 @@ func TestReadsFromStandby(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer standby.Close()
-	s := serveOn(t, "s", p.primary.URL("dp"), "DATABASE_READ_URL="+p.standby.URL("dp"), "DP_READ_MAX_LAG=2s",
-		"DP_RATE_LIMITS=records_write=10000-M,records_read=10000-M,queries=10000-M")
+	redis := startRedis(t)
+	env := []string{"DATABASE_READ_URL=" + p.standby.URL("dp"), "DP_READ_MAX_LAG=2s", "REDIS_URL=" + redis.url,
+		"DP_RATE_LIMITS=records_write=10000-M,records_read=10000-M,queries=10000-M", "DP_DATA_DIR=" + t.TempDir()}
+	s := serveOn(t, "s", p.primary.URL("dp"), env...)
+	s2 := serveOn(t, "s2", p.primary.URL("dp"), env...)
 	tok, org, prj := s.owner(t)
 	id, _ := s.upload(t, tok, prj, "notes", "text,n\nfirst,1\nsecond,2\n")
 	s.waitActive(t, tok, prj, id)
@@ -411,6 +416,28 @@ func TestReadsFromStandby(t *testing.T) {
 			got["data"].([]any)[0].(map[string]any)["text"] != text+"!" {
 			t.Fatalf("list right after the update: %d %v", c, got)
 		}
+	}
+
+	// Across processes: written through s, read through s2 at once; then the same with Redis
+	// gone (s2's reads of the caller go to the primary).
+	crossRead := func(i int, when string) {
+		t.Helper()
+		text := fmt.Sprint("across-", when, "-", i)
+		c, rec := s.call(t, "POST", "/api/v1/datasets/"+id+"/data", tok, map[string]any{"text": text, "n": 100 + i})
+		if c != 201 {
+			t.Fatalf("create through s: %d %v", c, rec)
+		}
+		if c, got := s2.call(t, "GET", "/api/v1/datasets/"+id+"/data/"+fmt.Sprint(rec["id"]), tok, nil); c != 200 || got["text"] != text {
+			t.Fatalf("%s: read through s2 right after the write through s: %d %v", when, c, got)
+		}
+	}
+	for i := range 10 {
+		crossRead(i, "shared")
+	}
+	redis.cmd.Process.Kill()
+	redis.cmd.Wait()
+	for i := range 5 {
+		crossRead(i, "redis-down")
 	}
 
 	// The standby falls behind (its replay paused) past DP_READ_MAX_LAG: reads go to the

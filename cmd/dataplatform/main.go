@@ -157,7 +157,7 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (*st
 		return nil, "", nil, fmt.Errorf("migrate: %w", err)
 	}
 	if len(cfg.DatabaseReadURLs) > 0 {
-		if err := st.AddStandbys(ctx, cfg.DatabaseReadURLs, cfg.ReadMaxLag, log); err != nil {
+		if err := st.AddStandbys(ctx, cfg.DatabaseReadURLs, cfg.ReadMaxLag, cfg.RedisURL, log); err != nil {
 			st.Close()
 			cleanup()
 			return nil, "", nil, fmt.Errorf("DATABASE_READ_URL: %w", err)
