@@ -410,8 +410,9 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 			generatedBy = "model"
 		}
 	}
-	if len(passed) == 0 {
-		return nil, apierr.New(http.StatusConflict, apierr.CodeNothingToShow, "no tile could be made: every proposed tile's query failed or returned no rows")
+	if len(passed) == 0 || onlyZeros(passed, results) {
+		return nil, apierr.New(http.StatusConflict, apierr.CodeNothingToShow,
+			"no tile could be made: the sources have no records, or every proposed tile's query failed or returned no rows")
 	}
 	report("layout", "Placing "+strconv.Itoa(min(len(passed), dashboards.MaxTiles))+" tiles on the grid")
 	spec := dashboards.Layout(g.name, dashboards.Describe(in), passed, filters)
@@ -476,6 +477,17 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 // within the caller's query slots) and keeps those that answer rows; a candidate that fails
 // or answers nothing is named in dropped and the next best of its group is tried instead.
 // The answers are returned too, to serve the new dashboard's first drawing.
+// onlyZeros says whether the tiles are all KPIs of zero: counts of sources that have no
+// records, a dashboard with nothing to show.
+func onlyZeros(passed []dashboards.Candidate, results []*usersql.QueryResult) bool {
+	for i, c := range passed {
+		if c.Tile.Type != "kpi" || fmt.Sprint(results[i].Rows[0][0]) != "0" {
+			return false
+		}
+	}
+	return true
+}
+
 func (h *Dashboards) validateTiles(ctx context.Context, prj *store.Project, cands []dashboards.Candidate) (passed []dashboards.Candidate, results []*usersql.QueryResult, dropped []string, err error) {
 	ts, err := h.tiles(ctx, prj)
 	if err != nil {

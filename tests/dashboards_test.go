@@ -957,3 +957,22 @@ func TestDashboardPathsUnderBothPrefixes(t *testing.T) {
 	e.do("GET", "/v1/api/organizations/"+e.orgID, nil, own).status(404)
 	e.do("GET", "/v1/api/projects/"+e.projectID+"/datasets", nil, own).status(404)
 }
+
+// A dataset whose every record was deleted has nothing to draw: generation answers 409
+// nothing_to_show in the dashboard error shape, and no dashboard is made.
+func TestDashboardNothingToShow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Gone", "gone.csv", "city,amount,day\nParis,10,2024-01-05\nRome,20,2024-02-05\n")
+	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+		t.Fatalf("dataset: %s", d.Body)
+	}
+	for _, rec := range []string{"1", "2"} {
+		e.do("DELETE", "/api/v1/datasets/"+id+"/data/"+rec, nil, own).status(200)
+	}
+	e.do("POST", "/api/v1/datasets/"+id+"/dashboard/generate?use_ai=false", nil, own).dashError(409, "nothing_to_show")
+	if l := e.do("GET", "/api/v1/projects/"+e.projectID+"/dashboards", nil, own).status(200); l.len("dashboards") != 0 {
+		t.Fatalf("a dashboard was made: %s", l.Body)
+	}
+}
