@@ -41,10 +41,20 @@ for t in "${targets[@]}"; do
   echo "=== $dir $name ($time)"
   log=$(mktemp)
   start=$(date +%s)
-  go test -run '^$' -fuzz "^${name}\$" -fuzztime "$time" -fuzzminimizetime "${FUZZMINIMIZETIME:-200x}" "${parallel[@]}" "./$dir" 2>&1 | tee "$log"
+  corpus="$dir/testdata/fuzz/$name"
+  before=$(ls "$corpus" 2>/dev/null)
+  go test -run '^$' -fuzz "^${name}\$" -fuzztime "$time" -fuzzminimizetime "${FUZZMINIMIZETIME:-200x}" -timeout 0 "${parallel[@]}" "./$dir" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   last=$(grep -E '^fuzz: elapsed' "$log" | tail -1)
-  summary+=("$(printf '%-4s %-22s %-28s %4ss  %s' "$([ "$rc" = 0 ] && echo ok || echo FAIL)" "$dir" "$name" "$(( $(date +%s) - start ))" "${last#fuzz: }")")
+  status=$([ "$rc" = 0 ] && echo ok || echo FAIL)
+  # Go's coordinator can end a timed run with a bare "context deadline exceeded" and no failing
+  # input when a worker is mid-call at the deadline (golang/go#75804, fixed in go1.27): not a
+  # finding.
+  if [ "$rc" != 0 ] && [ "$(ls "$corpus" 2>/dev/null)" = "$before" ] && grep -qx '    context deadline exceeded' "$log"; then
+    rc=0 status="ok*"
+    last="$last (ended by Go's fuzz deadline race, golang/go#75804: no failing input)"
+  fi
+  summary+=("$(printf '%-4s %-22s %-28s %4ss  %s' "$status" "$dir" "$name" "$(( $(date +%s) - start ))" "${last#fuzz: }")")
   [ "$rc" = 0 ] || failed+=("$t")
   rm -f "$log"
 done
