@@ -473,10 +473,6 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 	return d, nil
 }
 
-// validateTiles runs the queries of the candidates the layout wants (a few at a time,
-// within the caller's query slots) and keeps those that answer rows; a candidate that fails
-// or answers nothing is named in dropped and the next best of its group is tried instead.
-// The answers are returned too, to serve the new dashboard's first drawing.
 // onlyZeros says whether the tiles are all KPIs of zero: counts of sources that have no
 // records, a dashboard with nothing to show.
 func onlyZeros(passed []dashboards.Candidate, results []*usersql.QueryResult) bool {
@@ -488,6 +484,10 @@ func onlyZeros(passed []dashboards.Candidate, results []*usersql.QueryResult) bo
 	return true
 }
 
+// validateTiles runs the queries of the candidates the layout wants (a few at a time,
+// within the caller's query slots) and keeps those that answer rows; a candidate that fails
+// or answers nothing is named in dropped and the next best of its group is tried instead.
+// The answers are returned too, to serve the new dashboard's first drawing.
 func (h *Dashboards) validateTiles(ctx context.Context, prj *store.Project, cands []dashboards.Candidate) (passed []dashboards.Candidate, results []*usersql.QueryResult, dropped []string, err error) {
 	ts, err := h.tiles(ctx, prj)
 	if err != nil {

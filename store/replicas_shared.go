@@ -70,14 +70,16 @@ func (w *sharedWrites) get(ctx context.Context, caller string, r *replicas) (lsn
 	if time.Now().UnixNano() < w.downUntil.Load() {
 		return 0, false
 	}
-	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	cctx, cancel := context.WithTimeout(ctx, sharedTimeout)
 	defer cancel()
-	v, err := w.client.Get(ctx, writtenKey(caller)).Result()
+	v, err := w.client.Get(cctx, writtenKey(caller)).Result()
 	switch {
 	case err == redis.Nil:
 		return 0, true
 	case err != nil:
-		w.failed(err, r)
+		if ctx.Err() == nil { // not the caller gone
+			w.failed(err, r)
+		}
 		return 0, false
 	}
 	n, err := strconv.ParseUint(v, 16, 64)
