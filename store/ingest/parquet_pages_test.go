@@ -106,6 +106,24 @@ type pqEncoded struct {
 	UID    [16]byte `parquet:"uid,uuid"`
 }
 
+// Files whose footer length parquet-go would allocate before reading it (found by FuzzParquet:
+// 3.5 GiB for the first, 3.8 GB for the second, read out of its magic bytes).
+func TestParquetFooterLength(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"PAR1\x15\xe3PAR1", "not a readable Parquet file: 10 bytes is too short to be one"},
+		{"PAR1 twenty bytes!!\x00\x00\x00\xe0PAR1", "not a readable Parquet file: its footer is said to be 3584.0 MiB long, more than the file holds"},
+	} {
+		path := filepath.Join(t.TempDir(), "x.parquet")
+		if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if alloc := allocated(func() { _, err = Infer(path, Parquet) }); err == nil || err.Error() != tc.want || alloc > 1<<20 {
+			t.Fatalf("%q: %v, %d bytes allocated", tc.file, err, alloc)
+		}
+	}
+}
+
 // Files of every encoding parquet-go writes, in pages of both versions and every codec, pass
 // the checks of their pages and read back as written.
 func TestParquetEncodings(t *testing.T) {
