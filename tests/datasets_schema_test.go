@@ -384,3 +384,45 @@ func TestDatasetPatternTheDescriptionCannotHold(t *testing.T) {
 	e.do("GET", "/api/v1/datasets/"+id+"/openapi.json", nil, own).status(200)
 	e.do("GET", "/api/v1/datasets/"+id+"/data", nil, own).status(200)
 }
+
+// A dataset has at most 1,500 columns: a wider file fails its dataset with the reason, and a
+// dataset at the limit takes no add_column (400 too_many_columns; before, PostgreSQL's limit
+// of 1,600 was a 500 after enough adds and drops).
+func TestDatasetColumnLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	row := func(n int, f string) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, f, i)
+		}
+		return b.String() + "\n"
+	}
+	wide := e.uploadAndCreate(e.ownerToken, "Wide", "wide.csv", row(1501, "c%d")+row(1501, "%d"))
+	if d := e.waitDataset(e.ownerToken, wide); d.str("status") != "failed" || !strings.Contains(string(d.Body), "the file has 1501 columns; a dataset has at most 1500 columns") {
+		t.Fatalf("1501 columns: %s", d.Body)
+	}
+	full := e.uploadAndCreate(e.ownerToken, "Full", "full.csv", row(1500, "c%d")+row(1500, "%d"))
+	start := time.Now()
+	for {
+		d := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+full, nil, own).status(200)
+		if d.str("status") == "active" {
+			break
+		}
+		if d.str("status") != "processing" || time.Since(start) > 5*time.Minute {
+			t.Fatalf("1500 columns: %s", d.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("a dataset of 1,500 columns was active after %s", time.Since(start))
+	if l := e.do("GET", "/api/v1/datasets/"+full+"/data", nil, own).status(200); l.len("data") != 1 || l.num("data.0.c1499") != 1499 {
+		t.Fatalf("list: %.300s", l.Body)
+	}
+	e.do("GET", "/api/v1/datasets/"+full+"/openapi.json", nil, own).status(200)
+	e.do("PUT", "/api/v1/datasets/"+full+"/schema", map[string]any{"changes": []any{map[string]any{"op": "add_column", "column": map[string]any{"name": "one_more", "type": "text"}}}}, own).
+		apiError(400, "VALIDATION_ERROR", "body.changes[0].column", "too_many_columns")
+}

@@ -159,6 +159,9 @@ func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, ch
 		if err := check(i, n); err != nil {
 			return nil, err
 		}
+		if len(cs.cols) >= ingest.MaxColumns {
+			return nil, &ChangeError{i, "column", "too_many_columns", fmt.Sprintf("a dataset has at most %d columns", ingest.MaxColumns)}
+		}
 		def, err := ColumnDDL(n)
 		if err != nil {
 			return nil, &ChangeError{i, "column.default", "type", err.Error()}
@@ -380,6 +383,8 @@ func (a *alterer) run(ctx context.Context, i int, ch Change, s step) error {
 			switch {
 			case pe.Code == "42846" || pe.Code == "42804" || pe.Code == "42883":
 				return &ChangeError{i, "type", "incompatible_type", pe.Message}
+			case pe.Code == "54011": // columns dropped before still count towards PostgreSQL's 1,600
+				return &ChangeError{i, "column", "too_many_columns", pe.Message + " (dropped columns count until the table is rewritten)"}
 			case strings.HasPrefix(string(pe.Code), "22") || strings.HasPrefix(string(pe.Code), "23"):
 				a.violations = append(a.violations, Violation{Change: i, Op: ch.Op, Column: column, Constraint: s.constraint,
 					Message: pe.Message, Rows: []ViolatingValue{}})

@@ -139,9 +139,13 @@ func numeric(t ingest.Type) bool {
 	return t == ingest.Integer || t == ingest.BigInt || t == ingest.Numeric
 }
 
-// tableStatistics reads counts, bounds and averages in one scan of the table; distinct
-// counts are exact up to ExactLimit rows, estimated from pg_stats above. A connected table's
-// column statistics cover its first sampleRows rows; its row count is counted remotely.
+// statsChunk is how many columns one statistics query reads.
+const statsChunk = 300
+
+// tableStatistics reads counts, bounds and averages in one scan of the table (one per
+// statsChunk columns); distinct counts are exact up to ExactLimit rows, estimated from
+// pg_stats above. A connected table's column statistics cover its first sampleRows rows; its
+// row count is counted remotely.
 func tableStatistics(ctx context.Context, tx *sqlx.Tx, t TableDef) (*TableStats, error) {
 	sampleRows := t.sampleRows()
 	cols := analyzedColumns(t)
@@ -168,43 +172,53 @@ func tableStatistics(ctx context.Context, tx *sqlx.Tx, t TableDef) (*TableStats,
 		}
 		exact = estimated <= ExactLimit
 	}
-	sel := []string{"count(*)"}
-	for _, c := range cols {
-		q := pq.QuoteIdentifier(c.name)
-		sel = append(sel, "count("+q+")")
-		switch {
-		case c.typ == ingest.Boolean:
-			sel = append(sel, "to_json(bool_and("+q+"))::text", "to_json(bool_or("+q+"))::text")
-		case orderable(c.typ):
-			sel = append(sel, "to_json(min("+q+"))::text", "to_json(max("+q+"))::text")
-		default:
-			sel = append(sel, "NULL::text", "NULL::text")
-		}
-		if numeric(c.typ) {
-			sel = append(sel, "avg("+q+")::float8")
-		} else {
-			sel = append(sel, "NULL::float8")
-		}
-		if exact {
-			sel = append(sel, "count(DISTINCT "+q+")")
-		} else {
-			sel = append(sel, "NULL::bigint")
-		}
-	}
-	var rows int64
-	vals := append(make([]any, 0, len(cols)*5+1), &rows)
 	type acc struct {
 		count, distinct *int64
 		min, max        *string
 		avg             *float64
 	}
 	accs := make([]acc, len(cols))
-	for i := range accs {
-		a := &accs[i]
-		vals = append(vals, &a.count, &a.min, &a.max, &a.avg, &a.distinct)
+	var rows int64
+	// A select list holds at most 1,664 entries and a column takes 5: wide tables are read in
+	// chunks of columns, one scan each (a table of 400 columns failed to load before).
+	for lo := 0; lo < len(cols); lo += statsChunk {
+		chunk := cols[lo:min(lo+statsChunk, len(cols))]
+		sel := []string{"count(*)"}
+		for _, c := range chunk {
+			q := pq.QuoteIdentifier(c.name)
+			sel = append(sel, "count("+q+")")
+			switch {
+			case c.typ == ingest.Boolean:
+				sel = append(sel, "to_json(bool_and("+q+"))::text", "to_json(bool_or("+q+"))::text")
+			case orderable(c.typ):
+				sel = append(sel, "to_json(min("+q+"))::text", "to_json(max("+q+"))::text")
+			default:
+				sel = append(sel, "NULL::text", "NULL::text")
+			}
+			if numeric(c.typ) {
+				sel = append(sel, "avg("+q+")::float8")
+			} else {
+				sel = append(sel, "NULL::float8")
+			}
+			if exact {
+				sel = append(sel, "count(DISTINCT "+q+")")
+			} else {
+				sel = append(sel, "NULL::bigint")
+			}
+		}
+		vals := append(make([]any, 0, len(chunk)*5+1), &rows)
+		for i := range chunk {
+			a := &accs[lo+i]
+			vals = append(vals, &a.count, &a.min, &a.max, &a.avg, &a.distinct)
+		}
+		if err := tx.QueryRowxContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+from).Scan(vals...); err != nil {
+			return nil, err
+		}
 	}
-	if err := tx.QueryRowxContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+from).Scan(vals...); err != nil {
-		return nil, err
+	if len(cols) == 0 {
+		if err := tx.GetContext(ctx, &rows, `SELECT count(*) FROM `+from); err != nil {
+			return nil, err
+		}
 	}
 	if !t.Foreign {
 		ts.RowCount = rows

@@ -225,6 +225,10 @@ func openCSVSource(path string, d *Dialect) (*csvSource, error) {
 		f.Close()
 		return nil, err
 	}
+	if len(rec) > MaxColumns {
+		f.Close()
+		return nil, tooManyColumns(fmt.Sprintf("the file has %d columns", len(rec)), s.p.start)
+	}
 	rec = append([]string(nil), rec...)
 	if s.dialect.Header {
 		s.names = rec

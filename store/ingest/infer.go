@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -431,6 +432,9 @@ func inferJSON(path string, f Format, limit int64) (*Schema, error) {
 		for _, m := range obj {
 			i, ok := src.index[m.key]
 			if !ok {
+				if len(keys) == MaxColumns {
+					return nil, tooManyColumns(fmt.Sprintf("the objects have more than %d distinct keys", MaxColumns), src.cur)
+				}
 				i = len(keys)
 				src.index[m.key] = i
 				keys = append(keys, m.key)

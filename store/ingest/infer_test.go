@@ -1,9 +1,14 @@
 package ingest
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 func TestKindAndWiden(t *testing.T) {
@@ -89,5 +94,48 @@ func TestBooleanRule(t *testing.T) {
 		if st.t != c.want {
 			t.Errorf("%q: %s, want %s", c.values, st.t, c.want)
 		}
+	}
+}
+
+// A file of more columns than a dataset table can hold is refused before its columns are
+// named or inferred, in every format.
+func TestMaxColumns(t *testing.T) {
+	row := func(n int, v string) string { return strings.TrimSuffix(strings.Repeat(v+",", n), ",") + "\n" }
+	if s := infer(t, writeTemp(t, "ok.csv", row(MaxColumns, "a")+row(MaxColumns, "1")), CSV); len(s.Columns) != MaxColumns {
+		t.Fatalf("%d columns", len(s.Columns))
+	}
+	if _, err := Infer(writeTemp(t, "wide.csv", row(100_000, "a")+row(100_000, "1")), CSV); err == nil ||
+		err.Error() != "line 1: the file has 100000 columns; a dataset has at most 1500 columns" {
+		t.Fatalf("csv: %v", err)
+	}
+	var obj strings.Builder
+	obj.WriteString("{\"id\": 1}\n{")
+	for i := range MaxColumns + 1 {
+		if i > 0 {
+			obj.WriteString(", ")
+		}
+		fmt.Fprintf(&obj, `"k%d": 1`, i)
+	}
+	obj.WriteString("}\n")
+	if _, err := Infer(writeTemp(t, "wide.ndjson", obj.String()), NDJSON); err == nil ||
+		err.Error() != "line 2: the objects have more than 1500 distinct keys; a dataset has at most 1500 columns" {
+		t.Fatalf("ndjson: %v", err)
+	}
+	group := parquet.Group{}
+	for i := range MaxColumns + 1 {
+		group[fmt.Sprint("c", i)] = parquet.Leaf(parquet.Int64Type)
+	}
+	path := filepath.Join(t.TempDir(), "wide.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewWriter(f, parquet.NewSchema("wide", group))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := Infer(path, Parquet); err == nil || err.Error() != "the file has 1501 columns; a dataset has at most 1500 columns" {
+		t.Fatalf("parquet: %v", err)
 	}
 }

@@ -23,6 +23,7 @@ const maxIdent = 63
 func Identifiers(names []string) []string {
 	out := make([]string, len(names))
 	seen := map[string]bool{}
+	next := map[string]int{} // the next suffix to try for a base: linear in the names, however many repeat
 	for i, n := range names {
 		var b strings.Builder
 		under := false
@@ -54,10 +55,12 @@ func Identifiers(names []string) []string {
 		}
 		base := truncate(id, maxIdent)
 		id = base
-		for k := 2; seen[id]; k++ {
+		k := max(next[base], 2)
+		for ; seen[id]; k++ {
 			suffix := "_" + strconv.Itoa(k)
 			id = truncate(base, maxIdent-len(suffix)) + suffix
 		}
+		next[base] = k
 		seen[id] = true
 		out[i] = id
 	}

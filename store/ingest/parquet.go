@@ -364,6 +364,10 @@ func openParquetSource(path string, want []Column) (*parquetSource, []Column, er
 	}
 	s := &parquetSource{f: f, pf: pf, groups: pf.RowGroups(), leaves: leafColumns(pf), buf: make([]parquet.Row, 64)}
 	s.check.leaves = s.leaves
+	if n := len(pf.Root().Columns()); n > MaxColumns {
+		f.Close()
+		return nil, nil, tooManyColumns(fmt.Sprintf("the file has %d columns", n), 0)
+	}
 	var names []string
 	leaves := 0
 	for _, c := range pf.Root().Columns() {

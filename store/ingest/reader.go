@@ -105,6 +105,15 @@ func newReader(cols []Column, src source) *Reader {
 }
 
 // columns names columns after the file's names.
+// MaxColumns bounds the columns of a file: PostgreSQL's tables hold at most 1,600, counting
+// the five system columns and columns dropped by later schema changes.
+const MaxColumns = 1500
+
+// tooManyColumns refuses a file of more than MaxColumns columns; what says how many it has.
+func tooManyColumns(what string, line int) error {
+	return &RowError{Line: line, Reason: fmt.Sprintf("%s; a dataset has at most %d columns", what, MaxColumns)}
+}
+
 func columns(names []string) []Column {
 	ids := Identifiers(names)
 	cols := make([]Column, len(names))
