@@ -627,54 +627,60 @@ func (ts *tiles) run(ctx context.Context, t *dashboards.Tile, binds map[string]a
 }
 
 // viewSource describes a saved view to the generator. A view keeps no statistics: they are
-// read from it (rows, distinct values, empty values, ranges) in one query through the
-// sandbox, as the caller.
+// read from it (rows, distinct values, empty values, ranges) through the sandbox, as the
+// caller, in one query per viewChunk columns (a select list holds at most 1,664 entries).
 func (h *Dashboards) viewSource(ctx context.Context, ts *tiles, v *store.View) (dashboards.Source, error) {
 	var cols []store.ViewColumn
 	if err := json.Unmarshal([]byte(v.Columns), &cols); err != nil {
 		return dashboards.Source{}, err
 	}
 	src := dashboards.Source{Ref: v.Name, ID: v.ID, Label: v.Name}
-	sel := []string{"count(*) AS n"}
-	type read struct{ distinct, count, lo, hi int }
-	reads := make([]read, len(cols))
-	for i, c := range cols {
-		q := pq.QuoteIdentifier(c.Name)
-		r := read{-1, -1, -1, -1}
-		switch t := ingest.Type(c.Type); t {
-		case ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz:
-			r = read{len(sel), len(sel) + 1, len(sel) + 2, len(sel) + 3}
-			sel = append(sel, "count(DISTINCT "+q+")", "count("+q+")", "min("+q+")::text", "max("+q+")::text")
-		case ingest.Text, ingest.Boolean, ingest.UUID:
-			r.distinct, r.count = len(sel), len(sel)+1
-			sel = append(sel, "count(DISTINCT "+q+")", "count("+q+")")
+	for lo := 0; lo == 0 || lo < len(cols); lo += viewChunk {
+		chunk := cols[lo:min(lo+viewChunk, len(cols))]
+		sel := []string{"count(*) AS n"}
+		type read struct{ distinct, count, lo, hi int }
+		reads := make([]read, len(chunk))
+		for i, c := range chunk {
+			q := pq.QuoteIdentifier(c.Name)
+			r := read{-1, -1, -1, -1}
+			switch t := ingest.Type(c.Type); t {
+			case ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz:
+				r = read{len(sel), len(sel) + 1, len(sel) + 2, len(sel) + 3}
+				sel = append(sel, "count(DISTINCT "+q+")", "count("+q+")", "min("+q+")::text", "max("+q+")::text")
+			case ingest.Text, ingest.Boolean, ingest.UUID:
+				r.distinct, r.count = len(sel), len(sel)+1
+				sel = append(sel, "count(DISTINCT "+q+")", "count("+q+")")
+			}
+			reads[i] = r
 		}
-		reads[i] = r
-	}
-	res, err := ts.run(ctx, &dashboards.Tile{Query: dashboards.Query{SQL: "SELECT " + strings.Join(sel, ", ") + " FROM " + v.Name}}, nil, 1)
-	if err != nil {
-		return src, err
-	}
-	row := res.Rows[0]
-	count := func(i int) int64 {
-		if i < 0 {
-			return 0
+		res, err := ts.run(ctx, &dashboards.Tile{Query: dashboards.Query{SQL: "SELECT " + strings.Join(sel, ", ") + " FROM " + v.Name}}, nil, 1)
+		if err != nil {
+			return src, err
 		}
-		n, _ := strconv.ParseInt(fmt.Sprint(row[i]), 10, 64)
-		return n
-	}
-	text := func(i int) json.RawMessage {
-		if i < 0 || row[i] == nil {
-			return nil
+		row := res.Rows[0]
+		count := func(i int) int64 {
+			if i < 0 {
+				return 0
+			}
+			n, _ := strconv.ParseInt(fmt.Sprint(row[i]), 10, 64)
+			return n
 		}
-		b, _ := json.Marshal(fmt.Sprint(row[i]))
-		return b
-	}
-	src.Rows = count(0)
-	for i, c := range cols {
-		r := reads[i]
-		src.Columns = append(src.Columns, dashboards.Column{Name: c.Name, Label: c.Name, Type: ingest.Type(c.Type), Distinct: count(r.distinct),
-			Nulls: src.Rows - count(r.count), Min: text(r.lo), Max: text(r.hi)})
+		text := func(i int) json.RawMessage {
+			if i < 0 || row[i] == nil {
+				return nil
+			}
+			b, _ := json.Marshal(fmt.Sprint(row[i]))
+			return b
+		}
+		src.Rows = count(0)
+		for i, c := range chunk {
+			r := reads[i]
+			src.Columns = append(src.Columns, dashboards.Column{Name: c.Name, Label: c.Name, Type: ingest.Type(c.Type), Distinct: count(r.distinct),
+				Nulls: src.Rows - count(r.count), Min: text(r.lo), Max: text(r.hi)})
+		}
 	}
 	return src, nil
 }
+
+// viewChunk is how many of a view's columns one statistics query reads (4 entries each).
+const viewChunk = 300
