@@ -374,6 +374,9 @@ func TestRecordAggregate(t *testing.T) {
 		"group_by=date_trunc(eon,sold_at)&agg=count", "group_by=region&agg=count&sort=amount", "group_by=region&agg=pg_sleep(1)"} {
 		e.do("GET", base+"?"+q, nil, own).apiError(400, "VALIDATION_ERROR")
 	}
+	// A name twice would be a duplicate key of the answer's objects.
+	e.do("GET", base+"?group_by=region&agg=sum(amount),sum(amount)", nil, own).apiError(400, "VALIDATION_ERROR", "query.agg", "duplicate")
+	e.do("GET", base+"?group_by=region,region&agg=count", nil, own).apiError(400, "VALIDATION_ERROR", "query.group_by", "duplicate")
 }
 
 // Concurrent replaces of the same version: exactly one wins, the others get the optimistic

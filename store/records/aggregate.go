@@ -151,13 +151,23 @@ func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq Aggrega
 	}
 	names := map[string]string{}
 	var sel, aggSel, keys []string
+	// Each group and aggregate is a key of the answer's objects: one named twice (sum(amount)
+	// twice, or a column named count beside count) would be a duplicate key.
+	for i, e := range append(slices.Clone(groups), aggs...) {
+		if _, dup := names[e.name]; dup {
+			field := "query.agg"
+			if i < len(groups) {
+				field = "query.group_by"
+			}
+			return nil, &FieldError{field, "duplicate", e.name + " is named twice in group_by and agg"}
+		}
+		names[e.name] = e.sql
+	}
 	for i, g := range groups {
-		names[g.name] = g.sql
 		sel = append(sel, g.sql+" AS "+pq.QuoteIdentifier(g.name))
 		keys = append(keys, strconv.Itoa(i+1))
 	}
 	for _, a := range aggs {
-		names[a.name] = a.sql
 		sel = append(sel, a.sql+" AS "+pq.QuoteIdentifier(a.name))
 		aggSel = append(aggSel, a.sql+" AS "+pq.QuoteIdentifier(a.name))
 	}
