@@ -104,7 +104,6 @@ func newReader(cols []Column, src source) *Reader {
 	return r
 }
 
-// columns names columns after the file's names.
 // MaxColumns bounds the columns of a file: PostgreSQL's tables hold at most 1,600, counting
 // the five system columns and columns dropped by later schema changes.
 const MaxColumns = 1500
@@ -114,6 +113,7 @@ func tooManyColumns(what string, line int) error {
 	return &RowError{Line: line, Reason: fmt.Sprintf("%s; a dataset has at most %d columns", what, MaxColumns)}
 }
 
+// columns names columns after the file's names.
 func columns(names []string) []Column {
 	ids := Identifiers(names)
 	cols := make([]Column, len(names))
