@@ -180,7 +180,7 @@ func tableStatistics(ctx context.Context, tx *sqlx.Tx, t TableDef) (*TableStats,
 	accs := make([]acc, len(cols))
 	var rows int64
 	// A select list holds at most 1,664 entries and a column takes 5: wide tables are read in
-	// chunks of columns, one scan each (a table of 400 columns failed to load before).
+	// chunks of columns, one scan each (a table of about 330 columns failed to load before).
 	for lo := 0; lo < len(cols); lo += statsChunk {
 		chunk := cols[lo:min(lo+statsChunk, len(cols))]
 		sel := []string{"count(*)"}
