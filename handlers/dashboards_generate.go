@@ -55,20 +55,7 @@ func (h *Dashboards) GenerateDatasetDashboard(ctx context.Context, req api.Gener
 	if err != nil {
 		return nil, err
 	}
-	if g.existing != nil && !deref(req.Params.Force) {
-		yes := true
-		return dashboardResponse{http.StatusOK, g.existing, dashboardJSON(g.existing, true, &yes)}, nil
-	}
-	d, err := h.generate(ctx, g, nil)
-	if err != nil {
-		return nil, err
-	}
-	status := http.StatusCreated
-	if g.existing != nil {
-		status = http.StatusOK
-	}
-	yes := true
-	return dashboardResponse{status, d, dashboardJSON(d, true, &yes)}, nil
+	return h.generated(ctx, g, deref(req.Params.Force))
 }
 
 func (h *Dashboards) GenerateProjectDashboard(ctx context.Context, req api.GenerateProjectDashboardRequestObject) (api.GenerateProjectDashboardResponseObject, error) {
@@ -80,8 +67,7 @@ func (h *Dashboards) GenerateProjectDashboard(ctx context.Context, req api.Gener
 	if err != nil {
 		return nil, err
 	}
-	yes := true
-	return dashboardResponse{http.StatusCreated, d, dashboardJSON(d, true, &yes)}, nil
+	return dashboardResponse{http.StatusCreated, d, dashboardJSON(d, true, ptr(true))}, nil
 }
 
 func (h *Dashboards) GenerateViewDashboard(ctx context.Context, req api.GenerateViewDashboardRequestObject) (api.GenerateViewDashboardResponseObject, error) {
@@ -89,12 +75,18 @@ func (h *Dashboards) GenerateViewDashboard(ctx context.Context, req api.Generate
 	if err != nil {
 		return nil, err
 	}
-	if g.existing != nil && !deref(req.Params.Force) {
+	return h.generated(ctx, g, deref(req.Params.Force))
+}
+
+// generated answers a dataset's or view's generation: its existing dashboard (200) unless
+// force, then a new version of it (200), or a new dashboard (201).
+func (h *Dashboards) generated(ctx context.Context, g *generation, force bool) (dashboardResponse, error) {
+	if g.existing != nil && !force {
 		return dashboardResponse{http.StatusOK, g.existing, dashboardJSON(g.existing, true, ptr(true))}, nil
 	}
 	d, err := h.generate(ctx, g, nil)
 	if err != nil {
-		return nil, err
+		return dashboardResponse{}, err
 	}
 	status := http.StatusCreated
 	if g.existing != nil {
