@@ -46,15 +46,13 @@ func startPgBouncer(t *testing.T, target string, poolSize int) *pgBouncer {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o777)
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	b := &pgBouncer{addr: "127.0.0.1:" + strconv.Itoa(port), log: filepath.Join(dir, "pgbouncer.log")}
+	b := &pgBouncer{addr: freeAddr(t), log: filepath.Join(dir, "pgbouncer.log")}
+	_, port, _ := net.SplitHostPort(b.addr)
 	ini := fmt.Sprintf(`[databases]
 * = host=%s port=%s
 [pgbouncer]
 listen_addr = 127.0.0.1
-listen_port = %d
+listen_port = %s
 unix_socket_dir =
 auth_type = scram-sha-256
 auth_file = %s

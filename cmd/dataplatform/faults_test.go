@@ -434,9 +434,7 @@ func waitExport(t *testing.T, p *process, tok, query, id string) map[string]any 
 func TestClientGoneMidStream(t *testing.T) {
 	t.Parallel()
 	dbURL, db := processDB(t)
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	metricsAddr := l.Addr().String()
-	l.Close()
+	metricsAddr := freeAddr(t)
 	s := serveOn(t, "s", dbURL, "DP_METRICS_ADDR="+metricsAddr)
 	tok, _, prj := s.owner(t)
 	id, _ := s.upload(t, tok, prj, "notes", "text\nfirst\n")

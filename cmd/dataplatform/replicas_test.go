@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -301,17 +300,16 @@ func startRedis(t *testing.T) *redisServer {
 	if err != nil {
 		t.Fatal("redis-server is not installed: run scripts/ensure-redis.sh (go tool task test does)")
 	}
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	r := &redisServer{cmd: exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir()), url: "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"}
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	r := &redisServer{cmd: exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir()), url: "redis://" + addr + "/0"}
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.cmd.Process.Kill(); r.cmd.Wait() })
 	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
 			return r
 		}

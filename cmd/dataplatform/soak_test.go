@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -59,9 +58,7 @@ func facts(t *testing.T, pid int, pprofAddr string, db *sql.DB) processFacts {
 func TestSoak(t *testing.T) {
 	t.Parallel()
 	dbURL, db := processDB(t)
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	pprofAddr := l.Addr().String()
-	l.Close()
+	pprofAddr := freeAddr(t)
 	s := serveOn(t, "soak", dbURL, "DP_PPROF_ADDR="+pprofAddr, "DP_LOG_REQUESTS=false",
 		"DP_RATE_LIMITS=default=1000000-M,records_read=1000000-M,records_write=1000000-M,records_bulk=1000000-M,records_export=1000000-M,queries=1000000-M,uploads=1000000-H,datasets=1000000-H")
 	tok, _, prj := s.owner(t)

@@ -67,6 +67,17 @@ func processDB(t *testing.T) (string, *sql.DB) {
 	return url, db
 }
 
+// freeAddr is a loopback address with a port free a moment ago, for a server the test starts.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // process is a `dataplatform serve` the test started.
 type process struct {
 	cmd  *exec.Cmd
@@ -78,9 +89,7 @@ type process struct {
 // it is ready.
 func serveOn(t *testing.T, name, dbURL string, env ...string) *process {
 	t.Helper()
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	dir := t.TempDir()
 	p := &process{addr: addr, log: filepath.Join(dir, name+".log")}
 	p.cmd = exec.Command(binary(t), "serve")
