@@ -11,9 +11,6 @@ import (
 	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/store"
-	"dataplatform/store/dashboards"
-	"dataplatform/store/datasets"
-	"dataplatform/store/ingest"
 	"dataplatform/store/queries"
 	"dataplatform/store/views"
 )
@@ -68,10 +65,9 @@ func (h *Dashboards) PlanDashboardViews(ctx context.Context, req api.PlanDashboa
 		return nil, apierr.Validation(bad...)
 	}
 	in := func(id string) bool { return byID[id] != nil && (len(only) == 0 || slices.Contains(only, id)) }
-	// The joins: from the analysis' relationships, then from key-like names.
+	// The joins: the dataset relationships (inferred or declared), which every consumer follows.
 	type link struct{ from, fromCol, to, toCol, why string }
 	var links []link
-	related := map[string]bool{}
 	for id := range byID {
 		if !in(id) {
 			continue
@@ -85,25 +81,6 @@ func (h *Dashboards) PlanDashboardViews(ctx context.Context, req api.PlanDashboa
 				continue
 			}
 			links = append(links, link{r.FromDataset, r.FromColumn, r.ToDataset, r.ToColumn, "a relationship the analysis found (" + r.Origin + ")"})
-			related[r.FromDataset+">"+r.ToDataset] = true
-		}
-	}
-	for fromID, from := range byID {
-		ft, err := datasets.Tables(from)
-		if err != nil || !in(fromID) || len(ft) != 1 {
-			continue
-		}
-		for toID, to := range byID {
-			tt, err := datasets.Tables(to)
-			if err != nil || !in(toID) || toID == fromID || len(tt) != 1 || related[fromID+">"+toID] {
-				continue
-			}
-			key := dashboards.Singular(queries.Identifier(to.Name))
-			for _, c := range ft[0].Columns {
-				if c.Name == key+"_id" && (tt[0].System() || slices.ContainsFunc(tt[0].Columns, func(x ingest.Column) bool { return x.Name == "id" })) {
-					links = append(links, link{fromID, c.Name, toID, "id", fmt.Sprintf("the column %s is named after %s's key", c.Name, to.Name)})
-				}
-			}
 		}
 	}
 	out := []planned{}

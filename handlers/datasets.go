@@ -36,7 +36,7 @@ func (h *Datasets) datasetOut(ctx context.Context, d *store.Dataset, detail bool
 	if err != nil {
 		return out, err
 	}
-	if d.Status == "active" {
+	if d.Serving() {
 		out.Schema = &api.DatasetSchema{Tables: []api.DatasetTable{}}
 		n := 0
 		for _, t := range tables {
@@ -143,13 +143,19 @@ func (h *Datasets) CreateDataset(ctx context.Context, req api.CreateDatasetReque
 				return err
 			}
 		}
+		pk := deref(b.PrimaryKey)
+		if pk != "" {
+			if err := keyInFile(h.UploadPath(up.StorageKey), up.Format, declared, pk); err != nil {
+				return err
+			}
+		}
 		p := auth.FromContext(ctx)
 		d = &store.Dataset{ID: store.NewID("ds"), ProjectID: prj.ID, OrgID: prj.OrgID, Name: b.Name, Description: b.Description,
 			Type: "file", Status: "processing", SourceType: up.Format, UploadID: &up.ID, Filename: &up.Filename, Size: &up.Size,
 			StorageKey: &up.StorageKey, TableSchema: prj.OrgID, Columns: "[]", CreatedBy: &p.UserID, UploadTime: &up.CreatedAt,
 			CreatedAt: now, UpdatedAt: now}
 		jobID, err := jobs.Enqueue(ctx, tx, jobs.New{Kind: datasets.KindIngest, OrgID: prj.OrgID, ResourceType: "dataset",
-			ResourceID: d.ID, Payload: datasets.Payload{DatasetID: d.ID, Schema: declared}}, now)
+			ResourceID: d.ID, Payload: datasets.Payload{DatasetID: d.ID, Schema: declared, PrimaryKey: pk}}, now)
 		if err != nil {
 			return err
 		}
@@ -173,6 +179,28 @@ func (h *Datasets) CreateDataset(ctx context.Context, req api.CreateDatasetReque
 		Headers: api.CreateDataset202ResponseHeaders{Location: "/api/v1/projects/" + d.ProjectID + "/datasets/" + d.ID}}, nil
 }
 
+// keyInFile checks that a create request's primary_key names a column of the file (or of
+// the declared schema), by its name in the file or its identifier, from the file's first
+// record; a file that cannot be read is left for the ingest job to report.
+func keyInFile(path, format string, declared []ingest.Column, pk string) error {
+	cols := declared
+	if len(cols) == 0 {
+		s, err := ingest.InferSample(path, ingest.Format(format), 1)
+		if err != nil {
+			return nil
+		}
+		cols = s.Columns
+	}
+	var names []string
+	for _, c := range cols {
+		if c.Name == pk || c.Original == pk || (c.Name == "src_id" && pk == "id") {
+			return nil
+		}
+		names = append(names, c.Name)
+	}
+	return apierr.Field("body.primary_key", "not_found", fmt.Sprintf("no column %s in the file; its columns: %s", pk, strings.Join(names, ", ")))
+}
+
 // created records a new dataset in tx: its audit entry and the dataset.created and
 // dataset.processing events.
 func (h *Datasets) created(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, details map[string]any) error {
@@ -186,14 +214,15 @@ func (h *Datasets) created(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, d
 	return store.Emit(ctx, tx, "dataset.processing", d.OrgID, ev, d.CreatedAt)
 }
 
-// activeTables loads an active dataset of the project the caller may use with perm, and its
-// tables; what says what waits for it to be active.
+// activeTables loads a dataset of the project that serves its rows (active, or importing)
+// and that the caller may use with perm, and its tables; what says what waits for it to be
+// active.
 func (h *Datasets) activeTables(ctx context.Context, projectID, id, perm, what string) (*store.Dataset, []datasets.TableDef, error) {
 	d, err := h.dataset(ctx, h.Store.DB, projectID, id, perm)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := active(d, what); err != nil {
+	if err := serving(d, what); err != nil {
 		return nil, nil, err
 	}
 	tables, err := datasets.Tables(d)

@@ -71,7 +71,8 @@ func (h *Datasets) description(ctx context.Context, id string, table *string) (*
 
 // ResolveRecords finds a dataset the caller is a member of and the description of one of its tables
 // (table "": the first; a connected database's dataset has one per table): 404 otherwise, 409
-// while it is not active, 400 for a table it does not have.
+// while it does not serve its rows (before its first load; an import does not stop them), 400
+// for a table it does not have.
 func (h *Handlers) ResolveRecords(ctx context.Context, datasetID, table string) (*store.Dataset, *descriptions.Description, error) {
 	p, err := auth.Caller(ctx)
 	if err != nil {
@@ -83,7 +84,7 @@ func (h *Handlers) ResolveRecords(ctx context.Context, datasetID, table string) 
 	} else if err != nil {
 		return nil, nil, err
 	}
-	if err := active(d, "its API is served"); err != nil {
+	if err := serving(d, "its API is served"); err != nil {
 		return nil, nil, err
 	}
 	desc, err := h.Descriptions.Describe(ctx, d, table)

@@ -148,6 +148,16 @@ func active(d *store.Dataset, what string) error {
 	return nil
 }
 
+// serving refuses reading the rows of a dataset that does not serve them (store.Dataset.Serving):
+// before its first load has finished, or after it failed. An import in progress does not stop
+// readers: they see the rows as they were until it commits.
+func serving(d *store.Dataset, what string) error {
+	if !d.Serving() {
+		return active(d, what)
+	}
+	return nil
+}
+
 func (h *Datasets) GetDatasetSchema(ctx context.Context, req api.GetDatasetSchemaRequestObject) (api.GetDatasetSchemaResponseObject, error) {
 	d, tables, err := h.activeTables(ctx, req.ProjectId, req.DatasetId, "datasets:read", "its schema can be read")
 	if err != nil {
@@ -187,7 +197,7 @@ func (h *Datasets) GetDatasetSchema(ctx context.Context, req api.GetDatasetSchem
 			}
 			return sc
 		}
-		if t.System() {
+		if t.GeneratedID() {
 			id := column("id", "bigint", false)
 			id.System = ptr(true)
 			table.Columns = append(table.Columns, id)
@@ -446,6 +456,18 @@ func (h *Datasets) applyChanges(ctx context.Context, tx *sqlx.Tx, d *store.Datas
 		case "alter_column":
 			err = need(name != "", "column", "alter_column takes the column's name")
 			ch.Column, ch.Alter = name, alteration(r)
+		case "set_primary_key":
+			err = need(name != "", "column", "set_primary_key takes the column's name")
+			ch.Column = name
+		case "add_relationship", "drop_relationship":
+			err = need(name != "", "column", string(r.Op)+" takes the column's name")
+			if err == nil && r.Op == "add_relationship" {
+				err = need(r.References != nil, "references", "add_relationship takes references (dataset_id, column)")
+			}
+			ch.Column = name
+			if r.References != nil {
+				ch.References = &datasets.Reference{DatasetID: r.References.DatasetId, Column: deref(r.References.Column)}
+			}
 		}
 		if err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"dataplatform/handlers/apierr"
+	"dataplatform/store/queries"
 	"dataplatform/store/usersql"
 
 	"github.com/lib/pq"
@@ -46,7 +47,10 @@ func QueryError(err error, sqlText *string, timeout, took time.Duration) error {
 	var fe *usersql.ForbiddenError
 	var pe *pq.Error
 	var rte *usersql.RowTooLargeError
+	var be *queries.BrokenError
 	switch {
+	case errors.As(err, &be):
+		return viewBroken(be.ID, be.Reason, be.Error())
 	case errors.As(err, &rte):
 		return apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, fmt.Sprintf("a row of the result is %d bytes: a row may have at most %s (DP_QUERY_RESULT_BYTES)", rte.Bytes, ByteSize(rte.Max))).
 			WithDetails(map[string]any{"row_bytes": rte.Bytes, "max_row_bytes": rte.Max,

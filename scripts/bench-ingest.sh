@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Ingest benchmark: a generated CSV of N rows (default 1,000,000) and 10 mixed columns, from
 # upload to `active`, against psql's \copy of the same file into the same typed table on the
-# same embedded cluster. Usage: scripts/bench-ingest.sh [rows]
+# same embedded cluster; then imports into the dataset (keyed by id_num), each from the
+# import request to `active` again, against the ingest's time: replace and upsert of the same
+# file (every row unchanged), and of a file with the same keys and other values (every row
+# updated). Usage: scripts/bench-ingest.sh [rows]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows=${1:-1000000}
 source scripts/bench-lib.sh
 bench_init 18090
 bench_csv "$tmp/data.csv" "$rows"
-size=$(stat -c %s "$tmp/data.csv")
+bench_csv "$tmp/changed.csv" "$rows" 2
+size=$(stat -c %s "$tmp/data.csv"); size2=$(stat -c %s "$tmp/changed.csv"); [ "$size2" -gt "$size" ] && size=$size2
 bench_start DP_MAX_UPLOAD_BYTES=$((size + 1048576))
 bench_login
 echo "file: $rows rows, $size bytes"
@@ -16,7 +20,7 @@ t0=$(date +%s.%N)
 fid=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/upload" -H "Authorization: Bearer $tok" -F "file=@$tmp/data.csv" | j '["file_id"]')
 t1=$(date +%s.%N)
 ds=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$prj/datasets" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
-  -d "{\"name\":\"bench\",\"source\":{\"file_id\":\"$fid\"}}" | j '["id"]')
+  -d "{\"name\":\"bench\",\"primary_key\":\"id_num\",\"source\":{\"file_id\":\"$fid\"}}" | j '["id"]')
 peak=0
 while :; do
   st=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$ds" -H "Authorization: Bearer $tok" | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)
@@ -33,3 +37,29 @@ t3=$(date +%s.%N)
 psqlc -c "\\copy bench_copy (id_num, big, amount, flag, day, seen_at, ref, city, note, maybe) FROM '$tmp/data.csv' csv header"
 t4=$(date +%s.%N)
 echo "psql \\copy into the same typed table: $(echo "$t4 - $t3" | bc) s"
+
+# Imports into the dataset, once the work that follows each (index builds) is done.
+ingest=$(echo "$t2 - $t1" | bc)
+settle() { while [ "$(psqlc -At -c "SELECT count(*) FROM platform.jobs WHERE status IN ('queued', 'running')")" != 0 ]; do sleep 0.2; done; }
+bench_import() { # MODE FILE LABEL
+  settle
+  local fid job st peak=0 rss t5 t6
+  fid=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/upload" -H "Authorization: Bearer $tok" -F "file=@$2" | j '["file_id"]')
+  t5=$(date +%s.%N)
+  job=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$prj/datasets/$ds/import" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
+    -d "{\"mode\":\"$1\",\"file_id\":\"$fid\"}" | j '["job_id"]')
+  while :; do
+    st=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$ds" -H "Authorization: Bearer $tok" | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)
+    rss=$(awk '/VmRSS/{print $2}' /proc/$pid/status); [ "$rss" -gt "$peak" ] && peak=$rss
+    [ "$st" != processing ] && break
+    sleep 0.02
+  done
+  t6=$(date +%s.%N)
+  echo "$3: import to $st: $(echo "$t6 - $t5" | bc) s ($(echo "scale=2; ($t6 - $t5) / $ingest" | bc)x the ingest); server peak RSS $((peak/1024)) MB;" \
+    "$(curl -sf "127.0.0.1:$port/api/v1/jobs/$job" -H "Authorization: Bearer $tok" | j '["progress"]["message"]')"
+  { grep '"import merged"' "$tmp/server.log" || true; } | tail -1 | grep -o '"[a-z]*_ms":[0-9]*' | tr -d '"' | tr '\n' ' ' | sed 's/^/  phases (ms): /'; echo
+}
+bench_import replace "$tmp/data.csv" "replace, same file"
+bench_import upsert "$tmp/changed.csv" "upsert, every row changed"
+bench_import replace "$tmp/data.csv" "replace, every row changed"
+bench_import upsert "$tmp/data.csv" "upsert, same file"

@@ -69,13 +69,15 @@ bench_percentile() {
 }
 bench_median() { bench_percentile 50 "$@"; }
 
-# bench_csv FILE ROWS: the benchmark file: ROWS rows of 10 mixed columns (integer, bigint,
-# numeric, boolean, date, timestamp, uuid, two texts, an integer with gaps).
+# bench_csv FILE ROWS [SEED]: the benchmark file: ROWS rows of 10 mixed columns (integer,
+# bigint, numeric, boolean, date, timestamp, uuid, two texts, an integer with gaps). id_num
+# is the row number whatever the seed (default 1); another seed changes the random values
+# (amount, day, seen_at, ref) of every row.
 bench_csv() {
-  python3 - "$1" "$2" <<'PY'
+  python3 - "$1" "$2" "${3:-1}" <<'PY'
 import sys, random, uuid, datetime
 path, n = sys.argv[1], int(sys.argv[2])
-random.seed(1)
+random.seed(int(sys.argv[3]))
 base = datetime.datetime(2020, 1, 1)
 with open(path, "w") as f:
     f.write("id_num,big,amount,flag,day,seen_at,ref,city,note,maybe\n")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Record API benchmarks on a 1,000,000-row dataset (the ingest benchmark's file), against
 # PostgreSQL itself on the same machine:
-#  - CSV export of every row vs psql's COPY (SELECT ...) TO STDOUT of the same rows; the
-#    server's peak RSS during the export.
+#  - CSV export of every row vs psql's COPY (SELECT ...) TO STDOUT of the same rows and
+#    values (the service's expressions); the server's peak RSS during the export.
 #  - a filtered, sorted list page under wrk vs pgbench running the same SELECT (32 connections,
 #    3 turns each; BENCH_CONNS and BENCH_RUNS change them; the server takes DP_* settings
 #    from the environment, e.g. DP_RECORD_CONCURRENCY).
@@ -23,6 +23,12 @@ bench_login
 bench_dataset "$tmp/data.csv" bench
 table="\"$org\".\"$ds\""
 cols="id, id_num, big, amount, flag, day, seen_at, ref, city, note, maybe, created_at, updated_at, version"
+# The service's values (store/datasets/values.go): timestamps as RFC 3339 UTC text, csv
+# booleans as true/false. utc REF is the timestamp expression; fmt QUALIFIER the record's
+# fields as the service selects them.
+utc() { echo "CASE WHEN isfinite($1) AND $1 >= '0001-01-01T00:00:00Z' THEN replace(($1 AT TIME ZONE 'UTC')::text, ' ', 'T') || 'Z' ELSE to_json($1 AT TIME ZONE 'UTC') #>> '{}' END"; }
+fmt() { local r=${1:-}; echo "${r}id, ${r}id_num, ${r}big, ${r}amount, ${r}flag, ${r}day, $(utc "${r}seen_at") AS seen_at, ${r}ref, ${r}city, ${r}note, ${r}maybe, $(utc "${r}created_at") AS created_at, $(utc "${r}updated_at") AS updated_at, ${r}version"; }
+csvcols="id, id_num, big, amount, CASE WHEN flag THEN 'true' WHEN NOT flag THEN 'false' END AS flag, day, $(utc seen_at) AS seen_at, ref, city, note, maybe, $(utc created_at) AS created_at, $(utc updated_at) AS updated_at, version"
 echo "dataset $ds: $rows rows"
 
 # Export.
@@ -32,7 +38,7 @@ cpid=$!
 peak=$(bench_rss_while $cpid)
 wait $cpid
 t1=$(date +%s.%N)
-psqlc -c "COPY (SELECT $cols FROM $table WHERE deleted_at IS NULL ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)" > "$tmp/copy.csv"
+psqlc -c "COPY (SELECT $csvcols FROM $table WHERE deleted_at IS NULL ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)" > "$tmp/copy.csv"
 t2=$(date +%s.%N)
 echo "export csv: $(echo "$t1 - $t0" | bc) s ($(stat -c %s "$tmp/export.csv") bytes), server peak RSS $peak MB; COPY TO STDOUT: $(echo "$t2 - $t1" | bc) s ($(stat -c %s "$tmp/copy.csv") bytes)"
 if cmp -s "$tmp/export.csv" "$tmp/copy.csv"; then echo "export and COPY output are byte-identical"; else
@@ -46,8 +52,9 @@ curl -sf "127.0.0.1:$port/api/v1/datasets/$ds/data?$q" -H "Authorization: Bearer
 # Warm up first (pooled database connections, cached lookups): steady state is measured.
 wrk -t2 -c"$conns" -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" >/dev/null
 cat > "$tmp/page.sql" <<SQL
-SELECT to_json(r), json_build_array("amount", "id") FROM (SELECT $cols, json_strip_nulls(json_build_object('self', '/api/v1/datasets/$ds/data/' || "id")) AS _links
-  FROM $table WHERE deleted_at IS NULL AND "amount" >= '500'::numeric AND "city" = 'city7'::text ORDER BY "amount" DESC NULLS FIRST, "id" ASC NULLS LAST LIMIT 21 OFFSET 0) r;
+SELECT to_json(x), json_build_array(r."amount", r."id") FROM (SELECT $cols, json_strip_nulls(json_build_object('self', '/api/v1/datasets/$ds/data/' || "id")) AS _links
+  FROM $table WHERE deleted_at IS NULL AND "amount" >= '500'::numeric AND "city" = 'city7'::text ORDER BY "amount" DESC NULLS FIRST, "id" ASC NULLS LAST LIMIT 21 OFFSET 0) r,
+  LATERAL (SELECT $(fmt r.), r._links) x;
 SQL
 echo "list page (city = city7, amount >= 500, sort -amount, 20 rows), ${secs}s each, $conns connections:"
 for i in $(seq 1 "$runs"); do
@@ -62,7 +69,7 @@ wrk -t2 -c"$conns" -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/
 echo "GET one record, ${secs}s, $conns connections:"
 wrk -t2 -c"$conns" -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" | grep -E "Requests/sec|99%|50%|Non-2xx"
 echo "SELECT ... WHERE id = 123456 under pgbench, ${secs}s, $conns clients:"
-echo "SELECT to_json(r) FROM (SELECT $cols FROM $table WHERE id = 123456 AND deleted_at IS NULL) r;" > "$tmp/one.sql"
+echo "SELECT to_json(r) FROM (SELECT $(fmt) FROM $table WHERE id = 123456 AND deleted_at IS NULL) r;" > "$tmp/one.sql"
 pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c "$conns" -j 2 -T "$secs" -f "$tmp/one.sql" postgres 2>/dev/null | grep -E "^tps|latency average"
 
 # Cursor near the end vs the first page (sort by id).

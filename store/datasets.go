@@ -37,8 +37,11 @@ type Dataset struct {
 	VectorCount      int64      `db:"vector_count"`
 	SchemaVersion    int        `db:"schema_version"`
 	Tables           *string    `db:"tables"` // jsonb: []datasets.TableDef of a database-connected dataset
-	CreatedAt        time.Time  `db:"created_at"`
-	UpdatedAt        time.Time  `db:"updated_at"`
+	// ImportMode is set while an import into the dataset runs (status processing): append,
+	// upsert or replace. Its rows are served meanwhile (Serving).
+	ImportMode *string   `db:"import_mode"`
+	CreatedAt  time.Time `db:"created_at"`
+	UpdatedAt  time.Time `db:"updated_at"`
 	// Reach is how the caller reaches the dataset's project (DatasetForUser).
 	Reach
 }
@@ -46,7 +49,14 @@ type Dataset struct {
 const datasetCols = `d.id, d.project_id, d.organization_id, d.name, d.description, d.type, d.status, d.error, d.source_type,
 	d.upload_id, d.filename, d.size_bytes, d.storage_key, d.table_schema, d.columns, d.row_count, d.job_id, d.created_by,
 	d.upload_time, d.processing_time_ms, d.index_time_ms, d.indexed_at, d.statistics, d.analyzed_at, d.analysis_version,
-	d.vector_count, d.schema_version, d.tables, d.created_at, d.updated_at`
+	d.vector_count, d.schema_version, d.tables, d.import_mode, d.created_at, d.updated_at`
+
+// Serving reports whether the dataset's rows are served (record API, change stream, schema,
+// preview): once active, and while an import into it runs, which readers do not see until it
+// commits.
+func (d *Dataset) Serving() bool {
+	return d.Status == "active" || d.Status == "processing" && d.ImportMode != nil
+}
 
 // CreateDataset inserts d.
 func CreateDataset(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
@@ -107,7 +117,17 @@ func FinishDataset(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.datasets SET status = :status, error = :error, columns = :columns,
 		row_count = :row_count, processing_time_ms = :processing_time_ms, index_time_ms = :index_time_ms, indexed_at = :indexed_at,
 		statistics = :statistics, analyzed_at = :analyzed_at, analysis_version = :analysis_version, vector_count = :vector_count,
-		updated_at = :updated_at WHERE id = :id`, d)
+		import_mode = NULL, updated_at = :updated_at WHERE id = :id`, d)
+	return err
+}
+
+// StartImport marks an active dataset processing an import in mode, followed by job jobID.
+func StartImport(ctx context.Context, q sqlx.ExecerContext, d *Dataset, mode, jobID string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE platform.datasets SET status = 'processing', import_mode = $2, job_id = $3, error = NULL,
+		updated_at = $4 WHERE id = $1`, d.ID, mode, jobID, now)
+	if err == nil {
+		d.Status, d.ImportMode, d.JobID, d.Error, d.UpdatedAt = "processing", &mode, &jobID, nil, now
+	}
 	return err
 }
 
@@ -169,14 +189,20 @@ type Relationship struct {
 	Origin      string `db:"origin"`
 	FromName    string `db:"from_name"`
 	ToName      string `db:"to_name"`
+	// ToKey: ToColumn is the key of the records it points at (one record, by its address).
+	ToKey bool `db:"to_key"`
 }
 
 // Relationships are the links from and to a dataset.
 func Relationships(ctx context.Context, q sqlx.QueryerContext, datasetID string) ([]Relationship, error) {
 	var out []Relationship
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT r.from_dataset, r.from_table, r.from_column, r.to_dataset, r.to_table, r.to_column, r.origin, f.name AS from_name, t.name AS to_name
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT r.from_dataset, r.from_table, r.from_column, r.to_dataset, r.to_table, r.to_column, r.origin, f.name AS from_name, t.name AS to_name,
+		coalesce(CASE WHEN t.tables IS NULL
+			THEN r.to_column = coalesce((SELECT c->>'name' FROM jsonb_array_elements(t.columns) c WHERE c->>'key' = 'true' LIMIT 1), 'id')
+			ELSE (SELECT x->'primary_key' = jsonb_build_array(r.to_column) FROM jsonb_array_elements(t.tables) x WHERE x->>'name' = r.to_table LIMIT 1)
+		END, false) AS to_key
 		FROM platform.dataset_relationships r JOIN platform.datasets f ON f.id = r.from_dataset JOIN platform.datasets t ON t.id = r.to_dataset
-		WHERE r.from_dataset = $1 OR r.to_dataset = $1 ORDER BY r.from_dataset = $1 DESC, r.from_table, r.from_column, r.to_dataset, r.to_table`, datasetID)
+		WHERE (r.from_dataset = $1 OR r.to_dataset = $1) AND r.origin <> 'removed' ORDER BY r.from_dataset = $1 DESC, r.from_table, r.from_column, r.to_dataset, r.to_table`, datasetID)
 	return out, err
 }
 
@@ -290,21 +316,21 @@ func StoreIdempotentAnswer(ctx context.Context, q sqlx.ExecerContext, principal,
 // DatasetForRecords is DatasetForUserAnyProject for the record API's hot path: a prepared
 // statement reading what serving records needs (not the statistics, which can be large). An
 // active dataset's answer is kept until a change of datasets or memberships is notified
-// (lookups).
+// (lookups); so is one serving its rows during an import.
 func (s *Store) DatasetForRecords(ctx context.Context, id, userID string) (*Dataset, error) {
 	if d, ok := s.look.get(id, userID); ok {
 		return d, nil
 	}
 	gen := s.look.gen.Load()
 	st, err := s.prepared(ctx, `SELECT d.id, d.project_id, d.organization_id, d.name, d.description, d.type, d.status, d.table_schema,
-		d.columns, d.tables, d.schema_version, d.created_at, d.updated_at, `+reachCols("$2")+` FROM platform.datasets d
+		d.columns, d.tables, d.schema_version, d.import_mode, d.created_at, d.updated_at, `+reachCols("$2")+` FROM platform.datasets d
 		JOIN platform.projects p ON p.id = d.project_id`+reachJoin("$2")+`
 		WHERE d.id = $1 AND `+reachable("$2"))
 	if err != nil {
 		return nil, err
 	}
 	var d Dataset
-	if err = st.GetContext(ctx, &d, id, userID); err == nil && d.Status == "active" {
+	if err = st.GetContext(ctx, &d, id, userID); err == nil && d.Serving() {
 		s.look.put(id, userID, &d, gen)
 	}
 	return &d, notFound(err)

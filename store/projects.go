@@ -88,6 +88,15 @@ func (s *Store) ProjectForUser(ctx context.Context, projectID, userID string) (*
 	return &p, notFound(err)
 }
 
+// ReachableProjects are the projects of an organization that userID may see, with how they
+// reach each (Reach), for the caller to check its permissions on each.
+func ReachableProjects(ctx context.Context, q sqlx.QueryerContext, orgID, userID string) ([]Project, error) {
+	var out []Project
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT p.id, p.organization_id, p.name, p.visibility, `+reachCols("$2")+
+		` FROM platform.projects p`+reachJoin("$2")+` WHERE p.organization_id = $1 AND `+reachable("$2")+` ORDER BY p.id`, orgID, userID)
+	return out, err
+}
+
 // ListProjects pages through the projects of an organization that userID may see, newest
 // first.
 func ListProjects(ctx context.Context, q sqlx.ExtContext, orgID, userID, search string, limit, offset int) ([]Project, int, error) {

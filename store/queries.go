@@ -34,11 +34,11 @@ type Query struct {
 const queryCols = `q.id, q.project_id, q.organization_id, q.user_id, q.type, q.query, q.args, q.status, q.dataset_ids, q.row_count,
 	q.execution_time_ms, q.error_code, q.body, q.private, q.created_at, q.finished_at`
 
-// ProjectDatasets are a project's active datasets, by name.
-func ProjectDatasets(ctx context.Context, q sqlx.QueryerContext, projectID string) ([]Dataset, error) {
+// ProjectDatasets are a project's active datasets (or those of several projects), by name.
+func ProjectDatasets(ctx context.Context, q sqlx.QueryerContext, projectIDs ...string) ([]Dataset, error) {
 	var out []Dataset
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+datasetCols+` FROM platform.datasets d
-		WHERE d.project_id = $1 AND d.status = 'active' ORDER BY d.name, d.id`, projectID)
+		WHERE d.project_id = ANY($1) AND d.status = 'active' ORDER BY d.name, d.id`, pq.StringArray(append([]string{}, projectIDs...)))
 	return out, err
 }
 

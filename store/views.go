@@ -66,10 +66,11 @@ func ViewByID(ctx context.Context, q sqlx.QueryerContext, projectID, id string, 
 	return &v, notFound(err)
 }
 
-// ProjectViews are a project's views, by name.
-func ProjectViews(ctx context.Context, q sqlx.QueryerContext, projectID string) ([]View, error) {
+// ProjectViews are a project's views (or those of several projects), by name.
+func ProjectViews(ctx context.Context, q sqlx.QueryerContext, projectIDs ...string) ([]View, error) {
 	var out []View
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+viewCols+viewFrom+` WHERE v.project_id = $1 ORDER BY v.name, v.id`, projectID)
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+viewCols+viewFrom+` WHERE v.project_id = ANY($1) ORDER BY v.name, v.id`,
+		pq.StringArray(append([]string{}, projectIDs...)))
 	return out, err
 }
 

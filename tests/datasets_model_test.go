@@ -50,40 +50,40 @@ func TestUploadedRecordModel(t *testing.T) {
 	}
 }
 
-// TestUploadedIDsThatAreNoKey: a file's id column that cannot be the records' key is kept as
-// src_id and says why; text ids that are unique become a UNIQUE src_id (x-unique) that
-// relationships may point at, and a duplicate written later is a conflict; ids that repeat
-// are no key, and nothing points at them.
+// TestUploadedIDsThatAreNoKey: a file's text ids that are unique key its records (addressed
+// by them, a duplicate written later is a conflict, a record needs one); ids that repeat are
+// no key: the records get a generated id, the column says why, and nothing points at it.
 func TestUploadedIDsThatAreNoKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
-	text := e.uploadAndCreate(e.ownerToken, "Customers", "customers.csv", "id,name\nC-1,Ada\nC-2,Alan\n")
+	text := e.uploadAndCreate(e.ownerToken, "Customers", "customers.csv", "id,name\nC-2,Alan\nC-1,Ada\n")
 	e.waitDataset(e.ownerToken, text)
 	e.waitDataset(e.ownerToken, e.uploadAndCreate(e.ownerToken, "Orders", "orders.csv", "id,customer_id,amount\n1,C-1,5\n2,C-2,7\n"))
 	doc := e.do("GET", "/api/v1/datasets/"+text+"/openapi.json", nil, own).status(200)
-	if doc.get("components.schemas.Customer.properties.src_id.x-unique") != true ||
-		doc.get("components.schemas.Customer.properties._links.properties.orders.x-relationship.local_key") != "src_id" {
+	if doc.get("components.schemas.Customer.properties.id.x-primary-key") != true ||
+		doc.get("components.schemas.Customer.properties._links.properties.orders.x-relationship.local_key") != "id" {
 		t.Fatalf("unique text ids: %s", doc.Body)
 	}
-	if !strings.Contains(doc.str("components.schemas.Customer.properties.src_id.description"), "not integers") {
-		t.Fatalf("src_id does not say why it is not the key: %s", doc.Body)
+	if r := e.do("GET", "/api/v1/datasets/"+text+"/data/C-1", nil, own).status(200); r.str("name") != "Ada" {
+		t.Fatalf("record C-1: %s", r.Body)
 	}
-	if r := e.do("POST", "/api/v1/datasets/"+text+"/data", map[string]any{"src_id": "C-1", "name": "Twin"}, own).apiError(409, "CONFLICT"); r.get("error.details.field") != "src_id" {
+	if r := e.do("POST", "/api/v1/datasets/"+text+"/data", map[string]any{"id": "C-1", "name": "Twin"}, own).apiError(409, "CONFLICT"); r.get("error.details.field") != "id" {
 		t.Fatalf("duplicate id: %s", r.Body)
 	}
+	e.do("POST", "/api/v1/datasets/"+text+"/data", map[string]any{"name": "Nobody"}, own).apiError(400, "VALIDATION_ERROR", "body.id")
 
 	dup := e.uploadAndCreate(e.ownerToken, "Teams", "teams.csv", "id,name\n1,Red\n1,Blue\n2,Green\n")
 	e.waitDataset(e.ownerToken, dup)
 	e.waitDataset(e.ownerToken, e.uploadAndCreate(e.ownerToken, "Players", "players.csv", "id,team_id\n1,1\n2,2\n"))
 	d := e.do("GET", "/api/v1/datasets/"+dup+"/openapi.json", nil, own).status(200)
-	if d.get("components.schemas.Team.properties.src_id.x-unique") != nil ||
-		!strings.Contains(d.str("components.schemas.Team.properties.src_id.description"), "not unique") {
+	if d.get("components.schemas.Team.properties.src_id.x-primary-key") != nil || d.get("components.schemas.Team.properties.id.readOnly") != true ||
+		!strings.Contains(d.str("components.schemas.Team.properties.src_id.description"), "repeat") {
 		t.Fatalf("repeated ids: %s", d.Body)
 	}
 	s := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+dup+"/schema", nil, own).status(200)
 	if s.len("relationships") != 0 {
-		t.Fatalf("a relationship to ids that repeat: %s", s.Body)
+		t.Fatalf("a relationship to ids that repeat or to the generated id: %s", s.Body)
 	}
 	if n := e.do("GET", "/api/v1/datasets/"+dup+"/data", nil, own).status(200).num("pagination.total"); n != 3 {
 		t.Fatalf("%d records of 3", n)

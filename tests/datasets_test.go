@@ -70,10 +70,11 @@ func TestDatasetFromCSV(t *testing.T) {
 		t.Fatalf("detail: %s", d.Body)
 	}
 	p := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+id+"/preview?limit=2&offset=1", nil, bearer(e.ownerToken)).status(200)
-	if p.str("columns.0") != "id" || p.num("rows.0.0") != 2 || p.num("total_rows") != 3 || p.num("row_count") != 2 || p.str("rows.0.2") != "Bob, Jr." || p.get("rows.1.3") != nil {
+	// customer_id is named after the dataset and unique: it keys the records, in key order.
+	if p.str("columns.0") != "customer_id" || p.num("rows.0.0") != 2 || p.num("total_rows") != 3 || p.num("row_count") != 2 || p.str("rows.0.1") != "Bob, Jr." || p.get("rows.1.2") != nil {
 		t.Fatalf("preview: %s", p.Body)
 	}
-	if p.num("rows.1.1") != 3000000000 || p.str("rows.0.3") != "2024-02-10" {
+	if p.num("rows.1.0") != 3000000000 || p.str("rows.0.2") != "2024-02-10" {
 		t.Fatalf("preview values: %s", p.Body)
 	}
 	// The dataset turns active inside the job, which is marked succeeded just after.

@@ -734,6 +734,27 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for ImportDatasetRequestMode.
+const (
+	Append  ImportDatasetRequestMode = "append"
+	Replace ImportDatasetRequestMode = "replace"
+	Upsert  ImportDatasetRequestMode = "upsert"
+)
+
+// Valid indicates whether the value is a known member of the ImportDatasetRequestMode enum.
+func (e ImportDatasetRequestMode) Valid() bool {
+	switch e {
+	case Append:
+		return true
+	case Replace:
+		return true
+	case Upsert:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvitationDelivery.
 const (
 	InvitationDeliveryEmail InvitationDelivery = "email"
@@ -1519,10 +1540,13 @@ func (e SchemaChangeFormat) Valid() bool {
 
 // Defines values for SchemaChangeOp.
 const (
-	AddColumn    SchemaChangeOp = "add_column"
-	AlterColumn  SchemaChangeOp = "alter_column"
-	DropColumn   SchemaChangeOp = "drop_column"
-	RenameColumn SchemaChangeOp = "rename_column"
+	AddColumn        SchemaChangeOp = "add_column"
+	AddRelationship  SchemaChangeOp = "add_relationship"
+	AlterColumn      SchemaChangeOp = "alter_column"
+	DropColumn       SchemaChangeOp = "drop_column"
+	DropRelationship SchemaChangeOp = "drop_relationship"
+	RenameColumn     SchemaChangeOp = "rename_column"
+	SetPrimaryKey    SchemaChangeOp = "set_primary_key"
 )
 
 // Valid indicates whether the value is a known member of the SchemaChangeOp enum.
@@ -1530,11 +1554,17 @@ func (e SchemaChangeOp) Valid() bool {
 	switch e {
 	case AddColumn:
 		return true
+	case AddRelationship:
+		return true
 	case AlterColumn:
 		return true
 	case DropColumn:
 		return true
+	case DropRelationship:
+		return true
 	case RenameColumn:
+		return true
+	case SetPrimaryKey:
 		return true
 	default:
 		return false
@@ -2645,6 +2675,9 @@ type CreateDatasetRequest struct {
 	// Name Unique in the project (case-insensitive).
 	Name string `json:"name"`
 
+	// PrimaryKey The column that keys the records (its name in the file, or its identifier); default inferred (see the operation).
+	PrimaryKey *string `json:"primary_key,omitempty"`
+
 	// Schema Declared columns, overriding inference: every field of the file must be declared
 	// (matched by `source`, or by its normalised name), and a declared column the file
 	// lacks must be optional or have a default. A value that breaks a declared type or
@@ -2985,7 +3018,7 @@ type Dataset struct {
 	CreatedAt       time.Time     `json:"created_at"`
 	Description     *string       `json:"description"`
 
-	// Error Why processing failed (with line and column for bad rows).
+	// Error Why processing failed (with line and column for bad rows), or why the last import failed (the dataset is then `active` with its rows as before the import).
 	Error     *string    `json:"error,omitempty"`
 	Id        string     `json:"id"`
 	IndexedAt *time.Time `json:"indexed_at,omitempty"`
@@ -3275,7 +3308,7 @@ type ExecutedQuery struct {
 		Columns  []QueryColumn `json:"columns"`
 		RowCount int           `json:"row_count"`
 
-		// Rows One array per row, values in the order of `columns` (numbers, strings, booleans, JSON values; dates as YYYY-MM-DD, times in RFC 3339 UTC).
+		// Rows One array per row, values in the order of `columns`, as the record API writes them (numbers, strings, booleans, JSON values, arrays as JSON arrays; dates as YYYY-MM-DD, times in RFC 3339 UTC).
 		Rows [][]*any `json:"rows"`
 
 		// StoredRowCount History reads: the rows kept (at most 1,000 and 1 MiB).
@@ -3315,6 +3348,21 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// ImportDatasetRequest defines model for ImportDatasetRequest.
+type ImportDatasetRequest struct {
+	// AddColumns Add the file's columns the dataset does not have (a schema change) instead of refusing them.
+	AddColumns *bool `json:"add_columns,omitempty"`
+
+	// FileId An unclaimed upload of this project (POST .../datasets/upload).
+	FileId string `json:"file_id"`
+
+	// Mode `append` adds the rows; `upsert` updates records by key and inserts the rest; `replace` makes the file the dataset's rows.
+	Mode ImportDatasetRequestMode `json:"mode"`
+}
+
+// ImportDatasetRequestMode `append` adds the rows; `upsert` updates records by key and inserts the rest; `replace` makes the file the dataset's rows.
+type ImportDatasetRequestMode string
 
 // Invitation defines model for Invitation.
 type Invitation struct {
@@ -4008,6 +4056,23 @@ type SavedQueryParameterType string
 // settings to change: `type` (the values are cast; rows that cannot be are reported),
 // `required`, `unique`, `enum`, `default`, `format`, `pattern`, `minimum`, `maximum`,
 // `min_length`, `max_length`, `description`, and `drop_constraints` to remove some.
+//
+// `set_primary_key` takes `column`: it becomes the records' key (their address), checked
+// first (values that repeat or are missing are reported); the generated `id` of data
+// that had no key is dropped, and relationships that pointed at the old key go. It is a
+// breaking change (the next major version). The key column itself cannot be dropped,
+// made optional or given a type that cannot key records, and a record's key does not
+// change through the record API.
+//
+// `add_relationship` takes `column` and `references` (`dataset_id`, `column`): a
+// declared relationship from this dataset's column to another dataset of the project,
+// whose column must be its key or a unique column. It is checked against the data:
+// every value must be present there (the offending rows are reported otherwise). It
+// replaces what inference found for the column, and inference does not override it.
+// `drop_relationship` takes `column` (and optionally `references.dataset_id`) and
+// removes the relationships from that column, declared or inferred; inference does not
+// bring a dropped one back (until `add_relationship` declares one). Relationships are followed by `_links`, `include`/`expand`,
+// plain-English joins, dashboards and the descriptions' `x-relationship`.
 type SchemaChange struct {
 	// Column A column definition (add_column) or the name of an existing column.
 	Column *SchemaChange_Column `json:"column,omitempty"`
@@ -4024,12 +4089,17 @@ type SchemaChange struct {
 	Minimum         *float64                       `json:"minimum,omitempty"`
 
 	// NewName A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
-	NewName  *ColumnName    `json:"new_name,omitempty"`
-	Op       SchemaChangeOp `json:"op"`
-	Pattern  *string        `json:"pattern,omitempty"`
-	Required *bool          `json:"required,omitempty"`
-	Type     *ColumnType    `json:"type,omitempty"`
-	Unique   *bool          `json:"unique,omitempty"`
+	NewName    *ColumnName    `json:"new_name,omitempty"`
+	Op         SchemaChangeOp `json:"op"`
+	Pattern    *string        `json:"pattern,omitempty"`
+	References *struct {
+		// Column A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
+		Column    *ColumnName `json:"column,omitempty"`
+		DatasetId string      `json:"dataset_id"`
+	} `json:"references,omitempty"`
+	Required *bool       `json:"required,omitempty"`
+	Type     *ColumnType `json:"type,omitempty"`
+	Unique   *bool       `json:"unique,omitempty"`
 }
 
 // SchemaChange_Column A column definition (add_column) or the name of an existing column.
@@ -4075,7 +4145,7 @@ type SchemaColumn struct {
 	SampleValues []interface{}      `json:"sample_values"`
 	Statistics   *ColumnStatistics  `json:"statistics,omitempty"`
 
-	// System The platform's own column (id).
+	// System The platform's own column: the generated id of data without a key of its own.
 	System *bool `json:"system,omitempty"`
 
 	// Type PostgreSQL type of the column.
@@ -4396,7 +4466,7 @@ type UpdateWebhookRequest struct {
 
 // Upload defines model for Upload.
 type Upload struct {
-	// Claimed Whether a dataset has been created from it.
+	// Claimed Whether a dataset has been created from it or it has been imported into one (an upload serves once).
 	Claimed     *bool      `json:"claimed,omitempty"`
 	Description *string    `json:"description,omitempty"`
 	ExpiresAt   time.Time  `json:"expires_at"`
@@ -4680,7 +4750,15 @@ type WebhookEvent = string
 // `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key (the base64 after
 // `whsec_`); two signatures, space separated, for 24 hours after a rotation.
 type WebhookMessage struct {
-	// Data What the event is about: ids of the organization and the resource (dataset_id, project_id, query_id, user_id, id of a team or organization) and what changed.
+	// Data What the event is about: ids of the organization and the resource (dataset_id,
+	// project_id, query_id, user_id, id of a team or organization) and what changed.
+	// Datasets: `dataset.created` and `dataset.processing` carry `dataset_id`,
+	// `project_id` and `name`; `dataset.ready` `dataset_id`, `project_id` and `row_count`;
+	// `dataset.failed` `dataset_id`, `project_id` and `error`. The `dataset.processing`,
+	// `dataset.ready` and `dataset.failed` of an import into an existing dataset also
+	// carry `import`: `mode` (append, upsert, replace) and `job_id`, and on
+	// `dataset.ready` the counts `inserted`, `updated`, `unchanged` and `deleted` (a
+	// failed import leaves the dataset `active` with its rows as before).
 	Data map[string]interface{} `json:"data"`
 
 	// Timestamp When the event happened.
@@ -5653,6 +5731,9 @@ type UploadDatasetFileMultipartRequestBody UploadDatasetFileMultipartBody
 // UpdateDatasetJSONRequestBody defines body for UpdateDataset for application/json ContentType.
 type UpdateDatasetJSONRequestBody UpdateDatasetJSONBody
 
+// ImportDatasetJSONRequestBody defines body for ImportDataset for application/json ContentType.
+type ImportDatasetJSONRequestBody = ImportDatasetRequest
+
 // ExecuteQueryJSONRequestBody defines body for ExecuteQuery for application/json ContentType.
 type ExecuteQueryJSONRequestBody = ExecuteQueryRequest
 
@@ -6151,6 +6232,9 @@ type ServerInterface interface {
 	// UpdateDataset Rename or describe a dataset (datasets:write)
 	// (PATCH /api/v1/projects/{project_id}/datasets/{dataset_id})
 	UpdateDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error
+	// ImportDataset Import an uploaded file into an existing dataset (append, upsert or replace; datasets:write)
+	// (POST /api/v1/projects/{project_id}/datasets/{dataset_id}/import)
+	ImportDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error
 	// PreviewDataset First rows of the dataset's table (datasets:read)
 	// (GET /api/v1/projects/{project_id}/datasets/{dataset_id}/preview)
 	PreviewDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId, params PreviewDatasetParams) error
@@ -8953,6 +9037,30 @@ func (w *ServerInterfaceWrapper) UpdateDataset(ctx echo.Context) error {
 	return err
 }
 
+// ImportDataset converts echo context to params.
+func (w *ServerInterfaceWrapper) ImportDataset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project_id" -------------
+	var projectId ProjectId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project_id", ctx.Param("project_id"), &projectId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project_id: %s", err))
+	}
+
+	// ------------- Path parameter "dataset_id" -------------
+	var datasetId DatasetId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "dataset_id", ctx.Param("dataset_id"), &datasetId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dataset_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ImportDataset(ctx, projectId, datasetId)
+	return err
+}
+
 // PreviewDataset converts echo context to params.
 func (w *ServerInterfaceWrapper) PreviewDataset(ctx echo.Context) error {
 	var err error
@@ -9768,6 +9876,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/preview", wrapper.PreviewDataset, options.OperationMiddlewares["previewDataset"]...)
 	router.GET(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/schema", wrapper.GetDatasetSchema, options.OperationMiddlewares["getDatasetSchema"]...)
 	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/refresh", wrapper.RefreshDataset, options.OperationMiddlewares["refreshDataset"]...)
+	router.POST(options.BaseURL+"/api/v1/projects/:project_id/datasets/:dataset_id/import", wrapper.ImportDataset, options.OperationMiddlewares["importDataset"]...)
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/schema", wrapper.GetDatasetJSONSchema, options.OperationMiddlewares["getDatasetJSONSchema"]...)
 	router.PUT(options.BaseURL+"/api/v1/datasets/:dataset_id/schema", wrapper.ChangeDatasetSchema, options.OperationMiddlewares["changeDatasetSchema"]...)
 	router.GET(options.BaseURL+"/api/v1/datasets/:dataset_id/openapi.json", wrapper.GetDatasetDescription, options.OperationMiddlewares["getDatasetDescription"]...)
@@ -24844,6 +24953,166 @@ func (response UpdateDataset503JSONResponse) VisitUpdateDatasetResponse(w http.R
 	return err
 }
 
+type ImportDatasetRequestObject struct {
+	ProjectId ProjectId `json:"project_id"`
+	DatasetId DatasetId `json:"dataset_id"`
+	Body      *ImportDatasetJSONRequestBody
+}
+
+type ImportDatasetResponseObject interface {
+	VisitImportDatasetResponse(w http.ResponseWriter) error
+}
+
+type ImportDataset202ResponseHeaders struct {
+	Location string
+}
+
+type ImportDataset202JSONResponse struct {
+	Body    Dataset
+	Headers ImportDataset202ResponseHeaders
+}
+
+func (response ImportDataset202JSONResponse) VisitImportDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportDataset400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ImportDataset400JSONResponse) VisitImportDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportDataset401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ImportDataset401JSONResponse) VisitImportDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportDataset403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ImportDataset403JSONResponse) VisitImportDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportDataset404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ImportDataset404JSONResponse) VisitImportDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportDataset409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ImportDataset409JSONResponse) VisitImportDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportDataset422JSONResponse struct{ PlanLimitExceededJSONResponse }
+
+func (response ImportDataset422JSONResponse) VisitImportDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportDataset429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response ImportDataset429JSONResponse) VisitImportDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportDataset503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ImportDataset503JSONResponse) VisitImportDatasetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PreviewDatasetRequestObject struct {
 	ProjectId ProjectId `json:"project_id"`
 	DatasetId DatasetId `json:"dataset_id"`
@@ -28842,6 +29111,9 @@ type StrictServerInterface interface {
 	// UpdateDataset Rename or describe a dataset (datasets:write)
 	// (PATCH /api/v1/projects/{project_id}/datasets/{dataset_id})
 	UpdateDataset(ctx context.Context, request UpdateDatasetRequestObject) (UpdateDatasetResponseObject, error)
+	// ImportDataset Import an uploaded file into an existing dataset (append, upsert or replace; datasets:write)
+	// (POST /api/v1/projects/{project_id}/datasets/{dataset_id}/import)
+	ImportDataset(ctx context.Context, request ImportDatasetRequestObject) (ImportDatasetResponseObject, error)
 	// PreviewDataset First rows of the dataset's table (datasets:read)
 	// (GET /api/v1/projects/{project_id}/datasets/{dataset_id}/preview)
 	PreviewDataset(ctx context.Context, request PreviewDatasetRequestObject) (PreviewDatasetResponseObject, error)
@@ -32777,6 +33049,55 @@ func (sh *strictHandler) UpdateDataset(ctx echo.Context, projectId ProjectId, da
 		return err
 	} else if validResponse, ok := response.(UpdateDatasetResponseObject); ok {
 		return validResponse.VisitUpdateDatasetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ImportDataset operation middleware
+func (sh *strictHandler) ImportDataset(ctx echo.Context, projectId ProjectId, datasetId DatasetId) error {
+	var request ImportDatasetRequestObject
+
+	request.ProjectId = projectId
+	request.DatasetId = datasetId
+
+	var body ImportDatasetJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ImportDataset(ctx.Request().Context(), request.(ImportDatasetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ImportDataset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ImportDatasetResponseObject); ok {
+		return validResponse.VisitImportDatasetResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -77,7 +77,7 @@ var Catalog = map[Code]Doc{
 	CodeNoSources:               {400, "No sources", "The project form of dashboard generation needs at least one dataset or view (`dataset_ids`, `view_ids`)."},
 	CodeTooManyDatasets:         {400, "Too many datasets", "The project form of dashboard generation takes at most 12 datasets and 6 views, 18 sources in all."},
 	CodeDashboardModified:       {412, "Dashboard modified", "The dashboard changed since the ETag sent in If-Match: read it again and retry."},
-	CodeDatasetNotReady:         {409, "Dataset not ready", "The dataset is still processing or failed; a dashboard is made of an active dataset."},
+	CodeDatasetNotReady:         {409, "Dataset not ready", "The dataset is still processing (its first load, or an import into it) or failed: a dashboard is made of an active dataset, and records are written once it is active (reads go on during an import)."},
 	CodeNothingToShow:           {409, "Nothing to show", "No tile could be made of the sources: every proposed tile's query failed or returned no rows (an empty dataset, say)."},
 	CodeValidationError:         {400, "Validation error", "The request is malformed or violates the published schema: bad JSON, a wrong content type, an unknown or duplicated field, or a value out of its bounds. `details` has one entry per field with `field`, `code` (required, minLength, maxLength, format, enum, pattern, minimum, maximum, type, unknown_field, duplicate, invalid_json) and `message`. Nothing was changed."},
 	CodeAuthRequired:            {401, "Authentication required", "Credentials are missing or invalid. Send `Authorization: Bearer <access token>` or `X-API-Key: <key>`."},

@@ -50,7 +50,7 @@ func (a *streamAccess) check(ctx context.Context) error {
 		return apierr.AuthRequired("the credential this stream was opened with is no longer valid (revoked, expired or its user disabled)")
 	}
 	d, err := a.h.Store.DatasetForRecords(ctx, a.ds, a.p.UserID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && d.Status != "active" {
+	if errors.Is(err, store.ErrNotFound) || err == nil && !d.Serving() {
 		return apierr.NotFound("dataset", a.ds)
 	} else if err != nil {
 		return err

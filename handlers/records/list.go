@@ -1,9 +1,7 @@
 package records
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -213,29 +211,26 @@ func linkColumns(links []recsql.Link) []string {
 	return out
 }
 
-// withLinks adds `_links` to a record read as JSON.
-func (h *Records) withLinks(rc *recordCtx, raw json.RawMessage) (json.RawMessage, error) {
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		return nil, err
-	}
-	id := fmt.Sprint(m[rc.desc.Table.Key()])
-	links := map[string]any{}
-	if rc.desc.Table.Key() != "" {
-		links["self"] = rc.desc.SelfURL(rc.d.ID, id)
+// withLinks adds `_links` to a record: self (by its key), then each relationship in the
+// description's order, those whose column is null left out, as LinksSQL makes them.
+func (h *Records) withLinks(rc *recordCtx, o *object) {
+	var names []string
+	var vals [][]byte
+	key := rc.desc.Table.Key()
+	id := o.text(key)
+	if key != "" {
+		names, vals = append(names, "self"), append(vals, quote(rc.desc.SelfURL(rc.d.ID, id)))
 	}
 	for _, l := range rc.desc.Links {
-		v, ok := m[l.Column]
-		if l.Column == "id" {
-			v, ok = id, true
+		v := id
+		if l.Column != key {
+			raw, ok := o.get(l.Column)
+			if !ok || string(raw) == "null" {
+				continue
+			}
+			v = o.text(l.Column)
 		}
-		if !ok || v == nil {
-			continue
-		}
-		links[l.Name] = l.URL(fmt.Sprint(v), l.Table != "" || l.Target == "id")
+		names, vals = append(names, l.Name), append(vals, quote(l.URL(v)))
 	}
-	m["_links"] = links
-	return json.Marshal(m)
+	o.set("_links", members(names, vals))
 }

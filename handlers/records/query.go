@@ -1,11 +1,13 @@
 package records
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -13,7 +15,9 @@ import (
 	"dataplatform/handlers"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
+	"dataplatform/store"
 	"dataplatform/store/datasets"
+	"dataplatform/store/queries"
 	"dataplatform/store/usersql"
 
 	"github.com/jmoiron/sqlx"
@@ -75,9 +79,12 @@ func (h *Records) Query(c echo.Context) error {
 			args[i] = string(b)
 		}
 	}
-	if err := usersql.Check(bound); err != nil {
-		return handlers.QueryError(err, nil, 0, 0)
+	ctx := c.Request().Context()
+	prep, err := h.mapQuery(ctx, rc, bound)
+	if err != nil {
+		return err
 	}
+	bound = prep.SQL
 	timeout := defaultQueryTimeout
 	if req.Options.Timeout != nil {
 		timeout = time.Duration(*req.Options.Timeout) * time.Millisecond
@@ -98,7 +105,6 @@ func (h *Records) Query(c echo.Context) error {
 			return c.JSON(http.StatusOK, out)
 		}
 	}
-	ctx := c.Request().Context()
 	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, rc.d.OrgID); err != nil {
 		var pe *pq.Error
 		if errors.As(err, &pe) && pe.Code == "42501" {
@@ -136,4 +142,69 @@ func (h *Records) Query(c echo.Context) error {
 		queryCache.Put(key, body, ttl)
 	}
 	return c.JSON(http.StatusOK, body)
+}
+
+// mapQuery maps the relations of a record query's SQL (bound: ${table} and :name parameters
+// replaced) onto what its caller may read, as project queries map theirs onto the project's
+// datasets (queries.Map), and refuses it otherwise: its own dataset, and the datasets and
+// saved views, by their table names (ds_..., vw_...), of the organization's projects the
+// caller reaches with datasets:read. A relation out of reach, in any clause or as a row type,
+// is refused as one that does not exist.
+func (h *Records) mapQuery(ctx context.Context, rc *recordCtx, bound string) (*queries.Prepared, error) {
+	tables, err := datasets.Tables(rc.d)
+	if err != nil {
+		return nil, err
+	}
+	sources := []queries.Source{{ID: rc.d.ID, Name: rc.d.ID, Tables: tables}}
+	prep, err := queries.Map(bound, sources)
+	var ue *queries.UnknownError
+	if errors.As(err, &ue) { // it names more than its own table: what else the caller reads
+		more, rerr := h.readable(ctx, rc.d.OrgID)
+		if rerr != nil {
+			return nil, rerr
+		}
+		for _, s := range more {
+			if s.ID != rc.d.ID {
+				sources = append(sources, s)
+			}
+		}
+		prep, err = queries.Map(bound, sources)
+	}
+	if errors.As(err, &ue) {
+		msg := fmt.Sprintf("%q is not a dataset or view you may read", ue.Name)
+		if ue.Type {
+			msg = fmt.Sprintf("%q is neither a built-in type nor a dataset or view you may read", ue.Name)
+		}
+		msg += fmt.Sprintf(" (line %d, column %d): ${table} is this dataset; the organization's other datasets and views are named by "+
+			"their table names (ds_..., vw_...) and must be in a project you may read", ue.Line, ue.Column)
+		return nil, apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, msg).WithDetails(map[string]any{"line": ue.Line, "column": ue.Column,
+			"message": msg})
+	} else if err != nil {
+		return nil, handlers.QueryError(err, nil, 0, 0)
+	}
+	return prep, nil
+}
+
+// readable are the sources of the organization's projects the caller reaches with
+// datasets:read, named by their table names.
+func (h *Records) readable(ctx context.Context, orgID string) ([]queries.Source, error) {
+	p, err := auth.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prjs, err := store.ReachableProjects(ctx, h.Store.DB, orgID, p.UserID)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, prj := range prjs {
+		if auth.ReachAccess(p, orgID, prj.Reach).Has("datasets:read") {
+			ids = append(ids, prj.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	sources, err := queries.ProjectSources(ctx, h.Store.DB, ids...)
+	return queries.ByTableName(sources), err
 }

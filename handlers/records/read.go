@@ -49,15 +49,10 @@ func (h *Records) Get(c echo.Context) error {
 // maxEmbedded bounds the records of one included collection.
 const maxEmbedded = 100
 
-// embed adds the related records named in names (link names) under _embedded.
-func (h *Records) embed(ctx context.Context, rc *recordCtx, out json.RawMessage, names string) (json.RawMessage, error) {
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(out))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		return nil, err
-	}
-	emb := map[string]any{}
+// embed adds the related records named in names (link names) under _embedded, in that order.
+func (h *Records) embed(ctx context.Context, rc *recordCtx, o *object, names string) error {
+	var embNames []string
+	var embVals [][]byte
 	for _, name := range strings.Split(names, ",") {
 		name = strings.TrimSpace(name)
 		i := slices.IndexFunc(rc.desc.Links, func(l recsql.Link) bool { return l.Name == name })
@@ -66,7 +61,7 @@ func (h *Records) embed(ctx context.Context, rc *recordCtx, out json.RawMessage,
 			for _, l := range rc.desc.Links {
 				known = append(known, l.Name)
 			}
-			return nil, apierr.Field("query.include", "unknown_relation", fmt.Sprintf("no relation %q; this dataset's are: %s", name, strings.Join(known, ", ")))
+			return apierr.Field("query.include", "unknown_relation", fmt.Sprintf("no relation %q; this dataset's are: %s", name, strings.Join(known, ", ")))
 		}
 		l := rc.desc.Links[i]
 		od, err := store.DatasetForUserAnyProject(ctx, h.Store.DB, l.Dataset, auth.FromContext(ctx).UserID)
@@ -75,47 +70,41 @@ func (h *Records) embed(ctx context.Context, rc *recordCtx, out json.RawMessage,
 		}
 		odesc, err := h.Descriptions.Describe(ctx, od, l.Table)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		v := m[l.Column]
-		if l.Column == "id" {
-			v = m["id"]
-		}
-		if v == nil {
+		col := l.Column
+		if raw, ok := o.get(col); !ok || string(raw) == "null" {
+			none := []byte("null")
 			if l.Many {
-				emb[name] = []any{}
-			} else {
-				emb[name] = nil
+				none = []byte("[]")
 			}
+			embNames, embVals = append(embNames, name), append(embVals, none)
 			continue
 		}
-		ids, err := odesc.Table.Referring(ctx, h.Store.DB, l.Target, fmt.Sprint(v))
+		ids, err := odesc.Table.Referring(ctx, h.Store.DB, l.Target, o.text(col))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(ids) > maxEmbedded {
 			ids = ids[:maxEmbedded]
 		}
-		var recs []any
+		var recs [][]byte
 		for _, id := range ids {
 			r, err := odesc.Table.Get(ctx, h.Store.DB, id, odesc.Table.Fields(), false)
 			if err != nil {
 				continue
 			}
-			recs = append(recs, json.RawMessage(r))
+			recs = append(recs, r)
 		}
+		v := []byte("null")
 		switch {
 		case l.Many:
-			if recs == nil {
-				recs = []any{}
-			}
-			emb[name] = recs
+			v = append(append([]byte{'['}, bytes.Join(recs, []byte{','})...), ']')
 		case len(recs) > 0:
-			emb[name] = recs[0]
-		default:
-			emb[name] = nil
+			v = recs[0]
 		}
+		embNames, embVals = append(embNames, name), append(embVals, v)
 	}
-	m["_embedded"] = emb
-	return json.Marshal(m)
+	o.set("_embedded", members(embNames, embVals))
+	return nil
 }

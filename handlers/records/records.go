@@ -139,44 +139,21 @@ func etag(d *store.Dataset, t *recsql.Table, rec json.RawMessage) string {
 	return fmt.Sprintf(`"%s.%s.%s"`, d.ID, m.ID, m.Version)
 }
 
-// narrow keeps of an answered record the fields asked for, and its _links and _embedded
-// (which are not fields).
-func narrow(t *recsql.Table, rec json.RawMessage, fields []string) json.RawMessage {
-	if len(fields) == len(t.Fields()) {
-		return rec
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(rec, &m) != nil {
-		return rec
-	}
-	out := make(map[string]json.RawMessage, len(fields)+2)
-	for _, f := range fields {
-		if v, ok := m[f]; ok {
-			out[f] = v
-		}
-	}
-	for _, f := range []string{"_links", "_embedded"} {
-		if v, ok := m[f]; ok {
-			out[f] = v
-		}
-	}
-	b, _ := json.Marshal(out)
-	return b
-}
-
 // shape is a whole record as answered: with its _links, the related records embed names
-// (include/expand; "" for none), narrowed to fields.
+// (include/expand; "" for none), narrowed to fields in their order. Every value keeps the
+// bytes PostgreSQL wrote (see object).
 func (h *Records) shape(ctx context.Context, rc *recordCtx, rec json.RawMessage, fields []string, embed string) (json.RawMessage, error) {
-	out, err := h.withLinks(rc, rec)
+	o, err := parseObject(rec)
 	if err != nil {
 		return nil, err
 	}
+	h.withLinks(rc, o)
 	if embed != "" {
-		if out, err = h.embed(ctx, rc, out, embed); err != nil {
+		if err := h.embed(ctx, rc, o, embed); err != nil {
 			return nil, err
 		}
 	}
-	return narrow(rc.desc.Table, out, fields), nil
+	return o.record(fields), nil
 }
 
 func (h *Records) respond(c echo.Context, rc *recordCtx, status int, rec json.RawMessage, fields []string) error {
@@ -215,6 +192,9 @@ func writeErr(err error, t *recsql.Table) error {
 			if strings.Contains(col, "_"+c.Name+"_key") || col == c.Name {
 				field = c.Name
 			}
+		}
+		if strings.HasSuffix(col, "_pkey") && t.Key() != "" { // the records' key
+			field = t.Key()
 		}
 		if m := detailKey.FindStringSubmatch(pe.Detail); field == "" && m != nil {
 			// A connected database's refusal names no constraint, only the remote column.

@@ -11,6 +11,7 @@ import (
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/store/changes"
+	recsql "dataplatform/store/records"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,9 +32,9 @@ const ChangeRetention = 7 * 24 * time.Hour
 // missed notification costs at most this long).
 const streamPoll = 2 * time.Second
 
-// eventOf is a change as a stream event: its name and payload (SPEC.md "Dataset change
-// stream"), and the record after it, for filters.
-func eventOf(ch changes.Change) (name string, payload any, record map[string]any) {
+// eventOf is a change as a stream event of table t: its name and payload, and the record
+// after it, for filters.
+func eventOf(t *recsql.Table, ch changes.Change) (name string, payload any, record map[string]any) {
 	if ch.Record != nil {
 		_ = json.Unmarshal(*ch.Record, &record)
 	}
@@ -45,9 +46,16 @@ func eventOf(ch changes.Change) (name string, payload any, record map[string]any
 		if ch.Changes != nil {
 			_ = json.Unmarshal(*ch.Changes, &c)
 		}
-		return "record.updated", map[string]any{"id": ch.RecordID, "changes": c, "updated_at": record["updated_at"]}, record
+		return "record.updated", map[string]any{"id": t.KeyValue(ch.RecordID), "changes": c, "updated_at": record["updated_at"]}, record
+	case "imported": // an upsert or replace of a file: one event with its counts, not one per record
+		payload := map[string]any{}
+		if ch.Changes != nil {
+			_ = json.Unmarshal(*ch.Changes, &payload)
+		}
+		payload["imported_at"] = ch.ChangedAt.UTC().Format(time.RFC3339Nano)
+		return "dataset.imported", payload, nil
 	}
-	return "record.deleted", map[string]any{"id": ch.RecordID, "deleted_at": ch.ChangedAt.UTC().Format(time.RFC3339Nano)}, nil
+	return "record.deleted", map[string]any{"id": t.KeyValue(ch.RecordID), "deleted_at": ch.ChangedAt.UTC().Format(time.RFC3339Nano)}, nil
 }
 
 // matches applies a stream's equality filters to a record; deletions (no record) always pass.
@@ -154,7 +162,7 @@ func (h *Records) Stream(c echo.Context) error {
 		}
 		for _, ch := range batch {
 			last = ch.ID
-			name, payload, record := eventOf(ch)
+			name, payload, record := eventOf(rc.desc.Table, ch)
 			if !matches(record, filters) {
 				continue
 			}

@@ -98,7 +98,7 @@ func (h *Records) Socket(c echo.Context) error {
 				}
 				for _, ch := range batch {
 					last = ch.ID
-					name, payload, record := eventOf(ch)
+					name, payload, record := eventOf(rc.desc.Table, ch)
 					if matches(record, filters) {
 						if err := write(map[string]any{"type": name, "id": strconv.FormatInt(ch.ID, 10), "data": payload}); err != nil {
 							return nil

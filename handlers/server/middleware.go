@@ -370,6 +370,13 @@ func (s *Server) recordRoute(c echo.Context, rt *route) (*route, error) {
 		return nil, err
 	}
 	method := c.Request().Method
+	if d.Status != "active" && method != http.MethodGet && method != http.MethodHead && !strings.HasSuffix(rt.template, "/data/query") {
+		// An import into the dataset is running (ResolveRecords serves nothing else that is
+		// not active): readers see the rows as they were, writers wait for it to end rather
+		// than for its table lock.
+		return nil, apierr.New(http.StatusConflict, apierr.CodeDatasetNotReady,
+			"the dataset is importing a file; its records can be written once it is active again")
+	}
 	item := desc.Doc.Paths.Value(rt.template)
 	if item == nil || item.GetOperation(method) == nil {
 		return nil, desc.NotServed(rt.template, method)

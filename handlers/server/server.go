@@ -31,6 +31,7 @@ import (
 	"dataplatform/store/jobs"
 	"dataplatform/store/queries"
 	"dataplatform/store/secrets"
+	"dataplatform/store/views"
 	"dataplatform/store/webhooks"
 	"dataplatform/templates/descriptions"
 
@@ -150,8 +151,10 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 	// A job's changes of datasets are known here before its end is seen anywhere.
 	s.Jobs.OnFinish(func(context.Context, *jobs.Job, error) { d.Store.ControlPlaneChanged() })
 	(&datasets.Ingester{Store: d.Store, Clock: d.Clock, Log: d.Logger, UploadPath: h.UploadPath}).Register(s.Jobs)
+	(&datasets.Importer{Store: d.Store, Clock: d.Clock, Log: d.Logger, UploadPath: h.UploadPath, Around: views.AroundDataset}).Register(s.Jobs)
 	(&datasets.Analyzer{Store: d.Store, Clock: d.Clock, Secrets: box, Networks: d.Config.ConnectionNetworks}).Register(s.Jobs)
 	(&datasets.Indexer{Store: d.Store}).Register(s.Jobs)
+	(&datasets.Rekeyer{Store: d.Store, Clock: d.Clock, Log: d.Logger, UploadPath: h.UploadPath}).Register(s.Jobs)
 	s.exporter = &queries.Exporter{Store: d.Store, Clock: d.Clock, Dir: h.ExportDir(), MaxRowBytes: d.Config.QueryResultBytes}
 	s.exporter.Register(s.Jobs)
 	s.Webhooks = webhooks.New(d.Store, d.DatabaseURL, box, d.Clock, d.Logger, webhooks.Options{Lease: d.Config.JobLease,

@@ -18,7 +18,7 @@ import (
 // Change is one logged change of a record.
 type Change struct {
 	ID        int64            `db:"id"`
-	RecordID  int64            `db:"record_id"`
+	RecordID  string           `db:"record_id"` // the record's key, as text
 	Op        string           `db:"op"`
 	Record    *json.RawMessage `db:"record"`
 	Changes   *json.RawMessage `db:"changes"`

@@ -23,6 +23,14 @@ type Change struct {
 	NewName string         // rename
 	// Alter applies alter_column's settings to a copy of the column.
 	Alter func(c *ingest.Column)
+	// References is the other side of add_relationship (and optionally drop_relationship).
+	References *Reference
+}
+
+// Reference is a column of another dataset that a relationship points at.
+type Reference struct {
+	DatasetID string
+	Column    string // "" in drop_relationship: any
 }
 
 // ChangeError is a change that cannot apply to this schema (an unknown column, a taken
@@ -49,10 +57,10 @@ type Violation struct {
 	Rows       []ViolatingValue `json:"rows"`
 }
 
-// ViolatingValue is one offending row.
+// ViolatingValue is one offending row: its key and the value.
 type ViolatingValue struct {
-	ID    int64 `json:"id"`
-	Value any   `json:"value"`
+	ID    json.RawMessage `json:"id"`
+	Value any             `json:"value"`
 }
 
 // Violations is the error of a change set that existing rows break.
@@ -79,7 +87,7 @@ type step struct {
 // rolls back). A change that is wrong whatever the rows hold fails with *ChangeError.
 // check validates each column a change adds or alters, before anything runs for it.
 func Alter(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column, changes []Change, check func(i int, c ingest.Column) error) ([]ingest.Column, error) {
-	a := &alterer{tx: tx, table: Table(d.TableSchema, d.ID), id: d.ID}
+	a := &alterer{tx: tx, table: Table(d.TableSchema, d.ID), id: d.ID, key: KeyOf(cols), d: d}
 	if err := a.prepare(ctx, d); err != nil {
 		return nil, err
 	}
@@ -184,6 +192,11 @@ func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, ch
 		n := o
 		n.Name, n.Original = ch.NewName, ch.NewName
 		steps := []step{{sql: `RENAME COLUMN ` + pq.QuoteIdentifier(o.Name) + ` TO ` + pq.QuoteIdentifier(n.Name)}}
+		if o.Name == a.key {
+			if err := a.keyTrigger(ctx, n.Name); err != nil {
+				return nil, err
+			}
+		}
 		oc, nc := Constraints(a.id, o), Constraints(a.id, n)
 		for k := range oc {
 			steps = append(steps, step{sql: `RENAME CONSTRAINT ` + pq.QuoteIdentifier(oc[k].Name) + ` TO ` + pq.QuoteIdentifier(nc[k].Name)})
@@ -200,6 +213,9 @@ func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, ch
 		j, err := cs.find(i, ch.Column)
 		if err != nil {
 			return nil, err
+		}
+		if ch.Column == a.key {
+			return nil, &ChangeError{i, "column", "primary_key", ch.Column + " keys the records and cannot be dropped; make another column the key first (set_primary_key)"}
 		}
 		if _, err := a.tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE (from_dataset = $1 AND from_column = $2)
 			OR (to_dataset = $1 AND to_column = $2)`, a.id, ch.Column); err != nil {
@@ -224,6 +240,9 @@ func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, ch
 		if n.Constraints.Empty() {
 			n.Constraints = nil
 		}
+		if o.Key && (n.Nullable || !keyType(n.Type)) {
+			return nil, &ChangeError{i, "column", "primary_key", o.Name + " keys the records: it stays required and of an integer, text or uuid type"}
+		}
 		if err := check(i, n); err != nil {
 			return nil, err
 		}
@@ -233,6 +252,15 @@ func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, ch
 		}
 		cs.cols[j] = n
 		return steps, nil
+	case "set_primary_key":
+		return a.setKey(ctx, cs, i, ch)
+	case "add_relationship":
+		return a.addRelationship(ctx, cs, i, ch)
+	case "drop_relationship":
+		if _, err := cs.find(i, ch.Column); err != nil {
+			return nil, err
+		}
+		return nil, a.dropRelationship(ctx, i, ch)
 	}
 	return nil, nil
 }
@@ -240,6 +268,8 @@ func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, ch
 type alterer struct {
 	tx         *sqlx.Tx
 	table, id  string
+	key        string // the column keying the records as the changes so far leave it
+	d          *store.Dataset
 	violations Violations
 }
 
@@ -354,17 +384,19 @@ func (a *alterer) run(ctx context.Context, i int, ch Change, s step) error {
 			if s.offending != "true" {
 				value = `to_json(` + pq.QuoteIdentifier(column) + `)`
 			}
-			rows, err := a.tx.QueryxContext(ctx, `SELECT id, `+value+` FROM `+a.table+` WHERE `+s.offending+` ORDER BY id LIMIT $1`, maxReported)
+			k := pq.QuoteIdentifier(a.key)
+			rows, err := a.tx.QueryxContext(ctx, `SELECT to_json(`+k+`), `+value+` FROM `+a.table+` WHERE `+s.offending+` ORDER BY `+k+` LIMIT $1`, maxReported)
 			if err != nil {
 				return err
 			}
 			defer rows.Close()
 			for rows.Next() {
 				var r ViolatingValue
-				var raw []byte
-				if err := rows.Scan(&r.ID, &raw); err != nil {
+				var id, raw []byte
+				if err := rows.Scan(&id, &raw); err != nil {
 					return err
 				}
+				r.ID = json.RawMessage(id)
 				if raw != nil {
 					r.Value = json.RawMessage(raw)
 				}
@@ -374,8 +406,8 @@ func (a *alterer) run(ctx context.Context, i int, ch Change, s step) error {
 			return rows.Err()
 		}
 	}
-	if len(a.violations) > 0 {
-		return nil // the set fails anyway; later steps may build on the failed one
+	if len(a.violations) > 0 || s.sql == "" {
+		return nil // the set fails anyway (later steps may build on the failed one), or a check only
 	}
 	if _, err := a.tx.ExecContext(ctx, `ALTER TABLE `+a.table+` `+s.sql); err != nil {
 		var pe *pq.Error

@@ -76,7 +76,7 @@ type analyzed struct {
 
 func analyzedColumns(t TableDef) []analyzed {
 	var out []analyzed
-	if t.System() {
+	if t.GeneratedID() {
 		out = append(out, analyzed{"id", ingest.BigInt})
 	}
 	for _, c := range t.Columns {
@@ -297,7 +297,7 @@ func samples(ctx context.Context, tx *sqlx.Tx, t TableDef, ts *TableStats) error
 	}
 	order := ""
 	if t.System() {
-		order = " ORDER BY id"
+		order = " ORDER BY " + pq.QuoteIdentifier(KeyOf(t.Columns))
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+t.Qualified()+` WHERE `+t.Live()+order+` LIMIT 1000`)
 	if err != nil {
@@ -411,23 +411,48 @@ func refName(col string) string {
 // namesDataset reports whether a dataset's name (as an identifier) is ref or a plural of it.
 func namesDataset(datasetName, ref string) bool {
 	n := ingest.Identifiers([]string{datasetName})[0]
-	if n == ref || n == ref+"s" || n == ref+"es" {
-		return true
-	}
-	return strings.HasSuffix(ref, "y") && n == ref[:len(ref)-1]+"ies"
+	return n == ref || ingest.Singular(n) == ref || n == ref+"s" || n == ref+"es"
 }
 
-// keyColumn is the column other datasets' references point at, always one whose uniqueness
-// a constraint enforces: the system id (which holds the file's own ids when they were
-// unique integers), or the file's id column kept as src_id when it is UNIQUE. A file whose
-// id column is not unique has no key to point at (ok false).
-func keyColumn(cols []ingest.Column) (a analyzed, ok bool) {
+// targets are the columns of a dataset that references may point at: its key and the other
+// columns a UNIQUE constraint keeps unique, all holding the user's own values. The generated
+// id is never one: its numbers are the order rows were loaded in, which another file's values
+// would match only by chance.
+func targets(cols []ingest.Column) []ingest.Column {
+	var out []ingest.Column
 	for _, c := range cols {
-		if strings.EqualFold(c.Original, "id") || c.Name == "src_id" {
-			return analyzed{c.Name, c.Type}, c.Constraints != nil && c.Constraints.Unique
+		if c.Key || (c.Constraints != nil && c.Constraints.Unique) {
+			out = append(out, c)
 		}
 	}
-	return analyzed{"id", ingest.BigInt}, true
+	return out
+}
+
+// linkTargets are the columns of to that from's column c may refer to, in the order they
+// are tried: the one of the same name (visits.patient_id → patients.patient_id), then, when c
+// is named after to (customer_id → customers), to's key (or the unique column of its file's
+// id column).
+func linkTargets(c ingest.Column, fcols []ingest.Column, to store.Dataset, tcols []ingest.Column) []ingest.Column {
+	ref := refName(c.Name)
+	names := ref != "" && namesDataset(to.Name, ref)
+	if c.Name == "id" || (c.Key && !names) { // a dataset's own key points nowhere unless named after another
+		return nil
+	}
+	var out []ingest.Column
+	ts := targets(tcols)
+	for _, t := range ts {
+		if t.Name == c.Name && (t.Key || identifierLike(c.Name)) {
+			out = append(out, t)
+		}
+	}
+	if names { // to's key, or its unique column that holds the file's id column
+		for _, t := range ts {
+			if t.Name != c.Name && (t.Key || strings.EqualFold(t.Original, "id")) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
 
 func comparable(a, b ingest.Type) bool {
@@ -463,33 +488,34 @@ func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols
 	return nil
 }
 
-// link records from.col → to.key for each column of from that names to and whose values
-// all appear among to's keys.
+// link records from.col → to.target for each column of from that refers to to
+// (linkTargets) and whose every value is among target's.
 func link(ctx context.Context, tx *sqlx.Tx, from store.Dataset, fcols []ingest.Column, to store.Dataset, tcols []ingest.Column, now time.Time) error {
-	key, ok := keyColumn(tcols)
-	if !ok {
-		return nil
-	}
 	for _, c := range fcols {
-		ref := refName(c.Name)
-		if ref == "" || !namesDataset(to.Name, ref) || !comparable(c.Type, key.typ) {
-			continue
-		}
-		q, k := pq.QuoteIdentifier(c.Name), pq.QuoteIdentifier(key.name)
-		var used, orphan bool
-		err := tx.QueryRowxContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %[1]s WHERE %[2]s IS NOT NULL AND deleted_at IS NULL),
-			EXISTS (SELECT 1 FROM %[1]s a WHERE a.%[2]s IS NOT NULL AND a.deleted_at IS NULL
-				AND NOT EXISTS (SELECT 1 FROM %[3]s b WHERE b.%[4]s = a.%[2]s AND b.deleted_at IS NULL))`,
-			Table(from.TableSchema, from.ID), q, Table(to.TableSchema, to.ID), k)).Scan(&used, &orphan)
-		if err != nil {
-			return err
-		}
-		if !used || orphan {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO platform.dataset_relationships (from_dataset, from_table, from_column, to_dataset, to_table,
-			to_column, origin, created_at) VALUES ($1, $1, $2, $3, $3, $4, 'inferred', $5) ON CONFLICT DO NOTHING`, from.ID, c.Name, to.ID, key.name, now); err != nil {
-			return err
+		for _, t := range linkTargets(c, fcols, to, tcols) {
+			if !comparable(c.Type, t.Type) {
+				continue
+			}
+			q, k := pq.QuoteIdentifier(c.Name), pq.QuoteIdentifier(t.Name)
+			var used, orphan bool
+			err := tx.QueryRowxContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %[1]s WHERE %[2]s IS NOT NULL AND deleted_at IS NULL),
+				EXISTS (SELECT 1 FROM %[1]s a WHERE a.%[2]s IS NOT NULL AND a.deleted_at IS NULL
+					AND NOT EXISTS (SELECT 1 FROM %[3]s b WHERE b.%[4]s = a.%[2]s AND b.deleted_at IS NULL))`,
+				Table(from.TableSchema, from.ID), q, Table(to.TableSchema, to.ID), k)).Scan(&used, &orphan)
+			if err != nil {
+				return err
+			}
+			if !used || orphan {
+				continue
+			}
+			// A relationship the user declared for the column wins over any inferred one.
+			if _, err := tx.ExecContext(ctx, `INSERT INTO platform.dataset_relationships (from_dataset, from_table, from_column, to_dataset, to_table,
+				to_column, origin, created_at) SELECT $1, $1, $2, $3, $3, $4, 'inferred', $5
+				WHERE NOT EXISTS (SELECT 1 FROM platform.dataset_relationships WHERE from_dataset = $1 AND from_column = $2 AND origin IN ('declared', 'removed'))
+				ON CONFLICT DO NOTHING`, from.ID, c.Name, to.ID, t.Name, now); err != nil {
+				return err
+			}
+			break
 		}
 	}
 	return nil

@@ -74,7 +74,13 @@ func (p *project) dataset(t *testing.T, name string, cols []ingest.Column, rows 
 		t.Fatal(err)
 	}
 	table := Table(d.TableSchema, d.ID)
-	for _, q := range append([]string{ddl}, RowSecurity(table)...) {
+	pk := `ALTER TABLE ` + table + ` ADD PRIMARY KEY (id)`
+	if k, ok := UserKey(cols); ok && k.Name == "id" {
+		pk = `ALTER TABLE ` + table + ` ADD PRIMARY KEY (id)`
+	} else if ok {
+		pk = `ALTER TABLE ` + table + ` DROP COLUMN id, ADD PRIMARY KEY (` + pq.QuoteIdentifier(k.Name) + `)`
+	}
+	for _, q := range append([]string{ddl, pk}, RowSecurity(table)...) {
 		if _, err := p.st.DB.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -404,9 +410,9 @@ func TestAlter(t *testing.T) {
 						s := fmt.Sprintf("%d %s %s %s %d", v.Change, v.Op, v.Column, v.Constraint, v.RowCount)
 						for _, r := range v.Rows {
 							if r.Value == nil {
-								s += fmt.Sprintf(" %d=<nil>", r.ID)
+								s += fmt.Sprintf(" %s=<nil>", r.ID)
 							} else {
-								s += fmt.Sprintf(" %d=%s", r.ID, r.Value)
+								s += fmt.Sprintf(" %s=%s", r.ID, r.Value)
 							}
 						}
 						got = append(got, s)
@@ -542,7 +548,8 @@ func TestAnalyze(t *testing.T) {
 	p := newProject(t)
 	ctx := context.Background()
 	db := p.st.DB
-	p.dataset(t, "Customers", []ingest.Column{{Name: "name", Type: ingest.Text}}, []any{"Ann"}, []any{"Bob"}, []any{"Cid"})
+	p.dataset(t, "Customers", []ingest.Column{{Name: "customer_id", Type: ingest.BigInt, Key: true}, {Name: "name", Type: ingest.Text}},
+		[]any{3, "Ann"}, []any{1, "Bob"}, []any{2, "Cid"})
 	cols := []ingest.Column{
 		{Name: "customer_id", Type: ingest.BigInt},
 		{Name: "amount", Type: ingest.Numeric, Nullable: true},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,16 +119,23 @@ func constraintName(n string) string {
 }
 
 // createTable is the CREATE TABLE of a dataset: the system columns, the dataset's columns
-// with their constraints.
+// with their constraints. Its primary key is made after the load (chooseKey): the file's key,
+// or the generated id.
 func createTable(schema, id string, cols []ingest.Column) (string, error) {
 	var b strings.Builder
-	b.WriteString(`CREATE TABLE ` + Table(schema, id) + ` (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY`)
+	b.WriteString(`CREATE TABLE ` + Table(schema, id) + ` (`)
+	sep := ""
+	if !slices.ContainsFunc(cols, func(c ingest.Column) bool { return c.Name == "id" }) { // a key column of that name is the id
+		b.WriteString(`id bigint GENERATED ALWAYS AS IDENTITY`)
+		sep = ", "
+	}
 	for _, c := range cols {
 		def, err := ColumnDDL(c)
 		if err != nil {
 			return "", err
 		}
-		b.WriteString(", " + def)
+		b.WriteString(sep + def)
+		sep = ", "
 	}
 	b.WriteString(`, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(),
 		deleted_at timestamptz, version integer NOT NULL DEFAULT 1`)
@@ -183,11 +191,11 @@ func RowSecurity(table string) []string {
 }
 
 // ChangeTrigger makes a dataset table log its record changes (platform.record_changes), for
-// the change streams. It is created after the initial load, which is not a change anyone
-// subscribed to.
-func ChangeTrigger(table string) string {
+// the change streams, naming each record by its key column. It is created after the initial
+// load, which is not a change anyone subscribed to.
+func ChangeTrigger(table, key string) string {
 	return `CREATE TRIGGER dp_changes AFTER INSERT OR UPDATE OR DELETE ON ` + table +
-		` FOR EACH ROW EXECUTE FUNCTION platform.record_change()`
+		` FOR EACH ROW EXECUTE FUNCTION platform.record_change(` + pq.QuoteLiteral(key) + `)`
 }
 
 // SearchDocument is the full-text document of a row for the record API's search: its text

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"regexp"
@@ -29,6 +30,8 @@ type Payload struct {
 	DatasetID string `json:"dataset_id"`
 	// Schema is the declared schema of the create request, if any: it overrides inference.
 	Schema []ingest.Column `json:"schema,omitempty"`
+	// PrimaryKey is the column the create request names as the records' key, if any.
+	PrimaryKey string `json:"primary_key,omitempty"`
 }
 
 // Ingester runs ingest jobs.
@@ -125,7 +128,7 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, ChangeTrigger(Table(d.TableSchema, d.ID))); err != nil {
+	if _, err := tx.ExecContext(ctx, ChangeTrigger(Table(d.TableSchema, d.ID), KeyOf(cols))); err != nil {
 		return err
 	}
 	colsJSON, _ := json.Marshal(cols)
@@ -157,108 +160,69 @@ func (in *Ingester) ready(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, st
 // SampleRows is how many records type inference reads before the load starts.
 const SampleRows = 100_000
 
-// loadFile loads the file into a new table. A file's own "id" column of integers is tried as
-// the records' key first (its values become the system id, so record 5 of the API is row id 5
-// of the file); when its values are not unique (or NULL) the load starts over with the column
-// kept as src_id, which is made UNIQUE when its values allow, so that relationships can point
-// at it (Analyze infers links only to a unique key). The column's description says which.
+// loadFile loads the file into a new table and chooses its key: the column named as
+// primary_key, or the first of the inferred candidates (keyCandidates) whose values are
+// unique and present; a file without one keeps the generated id.
 func (in *Ingester) loadFile(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, d *store.Dataset, pl *Payload, schema *ingest.Schema,
 	path string, p *jobs.Progress) ([]ingest.Column, error) {
-	key := fileKey(schema.Columns)
-	if len(pl.Schema) == 0 && key >= 0 && (schema.Columns[key].Type == ingest.Integer || schema.Columns[key].Type == ingest.BigInt) {
-		cols, _, err := in.attempt(ctx, conn, tx, d, pl, schema, key, path, p)
-		if err == nil {
-			table := Table(d.TableSchema, d.ID)
-			// API-created records continue after the file's largest id.
-			_, err = tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), greatest(max(id), 1)) FROM `+table, table)
-			return cols, err
+	cols, err := in.attempt(ctx, conn, tx, d, pl, schema, path, p)
+	if err != nil {
+		return nil, err
+	}
+	var cands []keyCandidate
+	declared := pl.PrimaryKey != ""
+	if declared {
+		i := slices.IndexFunc(cols, func(c ingest.Column) bool { return c.Name == pl.PrimaryKey || c.Original == pl.PrimaryKey })
+		if i < 0 {
+			names := make([]string, len(cols))
+			for j, c := range cols {
+				names[j] = c.Name
+			}
+			return nil, jobs.Permanent(fmt.Errorf("primary_key %s is not a column of the file (its columns: %s)", pl.PrimaryKey, strings.Join(names, ", ")))
 		}
-		if !jobs.IsPermanent(err) {
+		if !keyType(cols[i].Type) {
+			return nil, jobs.Permanent(fmt.Errorf("primary_key %s: a key is an integer, text or uuid column; this one is %s", pl.PrimaryKey, cols[i].Type))
+		}
+		cands = []keyCandidate{{i, "named at creation"}}
+	} else if len(pl.Schema) == 0 { // a declared schema says what the table is: its key too (primary_key)
+		referenced, err := referencedNames(ctx, tx, d.ProjectID, d.ID)
+		if err != nil {
 			return nil, err
 		}
-		p.Set(ctx, "loading", 0, 0, "the file's id column is not a key (not unique or empty): loading it as src_id")
+		cands = keyCandidates(d.Name, cols, referenced)
 	}
-	cols, _, err := in.attempt(ctx, conn, tx, d, pl, schema, -1, path, p)
-	if err != nil || len(pl.Schema) > 0 || key < 0 {
-		return cols, err
+	p.Set(ctx, "indexing", 0, 0, "choosing the records' key")
+	cols, err = chooseKey(ctx, tx, d.TableSchema, d.ID, cols, cands, declared)
+	var ke *KeyError
+	if errors.As(err, &ke) {
+		return nil, jobs.Permanent(err)
 	}
-	return cols, uniqueSourceID(ctx, tx, d, cols)
+	return cols, err
 }
 
-// fileKey is the index of the file's own id column (named src_id in the table), -1 if none.
-func fileKey(cols []ingest.Column) int {
-	for i, c := range cols {
-		if strings.EqualFold(c.Original, "id") && c.Name == "src_id" {
-			return i
-		}
-	}
-	return -1
-}
-
-// uniqueSourceID makes the file's id column (kept as src_id) UNIQUE when its values are, and
-// says in the column's description why it is not the records' key.
-func uniqueSourceID(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column) error {
-	i := fileKey(cols)
-	if i < 0 {
-		return nil
-	}
-	c := &cols[i]
-	if c.Type == ingest.Integer || c.Type == ingest.BigInt {
-		c.Description = "The file's id column. Its values are not unique (or some are empty), so records have their own id and this column is not a key."
-		return nil
-	}
-	u := *c
-	u.Constraints = &ingest.Constraints{Unique: true}
-	k := Constraints(d.ID, u)[0]
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT src_key`); err != nil {
-		return err
-	}
-	_, err := tx.ExecContext(ctx, `ALTER TABLE `+Table(d.TableSchema, d.ID)+` ADD CONSTRAINT `+pq.QuoteIdentifier(k.Name)+` `+k.SQL)
-	var pe *pq.Error
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT src_key`); err != nil {
-			return err
-		}
-		c.Description = "The file's id column. Its values are not unique, so records have their own id and this column is not a key."
-		return nil
-	} else if err != nil {
-		return err
-	}
-	c.Constraints = u.Constraints
-	c.Description = "The file's id column, unique. Its values are not integers, so records have their own id as well."
-	return nil
-}
-
-// attempt creates the table for schema (or the declared columns) and loads the file into it,
-// inside a savepoint that is rolled back when it fails. key >= 0 loads that file column into
-// the system id column instead of a column of its own.
+// attempt creates the table for schema (or the declared columns), with a generated id that
+// is not yet its primary key (loadFile chooses the key), and loads the file into it, inside a
+// savepoint that is rolled back when it fails.
 func (in *Ingester) attempt(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, d *store.Dataset, pl *Payload, schema *ingest.Schema,
-	key int, path string, p *jobs.Progress) ([]ingest.Column, int64, error) {
+	path string, p *jobs.Progress) ([]ingest.Column, error) {
 	cols := schema.Columns
 	var err error
 	if len(pl.Schema) > 0 {
 		if schema.Columns, cols, err = apply(schema.Columns, pl.Schema); err != nil {
-			return nil, 0, jobs.Permanent(err)
+			return nil, jobs.Permanent(err)
 		}
 	}
-	if key >= 0 {
-		read := *schema
-		read.Columns = slices.Clone(schema.Columns)
-		read.Columns[key].Name = "id"
-		schema = &read
-		cols = slices.Delete(slices.Clone(cols), key, key+1)
-	}
 	if len(cols) == 0 {
-		return nil, 0, jobs.Permanent(errors.New("the file has no columns"))
+		return nil, jobs.Permanent(errors.New("the file has no columns"))
 	}
 	ddl, err := createTable(d.TableSchema, d.ID, cols)
 	if err != nil {
-		return nil, 0, jobs.Permanent(err)
+		return nil, jobs.Permanent(err)
 	}
 	if _, err := tx.ExecContext(ctx, `SAVEPOINT load`); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	n, err := func() (int64, error) {
+	_, err = func() (int64, error) {
 		table := Table(d.TableSchema, d.ID)
 		for _, q := range append([]string{`DROP TABLE IF EXISTS ` + table, ddl}, RowSecurity(table)...) {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
@@ -274,11 +238,11 @@ func (in *Ingester) attempt(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, d
 	}()
 	if err != nil {
 		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT load`); rerr != nil {
-			return nil, 0, rerr
+			return nil, rerr
 		}
-		return nil, 0, err
+		return nil, err
 	}
-	return cols, n, nil
+	return slices.Clone(cols), nil
 }
 
 // fileError makes problems with the file's content permanent: retrying cannot fix them.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"time"
 
 	"dataplatform/store/ingest"
 
@@ -14,11 +13,12 @@ import (
 
 // Preview reads rows of table t in key order, from offset, and counts its live rows; names
 // are its columns, led by the record id on a dataset's own table (which holds the file's
-// ids when they were its key). Values come as JSON would show them: numeric, uuid and text
-// as strings, arrays and jsonb as JSON, dates as YYYY-MM-DD, NULL as nil.
+// ids when they were its key). Each value is the JSON a record read gives (JSONValue):
+// numbers as JSON numbers, booleans, JSON documents and arrays as themselves, dates as
+// YYYY-MM-DD, timestamps in RFC 3339 UTC, text as strings; NULL as nil.
 func Preview(ctx context.Context, q sqlx.QueryerContext, t TableDef, limit, offset int) (names []string, rows [][]*any, total int64, err error) {
 	cols := t.Columns
-	if t.System() {
+	if t.GeneratedID() {
 		cols = append([]ingest.Column{{Name: "id", Type: ingest.BigInt}}, cols...)
 	}
 	for _, c := range cols {
@@ -29,11 +29,7 @@ func Preview(ctx context.Context, q sqlx.QueryerContext, t TableDef, limit, offs
 		if i > 0 {
 			sel += ", "
 		}
-		if c.Type.IsArray() { // as a JSON array, not PostgreSQL's {a,b} literal
-			sel += "to_json(" + pq.QuoteIdentifier(c.Name) + ")"
-		} else {
-			sel += pq.QuoteIdentifier(c.Name)
-		}
+		sel += "to_json(" + JSONValue(c, pq.QuoteIdentifier(c.Name)) + ")"
 	}
 	order := ""
 	if len(t.PrimaryKey) > 0 {
@@ -56,27 +52,20 @@ func Preview(ctx context.Context, q sqlx.QueryerContext, t TableDef, limit, offs
 	}
 	defer rs.Close()
 	rows = [][]*any{}
+	vals := make([][]byte, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
 	for rs.Next() {
-		vals, err := rs.SliceScan()
-		if err != nil {
+		if err := rs.Scan(ptrs...); err != nil {
 			return nil, nil, 0, err
 		}
 		row := make([]*any, len(vals))
 		for i, v := range vals {
-			switch x := v.(type) {
-			case []byte: // numeric, uuid, jsonb arrive as text
-				if cols[i].Type == ingest.JSONB || cols[i].Type.IsArray() {
-					vals[i] = json.RawMessage(x)
-				} else {
-					vals[i] = string(x)
-				}
-			case time.Time:
-				if cols[i].Type == ingest.Date {
-					vals[i] = x.Format(time.DateOnly)
-				}
-			}
-			if vals[i] != nil {
-				row[i] = &vals[i]
+			if v != nil { // SQL NULL stays nil; a JSON null is the document null
+				var x any = json.RawMessage(v)
+				row[i] = &x
 			}
 		}
 		rows = append(rows, row)

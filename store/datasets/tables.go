@@ -47,11 +47,14 @@ func (t TableDef) Qualified() string { return Table(t.Schema, t.Relation) }
 
 // QueryName is the quoted name user SQL reads the table by: a connected table's view in the
 // schema named after its dataset (the foreign table itself is the service's alone).
-func (t TableDef) QueryName() string {
+func (t TableDef) QueryName() string { return Table(t.QueryRelation()) }
+
+// QueryRelation is QueryName unquoted: the schema and the relation's name.
+func (t TableDef) QueryRelation() (schema, relation string) {
 	if t.Foreign {
-		return Table(strings.TrimPrefix(t.Schema, foreignPrefix), t.Relation)
+		return strings.TrimPrefix(t.Schema, foreignPrefix), t.Relation
 	}
-	return t.Qualified()
+	return t.Schema, t.Relation
 }
 
 const foreignPrefix = "fdw_"
@@ -82,7 +85,37 @@ func Tables(d *store.Dataset) ([]TableDef, error) {
 	if err := json.Unmarshal([]byte(d.Columns), &cols); err != nil {
 		return nil, err
 	}
-	return []TableDef{{Name: d.ID, Schema: d.TableSchema, Relation: d.ID, Columns: cols, PrimaryKey: []string{"id"}}}, nil
+	return []TableDef{{Name: d.ID, Schema: d.TableSchema, Relation: d.ID, Columns: cols, PrimaryKey: []string{KeyOf(cols)}}}, nil
+}
+
+// UserKey is the column of an uploaded dataset that keys its records (false: the records
+// have the generated id).
+func UserKey(cols []ingest.Column) (ingest.Column, bool) {
+	for _, c := range cols {
+		if c.Key {
+			return c, true
+		}
+	}
+	return ingest.Column{}, false
+}
+
+// KeyOf is the name of the column keying an uploaded dataset's records: its user key, or the
+// generated id.
+func KeyOf(cols []ingest.Column) string {
+	if c, ok := UserKey(cols); ok {
+		return c.Name
+	}
+	return "id"
+}
+
+// GeneratedID reports whether the table has the platform's generated id column: an uploaded
+// table whose data has no key of its own.
+func (t TableDef) GeneratedID() bool {
+	if !t.System() {
+		return false
+	}
+	_, ok := UserKey(t.Columns)
+	return !ok
 }
 
 // ServerName is the foreign server of a database-connected dataset.

@@ -16,6 +16,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Kind is how parquet (and, for numbers and dates, excel) stores a column.
@@ -27,8 +28,8 @@ const (
 	Int64                 // a 64-bit integer
 	Double                // a double (numerics too)
 	Bool                  // a boolean
-	Date                  // a date (parquet DATE; excel YYYY-MM-DD)
-	Timestamp             // a timestamp (parquet TIMESTAMP in microseconds; excel RFC 3339 in UTC)
+	Date                  // a date (parquet DATE; an excel date shown YYYY-MM-DD)
+	Timestamp             // a timestamp (parquet TIMESTAMP in microseconds; an excel date and time, UTC)
 	JSON                  // a JSON document (parquet JSON)
 )
 
@@ -83,7 +84,9 @@ type Writer struct {
 	out    *flusher     // csv, json, ndjson
 	keys   [][]byte     // json, ndjson: the column names as JSON strings
 	tmp    []byte
-	esc    []byte // csv: an escaped field
+	esc    []byte        // csv: an escaped field
+	jbuf   bytes.Buffer  // json, ndjson: a value being encoded
+	jenc   *json.Encoder // json, ndjson: encodes into jbuf, as PostgreSQL writes JSON (no HTML escapes)
 	pq     *parquetWriter
 	xl     *excelWriter
 }
@@ -114,9 +117,12 @@ func New(w io.Writer, format string, cols []Column, o Options) (*Writer, error) 
 		}
 	case "json", "ndjson":
 		x.out = newFlusher(w)
+		x.jenc = json.NewEncoder(&x.jbuf)
+		x.jenc.SetEscapeHTML(false)
 		x.keys = make([][]byte, len(cols))
 		for i, c := range cols {
-			x.keys[i], _ = json.Marshal(c.Name)
+			x.keys[i], _ = x.json(c.Name)
+			x.keys[i] = bytes.Clone(x.keys[i])
 		}
 		if format == "json" {
 			x.out.buf = append(x.out.buf, '[')
@@ -158,7 +164,7 @@ func (x *Writer) Row(vals []any) error {
 				x.out.buf = append(x.out.buf, ',')
 			}
 			x.out.buf = append(append(x.out.buf, x.keys[i]...), ':')
-			j, err := json.Marshal(v)
+			j, err := x.json(v)
 			if err != nil {
 				x.out.buf = x.out.buf[:start]
 				return err
@@ -255,6 +261,19 @@ func (x *Writer) copy(rows Rows) error {
 		}
 	}
 	return rows.Err()
+}
+
+// json is v as JSON, as the record API writes it: a JSON document (json.RawMessage, from the
+// database) as it is, text without HTML escapes. The bytes are good until the next call.
+func (x *Writer) json(v any) ([]byte, error) {
+	if raw, ok := v.(json.RawMessage); ok && json.Valid(raw) {
+		return raw, nil
+	}
+	x.jbuf.Reset()
+	if err := x.jenc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(x.jbuf.Bytes(), []byte{'\n'}), nil
 }
 
 // Close finishes the file: the format's end, and gzip's.
@@ -377,6 +396,14 @@ func (x *Writer) endObject() {
 		x.out.buf = append(x.out.buf, '\n')
 	}
 	x.out.maybe()
+}
+
+// parseTime reads a date (YYYY-MM-DD) or an RFC 3339 time: how a query's rows carry them.
+func parseTime(s string) (time.Time, error) {
+	if len(s) == len(time.DateOnly) {
+		return time.Parse(time.DateOnly, s)
+	}
+	return time.Parse(time.RFC3339Nano, s)
 }
 
 // text is a value as text: NULL empty, numbers and JSON as written.

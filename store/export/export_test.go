@@ -50,6 +50,12 @@ func queryColumns(dup bool) []Column {
 			k = Double
 		case "bool":
 			k = Bool
+		case "date":
+			k = Date
+		case "timestamptz":
+			k = Timestamp
+		case "jsonb":
+			k = JSON
 		}
 		name := c.Name
 		if dup && i >= 6 && i <= 8 {
@@ -67,7 +73,7 @@ func TestGolden(t *testing.T) {
 		return Options{Header: header, Delimiter: delim, Quote: `"`, QuoteEmpty: true, Schema: "record"}
 	}
 	query := func(header bool, delim, quote string) Options {
-		return Options{Header: header, Delimiter: delim, Quote: quote, BracketLines: true, Schema: "row"}
+		return Options{Header: header, Delimiter: delim, Quote: quote, QuoteEmpty: true, BracketLines: true, Schema: "row"}
 	}
 	gzipped := func(o Options) Options { o.Gzip = true; return o }
 	escaped := func(o Options) Options { o.EscapeFormulas = true; return o }

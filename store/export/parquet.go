@@ -100,7 +100,8 @@ func (p *parquetWriter) row(vals []any) error {
 }
 
 // value is v as c's parquet value: integers as they are or parsed from their text, numbers
-// parsed as doubles, dates as days and timestamps as microseconds since 1970, the rest as text.
+// parsed as doubles, dates as days and timestamps as microseconds since 1970 (from times or
+// their RFC 3339 text), the rest as text.
 func (p *parquetWriter) value(c Column, v any) (parquet.Value, error) {
 	if v == nil {
 		return parquet.NullValue(), nil
@@ -128,6 +129,13 @@ func (p *parquetWriter) value(c Column, v any) (parquet.Value, error) {
 		return parquet.BooleanValue(v == true), nil
 	case Date, Timestamp:
 		t, ok := v.(time.Time)
+		if s, isText := v.(string); isText { // a query's rows carry times as RFC 3339 text
+			var err error
+			if t, err = parseTime(s); err != nil {
+				return parquet.Value{}, fmt.Errorf("column %s: %q is not a time", c.Name, s)
+			}
+			ok = true
+		}
 		if !ok {
 			return parquet.Value{}, fmt.Errorf("column %s: %T is not a time", c.Name, v)
 		}

@@ -96,30 +96,21 @@ func plain(t ingest.Type) bool {
 	return false
 }
 
-// pgText is a value as its type's text output (what ::text gives, booleans t/f).
-func pgText(t ingest.Type, v any) string {
+// csvText is a value as the record API's csv SELECT makes it (datasets.TextValue): the text
+// of its JSON value, booleans true/false, times in RFC 3339 UTC, arrays as JSON.
+func csvText(t ingest.Type, v any) string {
 	switch x := v.(type) {
 	case int64:
 		return strconv.FormatInt(x, 10)
 	case bool:
-		if x {
-			return "t"
-		}
-		return "f"
+		return strconv.FormatBool(x)
 	case time.Time:
 		if t == ingest.Date {
 			return x.Format(time.DateOnly)
 		}
-		return x.UTC().Format("2006-01-02 15:04:05.999999") + "+00"
+		return x.UTC().Format(time.RFC3339Nano)
 	case []string:
-		parts := make([]string, len(x))
-		for i, s := range x {
-			if s == "" || strings.ContainsAny(s, ",\"{}\\ \t\n\r") {
-				s = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-			}
-			parts[i] = s
-		}
-		return "{" + strings.Join(parts, ",") + "}"
+		return toJSON(t, x)
 	}
 	return v.(string)
 }
@@ -163,7 +154,7 @@ func toJSON(t ingest.Type, v any) string {
 		if t == ingest.Date {
 			return `"` + x.Format(time.DateOnly) + `"`
 		}
-		return `"` + x.UTC().Format("2006-01-02T15:04:05.999999") + `+00:00"`
+		return `"` + x.UTC().Format(time.RFC3339Nano) + `"`
 	case []string:
 		parts := make([]string, len(x))
 		for i, s := range x {
@@ -179,7 +170,8 @@ func toJSON(t ingest.Type, v any) string {
 }
 
 // recordTyped is the sample as the record API's parquet and excel SELECT returns it: JSON,
-// arrays, numerics and uuids as to_json text, the rest typed.
+// arrays, numerics and uuids as text (a string, as lib/pq hands over text; arrays as JSON),
+// the rest typed.
 func recordTyped() [][]driver.Value {
 	out := make([][]driver.Value, len(sampleRows))
 	for i, row := range sampleRows {
@@ -188,8 +180,10 @@ func recordTyped() [][]driver.Value {
 			c := sampleColumns[j]
 			switch {
 			case v == nil:
-			case c.Record == ingest.JSONB || c.Record.IsArray() || c.Record == ingest.Numeric || c.Record == ingest.UUID:
-				out[i][j] = []byte(toJSON(c.Record, v))
+			case c.Record == ingest.JSONB || c.Record.IsArray() || c.Record == ingest.Numeric:
+				out[i][j] = toJSON(c.Record, v)
+			case c.Record == ingest.UUID:
+				out[i][j] = v.(string)
 			default:
 				out[i][j] = v
 			}
@@ -222,7 +216,7 @@ func recordCSV(delim string) (rows [][]driver.Value, quoted []bool) {
 				if v == nil {
 					run = append(run, "")
 				} else {
-					run = append(run, pgText(c.Record, v))
+					run = append(run, csvText(c.Record, v))
 				}
 				continue
 			}
@@ -230,7 +224,7 @@ func recordCSV(delim string) (rows [][]driver.Value, quoted []bool) {
 			if v == nil {
 				out = append(out, nil)
 			} else {
-				out = append(out, pgText(c.Record, v))
+				out = append(out, csvText(c.Record, v))
 			}
 			if i == 0 {
 				quoted = append(quoted, true)
@@ -256,7 +250,7 @@ func recordJSON() [][]driver.Value {
 }
 
 // queryValues is the sample as the query sandbox reads it: JSON-ready values (numerics as
-// json.Number, JSON as json.RawMessage, dates and times as text, arrays as their text).
+// json.Number, JSON and arrays as json.RawMessage, dates and times as text).
 func queryValues() [][]any {
 	out := make([][]any, len(sampleRows))
 	for i, row := range sampleRows {
@@ -273,7 +267,7 @@ func queryValues() [][]any {
 					out[i][j] = x.UTC().Format(time.RFC3339Nano)
 				}
 			case []string:
-				out[i][j] = pgText(c.Record, x)
+				out[i][j] = json.RawMessage(toJSON(c.Record, x))
 			case string:
 				switch c.Record {
 				case ingest.Numeric:

@@ -294,6 +294,9 @@ type Column struct {
 	// column's type (now(), nextval(...)): the database applies it; Constraints.Default
 	// holds the defaults that are.
 	DefaultExpression string `json:"default_expression,omitempty"`
+	// Key marks the column that keys an uploaded dataset's records (its PRIMARY KEY): the
+	// file's own key, named at creation or inferred. A dataset without one has the generated id.
+	Key bool `json:"key,omitempty"`
 }
 
 // Constraints are what a declared column asks of its values beyond its type. Each becomes

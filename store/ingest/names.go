@@ -74,3 +74,29 @@ func truncate(id string, n int) string {
 	}
 	return strings.TrimRight(id[:n], "_")
 }
+
+// irregular are English plurals that suffix rules get wrong, by their singular.
+var irregular = map[string]string{"people": "person", "children": "child", "men": "man", "women": "woman", "mice": "mouse",
+	"geese": "goose", "feet": "foot", "teeth": "tooth", "data": "datum", "criteria": "criterion", "media": "medium",
+	"analyses": "analysis", "indices": "index", "matrices": "matrix", "vertices": "vertex", "staff": "staff", "series": "series",
+	"species": "species", "news": "news", "leaves": "leaf", "lives": "life", "wives": "wife", "knives": "knife", "shelves": "shelf"}
+
+// Singular is the singular of an English noun in lower case (patients → patient, people →
+// person, categories → category, addresses → address); words it does not know as plurals
+// are returned as they are.
+func Singular(w string) string {
+	if s, ok := irregular[w]; ok {
+		return s
+	}
+	switch {
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		return w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "shes"), strings.HasSuffix(w, "zes"):
+		return w[:len(w)-2]
+	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
+		return w
+	case strings.HasSuffix(w, "s") && len(w) > 3:
+		return w[:len(w)-1]
+	}
+	return w
+}

@@ -50,8 +50,10 @@ func Prompt(question string, s Schema) string {
 			}
 			b.WriteString("\n")
 		}
-		if t.System {
+		if t.System && t.GeneratedID {
 			b.WriteString("    (rows also have id bigint, created_at timestamptz, updated_at timestamptz)\n")
+		} else if t.System {
+			b.WriteString("    (rows also have created_at timestamptz, updated_at timestamptz)\n")
 		}
 	}
 	if len(s.Relations) > 0 {

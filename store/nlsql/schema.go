@@ -32,8 +32,10 @@ type Table struct {
 	Dataset   string // the dataset's display name
 	Name      string // the table's own name (a connected table's), else the dataset's
 	Columns   []Column
-	System    bool    // has the platform's system columns (id, created_at, ...)
-	Rank      float64 // how well the dataset's search entries match the question (0: not at all)
+	System    bool // has the platform's system columns (created_at, updated_at, ...)
+	// GeneratedID: the rows have the platform's generated id (their data has no key).
+	GeneratedID bool
+	Rank        float64 // how well the dataset's search entries match the question (0: not at all)
 	// Matched are the words of the question that the dataset's search entries (its name,
 	// description, columns) match: the only words a pick by the search index accounts for
 	Matched []string

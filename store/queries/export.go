@@ -225,14 +225,15 @@ func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Pro
 }
 
 // file is how the options shape an export's file (a JSON array's brackets on lines of
-// their own; an empty string, like NULL, as nothing in csv).
+// their own; in csv, as in the record export, NULL as nothing and an empty string quoted).
 func (o ExportOptions) file() export.Options {
-	return export.Options{Header: o.IncludeHeaders, Delimiter: o.Delimiter, Quote: o.QuoteChar, BracketLines: true, Schema: "row",
+	return export.Options{Header: o.IncludeHeaders, Delimiter: o.Delimiter, Quote: o.QuoteChar, QuoteEmpty: true, BracketLines: true, Schema: "row",
 		EscapeFormulas: o.EscapeFormulas}
 }
 
-// exportColumns are a query's columns as the columns of its file: parquet types integers,
-// floating-point and numeric values, and booleans; the rest is text.
+// exportColumns are a query's columns as the columns of its file: parquet and excel type
+// integers, floating-point and numeric values, booleans, dates, timestamps and JSON as the
+// record export does; the rest is text.
 func exportColumns(cols []usersql.QueryColumn) []export.Column {
 	out := make([]export.Column, len(cols))
 	for i, c := range cols {
@@ -246,6 +247,12 @@ func exportColumns(cols []usersql.QueryColumn) []export.Column {
 			out[i].Kind = export.Double
 		case "bool":
 			out[i].Kind = export.Bool
+		case "date":
+			out[i].Kind = export.Date
+		case "timestamptz", "timestamp":
+			out[i].Kind = export.Timestamp
+		case "json", "jsonb":
+			out[i].Kind = export.JSON
 		}
 	}
 	return out

@@ -45,7 +45,7 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 				ref += "." + t.Name
 			}
 			refs[src.ID+"."+t.Name] = ref
-			nt := nlsql.Table{Ref: ref, DatasetID: src.ID, Dataset: src.Name, Name: t.Name, System: t.System(), Rank: rank[src.ID],
+			nt := nlsql.Table{Ref: ref, DatasetID: src.ID, Dataset: src.Name, Name: t.Name, System: t.System(), GeneratedID: t.GeneratedID(), Rank: rank[src.ID],
 				Matched: matched[src.ID]}
 			for _, c := range t.Columns {
 				label := c.Original

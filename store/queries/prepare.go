@@ -39,14 +39,20 @@ type Prepared struct {
 	Steps  []string
 }
 
-// UnknownError is a relation that names no dataset the query may read.
+// UnknownError is a relation that names no dataset the query may read: a table it reads,
+// or (Type) a type that is no built-in type, which could only be a relation's row type. A
+// relation that exists but is not a source gets the same error as one that does not exist.
 type UnknownError struct {
 	Name         string
+	Type         bool
 	Line, Column int
 	Available    []string
 }
 
 func (e *UnknownError) Error() string {
+	if e.Type {
+		return fmt.Sprintf("%q is neither a built-in type nor a dataset of this project (line %d, column %d)", e.Name, e.Line, e.Column)
+	}
 	return fmt.Sprintf("%q is not a dataset of this project (line %d, column %d)", e.Name, e.Line, e.Column)
 }
 
@@ -74,25 +80,52 @@ func names(s Source) []string {
 	return append(out, Identifier(s.Name))
 }
 
-// Prepare binds the placeholders of query and maps its relations onto sources: a file
-// dataset by its name or id, a connected dataset's table as dataset.table (or by the bare
-// table name when it is the only one of that name). The result passed usersql.Check.
+// Prepare binds the placeholders of query and maps its relations onto sources (Map).
 func Prepare(query string, sources []Source) (*Prepared, error) {
 	bound, params, err := usersql.BindBraces(query, 1)
 	if err != nil {
 		return nil, err
 	}
-	// Checked before the names are mapped, so that a write or a catalog read is refused as
-	// such rather than as an unknown dataset; and again after.
-	if err := usersql.Check(bound); err != nil {
+	p, err := Map(bound, sources)
+	if err != nil {
 		return nil, err
 	}
+	p.Params = params
+	if len(params) > 0 {
+		ph := make([]string, len(params))
+		for i, n := range params {
+			ph[i] = fmt.Sprintf("{{%s}} as $%d", n, i+1)
+		}
+		p.Steps = append(p.Steps, "Bound the placeholders as parameters: "+strings.Join(ph, ", "))
+	}
+	return p, nil
+}
+
+// Map maps the relations of sql (which may hold $n parameters) onto sources, and refuses
+// the query when one is not a source: every table it reads, in any clause, and every
+// relation it names as a type (a row type shows the relation's columns). A file dataset or a
+// view answers to its name or id, a connected dataset's table to dataset.table (or to the
+// bare table name when it is the only one of that name), and any table to its real
+// schema-qualified name (which stays as written). The result passed usersql.Check.
+func Map(bound string, sources []Source) (*Prepared, error) {
 	rels, err := usersql.Relations(bound)
 	if err != nil {
 		return nil, err
 	}
+	// Checked before the names are mapped, so that a write or a catalog read is refused as
+	// such rather than as an unknown dataset (the row types as written are the mapping's to
+	// judge); and again after.
+	var written []usersql.Relation
+	for _, r := range rels {
+		if r.Type {
+			written = append(written, r)
+		}
+	}
+	if err := usersql.Check(bound, written...); err != nil {
+		return nil, err
+	}
 	single := map[string]target{}    // name → the table of a one-table dataset
-	qualified := map[string]target{} // dataset name + "." + table name → table
+	qualified := map[string]target{} // dataset name + "." + table name, or schema + "." + relation → table
 	bare := map[string][]target{}    // a connected table's own name
 	for i, s := range sources {
 		for _, n := range names(s) {
@@ -107,12 +140,15 @@ func Prepare(query string, sources []Source) (*Prepared, error) {
 			if t.Foreign {
 				bare[strings.ToLower(t.Name)] = append(bare[strings.ToLower(t.Name)], target{i, t})
 			}
+			schema, rel := t.QueryRelation()
+			qualified[strings.ToLower(schema)+"."+strings.ToLower(rel)] = target{i, t}
 		}
 	}
-	p := &Prepared{Params: params, Used: []Used{}}
+	p := &Prepared{Used: []Used{}}
 	with := make([]string, len(rels))
 	used := map[int]map[string]bool{}
 	var mapped []string
+	var rowTypes []usersql.Relation // the real names of the row types named, for the check after mapping
 	for i, r := range rels {
 		name := strings.ToLower(r.Name)
 		var t target
@@ -124,14 +160,25 @@ func Prepare(query string, sources []Source) (*Prepared, error) {
 		}
 		if !ok {
 			line, col := usersql.Position(bound, len([]rune(bound[:r.Start]))+1)
-			return nil, &UnknownError{Name: r.Text(bound), Line: line, Column: col, Available: available(sources)}
+			return nil, &UnknownError{Name: r.Text(bound), Type: r.Type, Line: line, Column: col, Available: available(sources)}
 		}
 		if b := sources[t.src].Broken; b != "" {
 			return nil, &BrokenError{ID: sources[t.src].ID, Name: sources[t.src].Name, Reason: b}
 		}
-		with[i] = t.table.QueryName()
-		if !r.Aliased {
-			with[i] += " AS " + pq.QuoteIdentifier(r.Name)
+		schema, rel := t.table.QueryRelation()
+		switch {
+		case r.Schema == schema && r.Name == rel:
+			with[i] = r.Text(bound) // its real name: columns may be qualified by it
+		case r.Type:
+			with[i] = t.table.QueryName()
+		default:
+			with[i] = t.table.QueryName()
+			if !r.Aliased {
+				with[i] += " AS " + pq.QuoteIdentifier(r.Name)
+			}
+		}
+		if r.Type {
+			rowTypes = append(rowTypes, usersql.Relation{Schema: schema, Name: rel})
 		}
 		if used[t.src] == nil {
 			used[t.src] = map[string]bool{}
@@ -146,7 +193,7 @@ func Prepare(query string, sources []Source) (*Prepared, error) {
 		used[t.src][t.table.Name] = true
 	}
 	p.SQL = usersql.Splice(bound, rels, with)
-	if err := usersql.Check(p.SQL); err != nil {
+	if err := usersql.Check(p.SQL, rowTypes...); err != nil {
 		return nil, err
 	}
 	for i, s := range sources {
@@ -162,13 +209,6 @@ func Prepare(query string, sources []Source) (*Prepared, error) {
 	}
 	p.Steps = append(p.Steps, "Parsed the SQL with PostgreSQL's parser: one SELECT statement, nothing that writes, locks or reads the catalogs")
 	p.Steps = append(p.Steps, mapped...)
-	if len(params) > 0 {
-		ph := make([]string, len(params))
-		for i, n := range params {
-			ph[i] = fmt.Sprintf("{{%s}} as $%d", n, i+1)
-		}
-		p.Steps = append(p.Steps, "Bound the placeholders as parameters: "+strings.Join(ph, ", "))
-	}
 	return p, nil
 }
 

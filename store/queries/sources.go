@@ -12,9 +12,10 @@ import (
 )
 
 // ProjectSources are what a project's queries may read: its active datasets, then its saved
-// views (a broken one with its reason, so that naming it says why it cannot be read).
-func ProjectSources(ctx context.Context, q sqlx.QueryerContext, projectID string) ([]Source, error) {
-	all, err := store.ProjectDatasets(ctx, q, projectID)
+// views (a broken one with its reason, so that naming it says why it cannot be read). Given
+// several projects, those of all of them.
+func ProjectSources(ctx context.Context, q sqlx.QueryerContext, projectIDs ...string) ([]Source, error) {
+	all, err := store.ProjectDatasets(ctx, q, projectIDs...)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +27,7 @@ func ProjectSources(ctx context.Context, q sqlx.QueryerContext, projectID string
 		}
 		out = append(out, Source{ID: all[i].ID, Name: all[i].Name, Tables: t})
 	}
-	vs, err := store.ProjectViews(ctx, q, projectID)
+	vs, err := store.ProjectViews(ctx, q, projectIDs...)
 	if err != nil {
 		return nil, err
 	}
@@ -58,4 +59,16 @@ func ViewSource(v *store.View) (Source, error) {
 		}
 	}
 	return s, nil
+}
+
+// ByTableName are sources that answer only to their ids, which are their table names: how
+// record SQL names the organization's datasets and views (names are unique within a project,
+// not across an organization). A source's ID is kept; its Name becomes the ID.
+func ByTableName(sources []Source) []Source {
+	out := make([]Source, len(sources))
+	for i, s := range sources {
+		s.Name = s.ID
+		out[i] = s
+	}
+	return out
 }

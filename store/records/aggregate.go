@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"dataplatform/store/datasets"
 	"dataplatform/store/ingest"
 
 	"github.com/jmoiron/sqlx"
@@ -59,7 +60,23 @@ func splitTop(s string) []string {
 	return out
 }
 
-type expr struct{ name, sql string }
+// expr is a group or an aggregate of the answer: its key, its SQL and its type (a column's,
+// for the value's format; "" for a count or a sum).
+type expr struct {
+	name, sql string
+	typ       ingest.Type
+}
+
+// jsonSelect is the select list, over the row r of exprs, whose to_json is the answer's object:
+// each value written as the record API writes its type (datasets.JSONValue).
+func jsonSelect(exprs []expr) string {
+	out := make([]string, len(exprs))
+	for i, e := range exprs {
+		q := pq.QuoteIdentifier(e.name)
+		out[i] = datasets.JSONValue(ingest.Column{Type: e.typ}, "r."+q) + " AS " + q
+	}
+	return strings.Join(out, ", ")
+}
 
 func (t *Table) groupExprs(groupBy string) ([]expr, error) {
 	var out []expr
@@ -75,7 +92,7 @@ func (t *Table) groupExprs(groupBy string) ([]expr, error) {
 			if !slices.Contains(TruncUnits, m[1]) {
 				return nil, &FieldError{"query.group_by", "invalid_group", "date_trunc units: " + strings.Join(TruncUnits, ", ")}
 			}
-			out = append(out, expr{m[2] + "_" + m[1], "date_trunc(" + pq.QuoteLiteral(m[1]) + ", " + pq.QuoteIdentifier(m[2]) + ")"})
+			out = append(out, expr{m[2] + "_" + m[1], "date_trunc(" + pq.QuoteLiteral(m[1]) + ", " + pq.QuoteIdentifier(m[2]) + ")", ingest.Timestamptz})
 			continue
 		}
 		c, ok := t.cols[g]
@@ -85,7 +102,7 @@ func (t *Table) groupExprs(groupBy string) ([]expr, error) {
 		if c.Type == ingest.JSONB {
 			return nil, &FieldError{"query.group_by", "invalid_group", g + " is a JSON field"}
 		}
-		out = append(out, expr{g, pq.QuoteIdentifier(g)})
+		out = append(out, expr{g, pq.QuoteIdentifier(g), c.Type})
 	}
 	return out, nil
 }
@@ -99,7 +116,7 @@ func (t *Table) aggExprs(agg string) ([]expr, error) {
 		}
 		fn, field := m[1], m[2]
 		if fn == "count" && (field == "" || field == "*") {
-			out = append(out, expr{"count", "count(*)"})
+			out = append(out, expr{"count", "count(*)", ""})
 			continue
 		}
 		if field == "" || field == "*" {
@@ -120,16 +137,16 @@ func (t *Table) aggExprs(agg string) ([]expr, error) {
 			if fn == "avg" {
 				s = "round(avg(" + q + "), 6)"
 			}
-			out = append(out, expr{fn + "_" + field, s})
+			out = append(out, expr{fn + "_" + field, s, ""})
 		case "min", "max":
 			if c.Type == ingest.JSONB || c.Type == ingest.Boolean || c.Type.IsArray() || c.Type == ingest.UUID {
 				return nil, &FieldError{"query.agg", "invalid_aggregate", fn + " does not apply to " + string(c.Type)}
 			}
-			out = append(out, expr{fn + "_" + field, fn + "(" + q + ")"})
+			out = append(out, expr{fn + "_" + field, fn + "(" + q + ")", c.Type})
 		case "count":
-			out = append(out, expr{"count_" + field, "count(" + q + ")"})
+			out = append(out, expr{"count_" + field, "count(" + q + ")", ""})
 		case "count_distinct":
-			out = append(out, expr{"count_distinct_" + field, "count(DISTINCT " + q + ")"})
+			out = append(out, expr{"count_distinct_" + field, "count(DISTINCT " + q + ")", ""})
 		}
 	}
 	if len(out) == 0 {
@@ -218,7 +235,8 @@ func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq Aggrega
 		query += ` ORDER BY ` + strings.Join(order, ", ")
 	}
 	query += ` LIMIT ` + b.arg(aq.Limit)
-	rows, err := q.QueryxContext(ctx, `SELECT to_json(r) FROM (`+query+`) r`, b.args...)
+	// Values are formatted outside the query, whose order is by the values themselves.
+	rows, err := q.QueryxContext(ctx, `SELECT to_json(x) FROM (`+query+`) r, LATERAL (SELECT `+jsonSelect(append(slices.Clone(groups), aggs...))+`) x`, b.args...)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +253,7 @@ func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq Aggrega
 		return nil, err
 	}
 	var totals []byte
-	if err := sqlx.GetContext(ctx, q, &totals, `SELECT to_json(r) FROM (SELECT `+strings.Join(aggSel, ", ")+` FROM `+t.Qualified()+where+`) r`,
+	if err := sqlx.GetContext(ctx, q, &totals, `SELECT to_json(x) FROM (SELECT `+strings.Join(aggSel, ", ")+` FROM `+t.Qualified()+where+`) r, LATERAL (SELECT `+jsonSelect(aggs)+`) x`,
 		b.args[:len(b.args)-1-len(having)]...); err != nil {
 		return nil, err
 	}

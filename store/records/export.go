@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"dataplatform/store/datasets"
 	"dataplatform/store/export"
 	"dataplatform/store/ingest"
 
@@ -36,9 +37,11 @@ type Export struct {
 	cols  []export.Column
 }
 
-// OpenExport counts the export's records and runs its SELECT: every field as text for csv,
-// one JSON object per record for json/ndjson, the typed columns for parquet and excel. Rows
-// stream from the database as they are written, so memory does not grow with the table.
+// OpenExport counts the export's records and runs its SELECT: every field as the text of its
+// JSON value for csv (datasets.TextValue: true/false, RFC 3339 UTC times, arrays as JSON),
+// one JSON object per record for json/ndjson (the record a read gives), the typed columns for
+// parquet and excel. Rows stream from the database as they are written, so memory does not
+// grow with the table.
 func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *ExportQuery) (*Export, error) {
 	var b builder
 	if err := t.where(&b, eq.Filters, ""); err != nil {
@@ -56,7 +59,7 @@ func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 	sel, from := "", ` FROM `+t.Qualified()+where+order
 	switch eq.Format {
 	case "csv":
-		// Each field as its type's text output (what COPY writes; booleans t/f like COPY).
+		// Each field as the text of its JSON value (datasets.TextValue), made by PostgreSQL.
 		// Fields whose text never needs CSV quoting (numbers, dates, times, booleans, uuids:
 		// export.Column.Plain) are joined by PostgreSQL into one value per run, so the client
 		// decodes a few values per row instead of one per field.
@@ -69,27 +72,24 @@ func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 			}
 		}
 		for _, c := range x.cols {
-			q := pq.QuoteIdentifier(c.Name)
-			switch {
-			case c.Kind == export.Bool:
-				run = append(run, `CASE WHEN `+q+` THEN 't' WHEN NOT `+q+` THEN 'f' ELSE '' END`)
-			case c.Plain:
-				run = append(run, `coalesce(`+q+`::text, '')`)
-			default:
+			v := datasets.TextValue(t.cols[c.Name], pq.QuoteIdentifier(c.Name))
+			if c.Plain {
+				run = append(run, `coalesce(`+v+`, '')`)
+			} else {
 				flushRun()
-				parts = append(parts, q+`::text`)
+				parts = append(parts, v)
 			}
 		}
 		flushRun()
 		sel = strings.Join(parts, ", ")
 	case "json", "ndjson":
-		sel, from = `to_json(r)::text`, ` FROM (SELECT `+rowJSON(eq.Fields)+from+`) r`
+		sel, from = `to_json(r)::text`, ` FROM (SELECT `+t.rowJSON(eq.Fields, "")+from+`) r`
 	default:
 		parts := make([]string, len(eq.Fields))
 		for i, f := range eq.Fields {
 			parts[i] = pq.QuoteIdentifier(f)
 			if c := t.cols[f]; c.Type == ingest.JSONB || c.Type.IsArray() || c.Type == ingest.Numeric || c.Type == ingest.UUID {
-				parts[i] = "to_json(" + parts[i] + ")::text" // as text, exactly
+				parts[i] = datasets.TextValue(c, parts[i]) // as text, exactly (a uuid without JSON's quotes)
 			}
 		}
 		sel = strings.Join(parts, ", ")
@@ -101,7 +101,7 @@ func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 	return x, nil
 }
 
-// Write writes the file to w: csv as COPY ... CSV writes it (NULL as nothing, an empty
+// Write writes the file to w: csv quoted as COPY ... CSV quotes (NULL as nothing, an empty
 // string as ""), json an array of objects, ndjson an object per line, parquet and excel typed
 // by the fields' types. On an error the file is left incomplete.
 func (x *Export) Write(w io.Writer) error {

@@ -12,18 +12,19 @@ import (
 // Link is a relationship of a record as the record API shows it: its name in _links and
 // expand/include, the dataset (and table, for a connected database) it points at, the local
 // column holding the value and the target column it matches ("" → the other dataset's record
-// by id). Many links list records; the others point at one.
+// by id). Many links list records; the others point at one, by its key when Target is the
+// other record's key (ToKey), else through a filter on Target.
 type Link struct {
 	Name, Dataset, Column, Target string
 	Table                         string // the other table of a connected database
-	Many                          bool
+	Many, ToKey                   bool
 }
 
 // URL is the address of what the link points at for a record whose column holds val: the
 // one record (by its key) or the collection filtered on target.
-func (l Link) URL(val string, byKey bool) string {
+func (l Link) URL(val string) string {
 	base := "/api/v1/datasets/" + l.Dataset + "/data"
-	if !l.Many && byKey {
+	if !l.Many && l.ToKey {
 		u := base + "/" + url.PathEscape(val)
 		if l.Table != "" {
 			u += "?table=" + url.QueryEscape(l.Table)
@@ -53,7 +54,7 @@ func LinksSQL(datasetID string, t *Table, links []Link) string {
 			return ""
 		}
 		// The URL withLinks makes, around the column's value (an integer: nothing to escape).
-		pre, post, _ := strings.Cut(l.URL("\x00", l.Table != "" || l.Target == "id"), "%00")
+		pre, post, _ := strings.Cut(l.URL("\x00"), "%00")
 		href := pq.QuoteLiteral(pre) + ` || ` + pq.QuoteIdentifier(l.Column)
 		if post != "" {
 			href += ` || ` + pq.QuoteLiteral(post)

@@ -62,8 +62,12 @@ func NewTable(t datasets.TableDef) *Table {
 		}
 		return x
 	}
-	x.key = "id"
+	// An uploaded table is keyed by the file's key column, or by the generated id.
+	x.key = datasets.KeyOf(t.Columns)
 	for _, f := range systemFields {
+		if f == "id" && !t.GeneratedID() {
+			continue
+		}
 		typ := ingest.BigInt
 		switch f {
 		case "created_at", "updated_at":
@@ -84,9 +88,18 @@ func keyable(t ingest.Type) bool {
 	return false
 }
 
-// Key is the field that names a record in paths ("id" for uploaded datasets, a connected
-// table's primary key), or "" when the table has none.
+// Key is the field that names a record in paths (an uploaded dataset's key column or
+// generated id, a connected table's primary key), or "" when the table has none.
 func (t *Table) Key() string { return t.key }
+
+// KeyValue is a record's key, given as text, as its JSON value: a number for integer keys.
+func (t *Table) KeyValue(text string) any {
+	switch t.cols[t.key].Type {
+	case ingest.Integer, ingest.BigInt:
+		return json.Number(text)
+	}
+	return text
+}
 
 // Writable reports whether the record API may write the table: uploaded tables, and
 // connected tables reached through a wrapper that writes and having a key.
@@ -96,7 +109,7 @@ func (t *Table) Writable() bool { return (t.System() || t.TableDef.Writable) && 
 func (t *Table) ParseKey(s string) (string, error) {
 	c := t.cols[t.key]
 	text, null, err := c.Text(s)
-	if t.System() {
+	if t.GeneratedID() {
 		n, perr := strconv.ParseInt(s, 10, 64)
 		if perr != nil || n < 1 {
 			err = errors.New("not a positive integer")
@@ -116,7 +129,7 @@ func (t *Table) keyIs(p string) string {
 // Fields are every field a record has, in order.
 func (t *Table) Fields() []string {
 	var out []string
-	if t.System() {
+	if t.GeneratedID() {
 		out = append(out, "id")
 	}
 	for _, c := range t.Columns {
@@ -159,11 +172,29 @@ func (t *Table) Select(fields, exclude string) ([]string, error) {
 	return out, nil
 }
 
-// rowJSON selects the given fields of rows matching where as one JSON object per row.
-func rowJSON(fields []string) string {
+// columnList is the given fields, quoted, as a select list.
+func columnList(fields []string) string {
 	q := make([]string, len(fields))
 	for i, f := range fields {
 		q[i] = pq.QuoteIdentifier(f)
+	}
+	return strings.Join(q, ", ")
+}
+
+// rowJSON is the select list whose to_json is the record of the given fields, in that order,
+// each value as the record API writes it (datasets.JSONValue: timestamps in RFC 3339 UTC).
+// from qualifies the columns ("" for none). Every path that answers a record selects it so.
+func (t *Table) rowJSON(fields []string, from string) string {
+	q := make([]string, len(fields))
+	for i, f := range fields {
+		ref := pq.QuoteIdentifier(f)
+		if from != "" {
+			ref = from + "." + ref
+		}
+		q[i] = ref
+		if v := datasets.JSONValue(t.cols[f], ref); v != ref {
+			q[i] = v + " AS " + pq.QuoteIdentifier(f)
+		}
 	}
 	return strings.Join(q, ", ")
 }
@@ -608,35 +639,33 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 	}
 	keyVals := make([]string, len(keys))
 	for i, k := range keys {
-		keyVals[i] = pq.QuoteIdentifier(k.field)
+		keyVals[i] = "r." + pq.QuoteIdentifier(k.field)
 	}
-	// The sort keys ride along for the cursors; those not asked for are dropped from the
-	// record again.
-	sel, record := rowJSON(lq.Fields), "to_json(r)"
-	if lq.Links != "" {
-		sel += ", " + lq.Links + " AS _links"
+	// The page's rows (r) hold the fields and the sort keys as stored; the record (x) is the
+	// fields alone, in the order asked, made as every other record is (rowJSON), with its
+	// _links last. The sort keys ride along beside it for the cursors. (PostgreSQL folds x
+	// into r's projection: it costs no join.)
+	cols, record := []string{"NULL"}, []string{}
+	if len(lq.Fields) > 0 {
+		cols, record = []string{columnList(lq.Fields)}, []string{t.rowJSON(lq.Fields, "r")}
 	}
-	var extra []string
 	for _, k := range keys {
 		if !slices.Contains(lq.Fields, k.field) {
-			sel += ", " + pq.QuoteIdentifier(k.field)
-			extra = append(extra, pq.QuoteLiteral(k.field))
+			cols = append(cols, pq.QuoteIdentifier(k.field))
 		}
 	}
-	if len(extra) > 0 {
-		record = "to_jsonb(r) - " + strings.Join(extra, " - ")
+	if lq.Links != "" {
+		cols = append(cols, lq.Links+" AS _links")
+		record = append(record, "r._links")
 	}
 	limit := b.arg(lq.Limit + 1)
 	offset := "0"
 	if cur == nil {
 		offset = b.arg((lq.Page - 1) * lq.Limit)
 	}
-	if len(keys) == 0 && len(lq.Fields) == 0 {
-		sel = "NULL" // a table of no columns
-	}
-	rows, err := q.QueryxContext(ctx, `SELECT `+record+`, json_build_array(`+strings.Join(keyVals, ", ")+`)
-		FROM (SELECT `+sel+` FROM `+t.Qualified()+` WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+orderSQL(keys, flip)+
-		` LIMIT `+limit+` OFFSET `+offset+`) r`, b.args...)
+	rows, err := q.QueryxContext(ctx, `SELECT to_json(x), json_build_array(`+strings.Join(keyVals, ", ")+`)
+		FROM (SELECT `+strings.Join(cols, ", ")+` FROM `+t.Qualified()+` WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+orderSQL(keys, flip)+
+		` LIMIT `+limit+` OFFSET `+offset+`) r, LATERAL (SELECT `+strings.Join(record, ", ")+`) x`, b.args...)
 	if err != nil {
 		return nil, err
 	}
@@ -784,7 +813,7 @@ func (c *countCache) put(k string, n int64) {
 
 // Get reads one live record.
 func (t *Table) Get(ctx context.Context, q sqlx.QueryerContext, id string, fields []string, lock bool) (json.RawMessage, error) {
-	qs := `SELECT to_json(r) FROM (SELECT ` + rowJSON(fields) + ` FROM ` + t.Qualified() + ` WHERE ` + t.keyIs("$1") + ` AND ` + t.Live()
+	qs := `SELECT to_json(r) FROM (SELECT ` + t.rowJSON(fields, "") + ` FROM ` + t.Qualified() + ` WHERE ` + t.keyIs("$1") + ` AND ` + t.Live()
 	if lock {
 		qs += ` FOR UPDATE`
 	}
@@ -842,7 +871,7 @@ func (t *Table) Insert(ctx context.Context, q sqlx.QueryerContext, body map[stri
 		ins = `INSERT INTO ` + t.Qualified() + ` (` + strings.Join(cols, ", ") + `) VALUES (` + strings.Join(params, ", ") + `)`
 	}
 	var j []byte
-	err = sqlx.GetContext(ctx, q, &j, `WITH r AS (`+ins+` RETURNING *) SELECT to_json(x) FROM (SELECT `+rowJSON(fields)+` FROM r) x`, b.args...)
+	err = sqlx.GetContext(ctx, q, &j, `WITH r AS (`+ins+` RETURNING *) SELECT to_json(x) FROM (SELECT `+t.rowJSON(fields, "r")+` FROM r) x`, b.args...)
 	return j, err
 }
 
@@ -850,6 +879,10 @@ func (t *Table) Insert(ctx context.Context, q sqlx.QueryerContext, body map[stri
 // to record id at version, bumping version and updated_at; false when version is stale.
 // A connected table has no version: version is not looked at (the caller compared ETags).
 func (t *Table) Update(ctx context.Context, q sqlx.QueryerContext, id string, version int, body map[string]any, replace bool, fields []string) (json.RawMessage, bool, error) {
+	body, err := t.keepKey(body, id)
+	if err != nil {
+		return nil, false, err
+	}
 	var b builder
 	cols, params, err := t.values(&b, body)
 	if err != nil {
@@ -864,7 +897,7 @@ func (t *Table) Update(ctx context.Context, q sqlx.QueryerContext, id string, ve
 	}
 	if replace {
 		for _, c := range t.Columns {
-			if _, ok := body[c.Name]; !ok && !c.Computed {
+			if _, ok := body[c.Name]; !ok && !c.Computed && !c.Key {
 				sets = append(sets, pq.QuoteIdentifier(c.Name)+" = DEFAULT")
 			}
 		}
@@ -879,11 +912,36 @@ func (t *Table) Update(ctx context.Context, q sqlx.QueryerContext, id string, ve
 	}
 	var j []byte
 	err = sqlx.GetContext(ctx, q, &j, `WITH r AS (UPDATE `+t.Qualified()+` SET `+strings.Join(sets, ", ")+` WHERE `+where+
-		` RETURNING *) SELECT to_json(x) FROM (SELECT `+rowJSON(fields)+` FROM r) x`, b.args...)
+		` RETURNING *) SELECT to_json(x) FROM (SELECT `+t.rowJSON(fields, "r")+` FROM r) x`, b.args...)
 	if errors.Is(err, errNoRows) {
 		return nil, false, nil
 	}
 	return j, err == nil, err
+}
+
+// keepKey is body without an uploaded record's key: the key names the record and does not
+// change (links and other datasets' references follow it). A body may repeat it unchanged
+// (a record read and written back); another value is refused. id "" (several records) refuses
+// any value.
+func (t *Table) keepKey(body map[string]any, id string) (map[string]any, error) {
+	c, ok := datasets.UserKey(t.Columns)
+	if !t.System() || !ok {
+		return body, nil
+	}
+	v, ok := body[c.Name]
+	if !ok {
+		return body, nil
+	}
+	if text, null, err := c.Text(v); id == "" || err != nil || null || text != id {
+		return nil, &FieldError{"body." + c.Name, "immutable", "a record's key (" + c.Name + ") does not change; create a record with the new key and delete this one"}
+	}
+	out := make(map[string]any, len(body))
+	for k, x := range body {
+		if k != c.Name {
+			out[k] = x
+		}
+	}
+	return out, nil
 }
 
 // Delete removes a record: soft (deleted_at set) or for good. It returns when it was deleted.
@@ -891,7 +949,7 @@ func (t *Table) Update(ctx context.Context, q sqlx.QueryerContext, id string, ve
 func (t *Table) Delete(ctx context.Context, q sqlx.QueryerContext, id string, soft bool) (time.Time, error) {
 	qs := `WITH r AS (DELETE FROM ` + t.Qualified() + ` WHERE ` + t.keyIs("$1") + ` AND ` + t.Live() + ` RETURNING 1) SELECT now() FROM r`
 	if soft && t.System() {
-		qs = `UPDATE ` + t.Qualified() + ` SET deleted_at = now(), updated_at = now(), version = version + 1 WHERE id = $1 AND deleted_at IS NULL
+		qs = `UPDATE ` + t.Qualified() + ` SET deleted_at = now(), updated_at = now(), version = version + 1 WHERE ` + t.keyIs("$1") + ` AND deleted_at IS NULL
 			RETURNING deleted_at`
 	}
 	var at time.Time
@@ -942,6 +1000,10 @@ func (t *Table) selectWhere(b *builder, s Selector) error {
 // UpdateWhere writes body's fields to every selected live record (version and updated_at
 // move on) and returns their keys (as JSON values).
 func (t *Table) UpdateWhere(ctx context.Context, q sqlx.QueryerContext, s Selector, body map[string]any) ([]json.RawMessage, error) {
+	body, err := t.keepKey(body, "")
+	if err != nil {
+		return nil, err
+	}
 	var b builder
 	cols, params, err := t.values(&b, body)
 	if err != nil {

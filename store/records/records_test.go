@@ -575,3 +575,83 @@ func TestAggregate(t *testing.T) {
 
 // User SQL runs under the organization's query role: it reads live rows of its own schema,
 // cannot write, and stops at its timeout and row limit.
+
+// A record reads the same on every path and whatever the session's time zone: the list (with
+// and without a sort key outside fields) and the single read give the same bytes, fields in
+// the order asked; numbers keep their text, times are RFC 3339 UTC; a csv export writes the
+// text of each JSON value, a json export the record.
+func TestOneFormat(t *testing.T) {
+	t.Parallel()
+	cols := []ingest.Column{
+		{Name: "amount", Type: ingest.Numeric, Nullable: true},
+		{Name: "big", Type: ingest.BigInt, Nullable: true},
+		{Name: "ok", Type: ingest.Boolean, Nullable: true},
+		{Name: "day", Type: ingest.Date, Nullable: true},
+		{Name: "at", Type: ingest.Timestamptz, Nullable: true},
+		{Name: "meta", Type: ingest.JSONB, Nullable: true},
+		{Name: "tags", Type: ingest.TextArray, Nullable: true},
+		{Name: "note", Type: ingest.Text, Nullable: true},
+		{Name: "times", Type: ingest.ArrayOf(ingest.Timestamptz), Nullable: true}, // as a connected table may have
+	}
+	db, tbl := datasetTable(t, cols, true)
+	ctx := context.Background()
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SET TimeZone = 'Asia/Kolkata'`); err != nil { // +05:30
+		t.Fatal(err)
+	}
+	fields := []string{"amount", "big", "ok", "day", "at", "meta", "tags", "note", "times"}
+	ins, err := tbl.Insert(ctx, conn, body(`{"amount": 4412.80, "big": 9007199254740993, "ok": true, "day": "2024-05-06",
+		"at": "2024-05-06T19:30:00.25+02:00", "meta": {"b": 1, "a": [1, 2.50]}, "tags": ["x", "y,z"], "note": null, "times": ["2024-05-06T23:00:00+05:30", null]}`), fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"amount":4412.80,"big":9007199254740993,"ok":true,"day":"2024-05-06","at":"2024-05-06T17:30:00.25Z",` +
+		`"meta":{"a": [1, 2.50], "b": 1},"tags":["x","y,z"],"note":null,"times":["2024-05-06T17:30:00Z",null]}`
+	if string(ins) != want {
+		t.Fatalf("insert answered\n%s\nwant\n%s", ins, want)
+	}
+	asked := []string{"tags", "at", "amount", "meta"}
+	for _, fs := range [][]string{fields, asked} {
+		one, err := tbl.Get(ctx, conn, "1", fs, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sort := range []string{"", "-day", "note,-ok"} {
+			pg, err := tbl.List(ctx, conn, records.ListQuery{Page: 1, Limit: 10, Sort: sort, Fields: fs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pg.Rows) != 1 || string(pg.Rows[0]) != string(one) {
+				t.Fatalf("fields %v, sort %q: the list gives\n%s\nthe read\n%s", fs, sort, pg.Rows, one)
+			}
+		}
+		if len(fs) == len(fields) && string(one) != want {
+			t.Fatalf("read\n%s\nwant\n%s", one, want)
+		}
+		if len(fs) == len(asked) && string(one) != `{"tags":["x","y,z"],"at":"2024-05-06T17:30:00.25Z","amount":4412.80,"meta":{"a": [1, 2.50], "b": 1}}` {
+			t.Fatalf("read with fields %v: %s", fs, one)
+		}
+	}
+	for format, want := range map[string]string{
+		"csv": "amount,big,ok,day,at,meta,tags,note,times\n" +
+			`4412.80,9007199254740993,true,2024-05-06,2024-05-06T17:30:00.25Z,"{""a"": [1, 2.50], ""b"": 1}","[""x"",""y,z""]",,"[""2024-05-06T17:30:00Z"",null]"` + "\n",
+		"ndjson": want + "\n",
+	} {
+		x, err := tbl.OpenExport(ctx, conn, &records.ExportQuery{Format: format, Fields: fields, Delimiter: ",", Header: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := x.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		x.Close()
+		if b.String() != want {
+			t.Fatalf("%s export:\n%s\nwant\n%s", format, b.String(), want)
+		}
+	}
+}

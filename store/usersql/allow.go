@@ -6,7 +6,8 @@ import (
 )
 
 // The guard's allow-lists. User SQL may use only the parse-tree node kinds, functions,
-// operators and types named here; everything else is refused by default. A function is
+// operators and built-in types named here (and the row types of the relations it may read,
+// which its caller maps like the relations themselves); everything else is refused by default. A function is
 // allowed when it computes a value from its arguments alone: it does not run SQL given as a
 // string (ts_stat, query_to_xml), describe or look up database objects (pg_describe_object,
 // to_regclass, reg* casts), read settings, files, the server or other sessions (current_setting,
@@ -123,15 +124,46 @@ var operators = set(
 	"BETWEEN", "NOT BETWEEN", "BETWEEN SYMMETRIC", "NOT BETWEEN SYMMETRIC",
 )
 
-// refusedTypes are the types user SQL may not cast to: the reg* types turn names into
-// catalog oids and back (x::oid::regclass names every table of the database), the others
-// are catalog internals.
+// types are the built-in types user SQL may name (cast to, declare a column of), bare or as
+// pg_catalog.name: the grammar's spellings (integer, double precision, character varying,
+// timestamp with time zone...) arrive as pg_catalog names of this list. Arrays of them are
+// written type[].
+var types = set(
+	"bool", "char", "bpchar", "varchar", "text", "name", "bytea", "bit", "varbit",
+	"int2", "int4", "int8", "numeric", "float4", "float8", "money",
+	"date", "time", "timetz", "timestamp", "timestamptz", "interval",
+	"json", "jsonb", "jsonpath", "uuid", "xml", "tsvector", "tsquery",
+	"inet", "cidr", "macaddr", "macaddr8", "point", "line", "lseg", "box", "path", "polygon", "circle",
+	"int4range", "int8range", "numrange", "daterange", "tsrange", "tstzrange",
+	"int4multirange", "int8multirange", "nummultirange", "datemultirange", "tsmultirange", "tstzmultirange",
+)
+
+// refusedTypes are the other types of pg_catalog, which user SQL may not name: the reg*
+// types turn names into catalog oids and back (x::oid::regclass names every table of the
+// database), the others are catalog internals and pseudo-types. Compared folded, so that a
+// quoted "REGCLASS" is refused as such.
 var refusedTypes = set(
 	"regclass", "regproc", "regprocedure", "regoper", "regoperator", "regtype", "regnamespace", "regrole",
 	"regconfig", "regdictionary", "regcollation", "oid", "xid", "xid8", "cid", "tid", "oidvector", "int2vector",
 	"aclitem", "pg_node_tree", "pg_ndistinct", "pg_dependencies", "pg_mcv_list", "pg_snapshot", "txid_snapshot",
-	"pg_lsn", "pg_ddl_command", "refcursor", "anyelement", "record", "internal", "cstring",
+	"pg_lsn", "pg_ddl_command", "refcursor", "gtsvector", "pg_brin_bloom_summary", "pg_brin_minmax_multi_summary",
+	"any", "anyarray", "anycompatible", "anycompatiblearray", "anycompatiblemultirange", "anycompatiblenonarray",
+	"anycompatiblerange", "anyelement", "anyenum", "anymultirange", "anynonarray", "anyrange", "cstring",
+	"event_trigger", "fdw_handler", "index_am_handler", "internal", "language_handler", "record", "table_am_handler",
+	"trigger", "tsm_handler", "unknown", "void",
 )
+
+// rowType reports whether a type name (as written, qualified or not) is no type of
+// pg_catalog: then it can only be a relation's row type (every table and view has one, under
+// its name, and its array type under _name), which user SQL may name only where it may read
+// the relation. Relations lists such names with the tables, for the caller to map.
+func rowType(parts []string) bool {
+	name, ok := catalogName(parts)
+	if !ok {
+		return true // qualified by another schema than pg_catalog
+	}
+	return len(parts) == 1 && !types[name] && !refusedTypes[strings.ToLower(name)]
+}
 
 // sqlValueFunctions are the keyword functions allowed (SVFOP_ values): the dates and times.
 // CURRENT_USER, SESSION_USER, CURRENT_CATALOG and CURRENT_SCHEMA name the platform's roles,

@@ -5,24 +5,35 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 	"github.com/pganalyze/pg_query_go/v6/parser"
 )
 
-// Relation is a table reference of a query and where it is written.
+// Relation is a reference of a query to a relation and where it is written: a table (or
+// view) it reads, or a relation's row type it names as a type.
 type Relation struct {
 	Schema, Name string // as PostgreSQL folds them (quoted names keep their case)
 	Start, End   int    // byte span of the written, possibly qualified, name
 	Aliased      bool   // the query gives it an alias
+	// Type: named as a type (NULL::name, CAST(... AS name), name[], a column definition's
+	// type): the relation's row type, which shows its columns.
+	Type bool
 }
 
 // Text is the relation as written in sql.
 func (r Relation) Text(sql string) string { return sql[r.Start:r.End] }
 
-// Relations lists the table references of sql (one statement), leaving out references to
-// the statement's own WITH queries.
+// Relations lists the relation references of sql (one statement): every table it reads, in
+// any clause, and every type name that is no built-in type (a relation's row type, see
+// rowType). A name that is one of the statement's WITH queries where it is written is left
+// out, with PostgreSQL's scoping: a WITH query is seen by its statement (set operations and
+// subqueries included), by the WITH queries after it, and, when RECURSIVE, by all of them.
 func Relations(sql string) ([]Relation, error) {
+	if !utf8.ValidString(sql) { // as Check: PostgreSQL would refuse it, the tree would not show it
+		return nil, &SyntaxError{Message: "the query is not valid UTF-8", Line: 1, Column: 1}
+	}
 	tree, err := pg_query.ParseToJSON(sql)
 	if err != nil {
 		return nil, syntaxError(sql, err)
@@ -31,49 +42,72 @@ func Relations(sql string) ([]Relation, error) {
 	if err := json.Unmarshal([]byte(tree), &v); err != nil {
 		return nil, err
 	}
-	ctes := map[string]bool{}
 	var found []Relation
-	var visit func(any)
-	visit = func(v any) {
+	var visit func(v any, ctes map[string]bool)
+	visit = func(v any, ctes map[string]bool) {
 		switch x := v.(type) {
 		case map[string]any:
-			for k, c := range x {
-				switch k {
-				case "CommonTableExpr":
-					if m, ok := c.(map[string]any); ok {
-						if n, ok := m["ctename"].(string); ok {
-							ctes[n] = true
-						}
+			// A SelectStmt's fields (a node's, or a set operation's typed larg and rarg):
+			// its WITH queries are in scope for the rest of it.
+			if w, ok := x["withClause"].(map[string]any); ok {
+				list, _ := w["ctes"].([]any)
+				recursive, _ := w["recursive"].(bool)
+				all := withNames(ctes, list, len(list))
+				for i, c := range list {
+					if recursive {
+						visit(c, all)
+					} else {
+						visit(c, withNames(ctes, list, i))
 					}
+				}
+				for k, c := range x {
+					if k != "withClause" {
+						visit(c, all)
+					}
+				}
+				return
+			}
+			for k, c := range x {
+				m, _ := c.(map[string]any)
+				switch k {
 				case "RangeVar":
-					if m, ok := c.(map[string]any); ok {
-						r := Relation{}
-						r.Schema, _ = m["schemaname"].(string)
-						r.Name, _ = m["relname"].(string)
-						loc, _ := m["location"].(float64)
+					r := Relation{}
+					r.Schema, _ = m["schemaname"].(string)
+					r.Name, _ = m["relname"].(string)
+					catalog, _ := m["catalogname"].(string)
+					loc, _ := m["location"].(float64)
+					r.Start = int(loc)
+					_, r.Aliased = m["alias"]
+					if r.Schema != "" || catalog != "" || !ctes[r.Name] {
+						found = append(found, r)
+					}
+				case "TypeName", "typeName":
+					if parts := names(m["names"], false); rowType(parts) {
+						r := Relation{Type: true}
+						r.Schema, r.Name = relationName(parts)
+						loc, ok := m["location"].(float64)
 						r.Start = int(loc)
-						_, r.Aliased = m["alias"]
+						if !ok {
+							r.Start = -1
+						}
 						found = append(found, r)
 					}
 				}
-				visit(c)
+				visit(c, ctes)
 			}
 		case []any:
 			for _, c := range x {
-				visit(c)
+				visit(c, ctes)
 			}
 		}
 	}
-	visit(v)
+	visit(v, map[string]bool{})
 	scan, err := pg_query.Scan(sql)
 	if err != nil {
 		return nil, syntaxError(sql, err)
 	}
-	var out []Relation
+	out := make([]Relation, 0, len(found))
 	for _, r := range found {
-		if r.Schema == "" && ctes[r.Name] {
-			continue
-		}
 		// The name runs from its first token through "." name pairs.
 		toks := scan.Tokens
 		i := 0
@@ -91,6 +125,33 @@ func Relations(sql string) ([]Relation, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// withNames is the WITH query names in scope: those of outer and the first n of list.
+func withNames(outer map[string]bool, list []any, n int) map[string]bool {
+	in := make(map[string]bool, len(outer)+n)
+	for k := range outer {
+		in[k] = true
+	}
+	for _, c := range list[:n] {
+		if m, ok := c.(map[string]any)["CommonTableExpr"].(map[string]any); ok {
+			if name, ok := m["ctename"].(string); ok {
+				in[name] = true
+			}
+		}
+	}
+	return in
+}
+
+// relationName is a qualified name's relation and the schema before it ("" when bare).
+func relationName(parts []string) (schema, name string) {
+	switch len(parts) {
+	case 0:
+		return "", ""
+	case 1:
+		return "", parts[0]
+	}
+	return parts[len(parts)-2], parts[len(parts)-1]
 }
 
 // Splice replaces spans of sql; the spans must not overlap.

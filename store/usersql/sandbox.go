@@ -392,8 +392,9 @@ func (r *QueryResult) Objects() []map[string]any {
 	return out
 }
 
-// jsonValue is a database value as JSON: numerics as numbers, JSON as itself, dates as
-// YYYY-MM-DD, times in RFC 3339, text as strings.
+// jsonValue is a database value as the record API writes it in JSON: numerics as numbers,
+// JSON as itself, arrays as JSON arrays, dates as YYYY-MM-DD, times in RFC 3339 (UTC), text
+// as strings.
 func jsonValue(typ string, v any) any {
 	switch x := v.(type) {
 	case []byte:
@@ -403,6 +404,11 @@ func jsonValue(typ string, v any) any {
 		case "numeric":
 			if json.Valid(x) {
 				return json.Number(x)
+			}
+		}
+		if elem, ok := strings.CutPrefix(typ, "_"); ok && len(x) > 0 && x[0] == '{' {
+			if a, ok := arrayJSON(elem, x); ok {
+				return a
 			}
 		}
 		return string(x)

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -48,8 +49,11 @@ func Position(sql string, offset int) (line, col int) {
 	return line, col
 }
 
-// Check accepts sql (which may hold $n parameters) when it is one SELECT statement.
-func Check(sql string) error {
+// Check accepts sql (which may hold $n parameters) when it is one SELECT statement. A type
+// that is not built in can only be a relation's row type (rowType), which shows the
+// relation's columns: it is refused unless rowTypes holds it (schema and name as written,
+// the schema "" when bare), as the caller's mapping of the relations (Relations) allows it.
+func Check(sql string, rowTypes ...Relation) error {
 	// PostgreSQL refuses a query that is not UTF-8 as it arrives, while the parse tree's JSON
 	// would show the bad bytes as U+FFFD: the guard would judge another text than the one that
 	// runs (FuzzCheck found "SELECT \x98" accepted).
@@ -80,7 +84,7 @@ func Check(sql string) error {
 	if err := json.Unmarshal([]byte(tree), &v); err != nil {
 		return err
 	}
-	return walk(v)
+	return walk(v, rowTypes)
 }
 
 func statementName(kind string) string {
@@ -90,21 +94,21 @@ func statementName(kind string) string {
 
 // walk looks at every node of the parse tree: each node kind must be one a plain SELECT
 // may hold, and each function, operator, type, collation and sampling method it names must
-// be on the allow-lists (allow.go).
-func walk(v any) error {
+// be on the allow-lists (allow.go), or, for a row type, in rowTypes.
+func walk(v any, rowTypes []Relation) error {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, c := range x {
-			if err := checkNode(k, c); err != nil {
+			if err := checkNode(k, c, rowTypes); err != nil {
 				return err
 			}
-			if err := walk(c); err != nil {
+			if err := walk(c, rowTypes); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for _, c := range x {
-			if err := walk(c); err != nil {
+			if err := walk(c, rowTypes); err != nil {
 				return err
 			}
 		}
@@ -114,7 +118,7 @@ func walk(v any) error {
 
 // checkNode checks one key of the tree: a node kind (capitalised) with its fields, or a
 // field.
-func checkNode(k string, c any) error {
+func checkNode(k string, c any, rowTypes []Relation) error {
 	m, _ := c.(map[string]any)
 	switch k {
 	case "intoClause":
@@ -151,10 +155,21 @@ func checkNode(k string, c any) error {
 			return err
 		}
 	case "TypeName", "typeName": // a node, or a typed field (TypeCast, ColumnDef, JSON's RETURNING)
-		parts := names(m["names"], true)
-		name, ok := catalogName(parts)
-		if !ok || refusedTypes[name] {
-			return &ForbiddenError{"the type " + strings.Join(parts, ".") + " is not allowed: casts to catalog types (regclass, oid, ...) would read the catalogs"}
+		parts := names(m["names"], false)
+		if rowType(parts) {
+			schema, rel := relationName(parts)
+			if err := checkRelation(schema, rel); err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(rowTypes, func(r Relation) bool { return r.Schema == schema && r.Name == rel }) {
+				return &ForbiddenError{"the type " + strings.Join(parts, ".") + " is not allowed: user SQL may name the built-in types, " +
+					"and the row types of the datasets it may read"}
+			}
+			return nil
+		}
+		if name, _ := catalogName(parts); !types[name] {
+			return &ForbiddenError{"the type " + strings.Join(parts, ".") + " is not allowed: user SQL may name the built-in types; " +
+				"casts to catalog types (regclass, oid, ...) would read the catalogs"}
 		}
 	case "CollateClause", "collClause":
 		if _, ok := catalogName(names(m["collname"], false)); !ok {
@@ -170,7 +185,9 @@ func checkNode(k string, c any) error {
 			return &ForbiddenError{"CURRENT_USER, SESSION_USER, CURRENT_CATALOG and CURRENT_SCHEMA are not allowed"}
 		}
 	case "RangeVar":
-		return checkRelation(c)
+		schema, _ := m["schemaname"].(string)
+		rel, _ := m["relname"].(string)
+		return checkRelation(schema, rel)
 	}
 	if k == "" || k[0] < 'A' || k[0] > 'Z' || nodeKinds[k] {
 		return nil
@@ -215,12 +232,9 @@ func names(parts any, fold bool) []string {
 	return out
 }
 
-// checkRelation refuses the system catalogs: they would show other organizations' schemas
-// and tables.
-func checkRelation(node any) error {
-	m, _ := node.(map[string]any)
-	schema, _ := m["schemaname"].(string)
-	rel, _ := m["relname"].(string)
+// checkRelation refuses the system catalogs (as tables and as row types): they would show
+// other organizations' schemas and tables.
+func checkRelation(schema, rel string) error {
 	schema, rel = strings.ToLower(schema), strings.ToLower(rel)
 	if schema == "pg_catalog" || schema == "information_schema" || schema == "platform" || strings.HasPrefix(schema, "pg_") ||
 		(schema == "" && strings.HasPrefix(rel, "pg_")) {

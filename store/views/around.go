@@ -51,6 +51,16 @@ type dep struct {
 	Type    string `db:"type"`
 }
 
+// AroundDataset is Around for the one dataset d (its table changes as a schema change or an
+// import with add_columns changes it).
+func AroundDataset(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, now time.Time, ddl func() error) error {
+	s, err := DatasetSubject(d)
+	if err != nil {
+		return err
+	}
+	return Around(ctx, tx, now, []Subject{s}, ddl)
+}
+
 // Around runs ddl in tx, which changes or drops the subjects' relations: the views that read
 // them (directly or through other views) are dropped first, since PostgreSQL refuses to change
 // what a view reads, and recreated after it, in order, from their kept text. A view that no

@@ -145,9 +145,8 @@ func resolve(ref, field string, sources []queries.Source) (*member, error) {
 			m.order = append(m.order, c.Name)
 		}
 		if t.System() { // the system columns may be joined on and picked, not part of "every column"
-			for _, c := range []string{"id", "created_at", "updated_at"} {
-				m.cols[c] = true
-			}
+			m.cols["created_at"], m.cols["updated_at"] = true, true
+			m.cols["id"] = t.GeneratedID() || m.cols["id"]
 		}
 		return m, nil
 	}

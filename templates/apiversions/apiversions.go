@@ -249,6 +249,9 @@ type State struct {
 	SchemaVersion int
 	ReleasedAt    time.Time
 	Doc           *openapi3.T
+	// Notes are changes the description does not show (the records' key moved, a
+	// relationship went), listed with the compared ones and weighed the same way.
+	Notes []Change
 }
 
 // History numbers states (in schema-version order) from 1.0.0 and gives each its status at
@@ -265,6 +268,7 @@ func History(states []State, now time.Time) ([]Version, error) {
 			if err != nil {
 				return nil, err
 			}
+			changes = append(changes, s.Notes...)
 			ver.Level = Level(changes, changed)
 			if ver.Level == "" {
 				ver.Level = "patch" // a recorded change that changed nothing visible still releases

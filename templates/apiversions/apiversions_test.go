@@ -33,10 +33,10 @@ func TestHistory(t *testing.T) {
 	day := 24 * time.Hour
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	states := []State{
-		{1, t0, render(t, 1, name, email)},
-		{2, t0.Add(day), render(t, 2, name, email, phone)},
-		{3, t0.Add(2 * day), render(t, 3, name, emailRequired, phone)},
-		{4, t0.Add(3 * day), render(t, 4, name, emailRequired)},
+		{SchemaVersion: 1, ReleasedAt: t0, Doc: render(t, 1, name, email)},
+		{SchemaVersion: 2, ReleasedAt: t0.Add(day), Doc: render(t, 2, name, email, phone)},
+		{SchemaVersion: 3, ReleasedAt: t0.Add(2 * day), Doc: render(t, 3, name, emailRequired, phone)},
+		{SchemaVersion: 4, ReleasedAt: t0.Add(3 * day), Doc: render(t, 4, name, emailRequired)},
 	}
 	vs, err := History(states, t0.Add(4*day))
 	if err != nil {
@@ -84,7 +84,7 @@ func TestUniqueIsBreaking(t *testing.T) {
 	unique := email
 	unique.Constraints = &ingest.Constraints{Unique: true}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	vs, err := History([]State{{1, t0, render(t, 1, email)}, {2, t0.Add(time.Hour), render(t, 2, unique)}, {3, t0.Add(2 * time.Hour), render(t, 3, email)}}, t0.Add(3*time.Hour))
+	vs, err := History([]State{{SchemaVersion: 1, ReleasedAt: t0, Doc: render(t, 1, email)}, {SchemaVersion: 2, ReleasedAt: t0.Add(time.Hour), Doc: render(t, 2, unique)}, {SchemaVersion: 3, ReleasedAt: t0.Add(2 * time.Hour), Doc: render(t, 3, email)}}, t0.Add(3*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func connectedLinks(d *store.Dataset, served datasets.TableDef, tables []dataset
 				name = r.FromColumn + "_ref"
 			}
 			out = append(out, records.Link{Name: name, Dataset: d.ID, Table: r.ToTable, Column: r.FromColumn, Target: r.ToColumn,
-				Many: keyOf[r.ToTable] != r.ToColumn})
+				Many: keyOf[r.ToTable] != r.ToColumn, ToKey: keyOf[r.ToTable] == r.ToColumn})
 		}
 		if r.ToTable == served.Name {
 			out = append(out, records.Link{Name: r.FromTable, Dataset: d.ID, Table: r.FromTable, Column: r.ToColumn, Target: r.FromColumn, Many: true})
@@ -186,7 +186,7 @@ func (ds *Cache) Describe(ctx context.Context, d *store.Dataset, table string) (
 	}
 	for _, r := range rels {
 		if r.FromDataset == d.ID { // this.col → other.key: the one record it points at
-			l := records.Link{Name: strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id"), Dataset: r.ToDataset, Column: r.FromColumn, Target: r.ToColumn}
+			l := records.Link{Name: strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id"), Dataset: r.ToDataset, Column: r.FromColumn, Target: r.ToColumn, ToKey: r.ToKey}
 			if l.Name == "" || l.Name == r.FromColumn {
 				l.Name = r.FromColumn + "_ref"
 			}
@@ -252,11 +252,11 @@ func relKey(rels []store.Relationship) string {
 
 // SelfURL is a record's address; a connected database's table is named in it.
 func (d *Description) SelfURL(datasetID, key string) string {
-	self := records.Link{Dataset: datasetID}
+	self := records.Link{Dataset: datasetID, ToKey: true}
 	if d.Table.Foreign {
 		self.Table = d.Table.Name
 	}
-	return self.URL(key, true)
+	return self.URL(key)
 }
 
 // history renders the dataset's description at each of its schema versions (the columns
@@ -330,7 +330,8 @@ func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input
 		if err != nil {
 			return nil, nil, err
 		}
-		states[i] = apiversions.State{SchemaVersion: released[i].SchemaVersion, ReleasedAt: released[i].CreatedAt, Doc: doc}
+		states[i] = apiversions.State{SchemaVersion: released[i].SchemaVersion, ReleasedAt: released[i].CreatedAt, Doc: doc,
+			Notes: notes(released[i].Changes)}
 	}
 	versions, err := apiversions.History(states, ds.clock().UTC().Truncate(time.Microsecond))
 	if err != nil {
@@ -343,6 +344,51 @@ func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input
 		byVersion[v.Version] = x
 	}
 	return versions, byVersion, nil
+}
+
+// notes are what a schema change's operations do that a description of the columns does not
+// show: a new key (the records' addresses change) and relationships added or removed.
+func notes(changes string) []apiversions.Change {
+	var ops []struct {
+		Op         string `json:"op"`
+		Column     any    `json:"column"`
+		Reason     string `json:"reason"`
+		References *struct {
+			DatasetID string `json:"dataset_id"`
+			Column    string `json:"column"`
+		} `json:"references"`
+	}
+	if changes == "" || json.Unmarshal([]byte(changes), &ops) != nil {
+		return nil
+	}
+	var out []apiversions.Change
+	for _, o := range ops {
+		col, _ := o.Column.(string)
+		to := ""
+		if o.References != nil {
+			to = " to " + o.References.DatasetID
+			if o.References.Column != "" {
+				to += "." + o.References.Column
+			}
+		}
+		switch o.Op {
+		case "set_primary_key":
+			out = append(out, apiversions.Change{Level: "breaking", ID: "primary-key-changed", Path: "/api/v1/datasets/{dataset_id}/data/{id}",
+				Text: "records are keyed by " + col + ": their addresses (and links to them) change"})
+		case "mark_key":
+			out = append(out, apiversions.Change{Level: "info", ID: "primary-key-marked",
+				Text: col + " holds the file's own ids and is the records' key: a record may be created with one"})
+		case "add_relationship":
+			out = append(out, apiversions.Change{Level: "info", ID: "relationship-added", Text: "the relationship from " + col + to + " was declared"})
+		case "drop_relationship":
+			text := "the relationship from " + col + to + " was removed"
+			if o.Reason != "" {
+				text += ": " + o.Reason
+			}
+			out = append(out, apiversions.Change{Level: "warning", ID: "relationship-removed", Text: text})
+		}
+	}
+	return out
 }
 
 // Listed is x-api-versions: every version with its status and description URL.

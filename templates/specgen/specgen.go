@@ -197,7 +197,7 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 	v.Record, v.Create, v.Update, v.Patch = schemas(in)
 	t := records.NewTable(in.Table)
 	v.System, v.Writable, v.Key, v.DefaultSort = in.Table.System(), t.Writable(), t.Key(), t.DefaultSort()
-	if v.System {
+	if in.Table.GeneratedID() {
 		v.KeyIn = map[string]any{"type": "integer", "format": "int64", "minimum": 1}
 		v.KeyOut = map[string]any{"type": "integer", "format": "int64"}
 	} else if v.Key != "" {
@@ -235,6 +235,12 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 	return doc, j, err
 }
 
+// generatedKey reports whether c is an uploaded dataset's integer key, which a record created
+// without one gets from a sequence (after the file's largest).
+func generatedKey(c ingest.Column) bool {
+	return c.Key && (c.Type == ingest.Integer || c.Type == ingest.BigInt)
+}
+
 // column is the description of one column (SPEC.md "Generated schema rules").
 func column(c ingest.Column) map[string]any {
 	s := typeSchema(c.Type)
@@ -249,6 +255,9 @@ func column(c ingest.Column) map[string]any {
 	}
 	if c.Description != "" {
 		s["description"] = c.Description
+	}
+	if c.Key {
+		s["x-primary-key"] = true
 	}
 	if k := c.Constraints; k != nil {
 		if k.Unique {
@@ -339,10 +348,8 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 		} else {
 			props[c.Name] = column(c)
 		}
-		if !c.Nullable {
-			if c.DefaultValue() == nil && !c.Computed && c.DefaultExpression == "" {
-				createRequired = append(createRequired, c.Name)
-			}
+		if !c.Nullable && c.DefaultValue() == nil && !c.Computed && c.DefaultExpression == "" && !generatedKey(c) {
+			createRequired = append(createRequired, c.Name)
 		}
 	}
 	system := in.Table.System()
@@ -408,8 +415,10 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 	for k, v := range computed {
 		rp[k] = v
 	}
-	if system {
+	if in.Table.GeneratedID() {
 		rp["id"] = map[string]any{"type": "integer", "format": "int64", "readOnly": true}
+	}
+	if system {
 		rp["created_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
 		rp["updated_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
 		rp["version"] = map[string]any{"type": "integer", "readOnly": true, "description": "Optimistic-locking version; every write increments it."}
