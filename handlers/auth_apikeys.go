@@ -136,7 +136,7 @@ func (a *Auth) RotateApiKey(ctx context.Context, req api.RotateApiKeyRequestObje
 		grace = time.Duration(*req.Body.GracePeriodSeconds) * time.Second
 	}
 	now := a.Now()
-	var out api.RotateApiKeyResponse
+	var out api.ApiKeyRotation
 	err = a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		old, err := store.APIKeyForUpdate(ctx, tx, p.UserID, req.KeyId)
 		if errors.Is(err, store.ErrNotFound) {
@@ -164,7 +164,7 @@ func (a *Auth) RotateApiKey(ctx context.Context, req api.RotateApiKeyRequestObje
 		if old.ExpiresAt != nil && old.ExpiresAt.Before(end) {
 			end = *old.ExpiresAt
 		}
-		out = api.RotateApiKeyResponse{Id: nk.ID, OldKeyId: old.ID, OldKey: old.KeyPreview, NewKey: secret,
+		out = api.ApiKeyRotation{Id: nk.ID, OldKeyId: old.ID, OldKey: old.KeyPreview, NewKey: secret,
 			KeyPreview: nk.KeyPreview, GracePeriodEnds: end}
 		return a.audit(ctx, tx, p.TokenOrg, "api_key.rotate", "api_key", old.ID, old.Name,
 			map[string]any{"new_key_id": nk.ID, "grace_period_ends": end})

@@ -113,6 +113,22 @@ func oneRecordEverywhere(t *testing.T, e *env, name, file, table, content string
 
 	// List and single read: the same bytes, fields in the table's order, _links last.
 	base := "/api/v1/datasets/" + id + "/data"
+
+	// The change stream: a record created with these values is announced with them.
+	stream, stop := e.openStream(base+"/stream", own)
+	body := map[string]json.RawMessage{}
+	for _, w := range want {
+		body[w.name] = json.RawMessage(w.json)
+	}
+	e.do("POST", base, body, own).status(201)
+	ev := next(t, stream, true)
+	stop()
+	var announced map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(ev.raw), &announced); err != nil || ev.name != "record.created" {
+		t.Fatalf("stream event %s: %s %v", ev.name, ev.raw, err)
+	}
+	check(t, "stream", announced)
+	e.do("DELETE", base+"/"+string(announced["id"])+"?soft=false", nil, own).status(200)
 	list := e.do("GET", base, nil, own).status(200)
 	listed := firstRecord(t, list.Body)
 	rec, order := objectOf(t, listed)
@@ -132,15 +148,17 @@ func oneRecordEverywhere(t *testing.T, e *env, name, file, table, content string
 		t.Errorf("single read differs from the list:\n%s\n%s", one.Body, listed)
 	}
 
-	// fields= answers in the order asked, on both paths, with the same bytes.
+	// fields= answers in the order asked, on both paths, with the same bytes; the key comes
+	// first, always.
 	asked := []string{"zip", "amount", "meta", "day", "active"}
 	q := "?fields=" + strings.Join(asked, ",")
+	answered := append(append([]string{"id"}, asked...), "_links")
 	narrowList := firstRecord(t, e.do("GET", base+q, nil, own).status(200).Body)
-	if _, order := objectOf(t, narrowList); !reflect.DeepEqual(order, append(asked, "_links")) {
+	if _, order := objectOf(t, narrowList); !reflect.DeepEqual(order, answered) {
 		t.Errorf("list with fields: %v, want %v", order, asked)
 	}
 	narrowOne := e.do("GET", base+"/"+recID+q, nil, own).status(200).Body
-	if _, order := objectOf(t, narrowOne); !reflect.DeepEqual(order, append(asked, "_links")) {
+	if _, order := objectOf(t, narrowOne); !reflect.DeepEqual(order, answered) {
 		t.Errorf("single read with fields: %v, want %v", order, asked)
 	}
 	if !bytes.Equal(narrowList, narrowOne) {

@@ -18,6 +18,7 @@ import (
 type sseEvent struct {
 	id, name string
 	data     map[string]any
+	raw      string // data as sent
 }
 
 // openStream connects to a change stream and delivers its events (and heartbeats, as name
@@ -57,6 +58,7 @@ func (e *env) openStreamAt(base, path string, hs ...header) (<-chan sseEvent, fu
 				ev.name = line[7:]
 			case strings.HasPrefix(line, "data: "):
 				json.Unmarshal([]byte(line[6:]), &ev.data)
+				ev.raw = line[6:]
 			case line == "" && ev.name != "":
 				ch <- ev
 				ev = sseEvent{}

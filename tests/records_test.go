@@ -636,9 +636,10 @@ func TestUnknownQueryParameters(t *testing.T) {
 	e.do("GET", "/api/v1/organizations?page=1&limit=5", nil, own).status(200)
 }
 
-// TestFieldsAreExact: fields returns exactly the fields it names, required ones included only
-// when named, on lists, reads and writes (X-Return-Fields); exclude leaves out any field; and
-// every such answer matches the published description.
+// TestFieldsAreExact: fields returns the fields it names and the record's key (which names
+// the record, as JSON:API keeps id), required ones included only when named, on lists, reads
+// and writes (X-Return-Fields); exclude leaves out any field but the key; and every such answer
+// matches the published description, which requires the key.
 func TestFieldsAreExact(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -662,13 +663,13 @@ func TestFieldsAreExact(t *testing.T) {
 		r          *resp
 		path, want string
 	}{
-		{e.do("GET", base+"?fields=name,status", nil, own).status(200), "data.0", "_links,name,status"},
-		{e.do("GET", base+"?fields=email", nil, own).status(200), "data.0", "_links,email"},
-		{e.do("GET", base+"?exclude=id,created_at,updated_at,version,tags,phone", nil, own).status(200), "data.0", "_links,address,email,metadata,name,score,src_id,status"},
-		{e.do("GET", base+"?fields=name,email&exclude=email", nil, own).status(200), "data.0", "_links,name"},
-		{e.do("GET", base+"/1?fields=phone", nil, own).status(200), "", "_links,phone"},
+		{e.do("GET", base+"?fields=name,status", nil, own).status(200), "data.0", "_links,id,name,status"},
+		{e.do("GET", base+"?fields=email", nil, own).status(200), "data.0", "_links,email,id"},
+		{e.do("GET", base+"?exclude=created_at,updated_at,version,tags,phone", nil, own).status(200), "data.0", "_links,address,email,id,metadata,name,score,src_id,status"},
+		{e.do("GET", base+"?fields=name,email&exclude=email", nil, own).status(200), "data.0", "_links,id,name"},
+		{e.do("GET", base+"/1?fields=phone", nil, own).status(200), "", "_links,id,phone"},
 		{e.do("POST", base, map[string]any{"name": "Bo", "email": "bo@example.com"}, own, header{"X-Return-Fields": "id"}).status(201), "", "_links,id"},
-		{e.do("PATCH", base+"/1", map[string]any{"status": "inactive"}, own, header{"X-Return-Fields": "status,version"}).status(200), "", "_links,status,version"},
+		{e.do("PATCH", base+"/1", map[string]any{"status": "inactive"}, own, header{"X-Return-Fields": "status,version"}).status(200), "", "_links,id,status,version"},
 	} {
 		if got := keys(tc.r, tc.path); got != tc.want {
 			t.Errorf("%s: fields %s, want %s", tc.r.req, got, tc.want)
@@ -678,5 +679,6 @@ func TestFieldsAreExact(t *testing.T) {
 		t.Errorf("narrowed read: %s", r.Body)
 	}
 	e.do("GET", base+"?fields=name&exclude=name", nil, own).apiError(400, "VALIDATION_ERROR", "query.exclude", "nothing_selected")
+	e.do("GET", base+"?exclude=id", nil, own).apiError(400, "VALIDATION_ERROR", "query.exclude", "key_required")
 	e.do("GET", base+"?fields=name,nope", nil, own).apiError(400, "VALIDATION_ERROR", "query.fields", "unknown_field")
 }

@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/base64"
 	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,50 @@ func TestWebhookRegistration(t *testing.T) {
 	for _, a := range []string{"webhook.create", "webhook.update", "webhook.rotate_secret", "webhook.delete"} {
 		if e.countAuditRows(e.orgID, a) == 0 {
 			t.Fatalf("no audit row %s", a)
+		}
+	}
+}
+
+// TestWebhookURLCheckedAfterAccess: the endpoint's address is looked up only for a caller who
+// manages the organization, so no one else learns what a name resolves to (404 to outsiders
+// and for a made-up organization, 403 to members without organizations:manage, whatever the
+// url); and no answer says what a name resolved to, or which resolver was asked.
+func TestWebhookURLCheckedAfterAccess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	base := "/api/v1/organizations/" + e.orgID + "/webhooks"
+	id := e.do("POST", base, map[string]any{"url": "https://1.1.1.1/hook", "events": []string{"*"}}, own).status(201).str("id")
+	other := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Other"}, own).status(201).str("id")
+	_, outsider := e.member(other, "admin")
+	_, dev := e.member(e.orgID, "developer")
+	internal := []string{"http://localhost:9/hook", "https://localhost/hook", "http://nothing-here.invalid/", "https://10.0.0.1/"}
+	for _, u := range internal {
+		body := map[string]any{"url": u, "events": []string{"*"}}
+		e.do("POST", base, body, bearer(outsider)).apiError(404, "NOT_FOUND")
+		e.do("POST", "/api/v1/organizations/org_madeup/webhooks", body, bearer(outsider)).apiError(404, "NOT_FOUND")
+		e.do("POST", "/api/v1/organizations/org_madeup/webhooks", body, own).apiError(404, "NOT_FOUND")
+		e.do("POST", base, body, bearer(dev)).authError(403, "PERMISSION_DENIED")
+		e.do("PATCH", base+"/"+id, map[string]any{"url": u}, bearer(outsider)).apiError(404, "NOT_FOUND")
+		e.do("PATCH", "/api/v1/organizations/org_madeup/webhooks/"+id, map[string]any{"url": u}, own).apiError(404, "NOT_FOUND")
+		e.do("PATCH", base+"/"+id, map[string]any{"url": u}, bearer(dev)).authError(403, "PERMISSION_DENIED")
+		e.do("PATCH", base+"/wh_nothere", map[string]any{"url": u}, own).apiError(404, "NOT_FOUND")
+	}
+	// A manager hears that the address is refused, never where the name led.
+	leak := regexp.MustCompile(`\d+\.\d+\.\d+\.\d+|::1|lookup| on `)
+	for _, tc := range []struct{ url, code string }{
+		{"http://localhost:9/hook", "refused_address"},
+		{"https://localhost/hook", "refused_address"},
+		{"https://nothing-here.invalid/", "unresolvable"},
+	} {
+		for _, r := range []*resp{
+			e.do("POST", base, map[string]any{"url": tc.url, "events": []string{"*"}}, own),
+			e.do("PATCH", base+"/"+id, map[string]any{"url": tc.url}, own),
+		} {
+			r.apiError(400, "VALIDATION_ERROR", "body.url", tc.code)
+			if m := r.str("error.message") + r.str("error.details.0.message"); leak.MatchString(m) {
+				t.Fatalf("%s: the answer tells where the name led: %s", tc.url, r.Body)
+			}
 		}
 	}
 }

@@ -2456,6 +2456,22 @@ type ApiKey struct {
 // ApiKeyStatus defines model for ApiKey.Status.
 type ApiKeyStatus string
 
+// ApiKeyRotation The answer of rotateApiKey (not named RotateApiKeyResponse, the type oapi-codegen gives the operation's answer).
+type ApiKeyRotation struct {
+	GracePeriodEnds time.Time `json:"grace_period_ends"`
+
+	// Id Identifier of the new key.
+	Id         string `json:"id"`
+	KeyPreview string `json:"key_preview"`
+
+	// NewKey The new secret, shown only once.
+	NewKey string `json:"new_key"`
+
+	// OldKey Masked form of the old key.
+	OldKey   string `json:"old_key"`
+	OldKeyId string `json:"old_key_id"`
+}
+
 // ApiKeyWithSecret defines model for ApiKeyWithSecret.
 type ApiKeyWithSecret struct {
 	CreatedAt   time.Time  `json:"created_at"`
@@ -3991,22 +4007,6 @@ type RelationshipOrigin string
 
 // RelationshipType defines model for Relationship.Type.
 type RelationshipType string
-
-// RotateApiKeyResponse defines model for RotateApiKeyResponse.
-type RotateApiKeyResponse struct {
-	GracePeriodEnds time.Time `json:"grace_period_ends"`
-
-	// Id Identifier of the new key.
-	Id         string `json:"id"`
-	KeyPreview string `json:"key_preview"`
-
-	// NewKey The new secret, shown only once.
-	NewKey string `json:"new_key"`
-
-	// OldKey Masked form of the old key.
-	OldKey   string `json:"old_key"`
-	OldKeyId string `json:"old_key_id"`
-}
 
 // SavedQuery defines model for SavedQuery.
 type SavedQuery struct {
@@ -10493,7 +10493,7 @@ type RotateApiKey200ResponseHeaders struct {
 }
 
 type RotateApiKey200JSONResponse struct {
-	Body    RotateApiKeyResponse
+	Body    ApiKeyRotation
 	Headers RotateApiKey200ResponseHeaders
 }
 

@@ -2,6 +2,7 @@ package records
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/store/changes"
+	"dataplatform/store/ingest"
 	recsql "dataplatform/store/records"
 
 	"github.com/labstack/echo/v4"
@@ -36,7 +38,7 @@ const streamPoll = 2 * time.Second
 // after it, for filters.
 func eventOf(t *recsql.Table, ch changes.Change) (name string, payload any, record map[string]any) {
 	if ch.Record != nil {
-		_ = json.Unmarshal(*ch.Record, &record)
+		record = asRead(t, *ch.Record)
 	}
 	switch ch.Op {
 	case "created":
@@ -44,7 +46,7 @@ func eventOf(t *recsql.Table, ch changes.Change) (name string, payload any, reco
 	case "updated":
 		var c map[string]any
 		if ch.Changes != nil {
-			_ = json.Unmarshal(*ch.Changes, &c)
+			c = asRead(t, *ch.Changes)
 		}
 		return "record.updated", map[string]any{"id": t.KeyValue(ch.RecordID), "changes": c, "updated_at": record["updated_at"]}, record
 	case "imported": // an upsert or replace of a file: one event with its counts, not one per record
@@ -58,12 +60,39 @@ func eventOf(t *recsql.Table, ch changes.Change) (name string, payload any, reco
 	return "record.deleted", map[string]any{"id": t.KeyValue(ch.RecordID), "deleted_at": ch.ChangedAt.UTC().Format(time.RFC3339Nano)}, nil
 }
 
+// asRead is a record (or some of its fields) from the change log as a read gives its values:
+// numbers as stored (4412.80, large integers whole) and timestamps in UTC with a Z, whatever
+// time zone the writing session had.
+func asRead(t *recsql.Table, raw json.RawMessage) map[string]any {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&m) != nil {
+		return nil
+	}
+	for k, v := range m {
+		if s, ok := v.(string); ok && t.Column(k).Type == ingest.Timestamptz {
+			if at, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				m[k] = at.UTC().Format(time.RFC3339Nano)
+			}
+		}
+	}
+	return m
+}
+
 // matches applies a stream's equality filters to a record; deletions (no record) always pass.
 func matches(record map[string]any, filters map[string]string) bool {
 	if record == nil {
 		return true
 	}
 	for k, v := range filters {
+		if n, ok := record[k].(json.Number); ok { // 10.50 is 10.5
+			a, aerr := strconv.ParseFloat(string(n), 64)
+			b, berr := strconv.ParseFloat(v, 64)
+			if aerr == nil && berr == nil && a == b {
+				continue
+			}
+		}
 		if fmt.Sprint(record[k]) != v {
 			return false
 		}

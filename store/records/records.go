@@ -141,8 +141,10 @@ func (t *Table) Fields() []string {
 	return out
 }
 
-// Select picks fields: all of them, or exactly those of fields (comma-separated, in that
-// order), minus exclude. Nothing is added back: a narrowed record has only what was asked.
+// Select picks fields: all of them, or those of fields (comma-separated, in that order),
+// minus exclude. The key names the record and is always there (first when not asked for, as
+// JSON:API keeps id in sparse fieldsets); nothing else is added back, and excluding the key is
+// refused.
 func (t *Table) Select(fields, exclude string) ([]string, error) {
 	out := t.Fields()
 	if strings.TrimSpace(fields) != "" {
@@ -168,6 +170,14 @@ func (t *Table) Select(fields, exclude string) ([]string, error) {
 		if len(out) == 0 {
 			return nil, &FieldError{"query.exclude", "nothing_selected", "exclude leaves no field to return"}
 		}
+	}
+	if t.key != "" && !slices.Contains(out, t.key) {
+		for _, f := range strings.Split(exclude, ",") {
+			if strings.TrimSpace(f) == t.key {
+				return nil, &FieldError{"query.exclude", "key_required", t.key + " names the record and is in every answer: it cannot be excluded"}
+			}
+		}
+		out = append([]string{t.key}, out...)
 	}
 	return out, nil
 }

@@ -482,17 +482,22 @@ func TestListRefused(t *testing.T) {
 	}
 	_, err := f.tbl.Select("name,nope", "")
 	fieldError(t, err, "query.fields", "unknown_field")
-	// A narrowed selection is exactly what was asked, in that order, each field once.
+	// A narrowed selection is what was asked, in that order, each field once, after the key.
 	sel, err := f.tbl.Select("email, name,email", "")
-	if err != nil || !slices.Equal(sel, []string{"email", "name"}) {
+	if err != nil || !slices.Equal(sel, []string{"id", "email", "name"}) {
 		t.Fatalf("select email,name: %v %v", sel, err)
 	}
+	if sel, err = f.tbl.Select("name,id", ""); err != nil || !slices.Equal(sel, []string{"name", "id"}) {
+		t.Fatalf("select name,id: %v %v", sel, err)
+	}
+	_, err = f.tbl.Select("", "id,name")
+	fieldError(t, err, "query.exclude", "key_required")
 	sel, err = f.tbl.Select("", "tags,meta,name")
 	if err != nil || slices.Contains(sel, "tags") || slices.Contains(sel, "meta") || slices.Contains(sel, "name") || !slices.Contains(sel, "id") {
 		t.Fatalf("exclude: %v %v", sel, err)
 	}
 	sel, err = f.tbl.Select("name,email", "name")
-	if err != nil || !slices.Equal(sel, []string{"email"}) {
+	if err != nil || !slices.Equal(sel, []string{"id", "email"}) {
 		t.Fatalf("fields minus exclude: %v %v", sel, err)
 	}
 	_, err = f.tbl.Select("name", "name")

@@ -445,9 +445,15 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 		rp["_embedded"] = map[string]any{"type": "object", "readOnly": true, "properties": emb,
 			"description": "Related records asked for with include or expand."}
 	}
-	// No field is required: fields, exclude and X-Return-Fields narrow an answer to exactly the
-	// fields asked for. _links (not a field) is always there.
-	record = map[string]any{"type": "object", "properties": rp, "required": []string{"_links"},
-		"description": "A record. Every field is present unless `fields`, `exclude` or `X-Return-Fields` narrowed the answer to the fields asked for; `_links` always is."}
+	// fields, exclude and X-Return-Fields narrow an answer to the fields asked for; the key
+	// (which names the record) and _links are always there.
+	required := []string{"_links"}
+	desc := "A record. Every field is present unless `fields`, `exclude` or `X-Return-Fields` narrowed the answer to the fields asked for; `_links` always is."
+	if k := records.NewTable(in.Table).Key(); k != "" {
+		required = []string{k, "_links"}
+		desc = "A record. Every field is present unless `fields`, `exclude` or `X-Return-Fields` narrowed the answer to the fields asked for; its key `" +
+			k + "` and `_links` always are (the key cannot be excluded)."
+	}
+	record = map[string]any{"type": "object", "properties": rp, "required": required, "description": desc}
 	return record, create, update, patch
 }
