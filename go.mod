@@ -14,12 +14,14 @@ require (
 	github.com/pganalyze/pg_query_go/v6 v6.2.5
 	github.com/pquerna/otp v1.5.0
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
+	github.com/trustelem/zxcvbn v1.0.1
 	github.com/xuri/excelize/v2 v2.11.1
 )
 
 require (
 	github.com/TwiN/go-color v1.4.1 // indirect
 	github.com/boombuler/barcode v1.0.1-0.20190219062509-6c824513bacc // indirect
+	github.com/dlclark/regexp2 v1.11.4 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.2.0 // indirect
 	github.com/tidwall/pretty v1.2.2 // indirect

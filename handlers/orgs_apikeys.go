@@ -22,20 +22,20 @@ import (
 const orgKeysPerDay = 10
 
 // orgKeyManager checks that the caller manages the organization's API keys
-// (organizations:manage); minting and revoking also need a signed-in user, not a key, so that
-// a leaked key cannot make more.
-func (o *Orgs) orgKeyManager(ctx context.Context, q sqlx.QueryerContext, orgID string, mint bool) (*auth.Principal, error) {
+// (organizations:manage); minting, re-assigning and revoking also need a signed-in user, not
+// a key, so that a leaked key cannot make more or vouch for itself.
+func (o *Orgs) orgKeyManager(ctx context.Context, q sqlx.QueryerContext, orgID string, mint bool) (*auth.Principal, auth.Access, error) {
 	p, acc, err := o.access(ctx, q, orgID)
 	if err != nil {
-		return nil, err
+		return nil, acc, err
 	}
-	if err := acc.Need("organizations:manage"); err != nil {
-		return nil, err
+	if err := acc.Need(auth.OrgKeyOwnerPermission); err != nil {
+		return nil, acc, err
 	}
 	if mint && p.KeyID != "" {
-		return nil, apierr.Forbidden("organization API keys are managed with a signed-in user's token, not with an API key")
+		return nil, acc, apierr.Forbidden("organization API keys are managed with a signed-in user's token, not with an API key")
 	}
-	return p, nil
+	return p, acc, nil
 }
 
 // orgKeyPermissions normalizes the permissions asked for: SPEC.md's dotted examples are the
@@ -66,7 +66,9 @@ func keyRole(perms []string) string {
 	return "admin"
 }
 
-func orgKeyOut(k *store.APIKey, now time.Time) api.OrganizationApiKey {
+// orgKeyOut is k as the API shows it: expired past its expiry, else suspended while the
+// member it belongs to may not own keys (authentication refuses it then).
+func orgKeyOut(k *store.OrgAPIKey, now time.Time) api.OrganizationApiKey {
 	perms := make([]api.Permission, len(k.Permissions))
 	for i, p := range k.Permissions {
 		perms[i] = api.Permission(p)
@@ -74,13 +76,15 @@ func orgKeyOut(k *store.APIKey, now time.Time) api.OrganizationApiKey {
 	status := api.OrganizationApiKeyStatusActive
 	if k.ExpiresAt != nil && !now.Before(*k.ExpiresAt) {
 		status = api.OrganizationApiKeyStatusExpired
+	} else if !auth.OrgKeyOwnerMay(k.OwnerRole) {
+		status = api.OrganizationApiKeyStatusSuspended
 	}
 	return api.OrganizationApiKey{Id: k.ID, Name: k.Name, Description: k.Description, KeyPreview: k.KeyPreview, Permissions: perms,
 		Status: status, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, LastUsedAt: k.LastUsedAt, CreatedBy: k.CreatedBy}
 }
 
 func (o *Orgs) ListOrganizationApiKeys(ctx context.Context, req api.ListOrganizationApiKeysRequestObject) (api.ListOrganizationApiKeysResponseObject, error) {
-	if _, err := o.orgKeyManager(ctx, o.Store.DB, req.OrganizationId, false); err != nil {
+	if _, _, err := o.orgKeyManager(ctx, o.Store.DB, req.OrganizationId, false); err != nil {
 		return nil, err
 	}
 	pg, limit, offset := page(req.Params.Page, req.Params.Limit)
@@ -108,12 +112,13 @@ func (o *Orgs) CreateOrganizationApiKey(ctx context.Context, req api.CreateOrgan
 	k := &store.APIKey{ID: store.NewID("key"), UserID: store.NewID("usr"), Name: b.Name, Description: b.Description,
 		KeyHash: auth.HashSecret(secret), KeyPreview: auth.KeyPreview(secret), Permissions: perms, ExpiresAt: b.ExpiresAt,
 		CreatedAt: now, OrgID: &orgID}
+	var ownerRole string
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		p, err := o.orgKeyManager(ctx, tx, orgID, true)
+		p, acc, err := o.orgKeyManager(ctx, tx, orgID, true)
 		if err != nil {
 			return err
 		}
-		k.CreatedBy = &p.UserID
+		k.CreatedBy, ownerRole = &p.UserID, acc.Role
 		if err := store.LockOrganization(ctx, tx, orgID); err != nil {
 			return err
 		}
@@ -141,7 +146,7 @@ func (o *Orgs) CreateOrganizationApiKey(ctx context.Context, req api.CreateOrgan
 	if err != nil {
 		return nil, err
 	}
-	out := orgKeyOut(k, now)
+	out := orgKeyOut(&store.OrgAPIKey{APIKey: *k, OwnerRole: ownerRole}, now)
 	return api.CreateOrganizationApiKey201JSONResponse{Body: api.OrganizationApiKeyWithSecret{Id: out.Id, Name: out.Name,
 		Description: out.Description, KeyPreview: out.KeyPreview, Permissions: out.Permissions,
 		Status: api.OrganizationApiKeyWithSecretStatus(out.Status), CreatedAt: out.CreatedAt, ExpiresAt: out.ExpiresAt,
@@ -151,7 +156,7 @@ func (o *Orgs) CreateOrganizationApiKey(ctx context.Context, req api.CreateOrgan
 
 func (o *Orgs) RevokeOrganizationApiKey(ctx context.Context, req api.RevokeOrganizationApiKeyRequestObject) (api.RevokeOrganizationApiKeyResponseObject, error) {
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := o.orgKeyManager(ctx, tx, req.OrganizationId, true); err != nil {
+		if _, _, err := o.orgKeyManager(ctx, tx, req.OrganizationId, true); err != nil {
 			return err
 		}
 		k, err := store.RevokeOrgAPIKey(ctx, tx, req.OrganizationId, req.KeyId, o.Now())
@@ -166,4 +171,39 @@ func (o *Orgs) RevokeOrganizationApiKey(ctx context.Context, req api.RevokeOrgan
 		return nil, err
 	}
 	return api.RevokeOrganizationApiKey204Response{}, nil
+}
+
+// AssignOrganizationApiKey makes the caller, a signed-in admin or owner, the member the key
+// belongs to: a key suspended because its owner left or lost the role works again.
+func (o *Orgs) AssignOrganizationApiKey(ctx context.Context, req api.AssignOrganizationApiKeyRequestObject) (api.AssignOrganizationApiKeyResponseObject, error) {
+	var out api.OrganizationApiKey
+	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		p, acc, err := o.orgKeyManager(ctx, tx, req.OrganizationId, true)
+		if err != nil {
+			return err
+		}
+		before, err := store.OrgAPIKeyForUpdate(ctx, tx, req.OrganizationId, req.KeyId)
+		if errors.Is(err, store.ErrNotFound) {
+			return apierr.NotFound("api key", req.KeyId)
+		} else if err != nil {
+			return err
+		}
+		// The new owner answers for all the key does: their role must allow it.
+		for _, perm := range before.Permissions {
+			if err := acc.Need(perm); err != nil {
+				return err
+			}
+		}
+		k, err := store.AssignOrgAPIKey(ctx, tx, req.OrganizationId, req.KeyId, p.UserID)
+		if err != nil {
+			return err
+		}
+		out = orgKeyOut(k, o.Now())
+		return o.audit(ctx, tx, req.OrganizationId, "organization.api_key_assign", "api_key", k.ID, k.Name,
+			map[string]any{"previous_owner": before.CreatedBy, "previous_owner_role": before.OwnerRole, "owner": p.UserID})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return api.AssignOrganizationApiKey200JSONResponse(out), nil
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 
 	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/handlers/auth"
@@ -24,6 +25,8 @@ func (h *Handlers) Bootstrap(ctx context.Context) error {
 		}
 		if password == "" {
 			password, generated = auth.NewOpaqueToken()[:20], true
+		} else if _, why := auth.WeakPassword(password, email, "Administrator"); why != "" {
+			return errors.New("DP_ADMIN_PASSWORD: " + why)
 		}
 		hash, err := h.Passwords.Hash(password)
 		if err != nil {

@@ -444,6 +444,9 @@ func (o *Orgs) newAccount(ctx context.Context, tx *sqlx.Tx, u *store.User, b *ap
 	if b.Password == nil {
 		return nil, apierr.Field("body.password", "required", "password is required to create your account")
 	}
+	if code, why := auth.WeakPassword(*b.Password, u.Email, u.Name, *b.Name); code != "" {
+		return nil, apierr.Field("body.password", code, why)
+	}
 	hash, err := o.Passwords.Hash(*b.Password)
 	if err != nil {
 		return nil, apierr.Field("body.password", "maxLength", "the password must be at most 72 bytes")

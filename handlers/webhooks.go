@@ -32,7 +32,9 @@ const secretGrace = 24 * time.Hour
 
 // checkWebhookURL checks an endpoint's address: absolute http(s) without credentials, https
 // unless every address of the host is in DP_WEBHOOK_NETWORKS, and no address outside the
-// public internet and DP_WEBHOOK_NETWORKS. Deliveries check the address dialled again.
+// public internet and DP_WEBHOOK_NETWORKS. Deliveries check the address dialled again. It
+// resolves the host, so call it only once the caller is known to manage the organization,
+// and its errors never say what the name resolved to or which resolver answered.
 func (h *Handlers) checkWebhookURL(ctx context.Context, raw string) error {
 	bad := func(code, msg string) error { return apierr.Field("body.url", code, msg) }
 	u, err := url.Parse(raw)
@@ -56,7 +58,8 @@ func (h *Handlers) checkWebhookURL(ctx context.Context, raw string) error {
 	configured := extdb.Networks(h.Config.WebhookNetworks)
 	for _, a := range addrs {
 		if !configured.Allows(a) {
-			return bad("refused_address", "the host "+host+" is at "+a.Unmap().String()+", which is neither a public address nor in DP_WEBHOOK_NETWORKS")
+			// Never where the name led: the answer would map the internal network.
+			return bad("refused_address", "the host "+host+" is not allowed: webhooks reach public addresses, and DP_WEBHOOK_NETWORKS only")
 		}
 		inConfigured := slices.ContainsFunc(h.Config.WebhookNetworks, func(p netip.Prefix) bool { return p.Contains(a.Unmap()) })
 		if u.Scheme == "http" && !inConfigured {
@@ -162,7 +165,13 @@ func (h *Webhooks) CreateWebhook(ctx context.Context, req api.CreateWebhookReque
 	if b.ProjectIds != nil {
 		w.ProjectIDs = strs(*b.ProjectIds)
 	}
-	if err := h.checkWebhookURL(ctx, w.URL); err != nil { // resolves the host: not in a transaction
+	// Who may ask comes first: the address check resolves the host, and its answer is for the
+	// organization's managers only. It resolves outside the transaction; the transaction checks
+	// access again.
+	if _, err := h.webhookManager(ctx, h.Store.DB, req.OrganizationId); err != nil {
+		return nil, err
+	}
+	if err := h.checkWebhookURL(ctx, w.URL); err != nil {
 		return nil, err
 	}
 	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
@@ -209,6 +218,10 @@ func (h *Webhooks) GetWebhook(ctx context.Context, req api.GetWebhookRequestObje
 func (h *Webhooks) UpdateWebhook(ctx context.Context, req api.UpdateWebhookRequestObject) (api.UpdateWebhookResponseObject, error) {
 	b := req.Body
 	if b.Url != nil {
+		// As on creation: access first (a manager, and the webhook exists), then the address.
+		if _, err := h.webhook(ctx, h.Store.DB, req.OrganizationId, req.WebhookId, false); err != nil {
+			return nil, err
+		}
 		if err := h.checkWebhookURL(ctx, strings.TrimSpace(*b.Url)); err != nil {
 			return nil, err
 		}

@@ -54,13 +54,25 @@ type APIKeyOwner struct {
 	UserID      string         `db:"user_id"`
 	Email       string         `db:"email"`
 	Permissions pq.StringArray `db:"permissions"`
-	Service     bool           `db:"service"` // an organization's key
+	Service     bool           `db:"service"`         // an organization's key
+	OrgID       *string        `db:"organization_id"` // an organization's key: its organization
+	// OwnerRole is, for an organization's key, the role of the member it belongs to
+	// (created_by) in the key's organization: empty when they are not an active member with
+	// an active account (removed, disabled, deleted).
+	OwnerRole string `db:"owner_role"`
 }
+
+// orgKeyOwnerRole is the SQL of APIKeyOwner.OwnerRole for the key k: one primary-key
+// lookup of a membership and of a user.
+const orgKeyOwnerRole = `COALESCE((SELECT m.role FROM platform.memberships m JOIN platform.users o ON o.id = m.user_id
+		WHERE m.organization_id = k.organization_id AND m.user_id = k.created_by AND m.status = 'active' AND NOT m.service
+		  AND o.status = 'active'), '')`
 
 // APIKeyByHash finds a live key (not revoked, not expired at now) of an active user. It runs
 // on every request made with a key, so it is a prepared statement.
 func (s *Store) APIKeyByHash(ctx context.Context, hash []byte, now time.Time) (*APIKeyOwner, error) {
-	st, err := s.prepared(ctx, `SELECT k.id, k.user_id, u.email, k.permissions, k.organization_id IS NOT NULL AS service
+	st, err := s.prepared(ctx, `SELECT k.id, k.user_id, u.email, k.permissions, k.organization_id IS NOT NULL AS service,
+		k.organization_id, `+orgKeyOwnerRole+` AS owner_role
 		FROM platform.api_keys k JOIN platform.users u ON u.id = k.user_id
 		WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $2)
 		  AND u.status = 'active'`)
@@ -83,6 +95,18 @@ func CallerLive(ctx context.Context, q sqlx.QueryerContext, userID, keyID, sessi
 		AND ($4 = '' OR EXISTS (SELECT 1 FROM platform.browser_sessions s WHERE s.id = $4 AND s.user_id = u.id AND s.revoked_at IS NULL
 			AND s.expires_at > $3)))`, userID, keyID, now, sessionID)
 	return ok, err
+}
+
+// OrgKeyOwnerRole is the organization of an organization's key id and APIKeyOwner.OwnerRole
+// (what a long-lived stream opened with the key re-checks).
+func OrgKeyOwnerRole(ctx context.Context, q sqlx.QueryerContext, id string) (orgID, role string, err error) {
+	var r struct {
+		OrgID string `db:"organization_id"`
+		Role  string `db:"owner_role"`
+	}
+	err = sqlx.GetContext(ctx, q, &r, `SELECT k.organization_id, `+orgKeyOwnerRole+` AS owner_role
+		FROM platform.api_keys k WHERE k.id = $1 AND k.organization_id IS NOT NULL`, id)
+	return r.OrgID, r.Role, notFound(err)
 }
 
 // TouchAPIKey records a use of the key.

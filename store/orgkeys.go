@@ -34,16 +34,44 @@ func OrgKeysCreatedSince(ctx context.Context, q sqlx.QueryerContext, orgID strin
 	return r.N, r.First, err
 }
 
+// OrgAPIKey is an organization's key with the current role of the member it belongs to.
+type OrgAPIKey struct {
+	APIKey
+	OwnerRole string `db:"owner_role"` // as APIKeyOwner.OwnerRole
+}
+
+// orgKeyCols are apiKeyCols of the table aliased k, with the owner's role.
+const orgKeyCols = `k.id, k.user_id, k.name, k.description, k.key_hash, k.key_preview, k.permissions, k.expires_at, k.revoked_at,
+	k.rotated_to, k.last_used_at, k.created_at, k.organization_id, k.created_by, ` + orgKeyOwnerRole + ` AS owner_role`
+
 // ListOrgAPIKeys pages through an organization's keys that are not revoked, newest first.
-func ListOrgAPIKeys(ctx context.Context, q sqlx.ExtContext, orgID string, limit, offset int) ([]APIKey, int, error) {
+func ListOrgAPIKeys(ctx context.Context, q sqlx.ExtContext, orgID string, limit, offset int) ([]OrgAPIKey, int, error) {
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.api_keys WHERE organization_id = $1 AND revoked_at IS NULL`, orgID); err != nil {
 		return nil, 0, err
 	}
-	out := []APIKey{}
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+apiKeyCols+` FROM platform.api_keys WHERE organization_id = $1 AND revoked_at IS NULL
-		ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, orgID, limit, offset)
+	out := []OrgAPIKey{}
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+orgKeyCols+` FROM platform.api_keys k WHERE k.organization_id = $1 AND k.revoked_at IS NULL
+		ORDER BY k.created_at DESC, k.id LIMIT $2 OFFSET $3`, orgID, limit, offset)
 	return out, total, err
+}
+
+// OrgAPIKeyForUpdate locks an organization's key that is not revoked; ErrNotFound when the
+// organization has none such.
+func OrgAPIKeyForUpdate(ctx context.Context, tx *sqlx.Tx, orgID, id string) (*OrgAPIKey, error) {
+	var k OrgAPIKey
+	err := sqlx.GetContext(ctx, tx, &k, `SELECT `+orgKeyCols+` FROM platform.api_keys k
+		WHERE k.organization_id = $1 AND k.id = $2 AND k.revoked_at IS NULL FOR UPDATE OF k`, orgID, id)
+	return &k, notFound(err)
+}
+
+// AssignOrgAPIKey makes userID the member an organization's key belongs to (created_by) and
+// returns the key as it is then.
+func AssignOrgAPIKey(ctx context.Context, tx *sqlx.Tx, orgID, id, userID string) (*OrgAPIKey, error) {
+	var k OrgAPIKey
+	err := sqlx.GetContext(ctx, tx, &k, `UPDATE platform.api_keys k SET created_by = $3
+		WHERE k.organization_id = $1 AND k.id = $2 RETURNING `+orgKeyCols, orgID, id, userID)
+	return &k, notFound(err)
 }
 
 // RevokeOrgAPIKey revokes an organization's key and disables its service account;

@@ -236,7 +236,7 @@ func TestEmailClaimByMailboxOwner(t *testing.T) {
 
 	// The CEO reads the invitation in their mailbox and accepts it.
 	tok := sink.last(t, victim, mailedInvitation)
-	acc := e.do("POST", "/api/v1/invitations/"+tok+"/accept", map[string]any{"name": "Real CEO", "password": "ceo-password"}).status(200)
+	acc := e.do("POST", "/api/v1/invitations/"+tok+"/accept", map[string]any{"name": "Real CEO", "password": "ceo-kettle-orbit-42"}).status(200)
 	if acc.str("user.organization_id") != e.orgID || acc.str("user.roles.0") != "admin" {
 		t.Fatalf("accept: %s", acc.Body)
 	}
@@ -244,7 +244,7 @@ func TestEmailClaimByMailboxOwner(t *testing.T) {
 	if me.get("email_verified") != true || me.len("organizations") != 1 || me.str("email") != victim {
 		t.Fatalf("the CEO's account: %s", me.Body)
 	}
-	e.login(victim, "ceo-password", e.orgID)
+	e.login(victim, "ceo-kettle-orbit-42", e.orgID)
 	// The attacker's account lost the address and is disabled.
 	e.do("GET", "/api/v1/auth/me", nil, bearer(p.Token("attacker-sub", p.ClientID, time.Hour))).authError(401, "AUTH_REQUIRED")
 	e.do("GET", "/api/v1/organizations/"+e.orgID, nil, attBearer).authError(401, "AUTH_REQUIRED")
@@ -423,7 +423,7 @@ func TestTokenAnswersNotCached(t *testing.T) {
 	k := noStore(e.do("POST", "/api/v1/api-keys", map[string]any{"name": "k", "permissions": []string{"datasets:list"}}, bearer(e.ownerToken)).status(201))
 	noStore(e.do("POST", "/api/v1/api-keys/"+k.str("id")+"/rotate", map[string]any{}, bearer(e.ownerToken)).status(200))
 	inv := e.do("POST", "/api/v1/organizations/"+e.orgID+"/invitations", map[string]any{"email": "cache@example.com"}, bearer(e.ownerToken)).status(201)
-	noStore(e.do("POST", "/api/v1/invitations/"+e.invitationToken(inv)+"/accept", map[string]any{"name": "C", "password": "long-enough"}).status(200))
+	noStore(e.do("POST", "/api/v1/invitations/"+e.invitationToken(inv)+"/accept", map[string]any{"name": "C", "password": "quiet harbor lantern"}).status(200))
 
 	p := oidctest.Start(t)
 	o := newEnv(t, withProvider(p))

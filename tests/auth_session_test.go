@@ -280,7 +280,7 @@ func TestBrowserSessionRevokedWithCredentials(t *testing.T) {
 
 	org := e.do("POST", "/api/v1/organizations", map[string]any{"name": "Second"}, bearer(e.ownerToken)).status(201).str("id")
 	inv := e.do("POST", "/api/v1/organizations/"+org+"/invitations", map[string]any{"email": email, "role": "viewer"}, bearer(e.ownerToken)).status(201)
-	e.do("POST", "/api/v1/invitations/"+e.invitationToken(inv)+"/accept", map[string]any{"name": "Owner of the mailbox", "password": "new-password"}).status(200)
+	e.do("POST", "/api/v1/invitations/"+e.invitationToken(inv)+"/accept", map[string]any{"name": "Owner of the mailbox", "password": "mailbox-kettle-orbit-42"}).status(200)
 
 	e.do("GET", "/api/v1/auth/session", nil, cookie).authError(401, "AUTH_REQUIRED")
 	if n := e.countRows(`SELECT count(*) FROM platform.browser_sessions WHERE revoked_at IS NULL`); n != 0 {

@@ -976,3 +976,35 @@ func TestDashboardNothingToShow(t *testing.T) {
 		t.Fatalf("a dashboard was made: %s", l.Body)
 	}
 }
+
+// TestDashboardMalformedIDs: a malformed dashboard or version id names no dashboard: every
+// operation that takes one answers 404 not_found, as for an id that does not exist (a 400
+// would be an answer the description does not declare for some of them), under both
+// prefixes.
+func TestDashboardMalformedIDs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	ops := 0
+	for path, item := range doc.Paths.Map() {
+		if !strings.Contains(path, "{dashboard_id}") {
+			continue
+		}
+		for method, op := range item.Operations() {
+			ops++
+			if op.Responses.Status(404) == nil {
+				t.Errorf("%s %s: no 404 declared", method, path)
+			}
+			for _, ids := range [][2]string{{"not-a-dashboard", "dshv_x1"}, {"DSH_UPPER", "dshv_x1"}, {"dsh_nothere", "not-a-version"}, {"dsh_nothere", "dsh_wrongkind"}} {
+				if ids[1] != "dshv_x1" && !strings.Contains(path, "{version_id}") {
+					continue
+				}
+				p := strings.NewReplacer("{dashboard_id}", ids[0], "{version_id}", ids[1], "{tile_path}", "rows.0.items.0").Replace(path)
+				e.do(method, p, nil, own).dashError(404, "not_found")
+			}
+		}
+	}
+	if ops < 20 {
+		t.Fatalf("only %d operations take a dashboard id", ops)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -391,5 +392,33 @@ func TestConnectionNetworks(t *testing.T) {
 	e.do("POST", base+"database", map[string]any{"name": "Shop", "connection": conn(host)}, own).apiError(400, "CONNECTION_FAILED")
 	if r := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets", nil, own).status(200); r.num("pagination.total") != 0 {
 		t.Fatalf("a refused connection left a dataset: %s", r.Body)
+	}
+}
+
+// TestConnectionErrorsKeepTheServerNetwork: a failed connection says what is wrong with the
+// host the caller gave (it does not resolve; its address is not allowed), never which
+// resolver the server asked or what a name resolved to.
+func TestConnectionErrorsKeepTheServerNetwork(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *config.Config) { c.ConnectionNetworks = nil })
+	own := bearer(e.ownerToken)
+	base := "/api/v1/projects/" + e.projectID + "/datasets/"
+	leak := regexp.MustCompile(`\d+\.\d+\.\d+\.\d+|::1|lookup| on |:53\b`)
+	for _, tc := range []struct{ typ, host, says string }{
+		{"postgresql", "0x7f000001", "does not resolve"},
+		{"mysql", "0x7f000001", "does not resolve"},
+		{"postgresql", "nothing-here.invalid", "does not resolve"},
+		{"postgresql", "localhost", "refused address"},
+		{"mysql", "localhost", "refused address"},
+	} {
+		conn := map[string]any{"type": tc.typ, "host": tc.host, "database": "shop", "username": "u", "password": "p", "ssl_mode": "disable"}
+		r := e.do("POST", base+"database/test", map[string]any{"connection": conn}, own).status(200)
+		if m := r.str("message"); r.get("success") != false || !strings.Contains(m, tc.says) || leak.MatchString(m) {
+			t.Fatalf("%s at %s: %s", tc.typ, tc.host, r.Body)
+		}
+		c := e.do("POST", base+"database", map[string]any{"name": "Shop", "connection": conn}, own).apiError(400, "CONNECTION_FAILED")
+		if m := c.str("error.message") + " " + c.str("error.details.reason"); !strings.Contains(m, tc.says) || leak.MatchString(m) {
+			t.Fatalf("%s at %s: %s", tc.typ, tc.host, c.Body)
+		}
 	}
 }

@@ -177,7 +177,14 @@ func (e *env) waitJobEnd(id string) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	e.t.Fatalf("job %s did not end", id)
+	// What the database was doing, for the failure's reader.
+	var activity []struct {
+		State, Wait, Query string
+	}
+	e.st.DB.Select(&activity, `SELECT coalesce(state, '') AS state, coalesce(wait_event_type || ':' || wait_event, '') AS wait, left(query, 160) AS query
+		FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'`)
+	j := e.do("GET", "/api/v1/jobs/"+id, nil, bearer(e.ownerToken))
+	e.t.Fatalf("job %s did not end: %s\n%+v", id, j.Body, activity)
 	return ""
 }
 
@@ -464,8 +471,9 @@ func TestImportFailures(t *testing.T) {
 	}
 }
 
-// TestImportWhileRunning: while an import waits for the table (a writer holds it here), the
-// dataset is processing: its records are read as they were, writes and a second import are 409.
+// TestImportWhileRunning: while an import waits for the table (a writer holds it here, as an
+// index build would), the dataset is processing: its records are read as they were, writes
+// and a second import are 409.
 func TestImportWhileRunning(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.RateLimits = "default=100000-M" })
@@ -482,10 +490,10 @@ func TestImportWhileRunning(t *testing.T) {
 	r := e.importInto(e.ownerToken, id, "r.csv", "station_id,name,elevation_m,active,installed\nNZAA,Auckland,7,true,1928-01-01\n",
 		map[string]any{"mode": "replace"}).status(202)
 	jobID := r.str("job_id")
-	e.eventually(func() bool { // the import has staged the file and waits for the table
-		var waiting bool
-		e.st.DB.Get(&waiting, `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = $1 AND NOT l.granted)`, id)
-		return waiting
+	e.eventually(func() bool { // the import waits for the table
+		var msg string
+		e.st.DB.Get(&msg, `SELECT coalesce(progress->>'message', '') FROM platform.jobs WHERE id = $1`, jobID)
+		return strings.HasPrefix(msg, "waiting for the dataset's table")
 	})
 	d := e.do("GET", "/api/v1/projects/"+e.projectID+"/datasets/"+id, nil, own).status(200)
 	if d.str("status") != "processing" || d.str("job_id") != jobID {
@@ -649,6 +657,22 @@ func TestImportLarge(t *testing.T) {
 	if n := e.countRows(`SELECT count(*) FROM ` + table); n != len(want) {
 		t.Fatalf("%d rows in the table, want %d", n, len(want))
 	}
+	// The same file again changes nothing: the table is left as it is.
+	oid := e.countRows(`SELECT '` + table + `'::regclass::oid::int`)
+	e.imported(id, "replace.csv", replace, map[string]any{"mode": "replace"})
+	got = check(want)
+	if ev := next(t, stream, true); ev.name != "dataset.imported" || ev.data["unchanged"] != float64(n) || ev.data["updated"] != float64(0) || ev.data["deleted"] != float64(0) {
+		t.Fatalf("replace with the same file: %+v", ev)
+	}
+	if e.countRows(`SELECT '`+table+`'::regclass::oid::int`) != oid || got["S00000"].Version != 3 {
+		t.Fatalf("the same file rebuilt the table (version of S00000: %d)", got["S00000"].Version)
+	}
+	// ... unless a row is there twice, which fails it however equal to its record.
+	dup := replace + replace[strings.IndexByte(replace, '\n')+1:][:strings.IndexByte(replace[strings.IndexByte(replace, '\n')+1:], '\n')+1]
+	if d := e.imported(id, "dup.csv", dup, map[string]any{"mode": "upsert"}); !strings.Contains(fmt.Sprint(d.get("error")), fmt.Sprintf("data row %d, column station_id", n+1)) {
+		t.Fatalf("a key twice: %s", d.Body)
+	}
+	check(want)
 	high := 0
 	for _, w := range want {
 		if w["elevation_m"].(float64) >= 400 {

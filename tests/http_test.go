@@ -395,7 +395,7 @@ func TestHTTPErrorDocs(t *testing.T) {
 		e.docResolves(r)
 	}
 	e.clock.Advance(25 * time.Hour)
-	e.docResolves(e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "S", "password": "long-enough"}).apiError(410, "INVITATION_EXPIRED"))
+	e.docResolves(e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "S", "password": "quiet harbor lantern"}).apiError(410, "INVITATION_EXPIRED"))
 	e.clock.Advance(-25 * time.Hour)
 }
 
@@ -523,7 +523,7 @@ func TestHTTPRateLimitLoginPerAddress(t *testing.T) {
 	// Every public operation shares the address's window.
 	e.do("POST", "/api/v1/auth/refresh", map[string]any{"refresh_token": r.str("refresh_token")}).apiError(429, "RATE_LIMIT_EXCEEDED")
 	e.do("GET", "/api/v1/invitations/"+strings.Repeat("c", 43), nil).apiError(429, "RATE_LIMIT_EXCEEDED")
-	e.do("POST", "/api/v1/invitations/"+strings.Repeat("c", 43)+"/accept", map[string]any{"name": "N", "password": "long-enough"}).apiError(429, "RATE_LIMIT_EXCEEDED")
+	e.do("POST", "/api/v1/invitations/"+strings.Repeat("c", 43)+"/accept", map[string]any{"name": "N", "password": "quiet harbor lantern"}).apiError(429, "RATE_LIMIT_EXCEEDED")
 	// Signed-in requests are counted per principal, in their own category.
 	if r := e.do("GET", "/api/v1/projects/"+e.projectID, nil, bearer(e.ownerToken)).status(200); r.Header.Get("X-RateLimit-Limit") != "1000" {
 		t.Fatalf("default category: %v", r.Header)
@@ -589,4 +589,81 @@ func TestMetricsNeedToken(t *testing.T) {
 	if m := e.do("GET", "/metrics", nil, bearer("s3cret-metrics")).status(200); !strings.Contains(string(m.Body), "dataplatform_http_requests_total") {
 		t.Fatalf("metrics: %.300s", m.Body)
 	}
+}
+
+// TestHTTPMalformedQuery: a query string Go's parser would silently drop part of (a pair with
+// a semicolon, a broken percent-escape) is refused with 400 naming the parameter, on the
+// static API and on every dataset's record API, instead of answering as if the parameter had
+// not been sent (every row, for a filter).
+func TestHTTPMalformedQuery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Cities", "c.csv", "id,city\n1,Boston\n2,Bos;ton\n3,Austin\n")
+	e.waitDataset(e.ownerToken, id)
+	data := "/api/v1/datasets/" + id + "/data"
+	for _, tc := range []struct{ path, field string }{
+		{data + "?filter[city][eq]=Bos;ton", "query.filter[city][eq]"},
+		{data + "?limit=2&filter[city][eq]=Bos;ton", "query.filter[city][eq]"},
+		{data + "?filter[city][eq]=Bos%zzton", "query.filter[city][eq]"},
+		{data + "?sort=city;limit=1", "query.sort"},
+		{"/api/v1/organizations/" + e.orgID + "/projects?page=1;limit=1", "query.page"},
+		{"/api/v1/auth/me?x=1;y=2", "query.x"},
+	} {
+		r := e.do("GET", tc.path, nil, own).apiError(400, "VALIDATION_ERROR", tc.field, "malformed")
+		if !strings.Contains(r.str("error.message"), strings.TrimPrefix(tc.field, "query.")) {
+			t.Fatalf("%s: the message does not name the parameter: %s", tc.path, r.Body)
+		}
+	}
+	// Dashboard routes answer in their own shape.
+	if r := e.do("GET", "/api/v1/dashboards?query=a;b", nil, own).status(400); r.get("error") != "validation_error" {
+		t.Fatalf("dashboards: %s", r.Body)
+	}
+	// Escaped, the semicolon is a value like any other.
+	if l := e.do("GET", data+"?filter[city][eq]=Bos%3Bton", nil, own).status(200); l.len("data") != 1 || l.str("data.0.city") != "Bos;ton" {
+		t.Fatalf("escaped semicolon: %s", l.Body)
+	}
+	if l := e.do("GET", data+"?filter[city][eq]=Boston", nil, own).status(200); l.len("data") != 1 {
+		t.Fatalf("plain filter: %s", l.Body)
+	}
+}
+
+// TestHTTPErrorShapesDescribed: the description says which of the three error shapes each
+// answer has (the info description names them and where each applies), and every error
+// response of every operation declares the shape the error handler writes there.
+func TestHTTPErrorShapesDescribed(t *testing.T) {
+	t.Parallel()
+	for _, words := range []string{"ErrorEnvelope", "AuthError", "DashboardError", "Dashboards tag", "401 and 403 included"} {
+		if !strings.Contains(strings.Join(strings.Fields(doc.Info.Description), " "), words) {
+			t.Errorf("the description's info does not say %q:\n%s", words, doc.Info.Description)
+		}
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			dashboard := strings.Contains(path, "/dashboard") // the error handler's rule
+			if !strings.HasPrefix(path, "/v1/api/") && dashboard != slices.Contains(op.Tags, "Dashboards") {
+				t.Errorf("%s %s: the Dashboards tag and the /dashboard path disagree", method, path)
+			}
+			for status, r := range op.Responses.Map() {
+				code, _ := strconv.Atoi(status)
+				mt := r.Value.Content.Get("application/json")
+				if code < 400 || mt == nil || method+" "+path+" "+status == "GET /readyz 503" { // not ready: the health report, not an error
+					continue
+				}
+				want := "ErrorEnvelope"
+				switch {
+				case dashboard:
+					want = "DashboardError"
+				case code == 401 || code == 403:
+					want = "AuthError"
+				}
+				if !strings.HasSuffix(mt.Schema.Ref, "/"+want) {
+					t.Errorf("%s %s %s: schema %q, the handler writes %s", method, path, status, mt.Schema.Ref, want)
+				}
+			}
+		}
+	}
+	e := newEnv(t)
+	e.do("GET", "/api/v1/dashboards", nil).dashError(401, "auth_required")
+	e.do("GET", "/v1/api/dashboards/dsh_nothere", nil, bearer(e.ownerToken)).dashError(404, "not_found")
 }

@@ -122,21 +122,21 @@ func TestInvitationAcceptNewPerson(t *testing.T) {
 	}
 	// Someone else's guess is not an invitation.
 	e.do("GET", "/api/v1/invitations/"+strings.Repeat("a", 43), nil).apiError(404, "INVITATION_NOT_FOUND")
-	e.do("POST", "/api/v1/invitations/"+strings.Repeat("a", 43)+"/accept", map[string]any{"name": "x", "password": "long-enough"}).apiError(404, "INVITATION_NOT_FOUND")
+	e.do("POST", "/api/v1/invitations/"+strings.Repeat("a", 43)+"/accept", map[string]any{"name": "x", "password": "quiet harbor lantern"}).apiError(404, "INVITATION_NOT_FOUND")
 
 	accept := "/api/v1/invitations/" + tok + "/accept"
 	for _, tc := range []struct{ name, body, field, code string }{
-		{"name missing", `{"password":"long-enough"}`, "body.name", "required"},
+		{"name missing", `{"password":"quiet harbor lantern"}`, "body.name", "required"},
 		{"password missing", `{"name":"N"}`, "body.password", "required"},
 		{"password short", `{"name":"N","password":"short"}`, "body.password", "minLength"},
-		{"empty name", `{"name":"","password":"long-enough"}`, "body.name", "minLength"},
-		{"unknown field", `{"name":"N","password":"long-enough","role":"owner"}`, "body.role", "unknown_field"},
+		{"empty name", `{"name":"","password":"quiet harbor lantern"}`, "body.name", "minLength"},
+		{"unknown field", `{"name":"N","password":"quiet harbor lantern","role":"owner"}`, "body.role", "unknown_field"},
 	} {
 		e.subtest(t, tc.name, func(t *testing.T) {
 			e.do("POST", accept, tc.body).apiError(400, "VALIDATION_ERROR", tc.field, tc.code)
 		})
 	}
-	acc := e.do("POST", accept, map[string]any{"name": "New Person", "password": "long-enough"}).status(200)
+	acc := e.do("POST", accept, map[string]any{"name": "New Person", "password": "quiet harbor lantern"}).status(200)
 	if acc.str("user.organization_id") != e.orgID || acc.str("user.roles.0") != "analyst" || acc.str("user.email") != "new@example.com" ||
 		acc.str("user.name") != "New Person" || acc.str("user.id") != inv.str("user_id") || acc.str("token_type") != "Bearer" || acc.str("refresh_token") == "" {
 		t.Fatalf("accept: %s", acc.Body)
@@ -145,12 +145,12 @@ func TestInvitationAcceptNewPerson(t *testing.T) {
 	if g := e.do("GET", "/api/v1/organizations/"+e.orgID, nil, bearer(acc.str("access_token"))).status(200); g.str("user_role") != "analyst" {
 		t.Fatalf("new member's view: %s", g.Body)
 	}
-	e.login("new@example.com", "long-enough", "")
+	e.login("new@example.com", "quiet harbor lantern", "")
 	if l := e.do("GET", "/api/v1/organizations/"+e.orgID+"/users?search=new@", nil, own).status(200); l.str("users.0.status") != "active" || l.get("users.0.joined_at") == nil {
 		t.Fatalf("after accepting: %s", l.Body)
 	}
 	// An invitation is used once.
-	e.do("POST", accept, map[string]any{"name": "x", "password": "long-enough"}).apiError(404, "INVITATION_NOT_FOUND")
+	e.do("POST", accept, map[string]any{"name": "x", "password": "quiet harbor lantern"}).apiError(404, "INVITATION_NOT_FOUND")
 	e.do("GET", "/api/v1/invitations/"+tok, nil).apiError(404, "INVITATION_NOT_FOUND")
 
 	// Audit and outbox: the invitation by the owner, the join by the new member.
@@ -246,7 +246,7 @@ func TestInvitationReplaceAndExpiry(t *testing.T) {
 	}
 	// The first token is withdrawn; the user is listed once with the new role.
 	e.do("GET", "/api/v1/invitations/"+invTokenOf(first), nil).apiError(404, "INVITATION_NOT_FOUND")
-	e.do("POST", "/api/v1/invitations/"+invTokenOf(first)+"/accept", map[string]any{"name": "L", "password": "long-enough"}).apiError(404, "INVITATION_NOT_FOUND")
+	e.do("POST", "/api/v1/invitations/"+invTokenOf(first)+"/accept", map[string]any{"name": "L", "password": "quiet harbor lantern"}).apiError(404, "INVITATION_NOT_FOUND")
 	if l := e.do("GET", "/api/v1/organizations/"+e.orgID+"/users?status=invited", nil, own).status(200); l.num("pagination.total") != 1 || l.str("users.0.role") != "developer" {
 		t.Fatalf("invited list: %s", l.Body)
 	}
@@ -255,10 +255,10 @@ func TestInvitationReplaceAndExpiry(t *testing.T) {
 	e.clock.Advance(48*time.Hour - time.Second)
 	e.do("GET", "/api/v1/invitations/"+invTokenOf(again), nil).status(200)
 	e.clock.Advance(2 * time.Second)
-	e.do("POST", "/api/v1/invitations/"+invTokenOf(again)+"/accept", map[string]any{"name": "L", "password": "long-enough"}).apiError(410, "INVITATION_EXPIRED")
+	e.do("POST", "/api/v1/invitations/"+invTokenOf(again)+"/accept", map[string]any{"name": "L", "password": "quiet harbor lantern"}).apiError(410, "INVITATION_EXPIRED")
 	e.clock.Advance(-48 * time.Hour)
 	// Still acceptable before it expires; the accepted role is the last invitation's.
-	acc := e.do("POST", "/api/v1/invitations/"+invTokenOf(again)+"/accept", map[string]any{"name": "L", "password": "long-enough"}).status(200)
+	acc := e.do("POST", "/api/v1/invitations/"+invTokenOf(again)+"/accept", map[string]any{"name": "L", "password": "quiet harbor lantern"}).status(200)
 	if acc.str("user.roles.0") != "developer" {
 		t.Fatalf("accepted role: %s", acc.Body)
 	}
@@ -353,7 +353,7 @@ func TestInvitationWithdrawn(t *testing.T) {
 	inv := e.do("POST", "/api/v1/organizations/"+e.orgID+"/invitations", map[string]any{"email": "gone@example.com"}, own).status(201)
 	e.do("DELETE", "/api/v1/organizations/"+e.orgID+"/users/"+inv.str("user_id"), nil, own).status(204)
 	e.do("GET", "/api/v1/invitations/"+invTokenOf(inv), nil).apiError(404, "INVITATION_NOT_FOUND")
-	e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "G", "password": "long-enough"}).apiError(404, "INVITATION_NOT_FOUND")
+	e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "G", "password": "quiet harbor lantern"}).apiError(404, "INVITATION_NOT_FOUND")
 	var n int
 	if err := e.st.DB.Get(&n, `SELECT count(*) FROM platform.users WHERE email = 'gone@example.com'`); err != nil || n != 0 {
 		t.Fatalf("placeholder account kept (%d, %v)", n, err)
@@ -451,7 +451,7 @@ func TestMemberRoleChangeOfInvitedUser(t *testing.T) {
 	if info := e.do("GET", "/api/v1/invitations/"+invTokenOf(inv), nil).status(200); info.str("role") != "viewer" {
 		t.Fatalf("invitation after the role change: %s", info.Body)
 	}
-	acc := e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "P", "password": "long-enough"}).status(200)
+	acc := e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "P", "password": "quiet harbor lantern"}).status(200)
 	if acc.str("user.roles.0") != "viewer" {
 		t.Fatalf("accepted with role %s, want viewer", acc.str("user.roles.0"))
 	}
@@ -536,10 +536,43 @@ func TestInvitationPasswordLengthAsDescribed(t *testing.T) {
 	own := bearer(e.ownerToken)
 	op := doc.Paths.Find("/api/v1/invitations/{token}/accept").Post
 	max := int(*op.RequestBody.Value.Content.Get("application/json").Schema.Value.Properties["password"].Value.MaxLength)
+	strong := "Tq7!vR2#kettle orbit lantern quartz meadow violet harbor pepper cobalt sierra"
 	for _, n := range slices.Compact([]int{8, 72, max}) {
 		inv := e.do("POST", "/api/v1/organizations/"+e.orgID+"/invitations", map[string]any{"email": fmt.Sprintf("pw%d@example.com", n)}, own).status(201)
-		r := e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "P", "password": strings.Repeat("p", n)})
+		r := e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "P", "password": strong[:n]})
 		r.status(200)
-		e.login(fmt.Sprintf("pw%d@example.com", n), strings.Repeat("p", n), "")
+		e.login(fmt.Sprintf("pw%d@example.com", n), strong[:n], "")
+	}
+}
+
+// TestInvitationPasswordRule: a new password is refused when it is one of the most commonly
+// used, made of the account's own email or name, or easy to guess by zxcvbn's estimate: 400
+// on body.password saying why, and nothing changes; the rule is in the description.
+func TestInvitationPasswordRule(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	inv := e.do("POST", "/api/v1/organizations/"+e.orgID+"/invitations", map[string]any{"email": "kim.lee@example.com", "name": "Kim Lee"}, own).status(201)
+	accept := "/api/v1/invitations/" + invTokenOf(inv) + "/accept"
+	for _, tc := range []struct{ pw, code, says string }{
+		{"password", "common_password", "most commonly used"},
+		{"12345678", "common_password", "most commonly used"},
+		{"iloveyou", "common_password", "most commonly used"},
+		{"kim.lee@example.com", "weak_password", "email address or name"},
+		{"Password1!", "weak_password", "too easy to guess"},
+		{"KimLee2024", "weak_password", "email address or name"},
+		{"qwertyuiop[]", "weak_password", "keyboard"},
+	} {
+		r := e.do("POST", accept, map[string]any{"name": "Kim Lee", "password": tc.pw}).apiError(400, "VALIDATION_ERROR", "body.password", tc.code)
+		if !strings.Contains(r.str("error.message"), tc.says) || !strings.Contains(r.str("error.message"), "body.password") {
+			t.Fatalf("%q: %s", tc.pw, r.Body)
+		}
+	}
+	e.do("GET", "/api/v1/invitations/"+invTokenOf(inv), nil).status(200) // still pending
+	e.do("POST", accept, map[string]any{"name": "Kim Lee", "password": "kettle orbit lantern"}).status(200)
+	e.login("kim.lee@example.com", "kettle orbit lantern", "")
+	schema := doc.Paths.Find("/api/v1/invitations/{token}/accept").Post.RequestBody.Value.Content.Get("application/json").Schema.Value
+	if d := schema.Properties["password"].Value.Description; !strings.Contains(d, "commonly used") || !strings.Contains(d, "weak_password") {
+		t.Fatalf("the description does not give the rule: %q", d)
 	}
 }

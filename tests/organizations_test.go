@@ -1,11 +1,19 @@
 package tests
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"dataplatform/cmd/dataplatform/config"
+	"dataplatform/handlers/server"
+	"dataplatform/store"
+	"dataplatform/store/pgtest"
 )
 
 func TestOrgListPaginationAndRoleFilter(t *testing.T) {
@@ -634,5 +642,41 @@ func TestOrgDeleteTransferMovesData(t *testing.T) {
 	q := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"type": "sql", "query": "SELECT count(*) AS n FROM people"}, own).status(200)
 	if rows(q) != "2" {
 		t.Fatalf("SQL under the receiving organization's role: %s", q.Body)
+	}
+}
+
+// TestBootstrapRefusesWeakAdminPassword: the first owner's password (DP_ADMIN_PASSWORD) follows
+// the rule of every new password: a commonly used one stops the first start, saying why, and
+// creates no one; a strong one goes.
+func TestBootstrapRefusesWeakAdminPassword(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	start := func(password string) error {
+		cfg := config.Defaults()
+		cfg.BaseURL, cfg.BcryptCost, cfg.DataDir = baseURL, 4, t.TempDir()
+		cfg.AdminEmail, cfg.AdminPassword = "first@example.com", password
+		srv, err := server.New(ctx, server.Deps{Config: cfg, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: time.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		return srv.H.Bootstrap(ctx)
+	}
+	for _, pw := range []string{"password", "12345678", "first@example.com", "Password1!"} {
+		if err := start(pw); err == nil || !strings.HasPrefix(err.Error(), "DP_ADMIN_PASSWORD: ") || !strings.Contains(err.Error(), "choose") {
+			t.Fatalf("%q: %v", pw, err)
+		}
+	}
+	var n int
+	if err := st.DB.Get(&n, `SELECT count(*) FROM platform.users`); err != nil || n != 0 {
+		t.Fatalf("users after refused starts: %d (%v)", n, err)
+	}
+	if err := start("first-owner kettle orbit"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,13 +1,14 @@
 package tests
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestOrganizationApiKeys: an organization key acts as the organization with exactly its
-// permissions, on that organization only; it outlives the member who made it, is no seat
-// and no listed user, is audited as the key, is exempt from the two-factor requirement,
+// permissions, on that organization only; it stops with the admin role of the member who made
+// it (TestOrganizationApiKeyOwner), is no seat and no listed user, is audited as the key, is exempt from the two-factor requirement,
 // and stops at once when revoked or expired. Only managers with a signed-in token mint keys,
 // 10 a day.
 func TestOrganizationApiKeys(t *testing.T) {
@@ -59,7 +60,8 @@ func TestOrganizationApiKeys(t *testing.T) {
 	priv := e.do("POST", "/api/v1/organizations/"+org+"/projects", map[string]any{"name": "Private", "visibility": "private"}, own).status(201).str("id")
 	e.do("GET", "/api/v1/projects/"+priv, nil, k).status(200)
 
-	// Not a person: no seat, not listed; it outlives the member who made it.
+	// Not a person: no seat, not listed; it belongs to the member who made it, and is
+	// suspended when they leave until an admin re-assigns it.
 	if u := e.do("GET", "/api/v1/organizations/"+org, nil, own).status(200); u.num("user_count") != usersBefore+2 {
 		t.Fatalf("user_count counts the key: %s", u.Body)
 	}
@@ -69,6 +71,8 @@ func TestOrganizationApiKeys(t *testing.T) {
 		}
 	}
 	e.do("DELETE", "/api/v1/organizations/"+org+"/users/"+e.userIDOf(mgrEmail), nil, own).status(204)
+	e.do("GET", "/api/v1/projects/"+e.projectID, nil, k).authError(401, "API_KEY_OWNER_ACCESS_LOST")
+	e.do("POST", keys+"/"+keyID+"/assign", nil, own).status(200)
 	e.do("GET", "/api/v1/projects/"+e.projectID, nil, k).status(200)
 
 	// A writing key's changes are audited with the key as actor.
@@ -145,4 +149,146 @@ func TestOrganizationApiKeys(t *testing.T) {
 	}
 	e.clock.Advance(23 * time.Hour)
 	e.do("POST", keys, map[string]any{"name": "Next day", "permissions": []string{"datasets:list"}}, bearer(e.login(adminEmail, adminPassword, org).str("access_token"))).status(201)
+}
+
+// TestOrganizationApiKeyOwner: an organization key belongs to a member who must keep the role
+// that creates keys (admin or owner). Its creator removed or demoted, the key is refused
+// everywhere (401 API_KEY_OWNER_ACCESS_LOST) and its open streams end, until an admin, signed
+// in, re-assigns it to themselves (or the owner gets the role back). A user's own keys of a
+// removed member reach nothing of the organization.
+func TestOrganizationApiKeyOwner(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	org := e.orgID
+	keys := "/api/v1/organizations/" + org + "/api-keys"
+	users := "/api/v1/organizations/" + org + "/users/"
+	invitations := "/api/v1/organizations/" + org + "/invitations"
+	ds := e.uploadAndCreate(e.ownerToken, "people", "people.csv", "name\nAnn\n")
+	e.waitDataset(e.ownerToken, ds)
+	ownerID := e.do("GET", "/api/v1/auth/me", nil, own).status(200).str("id")
+	roleOf := func(userID string) string {
+		var role string
+		if err := e.st.DB.Get(&role, `SELECT role FROM platform.memberships WHERE organization_id = $1 AND user_id = $2`, org, userID); err != nil {
+			t.Fatal(err)
+		}
+		return role
+	}
+	statusOf := func(keyID string) string {
+		for _, k := range e.do("GET", keys+"?limit=100", nil, own).status(200).get("api_keys").([]any) {
+			if k.(map[string]any)["id"] == keyID {
+				return k.(map[string]any)["status"].(string)
+			}
+		}
+		return "not listed"
+	}
+	lost := func(r *resp) {
+		t.Helper()
+		r.authError(401, "API_KEY_OWNER_ACCESS_LOST")
+		if !strings.Contains(r.str("message"), "assign") {
+			t.Fatalf("the refusal does not say how to restore the key: %s", r.Body)
+		}
+	}
+
+	creatorEmail, creatorTok := e.member(org, "admin")
+	creatorID := e.userIDOf(creatorEmail)
+	c := e.do("POST", keys, map[string]any{"name": "Provisioner", "permissions": []string{"users:manage", "organizations:manage", "datasets:list", "datasets:read"}},
+		bearer(creatorTok)).status(201)
+	k, keyID := apiKey(c.str("key")), c.str("id")
+	viewerEmail, _ := e.member(org, "viewer")
+	viewerID := e.userIDOf(viewerEmail)
+	e.do("GET", strings.TrimSuffix(users, "/"), nil, k).status(200)
+	if s := statusOf(keyID); s != "active" {
+		t.Fatalf("status while the creator is an admin: %s", s)
+	}
+	stream, stop := e.openStream("/api/v1/datasets/"+ds+"/data/stream", k)
+	defer stop()
+
+	// The creator leaves: every endpoint refuses the key; nothing changes.
+	e.do("DELETE", users+creatorID, nil, own).status(204)
+	lost(e.do("PATCH", users+viewerID, map[string]any{"role": "admin"}, k))
+	lost(e.do("POST", invitations, map[string]any{"email": "sneaky@example.com", "role": "admin"}, k))
+	lost(e.do("GET", "/api/v1/organizations/"+org, nil, k))
+	lost(e.do("GET", keys, nil, k))
+	lost(e.do("GET", "/api/v1/projects/"+e.projectID, nil, k))
+	lost(e.do("GET", "/api/v1/datasets/"+ds+"/data", nil, k))
+	if r := roleOf(viewerID); r != "viewer" {
+		t.Fatalf("the viewer became %s", r)
+	}
+	if n := e.countRows(`SELECT count(*) FROM platform.invitations WHERE email = 'sneaky@example.com'`); n != 0 {
+		t.Fatalf("invitations made by the key: %d", n)
+	}
+	// Its open stream ends before the next change.
+	e.do("POST", "/api/v1/datasets/"+ds+"/data", map[string]any{"name": "Bo"}, own).status(201)
+	if ev := next(t, stream, true); ev.name != "error" || ev.data["code"] != "API_KEY_OWNER_ACCESS_LOST" {
+		t.Fatalf("the key's stream after its owner left: %+v", ev)
+	}
+	if s := statusOf(keyID); s != "suspended" {
+		t.Fatalf("listed status after the creator left: %s", s)
+	}
+
+	// Re-assigning: an admin signed in, not a key (not even another working one), not a developer.
+	assign := keys + "/" + keyID + "/assign"
+	other := e.do("POST", keys, map[string]any{"name": "Other", "permissions": []string{"organizations:manage"}}, own).status(201)
+	e.do("POST", assign, nil, apiKey(other.str("key"))).authError(403, "PERMISSION_DENIED")
+	lost(e.do("POST", assign, nil, k))
+	_, devTok := e.member(org, "developer")
+	e.do("POST", assign, nil, bearer(devTok)).authError(403, "PERMISSION_DENIED")
+	e.do("POST", keys+"/key_nothere/assign", nil, own).apiError(404, "NOT_FOUND")
+	a := e.do("POST", assign, nil, own).status(200)
+	if a.str("created_by") != ownerID || a.str("status") != "active" || a.str("id") != keyID || a.get("key") != nil {
+		t.Fatalf("assign: %s", a.Body)
+	}
+	if n := e.countAuditRows(org, "organization.api_key_assign"); n != 1 {
+		t.Fatalf("assign audit rows: %d", n)
+	}
+	// The same secret works again, with its permissions.
+	e.do("PATCH", users+viewerID, map[string]any{"role": "admin"}, k).status(200)
+	e.do("POST", invitations, map[string]any{"email": "new-admin@example.com", "role": "admin"}, k).status(201)
+	if r := roleOf(viewerID); r != "admin" {
+		t.Fatalf("promoted by the re-assigned key: %s", r)
+	}
+
+	// The creator demoted below admin: the same; back to admin, the key works again.
+	demotedEmail, demotedTok := e.member(org, "admin")
+	demotedID := e.userIDOf(demotedEmail)
+	k2 := apiKey(e.do("POST", keys, map[string]any{"name": "Second", "permissions": []string{"users:manage", "organizations:manage", "datasets:list"}},
+		bearer(demotedTok)).status(201).str("key"))
+	viewer2Email, _ := e.member(org, "viewer")
+	viewer2ID := e.userIDOf(viewer2Email)
+	e.do("PATCH", users+demotedID, map[string]any{"role": "developer"}, own).status(200)
+	lost(e.do("PATCH", users+viewer2ID, map[string]any{"role": "admin"}, k2))
+	lost(e.do("POST", invitations, map[string]any{"email": "sneaky2@example.com", "role": "admin"}, k2))
+	if r := roleOf(viewer2ID); r != "viewer" {
+		t.Fatalf("the second viewer became %s", r)
+	}
+	e.do("PATCH", users+demotedID, map[string]any{"role": "admin"}, own).status(200)
+	e.do("GET", strings.TrimSuffix(users, "/"), nil, k2).status(200)
+	// Its owner's account disabled: the same.
+	if _, err := e.st.DB.Exec(`UPDATE platform.users SET status = 'disabled' WHERE id = $1`, demotedID); err != nil {
+		t.Fatal(err)
+	}
+	lost(e.do("GET", strings.TrimSuffix(users, "/"), nil, k2))
+
+	// A user's own key, of a member who is removed: the organization is gone for it.
+	personEmail, personTok := e.member(org, "admin")
+	personID := e.userIDOf(personEmail)
+	uk := apiKey(e.do("POST", "/api/v1/api-keys", map[string]any{"name": "mine",
+		"permissions": []string{"users:manage", "organizations:manage", "datasets:list", "datasets:read"}}, bearer(personTok)).status(201).str("key"))
+	viewer3Email, _ := e.member(org, "viewer")
+	viewer3ID := e.userIDOf(viewer3Email)
+	e.do("GET", "/api/v1/organizations/"+org, nil, uk).status(200)
+	e.do("GET", "/api/v1/datasets/"+ds+"/data", nil, uk).status(200)
+	e.do("DELETE", users+personID, nil, own).status(204)
+	e.do("PATCH", users+viewer3ID, map[string]any{"role": "admin"}, uk).apiError(404, "NOT_FOUND")
+	e.do("POST", invitations, map[string]any{"email": "sneaky3@example.com", "role": "admin"}, uk).apiError(404, "NOT_FOUND")
+	e.do("GET", "/api/v1/organizations/"+org, nil, uk).apiError(404, "NOT_FOUND")
+	e.do("GET", "/api/v1/projects/"+e.projectID, nil, uk).apiError(404, "NOT_FOUND")
+	e.do("GET", "/api/v1/datasets/"+ds+"/data", nil, uk).apiError(404, "DATASET_NOT_FOUND")
+	if l := e.do("GET", "/api/v1/organizations", nil, uk).status(200); l.len("organizations") != 0 {
+		t.Fatalf("organizations of the removed member's key: %s", l.Body)
+	}
+	if r := roleOf(viewer3ID); r != "viewer" {
+		t.Fatalf("the third viewer became %s", r)
+	}
 }

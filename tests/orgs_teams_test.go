@@ -149,7 +149,7 @@ func TestInvitationJoinsTeams(t *testing.T) {
 		t.Fatalf("invitation: %s", inv.Body)
 	}
 	e.do("DELETE", base+"/teams/"+b, nil, own).status(204)
-	e.do("POST", "/api/v1/invitations/"+e.invitationToken(inv)+"/accept", map[string]any{"name": "Tina", "password": "password-tina"}).status(200)
+	e.do("POST", "/api/v1/invitations/"+e.invitationToken(inv)+"/accept", map[string]any{"name": "Tina", "password": "tina-kettle-orbit-42"}).status(200)
 	u := e.do("GET", base+"/users?search=tina@", nil, own).status(200)
 	if u.len("users.0.teams") != 1 || u.str("users.0.teams.0.id") != a || u.str("users.0.teams.0.role") != "member" {
 		t.Fatalf("teams after accepting: %s", u.Body)

@@ -29,7 +29,7 @@ func TestRecordAccessFollowsChanges(t *testing.T) {
 	e.waitDataset(e.ownerToken, id)
 	inv := e.do("POST", "/api/v1/organizations/"+e.orgID+"/invitations", map[string]any{"email": "cache@example.com", "role": "developer"}, own).status(201)
 	uid := inv.str("user_id")
-	acc := e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "C", "password": "long-enough"}).status(200)
+	acc := e.do("POST", "/api/v1/invitations/"+invTokenOf(inv)+"/accept", map[string]any{"name": "C", "password": "quiet harbor lantern"}).status(200)
 	ed := bearer(acc.str("access_token"))
 	data := "/api/v1/datasets/" + id + "/data"
 	e.do("GET", data, nil, ed).status(200)

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -31,4 +32,34 @@ func TestErrorDetailTypes(t *testing.T) {
 	if len(types) != 1 {
 		t.Fatalf("details.id has several types: %v", types)
 	}
+}
+
+// TestRecordSocketHandshakeErrors: a request to the WebSocket endpoint that is not a WebSocket
+// handshake is answered in the JSON error shape the dataset's description declares (426
+// UPGRADE_REQUIRED with Upgrade: websocket; 400 for a bad handshake; 403 for another origin),
+// not with the WebSocket library's text.
+func TestRecordSocketHandshakeErrors(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreate(e.ownerToken, "Notes", "n.csv", "id,text\n7,hello\n")
+	e.waitDataset(e.ownerToken, id)
+	ws := "/api/v1/datasets/" + id + "/data/ws"
+	r := e.do("GET", ws, nil, own).apiError(426, "UPGRADE_REQUIRED")
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("426 headers: %v", r.Header)
+	}
+	e.do("GET", ws, nil, own, header{"Connection": "keep-alive", "Upgrade": "h2c"}).apiError(426, "UPGRADE_REQUIRED")
+	hs := header{"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+	bad := func(k, v string) header {
+		h := header{}
+		for a, b := range hs {
+			h[a] = b
+		}
+		h[k] = v
+		return h
+	}
+	e.do("GET", ws, nil, own, bad("Sec-WebSocket-Version", "8")).apiError(400, "VALIDATION_ERROR", "header.Sec-WebSocket-Version", "enum")
+	e.do("GET", ws, nil, own, bad("Sec-WebSocket-Key", "short")).apiError(400, "VALIDATION_ERROR", "header.Sec-WebSocket-Key", "format")
+	e.do("GET", ws, nil, own, bad("Origin", "https://elsewhere.example")).authError(403, "PERMISSION_DENIED")
 }

@@ -682,3 +682,71 @@ func TestFieldsAreExact(t *testing.T) {
 	e.do("GET", base+"?exclude=id", nil, own).apiError(400, "VALIDATION_ERROR", "query.exclude", "key_required")
 	e.do("GET", base+"?fields=name,nope", nil, own).apiError(400, "VALIDATION_ERROR", "query.fields", "unknown_field")
 }
+
+// TestRecordJSONPatchNulls: a field whose value is null is a member of the record's document
+// (RFC 6902): replace and remove find it, test compares with it, and a replace may set a
+// nullable column to null. A location the record does not have stays an error, tests
+// included (RFC 6902 §5), whatever the value compared.
+func TestRecordJSONPatchNulls(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreateWith(e.ownerToken, "Tiers", "tiers.csv", "name,score,tier,meta\nAnn,,,\nBob,5,gold,\nCy,,,\"{\"\"city\"\":\"\"Oslo\"\",\"\"floor\"\":null}\"\n",
+		map[string]any{"schema": map[string]any{"columns": []any{
+			map[string]any{"name": "name", "type": "text", "required": true},
+			map[string]any{"name": "score", "type": "integer"},
+			map[string]any{"name": "tier", "type": "text"},
+			map[string]any{"name": "meta", "type": "jsonb"},
+		}}})
+	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+		t.Fatalf("dataset: %s", d.Body)
+	}
+	base := "/api/v1/datasets/" + id + "/data/"
+	jp := func(rec, ops string) *resp {
+		return e.do("PATCH", base+rec, ops, own, header{"Content-Type": "application/json-patch+json"})
+	}
+	if r := jp("1", `[{"op":"replace","path":"/score","value":7}]`).status(200); r.num("score") != 7 || r.get("tier") != nil {
+		t.Fatalf("replace of a null: %s", r.Body)
+	}
+	if r := jp("3", `[{"op":"remove","path":"/tier"}]`).status(200); r.get("tier") != nil || r.str("name") != "Cy" || r.num("version") != 2 {
+		t.Fatalf("remove of a null: %s", r.Body)
+	}
+	if r := jp("2", `[{"op":"replace","path":"/score","value":null}]`).status(200); r.get("score") != nil || r.str("tier") != "gold" {
+		t.Fatalf("replace with null: %s", r.Body)
+	}
+	if r := jp("1", `[{"op":"test","path":"/tier","value":null},{"op":"replace","path":"/tier","value":"silver"}]`).status(200); r.str("tier") != "silver" {
+		t.Fatalf("test against null: %s", r.Body)
+	}
+	if r := jp("2", `[{"op":"test","path":"/score","value":null},{"op":"add","path":"/score","value":null}]`).status(200); r.get("score") != nil {
+		t.Fatalf("add of null: %s", r.Body)
+	}
+	// Inside a JSON field too.
+	if r := jp("3", `[{"op":"test","path":"/meta/floor","value":null},{"op":"replace","path":"/meta/floor","value":2},{"op":"remove","path":"/meta/city"}]`).status(200); r.num("meta.floor") != 2 || r.get("meta.city") != nil {
+		t.Fatalf("null inside a JSON field: %s", r.Body)
+	}
+	// A test that does not hold: null against a value, a value against null.
+	jp("1", `[{"op":"test","path":"/tier","value":null}]`).apiError(409, "PATCH_TEST_FAILED")
+	jp("3", `[{"op":"test","path":"/score","value":0}]`).apiError(409, "PATCH_TEST_FAILED")
+	// Not a column at all (or not one a patch reaches): an error, whatever the operation.
+	before := e.do("GET", base+"3", nil, own).status(200)
+	for _, ops := range []string{
+		`[{"op":"replace","path":"/nope","value":1}]`,
+		`[{"op":"replace","path":"/nope","value":null}]`,
+		`[{"op":"remove","path":"/nope"}]`,
+		`[{"op":"test","path":"/nope","value":null}]`,
+		`[{"op":"test","path":"/nope","value":1}]`,
+		`[{"op":"test","path":"/version","value":null}]`,
+		`[{"op":"test","path":"/score/x","value":null}]`,
+		`[{"op":"test","path":"/meta/city","value":null}]`,
+		`[{"op":"remove","path":"/meta/city"}]`,
+		`[{"op":"add","path":"/nope","value":null}]`,
+		`[{"op":"test","path":"/score","value":null},{"op":"test","path":"/nope","value":null},{"op":"replace","path":"/score","value":1}]`,
+	} {
+		jp("3", ops).apiError(400, "VALIDATION_ERROR")
+	}
+	if after := e.do("GET", base+"3", nil, own).status(200); after.num("version") != before.num("version") || after.get("score") != nil || after.num("meta.floor") != 2 {
+		t.Fatalf("a refused patch changed the record: %s", after.Body)
+	}
+	// A column that takes no null still refuses one.
+	jp("3", `[{"op":"replace","path":"/name","value":null}]`).apiError(400, "VALIDATION_ERROR")
+}

@@ -64,6 +64,7 @@ func (e ApiKeyWithSecretStatus) Valid() bool {
 
 // Defines values for AuthErrorCode.
 const (
+	APIKEYOWNERACCESSLOST   AuthErrorCode = "API_KEY_OWNER_ACCESS_LOST"
 	AUTHREQUIRED            AuthErrorCode = "AUTH_REQUIRED"
 	CSRFCHECKFAILED         AuthErrorCode = "CSRF_CHECK_FAILED"
 	EMAILNOTVERIFIED        AuthErrorCode = "EMAIL_NOT_VERIFIED"
@@ -80,6 +81,8 @@ const (
 // Valid indicates whether the value is a known member of the AuthErrorCode enum.
 func (e AuthErrorCode) Valid() bool {
 	switch e {
+	case APIKEYOWNERACCESSLOST:
+		return true
 	case AUTHREQUIRED:
 		return true
 	case CSRFCHECKFAILED:
@@ -916,8 +919,9 @@ func (e MemberRole) Valid() bool {
 
 // Defines values for OrganizationApiKeyStatus.
 const (
-	OrganizationApiKeyStatusActive  OrganizationApiKeyStatus = "active"
-	OrganizationApiKeyStatusExpired OrganizationApiKeyStatus = "expired"
+	OrganizationApiKeyStatusActive    OrganizationApiKeyStatus = "active"
+	OrganizationApiKeyStatusExpired   OrganizationApiKeyStatus = "expired"
+	OrganizationApiKeyStatusSuspended OrganizationApiKeyStatus = "suspended"
 )
 
 // Valid indicates whether the value is a known member of the OrganizationApiKeyStatus enum.
@@ -926,6 +930,8 @@ func (e OrganizationApiKeyStatus) Valid() bool {
 	case OrganizationApiKeyStatusActive:
 		return true
 	case OrganizationApiKeyStatusExpired:
+		return true
+	case OrganizationApiKeyStatusSuspended:
 		return true
 	default:
 		return false
@@ -1006,8 +1012,9 @@ func (e OrganizationApiKeyPermission) Valid() bool {
 
 // Defines values for OrganizationApiKeyWithSecretStatus.
 const (
-	OrganizationApiKeyWithSecretStatusActive  OrganizationApiKeyWithSecretStatus = "active"
-	OrganizationApiKeyWithSecretStatusExpired OrganizationApiKeyWithSecretStatus = "expired"
+	OrganizationApiKeyWithSecretStatusActive    OrganizationApiKeyWithSecretStatus = "active"
+	OrganizationApiKeyWithSecretStatusExpired   OrganizationApiKeyWithSecretStatus = "expired"
+	OrganizationApiKeyWithSecretStatusSuspended OrganizationApiKeyWithSecretStatus = "suspended"
 )
 
 // Valid indicates whether the value is a known member of the OrganizationApiKeyWithSecretStatus enum.
@@ -1016,6 +1023,8 @@ func (e OrganizationApiKeyWithSecretStatus) Valid() bool {
 	case OrganizationApiKeyWithSecretStatusActive:
 		return true
 	case OrganizationApiKeyWithSecretStatusExpired:
+		return true
+	case OrganizationApiKeyWithSecretStatusSuspended:
 		return true
 	default:
 		return false
@@ -3550,6 +3559,21 @@ type MemberProjectRole string
 // counts as member.
 type MemberRole string
 
+// NewPassword A password being set (accepting an invitation; the operator's `DP_ADMIN_PASSWORD` on
+// first start follows the same rule). 8 to 72 bytes (bcrypt's limit), any characters,
+// no composition rules (NIST SP 800-63B). Refused with 400 `VALIDATION_ERROR` on
+// `body.password`, the message saying why and what to choose instead, when it is:
+//   - `common_password`: one of the 30,000 most commonly used passwords (zxcvbn's list,
+//     drawn from leaked password sets: `password`, `12345678`, `iloveyou`...), whatever
+//     its letter case;
+//   - `weak_password`: the account's own email address or name (or built on them), or
+//     estimated guessable in fewer than 10^8 guesses by zxcvbn (a common word or
+//     password with a digit or a year, keyboard patterns such as `qwertyuiop`,
+//     sequences, repetitions, dates).
+//
+// Several unrelated words, or what a password manager generates, pass.
+type NewPassword = string
+
 // Organization defines model for Organization.
 type Organization struct {
 	CreatedAt   time.Time `json:"created_at"`
@@ -3604,7 +3628,7 @@ type Organization struct {
 type OrganizationApiKey struct {
 	CreatedAt time.Time `json:"created_at"`
 
-	// CreatedBy The member who created the key (null once they are gone).
+	// CreatedBy The member the key belongs to: its creator, or the admin who last re-assigned it (null once their account is deleted: the key is then suspended).
 	CreatedBy   *string    `json:"created_by"`
 	Description *string    `json:"description"`
 	ExpiresAt   *time.Time `json:"expires_at"`
@@ -3616,11 +3640,13 @@ type OrganizationApiKey struct {
 	Name       string     `json:"name"`
 
 	// Permissions What the key may do, in the permission vocabulary (dotted forms given at creation are shown normalized).
-	Permissions []Permission             `json:"permissions"`
-	Status      OrganizationApiKeyStatus `json:"status"`
+	Permissions []Permission `json:"permissions"`
+
+	// Status suspended: the member it belongs to (`created_by`) is no longer an active admin or owner here; refused (401 `API_KEY_OWNER_ACCESS_LOST`) until an admin re-assigns it.
+	Status OrganizationApiKeyStatus `json:"status"`
 }
 
-// OrganizationApiKeyStatus defines model for OrganizationApiKey.Status.
+// OrganizationApiKeyStatus suspended: the member it belongs to (`created_by`) is no longer an active admin or owner here; refused (401 `API_KEY_OWNER_ACCESS_LOST`) until an admin re-assigns it.
 type OrganizationApiKeyStatus string
 
 // OrganizationApiKeyPermission defines model for OrganizationApiKeyPermission.
@@ -3630,7 +3656,7 @@ type OrganizationApiKeyPermission string
 type OrganizationApiKeyWithSecret struct {
 	CreatedAt time.Time `json:"created_at"`
 
-	// CreatedBy The member who created the key (null once they are gone).
+	// CreatedBy The member the key belongs to: its creator, or the admin who last re-assigned it (null once their account is deleted: the key is then suspended).
 	CreatedBy   *string    `json:"created_by"`
 	Description *string    `json:"description"`
 	ExpiresAt   *time.Time `json:"expires_at"`
@@ -3645,11 +3671,13 @@ type OrganizationApiKeyWithSecret struct {
 	Name       string     `json:"name"`
 
 	// Permissions What the key may do, in the permission vocabulary (dotted forms given at creation are shown normalized).
-	Permissions []Permission                       `json:"permissions"`
-	Status      OrganizationApiKeyWithSecretStatus `json:"status"`
+	Permissions []Permission `json:"permissions"`
+
+	// Status suspended: the member it belongs to (`created_by`) is no longer an active admin or owner here; refused (401 `API_KEY_OWNER_ACCESS_LOST`) until an admin re-assigns it.
+	Status OrganizationApiKeyWithSecretStatus `json:"status"`
 }
 
-// OrganizationApiKeyWithSecretStatus defines model for OrganizationApiKeyWithSecret.Status.
+// OrganizationApiKeyWithSecretStatus suspended: the member it belongs to (`created_by`) is no longer an active admin or owner here; refused (401 `API_KEY_OWNER_ACCESS_LOST`) until an admin re-assigns it.
 type OrganizationApiKeyWithSecretStatus string
 
 // OrganizationId Example: org_7k2m9x4q1w8e5r3t6y0u
@@ -5198,8 +5226,19 @@ type DownloadQueryExportParams struct {
 type AcceptInvitationJSONBody struct {
 	Name *string `json:"name,omitempty"`
 
-	// Password 8 to 72 bytes (bcrypt's limit).
-	Password *string `json:"password,omitempty"`
+	// Password A password being set (accepting an invitation; the operator's `DP_ADMIN_PASSWORD` on
+	// first start follows the same rule). 8 to 72 bytes (bcrypt's limit), any characters,
+	// no composition rules (NIST SP 800-63B). Refused with 400 `VALIDATION_ERROR` on
+	// `body.password`, the message saying why and what to choose instead, when it is:
+	// - `common_password`: one of the 30,000 most commonly used passwords (zxcvbn's list,
+	//   drawn from leaked password sets: `password`, `12345678`, `iloveyou`...), whatever
+	//   its letter case;
+	// - `weak_password`: the account's own email address or name (or built on them), or
+	//   estimated guessable in fewer than 10^8 guesses by zxcvbn (a common word or
+	//   password with a digit or a year, keyboard patterns such as `qwertyuiop`,
+	//   sequences, repetitions, dates).
+	// Several unrelated words, or what a password manager generates, pass.
+	Password *NewPassword `json:"password,omitempty"`
 }
 
 // GetOpenAPIJSONParams defines parameters for GetOpenAPIJSON.
@@ -6082,6 +6121,9 @@ type ServerInterface interface {
 	// RevokeOrganizationApiKey Revoke an organization API key (organizations:manage)
 	// (DELETE /api/v1/organizations/{organization_id}/api-keys/{key_id})
 	RevokeOrganizationApiKey(ctx echo.Context, organizationId OrganizationId, keyId string) error
+	// AssignOrganizationApiKey Re-assign an organization API key to the caller (organizations:manage)
+	// (POST /api/v1/organizations/{organization_id}/api-keys/{key_id}/assign)
+	AssignOrganizationApiKey(ctx echo.Context, organizationId OrganizationId, keyId string) error
 	// ListAuditLogs The organization's audit log, newest first (admin)
 	// (GET /api/v1/organizations/{organization_id}/audit-logs)
 	ListAuditLogs(ctx echo.Context, organizationId OrganizationId, params ListAuditLogsParams) error
@@ -7733,6 +7775,30 @@ func (w *ServerInterfaceWrapper) RevokeOrganizationApiKey(ctx echo.Context) erro
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RevokeOrganizationApiKey(ctx, organizationId, keyId)
+	return err
+}
+
+// AssignOrganizationApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) AssignOrganizationApiKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "organization_id" -------------
+	var organizationId OrganizationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "organization_id", ctx.Param("organization_id"), &organizationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter organization_id: %s", err))
+	}
+
+	// ------------- Path parameter "key_id" -------------
+	var keyId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", ctx.Param("key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AssignOrganizationApiKey(ctx, organizationId, keyId)
 	return err
 }
 
@@ -9912,6 +9978,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/api-keys", wrapper.ListOrganizationApiKeys, options.OperationMiddlewares["listOrganizationApiKeys"]...)
 	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/api-keys", wrapper.CreateOrganizationApiKey, options.OperationMiddlewares["createOrganizationApiKey"]...)
 	router.DELETE(options.BaseURL+"/api/v1/organizations/:organization_id/api-keys/:key_id", wrapper.RevokeOrganizationApiKey, options.OperationMiddlewares["revokeOrganizationApiKey"]...)
+	router.POST(options.BaseURL+"/api/v1/organizations/:organization_id/api-keys/:key_id/assign", wrapper.AssignOrganizationApiKey, options.OperationMiddlewares["assignOrganizationApiKey"]...)
 	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/usage", wrapper.GetOrganizationUsage, options.OperationMiddlewares["getOrganizationUsage"]...)
 	router.GET(options.BaseURL+"/api/v1/organizations/:organization_id/billing", wrapper.GetOrganizationBilling, options.OperationMiddlewares["getOrganizationBilling"]...)
 	router.PATCH(options.BaseURL+"/api/v1/organizations/:organization_id/billing", wrapper.UpdateOrganizationBilling, options.OperationMiddlewares["updateOrganizationBilling"]...)
@@ -11419,6 +11486,20 @@ func (response GetCurrentUser200JSONResponse) VisitGetCurrentUserResponse(w http
 	return err
 }
 
+type GetCurrentUser400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCurrentUser400JSONResponse) VisitGetCurrentUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetCurrentUser401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response GetCurrentUser401JSONResponse) VisitGetCurrentUserResponse(w http.ResponseWriter) error {
@@ -12309,6 +12390,20 @@ func (response SendEmailVerification200JSONResponse) VisitSendEmailVerificationR
 	return err
 }
 
+type SendEmailVerification400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SendEmailVerification400JSONResponse) VisitSendEmailVerificationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SendEmailVerification401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response SendEmailVerification401JSONResponse) VisitSendEmailVerificationResponse(w http.ResponseWriter) error {
@@ -12525,6 +12620,22 @@ func (response DeleteDashboard204Response) VisitDeleteDashboardResponse(w http.R
 	return nil
 }
 
+type DeleteDashboard400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response DeleteDashboard400JSONResponse) VisitDeleteDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteDashboard401JSONResponse struct {
 	DashboardUnauthorizedJSONResponse
 }
@@ -12647,6 +12758,22 @@ func (response GetDashboard200JSONResponse) VisitGetDashboardResponse(w http.Res
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDashboard400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response GetDashboard400JSONResponse) VisitGetDashboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13442,6 +13569,22 @@ func (response GetDashboardVersion200JSONResponse) VisitGetDashboardVersionRespo
 	return err
 }
 
+type GetDashboardVersion400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response GetDashboardVersion400JSONResponse) VisitGetDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDashboardVersion401JSONResponse struct {
 	DashboardUnauthorizedJSONResponse
 }
@@ -13683,6 +13826,22 @@ func (response PinDashboardVersion200JSONResponse) VisitPinDashboardVersionRespo
 	return err
 }
 
+type PinDashboardVersion400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response PinDashboardVersion400JSONResponse) VisitPinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PinDashboardVersion401JSONResponse struct {
 	DashboardUnauthorizedJSONResponse
 }
@@ -13793,6 +13952,22 @@ func (response RestoreDashboardVersion200JSONResponse) VisitRestoreDashboardVers
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreDashboardVersion400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response RestoreDashboardVersion400JSONResponse) VisitRestoreDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13919,6 +14094,22 @@ func (response UnpinDashboardVersion200JSONResponse) VisitUnpinDashboardVersionR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UnpinDashboardVersion400JSONResponse struct {
+	DashboardBadRequestJSONResponse
+}
+
+func (response UnpinDashboardVersion400JSONResponse) VisitUnpinDashboardVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18123,6 +18314,129 @@ func (response RevokeOrganizationApiKey429JSONResponse) VisitRevokeOrganizationA
 type RevokeOrganizationApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response RevokeOrganizationApiKey503JSONResponse) VisitRevokeOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AssignOrganizationApiKeyRequestObject struct {
+	OrganizationId OrganizationId `json:"organization_id"`
+	KeyId          string         `json:"key_id"`
+}
+
+type AssignOrganizationApiKeyResponseObject interface {
+	VisitAssignOrganizationApiKeyResponse(w http.ResponseWriter) error
+}
+
+type AssignOrganizationApiKey200JSONResponse OrganizationApiKey
+
+func (response AssignOrganizationApiKey200JSONResponse) VisitAssignOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AssignOrganizationApiKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AssignOrganizationApiKey400JSONResponse) VisitAssignOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AssignOrganizationApiKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AssignOrganizationApiKey401JSONResponse) VisitAssignOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AssignOrganizationApiKey403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AssignOrganizationApiKey403JSONResponse) VisitAssignOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AssignOrganizationApiKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AssignOrganizationApiKey404JSONResponse) VisitAssignOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AssignOrganizationApiKey429JSONResponse struct{ RateLimitExceededJSONResponse }
+
+func (response AssignOrganizationApiKey429JSONResponse) VisitAssignOrganizationApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit != nil {
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(*response.Headers.XRateLimitLimit))
+	}
+	if response.Headers.XRateLimitRemaining != nil {
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(*response.Headers.XRateLimitRemaining))
+	}
+	if response.Headers.XRateLimitReset != nil {
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(*response.Headers.XRateLimitReset))
+	}
+	if response.Headers.XRateLimitResetAfter != nil {
+		w.Header().Set("X-RateLimit-Reset-After", fmt.Sprint(*response.Headers.XRateLimitResetAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AssignOrganizationApiKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AssignOrganizationApiKey503JSONResponse) VisitAssignOrganizationApiKeyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -28618,6 +28932,20 @@ func (response Metrics200TextResponse) VisitMetricsResponse(w http.ResponseWrite
 	return err
 }
 
+type Metrics400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response Metrics400JSONResponse) VisitMetricsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Metrics401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response Metrics401JSONResponse) VisitMetricsResponse(w http.ResponseWriter) error {
@@ -28961,6 +29289,9 @@ type StrictServerInterface interface {
 	// RevokeOrganizationApiKey Revoke an organization API key (organizations:manage)
 	// (DELETE /api/v1/organizations/{organization_id}/api-keys/{key_id})
 	RevokeOrganizationApiKey(ctx context.Context, request RevokeOrganizationApiKeyRequestObject) (RevokeOrganizationApiKeyResponseObject, error)
+	// AssignOrganizationApiKey Re-assign an organization API key to the caller (organizations:manage)
+	// (POST /api/v1/organizations/{organization_id}/api-keys/{key_id}/assign)
+	AssignOrganizationApiKey(ctx context.Context, request AssignOrganizationApiKeyRequestObject) (AssignOrganizationApiKeyResponseObject, error)
 	// ListAuditLogs The organization's audit log, newest first (admin)
 	// (GET /api/v1/organizations/{organization_id}/audit-logs)
 	ListAuditLogs(ctx context.Context, request ListAuditLogsRequestObject) (ListAuditLogsResponseObject, error)
@@ -31269,6 +31600,32 @@ func (sh *strictHandler) RevokeOrganizationApiKey(ctx echo.Context, organization
 		return err
 	} else if validResponse, ok := response.(RevokeOrganizationApiKeyResponseObject); ok {
 		return validResponse.VisitRevokeOrganizationApiKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AssignOrganizationApiKey operation middleware
+func (sh *strictHandler) AssignOrganizationApiKey(ctx echo.Context, organizationId OrganizationId, keyId string) error {
+	var request AssignOrganizationApiKeyRequestObject
+
+	request.OrganizationId = organizationId
+	request.KeyId = keyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AssignOrganizationApiKey(ctx.Request().Context(), request.(AssignOrganizationApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AssignOrganizationApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AssignOrganizationApiKeyResponseObject); ok {
+		return validResponse.VisitAssignOrganizationApiKeyResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -57,9 +57,11 @@ const (
 	CodeIPNotAllowed            Code = "IP_NOT_ALLOWED"
 	CodeTwoFactorRequired       Code = "TWO_FACTOR_REQUIRED"
 	CodeSessionExpired          Code = "SESSION_EXPIRED"
+	CodeAPIKeyOwnerAccessLost   Code = "API_KEY_OWNER_ACCESS_LOST"
 	CodeTwoFactorCodeRequired   Code = "TWO_FACTOR_CODE_REQUIRED"
 	CodeInvalidTwoFactorCode    Code = "INVALID_TWO_FACTOR_CODE"
 	CodeCSRFCheckFailed         Code = "CSRF_CHECK_FAILED"
+	CodeUpgradeRequired         Code = "UPGRADE_REQUIRED"
 	// Dashboard routes (SPEC's dashboard shape writes codes in lower case).
 	CodeNameRequired        Code = "NAME_REQUIRED"
 	CodeNoSources           Code = "NO_SOURCES"
@@ -125,7 +127,9 @@ var Catalog = map[Code]Doc{
 	CodeTwoFactorCodeRequired:   {401, "Two-factor code required", "The password was right and the account signs in with a second factor: send the sign-in again with `two_factor_code`, the authenticator's current code or an unused recovery code."},
 	CodeInvalidTwoFactorCode:    {401, "Invalid two-factor code", "The two-factor code is wrong, expired (codes last 30 seconds, one step of grace either side) or already used; it counts as a failed sign-in."},
 	CodeSessionExpired:          {401, "Session expired", "The refresh token, or the browser session, was not used for longer than the organization's `settings.security.session_timeout_minutes`; sign in again."},
+	CodeAPIKeyOwnerAccessLost:   {401, "API key's owner lost access", "The organization API key belongs to a member (its creator, or the admin who last re-assigned it) who is no longer an active admin or owner of its organization: removed, demoted, disabled or deleted. The key is suspended, not revoked: an admin re-assigns it to themselves with POST /api/v1/organizations/{organization_id}/api-keys/{key_id}/assign, and it works again with the same secret (or revokes it)."},
 	CodeCSRFCheckFailed:         {403, "CSRF check failed", "An unsafe request (POST, PUT, PATCH, DELETE) authenticated by the browser session cookie must send the session's `csrf_token` as `X-CSRF-Token` and come from this service's own origin (`Origin`, `Sec-Fetch-Site`); a WebSocket opened with the cookie must come from this origin too. Nothing was changed. Requests with a bearer token or API key are not concerned."},
+	CodeUpgradeRequired:         {426, "WebSocket upgrade required", "The endpoint is a WebSocket (a dataset's `/data/ws`): open it with a WebSocket client, an HTTP/1.1 GET with `Connection: Upgrade` and `Upgrade: websocket`. `/data/stream` serves the same change stream as Server-Sent Events."},
 	CodeViewBroken:              {409, "View broken", "The saved view no longer runs: a change to a dataset (or view) it reads broke it. `details` has `view_id` and `error`, what changed; redefine the view (PATCH .../views/{view_id}) to fix it."},
 	CodeDescriptionUnavailable:  {409, "Table cannot be described", "The table (typically a connected database's) has something its OpenAPI description cannot express, so its description and record API are not served, nor its records embedded in another table's (`include`, `expand`); `details.table` and `details.reason` say what. Change the table (or leave it out of the connection)."},
 }

@@ -79,6 +79,16 @@ func (a *Authenticator) apiKey(ctx context.Context, k string) (*Principal, error
 	} else if err != nil {
 		return nil, err
 	}
+	perms := []string(o.Permissions)
+	if o.Service {
+		// An organization's key works while the member it belongs to may create keys, and
+		// never beyond that member's current role. Checked here, on every request (the
+		// owner's role comes with the key's own row, no cache to invalidate), so that a
+		// removal or demotion holds from the next request on.
+		if perms, err = OrgKeyPermissions(perms, o.OwnerRole, *o.OrgID, o.KeyID); err != nil {
+			return nil, err
+		}
+	}
 	// Record use at most once a minute per key, not on every request.
 	if last, ok := a.touched.Load(o.KeyID); !ok || now.Sub(last.(time.Time)) > time.Minute {
 		a.touched.Store(o.KeyID, now)
@@ -86,7 +96,7 @@ func (a *Authenticator) apiKey(ctx context.Context, k string) (*Principal, error
 			return nil, err
 		}
 	}
-	return &Principal{UserID: o.UserID, Email: o.Email, Method: MethodAPIKey, KeyID: o.KeyID, KeyPermissions: o.Permissions, Service: o.Service}, nil
+	return &Principal{UserID: o.UserID, Email: o.Email, Method: MethodAPIKey, KeyID: o.KeyID, KeyPermissions: perms, Service: o.Service}, nil
 }
 
 // issuerOf reads the unverified `iss` claim of a JWT, only to choose its verifier.

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -81,6 +82,33 @@ func AccessFor(p *Principal, orgID, role string) Access {
 		perms = slices.DeleteFunc(slices.Clone(perms), func(x string) bool { return !slices.Contains(p.KeyPermissions, x) })
 	}
 	return Access{OrgID: orgID, Role: role, Permissions: perms}
+}
+
+// OrgKeyOwnerPermission is the permission that creates organization API keys, and that the
+// member a key belongs to (its creator, or the admin who re-assigned it) must keep for the key
+// to work.
+const OrgKeyOwnerPermission = "organizations:manage"
+
+// OrgKeyPermissions is what the organization API key keyID of orgID, with permissions perms,
+// may do while the member it belongs to has ownerRole there ("" when they are not an active
+// member with an active account): perms within what that role allows, or 401
+// API_KEY_OWNER_ACCESS_LOST when the role cannot create keys (removed, demoted, disabled,
+// deleted). The key is suspended, not revoked: re-assigned to an admin, it works again.
+func OrgKeyPermissions(perms []string, ownerRole, orgID, keyID string) ([]string, error) {
+	if !OrgKeyOwnerMay(ownerRole) {
+		return nil, apierr.New(http.StatusUnauthorized, apierr.CodeAPIKeyOwnerAccessLost,
+			"this organization API key is suspended: the member it belongs to is no longer an admin or owner of the organization "+
+				"(removed, demoted, disabled or deleted); an admin re-assigns it to themselves with "+
+				"POST /api/v1/organizations/"+orgID+"/api-keys/"+keyID+"/assign, or revokes it")
+	}
+	owner := RolePermissions(ownerRole)
+	return slices.DeleteFunc(slices.Clone(perms), func(x string) bool { return !slices.Contains(owner, x) }), nil
+}
+
+// OrgKeyOwnerMay reports whether a member with role (in the key's organization; "" for none)
+// may own organization API keys: whether their keys work.
+func OrgKeyOwnerMay(role string) bool {
+	return slices.Contains(RolePermissions(role), OrgKeyOwnerPermission)
 }
 
 // teamGrants maps a team's permissions (SPEC.md's team vocabulary) onto the permissions a

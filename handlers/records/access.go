@@ -49,6 +49,15 @@ func (a *streamAccess) check(ctx context.Context) error {
 	if !live {
 		return apierr.AuthRequired("the credential this stream was opened with is no longer valid (revoked, expired or its user disabled)")
 	}
+	if a.p.Service { // an organization's key: the member it belongs to may still create keys
+		org, role, err := store.OrgKeyOwnerRole(ctx, a.h.Store.DB, a.p.KeyID)
+		if err != nil {
+			return err
+		}
+		if _, err := auth.OrgKeyPermissions(a.p.KeyPermissions, role, org, a.p.KeyID); err != nil {
+			return err
+		}
+	}
 	d, err := a.h.Store.DatasetForRecords(ctx, a.ds, a.p.UserID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && !d.Serving() {
 		return apierr.NotFound("dataset", a.ds)

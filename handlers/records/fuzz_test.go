@@ -57,6 +57,9 @@ func FuzzJSONPatch(f *testing.F) {
 		`[{"op": "copy", "from": "/meta", "path": "/meta/a"}, {"op": "copy", "from": "/meta", "path": "/meta/b"}, {"op": "copy", "from": "/meta", "path": "/meta/c"}]`,
 		`{"op": "replace"}`,
 		`[]`,
+		`[{"op": "test", "path": "/meta/nope", "value": null}]`,
+		`[{"op": "test", "path": "/status", "value": null}, {"op": "replace", "path": "/status", "value": null}]`,
+		`[{"op": "test", "path": "/tags/-1", "value": "north"}, {"op": "test", "path": "/tags/1", "value": "north"}]`,
 	} {
 		f.Add([]byte(p))
 	}

@@ -204,15 +204,47 @@ func (h *Records) update(c echo.Context, replace bool) error {
 	return h.respond(c, rc, http.StatusOK, rec, fields)
 }
 
-// writable is the record's column values (no system fields, no links).
+// writable is the record's column values (no system fields, no links), nulls included: a
+// field whose value is null is a member of the document a JSON Patch applies to (RFC 6902),
+// which replace and remove find and test compares with.
 func writable(t *recsql.Table, rec map[string]any) map[string]any {
 	out := map[string]any{}
 	for _, col := range t.Columns {
-		if v, ok := rec[col.Name]; ok && v != nil && !col.Computed {
+		if v, ok := rec[col.Name]; ok && !col.Computed {
 			out[col.Name] = v
 		}
 	}
 	return out
+}
+
+// guardTests puts before each test operation a move of its target onto itself: nothing when
+// the target exists, an error when it does not. json-patch v5.9.11 reads a missing object
+// member as null, so a test of null against a location the record does not have would hold,
+// and a test of a value against one would be a failed test (409); RFC 6902 (4.6, 5) makes
+// both an error. A move onto itself changes nothing but, with negative array indexes (which
+// count from the end, and the array is one shorter in between), the order, so those are left
+// to the test itself (an array index past the end already fails it).
+func guardTests(patch jsonpatch.Patch) (jsonpatch.Patch, error) {
+	var out jsonpatch.Patch
+	for _, op := range patch {
+		if op.Kind() == "test" {
+			path, err := op.Path()
+			if err != nil {
+				return nil, err
+			}
+			last := path[strings.LastIndexByte(path, '/')+1:]
+			if n, err := strconv.Atoi(last); path != "" && (err != nil || n >= 0) {
+				q, _ := json.Marshal(path)
+				guard, err := jsonpatch.DecodePatch([]byte(`[{"op":"move","from":` + string(q) + `,"path":` + string(q) + `}]`))
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, guard[0])
+			}
+		}
+		out = append(out, op)
+	}
+	return out, nil
 }
 
 // maxPatchGrowth bounds what the copy operations of one JSON Patch may add, in bytes: each
@@ -235,18 +267,27 @@ func applyJSONPatch(rc *recordCtx, now map[string]any, raw []byte) (map[string]a
 		// value needs one (RFC 6902, 4.1, 4.3, 4.6).
 		switch op.Kind() {
 		case "add", "replace", "test":
-			if op["value"] == nil {
+			if _, ok := op["value"]; !ok { // present as null is a value (a nil entry)
 				return nil, apierr.Field("body", "invalid_patch", fmt.Sprintf("operation %d (%s) has no value", i, op.Kind()))
 			}
 		}
 	}
+	if patch, err = guardTests(patch); err != nil {
+		return nil, apierr.Field("body", "invalid_patch", err.Error())
+	}
 	doc, _ := json.Marshal(writable(t, now))
+	// Every location the patch names must exist, except where add creates it (RFC 6902):
+	// no option makes json-patch create paths or forgive a missing one on remove.
 	out, err := patch.ApplyWithOptions(doc, &jsonpatch.ApplyOptions{SupportNegativeIndices: true, EnsurePathExistsOnAdd: false,
 		AllowMissingPathOnRemove: false, AccumulatedCopySizeLimit: maxPatchGrowth})
 	if err != nil {
 		if errors.Is(err, jsonpatch.ErrTestFailed) {
 			return nil, apierr.New(http.StatusConflict, apierr.CodePatchTestFailed, "a test operation of the patch failed; nothing was changed").
 				WithDetails(map[string]any{"reason": err.Error()})
+		}
+		if errors.Is(err, jsonpatch.ErrMissing) {
+			return nil, apierr.Field("body", "invalid_patch", "the patch names a location the record does not have ("+err.Error()+
+				"); fields that are null are there, and add creates a member")
 		}
 		return nil, apierr.Field("body", "invalid_patch", err.Error())
 	}

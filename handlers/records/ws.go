@@ -2,10 +2,14 @@ package records
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"dataplatform/handlers/apierr"
@@ -33,6 +37,9 @@ func (h *Records) Socket(c echo.Context) error {
 	}
 	if !rc.desc.Table.System() {
 		return rc.desc.NotServed("/data/ws", http.MethodGet)
+	}
+	if err := handshake(c.Request(), h.Config.CORSOrigins); err != nil {
+		return err
 	}
 	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: h.Config.CORSOrigins})
 	if err != nil {
@@ -157,4 +164,63 @@ func (h *Records) Socket(c echo.Context) error {
 			}
 		}
 	}
+}
+
+// handshake checks what websocket.Accept checks, so that a request that is no WebSocket
+// handshake is answered in the API's JSON error shape rather than Accept's plain text: 426
+// UPGRADE_REQUIRED (with Upgrade: websocket) without the upgrade headers, 400 for a bad
+// version or key, 403 for an Origin that is neither this host nor one of origins
+// (DP_CORS_ORIGINS; Accept matches them the same way).
+func handshake(r *http.Request, origins []string) error {
+	if !r.ProtoAtLeast(1, 1) || !hasToken(r.Header, "Connection", "upgrade") || !hasToken(r.Header, "Upgrade", "websocket") {
+		e := apierr.New(http.StatusUpgradeRequired, apierr.CodeUpgradeRequired,
+			"this is a WebSocket endpoint: open it with a WebSocket client (an HTTP/1.1 GET with Connection: Upgrade and Upgrade: websocket); /data/stream is the same change stream as Server-Sent Events")
+		e.Headers = map[string]string{"Upgrade": "websocket", "Connection": "Upgrade"}
+		return e
+	}
+	if v := r.Header.Get("Sec-WebSocket-Version"); v != "13" {
+		e := apierr.Field("header.Sec-WebSocket-Version", "enum", "the WebSocket protocol version must be 13")
+		e.Headers = map[string]string{"Sec-WebSocket-Version": "13"}
+		return e
+	}
+	keys := r.Header.Values("Sec-WebSocket-Key")
+	if len(keys) == 0 {
+		return apierr.Field("header.Sec-WebSocket-Key", "required", "a WebSocket handshake needs Sec-WebSocket-Key")
+	}
+	if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(keys[0])); len(keys) > 1 || err != nil || len(b) != 16 {
+		return apierr.Field("header.Sec-WebSocket-Key", "format", "Sec-WebSocket-Key must be one base64 encoded 16-byte value")
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err == nil && strings.EqualFold(r.Host, u.Host) {
+		return nil
+	}
+	for _, p := range origins {
+		if err != nil {
+			break
+		}
+		target := u.Host
+		if strings.Contains(p, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
+			return nil
+		}
+	}
+	return apierr.Forbidden("a WebSocket may be opened only from this service's origin or one of DP_CORS_ORIGINS, not from " + origin)
+}
+
+// hasToken reports whether a comma-separated header holds token (case-insensitively).
+func hasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -302,6 +302,20 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// wellFormedQuery refuses, on every operation, a query string of which Go's parser would drop
+// parameters (malformedQuery): the one check of the raw query, before anything reads it
+// (authentication's api_key, validation, handlers).
+func (s *Server) wellFormedQuery(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.route(c) != nil { // an unknown path stays 404
+			if err := malformedQuery(c.Request().URL.RawQuery); err != nil {
+				return err
+			}
+		}
+		return next(c)
+	}
+}
+
 func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		rt := s.route(c)

@@ -304,7 +304,7 @@ func (s *Server) buildEcho() *echo.Echo {
 	if len(s.cfg.CORSOrigins) > 0 {
 		e.Use(cors(s.cfg.CORSOrigins))
 	}
-	e.Use(s.bodyLimit, s.authenticate, s.rateLimit, s.validateRequest, s.controlPlaneWrites)
+	e.Use(s.bodyLimit, s.wellFormedQuery, s.authenticate, s.rateLimit, s.validateRequest, s.controlPlaneWrites)
 
 	api.RegisterHandlers(e, api.NewStrictHandler(handlers.NewAPI(s.H), nil))
 

@@ -50,6 +50,9 @@ func init() { openapi3filter.RegisterBodyDecoder("application/yaml", openapi3fil
 
 func (s *Server) validate(c echo.Context, rt *route) error {
 	req := c.Request()
+	if err := malformedID(c, rt.kin.PathItem, rt.op); err != nil {
+		return err
+	}
 	opts := &openapi3filter.Options{
 		MultiError:         true,
 		KeepValidatedValue: true,
@@ -92,6 +95,33 @@ func (s *Server) validate(c echo.Context, rt *route) error {
 	}
 	if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
 		return apierr.Validation(validation.FieldErrors(err, "request")...)
+	}
+	return nil
+}
+
+// notFoundIfMalformed marks a path parameter whose malformed value is answered 404, naming the
+// kind of resource, rather than 400: the dashboard operations' ids (SPEC's dashboard routes
+// know no 400 for them; a malformed id names no dashboard, as an unknown one does not).
+const notFoundIfMalformed = "x-not-found-if-malformed"
+
+// malformedID is 404 for a path parameter marked notFoundIfMalformed whose value its schema
+// refuses. It runs before anything else is validated: there is no such resource to send a
+// body to.
+func malformedID(c echo.Context, item *openapi3.PathItem, op *openapi3.Operation) error {
+	for _, ps := range []openapi3.Parameters{item.Parameters, op.Parameters} {
+		for _, p := range ps {
+			v := p.Value
+			if v == nil || v.In != openapi3.ParameterInPath || v.Schema == nil || v.Schema.Value == nil {
+				continue
+			}
+			kind, _ := v.Extensions[notFoundIfMalformed].(string)
+			if kind == "" {
+				continue
+			}
+			if val := c.Param(v.Name); v.Schema.Value.VisitJSON(val) != nil {
+				return apierr.NotFound(kind, val)
+			}
+		}
 	}
 	return nil
 }

@@ -232,13 +232,22 @@ func (im *Importer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) e
 	if err := j.Decode(&pl); err != nil {
 		return jobs.Permanent(err)
 	}
+	d, err := store.DatasetByID(ctx, im.Store.DB, pl.DatasetID, false)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted meanwhile
+	} else if err != nil {
+		return err
+	}
+	if !importing(d, j) {
+		return nil // a previous attempt finished it
+	}
 	// One connection: COPY streams through its driver connection, inside the transaction.
 	conn, err := im.Store.DB.Connx(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	tx, err := conn.BeginTxx(ctx, nil)
+	tx, err := lockWriters(ctx, conn, Table(d.TableSchema, d.ID), p)
 	if err != nil {
 		return err
 	}
@@ -249,11 +258,44 @@ func (im *Importer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) e
 	return tx.Commit()
 }
 
+// lockWriters begins the import's transaction with the dataset's table in SHARE ROW
+// EXCLUSIVE mode, its first statement: writers, schema changes and index builds wait for the
+// import, readers do not. It does not wait in the lock queue: an index being built
+// CONCURRENTLY (the search-index job that follows every load and import) waits for every
+// transaction older than itself, so a transaction waiting for its lock deadlocks with it.
+// While one is being built, a new transaction tries again every quarter second (at most ten
+// minutes), younger than the build.
+func lockWriters(ctx context.Context, conn *sqlx.Conn, table string, p *jobs.Progress) (*sqlx.Tx, error) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		tx, err := conn.BeginTxx(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		_, err = tx.ExecContext(ctx, `LOCK TABLE `+table+` IN SHARE ROW EXCLUSIVE MODE NOWAIT`)
+		if err == nil {
+			return tx, nil
+		}
+		tx.Rollback()
+		var pe *pq.Error
+		if !errors.As(err, &pe) || pe.Code != "55P03" || time.Now().After(deadline) {
+			return nil, err
+		}
+		p.Set(ctx, "analyzing", 0, 0, "waiting for the dataset's table (its indexes are being built)")
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 func (im *Importer) run(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, j *jobs.Job, pl *ImportPayload, p *jobs.Progress) error {
 	start := time.Now()
 	phases := &phaseClock{last: start}
-	// No lock yet: while the file is staged, the dataset's status (processing) is what keeps
-	// other imports and schema changes out, and they are told so at once.
+	// The table is locked against writers (lockWriters), not the dataset's row: while the file
+	// is staged, the dataset's status (processing) is what keeps other imports and schema
+	// changes out, and they are told so at once.
 	d, err := store.DatasetByID(ctx, tx, pl.DatasetID, false)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // deleted meanwhile
@@ -299,9 +341,10 @@ func (im *Importer) run(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, j *jo
 		return jobs.Permanent(err)
 	}
 
-	// 1. The file into a staging table, typed and constrained as the dataset's columns, while
-	// the dataset's table is not even locked: readers and the rest go on.
-	ddl, err := stagingTable(d.ID, plan, seq.Valid)
+	// 1. The file into a staging table, typed and constrained as the dataset's columns: the
+	// dataset's readers go on.
+	staging := Table(d.TableSchema, stagingName(d.ID))
+	ddl, err := stagingTable(staging, d.ID, plan, seq.Valid)
 	if err != nil {
 		return jobs.Permanent(err)
 	}
@@ -316,18 +359,13 @@ func (im *Importer) run(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, j *jo
 	p.Set(ctx, "loading", 0, total, "loading the file's rows")
 	rows, err := copyRows(ctx, conn, staging, read, path, p)
 	if err != nil {
-		return stagingError(err)
+		return stagingError(err, stagingName(d.ID))
 	}
 	phases.mark("stage")
 
-	// 2. The merge, under a lock that keeps writers (and schema changes, index builds) out
-	// and lets readers in: they see the old rows until the commit.
+	// 2. The merge: readers see the old rows until the commit. The dataset's row is locked
+	// from now on (a rename or deletion waits).
 	im.progress(ctx, p, "merging", "merging the file's rows into the dataset")
-	if _, err := tx.ExecContext(ctx, `LOCK TABLE `+table+` IN SHARE ROW EXCLUSIVE MODE`); err != nil {
-		return err
-	}
-	// Then the dataset's row, until the commit: a deletion, which takes the row and then the
-	// table, waits for the import.
 	locked, err := store.DatasetByID(ctx, tx, pl.DatasetID, true)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -348,7 +386,7 @@ func (im *Importer) run(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, j *jo
 		}
 	}
 	phases.mark("lock")
-	m := &merge{tx: tx, d: d, table: table, plan: plan, seq: seq.String, rows: rows, cols: cols, mark: phases.mark}
+	m := &merge{tx: tx, d: d, table: table, staging: staging, plan: plan, seq: seq.String, rows: rows, cols: cols, mark: phases.mark}
 	res := &ImportResult{Mode: pl.Mode, JobID: j.ID}
 	switch {
 	case pl.Mode == ModeAppend:
@@ -404,6 +442,9 @@ func (im *Importer) run(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, j *jo
 	if err := m.advanceKeys(ctx); err != nil {
 		return err
 	}
+	if _, err := tx.ExecContext(ctx, `DROP TABLE `+staging); err != nil {
+		return err
+	}
 	cj, _ := json.Marshal(cols)
 	d.Columns = string(cj)
 	if err := im.ready(ctx, tx, d, res, start, p); err != nil {
@@ -417,11 +458,11 @@ func (im *Importer) run(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, j *jo
 
 // stagingError keeps the staging table's name out of a refused value's message: the user
 // knows the dataset, not the table the file passes through.
-func stagingError(err error) error {
+func stagingError(err error, rel string) error {
 	if !jobs.IsPermanent(err) {
 		return err
 	}
-	msg := strings.NewReplacer(` of relation "dp_import"`, "", ` for relation "dp_import"`, "").Replace(err.Error())
+	msg := strings.NewReplacer(` of relation "`+rel+`"`, "", ` for relation "`+rel+`"`, "").Replace(err.Error())
 	if msg == err.Error() {
 		return err
 	}
@@ -445,15 +486,18 @@ func (c *phaseClock) mark(name string) {
 	c.last = now
 }
 
-// staging is the import's staging table, dropped at the commit (or the rollback).
-const staging = `pg_temp.dp_import`
+// stagingName is the relation of an import's staging table, beside the dataset's table: an
+// unlogged table (no WAL for rows that are only passing through) made and dropped in the
+// import's transaction, so that no one else ever sees it; not a temporary one, which
+// PostgreSQL's parallel workers cannot read.
+func stagingName(datasetID string) string { return datasetID + "_staging" }
 
 // stagingTable is the CREATE TABLE of the staging table: one column per file column with the
 // dataset column's type, NOT NULL and CHECK constraints, so that COPY itself refuses a value
 // the dataset would, naming its row and column (a generated key may be empty: the merge
 // generates it). UNIQUE constraints are the merge's to check. Its rows are in the file's
 // order (a new table filled by one COPY): ctid order is the data row order.
-func stagingTable(datasetID string, plan *importPlan, keyGen bool) (string, error) {
+func stagingTable(staging, datasetID string, plan *importPlan, keyGen bool) (string, error) {
 	var defs []string
 	for _, c := range plan.read {
 		if c.Key && keyGen {
@@ -467,7 +511,7 @@ func stagingTable(datasetID string, plan *importPlan, keyGen bool) (string, erro
 		defs = append(defs, def)
 	}
 	var b strings.Builder
-	b.WriteString(`CREATE TEMP TABLE dp_import (` + strings.Join(defs, ", "))
+	b.WriteString(`CREATE UNLOGGED TABLE ` + staging + ` (` + strings.Join(defs, ", "))
 	for _, c := range plan.read {
 		for _, k := range Constraints(datasetID, c) {
 			if k.Kind != "unique" {
@@ -475,7 +519,7 @@ func stagingTable(datasetID string, plan *importPlan, keyGen bool) (string, erro
 			}
 		}
 	}
-	b.WriteString(`) ON COMMIT DROP`)
+	b.WriteString(`)`)
 	return b.String(), nil
 }
 

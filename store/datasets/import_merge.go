@@ -25,14 +25,15 @@ const RebuildRows = 10_000
 
 // merge moves the staged rows into the dataset's table.
 type merge struct {
-	tx    *sqlx.Tx
-	d     *store.Dataset
-	table string
-	plan  *importPlan
-	cols  []ingest.Column // the dataset's columns (added ones included)
-	seq   string          // the key's identity sequence, "" when the key is not generated (or there is none)
-	rows  int64           // staged rows
-	mark  func(phase string)
+	tx      *sqlx.Tx
+	d       *store.Dataset
+	table   string
+	staging string // the staging table (stagingName)
+	plan    *importPlan
+	cols    []ingest.Column // the dataset's columns (added ones included)
+	seq     string          // the key's identity sequence, "" when the key is not generated (or there is none)
+	rows    int64           // staged rows
+	mark    func(phase string)
 }
 
 func (m *merge) q(c ingest.Column) string { return pq.QuoteIdentifier(c.Name) }
@@ -45,7 +46,7 @@ func (m *merge) keyed() bool { return m.plan.key != nil && m.plan.keyIn }
 // table is filled by one COPY, in file order.
 func (m *merge) rowOf(ctx context.Context, ctid string) (int64, error) {
 	var n int64
-	err := m.tx.GetContext(ctx, &n, `SELECT count(*) FROM `+staging+` WHERE ctid <= $1::tid`, ctid)
+	err := m.tx.GetContext(ctx, &n, `SELECT count(*) FROM `+m.staging+` WHERE ctid <= $1::tid`, ctid)
 	return n, err
 }
 
@@ -73,7 +74,7 @@ func (m *merge) check(ctx context.Context, mode string, dups bool) error {
 			Deleted bool   `db:"deleted"`
 		}
 		err := m.tx.GetContext(ctx, &taken, `SELECT s.ctid::text AS c, s.`+q+`::text AS v, t.deleted_at IS NOT NULL AS deleted
-			FROM `+staging+` s JOIN `+m.table+` t ON t.`+q+` = s.`+q+` ORDER BY s.ctid LIMIT 1`)
+			FROM `+m.staging+` s JOIN `+m.table+` t ON t.`+q+` = s.`+q+` ORDER BY s.ctid LIMIT 1`)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		} else if err != nil {
@@ -105,7 +106,7 @@ func (m *merge) check(ctx context.Context, mode string, dups bool) error {
 		return nil
 	}
 	var ctid string
-	err := m.tx.GetContext(ctx, &ctid, `SELECT s.ctid::text FROM `+staging+` s WHERE `+m.newRows("s")+` ORDER BY s.ctid LIMIT 1`)
+	err := m.tx.GetContext(ctx, &ctid, `SELECT s.ctid::text FROM `+m.staging+` s WHERE `+m.newRows("s")+` ORDER BY s.ctid LIMIT 1`)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	} else if err != nil {
@@ -129,7 +130,7 @@ func (m *merge) duplicate(ctx context.Context, c ingest.Column) error {
 		First string `db:"first"`
 	}
 	err := m.tx.GetContext(ctx, &dup, `SELECT c::text AS c, v, first::text AS first FROM (SELECT ctid AS c, `+q+`::text AS v, min(ctid) OVER (PARTITION BY `+q+`) AS first
-		FROM `+staging+` WHERE `+q+` IN (SELECT `+q+` FROM `+staging+` WHERE `+q+` IS NOT NULL GROUP BY 1 HAVING count(*) > 1)) x
+		FROM `+m.staging+` WHERE `+q+` IN (SELECT `+q+` FROM `+m.staging+` WHERE `+q+` IS NOT NULL GROUP BY 1 HAVING count(*) > 1)) x
 		WHERE c > first ORDER BY c LIMIT 1`)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
@@ -176,7 +177,7 @@ func (m *merge) insert(ctx context.Context, onlyNew bool) (int64, error) {
 	for i, c := range m.plan.into {
 		names[i], exprs[i] = m.q(c), m.keyExpr(c, "s", m.seq)
 	}
-	q := `INSERT INTO ` + m.table + ` (` + strings.Join(names, ", ") + `) SELECT ` + strings.Join(exprs, ", ") + ` FROM ` + staging + ` s`
+	q := `INSERT INTO ` + m.table + ` (` + strings.Join(names, ", ") + `) SELECT ` + strings.Join(exprs, ", ") + ` FROM ` + m.staging + ` s`
 	if onlyNew {
 		q += ` WHERE ` + m.newRows("s")
 	}
@@ -248,7 +249,7 @@ func (m *merge) upsert(ctx context.Context, replace bool, res *ImportResult) err
 	}
 	k := m.q(*m.plan.key)
 	if replace {
-		if err := m.tx.GetContext(ctx, &res.Deleted, `WITH d AS (DELETE FROM `+m.table+` t WHERE NOT EXISTS (SELECT 1 FROM `+staging+` s WHERE s.`+k+` = t.`+k+`)
+		if err := m.tx.GetContext(ctx, &res.Deleted, `WITH d AS (DELETE FROM `+m.table+` t WHERE NOT EXISTS (SELECT 1 FROM `+m.staging+` s WHERE s.`+k+` = t.`+k+`)
 			RETURNING deleted_at) SELECT count(*) FILTER (WHERE deleted_at IS NULL) FROM d`); err != nil {
 			return mergeError(err)
 		}
@@ -261,7 +262,7 @@ func (m *merge) upsert(ctx context.Context, replace bool, res *ImportResult) err
 	for i, b := range before {
 		set = append(set, strings.TrimPrefix(b, "t.")+` = `+after[i])
 	}
-	from := ` FROM ` + staging + ` s WHERE t.` + k + ` = s.` + k
+	from := ` FROM ` + m.staging + ` s WHERE t.` + k + ` = s.` + k
 	revived := []string{`updated_at = now()`, `version = t.version + 1`, `created_at = now()`, `deleted_at = NULL`}
 	for _, c := range m.plan.into {
 		if !c.Key {
@@ -313,8 +314,37 @@ func (m *merge) rebuild(ctx context.Context, replace bool, res *ImportResult, ar
 		}
 		return nil
 	}
+	var count struct {
+		Live    int64 `db:"live"`
+		Deleted int64 `db:"deleted"`
+	}
+	if err := tx.GetContext(ctx, &count, `SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted
+		FROM `+m.table); err != nil {
+		return err
+	}
+	if m.keyed() {
+		// A file that changes nothing (the same file again) leaves the table as it is, with
+		// its indexes: looking for the first difference costs less than building the table.
+		changes, err := m.changes(ctx, replace)
+		if err != nil {
+			return err
+		}
+		if !changes && (!replace || count.Live == m.rows && count.Deleted == 0) {
+			// (No constraint is built to find a key the file has twice: look for one.)
+			for _, c := range m.plan.into {
+				if c.Key || c.Constraints != nil && c.Constraints.Unique {
+					if err := m.duplicate(ctx, c); err != nil {
+						return err
+					}
+				}
+			}
+			res.Unchanged = m.rows
+			m.mark("compare")
+			return nil
+		}
+	}
 	// A join of a million rows hashes in memory rather than in batches on disk.
-	if err := exec(`SET LOCAL work_mem = '64MB'`, `SAVEPOINT dp_rebuild`,
+	if err := exec(`SET LOCAL work_mem = '64MB'`,
 		`CREATE TABLE `+next+` (LIKE `+m.table+` INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMPRESSION)`); err != nil {
 		return err
 	}
@@ -340,23 +370,11 @@ func (m *merge) rebuild(ctx context.Context, replace bool, res *ImportResult, ar
 			return err
 		}
 	}
-	var count struct {
-		Live    int64 `db:"live"`
-		Deleted int64 `db:"deleted"`
-	}
-	if err := tx.GetContext(ctx, &count, `SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted
-		FROM `+m.table); err != nil {
-		return err
-	}
 	m.mark("prepare")
 	if err := m.fill(ctx, next, nextSeq, replace, count.Live, res); err != nil {
 		return err
 	}
 	m.mark("fill")
-	if res.Inserted == 0 && res.Updated == 0 && res.Deleted == 0 && (!replace || count.Deleted == 0) {
-		// The file changes nothing: the table stays as it is, with its indexes.
-		return exec(`ROLLBACK TO SAVEPOINT dp_rebuild`)
-	}
 	// The key and unique constraints, under names of their own until the swap (their
 	// indexes share the schema's namespace with the old table's).
 	var cons []struct {
@@ -420,7 +438,7 @@ func (m *merge) fill(ctx context.Context, next string, nextSeq map[string]string
 		for i, c := range m.plan.into {
 			names[i], exprs[i] = m.q(c), m.keyExpr(c, "s", nextSeq[c.Name])
 		}
-		n, err := m.exec(ctx, `INSERT INTO `+next+` (`+strings.Join(names, ", ")+`) SELECT `+strings.Join(exprs, ", ")+` FROM `+staging+` s`)
+		n, err := m.exec(ctx, `INSERT INTO `+next+` (`+strings.Join(names, ", ")+`) SELECT `+strings.Join(exprs, ", ")+` FROM `+m.staging+` s`)
 		res.Inserted, res.Deleted = n, live
 		return err
 	}
@@ -447,7 +465,7 @@ func (m *merge) fill(ctx context.Context, next string, nextSeq map[string]string
 			add(m.q(c), m.keyExpr(c, "s", nextSeq[c.Name]))
 		}
 		add("created_at", `CASE WHEN `+liveT+` THEN t.created_at ELSE now() END`)
-		from = ` FROM ` + staging + ` s LEFT JOIN ` + m.table + ` t ON t.` + k + ` = s.` + k
+		from = ` FROM ` + m.staging + ` s LEFT JOIN ` + m.table + ` t ON t.` + k + ` = s.` + k
 	} else {
 		// Every record, and the file's new rows: a record the file has takes its values
 		// (the columns the file lacks keep theirs), the others stay as they are.
@@ -466,7 +484,7 @@ func (m *merge) fill(ctx context.Context, next string, nextSeq map[string]string
 		add("created_at", `CASE WHEN `+kept+` THEN t.created_at ELSE now() END`)
 		add("deleted_at", `CASE WHEN `+present+` THEN NULL ELSE t.deleted_at END`)
 		unchanged = present + ` IS NULL OR ` + unchanged
-		from = ` FROM ` + m.table + ` t FULL JOIN (SELECT *, true AS "dp.present" FROM ` + staging + `) s ON t.` + k + ` = s.` + k
+		from = ` FROM ` + m.table + ` t FULL JOIN (SELECT *, true AS "dp.present" FROM ` + m.staging + `) s ON t.` + k + ` = s.` + k
 	}
 	// Whether a record keeps its values is worked out once per row (the subquery is not
 	// flattened: OFFSET 0), then decides its updated_at and version.
@@ -500,6 +518,21 @@ func (m *merge) fill(ctx context.Context, next string, nextSeq map[string]string
 		res.Deleted = live - res.Updated - res.Unchanged
 	}
 	return nil
+}
+
+// changes reports whether the staged rows change the table: a row whose key no live record
+// has, or whose values differ from its record's (for replace, with the defaults of the columns
+// the file lacks). It stops at the first.
+func (m *merge) changes(ctx context.Context, replace bool) (bool, error) {
+	before, after, err := m.compared(replace)
+	if err != nil {
+		return false, jobs.Permanent(err)
+	}
+	k := m.q(*m.plan.key)
+	var changes bool
+	err = m.tx.GetContext(ctx, &changes, `SELECT EXISTS (SELECT 1 FROM `+m.staging+` s LEFT JOIN `+m.table+` t ON t.`+k+` = s.`+k+`
+		WHERE NOT coalesce(t.`+k+` IS NOT NULL AND t.deleted_at IS NULL AND `+same(before, after)+`, false))`)
+	return changes, err
 }
 
 // lockExclusive takes the old table for the swap. Waiting for it queues the readers that

@@ -160,7 +160,7 @@ func reason(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("no answer within %s", ConnectTimeout)
 	}
-	return err
+	return DialError(err)
 }
 
 // Test connects and lists the schemas and the tables opts select.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"syscall"
 	"time"
 )
@@ -56,6 +57,52 @@ func (n Networks) Allows(ip netip.Addr) bool {
 // ErrRefusedAddress is a connection to an address outside the allowed networks.
 var ErrRefusedAddress = errors.New("refused address")
 
+// refusedError is Control's refusal. It names the setting that widens the networks, never the
+// address: the caller gave a name, and where it leads inside the server's network is not
+// theirs to learn.
+type refusedError struct{ reason string }
+
+func (e *refusedError) Error() string { return ErrRefusedAddress.Error() + ": " + e.reason }
+func (e *refusedError) Unwrap() error { return ErrRefusedAddress }
+
+// DialError is a failed connection's error as the caller may read it: what is wrong with the
+// host they gave, and nothing of the server's own network. A name that does not resolve says
+// so, without the resolver the server asked ("lookup x on 10.0.0.53:53"); a refused address
+// says so, without the address dialled; other network errors lose the addresses net.OpError
+// prints ("dial tcp 10.1.2.3:5432: ..."). Other errors are returned as they are.
+func DialError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *refusedError
+	if errors.As(err, &re) {
+		return re
+	}
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		switch {
+		case de.IsNotFound:
+			return fmt.Errorf("the host %s does not resolve", de.Name)
+		case de.IsTimeout:
+			return fmt.Errorf("the host %s could not be resolved in time", de.Name)
+		default:
+			return fmt.Errorf("the host %s could not be resolved", de.Name)
+		}
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		if oe.Timeout() {
+			return errors.New("the host did not answer in time")
+		}
+		var se *os.SyscallError
+		if errors.As(oe.Err, &se) && se.Err != nil {
+			return fmt.Errorf("the host's address cannot be reached: %s", se.Err.Error()) // "connection refused"
+		}
+		return fmt.Errorf("the host's address cannot be reached: %s", oe.Err.Error())
+	}
+	return err
+}
+
 // dialer connects only to allowed addresses. The check runs on the address actually dialled
 // (after name resolution), so a name that resolves to an internal address is refused too.
 type dialer struct {
@@ -81,10 +128,10 @@ func (n Networks) Control(setting string) func(network, address string, _ syscal
 	return func(network, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil { // a Unix socket
-			return fmt.Errorf("%w: %s is not a network address", ErrRefusedAddress, address)
+			return &refusedError{"the host is not a network address"}
 		}
 		if !n.Allows(ap.Addr()) {
-			return fmt.Errorf("%w: %s is not a public address and not in %s", ErrRefusedAddress, ap.Addr().Unmap(), setting)
+			return &refusedError{"the host's address is neither public nor in " + setting}
 		}
 		return nil
 	}

@@ -1,7 +1,11 @@
 package extdb
 
 import (
+	"errors"
+	"net"
 	"net/netip"
+	"os"
+	"syscall"
 	"testing"
 )
 
@@ -45,6 +49,33 @@ func TestNetworksAllows(t *testing.T) {
 		}
 		if got := lan.Allows(ip); got != tc.lan {
 			t.Errorf("with networks: %s allowed = %v, want %v", tc.ip, got, tc.lan)
+		}
+	}
+}
+
+// TestDialErrorKeepsTheServerNetwork: what a failed dial tells the caller names their host,
+// never the server's resolver or the address a name led to.
+func TestDialErrorKeepsTheServerNetwork(t *testing.T) {
+	refused := Networks(nil).Control("DP_CONNECTION_NETWORKS")("tcp4", "127.0.0.1:5432", nil)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "0x7f000001", Server: "10.255.255.53:53", IsNotFound: true}},
+			"the host 0x7f000001 does not resolve"},
+		{&net.DNSError{Err: "i/o timeout", Name: "db.example", Server: "10.255.255.53:53", IsTimeout: true}, "the host db.example could not be resolved in time"},
+		{&net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 5432}, Err: refused},
+			"refused address: the host's address is neither public nor in DP_CONNECTION_NETWORKS"},
+		{&net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.ParseIP("10.9.8.7"), Port: 5432}, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)},
+			"the host's address cannot be reached: connection refused"},
+		{errors.New("password authentication failed"), "password authentication failed"},
+	} {
+		got := DialError(tc.err)
+		if got.Error() != tc.want {
+			t.Errorf("%v: %q, want %q", tc.err, got, tc.want)
+		}
+		if tc.want[0] == 'r' && !errors.Is(got, ErrRefusedAddress) {
+			t.Errorf("%v: not ErrRefusedAddress", got)
 		}
 	}
 }

@@ -396,7 +396,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *endpoint, dl *due) (attempt, 
 		var ne net.Error
 		switch {
 		case errors.Is(err, extdb.ErrRefusedAddress):
-			return d.failed(a, dl, "refused address: "+reason(err), false, 0), true
+			return d.failed(a, dl, reason(err), false, 0), true // "refused address: ..."
 		case errors.As(err, &ne) && ne.Timeout():
 			return d.failed(a, dl, fmt.Sprintf("no answer within %s", d.opt.Timeout), true, 0), true
 		default:
@@ -459,11 +459,12 @@ func retryAfter(h string, now time.Time) time.Duration {
 	return max(0, min(d, 24*time.Hour))
 }
 
-// reason is what failed, without the url.Error's "Post <url>:" that repeats the address.
+// reason is what failed, without the url.Error's "Post <url>:" that repeats the address, and
+// without the addresses and resolver of the server's network (extdb.DialError).
 func reason(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err.Error()
+		err = ue.Err
 	}
-	return err.Error()
+	return extdb.DialError(err).Error()
 }
