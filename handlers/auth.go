@@ -116,7 +116,7 @@ func (h *Handlers) signIn(ctx context.Context, tx *sqlx.Tx, u *store.User, orgID
 	if err != nil {
 		return api.TokenResponse{}, err
 	}
-	refresh, err := h.newRefreshToken(ctx, tx, u.ID, orgID, store.NewID("rtf"))
+	refresh, err := h.newRefreshToken(ctx, tx, u.ID, orgID, store.NewID("rtf"), claims)
 	if err != nil {
 		return api.TokenResponse{}, err
 	}
@@ -179,11 +179,13 @@ func (h *Handlers) accessToken(u *store.User, orgID, role string) (string, *auth
 	return tok, c, err
 }
 
-func (h *Handlers) newRefreshToken(ctx context.Context, tx *sqlx.Tx, userID, orgID, family string) (string, error) {
+// newRefreshToken makes a refresh token of family, issued with the access token of access
+// (which ending the family revokes).
+func (h *Handlers) newRefreshToken(ctx context.Context, tx *sqlx.Tx, userID, orgID, family string, access *auth.AccessClaims) (string, error) {
 	raw := auth.NewOpaqueToken()
 	now := h.Now()
 	t := &store.RefreshToken{ID: store.NewID("rt"), TokenHash: auth.HashSecret(raw), FamilyID: family, UserID: userID,
-		ExpiresAt: now.Add(h.Config.RefreshTokenTTL), CreatedAt: now}
+		ExpiresAt: now.Add(h.Config.RefreshTokenTTL), CreatedAt: now, AccessTokenID: &access.ID, AccessExpiresAt: &access.ExpiresAt}
 	if orgID != "" {
 		t.OrgID = &orgID
 	}
@@ -195,6 +197,7 @@ var errBadRefresh = apierr.AuthRequired("invalid, expired or revoked refresh tok
 func (a *Auth) RefreshToken(ctx context.Context, req api.RefreshTokenRequestObject) (api.RefreshTokenResponseObject, error) {
 	var out api.RefreshResponse
 	var reuse bool
+	var revoked []store.RevokedAccess
 	err := a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		t, err := store.RefreshTokenForUpdate(ctx, tx, auth.HashSecret(req.Body.RefreshToken))
 		if errors.Is(err, store.ErrNotFound) {
@@ -210,7 +213,7 @@ func (a *Auth) RefreshToken(ctx context.Context, req api.RefreshTokenRequestObje
 			// A spent token came back: someone holds a copy. Revoke the whole family (and
 			// commit that) so that neither copy works any more.
 			reuse = true
-			if err := store.RevokeRefreshFamily(ctx, tx, t.FamilyID, now); err != nil {
+			if revoked, err = store.RevokeRefreshFamily(ctx, tx, t.FamilyID, now); err != nil {
 				return err
 			}
 			return a.audit(auth.WithPrincipal(ctx, &auth.Principal{UserID: t.UserID}), tx, deref(t.OrgID), "auth.refresh_reuse", "user", t.UserID, "",
@@ -247,7 +250,7 @@ func (a *Auth) RefreshToken(ctx context.Context, req api.RefreshTokenRequestObje
 		if err != nil {
 			return err
 		}
-		refresh, err := a.newRefreshToken(ctx, tx, u.ID, orgID, t.FamilyID)
+		refresh, err := a.newRefreshToken(ctx, tx, u.ID, orgID, t.FamilyID, claims)
 		if err != nil {
 			return err
 		}
@@ -261,13 +264,18 @@ func (a *Auth) RefreshToken(ctx context.Context, req api.RefreshTokenRequestObje
 	if err != nil {
 		return nil, err
 	}
+	a.Store.AccessRevoked(revoked...)
 	if reuse {
 		return nil, apierr.AuthRequired("this refresh token was already used; every token of its sign-in has been revoked, sign in again")
 	}
 	return api.RefreshToken200JSONResponse{Body: out, Headers: api.RefreshToken200ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
 }
 
+// Logout ends the refresh token's family and the access tokens issued with it (the deny-list:
+// this server refuses them before answering, the others when the database's notification
+// arrives).
 func (a *Auth) Logout(ctx context.Context, req api.LogoutRequestObject) (api.LogoutResponseObject, error) {
+	var revoked []store.RevokedAccess
 	err := a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		t, err := store.RefreshTokenForUpdate(ctx, tx, auth.HashSecret(req.Body.RefreshToken))
 		if errors.Is(err, store.ErrNotFound) {
@@ -275,7 +283,7 @@ func (a *Auth) Logout(ctx context.Context, req api.LogoutRequestObject) (api.Log
 		} else if err != nil {
 			return err
 		}
-		if err := store.RevokeRefreshFamily(ctx, tx, t.FamilyID, a.Now()); err != nil {
+		if revoked, err = store.RevokeRefreshFamily(ctx, tx, t.FamilyID, a.Now()); err != nil {
 			return err
 		}
 		return a.audit(auth.WithPrincipal(ctx, &auth.Principal{UserID: t.UserID}), tx, deref(t.OrgID), "auth.logout", "user", t.UserID, "", nil)
@@ -283,6 +291,7 @@ func (a *Auth) Logout(ctx context.Context, req api.LogoutRequestObject) (api.Log
 	if err != nil {
 		return nil, err
 	}
+	a.Store.AccessRevoked(revoked...)
 	return api.Logout204Response{}, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"dataplatform/store/ingest"
 	"dataplatform/store/jobs"
 	"dataplatform/store/views"
+	"dataplatform/templates/descriptions"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -254,11 +255,20 @@ func (h *Datasets) UpdateDataset(ctx context.Context, req api.UpdateDatasetReque
 				return err
 			}
 		}
+		// The row lock orders a rename with a schema change or an import finishing.
+		if d, err = store.DatasetByID(ctx, tx, d.ID, true); err != nil {
+			return err
+		}
+		was := descriptions.Rename{Name: descriptions.Texts{Before: d.Name}, Description: descriptions.Texts{Before: deref(d.Description)}}
 		patchText(changes, "name", req.Body.Name, &d.Name)
 		patchText(changes, "description", req.Body.Description, &d.Description)
 		d.UpdatedAt = h.Now()
 		if err := store.UpdateDataset(ctx, tx, d); err != nil {
 			return conflictOn(err, "name", "a dataset named "+d.Name+" already exists in this project")
+		}
+		was.Name.After, was.Description.After = d.Name, deref(d.Description)
+		if err := recordRename(ctx, tx, d, was); err != nil {
+			return err
 		}
 		return h.audit(ctx, tx, d.OrgID, "dataset.update", "dataset", d.ID, d.Name, map[string]any{"changes": changes})
 	})
@@ -270,6 +280,34 @@ func (h *Datasets) UpdateDataset(ctx context.Context, req api.UpdateDatasetReque
 		return nil, err
 	}
 	return api.UpdateDataset200JSONResponse(out), nil
+}
+
+// recordRename releases a new version of the dataset's description when its name or
+// description changed and it has columns (a published API): a schema change whose columns
+// stay as they are, recording the texts before and after, so that every earlier version is
+// still rendered with the name it had.
+func recordRename(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, r descriptions.Rename) error {
+	if r.Name.Before == r.Name.After && r.Description.Before == r.Description.After {
+		return nil
+	}
+	cols, tables := d.Columns, d.Tables != nil
+	if tables {
+		cols = *d.Tables
+	}
+	var described []json.RawMessage
+	if json.Unmarshal([]byte(cols), &described) != nil || len(described) == 0 {
+		return nil // not loaded yet: its first version is released with the name it has then
+	}
+	sc := &store.SchemaChange{ID: store.NewID("sch"), DatasetID: d.ID, SchemaVersion: d.SchemaVersion + 1,
+		Changes: descriptions.RenameChanges(r), ColumnsBefore: cols, ColumnsAfter: cols, CreatedAt: d.UpdatedAt}
+	if p := auth.FromContext(ctx); p != nil && p.UserID != "" {
+		sc.CreatedBy = &p.UserID
+	}
+	if err := store.RecordSchemaChange(ctx, tx, sc, tables); err != nil {
+		return err
+	}
+	d.SchemaVersion = sc.SchemaVersion
+	return nil
 }
 
 func (h *Datasets) DeleteDataset(ctx context.Context, req api.DeleteDatasetRequestObject) (api.DeleteDatasetResponseObject, error) {

@@ -136,7 +136,8 @@ func (h *Datasets) GetDatasetRedoc(ctx context.Context, req api.GetDatasetRedocR
 	return h.docsPage(ctx, req.DatasetId, req.Params.Table, docs.Redoc)
 }
 
-// GetDatasetSDK generates a client package of the dataset's current description.
+// GetDatasetSDK generates a client package of the dataset's description at a version (the
+// current one by default), named as that version was.
 func (h *Datasets) GetDatasetSDK(ctx context.Context, req api.GetDatasetSDKRequestObject) (api.GetDatasetSDKResponseObject, error) {
 	desc, err := h.description(ctx, req.DatasetId, req.Params.Table)
 	if err != nil {
@@ -147,12 +148,25 @@ func (h *Datasets) GetDatasetSDK(ctx context.Context, req api.GetDatasetSDKReque
 			"supported_languages": sdk.Languages})
 	}
 	version := desc.Current()
-	pkg := strings.ReplaceAll(ingest.Identifiers([]string{desc.Doc.Info.Title})[0], "_", "")
+	if req.Params.Version != nil {
+		version = *req.Params.Version
+	}
+	doc, raw, ok, err := h.Descriptions.At(ctx, desc, req.DatasetId, version)
+	if !ok {
+		return nil, versionNotFound(version, desc.Versions)
+	} else if err != nil {
+		return nil, err
+	}
+	descURL := h.Config.BaseURL + "/api/v1/datasets/" + req.DatasetId + "/openapi.json"
+	if req.Params.Version != nil {
+		descURL += "?version=" + version
+	}
+	pkg := strings.ReplaceAll(ingest.Identifiers([]string{doc.Info.Title})[0], "_", "")
 	if pkg == "" || pkg[0] >= '0' && pkg[0] <= '9' {
 		pkg = "dataset" + pkg
 	}
-	res, genErr := sdk.Generate(req.Language, sdk.Input{DatasetID: req.DatasetId, Name: desc.Doc.Info.Title, Package: pkg, Version: version,
-		Server: h.Config.BaseURL, DescriptionURL: h.Config.BaseURL + "/api/v1/datasets/" + req.DatasetId + "/openapi.json", Doc: desc.Doc, JSON: desc.JSON})
+	res, genErr := sdk.Generate(req.Language, sdk.Input{DatasetID: req.DatasetId, Name: doc.Info.Title, Package: pkg, Version: version,
+		Server: h.Config.BaseURL, DescriptionURL: descURL, Doc: doc, JSON: raw})
 	g := &store.SDKGeneration{ID: store.NewID("sdk"), DatasetID: req.DatasetId, Language: req.Language, Version: version, Status: "succeeded",
 		Warnings: "[]", CreatedAt: h.Now()}
 	if p := auth.FromContext(ctx); p != nil {

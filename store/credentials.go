@@ -81,12 +81,17 @@ type RefreshToken struct {
 	UsedAt    *time.Time `db:"used_at"`
 	RevokedAt *time.Time `db:"revoked_at"`
 	CreatedAt time.Time  `db:"created_at"`
+	// AccessTokenID and AccessExpiresAt are the `jti` and expiry of the access token issued
+	// with this refresh token: ending the family revokes it too.
+	AccessTokenID   *string    `db:"access_token_id"`
+	AccessExpiresAt *time.Time `db:"access_expires_at"`
 }
 
 // CreateRefreshToken inserts t.
 func CreateRefreshToken(ctx context.Context, q sqlx.ExtContext, t *RefreshToken) error {
-	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.refresh_tokens (id, token_hash, family_id, user_id, organization_id, expires_at, created_at)
-		VALUES (:id, :token_hash, :family_id, :user_id, :organization_id, :expires_at, :created_at)`, t)
+	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.refresh_tokens (id, token_hash, family_id, user_id, organization_id, expires_at, created_at,
+		access_token_id, access_expires_at)
+		VALUES (:id, :token_hash, :family_id, :user_id, :organization_id, :expires_at, :created_at, :access_token_id, :access_expires_at)`, t)
 	return err
 }
 
@@ -104,10 +109,20 @@ func SpendRefreshToken(ctx context.Context, q sqlx.ExecerContext, id string, now
 	return err
 }
 
-// RevokeRefreshFamily revokes every token of a family.
-func RevokeRefreshFamily(ctx context.Context, q sqlx.ExecerContext, familyID string, now time.Time) error {
-	_, err := q.ExecContext(ctx, `UPDATE platform.refresh_tokens SET revoked_at = $2 WHERE family_id = $1 AND revoked_at IS NULL`, familyID, now)
-	return err
+// RevokeRefreshFamily revokes every token of a family, and puts the access tokens issued with
+// them that have not expired on the deny-list (RevokedAccessTokens). It answers those access
+// tokens: once the transaction commits, give them to Store.AccessRevoked so that this server
+// refuses them at once (the others hear it from the database).
+func RevokeRefreshFamily(ctx context.Context, q sqlx.ExtContext, familyID string, now time.Time) ([]RevokedAccess, error) {
+	if _, err := q.ExecContext(ctx, `UPDATE platform.refresh_tokens SET revoked_at = $2 WHERE family_id = $1 AND revoked_at IS NULL`, familyID, now); err != nil {
+		return nil, err
+	}
+	var out []RevokedAccess
+	err := sqlx.SelectContext(ctx, q, &out, `INSERT INTO platform.revoked_access_tokens (jti, expires_at)
+		SELECT access_token_id, access_expires_at FROM platform.refresh_tokens
+		WHERE family_id = $1 AND access_token_id IS NOT NULL AND access_expires_at > $2
+		ON CONFLICT (jti) DO NOTHING RETURNING jti, expires_at`, familyID, now)
+	return out, err
 }
 
 // Invitation is an invitation to join an organization.

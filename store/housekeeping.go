@@ -29,3 +29,9 @@ func FailInterruptedQueries(ctx context.Context, q sqlx.ExecerContext, now, befo
 	}
 	return res.RowsAffected()
 }
+
+// SweepRevokedAccessTokens deletes the deny-list's rows of tokens that expired before before.
+func SweepRevokedAccessTokens(ctx context.Context, q sqlx.ExecerContext, before time.Time) error {
+	_, err := q.ExecContext(ctx, `DELETE FROM platform.revoked_access_tokens WHERE expires_at < $1`, before)
+	return err
+}

@@ -47,7 +47,8 @@ type Store struct {
 
 	stmts    sync.Map // query text -> *sqlx.Stmt
 	look     lookups
-	replicas *replicas // hot standbys for reads (replicas.go); nil: none
+	revoked  revocations // the access-token deny-list's copy (revocations.go)
+	replicas *replicas   // hot standbys for reads (replicas.go); nil: none
 	// security and twoFactor keep OrgSecurity and UserTwoFactor answers (security.go).
 	security  genCache[OrgSecurity]
 	twoFactor genCache[bool]

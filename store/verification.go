@@ -22,6 +22,10 @@ func ReleaseUnverifiedAccount(ctx context.Context, tx *sqlx.Tx, userID string, n
 	for _, st := range []string{
 		`UPDATE platform.users SET status = 'disabled', email = id || '@released.invalid', updated_at = $2 WHERE id = $1`,
 		`UPDATE platform.refresh_tokens SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`,
+		// its access tokens too (the deny-list; every server hears of it from the database)
+		`INSERT INTO platform.revoked_access_tokens (jti, expires_at) SELECT access_token_id, access_expires_at
+			FROM platform.refresh_tokens WHERE user_id = $1 AND access_token_id IS NOT NULL AND access_expires_at > $2
+			ON CONFLICT (jti) DO NOTHING`,
 		`UPDATE platform.api_keys SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`,
 		`UPDATE platform.browser_sessions SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`,
 	} {

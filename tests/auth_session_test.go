@@ -203,8 +203,9 @@ func TestBrowserSessionTimeouts(t *testing.T) {
 	e.clock.Advance(2 * time.Minute)
 	e.do("GET", "/api/v1/auth/session", nil, cookie).authError(401, "AUTH_REQUIRED")
 
-	// The organization's 5 minutes.
-	e.do("PATCH", "/api/v1/organizations/"+e.orgID+"/settings", map[string]any{"security": map[string]any{"session_timeout_minutes": 5}}, bearer(e.ownerToken)).status(200)
+	// The organization's 5 minutes (with a new access token: the first one expired at 60).
+	owner := e.login(adminEmail, adminPassword, "").str("access_token")
+	e.do("PATCH", "/api/v1/organizations/"+e.orgID+"/settings", map[string]any{"security": map[string]any{"session_timeout_minutes": 5}}, bearer(owner)).status(200)
 	cookie, _, r = e.signInBrowser(creds)
 	if r.num("idle_timeout_seconds") != 300 {
 		t.Fatalf("session: %s", r.Body)

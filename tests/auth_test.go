@@ -63,9 +63,12 @@ func TestTokenExpiryAndSkew(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	tok := e.ownerToken
-	e.clock.Advance(time.Hour + 4*time.Minute) // past exp, within the 5-minute grace
+	e.clock.Advance(time.Hour - time.Second) // just before exp
 	e.do("GET", "/api/v1/auth/me", nil, bearer(tok)).status(200)
-	e.clock.Advance(2 * time.Minute)
+	// The clock-skew grace is for iat and nbf only: at exp the token is refused, cached or not.
+	e.clock.Advance(time.Second)
+	e.do("GET", "/api/v1/auth/me", nil, bearer(tok)).authError(401, "TOKEN_EXPIRED")
+	e.clock.Advance(4 * time.Minute)
 	r := e.do("GET", "/api/v1/auth/me", nil, bearer(tok)).authError(401, "TOKEN_EXPIRED")
 	if r.str("error") != "token_expired" {
 		t.Fatalf("flat error name: %s", r.Body)
@@ -158,14 +161,15 @@ func TestAPIKeysRotateAndGrace(t *testing.T) {
 	e.do("GET", "/api/v1/projects/"+e.projectID, nil, apiKey(key)).authError(401, "AUTH_REQUIRED")
 	e.do("GET", "/api/v1/projects/"+e.projectID, nil, apiKey(newKey)).status(200)
 
-	e.do("DELETE", "/api/v1/api-keys/"+rot.str("id"), nil, bearer(e.ownerToken)).status(204)
+	owner := e.login(adminEmail, adminPassword, "").str("access_token") // the first one expired with the hour
+	e.do("DELETE", "/api/v1/api-keys/"+rot.str("id"), nil, bearer(owner)).status(204)
 	e.do("GET", "/api/v1/projects/"+e.projectID, nil, apiKey(newKey)).authError(401, "AUTH_REQUIRED")
-	e.do("DELETE", "/api/v1/api-keys/"+rot.str("id"), nil, bearer(e.ownerToken)).apiError(404, "NOT_FOUND")
+	e.do("DELETE", "/api/v1/api-keys/"+rot.str("id"), nil, bearer(owner)).apiError(404, "NOT_FOUND")
 
 	// A mistyped key fails its checksum; expiry in the past is refused.
 	e.do("GET", "/api/v1/auth/me", nil, apiKey(newKey[:len(newKey)-1]+"x")).authError(401, "AUTH_REQUIRED")
 	e.do("POST", "/api/v1/api-keys", map[string]any{"name": "old", "permissions": []string{"datasets:list"}, "expires_at": "2001-01-01T00:00:00Z"},
-		bearer(e.ownerToken)).apiError(400, "VALIDATION_ERROR", "body.expires_at", "minimum")
+		bearer(owner)).apiError(400, "VALIDATION_ERROR", "body.expires_at", "minimum")
 }
 
 func TestViewerDeniedWrite(t *testing.T) {

@@ -712,4 +712,31 @@ func TestImportLarge(t *testing.T) {
 		t.Fatalf("readings after replace: %d rows, ids from %d (old ids up to %d)", c, lo, oldMax)
 	}
 	e.do("POST", "/api/v1/datasets/"+rid+"/data", map[string]any{"station": "X", "temp_c": 1}, own).status(201)
+
+	// An integer key (the file's id): rows of an upsert without one get the next keys.
+	var ids strings.Builder
+	ids.WriteString("id,gauge\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&ids, "%d,%d\n", i, i%7)
+	}
+	gid := e.uploadAndCreate(e.ownerToken, "gauges", "gauges.csv", ids.String())
+	e.waitDataset(e.ownerToken, gid)
+	ids.Reset()
+	ids.WriteString("id,gauge\n")
+	for i := 1; i <= n; i++ {
+		if i%1000 == 0 {
+			fmt.Fprintf(&ids, ",%d\n", 100+i) // no id: a new record
+		} else {
+			fmt.Fprintf(&ids, "%d,%d\n", i, i%7+1)
+		}
+	}
+	e.imported(gid, "gauges2.csv", ids.String(), map[string]any{"mode": "upsert"})
+	gt := `"` + e.orgID + `"."` + gid + `"`
+	if c, hi, news := e.countRows(`SELECT count(*) FROM `+gt), e.countRows(`SELECT max(id) FROM `+gt),
+		e.countRows(`SELECT count(*) FROM `+gt+` WHERE id > `+fmt.Sprint(n)+` AND gauge > 100`); c != n+n/1000 || hi != n+n/1000 || news != n/1000 {
+		t.Fatalf("gauges after upsert: %d rows, largest id %d, %d new", c, hi, news)
+	}
+	if r := e.do("POST", "/api/v1/datasets/"+gid+"/data", map[string]any{"gauge": 1}, own).status(201); r.num("id") != n+n/1000+1 {
+		t.Fatalf("next key: %s", r.Body)
+	}
 }

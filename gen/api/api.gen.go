@@ -5205,6 +5205,9 @@ type GetDatasetSDKLogs200JSONResponseBodyGenerationsStatus string
 type GetDatasetSDKParams struct {
 	// Table The table of a database-connected dataset whose record API is meant (each table has its own description); default its first table. Uploaded datasets have one table: leave it out.
 	Table *TableParam `form:"table,omitempty" json:"table,omitempty"`
+
+	// Version A published version (x.y.z); default the current one.
+	Version *VersionParam `form:"version,omitempty" json:"version,omitempty"`
 }
 
 // ValidateDatasetSchema200JSONResponseBodyLevel defines parameters for ValidateDatasetSchema.
@@ -5959,7 +5962,7 @@ type ServerInterface interface {
 	// Login Sign in with email and password
 	// (POST /api/v1/auth/login)
 	Login(ctx echo.Context) error
-	// Logout Revoke a refresh token and its family
+	// Logout Revoke a refresh token, its family and their access tokens
 	// (POST /api/v1/auth/logout)
 	Logout(ctx echo.Context) error
 	// GetCurrentUser The authenticated user and their organizations
@@ -7390,6 +7393,13 @@ func (w *ServerInterfaceWrapper) GetDatasetSDK(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "table", ctx.QueryParams(), &params.Table, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter table: %s", err))
+	}
+
+	// ------------- Optional query parameter "version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "version", ctx.QueryParams(), &params.Version, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -29127,7 +29137,7 @@ type StrictServerInterface interface {
 	// Login Sign in with email and password
 	// (POST /api/v1/auth/login)
 	Login(ctx context.Context, request LoginRequestObject) (LoginResponseObject, error)
-	// Logout Revoke a refresh token and its family
+	// Logout Revoke a refresh token, its family and their access tokens
 	// (POST /api/v1/auth/logout)
 	Logout(ctx context.Context, request LogoutRequestObject) (LogoutResponseObject, error)
 	// GetCurrentUser The authenticated user and their organizations

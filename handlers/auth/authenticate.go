@@ -21,6 +21,10 @@ type BearerVerifier interface {
 	VerifyBearer(ctx context.Context, raw string) (*Principal, error)
 }
 
+// ErrTokenRevoked is the 401 of an access token ended before its expiry (its sign-in was
+// signed out, or its refresh token reused).
+var ErrTokenRevoked = apierr.AuthRequired("the access token was revoked (signed out); sign in again")
+
 // Authenticator turns request credentials into a Principal.
 type Authenticator struct {
 	Tokens   *Tokens
@@ -53,7 +57,14 @@ func (a *Authenticator) Authenticate(r *http.Request) (*Principal, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Principal{UserID: c.UserID, Email: c.Email, Method: MethodJWT, TokenOrg: c.Org}, nil
+		// After the verified-token cache, on every request: a map lookup while the server
+		// listens for revocations, one primary-key lookup otherwise (store/revocations.go).
+		if revoked, err := a.Store.AccessTokenRevoked(ctx, c.ID); err != nil {
+			return nil, err
+		} else if revoked {
+			return nil, ErrTokenRevoked
+		}
+		return &Principal{UserID: c.UserID, Email: c.Email, Method: MethodJWT, TokenOrg: c.Org, TokenID: c.ID, TokenExpires: c.ExpiresAt}, nil
 	}
 	if k := r.Header.Get("X-API-Key"); k != "" {
 		return a.apiKey(ctx, k)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/store"
@@ -26,6 +27,10 @@ type Principal struct {
 	Email    string
 	Method   Method
 	TokenOrg string // the `org` claim of an access token
+	// TokenID and TokenExpires are an access token's jti and exp: a stream opened with the
+	// token ends when it expires or is revoked.
+	TokenID      string
+	TokenExpires time.Time
 	// KeyID and KeyPermissions are set for API keys: the key may do only what these allow,
 	// and never more than its owner's role.
 	KeyID          string

@@ -17,7 +17,10 @@ import (
 // strings, so neither can pass for the other.
 const AccessTokenType = "at+jwt"
 
-// ClockSkew is the grace allowed on exp, iat and nbf.
+// ClockSkew is the grace allowed on iat and nbf: a token made by a server whose clock is a
+// little ahead is usable at once. It is not allowed on exp: a token ends at its exp on every
+// server (the servers' clocks are assumed synchronized, as for every other expiry here). An
+// external identity provider's tokens (oidc.go) keep it on exp too: that clock is not ours.
 const ClockSkew = 5 * time.Minute
 
 // Tokens issues and verifies this service's RS256 access tokens.
@@ -39,6 +42,7 @@ const maxVerified = 20000
 
 // AccessClaims are the claims of an access token.
 type AccessClaims struct {
+	ID          string // jti: what the deny-list names
 	UserID      string
 	Email       string
 	Org         string
@@ -51,7 +55,7 @@ type AccessClaims struct {
 // Issue signs an access token for c. It fills IssuedAt and ExpiresAt.
 func (t *Tokens) Issue(c *AccessClaims) (string, error) {
 	now := t.Clock().UTC().Truncate(time.Second)
-	c.IssuedAt, c.ExpiresAt = now, now.Add(t.TTL)
+	c.IssuedAt, c.ExpiresAt, c.ID = now, now.Add(t.TTL), NewOpaqueToken()[:22]
 	roles, perms := c.Roles, c.Permissions
 	if roles == nil {
 		roles = []string{}
@@ -65,7 +69,7 @@ func (t *Tokens) Issue(c *AccessClaims) (string, error) {
 		IssuedAt(now).
 		NotBefore(now).
 		Expiration(c.ExpiresAt).
-		JwtID(NewOpaqueToken()[:22]).
+		JwtID(c.ID).
 		Claim("email", c.Email).
 		Claim("org", c.Org).
 		Claim("roles", roles).
@@ -88,15 +92,16 @@ func (t *Tokens) Issue(c *AccessClaims) (string, error) {
 
 var errBadToken = apierr.AuthRequired("invalid access token")
 
-// Verify checks an access token: RS256 only, a known kid, typ at+jwt, our issuer, exp present
-// and not past (with ClockSkew of grace). An expired token is TOKEN_EXPIRED; anything else
-// wrong is AUTH_REQUIRED.
+// Verify checks an access token: RS256 only, a known kid, typ at+jwt, our issuer, a jti, exp
+// present and not reached (no grace), iat and nbf not ahead by more than ClockSkew. An
+// expired token is TOKEN_EXPIRED; anything else wrong is AUTH_REQUIRED. Whether the token was
+// revoked is the caller's check (Authenticator): the deny-list is not cached here.
 func (t *Tokens) Verify(ctx context.Context, raw string) (*AccessClaims, error) {
 	t.mu.RLock()
 	c, ok := t.verified[raw]
 	t.mu.RUnlock()
 	if ok {
-		if t.Clock().Before(c.ExpiresAt.Add(ClockSkew)) {
+		if t.Clock().Before(c.ExpiresAt) {
 			return c, nil
 		}
 		t.mu.Lock()
@@ -136,6 +141,7 @@ func (t *Tokens) verify(ctx context.Context, raw string) (*AccessClaims, error) 
 		jwt.WithIssuer(t.Issuer),
 		jwt.WithRequiredClaim(jwt.ExpirationKey),
 		jwt.WithRequiredClaim(jwt.SubjectKey),
+		jwt.WithRequiredClaim(jwt.JwtIDKey),
 		jwt.WithAcceptableSkew(ClockSkew),
 		jwt.WithClock(jwt.ClockFunc(t.Clock)),
 	)
@@ -145,7 +151,11 @@ func (t *Tokens) verify(ctx context.Context, raw string) (*AccessClaims, error) 
 		}
 		return nil, errBadToken
 	}
-	c := &AccessClaims{UserID: tok.Subject(), IssuedAt: tok.IssuedAt(), ExpiresAt: tok.Expiration()}
+	// jwx applies the skew to exp as well; exp gets none here.
+	if !t.Clock().Before(tok.Expiration()) {
+		return nil, apierr.TokenExpired()
+	}
+	c := &AccessClaims{ID: tok.JwtID(), UserID: tok.Subject(), IssuedAt: tok.IssuedAt(), ExpiresAt: tok.Expiration()}
 	pc := tok.PrivateClaims()
 	c.Email, _ = pc["email"].(string)
 	c.Org, _ = pc["org"].(string)

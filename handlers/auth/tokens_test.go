@@ -78,6 +78,29 @@ func TestVerifiedCacheHonoursExpiry(t *testing.T) {
 	}
 }
 
+// ClockSkew applies to iat and nbf only: a token from a clock a little ahead is usable at once,
+// and every token ends at its exp, whether verified before (cached) or not.
+func TestSkewNotOnExpiry(t *testing.T) {
+	tk := newTokens(t)
+	ctx := context.Background()
+	now := time.Now()
+	tk.Clock = func() time.Time { return now }
+	tok, _ := tk.Issue(&AccessClaims{UserID: "usr_a"})
+	fresh := &Tokens{Keys: tk.Keys, Issuer: tk.Issuer, TTL: tk.TTL, Clock: tk.Clock}
+	now = now.Add(-ClockSkew + time.Second) // issued "in the future", within the allowance
+	if _, err := tk.Verify(ctx, tok); err != nil {
+		t.Fatalf("iat within the skew: %v", err)
+	}
+	now = now.Add(ClockSkew - time.Second + time.Hour) // at exp
+	for name, v := range map[string]*Tokens{"cached": tk, "uncached": fresh} {
+		_, err := v.Verify(ctx, tok)
+		var ae *apierr.Error
+		if !errors.As(err, &ae) || ae.Code != "TOKEN_EXPIRED" {
+			t.Fatalf("%s token at exp: %v", name, err)
+		}
+	}
+}
+
 // BenchmarkVerifyUncached is the full verification a token gets the first time it is seen:
 // header checks, RS256 signature, claim validation.
 func BenchmarkVerifyUncached(b *testing.B) {

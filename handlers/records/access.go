@@ -16,8 +16,9 @@ const accessRecheck = time.Minute
 
 // streamAccess re-checks, for a change stream that may stay open for days, that its caller
 // may still read the dataset: whenever the control plane changes (a membership or role, a key
-// revoked, a user disabled, the dataset deleted; from any replica) and at least every
-// accessRecheck. A stream that is no longer allowed ends.
+// revoked, an access token revoked, a user disabled, the dataset deleted; from any replica)
+// and at least every accessRecheck. A stream that is no longer allowed ends; one opened with
+// an access token also at the token's exp (within the stream's poll interval).
 type streamAccess struct {
 	h   *Records
 	p   *auth.Principal
@@ -34,6 +35,18 @@ func (h *Records) streamAccess(ctx context.Context, rc *recordCtx) *streamAccess
 // check is nil while the caller may read; an *apierr.Error saying why once not, or the
 // database's error.
 func (a *streamAccess) check(ctx context.Context) error {
+	// A stream opened with an access token ends when the token expires or is revoked: both
+	// checked on every turn of the stream's loop (a comparison and a map lookup).
+	if a.p != nil && a.p.Method == auth.MethodJWT {
+		if !a.h.Now().Before(a.p.TokenExpires) {
+			return apierr.TokenExpired()
+		}
+		if revoked, err := a.h.Store.AccessTokenRevoked(ctx, a.p.TokenID); err != nil {
+			return err
+		} else if revoked {
+			return auth.ErrTokenRevoked
+		}
+	}
 	gen := a.h.Store.ControlPlaneGeneration()
 	if gen == a.gen && time.Since(a.at) < accessRecheck {
 		return nil

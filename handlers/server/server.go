@@ -353,11 +353,13 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
-// Listen listens for record change notifications (change streams) and control-plane change
-// notifications (the record API's cached dataset lookups) until ctx ends.
+// Listen listens for record change notifications (change streams), control-plane change
+// notifications (the record API's cached dataset lookups) and access-token revocations (the
+// deny-list's copy) until ctx ends.
 func (s *Server) Listen(ctx context.Context) {
 	s.H.Changes.Start(ctx)
 	s.H.Store.WatchControlPlane(ctx, s.dbURL, s.log)
+	s.H.Store.WatchRevokedAccess(ctx, s.dbURL, s.H.Clock, s.log)
 }
 
 // Close releases what the server holds (not the store).
@@ -382,6 +384,10 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 		}
 		if err := store.SweepBrowserSessions(ctx, s.H.Store.DB, s.H.Clock().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping ended browser sessions", "error", err)
+		}
+		// Kept past exp by the clock-skew allowance, for a server whose clock is behind.
+		if err := store.SweepRevokedAccessTokens(ctx, s.H.Store.DB, s.H.Clock().Add(-auth.ClockSkew)); err != nil && ctx.Err() == nil {
+			s.log.Warn("sweeping the access-token deny-list", "error", err)
 		}
 		if _, err := s.H.FailInterruptedQueries(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("failing interrupted queries", "error", err)

@@ -247,12 +247,14 @@ func (im *Importer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) e
 		return err
 	}
 	defer conn.Close()
+	phases := &phaseClock{last: time.Now()}
 	tx, err := lockWriters(ctx, conn, Table(d.TableSchema, d.ID), p)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := im.run(ctx, conn, tx, j, &pl, p); err != nil {
+	phases.mark("wait")
+	if err := im.run(ctx, conn, tx, j, &pl, p, phases); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -290,9 +292,8 @@ func lockWriters(ctx context.Context, conn *sqlx.Conn, table string, p *jobs.Pro
 	}
 }
 
-func (im *Importer) run(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, j *jobs.Job, pl *ImportPayload, p *jobs.Progress) error {
+func (im *Importer) run(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, j *jobs.Job, pl *ImportPayload, p *jobs.Progress, phases *phaseClock) error {
 	start := time.Now()
-	phases := &phaseClock{last: start}
 	// The table is locked against writers (lockWriters), not the dataset's row: while the file
 	// is staged, the dataset's status (processing) is what keeps other imports and schema
 	// changes out, and they are told so at once.

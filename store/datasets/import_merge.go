@@ -343,38 +343,16 @@ func (m *merge) rebuild(ctx context.Context, replace bool, res *ImportResult, ar
 			return nil
 		}
 	}
-	// A join of a million rows hashes in memory rather than in batches on disk.
-	if err := exec(`SET LOCAL work_mem = '64MB'`,
-		`CREATE TABLE `+next+` (LIKE `+m.table+` INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMPRESSION)`); err != nil {
-		return err
-	}
-	// Identity sequences continue where the old table's are.
-	var idents []struct {
-		Column string `db:"attname"`
-		Seq    string `db:"seq"`
-		Name   string `db:"relname"`
-	}
-	if err := tx.SelectContext(ctx, &idents, `SELECT a.attname, s.oid::regclass::text AS seq, s.relname FROM pg_attribute a
-		JOIN pg_class s ON s.oid = pg_get_serial_sequence($1, a.attname)::regclass
-		WHERE a.attrelid = $1::regclass AND a.attidentity <> '' AND NOT a.attisdropped`, m.table); err != nil {
-		return err
-	}
-	nextSeq := map[string]string{}
-	for _, id := range idents {
-		var seq string
-		if err := tx.GetContext(ctx, &seq, `SELECT pg_get_serial_sequence($1, $2)`, next, id.Column); err != nil {
-			return err
-		}
-		nextSeq[id.Column] = seq
-		if err := exec(`SELECT setval(` + pq.QuoteLiteral(seq) + `, last_value, is_called) FROM ` + id.Seq); err != nil {
-			return err
-		}
-	}
 	m.mark("prepare")
-	if err := m.fill(ctx, next, nextSeq, replace, count.Live, res); err != nil {
+	// A join of a million rows hashes in memory rather than in batches on disk.
+	if err := exec(`SET LOCAL work_mem = '64MB'`); err != nil {
 		return err
 	}
-	m.mark("fill")
+	idents, err := m.build(ctx, next, replace, count.Live, res)
+	if err != nil {
+		return err
+	}
+	m.mark("define")
 	// The key and unique constraints, under names of their own until the swap (their
 	// indexes share the schema's namespace with the old table's).
 	var cons []struct {
@@ -425,99 +403,208 @@ func (m *merge) rebuild(ctx context.Context, replace bool, res *ImportResult, ar
 			qs = append(qs, `ALTER TABLE `+m.table+` RENAME CONSTRAINT `+pq.QuoteIdentifier(temp[i])+` TO `+pq.QuoteIdentifier(c.Name))
 		}
 		for _, id := range idents {
-			qs = append(qs, `ALTER SEQUENCE `+nextSeq[id.Column]+` RENAME TO `+pq.QuoteIdentifier(id.Name))
+			qs = append(qs, `ALTER SEQUENCE `+id.Next+` RENAME TO `+pq.QuoteIdentifier(id.Name))
 		}
 		return exec(qs...)
 	})
 }
 
-// fill writes the rows the import leaves into the new table next and counts what changed.
-func (m *merge) fill(ctx context.Context, next string, nextSeq map[string]string, replace bool, live int64, res *ImportResult) error {
+// identity is an identity column of the old table: its sequence (qualified, and its name),
+// and the new table's.
+type identity struct {
+	Column string `db:"attname"`
+	Seq    string `db:"seq"`
+	Name   string `db:"relname"`
+	Next   string
+}
+
+// build makes the new table next with the rows the import leaves, and counts what changed;
+// its identity columns continue the old table's sequences. A keyed merge is one CREATE TABLE
+// AS over the join of the staged rows with the old table (written in bulk, the join by
+// parallel workers), which then takes the old table's definition: defaults, NOT NULL, CHECK
+// constraints and identity columns.
+func (m *merge) build(ctx context.Context, next string, replace bool, live int64, res *ImportResult) ([]identity, error) {
+	var idents []identity
+	if err := m.tx.SelectContext(ctx, &idents, `SELECT a.attname, s.oid::regclass::text AS seq, s.relname FROM pg_attribute a
+		JOIN pg_class s ON s.oid = pg_get_serial_sequence($1, a.attname)::regclass
+		WHERE a.attrelid = $1::regclass AND a.attidentity <> '' AND NOT a.attisdropped`, m.table); err != nil {
+		return nil, err
+	}
+	// continueSeqs gives next's identity columns their sequences' places in the old ones.
+	continueSeqs := func() error {
+		for i, id := range idents {
+			if err := m.tx.GetContext(ctx, &idents[i].Next, `SELECT pg_get_serial_sequence($1, $2)`, next, id.Column); err != nil {
+				return err
+			}
+			if _, err := m.tx.ExecContext(ctx, `SELECT setval(`+pq.QuoteLiteral(idents[i].Next)+`, last_value, is_called) FROM `+id.Seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if !m.keyed() { // nothing to match: the file's rows are the records, with new keys
+		if _, err := m.tx.ExecContext(ctx, `CREATE TABLE `+next+` (LIKE `+m.table+` INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMPRESSION)`); err != nil {
+			return nil, err
+		}
+		if err := continueSeqs(); err != nil {
+			return nil, err
+		}
 		names, exprs := make([]string, len(m.plan.into)), make([]string, len(m.plan.into))
 		for i, c := range m.plan.into {
-			names[i], exprs[i] = m.q(c), m.keyExpr(c, "s", nextSeq[c.Name])
+			seq := ""
+			for _, id := range idents {
+				if id.Column == c.Name {
+					seq = id.Next
+				}
+			}
+			names[i], exprs[i] = m.q(c), m.keyExpr(c, "s", seq)
 		}
 		n, err := m.exec(ctx, `INSERT INTO `+next+` (`+strings.Join(names, ", ")+`) SELECT `+strings.Join(exprs, ", ")+` FROM `+m.staging+` s`)
 		res.Inserted, res.Deleted = n, live
-		return err
+		return idents, err
 	}
-	key := *m.plan.key
-	k := m.q(key)
+	k := m.q(*m.plan.key)
 	before, after, err := m.compared(replace)
 	if err != nil {
-		return jobs.Permanent(err)
+		return nil, jobs.Permanent(err)
 	}
 	defs, err := m.defaults()
 	if err != nil {
-		return jobs.Permanent(err)
+		return nil, jobs.Permanent(err)
 	}
 	// t is a live record (a soft-deleted one the file has comes back as a new record).
 	liveT := `t.` + k + ` IS NOT NULL AND t.deleted_at IS NULL`
 	unchanged := liveT + ` AND ` + same(before, after)
-	var names, exprs []string
-	add := func(name, expr string) { names, exprs = append(names, name), append(exprs, expr) }
+	value := map[string]string{} // column → its value in the new table
 	var from string
 	if replace {
 		// The file's rows; a record whose key the file has keeps its creation time and
-		// (when its values do not change) its version.
+		// (when its values do not change) its version; the columns the file lacks take
+		// their defaults.
 		for _, c := range m.plan.into {
-			add(m.q(c), m.keyExpr(c, "s", nextSeq[c.Name]))
+			value[c.Name] = `s.` + m.q(c)
 		}
-		add("created_at", `CASE WHEN `+liveT+` THEN t.created_at ELSE now() END`)
+		for i, c := range m.plan.missing {
+			value[c.Name] = defs[i]
+		}
+		value["created_at"] = `CASE WHEN ` + liveT + ` THEN t.created_at ELSE now() END`
+		value["deleted_at"] = `NULL`
 		from = ` FROM ` + m.staging + ` s LEFT JOIN ` + m.table + ` t ON t.` + k + ` = s.` + k
 	} else {
 		// Every record, and the file's new rows: a record the file has takes its values
 		// (the columns the file lacks keep theirs), the others stay as they are.
 		present := `s."dp.present"`
 		for _, c := range m.plan.into {
-			v := `s.` + m.q(c)
-			if c.Key {
-				v = m.keyExpr(c, "s", nextSeq[c.Name])
-			}
-			add(m.q(c), `CASE WHEN `+present+` THEN `+v+` ELSE t.`+m.q(c)+` END`)
+			value[c.Name] = `CASE WHEN ` + present + ` THEN s.` + m.q(c) + ` ELSE t.` + m.q(c) + ` END`
 		}
 		kept := `t.` + k + ` IS NOT NULL AND (` + present + ` IS NULL OR t.deleted_at IS NULL)` // a record that stays one
 		for i, c := range m.plan.missing {
-			add(m.q(c), `CASE WHEN `+kept+` THEN t.`+m.q(c)+` ELSE `+defs[i]+` END`)
+			value[c.Name] = `CASE WHEN ` + kept + ` THEN t.` + m.q(c) + ` ELSE ` + defs[i] + ` END`
 		}
-		add("created_at", `CASE WHEN `+kept+` THEN t.created_at ELSE now() END`)
-		add("deleted_at", `CASE WHEN `+present+` THEN NULL ELSE t.deleted_at END`)
+		value["created_at"] = `CASE WHEN ` + kept + ` THEN t.created_at ELSE now() END`
+		value["deleted_at"] = `CASE WHEN ` + present + ` THEN NULL ELSE t.deleted_at END`
 		unchanged = present + ` IS NULL OR ` + unchanged
 		from = ` FROM ` + m.table + ` t FULL JOIN (SELECT *, true AS "dp.present" FROM ` + m.staging + `) s ON t.` + k + ` = s.` + k
 	}
+	// The new table has the old one's columns, in their order and of their types.
+	var attrs []struct {
+		Name     string `db:"attname"`
+		Type     string `db:"type"`
+		NotNull  bool   `db:"attnotnull"`
+		Default  string `db:"def"`
+		Identity string `db:"attidentity"`
+	}
+	if err := m.tx.SelectContext(ctx, &attrs, `SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull,
+		coalesce(pg_get_expr(d.adbin, d.adrelid), '') AS def, a.attidentity::text AS attidentity
+		FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+		WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, m.table); err != nil {
+		return nil, err
+	}
 	// Whether a record keeps its values is worked out once per row (the subquery is not
 	// flattened: OFFSET 0), then decides its updated_at and version.
-	inner := make([]string, len(exprs))
-	outer := make([]string, len(exprs))
-	for i, x := range exprs {
-		alias := pq.QuoteIdentifier(fmt.Sprintf("dp.%d", i))
-		inner[i], outer[i] = x+` AS `+alias, alias
+	value["updated_at"] = `CASE WHEN "dp.same" THEN "dp.updated_at" ELSE now() END`
+	value["version"] = `CASE WHEN "dp.same" THEN "dp.version" ELSE coalesce("dp.version" + 1, 1) END`
+	inner := []string{`t.updated_at AS "dp.updated_at"`, `t.version AS "dp.version"`, `coalesce(` + unchanged + `, false) AS "dp.same"`}
+	outer := make([]string, len(attrs))
+	alter := []string{}
+	for i, a := range attrs {
+		v, ok := value[a.Name]
+		if !ok {
+			return nil, fmt.Errorf("the table's column %s is not the dataset's", a.Name)
+		}
+		if a.Name != "updated_at" && a.Name != "version" {
+			alias := pq.QuoteIdentifier(fmt.Sprintf("dp.%d", i))
+			inner = append(inner, v+` AS `+alias)
+			v = alias
+		}
+		q := pq.QuoteIdentifier(a.Name)
+		outer[i] = `(` + v + `)::` + a.Type + ` AS ` + q
+		if a.Default != "" {
+			alter = append(alter, `ALTER COLUMN `+q+` SET DEFAULT `+a.Default)
+		}
+		if a.NotNull {
+			alter = append(alter, `ALTER COLUMN `+q+` SET NOT NULL`)
+		}
 	}
-	inner = append(inner, `t.updated_at AS "dp.updated_at"`, `t.version AS "dp.version"`, `coalesce(`+unchanged+`, false) AS "dp.same"`)
-	names = append(names, "updated_at", "version")
-	outer = append(outer, `CASE WHEN "dp.same" THEN "dp.updated_at" ELSE now() END`,
-		`CASE WHEN "dp.same" THEN "dp.version" ELSE coalesce("dp.version" + 1, 1) END`)
+	if _, err := m.tx.ExecContext(ctx, `CREATE TABLE `+next+` AS SELECT `+strings.Join(outer, ", ")+` FROM (SELECT `+strings.Join(inner, ", ")+from+` OFFSET 0) x`); err != nil {
+		return nil, mergeError(err)
+	}
+	m.mark("fill")
+	// A generated key the file left empty is the old sequence's next.
+	if m.seq != "" {
+		var empty bool
+		if err := m.tx.GetContext(ctx, &empty, `SELECT EXISTS (SELECT 1 FROM `+m.staging+` WHERE `+k+` IS NULL)`); err != nil {
+			return nil, err
+		}
+		if empty {
+			if _, err := m.tx.ExecContext(ctx, `UPDATE `+next+` SET `+k+` = nextval(`+pq.QuoteLiteral(m.seq)+`) WHERE `+k+` IS NULL`); err != nil {
+				return nil, mergeError(err)
+			}
+		}
+	}
+	var checks []struct {
+		Name string `db:"conname"`
+		Def  string `db:"def"`
+	}
+	if err := m.tx.SelectContext(ctx, &checks, `SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
+		WHERE conrelid = $1::regclass AND contype = 'c' ORDER BY conname`, m.table); err != nil {
+		return nil, err
+	}
+	for _, c := range checks {
+		alter = append(alter, `ADD CONSTRAINT `+pq.QuoteIdentifier(c.Name)+` `+c.Def)
+	}
+	for _, a := range attrs {
+		switch a.Identity {
+		case "a":
+			alter = append(alter, `ALTER COLUMN `+pq.QuoteIdentifier(a.Name)+` ADD GENERATED ALWAYS AS IDENTITY`)
+		case "d":
+			alter = append(alter, `ALTER COLUMN `+pq.QuoteIdentifier(a.Name)+` ADD GENERATED BY DEFAULT AS IDENTITY`)
+		}
+	}
+	if len(alter) > 0 {
+		// One statement: NOT NULL and the checks are verified in one scan.
+		if _, err := m.tx.ExecContext(ctx, `ALTER TABLE `+next+` `+strings.Join(alter, ", ")); err != nil {
+			return nil, mergeError(err)
+		}
+	}
+	if err := continueSeqs(); err != nil {
+		return nil, err
+	}
+	// New records were created now, changed ones updated now.
 	var n struct {
 		New     int64 `db:"new"`
 		Touched int64 `db:"touched"`
 	}
-	if _, err := m.exec(ctx, `INSERT INTO `+next+` (`+strings.Join(names, ", ")+`) OVERRIDING SYSTEM VALUE SELECT `+
-		strings.Join(outer, ", ")+` FROM (SELECT `+strings.Join(inner, ", ")+from+` OFFSET 0) x`); err != nil {
-		return err
-	}
-	// New records were created now, changed ones updated now (a scan of the new table costs
-	// less than carrying the flags out of the insert).
 	if err := m.tx.GetContext(ctx, &n, `SELECT count(*) FILTER (WHERE created_at = now()) AS new,
 		count(*) FILTER (WHERE updated_at = now() AND created_at <> now()) AS touched FROM `+next); err != nil {
-		return err
+		return nil, err
 	}
 	res.Inserted, res.Updated = n.New, n.Touched
 	res.Unchanged = m.rows - res.Inserted - res.Updated
 	if replace {
 		res.Deleted = live - res.Updated - res.Unchanged
 	}
-	return nil
+	return idents, nil
 }
 
 // changes reports whether the staged rows change the table: a row whose key no live record

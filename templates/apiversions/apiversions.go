@@ -279,7 +279,14 @@ func History(states []State, now time.Time) ([]Version, error) {
 		ver.Version = v.String()
 		out = append(out, ver)
 	}
+	setStatuses(out, now)
+	return out, nil
+}
+
+// setStatuses gives each of versions its status at now (see History).
+func setStatuses(out []Version, now time.Time) {
 	for i := range out {
+		out[i].Status, out[i].DeprecatedAt, out[i].SunsetAt = "", nil, nil
 		if i == len(out)-1 {
 			out[i].Status = "current"
 			continue
@@ -298,7 +305,20 @@ func History(states []State, now time.Time) ([]Version, error) {
 			}
 		}
 	}
-	return out, nil
+}
+
+// AsOf is versions as they stood when version v was released: v and those before it, with
+// their statuses then (v current). A released description lists these, so that it never
+// changes when later versions are released; nil when there is no version v.
+func AsOf(versions []Version, v string) []Version {
+	for i := range versions {
+		if versions[i].Version == v {
+			out := slices.Clone(versions[:i+1])
+			setStatuses(out, versions[i].ReleasedAt)
+			return out
+		}
+	}
+	return nil
 }
 
 // Find is the version named v, or nil.

@@ -104,3 +104,26 @@ func TestUniqueIsBreaking(t *testing.T) {
 		t.Fatalf("dropping it: %+v", vs[2].Changes)
 	}
 }
+
+// TestAsOf: a version's list of versions is the one of its release: it and those before,
+// it current, the earlier ones deprecated from their successor's release.
+func TestAsOf(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	versions := []Version{{Version: "1.0.0", Level: "initial", ReleasedAt: t0}, {Version: "2.0.0", Level: "major", ReleasedAt: t0.Add(time.Hour)},
+		{Version: "2.0.1", Level: "patch", ReleasedAt: t0.Add(2 * time.Hour)}}
+	setStatuses(versions, t0.Add(365*24*time.Hour))
+	if versions[0].Status != "sunset" || versions[1].Status != "deprecated" {
+		t.Fatalf("statuses now: %+v", versions)
+	}
+	got := AsOf(versions, "2.0.0")
+	if len(got) != 2 || got[1].Status != "current" || got[1].DeprecatedAt != nil || got[0].Status != "deprecated" ||
+		!got[0].DeprecatedAt.Equal(t0.Add(time.Hour)) || !got[0].SunsetAt.Equal(t0.Add(time.Hour+SunsetAfter)) {
+		t.Fatalf("as of 2.0.0: %+v", got)
+	}
+	if versions[1].Status != "deprecated" || AsOf(versions, "9.9.9") != nil {
+		t.Fatalf("AsOf changed its input or found an unknown version: %+v", versions)
+	}
+	if first := AsOf(versions, "1.0.0"); len(first) != 1 || first[0].Status != "current" || first[0].SunsetAt != nil {
+		t.Fatalf("as of 1.0.0: %+v", first)
+	}
+}

@@ -222,8 +222,11 @@ func (ds *Cache) Describe(ctx context.Context, d *store.Dataset, table string) (
 	if desc.Versions, desc.inputs, err = ds.history(ctx, d, in); err != nil {
 		return nil, err
 	}
-	in.Version, in.APIVersions = desc.Current(), ds.Listed(d.ID, desc.Versions)
-	if desc.Doc, desc.JSON, err = specgen.Render(ctx, in); err != nil {
+	// The current version is rendered as it was released, and as it will be once it is an
+	// earlier one (Past): a released document never changes.
+	cur := desc.inputs[desc.Current()]
+	cur.APIVersions = ds.Listed(d.ID, apiversions.AsOf(desc.Versions, desc.Current()))
+	if desc.Doc, desc.JSON, err = specgen.Render(ctx, cur); err != nil {
 		return nil, err
 	}
 	desc.ETag = fmt.Sprintf(`"%s-%d-%d"`, d.ID, d.SchemaVersion, d.UpdatedAt.UnixNano())
@@ -291,8 +294,22 @@ func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input
 		}
 		return false, nil
 	}
+	// Each state is rendered with the name and description in force then: those a later
+	// rename replaced (its "before"), else the current ones.
+	named := func(x *specgen.Input, later []store.SchemaChange) {
+		for _, c := range later {
+			if r := renameOf(c.Changes); r != nil {
+				if !in.Table.Foreign { // a connected table's operations are named after the table
+					x.Name = r.Name.Before
+				}
+				x.Description = r.Description.Before
+				return
+			}
+		}
+	}
 	first := in
 	first.SchemaVersion, first.GeneratedAt = 1, d.CreatedAt
+	named(&first, changes)
 	keep := true
 	if len(changes) > 0 {
 		var err error
@@ -316,7 +333,9 @@ func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input
 				continue
 			}
 		}
-		if in.Table.Foreign && len(inputs) > 0 && reflect.DeepEqual(inputs[len(inputs)-1].Table, x.Table) {
+		named(&x, changes[i+1:])
+		if in.Table.Foreign && len(inputs) > 0 && reflect.DeepEqual(inputs[len(inputs)-1].Table, x.Table) &&
+			inputs[len(inputs)-1].Description == x.Description {
 			continue // another table of the database changed: this one's description did not
 		}
 		x.SchemaVersion, x.GeneratedAt = c.SchemaVersion, c.CreatedAt
@@ -332,6 +351,11 @@ func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input
 		}
 		states[i] = apiversions.State{SchemaVersion: released[i].SchemaVersion, ReleasedAt: released[i].CreatedAt, Doc: doc,
 			Notes: notes(released[i].Changes)}
+		if i > 0 && specgen.NamesOf(inputs[i-1].Name) != specgen.NamesOf(x.Name) {
+			states[i].Notes = append(states[i].Notes, apiversions.Change{Level: "breaking", ID: "dataset-renamed",
+				Text: "the dataset was renamed from " + inputs[i-1].Name + " to " + x.Name + ": operation ids and schema names follow the new name " +
+					"(list" + specgen.NamesOf(inputs[i-1].Name).Plural + " is now list" + specgen.NamesOf(x.Name).Plural + "), so generated clients' methods and types are renamed"})
+		}
 	}
 	versions, err := apiversions.History(states, ds.clock().UTC().Truncate(time.Microsecond))
 	if err != nil {
@@ -344,6 +368,45 @@ func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input
 		byVersion[v.Version] = x
 	}
 	return versions, byVersion, nil
+}
+
+// Rename is a "rename_dataset" schema change: the dataset's name and description before and
+// after it (unchanged ones are the same on both sides). It changes no columns; it is recorded
+// so that earlier versions keep rendering with the name they had.
+type Rename struct {
+	Op          string `json:"op"` // rename_dataset
+	Name        Texts  `json:"name"`
+	Description Texts  `json:"description"`
+}
+
+// Texts is a value before and after a change.
+type Texts struct {
+	Before string `json:"before"`
+	After  string `json:"after"`
+}
+
+// RenameChanges is the changes JSON of a schema change recording r.
+func RenameChanges(r Rename) string {
+	r.Op = "rename_dataset"
+	b, _ := json.Marshal([]Rename{r})
+	return string(b)
+}
+
+// renameOf is the rename a schema change's changes record, or nil.
+func renameOf(changes string) *Rename {
+	if !strings.Contains(changes, `"rename_dataset"`) {
+		return nil
+	}
+	var ops []Rename
+	if json.Unmarshal([]byte(changes), &ops) != nil {
+		return nil
+	}
+	for i := range ops {
+		if ops[i].Op == "rename_dataset" {
+			return &ops[i]
+		}
+	}
+	return nil
 }
 
 // notes are what a schema change's operations do that a description of the columns does not
@@ -478,7 +541,7 @@ func (ds *Cache) Past(ctx context.Context, desc *Description, datasetID, version
 	if raw, ok := desc.past[version]; ok {
 		return raw, true, nil
 	}
-	in.APIVersions = ds.Listed(datasetID, desc.Versions)
+	in.APIVersions = ds.Listed(datasetID, apiversions.AsOf(desc.Versions, version))
 	_, raw, err := specgen.Render(ctx, in)
 	if err != nil {
 		return nil, true, err
@@ -488,6 +551,21 @@ func (ds *Cache) Past(ctx context.Context, desc *Description, datasetID, version
 	}
 	desc.past[version] = raw
 	return raw, true, nil
+}
+
+// At is the description at version as a document and its JSON (the current one as cached);
+// false when desc has no such version.
+func (ds *Cache) At(ctx context.Context, desc *Description, datasetID, version string) (*openapi3.T, []byte, bool, error) {
+	if version == desc.Current() {
+		return desc.Doc, desc.JSON, true, nil
+	}
+	in, ok := desc.inputs[version]
+	if !ok {
+		return nil, nil, false, nil
+	}
+	in.APIVersions = ds.Listed(datasetID, apiversions.AsOf(desc.Versions, version))
+	doc, raw, err := specgen.Render(ctx, in)
+	return doc, raw, true, err
 }
 
 // WithColumns renders the current description with the served table's columns replaced, as the

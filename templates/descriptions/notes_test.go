@@ -26,3 +26,16 @@ func TestNotes(t *testing.T) {
 		t.Fatal("notes of nothing")
 	}
 }
+
+// TestRenameOf: a rename recorded as a schema change is read back with its texts; other
+// changes are not renames.
+func TestRenameOf(t *testing.T) {
+	raw := RenameChanges(Rename{Name: Texts{Before: "Orders", After: "Renamed Orders"}, Description: Texts{Before: "a", After: "b"}})
+	r := renameOf(raw)
+	if r == nil || r.Op != "rename_dataset" || r.Name.Before != "Orders" || r.Name.After != "Renamed Orders" || r.Description.After != "b" {
+		t.Fatalf("rename of %s: %+v", raw, r)
+	}
+	if renameOf(`[{"op":"add_column","column":{"name":"x"}}]`) != nil || renameOf("") != nil || notes(raw) != nil {
+		t.Fatal("not a rename, or a rename noted twice")
+	}
+}
