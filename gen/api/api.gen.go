@@ -4094,8 +4094,9 @@ type SavedQueryParameterType string
 //
 // `add_relationship` takes `column` and `references` (`dataset_id`, `column`): a
 // declared relationship from this dataset's column to another dataset of the project,
-// whose column must be its key or a unique column. It is checked against the data:
-// every value must be present there (the offending rows are reported otherwise). It
+// whose column must be its key or a unique column. It is checked against the data when
+// declared: every value must be present there (the offending rows are reported
+// otherwise); it is not a database foreign key, so later writes are not refused. It
 // replaces what inference found for the column, and inference does not override it.
 // `drop_relationship` takes `column` (and optionally `references.dataset_id`) and
 // removes the relationships from that column, declared or inferred; inference does not
