@@ -59,40 +59,19 @@ func newProject(t *testing.T) *project {
 }
 
 // dataset creates an active file dataset of the project with a table made by createTable
-// from cols, and inserts rows (values in the order of cols; nil is NULL).
+// from cols, keyed as the ingest keys it (the key column marked in cols, or the generated id),
+// with its row security, and inserts rows (values in the order of cols; nil is NULL).
 func (p *project) dataset(t *testing.T, name string, cols []ingest.Column, rows ...[]any) *store.Dataset {
 	t.Helper()
-	ctx := context.Background()
-	cj, _ := json.Marshal(cols)
-	d := &store.Dataset{ID: store.NewID("ds"), ProjectID: p.id, OrgID: p.org, Name: name, Type: "file", Status: "active", SourceType: "csv",
-		TableSchema: p.org, Columns: string(cj), CreatedAt: p.now, UpdatedAt: p.now}
-	if err := store.CreateDataset(ctx, p.st.DB, d); err != nil {
-		t.Fatal(err)
-	}
-	ddl, err := createTable(d.TableSchema, d.ID, cols)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := p.loaded(t, name, cols, rows...)
 	table := Table(d.TableSchema, d.ID)
 	pk := `ALTER TABLE ` + table + ` ADD PRIMARY KEY (id)`
-	if k, ok := UserKey(cols); ok && k.Name == "id" {
-		pk = `ALTER TABLE ` + table + ` ADD PRIMARY KEY (id)`
-	} else if ok {
+	if k, ok := UserKey(cols); ok && k.Name != "id" {
 		pk = `ALTER TABLE ` + table + ` DROP COLUMN id, ADD PRIMARY KEY (` + pq.QuoteIdentifier(k.Name) + `)`
 	}
-	for _, q := range append([]string{ddl, pk}, RowSecurity(table)...) {
+	for _, q := range append([]string{pk}, RowSecurity(table)...) {
 		if _, err := p.st.DB.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	names := make([]string, len(cols))
-	params := make([]string, len(cols))
-	for i, c := range cols {
-		names[i], params[i] = pq.QuoteIdentifier(c.Name), fmt.Sprintf("$%d", i+1)
-	}
-	for _, r := range rows {
-		if _, err := p.st.DB.Exec(`INSERT INTO `+table+` (`+strings.Join(names, ", ")+`) VALUES (`+strings.Join(params, ", ")+`)`, r...); err != nil {
-			t.Fatalf("insert %v: %v", r, err)
 		}
 	}
 	return d
