@@ -375,6 +375,23 @@ console.log("ts", created.response.status, got.data?.email, patched.data?.status
 
 // TestThirdPartyClients: clients generated from the published description by third-party
 // tools — oapi-codegen's CLI for Go, openapi-typescript with openapi-fetch for TypeScript —
+// toolRunner runs a user's client tool (a generator, a compiler, the built client) in a
+// directory, with the module settings of TestGoSDK and the token in TOKEN; its output, or the
+// test fails with it.
+func toolRunner(ctx context.Context, token string) func(t testing.TB, dir, name string, args ...string) string {
+	return func(t testing.TB, dir, name string, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOSUMDB=off", "TOKEN="+token)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+		return string(out)
+	}
+}
+
 // compile and list, create, read, patch and delete against the server.
 func TestThirdPartyClients(t *testing.T) {
 	t.Parallel()
@@ -387,17 +404,8 @@ func TestThirdPartyClients(t *testing.T) {
 	spec := e.do("GET", "/api/v1/datasets/"+id+"/openapi.json", nil, own).status(200).Body
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	run := func(dir, name string, args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOSUMDB=off", "TOKEN="+e.ownerToken) // as TestGoSDK
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
-		}
-		return string(out)
-	}
+	tool := toolRunner(ctx, e.ownerToken)
+	run := func(dir, name string, args ...string) string { t.Helper(); return tool(t, dir, name, args...) }
 
 	goDir := t.TempDir()
 	os.MkdirAll(filepath.Join(goDir, "gen"), 0o755)
@@ -626,17 +634,7 @@ func TestPlatformThirdPartyClients(t *testing.T) {
 	spec := e.do("GET", "/api/v1/openapi.json", nil).status(200).Body
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	run := func(t *testing.T, dir, name string, args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOSUMDB=off", "TOKEN="+e.ownerToken) // as TestGoSDK
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
-		}
-		return string(out)
-	}
+	run := toolRunner(ctx, e.ownerToken)
 
 	e.subtest(t, "go", func(t *testing.T) {
 		goDir := t.TempDir()
