@@ -19,10 +19,10 @@ import (
 	"time"
 )
 
-// files are the page templates and the front-end files beside this file (copied from the npm
-// packages by scripts/docs-assets.sh).
+// files are the page templates and the pages' own scripts and styles beside this file, and
+// under thirdparty/ the minified bundles copied from npm packages by scripts/docs-assets.sh.
 //
-//go:embed *.html.tmpl *.js *.css *.LICENSE
+//go:embed *.html.tmpl *.js *.css thirdparty/*.js thirdparty/*.css thirdparty/*.LICENSE
 var files embed.FS
 
 var pages = template.Must(template.ParseFS(files, "*.html.tmpl"))
@@ -96,8 +96,14 @@ func write(w http.ResponseWriter, page []byte, csp string) error {
 	return err
 }
 
-// assets are the front-end files, by name.
-var assets fs.FS = files
+// assetPath is where a front-end file served by its bare name lives: the pages' own, or a
+// third-party bundle's.
+func assetPath(name string) string {
+	if _, err := fs.Stat(files, name); err == nil {
+		return name
+	}
+	return "thirdparty/" + name
+}
 
 // started is the files' modification time (the binary's start: they change with it).
 var started = time.Now()
@@ -107,7 +113,10 @@ func Exists(name string) bool {
 	if path.Ext(name) != ".js" && path.Ext(name) != ".css" {
 		return false
 	}
-	_, err := fs.Stat(assets, name)
+	if path.Base(name) != name {
+		return false
+	}
+	_, err := fs.Stat(files, assetPath(name))
 	return err == nil
 }
 
@@ -116,7 +125,7 @@ func Asset(w http.ResponseWriter, r *http.Request, name string) bool {
 	if !Exists(name) {
 		return false
 	}
-	b, err := fs.ReadFile(assets, name)
+	b, err := fs.ReadFile(files, assetPath(name))
 	if err != nil {
 		return false
 	}
