@@ -175,8 +175,8 @@ func (h *Dashboards) tileData(ctx context.Context, d *store.Dashboard, spec *das
 	res, err := ts.run(ctx, pt.Tile, used, tileRows)
 	td.ExecutionMS = time.Since(start).Milliseconds()
 	switch {
-	case errors.Is(err, usersql.ErrNoSlot):
-		return td, TooManyQueries()
+	case usersql.NotRun(err):
+		return td, QueryError(err, nil, 0, 0)
 	case ctx.Err() != nil:
 		return td, ctx.Err()
 	case err != nil:

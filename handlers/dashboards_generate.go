@@ -512,7 +512,7 @@ func (h *Dashboards) validateTiles(ctx context.Context, prj *store.Project, cand
 				defer func() { <-sem; wg.Done() }()
 				r, err := ts.run(ctx, &cands[i].Tile, nil, tileRows)
 				switch {
-				case errors.Is(err, usersql.ErrNoSlot) || ctx.Err() != nil:
+				case usersql.NotRun(err) || ctx.Err() != nil:
 					errs[i] = err
 				case err != nil:
 					why[i] = err.Error()
@@ -528,8 +528,8 @@ func (h *Dashboards) validateTiles(ctx context.Context, prj *store.Project, cand
 		wg.Wait()
 		for _, i := range todo {
 			if errs[i] != nil {
-				if errors.Is(errs[i], usersql.ErrNoSlot) {
-					return nil, nil, nil, TooManyQueries()
+				if usersql.NotRun(errs[i]) {
+					return nil, nil, nil, QueryError(errs[i], nil, 0, 0)
 				}
 				return nil, nil, nil, errs[i]
 			}
@@ -612,7 +612,7 @@ func (ts *tiles) run(ctx context.Context, t *dashboards.Tile, binds map[string]a
 	var res *usersql.QueryResult
 	err = ts.h.Store.OnReader(ctx, func(db *sqlx.DB) (err error) {
 		res, err = usersql.RunQuery(ctx, db, ts.prj.OrgID, pp.SQL, pp.args, usersql.QueryOptions{Timeout: projectQueryTimeout, MaxRows: maxRows,
-			MaxBytes: ts.h.Config.QueryResultBytes, MaxRowBytes: ts.h.Config.QueryResultBytes, Slot: UserSlot(p.UserID)})
+			MaxBytes: ts.h.Config.QueryResultBytes, MaxRowBytes: ts.h.Config.QueryResultBytes, Slot: ts.h.UserSlot(p.UserID)})
 		return err
 	})
 	return res, err

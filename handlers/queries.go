@@ -77,8 +77,8 @@ func (h *Queries) run(ctx context.Context, prj *store.Project, b *api.ExecuteQue
 	}
 	qr.Private = private
 	runErr := h.execute(ctx, prj, b, e, qr, start)
-	if errors.Is(runErr, usersql.ErrNoSlot) {
-		return nil, TooManyQueries() // refused, not run: not history
+	if usersql.NotRun(runErr) {
+		return nil, QueryError(runErr, nil, 0, 0) // refused, not run: not history
 	}
 	// The outcome is written even when the client went away.
 	if err := h.recordQuery(context.WithoutCancel(ctx), qr, e, runErr, start, false); err != nil {
@@ -135,9 +135,11 @@ func (h *Queries) historyQuery(ctx context.Context, prj *store.Project, id strin
 }
 
 // UserSlot is a user's share of running queries (across replicas): project queries, their
-// streams and the record API's SQL draw on the same slots.
-func UserSlot(userID string) *usersql.Slot {
-	return &usersql.Slot{Key: "queries." + userID, Max: maxConcurrentQuery}
+// streams, the record API's SQL, dashboard tiles and views draw on the same slots, and on
+// the database's share of user SQL (DP_QUERY_CONCURRENCY).
+func (h *Handlers) UserSlot(userID string) *usersql.Slot {
+	return &usersql.Slot{Key: "queries." + userID, Max: maxConcurrentQuery,
+		Shared: &usersql.SharedSlot{Max: h.Config.QueryConcurrency, Wait: h.Config.QueryQueueWait}}
 }
 
 // planFacts keeps what the planner said of a query's SQL for a minute, so that repeating a
@@ -382,10 +384,10 @@ func (h *Queries) execute(ctx context.Context, prj *store.Project, b *api.Execut
 	var res *usersql.QueryResult
 	err = h.Store.OnReader(ctx, func(db *sqlx.DB) (err error) {
 		res, err = usersql.RunQuery(ctx, db, prj.OrgID, prep.SQL, args, usersql.QueryOptions{Timeout: timeout, MaxRows: limit,
-			MaxBytes: maxBytes, MaxRowBytes: maxBytes, Plan: explain || !fresh, Slot: UserSlot(*qr.UserID)})
+			MaxBytes: maxBytes, MaxRowBytes: maxBytes, Plan: explain || !fresh, Slot: h.UserSlot(*qr.UserID)})
 		return err
 	})
-	if errors.Is(err, usersql.ErrNoSlot) {
+	if usersql.NotRun(err) {
 		return err
 	} else if err != nil {
 		return QueryError(err, &prep.SQL, timeout, time.Since(start))

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -49,6 +50,14 @@ func QueryError(err error, sqlText *string, timeout, took time.Duration) error {
 	var rte *usersql.RowTooLargeError
 	var be *queries.BrokenError
 	switch {
+	case errors.Is(err, usersql.ErrNoSlot):
+		e := TooManyQueries()
+		e.Cause = err
+		return e
+	case errors.Is(err, usersql.ErrBusy):
+		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeServiceUnavailable, "the database is running as much user SQL as it may at once (DP_QUERY_CONCURRENCY); try again shortly")
+		e.Headers, e.Cause = map[string]string{"Retry-After": "1"}, err
+		return e
 	case errors.As(err, &be):
 		return viewBroken(be.ID, be.Reason, be.Error())
 	case errors.As(err, &rte):
@@ -66,6 +75,10 @@ func QueryError(err error, sqlText *string, timeout, took time.Duration) error {
 				"suggestion": "filter or aggregate more, add a LIMIT, or raise options.timeout (at most 120000 ms)"})
 	case errors.As(err, &pe):
 		switch {
+		case pe.Code == "54000": // program_limit_exceeded: a size over sql_limits' bound, or one of PostgreSQL's own
+			d := map[string]any{"message": pe.Message}
+			_ = json.Unmarshal([]byte(pe.Detail), &d)
+			return apierr.New(http.StatusUnprocessableEntity, apierr.CodeLimitExceeded, pe.Message).WithDetails(d)
 		case pe.Code == "42501" || pe.Code == "25006":
 			return apierr.New(http.StatusBadRequest, apierr.CodeForbiddenOperation, "not allowed: "+pe.Message).WithDetails(map[string]any{"message": pe.Message})
 		case strings.HasPrefix(string(pe.Code), "42") || strings.HasPrefix(string(pe.Code), "22") || pe.Code == "21000": // syntax, names, types; data; a subquery of several rows

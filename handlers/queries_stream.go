@@ -47,11 +47,11 @@ func (h *Queries) StreamQuery(ctx context.Context, req api.StreamQueryRequestObj
 		if err = datasets.EnsureQueryRole(ctx, h.Store.DB, prj.OrgID); err == nil {
 			err = h.Store.OnReader(ctx, func(db *sqlx.DB) (err error) {
 				s.cur, err = usersql.OpenCursor(ctx, db, prj.OrgID, s.pp.SQL, s.pp.args,
-					usersql.QueryOptions{Timeout: s.timeout, MaxRows: s.limit, MaxRowBytes: h.Config.QueryResultBytes, Slot: UserSlot(*qr.UserID)})
+					usersql.QueryOptions{Timeout: s.timeout, MaxRows: s.limit, MaxRowBytes: h.Config.QueryResultBytes, Slot: h.UserSlot(*qr.UserID)})
 				return err
 			})
-			if errors.Is(err, usersql.ErrNoSlot) {
-				return nil, TooManyQueries()
+			if usersql.NotRun(err) {
+				return nil, QueryError(err, nil, 0, 0) // refused, not run: not history
 			} else if err != nil {
 				err = QueryError(err, &s.pp.SQL, s.timeout, time.Since(start))
 			}
@@ -83,7 +83,7 @@ func (h *Queries) StreamQuery(ctx context.Context, req api.StreamQueryRequestObj
 
 // TooManyQueries is the refusal of a sixth concurrent query of a user: it carries the
 // category's X-RateLimit headers (set by the rate limiter) and a Retry-After of one second.
-func TooManyQueries() error {
+func TooManyQueries() *apierr.Error {
 	e := apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded, fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
 		WithDetails(map[string]any{"concurrent_limit": maxConcurrentQuery})
 	e.Headers = map[string]string{"Retry-After": "1"}

@@ -326,10 +326,8 @@ func (h *Views) PreviewView(ctx context.Context, req api.PreviewViewRequestObjec
 	}
 	sql := `SELECT * FROM ` + views.Relation(v.OrgID, v.ID)
 	res, err := usersql.RunQuery(ctx, h.Store.DB, prj.OrgID, sql, nil, usersql.QueryOptions{Timeout: projectQueryTimeout, MaxRows: limit,
-		MaxBytes: h.Config.QueryResultBytes, MaxRowBytes: h.Config.QueryResultBytes, Slot: UserSlot(p.UserID)})
-	if errors.Is(err, usersql.ErrNoSlot) {
-		return nil, TooManyQueries()
-	} else if err != nil {
+		MaxBytes: h.Config.QueryResultBytes, MaxRowBytes: h.Config.QueryResultBytes, Slot: h.UserSlot(p.UserID)})
+	if err != nil {
 		return nil, QueryError(err, nil, projectQueryTimeout, 0)
 	}
 	out := api.PreviewView200JSONResponse{ViewId: v.ID, Rows: res.Rows, RowCount: len(res.Rows), Truncated: res.Truncated}

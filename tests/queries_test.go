@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,7 +108,7 @@ func TestProjectSQLQuery(t *testing.T) {
 		e.execute(map[string]any{"query": q}, e.ownerToken).apiError(400, "FORBIDDEN_OPERATION")
 	}
 	// A statement past its timeout is cancelled: 408 with details.
-	r = e.execute(map[string]any{"query": `SELECT count(*) FROM customers, generate_series(1, 200000000)`, "options": map[string]any{"timeout_seconds": 1}}, e.ownerToken).
+	r = e.execute(map[string]any{"query": `SELECT count(*) FROM customers, generate_series(1, 10000000) a, generate_series(1, 1000) b`, "options": map[string]any{"timeout_seconds": 1}}, e.ownerToken).
 		apiError(408, "QUERY_TIMEOUT")
 	if r.num("error.details.timeout_seconds") != 1 {
 		t.Fatalf("timeout: %s", r.Body)
@@ -244,6 +245,58 @@ func TestProjectQueryConcurrency(t *testing.T) {
 	e.execute(map[string]any{"query": `SELECT 1`}, e.ownerToken).status(200)
 	if h := e.do("GET", "/api/v1/projects/"+e.projectID+"/queries", nil, bearer(e.ownerToken)).status(200); h.num("pagination.total") != 2 {
 		t.Fatalf("refused queries entered the history: %s", h.Body)
+	}
+}
+
+// TestUserSQLBounds: user SQL past the database's share (DP_QUERY_CONCURRENCY, counted with
+// advisory locks, so across replicas and whoever runs it) waits DP_QUERY_QUEUE_WAIT for a slot,
+// then is refused with 503 and Retry-After, entering no history; a size that repeat or
+// generate_series would make past its bound is 422 LIMIT_EXCEEDED naming the bound, in project
+// queries and in a dataset's record SQL alike.
+func TestUserSQLBounds(t *testing.T) {
+	t.Parallel()
+	e, customers, _ := queryFixtureWith(t, func(c *config.Config) { c.QueryConcurrency, c.QueryQueueWait = 2, 300*time.Millisecond })
+	own := bearer(e.ownerToken)
+	for _, q := range []struct{ sql, limit, unit string }{
+		{`SELECT length(repeat('x', 400000000))`, "1048576", "bytes"},
+		{`SELECT count(*) FROM customers, generate_series(1, 20000000)`, "10000000", "rows"},
+	} {
+		r := e.execute(map[string]any{"query": q.sql}, e.ownerToken).apiError(422, "LIMIT_EXCEEDED")
+		if r.str("error.details.unit") != q.unit || strconv.Itoa(int(r.num("error.details.limit"))) != q.limit || !strings.Contains(r.str("error.message"), "user SQL may make at most") {
+			t.Fatalf("%s: %s", q.sql, r.Body)
+		}
+		e.do("POST", "/api/v1/datasets/"+customers+"/data/query", map[string]any{"sql": strings.ReplaceAll(q.sql, "customers", "${table}")}, own).
+			apiError(422, "LIMIT_EXCEEDED")
+	}
+	e.execute(map[string]any{"query": `SELECT pg_catalog.repeat('x', 3)`}, e.ownerToken).apiError(400, "FORBIDDEN_OPERATION")
+
+	// Both of the database's slots taken by other work.
+	for s := 0; s < 2; s++ {
+		tx, err := e.st.DB.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtext('platform.slot.user-sql'), $1)`, s); err != nil {
+			t.Fatal(err)
+		}
+		if s == 1 {
+			start := time.Now()
+			r := e.execute(map[string]any{"query": `SELECT 1`}, e.ownerToken).apiError(503, "SERVICE_UNAVAILABLE")
+			if r.Header.Get("Retry-After") != "1" || time.Since(start) < 300*time.Millisecond {
+				t.Fatalf("busy after %s: %v %s", time.Since(start), r.Header, r.Body)
+			}
+			e.do("POST", "/api/v1/datasets/"+customers+"/data/query", map[string]any{"sql": `SELECT count(*) FROM ${table}`}, own).
+				apiError(503, "SERVICE_UNAVAILABLE")
+			// One is freed while the next query waits: it runs.
+			go func() { time.Sleep(100 * time.Millisecond); tx.Rollback() }()
+			if r := e.execute(map[string]any{"query": `SELECT count(*) AS n FROM customers`}, e.ownerToken).status(200); rows(r) != "4" {
+				t.Fatalf("after the wait: %s", r.Body)
+			}
+		}
+	}
+	if h := e.do("GET", "/api/v1/projects/"+e.projectID+"/queries", nil, own).status(200); h.num("pagination.total") != 4 {
+		t.Fatalf("history: want the two refused sizes, the forbidden call and the query that waited, got %s", h.Body)
 	}
 }
 
@@ -464,7 +517,7 @@ func TestProjectQueryStream(t *testing.T) {
 	if names[len(names)-1] != "error" || data[len(data)-1]["code"] != "INVALID_QUERY" {
 		t.Fatalf("failure mid-stream: %v %v", names, data[len(data)-1])
 	}
-	r = e.do("POST", url, map[string]any{"type": "sql", "query": `SELECT count(*) FROM generate_series(1, 300000000)`, "options": map[string]any{"timeout_seconds": 1}}, own).status(200)
+	r = e.do("POST", url, map[string]any{"type": "sql", "query": `SELECT count(*) FROM generate_series(1, 10000000) a, generate_series(1, 1000) b`, "options": map[string]any{"timeout_seconds": 1}}, own).status(200)
 	if names, data = sseEvents(t, r.Body); names[len(names)-1] != "error" || data[len(data)-1]["code"] != "QUERY_TIMEOUT" {
 		t.Fatalf("timeout: %v %v", names, data[len(data)-1])
 	}
@@ -725,7 +778,7 @@ func TestQueryResultByteCap(t *testing.T) {
 		t.Fatalf("stream's history: stored %d of %d", h.num("results.stored_row_count"), h.num("results.row_count"))
 	}
 	// The audit's single huge value (500 MB), scaled: the database refuses to send the row.
-	big := e.execute(map[string]any{"query": `SELECT repeat('x', 20000000) AS v`}, e.ownerToken).apiError(400, "INVALID_QUERY")
+	big := e.execute(map[string]any{"query": `SELECT string_agg(repeat('x', 1000000), '') AS v FROM generate_series(1, 20)`}, e.ownerToken).apiError(400, "INVALID_QUERY")
 	if big.num("error.details.max_row_bytes") != 10<<20 || big.num("error.details.row_bytes") < 20_000_000 {
 		t.Fatalf("huge row: %s", big.Body)
 	}

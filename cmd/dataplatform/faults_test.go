@@ -506,7 +506,7 @@ func TestClientGoneMidStream(t *testing.T) {
 
 	// A query that runs for ever (120 s, its longest timeout, per fetch) and holds a slot.
 	q := open("POST", "/api/v1/projects/"+prj+"/queries/stream",
-		`{"type":"sql","query":"SELECT count(*) FROM generate_series(1, 1000000000000) g","options":{"timeout_seconds":120}}`, `"executing"`)
+		`{"type":"sql","query":"SELECT count(*) FROM generate_series(1, 10000000) a, generate_series(1, 10000000) b","options":{"timeout_seconds":120}}`, `"executing"`)
 	// Its statement, told from any other by its database, text, pid and start: the FETCH of its
 	// cursor, in a transaction holding an advisory lock (the slot).
 	var pid int

@@ -4943,6 +4943,9 @@ type PayloadTooLarge = ErrorEnvelope
 // PlanLimitExceeded defines model for PlanLimitExceeded.
 type PlanLimitExceeded = ErrorEnvelope
 
+// QueryLimitExceeded defines model for QueryLimitExceeded.
+type QueryLimitExceeded = ErrorEnvelope
+
 // RateLimitExceeded defines model for RateLimitExceeded.
 type RateLimitExceeded = ErrorEnvelope
 
@@ -10109,6 +10112,8 @@ type NotFoundJSONResponse ErrorEnvelope
 type PayloadTooLargeJSONResponse ErrorEnvelope
 
 type PlanLimitExceededJSONResponse ErrorEnvelope
+
+type QueryLimitExceededJSONResponse ErrorEnvelope
 
 type RateLimitExceededResponseHeaders struct {
 	RetryAfter           *int
@@ -26105,7 +26110,7 @@ func (response ExecuteQuery409JSONResponse) VisitExecuteQueryResponse(w http.Res
 	return err
 }
 
-type ExecuteQuery422JSONResponse struct{ PlanLimitExceededJSONResponse }
+type ExecuteQuery422JSONResponse struct{ QueryLimitExceededJSONResponse }
 
 func (response ExecuteQuery422JSONResponse) VisitExecuteQueryResponse(w http.ResponseWriter) error {
 
@@ -26431,7 +26436,7 @@ func (response StreamQuery409JSONResponse) VisitStreamQueryResponse(w http.Respo
 	return err
 }
 
-type StreamQuery422JSONResponse struct{ PlanLimitExceededJSONResponse }
+type StreamQuery422JSONResponse struct{ QueryLimitExceededJSONResponse }
 
 func (response StreamQuery422JSONResponse) VisitStreamQueryResponse(w http.ResponseWriter) error {
 
@@ -27383,7 +27388,7 @@ func (response ExecuteSavedQuery409JSONResponse) VisitExecuteSavedQueryResponse(
 	return err
 }
 
-type ExecuteSavedQuery422JSONResponse struct{ PlanLimitExceededJSONResponse }
+type ExecuteSavedQuery422JSONResponse struct{ QueryLimitExceededJSONResponse }
 
 func (response ExecuteSavedQuery422JSONResponse) VisitExecuteSavedQueryResponse(w http.ResponseWriter) error {
 

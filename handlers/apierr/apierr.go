@@ -24,9 +24,11 @@ type Error struct {
 	Details any
 	Extra   map[string]string
 	Headers map[string]string
+	Cause   error // what the answer stands for, for errors.Is and the log; never rendered
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+func (e *Error) Unwrap() error { return e.Cause }
 
 // New builds an error with a status, code and message.
 func New(status int, code Code, message string) *Error {

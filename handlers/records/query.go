@@ -117,12 +117,10 @@ func (h *Records) Query(c echo.Context) error {
 	var res *usersql.QueryResult
 	err = h.Store.OnReader(ctx, func(db *sqlx.DB) (err error) {
 		res, err = usersql.RunQuery(ctx, db, rc.d.OrgID, bound, args, usersql.QueryOptions{Timeout: timeout, MaxRows: maxQueryRows,
-			MaxBytes: maxBytes, MaxRowBytes: maxBytes, Slot: handlers.UserSlot(auth.FromContext(ctx).UserID)})
+			MaxBytes: maxBytes, MaxRowBytes: maxBytes, Slot: h.UserSlot(auth.FromContext(ctx).UserID)})
 		return err
 	})
-	if errors.Is(err, usersql.ErrNoSlot) {
-		return handlers.TooManyQueries()
-	} else if err != nil {
+	if err != nil {
 		return handlers.QueryError(err, &bound, timeout, time.Since(start))
 	}
 	id := make([]byte, 10)

@@ -188,6 +188,13 @@ func set(xs ...string) map[string]bool {
 	return m
 }
 
+// sized are the functions whose arguments say how large a value, or how many rows, they
+// make. The schema sql_limits, first on user SQL's search path, holds functions of the same
+// names and signatures that refuse a size over its limit (program_limit_exceeded) before
+// anything is allocated; so these may be called only bare, never as pg_catalog.name.
+// maxArgs is the most arguments the wrappers take: a later overload would not be wrapped.
+var sized = map[string]int{"repeat": 2, "lpad": 3, "rpad": 3, "array_fill": 3, "generate_series": 3}
+
 // catalogName splits a possibly schema-qualified name: it is allowed only bare or in
 // pg_catalog. A name qualified by any other schema may denote something a user created.
 func catalogName(parts []string) (string, bool) {

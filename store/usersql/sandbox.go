@@ -54,14 +54,34 @@ type QueryOptions struct {
 
 // Slot is a counted resource, such as a user's running queries: an advisory lock per slot,
 // held by the query's transaction (so every replica sees it, and a rollback or a dead
-// connection frees it).
+// connection frees it). Shared, when set, is a second resource every caller draws on, such
+// as the database's running user SQL: a query that finds none of it free waits up to
+// Shared.Wait for one, then is refused with ErrBusy.
 type Slot struct {
-	Key string
-	Max int
+	Key    string
+	Max    int
+	Shared *SharedSlot
+}
+
+// SharedSlot bounds the user SQL running at once on the database, whoever runs it.
+type SharedSlot struct {
+	Max  int
+	Wait time.Duration
 }
 
 // ErrNoSlot is a query refused because every slot of its key is taken.
 var ErrNoSlot = errors.New("every slot is taken")
+
+// ErrBusy is a query refused because every shared slot stayed taken for the wait.
+var ErrBusy = errors.New("the database runs as much user SQL as it may; try again shortly")
+
+// NotRun says a query was refused for want of a slot, before it ran.
+func NotRun(err error) bool { return errors.Is(err, ErrNoSlot) || errors.Is(err, ErrBusy) }
+
+// SearchPath is user SQL's search path: sql_limits first, whose functions bound the sizes
+// that repeat, lpad, rpad, array_fill and generate_series make (see sized), then the
+// catalog, then the organization's schema.
+func SearchPath(orgID string) string { return "sql_limits, pg_catalog, " + pq.QuoteIdentifier(orgID) }
 
 // RunQuery runs checked user SQL (a SELECT with $n parameters) in a read-only transaction,
 // under the organization's query role, with a statement timeout, and always rolls back.
@@ -234,21 +254,52 @@ func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, o QueryOptions, 
 		conn.Close()
 		return nil, nil, err
 	}
-	slot := `0`
+	slot, shared := `0`, `0`
 	if o.Slot != nil {
-		// In FROM, so that the lock is taken before the role (which may not call it) is set.
-		slot = `(SELECT s FROM generate_series(0, ` + strconv.Itoa(o.Slot.Max-1) + `) s WHERE pg_try_advisory_xact_lock(hashtext(` +
-			pq.QuoteLiteral("platform.slot."+o.Slot.Key) + `), s) LIMIT 1)`
+		// In FROM, so that the locks are taken before the role (which may not call them) is set.
+		slot = slotSQL("platform.slot."+o.Slot.Key, o.Slot.Max)
+		if o.Slot.Shared != nil {
+			shared = slotSQL("platform.slot.user-sql", o.Slot.Shared.Max)
+		}
 	}
-	var got sql.NullInt64
-	err = tx.QueryRowContext(ctx, `SELECT t.slot FROM (SELECT `+slot+` AS slot) t, LATERAL (SELECT
-		set_config('statement_timeout', '`+strconv.FormatInt(o.Timeout.Milliseconds(), 10)+`', true),
+	// The settings apply only once both slots are held: a query waiting for a shared slot
+	// asks again for that one only, keeping its own.
+	begin := func(slot, shared string) string {
+		return `SELECT t.slot, t.shared FROM (SELECT ` + slot + ` AS slot, ` + shared + ` AS shared) t LEFT JOIN LATERAL (SELECT
+		set_config('statement_timeout', '` + strconv.FormatInt(o.Timeout.Milliseconds(), 10) + `', true),
 		set_config('lock_timeout', '1000', true),
-		set_config('idle_in_transaction_session_timeout', '`+strconv.FormatInt(idle.Milliseconds(), 10)+`', true),
-		set_config('search_path', `+pq.QuoteLiteral(pq.QuoteIdentifier(orgID))+`, true),
-		set_config('role', `+pq.QuoteLiteral(datasets.QueryRole(orgID))+`, true) OFFSET 0) s`).Scan(&got)
-	if err == nil && !got.Valid {
-		err = ErrNoSlot
+		set_config('idle_in_transaction_session_timeout', '` + strconv.FormatInt(idle.Milliseconds(), 10) + `', true),
+		set_config('search_path', ` + pq.QuoteLiteral(SearchPath(orgID)) + `, true),
+		set_config('role', ` + pq.QuoteLiteral(datasets.QueryRole(orgID)) + `, true)
+		WHERE t.slot IS NOT NULL AND t.shared IS NOT NULL OFFSET 0) s ON true`
+	}
+	q := begin(slot, shared)
+	var deadline time.Time
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		var got, gotShared sql.NullInt64
+		if err = tx.QueryRowContext(ctx, q).Scan(&got, &gotShared); err == nil && !got.Valid {
+			err = ErrNoSlot
+		}
+		if err != nil || gotShared.Valid {
+			break
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(o.Slot.Shared.Wait)
+			q = begin(strconv.FormatInt(got.Int64, 10), shared)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			err = ErrBusy
+			break
+		}
+		select {
+		case <-time.After(min(pause, left)):
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
 	}
 	if err != nil {
 		tx.Rollback()
@@ -256,6 +307,12 @@ func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, o QueryOptions, 
 		return nil, nil, err
 	}
 	return conn, tx, nil
+}
+
+// slotSQL is the first of max advisory locks of key that this transaction can take, or null.
+func slotSQL(key string, max int) string {
+	return `(SELECT s FROM generate_series(0, ` + strconv.Itoa(max-1) + `) s WHERE pg_try_advisory_xact_lock(hashtext(` +
+		pq.QuoteLiteral(key) + `), s) LIMIT 1)`
 }
 
 func queryColumns(rows *sqlx.Rows) ([]QueryColumn, error) {

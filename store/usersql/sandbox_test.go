@@ -70,7 +70,7 @@ func TestRunQuery(t *testing.T) {
 	if err != nil || len(res.Rows) != 2 || !res.Truncated {
 		t.Fatalf("row limit: %d rows, truncated %v, %v", len(res.Rows), res.Truncated, err)
 	}
-	_, err = usersql.RunQuery(ctx, db, org, `SELECT count(*) FROM generate_series(1, 1000000000)`, nil, usersql.QueryOptions{Timeout: 100 * time.Millisecond, MaxRows: 1})
+	_, err = usersql.RunQuery(ctx, db, org, `SELECT count(*) FROM generate_series(1, 100000) a, generate_series(1, 100000) b`, nil, usersql.QueryOptions{Timeout: 100 * time.Millisecond, MaxRows: 1})
 	if !usersql.IsTimeout(err) {
 		t.Fatalf("timeout: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestRunQueryByteCap(t *testing.T) {
 		t.Fatalf("small result: %+v %v", res, err)
 	}
 	var rte *usersql.RowTooLargeError
-	_, err = usersql.RunQuery(ctx, db, org, `SELECT 1 AS a, repeat('x', 5000000) AS b`, nil, o)
+	_, err = usersql.RunQuery(ctx, db, org, `SELECT 1 AS a, (SELECT string_agg(repeat('x', 1000000), '') FROM generate_series(1, 5)) AS b`, nil, o)
 	if !errors.As(err, &rte) || rte.Bytes < 5_000_000 || rte.Max != o.MaxRowBytes {
 		t.Fatalf("huge row: %v", err)
 	}
@@ -172,5 +172,146 @@ func TestRowCapPositions(t *testing.T) {
 		if got := position(err); got != want {
 			t.Errorf("OpenCursor, row cap %d: position %s, want %s", capped, got, want)
 		}
+	}
+}
+
+// TestSizedFunctions: what repeat, lpad, rpad, array_fill and generate_series are asked to
+// make is bounded before it is allocated; sizes under the bounds work as the built-ins do.
+func TestSizedFunctions(t *testing.T) {
+	t.Parallel()
+	db, org, table := sandbox(t)
+	ctx := context.Background()
+	o := usersql.QueryOptions{Timeout: 10 * time.Second, MaxRows: 10}
+	for sql, want := range map[string]string{
+		`SELECT length(repeat('ab', 524288)), lpad('7', 3, '0'), rpad(name, 4, '.'), lpad(NULL, 3), repeat(NULL, 5) FROM ` +
+			pq.QuoteIdentifier(table) + ` WHERE name = 'Ann'`: `[[1048576 007 Ann. <nil> <nil>]]`,
+		`SELECT count(*), sum(g) FROM generate_series(1, 10000000) g`:                                                      `[[10000000 50000005000000]]`,
+		`SELECT count(*) FROM generate_series(10, 1, -3)`:                                                                  `[[4]]`,
+		`SELECT count(*) FROM generate_series('2024-01-01'::date, '2024-12-31', '1 day')`:                                  `[[366]]`,
+		`SELECT count(*) FROM generate_series(0.5, 2.5, 0.5)`:                                                              `[[5]]`,
+		`SELECT cardinality(array_fill(0, ARRAY[1024, 1024])), array_length(array_fill('x'::text, ARRAY[2], ARRAY[0]), 1)`: `[[1048576 2]]`,
+	} {
+		res, err := usersql.RunQuery(ctx, db, org, sql, nil, o)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		if got := fmt.Sprint(res.Rows); got != want {
+			t.Errorf("%s: %s, want %s", sql, got, want)
+		}
+	}
+	for sql, limit := range map[string]string{
+		`SELECT length(repeat('x', 400000000))`:                                                   `"limit":1048576,"current":400000000,"unit":"bytes"`,
+		`SELECT length(repeat('ab', 524289))`:                                                     `"limit":1048576,"current":1048578,"unit":"bytes"`,
+		`SELECT length(repeat(name, 1000000)) FROM ` + pq.QuoteIdentifier(table):                  `"unit":"bytes"`,
+		`SELECT lpad('', 2000000)`:                                                                `"current":2000000,"unit":"characters"`,
+		`SELECT rpad('x', 1048577, 'yz')`:                                                         `"current":1048577,"unit":"characters"`,
+		`SELECT cardinality(array_fill(0, ARRAY[1025, 1024]))`:                                    `"current":1049600,"unit":"elements"`,
+		`SELECT count(*) FROM generate_series(1, 10000001)`:                                       `"limit":10000000,"current":10000001,"unit":"rows"`,
+		`SELECT generate_series(1::bigint, 20000000000, 2)`:                                       `"current":10000000000,"unit":"rows"`,
+		`SELECT count(*) FROM generate_series('2000-01-01'::timestamp, '2030-01-01', '1 minute')`: `"unit":"rows"`,
+		`SELECT count(*) FROM (SELECT 5 AS n) s, LATERAL generate_series(1, n * 10000000)`:        `"current":50000000,"unit":"rows"`,
+	} {
+		_, err := usersql.RunQuery(ctx, db, org, sql, nil, o)
+		var pe *pq.Error
+		if !errors.As(err, &pe) || pe.Code != "54000" || !strings.Contains(strings.ReplaceAll(pe.Detail, " ", ""), limit) {
+			t.Errorf("%s: %v (%s), want program_limit_exceeded with %s", sql, err, detail(pe), limit)
+		}
+	}
+}
+
+func detail(pe *pq.Error) string {
+	if pe == nil {
+		return ""
+	}
+	return pe.Detail
+}
+
+// TestSharedSlot: user SQL past the database's share waits for a slot, up to its wait, then
+// is refused (ErrBusy); a slot freed while it waits lets it run. The user's own slots are
+// counted apart.
+func TestSharedSlot(t *testing.T) {
+	t.Parallel()
+	db, org, _ := sandbox(t)
+	ctx := context.Background()
+	shared := &usersql.SharedSlot{Max: 1, Wait: 400 * time.Millisecond}
+	o := func(user string) usersql.QueryOptions {
+		return usersql.QueryOptions{Timeout: 10 * time.Second, MaxRows: 10,
+			Slot: &usersql.Slot{Key: "test." + org + "." + user, Max: 2, Shared: shared}}
+	}
+	// A cursor holds its slots until it is closed.
+	cur, err := usersql.OpenCursor(ctx, db, org, `SELECT 1`, nil, o("ann"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = usersql.RunQuery(ctx, db, org, `SELECT 1`, nil, o("bob"))
+	if !errors.Is(err, usersql.ErrBusy) || !usersql.NotRun(err) || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("past the shared slots: %v after %s, want ErrBusy after waiting", err, time.Since(start))
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := usersql.RunQuery(ctx, db, org, `SELECT 1`, nil, o("bob"))
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cur.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("a slot freed while waiting: %v", err)
+	}
+	// No shared bound: only the user's own slots count.
+	cur, err = usersql.OpenCursor(ctx, db, org, `SELECT 1`, nil, o("ann"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	free := o("bob")
+	free.Slot.Shared = nil
+	if _, err := usersql.RunQuery(ctx, db, org, `SELECT 1`, nil, free); err != nil {
+		t.Fatalf("without a shared bound: %v", err)
+	}
+}
+
+// TestSizedAttackMemory: five concurrent SELECT length(repeat('x', 400000000)) (an outside
+// audit's attack, which took ~1.8 GB of the database's memory each) are refused, and no
+// backend of the test's database grows: each one's peak resident memory (VmHWM) is read
+// from /proc when the database runs on this machine.
+func TestSizedAttackMemory(t *testing.T) {
+	t.Parallel()
+	db, org, _ := sandbox(t)
+	ctx := context.Background()
+	o := usersql.QueryOptions{Timeout: 30 * time.Second, MaxRows: 1}
+	errs := make(chan error, 5)
+	for range 5 {
+		go func() {
+			_, err := usersql.RunQuery(ctx, db, org, `SELECT length(repeat('x', 400000000))`, nil, o)
+			errs <- err
+		}()
+	}
+	for range 5 {
+		var pe *pq.Error
+		if err := <-errs; !errors.As(err, &pe) || pe.Code != "54000" {
+			t.Fatalf("attack: %v, want program_limit_exceeded", err)
+		}
+	}
+	var pids []int
+	if err := db.Select(&pids, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`); err != nil {
+		t.Fatal(err)
+	}
+	var peak, sum int64
+	for _, pid := range pids {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Skipf("the database's processes are not readable here (%v): the refusals are checked, not the memory", err)
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			var kb int64
+			if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+				peak, sum = max(peak, kb<<10), sum+kb<<10
+			}
+		}
+	}
+	t.Logf("%d backends of the test database: peak resident memory %d MB at most, %d MB together", len(pids), peak>>20, sum>>20)
+	if peak > 200<<20 {
+		t.Fatalf("a backend reached %d MB of resident memory", peak>>20)
 	}
 }

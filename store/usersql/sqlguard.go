@@ -128,10 +128,19 @@ func checkNode(k string, c any, rowTypes []Relation) error {
 	case "InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt":
 		return &ForbiddenError{"data-modifying statements are not allowed, not even in a WITH clause"}
 	case "FuncCall":
-		name, ok := catalogName(names(m["funcname"], false))
+		parts := names(m["funcname"], false)
+		name, ok := catalogName(parts)
 		if !ok || !functions[name] {
 			return &ForbiddenError{"the function " + name + " is not allowed: user SQL may call the ordinary analytic functions " +
 				"(aggregates, window, math, text, date and time, JSON, arrays, ranges, full-text search)"}
+		}
+		if most, ok := sized[name]; ok {
+			if len(parts) > 1 {
+				return &ForbiddenError{"call " + name + " without a schema: pg_catalog." + name + " would skip the limit on the size it makes"}
+			}
+			if args, _ := m["args"].([]any); len(args) > most {
+				return &ForbiddenError{fmt.Sprintf("%s takes at most %d arguments here", name, most)}
+			}
 		}
 	case "A_Expr":
 		if err := checkOperator(m["name"]); err != nil {

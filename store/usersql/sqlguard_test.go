@@ -33,6 +33,11 @@ func TestCheck(t *testing.T) {
 		"SELECT pg_catalog.set_config('role', 'postgres', false)",
 		"SELECT pg_advisory_lock(1)",
 		"SELECT pg_try_advisory_xact_lock(1)",
+		// the sized functions only bare, where sql_limits bounds them
+		"SELECT pg_catalog.repeat('x', 400000000)",
+		"SELECT length(pg_catalog.lpad('', 10))",
+		"SELECT * FROM pg_catalog.generate_series(1, 10)",
+		"SELECT generate_series('2024-01-01'::timestamptz, '2024-02-01', '1 day', 'UTC')",
 		"SELECT pg_sleep(10)",
 		"SELECT * FROM dblink('host=x', 'select 1') AS t(a int)",
 		"SELECT pg_read_file('/etc/passwd')",

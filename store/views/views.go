@@ -195,10 +195,31 @@ func createPrefix(orgID, id string) string {
 // createView creates the view and grants reading it to the organization's query role, as
 // dataset tables are.
 func createView(ctx context.Context, tx *sqlx.Tx, orgID, id, sql string) error {
-	if _, err := tx.ExecContext(ctx, createPrefix(orgID, id)+sql); err != nil {
+	if err := withLimits(ctx, tx, func() error {
+		_, err := tx.ExecContext(ctx, createPrefix(orgID, id)+sql)
+		return err
+	}); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `GRANT SELECT ON `+Relation(orgID, id)+` TO `+pq.QuoteIdentifier(datasets.QueryRole(orgID)))
+	return err
+}
+
+// withLimits runs fn with the functions of user SQL's search path (its tables are named
+// with their schemas): a view binds repeat, generate_series and friends to the versions
+// that bound their size, as a query does, and its text reads back with their bare names.
+func withLimits(ctx context.Context, tx *sqlx.Tx, fn func() error) error {
+	var prev string
+	if err := tx.GetContext(ctx, &prev, `SELECT current_setting('search_path')`); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT set_config('search_path', 'sql_limits, pg_catalog', true)`); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `SELECT set_config('search_path', $1, true)`, prev)
 	return err
 }
 
@@ -228,7 +249,9 @@ func sqlError(err error, sql string, shift int) error {
 // read is PostgreSQL's text of a view (what it is recreated from) and its columns.
 func read(ctx context.Context, tx *sqlx.Tx, orgID, id string) (string, []Column, error) {
 	var sql string
-	if err := tx.GetContext(ctx, &sql, `SELECT pg_get_viewdef($1::regclass, true)`, Relation(orgID, id)); err != nil {
+	if err := withLimits(ctx, tx, func() error {
+		return tx.GetContext(ctx, &sql, `SELECT pg_get_viewdef($1::regclass, true)`, Relation(orgID, id))
+	}); err != nil {
 		return "", nil, err
 	}
 	var rows []struct {

@@ -53,6 +53,12 @@ type Config struct {
 	// a warning), and the largest row user SQL may return anywhere; DP_QUERY_RESULT_BYTES,
 	// default 10 MiB.
 	QueryResultBytes int64
+	// QueryConcurrency: user SQL (project queries, record SQL, dashboard tiles, views) running
+	// at once on the database, whoever runs it and across replicas; DP_QUERY_CONCURRENCY,
+	// default 2 per CPU (at least 4). A query past it waits up to QueryQueueWait
+	// (DP_QUERY_QUEUE_WAIT, default 2s), then is refused with 503 and Retry-After.
+	QueryConcurrency int
+	QueryQueueWait   time.Duration
 	ShutdownTimeout  time.Duration // DP_SHUTDOWN_TIMEOUT
 	JobLease         time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
 	StreamHeartbeat  time.Duration // DP_STREAM_HEARTBEAT: the comment line change streams send when quiet; default 15s
@@ -114,6 +120,8 @@ func Defaults() Config {
 		LogRequests:       true,
 		RecordConcurrency: 4 * runtime.NumCPU(),
 		QueryResultBytes:  10 << 20,
+		QueryConcurrency:  max(4, 2*runtime.NumCPU()),
+		QueryQueueWait:    2 * time.Second,
 		ShutdownTimeout:   20 * time.Second,
 		JobLease:          30 * time.Second,
 		ReadMaxLag:        10 * time.Second,
@@ -207,6 +215,9 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_WEBHOOK_DISABLE_FAILURES", &hookDisableFailures)
 	var versionsKept string
 	env("DP_DASHBOARD_VERSIONS_KEPT", &versionsKept)
+	var queryConcurrency, queryWait string
+	env("DP_QUERY_CONCURRENCY", &queryConcurrency)
+	env("DP_QUERY_QUEUE_WAIT", &queryWait)
 
 	if fs != nil {
 		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (DP_ADDR)")
@@ -254,7 +265,7 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 		{"DP_SESSION_MAX_AGE", sessionAge, &c.SessionMaxAge}, {"DP_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout}, {"DP_JOB_LEASE", lease, &c.JobLease},
 		{"DP_UPLOAD_RATE_WINDOW", rateWindow, &c.UploadRateWindow}, {"DP_STREAM_HEARTBEAT", heartbeat, &c.StreamHeartbeat},
 		{"DP_WEBHOOK_TIMEOUT", hookTimeout, &c.WebhookTimeout}, {"DP_WEBHOOK_DISABLE_AFTER", hookDisableAfter, &c.WebhookDisableAfter},
-		{"DP_READ_MAX_LAG", readLag, &c.ReadMaxLag}} {
+		{"DP_READ_MAX_LAG", readLag, &c.ReadMaxLag}, {"DP_QUERY_QUEUE_WAIT", queryWait, &c.QueryQueueWait}} {
 		if d.v == "" {
 			continue
 		}
@@ -265,6 +276,11 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	if bcryptCost != "" {
 		if c.BcryptCost, err = strconv.Atoi(bcryptCost); err != nil || c.BcryptCost < 4 || c.BcryptCost > 31 {
 			return c, fmt.Errorf("DP_BCRYPT_COST: want 4 to 31, got %q", bcryptCost)
+		}
+	}
+	if queryConcurrency != "" {
+		if c.QueryConcurrency, err = strconv.Atoi(queryConcurrency); err != nil || c.QueryConcurrency < 1 {
+			return c, fmt.Errorf("DP_QUERY_CONCURRENCY: want a number of queries, at least 1, got %q", queryConcurrency)
 		}
 	}
 	if versionsKept != "" {
