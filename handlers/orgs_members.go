@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -202,7 +203,10 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		inv.TeamIDs = pq.StringArray(*b.Teams)
 	}
 	link := o.Config.BaseURL + "/api/v1/invitations/" + token
+	var was store.Invited
+	var mail, userName string // the invitation's mail, sent once the transaction is over
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		was = store.Invited{}
 		p, _, err := o.manager(ctx, tx, req.OrganizationId)
 		if err != nil {
 			return err
@@ -240,6 +244,7 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 			if err := store.CreateUser(ctx, tx, u); err != nil {
 				return err
 			}
+			was.UserCreated = true
 		case err != nil:
 			return err
 		}
@@ -247,7 +252,9 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		existing, err := store.OrgUserByID(ctx, tx, req.OrganizationId, u.ID)
 		if err == nil && existing.Status == "active" {
 			return apierr.Conflict("email", email+" is already a member of this organization")
-		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		} else if err == nil {
+			was.Before = existing
+		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		// A new seat, or one an expired invitation gave up: check the plan.
@@ -261,31 +268,38 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		if err := store.AddMembership(ctx, tx, req.OrganizationId, u.ID, role, "invited", nil, now); err != nil {
 			return err
 		}
-		if err := store.CreateInvitation(ctx, tx, inv); err != nil {
+		if was.Revoked, err = store.CreateInvitation(ctx, tx, inv); err != nil {
 			return err
 		}
-		if err := o.audit(ctx, tx, req.OrganizationId, "user.invite", "user", u.ID, u.Name,
-			map[string]any{"email": email, "role": role, "invitation_id": inv.ID, "expires_at": inv.ExpiresAt}); err != nil {
-			return err
-		}
-		if err := store.Emit(ctx, tx, "user.invited", req.OrganizationId,
-			map[string]any{"organization_id": req.OrganizationId, "invitation_id": inv.ID, "email": email, "role": role}, now); err != nil {
-			return err
-		}
+		inv.OrgName, userName = org.Name, u.Name
 		if !inv.DeliveredByEmail {
-			return nil
+			return o.invited(ctx, tx, inv, userName)
 		}
-		// Mailed last, inside the transaction: a refused mail keeps nothing. The token goes to
-		// the mailbox only, so accepting it proves the mailbox.
-		msg := p.Email + " invites you to join " + org.Name + " as " + role + ".\n\n"
+		// The token goes to the mailbox only, so accepting it proves the mailbox.
+		mail = p.Email + " invites you to join " + org.Name + " as " + role + ".\n\n"
 		if inv.Message != nil {
-			msg += *inv.Message + "\n\n"
+			mail += *inv.Message + "\n\n"
 		}
-		return o.mailUser(ctx, email, "Invitation to "+org.Name,
-			msg+"See the invitation: GET "+link+"\nAccept it: POST "+link+"/accept\nIt expires at "+inv.ExpiresAt.Format(time.RFC3339)+".\n")
+		mail += "See the invitation: GET " + link + "\nAccept it: POST " + link + "/accept\nIt expires at " + inv.ExpiresAt.Format(time.RFC3339) + ".\n"
+		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if inv.DeliveredByEmail {
+		// Mailed after the transaction, which holds the organization's lock: a slow mail
+		// server must not hold up the organization. A refused mail keeps nothing: what the
+		// invitation changed is undone, and only then is it announced.
+		ctx := context.WithoutCancel(ctx)
+		if err := o.mailUser(ctx, email, "Invitation to "+inv.OrgName, mail); err != nil {
+			if werr := o.Store.Tx(ctx, func(tx *sqlx.Tx) error { return store.WithdrawInvitation(ctx, tx, inv, was) }); werr != nil {
+				return nil, fmt.Errorf("withdraw invitation %s after its mail failed: %w", inv.ID, werr)
+			}
+			return nil, err
+		}
+		if err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error { return o.invited(ctx, tx, inv, userName) }); err != nil {
+			return nil, err
+		}
 	}
 	out := api.CreateInvitation201JSONResponse{InvitationId: inv.ID, OrganizationId: inv.OrgID, UserId: &inv.UserID, Email: inv.Email,
 		Name: inv.Name, Role: api.MemberRole(inv.Role), Status: api.InvitationStatusPending, ExpiresAt: inv.ExpiresAt,
@@ -294,6 +308,16 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		out.Delivery, out.InvitationUrl = api.InvitationDeliveryLink, &link
 	}
 	return out, nil
+}
+
+// invited records a made invitation: its audit row and its event.
+func (o *Orgs) invited(ctx context.Context, tx *sqlx.Tx, inv *store.Invitation, userName string) error {
+	if err := o.audit(ctx, tx, inv.OrgID, "user.invite", "user", inv.UserID, userName,
+		map[string]any{"email": inv.Email, "role": inv.Role, "invitation_id": inv.ID, "expires_at": inv.ExpiresAt}); err != nil {
+		return err
+	}
+	return store.Emit(ctx, tx, "user.invited", inv.OrgID,
+		map[string]any{"organization_id": inv.OrgID, "invitation_id": inv.ID, "email": inv.Email, "role": inv.Role}, o.Now())
 }
 
 func (o *Orgs) checkUserLimit(ctx context.Context, tx *sqlx.Tx, orgID string) error {

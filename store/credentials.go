@@ -151,16 +151,57 @@ const invitationCols = `i.id, i.organization_id, i.user_id, i.email, i.name, i.r
 	i.status, i.expires_at, i.accepted_at, i.created_at, o.name AS organization_name, i.delivered_by_email, i.team_ids`
 
 // CreateInvitation inserts inv, withdrawing earlier pending invitations of the same user to the
-// same organization.
-func CreateInvitation(ctx context.Context, q sqlx.ExtContext, inv *Invitation) error {
-	if _, err := q.ExecContext(ctx, `UPDATE platform.invitations SET status = 'revoked' WHERE organization_id = $1 AND user_id = $2 AND status = 'pending'`,
-		inv.OrgID, inv.UserID); err != nil {
-		return err
+// same organization (their ids are returned).
+func CreateInvitation(ctx context.Context, q sqlx.ExtContext, inv *Invitation) (revoked []string, err error) {
+	if err := sqlx.SelectContext(ctx, q, &revoked, `UPDATE platform.invitations SET status = 'revoked'
+		WHERE organization_id = $1 AND user_id = $2 AND status = 'pending' RETURNING id`, inv.OrgID, inv.UserID); err != nil {
+		return nil, err
 	}
-	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.invitations (id, organization_id, user_id, email, name, role, message, token_hash,
+	_, err = sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.invitations (id, organization_id, user_id, email, name, role, message, token_hash,
 		invited_by, status, expires_at, created_at, delivered_by_email, team_ids)
 		VALUES (:id, :organization_id, :user_id, :email, :name, :role, :message, :token_hash, :invited_by, :status, :expires_at, :created_at,
 		:delivered_by_email, :team_ids)`, inv)
+	return revoked, err
+}
+
+// Invited is what making an invitation changed besides the invitation: the membership it
+// replaced (nil: none), whether the invited account was made for it, and the pending
+// invitations it revoked.
+type Invited struct {
+	Before      *OrgUser
+	UserCreated bool
+	Revoked     []string
+}
+
+// WithdrawInvitation undoes an invitation whose mail could not be sent, as far as nothing
+// else changed since: the invitation goes, the membership is what it was, an account made for
+// it goes, and the invitations it revoked are pending again.
+func WithdrawInvitation(ctx context.Context, tx *sqlx.Tx, inv *Invitation, was Invited) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.invitations WHERE id = $1 AND status = 'pending'`, inv.ID); err != nil {
+		return err
+	}
+	var err error
+	if b := was.Before; b == nil {
+		_, err = tx.ExecContext(ctx, `DELETE FROM platform.memberships WHERE organization_id = $1 AND user_id = $2 AND status = 'invited'`,
+			inv.OrgID, inv.UserID)
+	} else {
+		_, err = tx.ExecContext(ctx, `UPDATE platform.memberships SET role = $3, status = $4, joined_at = $5
+			WHERE organization_id = $1 AND user_id = $2 AND status = 'invited'`, inv.OrgID, inv.UserID, b.Role, b.Status, b.JoinedAt)
+	}
+	if err != nil {
+		return err
+	}
+	if len(was.Revoked) > 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE platform.invitations SET status = 'pending' WHERE id = ANY($1) AND status = 'revoked'`,
+			pq.StringArray(was.Revoked)); err != nil {
+			return err
+		}
+	}
+	if was.UserCreated {
+		_, err = tx.ExecContext(ctx, `DELETE FROM platform.users u WHERE id = $1 AND status = 'invited'
+			AND NOT EXISTS (SELECT 1 FROM platform.memberships m WHERE m.user_id = u.id)
+			AND NOT EXISTS (SELECT 1 FROM platform.invitations i WHERE i.user_id = u.id)`, inv.UserID)
+	}
 	return err
 }
 

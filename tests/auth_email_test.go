@@ -22,6 +22,9 @@ type mailSink struct {
 	ln   net.Listener
 	mu   sync.Mutex
 	msgs []sunkMail
+	// gate, when set, is asked about each recipient: it may block, and a reply it returns
+	// (such as "550 no such mailbox") refuses the recipient.
+	gate func(to string) string
 }
 
 type sunkMail struct{ to, data string }
@@ -65,8 +68,17 @@ func (s *mailSink) serve(c net.Conn) {
 			to = nil
 			say("250 ok")
 		case strings.HasPrefix(cmd, "RCPT TO:"):
-			addr := strings.TrimSpace(line[len("RCPT TO:"):])
-			to = append(to, strings.Trim(addr, "<>"))
+			addr := strings.Trim(strings.TrimSpace(line[len("RCPT TO:"):]), "<>")
+			s.mu.Lock()
+			gate := s.gate
+			s.mu.Unlock()
+			if gate != nil {
+				if reply := gate(addr); reply != "" {
+					say(reply)
+					continue
+				}
+			}
+			to = append(to, addr)
 			say("250 ok")
 		case cmd == "DATA":
 			say("354 go on")
@@ -94,6 +106,12 @@ func (s *mailSink) serve(c net.Conn) {
 			say("250 ok")
 		}
 	}
+}
+
+func (s *mailSink) setGate(gate func(to string) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gate = gate
 }
 
 // mailbox is every message to one address, oldest first.
@@ -432,4 +450,79 @@ func TestTokenAnswersNotCached(t *testing.T) {
 	loc := o.do("GET", "/api/v1/auth/oauth/authorize", nil).status(302).Header.Get("Location")
 	code, state := p.Authorize(t, loc, "sub")
 	noStore(o.do("GET", "/api/v1/auth/oauth/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(state), nil).status(200))
+}
+
+// TestInvitationMailAfterCommit: an invitation is mailed after its transaction, so a mail
+// server that takes its time does not hold the organization (another invitation goes through
+// meanwhile); a refused mail keeps nothing: the invitation, the membership and the account
+// made for it are gone, an earlier pending invitation of the person is pending again, and no
+// audit row or event says it was made.
+func TestInvitationMailAfterCommit(t *testing.T) {
+	t.Parallel()
+	sink := startMailSink(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	sink.setGate(func(to string) string {
+		switch {
+		case strings.HasPrefix(to, "slow@"):
+			close(held)
+			<-release
+		case strings.HasPrefix(to, "refused@"):
+			return "550 no such mailbox"
+		}
+		return ""
+	})
+	e := newEnv(t, withMail(sink))
+	own := bearer(e.ownerToken)
+	invite := func(email, role string) *resp {
+		return e.do("POST", "/api/v1/organizations/"+e.orgID+"/invitations", map[string]any{"email": email, "role": role}, own)
+	}
+	slow := make(chan *resp, 1)
+	go func() { slow <- invite("slow@example.com", "viewer") }()
+	<-held
+	// The first invitation's mail is still being sent: the organization is not locked. (The
+	// wait only turns a deadlock into a failure; it is not a measure of speed.)
+	quick := make(chan *resp, 1)
+	go func() { quick <- invite("quick@example.com", "viewer") }()
+	select {
+	case r := <-quick:
+		r.status(201)
+	case <-time.After(time.Minute):
+		t.Fatal("an invitation waited for another invitation's mail to be sent")
+	}
+	close(release)
+	(<-slow).status(201)
+
+	count := func(q string, args ...any) int {
+		var n int
+		if err := e.st.DB.Get(&n, q, args...); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	state := func() string {
+		return fmt.Sprint(count(`SELECT count(*) FROM platform.users WHERE email LIKE 'refused@%'`),
+			count(`SELECT count(*) FROM platform.memberships m JOIN platform.users u ON u.id = m.user_id WHERE u.email LIKE 'refused@%'`),
+			count(`SELECT count(*) FROM platform.invitations WHERE email LIKE 'refused@%' AND status = 'pending'`),
+			count(`SELECT count(*) FROM platform.audit_log WHERE organization_id = $1 AND action = 'user.invite'`, e.orgID),
+			e.countOutboxRows(e.orgID, "user.invited"))
+	}
+	if got := state(); got != "0 0 0 2 2" {
+		t.Fatalf("before: %s", got)
+	}
+	invite("refused@example.com", "viewer").apiError(502, "MAIL_ERROR")
+	if got := state(); got != "0 0 0 2 2" {
+		t.Fatalf("a refused mail kept something (users memberships pending audit events): %s", got)
+	}
+	// A person with a pending invitation (sent to another address of theirs, then changed):
+	// a second invitation that cannot be mailed leaves the first one pending.
+	sink.setGate(nil)
+	invite("refused@example.com", "viewer").status(201)
+	sink.setGate(func(to string) string { return "550 no such mailbox" })
+	invite("refused@example.com", "admin").apiError(502, "MAIL_ERROR")
+	if got := state(); got != "1 1 1 3 3" {
+		t.Fatalf("after a refused second invitation: %s", got)
+	}
+	if l := e.do("GET", "/api/v1/organizations/"+e.orgID+"/users?search=refused", nil, own).status(200); l.str("users.0.role") != "viewer" || l.str("users.0.status") != "invited" {
+		t.Fatalf("the first invitation's membership: %s", l.Body)
+	}
 }

@@ -315,3 +315,30 @@ func TestSizedAttackMemory(t *testing.T) {
 		t.Fatalf("a backend reached %d MB of resident memory", peak>>20)
 	}
 }
+
+// TestCancelStaysWithItsQuery: a context cancelled while its statement runs sends the server
+// a cancel request from another connection, which could land on whatever the same backend
+// runs next; the driver must drop that connection instead, so the next statement on the
+// pool is never the one cancelled. Statements are cancelled at every moment around their
+// end, on a pool of one connection.
+func TestCancelStaysWithItsQuery(t *testing.T) {
+	t.Parallel()
+	db, _, _ := sandbox(t)
+	db.SetMaxOpenConns(1)
+	cancelled := 0
+	for i := range 200 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%40)*100*time.Microsecond)
+		_, err := db.ExecContext(ctx, `SELECT pg_sleep(0.002)`)
+		cancel()
+		if err != nil {
+			cancelled++
+		}
+		if _, err := db.ExecContext(context.Background(), `SELECT pg_sleep(0.003)`); err != nil {
+			t.Fatalf("round %d: the statement after a cancelled one failed: %v", i, err)
+		}
+	}
+	t.Logf("%d of 200 statements cancelled", cancelled)
+	if cancelled == 0 {
+		t.Fatal("no statement was cancelled: the test did not test anything")
+	}
+}
