@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"dataplatform/gen/api"
@@ -209,6 +210,7 @@ func (h *Datasets) GetDatasetSchema(ctx context.Context, req api.GetDatasetSchem
 				sc.Description = ptr(c.Description)
 			}
 			sc.Constraints = constraintsOut(c.Constraints)
+			sc.Semantics = semanticsOut(c.Semantics)
 			table.Columns = append(table.Columns, sc)
 		}
 		out.Tables = append(out.Tables, table)
@@ -532,6 +534,9 @@ func alteration(r api.SchemaChange) func(c *ingest.Column) {
 		if r.Description != nil {
 			c.Description = *r.Description
 		}
+		if r.Aliases != nil || r.Unit != nil || r.DefaultAggregation != nil {
+			c.Semantics = semanticsChange(c.Semantics, r)
+		}
 		if r.Unique != nil {
 			k.Unique = *r.Unique
 		}
@@ -560,4 +565,48 @@ func alteration(r api.SchemaChange) func(c *ingest.Column) {
 			k.MaxLength = r.MaxLength
 		}
 	}
+}
+
+// semanticsChange is a column's semantics with alter_column's aliases, unit and default
+// aggregation applied (an empty list or unit removes them); nil when nothing is left.
+func semanticsChange(cur *ingest.Semantics, r api.SchemaChange) *ingest.Semantics {
+	s := ingest.Semantics{}
+	if cur != nil {
+		s = *cur
+	}
+	if r.Aliases != nil {
+		s.Aliases = nil
+		for _, a := range *r.Aliases {
+			if a = strings.TrimSpace(a); a != "" && !slices.Contains(s.Aliases, a) {
+				s.Aliases = append(s.Aliases, a)
+			}
+		}
+	}
+	if r.Unit != nil {
+		s.Unit = strings.TrimSpace(*r.Unit)
+	}
+	if r.DefaultAggregation != nil {
+		s.DefaultAggregation = string(*r.DefaultAggregation)
+	}
+	if s.Empty() {
+		return nil
+	}
+	return &s
+}
+
+func semanticsOut(s *ingest.Semantics) *api.ColumnSemantics {
+	if s.Empty() {
+		return nil
+	}
+	out := &api.ColumnSemantics{}
+	if len(s.Aliases) > 0 {
+		out.Aliases = ptr(slices.Clone(s.Aliases))
+	}
+	if s.Unit != "" {
+		out.Unit = ptr(s.Unit)
+	}
+	if s.DefaultAggregation != "" {
+		out.DefaultAggregation = ptr(api.DefaultAggregation(s.DefaultAggregation))
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dataplatform/store/ingest"
+	"dataplatform/store/nlsql"
 
 	"github.com/lib/pq"
 )
@@ -25,6 +26,9 @@ type Column struct {
 	Min, Max json.RawMessage // JSON of the smallest and largest value, when known
 	Key      bool            // a primary key or one end of a relationship
 	Values   []any           // a few known values (for a filter's options)
+	// DefaultAgg is how its owner said its values combine (sum, avg, min, max; none: never),
+	// or "" for the generator to decide by its name
+	DefaultAgg string
 }
 
 // Source is a dataset (or one table of a connected one, or a view) the dashboard reads.
@@ -139,7 +143,7 @@ func role(c Column, rows int64) string {
 	case c.Key || c.Type == ingest.UUID || hasWord(c.Name, keyWords):
 		return roleKey
 	case numericType(c.Type):
-		if hasWord(c.Name, calendarWords) || c.Distinct < 2 {
+		if hasWord(c.Name, calendarWords) || c.Distinct < 2 || c.DefaultAgg == "none" {
 			return roleOther
 		}
 		if c.Type != ingest.Numeric {
@@ -166,8 +170,9 @@ func role(c Column, rows int64) string {
 		}
 		return roleBoolean
 	case c.Type == ingest.Text:
-		// A category repeats: text that differs on every row (names, emails) is no breakdown.
-		if c.Distinct >= 2 && c.Distinct <= 50 && c.Distinct < rows-c.Nulls && (rows <= 20 || c.Distinct*2 <= rows) {
+		// A category repeats: text that differs on every row (names, emails) is no breakdown,
+		// nor is a mostly empty one (notes): its chart would be of the few rows that have it.
+		if c.Distinct >= 2 && c.Distinct <= 50 && c.Distinct < rows-c.Nulls && (rows <= 20 || c.Distinct*2 <= rows) && c.Nulls*2 <= rows {
 			return roleCategory
 		}
 	}
@@ -319,7 +324,19 @@ func (a *analysed) where(alias string, filter *Filter, filterCol string, extra .
 
 // aggregate is how a measure adds up: totals for amounts, averages for ratings and ages.
 func aggregate(c Column) (fn, title, alias string) {
-	if hasWord(c.Name, additiveWords) {
+	switch c.DefaultAgg {
+	case "avg":
+		return "avg", "Average " + label(c), "average_" + c.Name
+	case "min":
+		return "min", "Lowest " + label(c), "lowest_" + c.Name
+	case "max":
+		return "max", "Highest " + label(c), "highest_" + c.Name
+	}
+	// a unit price or a rate never adds up, whatever other words its name has
+	if c.DefaultAgg == "sum" || hasWord(c.Name, additiveWords) && !nlsql.PerUnit(c.Name) {
+		if l := label(c); strings.HasPrefix(strings.ToLower(l), "total") {
+			return "sum", capital(l), "total_" + c.Name // not "Total total"
+		}
 		return "sum", "Total " + label(c), "total_" + c.Name
 	}
 	return "avg", "Average " + label(c), "average_" + c.Name

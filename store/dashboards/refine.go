@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"dataplatform/store/nlsql"
 )
 
 // NotUnderstood is a refine prompt the rules cannot apply: nothing was changed.
@@ -306,10 +308,19 @@ func column(in Input, phrase string) (*analysed, *Column) {
 func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 	what = strings.TrimSpace(what)
 	fn := ""
-	for _, pre := range []struct{ w, fn string }{{"total ", "sum"}, {"sum of ", "sum"}, {"average ", "avg"}, {"avg ", "avg"},
-		{"mean ", "avg"}, {"number of ", "count"}, {"count of ", "count"}, {"max ", "max"}, {"maximum ", "max"}, {"min ", "min"}, {"minimum ", "min"}} {
-		if strings.HasPrefix(what, pre.w) {
-			fn, what = pre.fn, strings.TrimPrefix(what, pre.w)
+	// the words of the aggregates are the plain-English engine's ("total", "average of", ...)
+	for _, a := range nlsql.Aggs {
+		for _, w := range append(a.Words(), map[nlsql.Agg]string{nlsql.Count: "number"}[a]) {
+			if w == "" {
+				continue
+			}
+			if rest, ok := strings.CutPrefix(what, w+" of "); ok {
+				fn, what = string(a), rest
+			} else if rest, ok := strings.CutPrefix(what, w+" "); ok && fn == "" {
+				fn, what = string(a), rest
+			}
+		}
+		if fn != "" {
 			break
 		}
 	}
@@ -324,6 +335,9 @@ func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 			src, measure = a, c
 			if fn == "" || fn == "count" {
 				fn, _, _ = aggregate(*c)
+			}
+			if fn == "sum" && nlsql.PerUnit(c.Name) && c.DefaultAgg != "sum" {
+				return notUnderstood(fmt.Sprintf("%s is a value per unit or a rate: its total means nothing; chart its average", label(*c)))
 			}
 		case c != nil:
 			return notUnderstood(fmt.Sprintf("%s is not a number; chart a number (amount, quantity) or the count of records by it", what))

@@ -357,6 +357,11 @@ func index(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, tables []TableDef
 			if c.Description != "" {
 				entries = append(entries, entry{kind: "column", column: c.Name, content: c.Description})
 			}
+			if c.Semantics != nil {
+				for _, a := range c.Semantics.Aliases {
+					entries = append(entries, entry{kind: "column", column: c.Name, content: a})
+				}
+			}
 			cs := ts.Columns[c.Name]
 			if c.Type != ingest.Text || cs == nil || cs.DistinctCount == 0 || cs.DistinctCount > lowCardinality {
 				continue

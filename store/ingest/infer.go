@@ -297,6 +297,9 @@ type Column struct {
 	// Key marks the column that keys an uploaded dataset's records (its PRIMARY KEY): the
 	// file's own key, named at creation or inferred. A dataset without one has the generated id.
 	Key bool `json:"key,omitempty"`
+	// Semantics is the column's meaning to plain-English questions and dashboards (set
+	// through the schema API).
+	Semantics *Semantics `json:"semantics,omitempty"`
 }
 
 // Constraints are what a declared column asks of its values beyond its type. Each becomes

@@ -23,7 +23,7 @@ var fillers = map[string]bool{"the": true, "a": true, "an": true, "of": true, "i
 	"done": true, "being": true, "belong": true, "belongs": true, "grouped": true, "split": true,
 	"work": true, "works": true, "working": true, "employed": true, "take": true, "takes": true, "took": true, "taking": true,
 	"attend": true, "attends": true, "attended": true, "attending": true, "enrolled": true, "study": true, "studies": true, "studying": true,
-	"recorded": true, "taken": true, "logged": true, "reported": true}
+	"recorded": true, "taken": true, "logged": true, "reported": true, "sold": true}
 
 // relationVerbs name a column only in passing when nothing else reads it: "customers who
 // placed orders" does not ask about placed_at ("customers who signed up in 2024" does, and
@@ -140,6 +140,12 @@ func (q *query) consumed(m mention) bool {
 		if q.usedCols[colRef{m.table, m.column}] {
 			return true
 		}
+		// "zip 02134", "New York state": the column named beside its value
+		for _, n := range q.ms {
+			if n.value != "" && n.table == m.table && n.column == m.column && (n.pos == m.end || n.end == m.pos) && q.consumed(n) {
+				return true
+			}
+		}
 		// "customers who placed orders": a verb that names a column in passing
 		if m.end-m.pos == 1 && relationVerbs[q.p.toks[m.pos]] {
 			return true
@@ -233,7 +239,7 @@ func (q *query) unknown(err error) error {
 // nothing filtered, grouped, measured or ordered.
 func (q *query) bare() bool {
 	return len(q.where) == 0 && len(q.groups) == 0 && len(q.exists) == 0 && len(q.notExists) == 0 && q.measure == nil && q.orderBy == nil &&
-		q.order == "" && !q.share && (q.agg == "count" || q.agg == "" && q.rows)
+		q.order == "" && !q.share && (q.agg == Count || q.agg == NoAgg && q.rows)
 }
 
 // namedAnything reports whether the question names a table, column or value.
@@ -268,8 +274,13 @@ func (q *query) sameColumnValues(i, j int) bool {
 func (q *query) closeNames(w string) []string {
 	var out []string
 	near := func(name string) bool {
+		// a short word is close only to a word one letter away ("not" is no "unit")
+		far := 2
+		if len(w) <= 3 {
+			far = 1
+		}
 		for _, n := range words(name) {
-			if len(n) >= 3 && (edits(singular(n), singular(w)) <= 2 || len(w) >= 4 && (strings.HasPrefix(n, w[:4]) || strings.HasPrefix(w, n))) {
+			if len(n) >= 3 && (edits(singular(n), singular(w)) <= far || len(w) >= 5 && (strings.HasPrefix(n, w[:4]) || strings.HasPrefix(w, n))) {
 				return true
 			}
 		}
@@ -284,7 +295,9 @@ func (q *query) closeNames(w string) []string {
 				out = append(out, fmt.Sprintf("%q is not understood here; did you mean the column %s of %s?", w, strings.Join(words(c.Name), " "), t.Dataset))
 			}
 			for _, v := range c.Values {
-				if len(out) < 6 && near(v) {
+				// a value only when it is the word misspelt, never a look-alike name
+				// ("march" is not "Dr. Marcus")
+				if len(out) < 6 && len(w) >= 5 && months[w] == 0 && slices.ContainsFunc(words(v), func(n string) bool { return edits(n, w) <= 1 }) {
 					out = append(out, fmt.Sprintf("%q is not understood here; did you mean %s (a %s of %s)?", w, v, strings.Join(words(c.Name), " "), t.Dataset))
 				}
 			}

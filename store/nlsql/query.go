@@ -5,13 +5,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
-// intentWords are words the engine reads as intent rather than names.
-var intentWords = map[string]bool{"how": true, "many": true, "count": true, "number": true, "total": true, "sum": true, "average": true,
-	"avg": true, "mean": true, "max": true, "maximum": true, "highest": true, "largest": true, "biggest": true, "most": true, "min": true,
-	"minimum": true, "lowest": true, "smallest": true, "least": true, "fewest": true, "top": true, "bottom": true, "first": true,
+// intentWords are words the engine reads as intent rather than names (with every word of
+// an aggregate, added from aggs).
+var intentWords = map[string]bool{"how": true, "many": true, "number": true,
+	"highest": true, "largest": true, "biggest": true, "most": true,
+	"lowest": true, "smallest": true, "least": true, "fewest": true, "top": true, "bottom": true, "first": true,
 	"distinct": true, "unique": true, "different": true, "over": true, "above": true, "under": true, "below": true, "more": true,
 	"less": true, "greater": true, "fewer": true, "lower": true, "higher": true, "between": true, "since": true, "before": true,
 	"after": true, "during": true, "sorted": true, "ordered": true, "order": true, "sort": true, "desc": true, "descending": true,
@@ -34,8 +34,9 @@ type query struct {
 	p       *parser
 	ms      []mention
 	main    string
-	joined  map[string]bool // one-side tables joined to main
-	agg     string          // count, count_distinct, sum, avg, max, min
+	joined  map[string]bool   // one-side tables joined to main
+	via     map[string]string // a joined table → the table it is joined from (main, or the hop before)
+	agg     Agg               // what combines the rows (NoAgg: rows are listed or grouped)
 	measure *colRef
 	groups  []group
 	where   []string
@@ -59,6 +60,7 @@ type query struct {
 	byIndex   bool                // the main table was picked by the search index
 	recency   string              // "latest" (desc) or "earliest" (asc) rows by their date
 	recencyAt int
+	rankAt    int // the count of a ranking without "top" ("the 3 most common ..."), or 0
 
 	assumedDate map[colRef]bool // date columns assumed (stated once)
 }
@@ -156,13 +158,14 @@ type intent struct {
 func (q *query) read(ms []mention) error {
 	q.ms = ms
 	q.joined = map[string]bool{}
+	q.via = map[string]string{}
 	q.exists = map[string][]string{}
 	q.countRefs = map[string]bool{}
 	q.notExists = map[string][]string{}
 	in := q.readIntent()
 	q.readByMeasure(in)
-	if q.measure != nil && (q.agg == "sum" || q.agg == "avg" || q.agg == "max" || q.agg == "min") {
-		q.p.step("Measure: %s of %s", q.agg, q.label(*q.measure))
+	if q.measure != nil && q.agg.OfNumber() {
+		q.p.step("Measure: %s of %s", q.agg, q.labelUnit(*q.measure))
 	}
 	q.readBareMeasure(in)
 	if err := q.pickMain(in); err != nil {
@@ -203,7 +206,16 @@ func (q *query) read(ms []mention) error {
 	if err := q.applyRecency(); err != nil {
 		return err
 	}
-	return q.settleMeasure()
+	if err := q.readPresence(); err != nil {
+		return err
+	}
+	if err := q.settleMeasure(); err != nil {
+		return err
+	}
+	if err := q.checkSynonymMeasure(); err != nil {
+		return err
+	}
+	return q.checkMeasure()
 }
 
 // readIntent reads the aggregate and ordering words: counts, totals, averages, extremes, "top N".
@@ -213,21 +225,21 @@ func (q *query) readIntent() intent {
 	for i := 0; i < len(p.toks); i++ {
 		t := p.toks[i]
 		switch {
-		case t == "how" && q.tok(i+1) == "many", t == "number" && q.tok(i+1) == "of", t == "count" && q.agg == "":
-			q.agg, in.signal = "count", true
+		case t == "how" && q.tok(i+1) == "many", t == "number" && q.tok(i+1) == "of", t == "count" && q.agg == NoAgg:
+			q.agg, in.signal = Count, true
 			p.mark(i, i+2)
 			q.byAggregate(i)
 			j := i + 1
 			if t == "how" || t == "number" {
 				j = i + 2
 			}
-			if prev := q.tok(i - 1); (t == "number" || t == "count") && (prev == "average" || prev == "avg" || prev == "mean") {
+			if prev := q.tok(i - 1); (t == "number" || t == "count") && aggOf(prev) == Avg {
 				q.avgCount = true // "average number of orders per customer"
 			}
 			if w := q.tok(j); w == "distinct" || w == "different" || w == "unique" {
 				p.mark(j, j+1)
 				if m, _ := q.mentionAt(j + 1); m != nil && m.column != "" && m.value == "" {
-					q.agg, q.measure = "count_distinct", &colRef{m.table, m.column}
+					q.agg, q.measure = CountDistinct, &colRef{m.table, m.column}
 				} else if m != nil && m.column == "" && m.value == "" {
 					in.countTarget = m.table // "how many distinct customers": each row is one
 				}
@@ -235,21 +247,26 @@ func (q *query) readIntent() intent {
 				in.countTarget = m.table
 			} else if m != nil && m.value != "" {
 				in.countTarget = m.table // "how many managers": rows with that value
+				for n := m; n != nil && n.value != ""; {
+					if n, _ = q.mentionAt(n.end); n != nil && n.column == "" && n.value == "" {
+						in.countTarget = n.table // "how many cardiology visits": visits, of that value
+					}
+				}
 			} else if m != nil && m.column != "" && m.value == "" {
 				// "how many cities": the distinct values of a column named alone
 				if c := q.column(colRef{m.table, m.column}); c != nil && !c.numeric() && c.Type != "boolean" && !c.temporal() {
-					q.agg, q.measure = "count_distinct", &colRef{m.table, m.column}
+					q.agg, q.measure = CountDistinct, &colRef{m.table, m.column}
 				} else if c != nil && c.Type == "boolean" {
 					in.countTarget = m.table // "how many alerts": rows of is_alert's table
 				}
 			}
-		case t == "total" || t == "sum":
+		case aggOf(t) == Sum:
 			if q.tok(i+1) == "number" {
 				p.mark(i, i+1)
 				continue // "total number of": a count
 			}
-			if q.agg == "" || q.agg == "count" && t == "sum" {
-				q.agg, in.signal = "sum", true
+			if q.agg == NoAgg || q.agg == Count && t == "sum" {
+				q.agg, in.signal = Sum, true
 				p.mark(i, i+1)
 				q.byAggregate(i)
 				q.measure = q.numericNear(i + 1)
@@ -257,20 +274,20 @@ func (q *query) readIntent() intent {
 		case (t == "share" || t == "percentage" || t == "percent" || t == "proportion") && !q.share:
 			q.share, in.signal = true, true
 			p.mark(i, i+1)
-		case t == "average" && q.tok(i-1) == "on" && q.agg == "count":
+		case t == "average" && q.tok(i-1) == "on" && q.agg == Count:
 			q.avgCount = true // "how many orders per customer on average"
 			p.mark(i-1, i+1)
-		case t == "average" || t == "avg" || t == "mean":
-			q.agg, in.signal = "avg", true
+		case aggOf(t) == Avg:
+			q.agg, in.signal = Avg, true
 			p.mark(i, i+1)
 			q.byAggregate(i)
 			q.measure = q.numericNear(i + 1)
-		case (t == "max" || t == "maximum") && q.agg == "":
-			q.agg, in.signal = "max", true
+		case aggOf(t) == Max && q.agg == NoAgg:
+			q.agg, in.signal = Max, true
 			p.mark(i, i+1)
 			q.measure = q.numericNear(i + 1)
-		case (t == "min" || t == "minimum") && q.tok(i-1) != "a" && q.agg == "":
-			q.agg, in.signal = "min", true
+		case aggOf(t) == Min && q.tok(i-1) != "a" && q.agg == NoAgg:
+			q.agg, in.signal = Min, true
 			p.mark(i, i+1)
 			q.measure = q.numericNear(i + 1)
 		case t == "latest" || t == "newest" || t == "earliest" || t == "most" && q.tok(i+1) == "recent":
@@ -294,6 +311,12 @@ func (q *query) readIntent() intent {
 			p.mark(i, i+1)
 		case (t == "lowest" || t == "smallest" || t == "least" || t == "fewest" || t == "cheapest") && q.tok(i-1) != "at":
 			in.superlative, in.supAt, in.signal = "asc", i, true
+			p.mark(i, i+1)
+		case (t == "common" || t == "frequent" || t == "popular") && (q.tok(i-1) == "most" || q.tok(i-1) == "least"):
+			p.mark(i, i+1) // "the most common categories": the most rows
+		case q.tok(i-1) == "the" && countWord(t) > 0 && q.superlativeAfter(i):
+			// "the 10 customers with the most orders", "the three most common categories"
+			q.limit, q.rankAt, in.signal = countWord(t), i, true
 			p.mark(i, i+1)
 		case t == "top" || t == "first" || t == "bottom":
 			if n, err := strconv.Atoi(q.tok(i + 1)); err == nil && n > 0 {
@@ -355,6 +378,9 @@ func (q *query) readBareMeasure(in intent) {
 			}
 			if w := q.tok(m.pos - 1); w == "by" || w == "with" {
 				continue
+			}
+			if _, _, ok := q.presenceAt(m); ok {
+				continue // "orders without a discount": a filter
 			}
 			q.measure = &c
 			break
@@ -462,6 +488,11 @@ func (q *query) readGroups() error {
 			if c, _ := q.numericAt(i + 1); c != nil && q.byMeasure {
 				continue
 			}
+			if done, err := q.actorBy(i); err != nil {
+				return err
+			} else if done {
+				continue
+			}
 			start = i + 1
 		case t == "per" || t == "each" || t == "every":
 			start = i + 1
@@ -567,12 +598,12 @@ func (q *query) entityGroup(ref string) error {
 		}
 	}
 	r := q.relation(q.main, ref)
-	if r == nil && q.junction(q.main, ref) != nil && len(q.groups) == 0 && (q.agg == "" || q.agg == "count") && q.measure == nil && !q.share &&
+	if r == nil && q.junction(q.main, ref) != nil && len(q.groups) == 0 && (q.agg == NoAgg || q.agg == Count) && q.measure == nil && !q.share &&
 		len(q.where) == 0 && len(q.exists) == 0 && len(q.joined) == 0 {
 		// "how many students per course": the junction's rows per course, each student once
 		l := q.junction(q.main, ref)
 		one := q.main
-		q.main, q.agg = l.via, "count_distinct"
+		q.main, q.agg = l.via, CountDistinct
 		q.measure = &colRef{l.via, l.toA.FromColumn}
 		q.countRefs[one] = true
 		p.step("Counted %s per %s through %s", alias(one), singular(alias(ref)), p.s.table(l.via).Dataset)
@@ -632,8 +663,17 @@ func (q *query) readTopGroups() error {
 	p := q.p
 	if q.limit > 0 && len(q.groups) == 0 {
 		for i := 0; i+2 < len(p.toks); i++ {
+			at := -1
 			if w := p.toks[i]; (w == "top" || w == "bottom" || w == "first") && isNumber.MatchString(p.toks[i+1]) {
-				if m, _ := q.mentionAt(i + 2); m != nil && m.column != "" && m.value == "" {
+				at = i + 2
+			} else if q.rankAt > 0 && i == q.rankAt {
+				at = i + 1
+				for q.tok(at) == "most" || q.tok(at) == "least" || q.tok(at) == "common" || q.tok(at) == "frequent" || q.tok(at) == "popular" {
+					at++
+				}
+			}
+			if at >= 0 {
+				if m, _ := q.mentionAt(at); m != nil && m.column != "" && m.value == "" {
 					c := colRef{m.table, m.column}
 					if col := q.column(c); col != nil && !col.numeric() {
 						if err := q.reach(c.table); err != nil {
@@ -702,10 +742,10 @@ func (q *query) applySuperlative(in intent) error {
 			}
 			one := q.main
 			q.main = m.table
-			q.agg = "count"
+			q.agg = Count
 			if l := q.junction(one, m.table); l != nil && q.relation(m.table, one) == nil {
 				// "which course has the most students": enrollments per course, each student once
-				q.main, q.agg, q.measure = l.via, "count_distinct", &colRef{l.via, l.toB.FromColumn}
+				q.main, q.agg, q.measure = l.via, CountDistinct, &colRef{l.via, l.toB.FromColumn}
 				q.countRefs[m.table] = true
 			}
 			p.step("Counted %s per %s instead", p.s.table(q.main).Dataset, singular(alias(one)))
@@ -742,20 +782,20 @@ func (q *query) applySuperlative(in intent) error {
 		if q.limit == 0 {
 			q.limit = 1
 		}
-		if len(q.groups) == 0 && (q.tok(0) == "what" || q.tok(0) == "what's") && (q.agg == "" || q.agg == "max" || q.agg == "min") {
+		if len(q.groups) == 0 && (q.tok(0) == "what" || q.tok(0) == "what's") && (q.agg == NoAgg || q.agg == Max || q.agg == Min) {
 			// "what is the highest credit": the value itself
 			if q.measure == nil {
-				q.measure = q.numericNear(supAt + 1)
+				q.measure = q.superlativeMeasure(supAt)
 			}
 			if q.measure == nil {
 				return p.refuse("it asks for the " + p.toks[supAt] + " but names no number")
 			}
-			q.agg = map[string]string{"desc": "max", "asc": "min"}[superlative]
+			q.agg = extremeOf(superlative)
 			q.order, q.limit = "", 0
-			p.step("Measure: %s of %s", q.agg, q.label(*q.measure))
-		} else if len(q.groups) == 0 && (q.agg == "" || q.agg == "max" || q.agg == "min") {
+			p.step("Measure: %s of %s", q.agg, q.labelUnit(*q.measure))
+		} else if len(q.groups) == 0 && (q.agg == NoAgg || q.agg == Max || q.agg == Min) {
 			if q.measure == nil {
-				q.measure = q.numericNear(supAt + 1)
+				q.measure = q.superlativeMeasure(supAt)
 			}
 			if q.measure == nil {
 				return p.refuse("it asks for the " + p.toks[supAt] + " but names no number to order by")
@@ -763,7 +803,7 @@ func (q *query) applySuperlative(in intent) error {
 			q.agg, q.rows = "", true
 			p.step("Rows ordered by %s, %s first", q.label(*q.measure), map[string]string{"desc": "highest", "asc": "lowest"}[superlative])
 		} else if q.agg == "" {
-			q.agg = "count"
+			q.agg = Count
 			if m := q.numericNear(supAt + 1); m != nil && m.table == q.main {
 				if err := q.assumeSum(*m, " for each group"); err != nil {
 					return err
@@ -822,7 +862,7 @@ func (q *query) settleMeasure() error {
 		}
 	}
 	if q.share && q.agg == "" {
-		q.agg = "count" // "share of orders by channel"
+		q.agg = Count // "share of orders by channel"
 	}
 	if q.agg == "" && len(q.groups) == 0 {
 		q.rows = true
@@ -830,16 +870,16 @@ func (q *query) settleMeasure() error {
 			q.measure = q.numericNear(len(p.toks))
 		}
 	}
-	if q.agg == "" && len(q.groups) > 0 {
-		q.agg = "count"
+	if q.agg == NoAgg && len(q.groups) > 0 {
+		q.agg = Count
 	}
-	if (q.agg == "sum" || q.agg == "avg" || q.agg == "max" || q.agg == "min") && q.measure == nil {
+	if q.agg.OfNumber() && q.measure == nil {
 		if c := q.onlyNumber(q.main); c != nil {
 			q.measure = c
-			p.assume("the %s of %s: it is the only number of %s", map[string]string{"sum": "total", "avg": "average", "max": "maximum", "min": "minimum"}[q.agg],
+			p.assume("the %s of %s: it is the only number of %s", q.agg.Noun(),
 				q.label(*c), p.s.table(q.main).Dataset)
 		} else {
-			return p.refuse("it asks for " + map[string]string{"sum": "a total", "avg": "an average", "max": "a maximum", "min": "a minimum"}[q.agg] +
+			return p.refuse("it asks for " + q.agg.Article() +
 				" but does not say of which number")
 		}
 	}
@@ -849,7 +889,7 @@ func (q *query) settleMeasure() error {
 		}
 	}
 	if q.perRow {
-		if q.agg != "avg" && q.agg != "min" && q.agg != "max" || q.rows {
+		if q.agg != Avg && q.agg != Min && q.agg != Max || q.rows {
 			return p.refuse(fmt.Sprintf("it asks for something per %s, and each row of %s is one %s: say what to compute over them",
 				singular(alias(q.main)), p.s.table(q.main).Dataset, singular(alias(q.main))), fmt.Sprintf("Average %s per %s",
 				q.labelOr(q.onlyNumber(q.main), "amount"), singular(alias(q.main))))
@@ -873,7 +913,7 @@ func (q *query) settleMeasure() error {
 			singular(alias(q.groups[0].entity)))
 	}
 	if q.share {
-		if q.rows || q.agg != "count" && q.agg != "sum" || q.limit > 0 && len(q.groups) == 0 {
+		if q.rows || q.agg != Count && q.agg != Sum || q.limit > 0 && len(q.groups) == 0 {
 			return p.refuse("it asks for a share of something that is not a count or a total")
 		}
 		if len(q.groups) == 0 && len(q.where) == 0 && len(q.exists) == 0 && len(q.notExists) == 0 {
@@ -922,6 +962,14 @@ func (q *query) dateColumn(at int) *colRef {
 	for _, m := range q.ms {
 		if m.column != "" && m.value == "" {
 			if c := q.column(colRef{m.table, m.column}); c != nil && c.temporal() {
+				// "purchases placed in 2025 that were shipped": the phrase follows another
+				// verb, and the date column named further on is what was shipped, not when
+				if w := q.tok(at - 1); (m.end > at || at-m.end > 2) && at > 0 && !q.p.inMention[at-1] && (relationVerbs[w] || actorVerbs[w]) {
+					continue
+				}
+				if _, _, presence := q.presenceAt(m); presence && m.pos > at {
+					continue // "purchases in 2025 that were not shipped": whether, not when
+				}
 				return &colRef{m.table, m.column}
 			}
 		}
@@ -988,9 +1036,7 @@ func (q *query) reach(ref string) error {
 	if ref == q.main || q.joined[ref] {
 		return nil
 	}
-	if q.relation(q.main, ref) != nil {
-		q.joined[ref] = true
-		q.p.step("Joined %s along its relationship", q.p.s.table(ref).Dataset)
+	if q.joinChain(ref) {
 		return nil
 	}
 	if q.relation(ref, q.main) != nil {
@@ -1016,9 +1062,9 @@ func (q *query) cond(ref, c string) error {
 		q.where, q.whereOn = append(q.where, c), append(q.whereOn, ref)
 		return nil
 	}
-	if q.relation(q.main, ref) != nil {
-		q.joined[ref] = true
-		q.p.step("Joined %s along its relationship", q.p.s.table(ref).Dataset)
+	// one side, directly or through the tables between (not a table the main one has many of)
+	oneSide := q.relation(q.main, ref) != nil || q.relation(ref, q.main) == nil && q.junction(q.main, ref) == nil
+	if oneSide && q.joinChain(ref) {
 		q.where, q.whereOn = append(q.where, c), append(q.whereOn, ref)
 		return nil
 	}
@@ -1072,811 +1118,70 @@ func (q *query) related(ref string) (from, on string) {
 		fmt.Sprintf("%s.%s = %s.%s", quote(alias(l.via)), quote(l.toA.FromColumn), quote(alias(q.main)), quote(l.toA.ToColumn))
 }
 
-var comparators = []struct {
-	words []string
-	op    string
-}{
-	{[]string{"more", "than"}, ">"}, {[]string{"greater", "than"}, ">"}, {[]string{"higher", "than"}, ">"}, {[]string{"over"}, ">"},
-	{[]string{"above"}, ">"}, {[]string{"exceeding"}, ">"}, {[]string{">"}, ">"},
-	{[]string{"at", "least"}, ">="}, {[]string{"no", "less", "than"}, ">="}, {[]string{"minimum", "of"}, ">="}, {[]string{">="}, ">="},
-	{[]string{"less", "than"}, "<"}, {[]string{"fewer", "than"}, "<"}, {[]string{"lower", "than"}, "<"}, {[]string{"under"}, "<"},
-	{[]string{"below"}, "<"}, {[]string{"<"}, "<"},
-	{[]string{"at", "most"}, "<="}, {[]string{"no", "more", "than"}, "<="}, {[]string{"up", "to"}, "<="}, {[]string{"<="}, "<="},
-	{[]string{"exactly"}, "="}, {[]string{"equal", "to"}, "="}, {[]string{"="}, "="},
-}
-
-// comparisons reads "over 100", "at least 5", "between 10 and 20" on numbers.
-func (q *query) comparisons() error {
-	p := q.p
-	for i := 0; i < len(p.toks); i++ {
-		if p.toks[i] == "between" {
-			a, okA := number(q.tok(i + 1))
-			b, okB := number(q.tok(i + 3))
-			if okA && okB && q.tok(i+2) == "and" && !isYear.MatchString(q.tok(i+1)) {
-				c := q.numericNear(i)
-				if c == nil {
-					c = q.measureOrOnly()
-				}
-				if c == nil {
-					return p.refuse("it compares with numbers but names no number column")
-				}
-				if err := q.perRowCompare(*c, a); err != nil {
-					return err
-				}
-				q.compared = append(q.compared, *c)
-				if err := q.cond(c.table, q.col(*c)+" BETWEEN "+p.param(fmtNum(a))+" AND "+p.param(fmtNum(b))); err != nil {
-					return err
-				}
-				p.mark(i, i+4)
-				p.step("Filter: %s between %s and %s", q.label(*c), fmtNum(a), fmtNum(b))
-				i += 3
-			}
-			continue
-		}
-		for _, cmp := range comparators {
-			n := len(cmp.words)
-			if i+n >= len(p.toks) || !slices.Equal(p.toks[i:i+n], cmp.words) {
-				continue
-			}
-			v, ok := number(p.toks[i+n])
-			if !ok {
-				break
-			}
-			p.mark(i, i+n+1)
-			// "more than 2 orders": a count of related rows, or of the group.
-			if m, _ := q.mentionAt(i + n + 1); m != nil && m.column == "" {
-				if err := q.countCondition(m.table, cmp.op, v); err != nil {
-					return err
-				}
-				p.mark(m.pos, m.end)
-				break
-			}
-			if w := q.tok(i + n + 1); w != "" && !stop[w] && !intentWords[w] && units[w] == "" && !isNumber.MatchString(w) {
-				if m, _ := q.mentionAt(i + n + 1); m == nil {
-					return p.refuse(fmt.Sprintf("it compares %s %s with \"%s\", which is no dataset or column", strings.Join(cmp.words, " "), fmtNum(v), w))
-				}
-			}
-			var c *colRef
-			namedBefore := false
-			for k := range q.ms {
-				// "orders over 100": the number of the table named just before
-				if q.ms[k].end == i && q.ms[k].column == "" && q.ms[k].value == "" {
-					c, namedBefore = q.defaultNumber(q.ms[k].table), true
-					if c == nil {
-						return p.refuse(fmt.Sprintf("it compares %s with %s but not which number of them", alias(q.ms[k].table), fmtNum(v)),
-							q.numberSuggestions(q.ms[k].table, strings.Join(cmp.words, " ")+" "+fmtNum(v))...)
-					}
-				}
-			}
-			if c == nil && !namedBefore {
-				c = q.numericNear(i)
-			}
-			if c == nil {
-				c = q.measureOrOnly()
-			}
-			if c == nil {
-				return p.refuse("it compares with " + fmtNum(v) + " but names no number column")
-			}
-			if err := q.perRowCompare(*c, v); err != nil {
-				return err
-			}
-			q.compared = append(q.compared, *c)
-			if err := q.cond(c.table, q.col(*c)+" "+cmp.op+" "+p.param(fmtNum(v))); err != nil {
-				return err
-			}
-			p.step("Filter: %s %s %s", q.label(*c), cmp.op, fmtNum(v))
-			break
-		}
-	}
-	return nil
-}
-
-// defaultNumber is what a table's rows are compared or summed by when no number is named: its
-// only number, or its one money-like number (amount, total, price, revenue); an assumption,
-// stated.
-func (q *query) defaultNumber(ref string) *colRef {
-	if c := q.onlyNumber(ref); c != nil {
+// superlativeMeasure is the number a superlative at token supAt orders by: one named near it,
+// else, for "the largest order", the value of the main table's rows (an assumption, stated).
+func (q *query) superlativeMeasure(supAt int) *colRef {
+	if c := q.numericNear(supAt + 1); c != nil {
 		return c
 	}
-	var found *colRef
-	for _, c := range q.p.s.table(ref).Columns {
-		if c.numeric() && !keyLike(c.Name) && slices.ContainsFunc(words(c.Name), func(w string) bool {
-			return w == "amount" || w == "total" || w == "price" || w == "revenue" || w == "value"
-		}) {
-			if found != nil {
-				return nil
-			}
-			found = &colRef{ref, c.Name}
-		}
-	}
-	if found != nil {
-		q.p.assume("%s of %s is meant (the question names no number of %s)", q.label(*found), q.p.s.table(ref).Dataset, alias(ref))
-	}
-	return found
-}
-
-// numberSuggestions rephrase a question with each number of a table named.
-func (q *query) numberSuggestions(ref, tail string) []string {
-	var out []string
-	for _, c := range q.p.s.table(ref).Columns {
-		if c.numeric() && !keyLike(c.Name) && len(out) < 4 {
-			out = append(out, fmt.Sprintf("%s with %s %s", alias(ref), strings.Join(words(c.Name), " "), tail))
-		}
-	}
-	return out
-}
-
-// additive reports whether a number adds up (amount, revenue, quantity): summing it is what a
-// question naming it without an aggregate means. Others (temperature, salary, age) are not
-// summed without being asked to.
-func additive(c colRef) bool {
-	for _, w := range words(c.column) {
-		switch singular(w) {
-		case "amount", "total", "revenue", "sale", "cost", "spend", "spent", "quantity", "qty", "unit", "budget", "price", "fee", "tax",
-			"profit", "income", "expense", "payment", "paid", "value", "count", "hour", "minute", "duration", "weight", "volume", "distance":
-			return true
-		}
-	}
-	return false
-}
-
-// assumeSum sums measure where the question names it without an aggregate, or refuses a
-// number that does not add up.
-func (q *query) assumeSum(c colRef, why string) error {
-	if !additive(c) {
-		l := q.label(c)
-		return q.p.refuse(fmt.Sprintf("it names %s without saying how to combine it (total, average, highest, lowest)", l),
-			strings.TrimSpace("Average "+l+" "+q.groupPhrase()), strings.TrimSpace("Maximum "+l+" "+q.groupPhrase()))
-	}
-	q.agg, q.measure = "sum", &c
-	q.p.assume("the total (sum) of %s%s: the question names it without saying how to combine it", q.label(c), why)
-	return nil
-}
-
-func (q *query) groupPhrase() string {
-	if len(q.groups) == 0 {
-		return ""
-	}
-	g := q.groups[0]
-	if g.entity != "" {
-		return "per " + singular(alias(g.entity))
-	}
-	return "by " + g.label
-}
-
-// perRowCompare refuses comparing a number of a many-side table whose rows the question does
-// not name: "customers who spent more than 200" could be one order's amount or all of them.
-func (q *query) perRowCompare(c colRef, v float64) error {
-	if c.table == q.main || q.relation(c.table, q.main) == nil && q.junction(q.main, c.table) == nil {
-		return nil
-	}
-	for _, m := range q.ms {
-		if m.table == c.table && m.column == "" && m.value == "" {
-			return nil // "customers with orders over 100": an order's amount
-		}
-	}
-	t := q.p.s.table(c.table)
-	return q.p.refuse(fmt.Sprintf("it compares %s of %s with %s without saying whether one of a %s's %s or all of them together", q.label(c), t.Dataset,
-		fmtNum(v), singular(alias(q.main)), alias(c.table)), fmt.Sprintf("%s with %s over %s", alias(q.main), alias(c.table), fmtNum(v)))
-}
-
-func (q *query) measureOrOnly() *colRef {
-	if q.measure != nil {
-		return q.measure
-	}
-	return q.onlyNumber(q.main)
-}
-
-// countCondition is "with more than N <table>": the rows of a related many-side table per
-// main row, or the rows of each group.
-func (q *query) countCondition(ref, op string, n float64) error {
-	p := q.p
-	if ref == q.main {
-		q.having = append(q.having, "count(*) "+op+" "+p.param(fmtNum(n)))
-		p.step("Keep groups with %s %s %s", op, fmtNum(n), alias(ref))
-		return nil
-	}
-	if q.relation(ref, q.main) == nil && q.junction(q.main, ref) == nil {
-		return p.refuse(fmt.Sprintf("%s rows are not counted per %s row (no relationship)", alias(ref), alias(q.main)))
-	}
-	q.countRefs[ref] = true
-	from, on := q.related(ref)
-	counted := "*"
-	if l := q.junction(q.main, ref); l != nil && q.relation(ref, q.main) == nil {
-		counted = "DISTINCT " + quote(alias(ref)) + "." + quote(l.toB.ToColumn) // each related row once
-	}
-	q.where = append(q.where, fmt.Sprintf("(SELECT count(%s) FROM %s WHERE %s) %s %s", counted, from, on, op, p.param(fmtNum(n))))
-	q.whereOn = append(q.whereOn, q.main)
-	p.step("Filter: %s with %s %s %s", alias(q.main), op, fmtNum(n), alias(ref))
-	return nil
-}
-
-func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
-// valueFilters turns known values into equality filters (several of one column: IN), with
-// "not"/"except" before them as exclusions; boolean columns named alone are true.
-func (q *query) valueFilters() error {
-	p := q.p
-	type key struct {
-		c   colRef
-		neg bool
-	}
-	vals := map[key][]string{}
-	and := map[key]bool{} // values joined by "and"
-	var order []key
-	var prev *mention
-	prevNeg := false
-	for i := range q.ms {
-		m := &q.ms[i]
-		if m.value == "" {
-			continue
-		}
-		neg := false
-		for k := m.pos - 1; k >= 0 && k >= m.pos-3 && !p.inMention[k]; k-- {
-			if w := p.toks[k]; w == "not" || w == "except" || w == "excluding" || w == "without" || w == "outside" {
-				neg = true
-				p.mark(k, k+1)
-			}
-		}
-		joined := ""
-		if prev != nil && prev.table == m.table && prev.column == m.column && m.pos == prev.end+1 {
-			joined = p.toks[prev.end] // "Austin or Dallas", "Algebra and Poetry"
-			if joined == "or" || joined == "and" || joined == "nor" {
-				neg = neg || prevNeg // "not in Austin or Dallas": neither
-			}
-		}
-		k := key{colRef{m.table, m.column}, neg}
-		if _, ok := vals[k]; !ok {
-			order = append(order, k)
-		}
-		if joined == "and" {
-			and[k] = true
-		}
-		vals[k] = append(vals[k], m.value)
-		p.mark(m.pos, m.end)
-		prev, prevNeg = m, neg
-	}
-	for _, k := range order {
-		vs := vals[k]
-		if len(vs) > 1 && and[k] && k.c.table != q.main && q.relation(q.main, k.c.table) == nil {
-			// "students in Algebra and Poetry": both (two rows of courses), or either?
-			return p.refuse(fmt.Sprintf("it names %s joined by \"and\": rows of %s with either, or %s with both?", strings.Join(vs, " and "),
-				alias(k.c.table), alias(q.main)), fmt.Sprintf("%s in %s or %s", alias(q.main), vs[0], vs[1]))
-		}
-		var ph []string
-		for _, v := range vs {
-			ph = append(ph, p.param(v))
-		}
-		c := q.col(k.c)
-		expr := c + " = " + ph[0]
-		if len(ph) > 1 {
-			expr = c + " IN (" + strings.Join(ph, ", ") + ")"
-		}
-		if k.neg {
-			expr = "(" + c + " IS NULL OR NOT (" + expr + "))"
-		}
-		if err := q.cond(k.c.table, expr); err != nil {
-			return err
-		}
-		verb := "is"
-		if k.neg {
-			verb = "is not"
-		}
-		p.step("Filter: %s %s %s", q.label(k.c), verb, strings.Join(vs, " or "))
-	}
-	// A boolean column named on its own: "active customers", "not active".
-	for _, m := range q.ms {
-		if m.column == "" || m.value != "" {
-			continue
-		}
-		c := q.column(colRef{m.table, m.column})
-		if c == nil || c.Type != "boolean" || q.isGroup(colRef{m.table, m.column}) {
-			continue
-		}
-		val := "true"
-		if w := q.tok(m.pos - 1); w == "not" || w == "non" || w == "in" {
-			val = "false"
-			p.mark(m.pos-1, m.pos)
-		}
-		if err := q.cond(m.table, q.col(colRef{m.table, m.column})+" = "+val); err != nil {
-			return err
-		}
-		p.mark(m.pos, m.end)
-		p.step("Filter: %s is %s", q.label(colRef{m.table, m.column}), val)
+	if m, _ := q.mentionAt(supAt + 1); m != nil && m.table == q.main && m.column == "" && m.value == "" {
+		return q.defaultNumber(q.main)
 	}
 	return nil
 }
 
-func (q *query) isGroup(c colRef) bool {
-	for _, g := range q.groups {
-		if g.col == c && !g.time {
-			return true
-		}
+// joinChain joins table ref to the main table along many-to-one relationships: directly, or
+// through the tables between ("line items of Acme's purchases": line items → purchases →
+// clients) when exactly one shortest chain of at most three joins leads there. It reports
+// whether ref is joined.
+func (q *query) joinChain(ref string) bool {
+	path := q.oneSidePath(ref)
+	if path == nil {
+		return false
 	}
-	return false
-}
-
-// timeFilters reads years, months, relative periods and since/before/after on the date the
-// question means.
-func (q *query) timeFilters() error {
-	per := q.readPeriod()
-	if per.from == nil && per.to == nil && per.monthFrom == 0 {
-		return nil
-	}
-	return q.filterPeriod(per)
-}
-
-// period is the time a question names: [from, to), and/or months of any year.
-type period struct {
-	at                 int // the phrase's first token
-	from, to           *time.Time
-	monthFrom, monthTo time.Month
-	desc               string // as the step says it
-}
-
-// readPeriod reads the time phrases of the question; a later phrase overrides an earlier one.
-func (q *query) readPeriod() period {
-	p := q.p
-	var per period
-	today := time.Date(p.now.Year(), p.now.Month(), p.now.Day(), 0, 0, 0, 0, time.UTC)
-	for i := 0; i < len(p.toks); i++ {
-		switch p.toks[i] {
-		case "between", "in", "during", "for", "on", "since", "after", "from", "before", "until":
-			desc := per.desc
-			i0 := i
-			i = q.readDates(i, &per)
-			if per.desc != desc {
-				per.at = i0
-			}
-		case "last", "past", "previous", "this", "today", "yesterday":
-			desc := per.desc
-			q.readRelative(i, today, &per)
-			if per.desc != desc {
-				per.at = i
-			}
-		}
-	}
-	return per
-}
-
-// readDates reads the dated phrase at token i into per and returns the token to go on from.
-func (q *query) readDates(i int, per *period) int {
-	p := q.p
-	t := p.toks[i]
-	switch {
-	case t == "between" && months[q.tok(i+1)] != 0 && q.tok(i+2) == "and" && months[q.tok(i+3)] != 0:
-		m1, m2 := months[q.tok(i+1)], months[q.tok(i+3)]
-		if y, ok := q.yearAt(i + 4); ok {
-			per.from, per.to = dateAt(y, m1, 1), dateAt(y, m2+1, 1)
-			p.mark(i, i+5)
-			per.desc = fmt.Sprintf("between %s and %s %d", m1, m2, y)
-		} else {
-			per.monthFrom, per.monthTo = m1, m2
-			p.mark(i, i+4)
-			per.desc = fmt.Sprintf("between %s and %s (any year)", m1, m2)
-		}
-		i += 3
-	case t == "between":
-		if s, _, n := q.pointAt(i + 1); n > 0 && q.tok(i+1+n) == "and" {
-			if _, e, n2 := q.pointAt(i + 2 + n); n2 > 0 {
-				per.from, per.to = s, e
-				p.mark(i, i+2+n+n2)
-				per.desc = "between " + s.Format(time.DateOnly) + " and " + e.AddDate(0, 0, -1).Format(time.DateOnly)
-			}
-		}
-	case t == "in" || t == "during" || t == "for" || t == "on":
-		if m, ok := months[q.tok(i+1)]; ok {
-			if y, ok := q.yearAt(i + 2); ok {
-				per.from, per.to = dateAt(y, m, 1), dateAt(y, m+1, 1)
-				p.mark(i, i+3)
-				per.desc = fmt.Sprintf("in %s %d", m, y)
+	prev := q.main
+	for _, hop := range path {
+		if !q.joined[hop] {
+			q.joined[hop], q.via[hop] = true, prev
+			if prev == q.main {
+				q.p.step("Joined %s along its relationship", q.p.s.table(hop).Dataset)
 			} else {
-				per.monthFrom, per.monthTo = m, m
-				p.mark(i, i+2)
-				per.desc = fmt.Sprintf("in %s (any year)", m)
+				q.p.step("Joined %s through %s", q.p.s.table(hop).Dataset, q.p.s.table(prev).Dataset)
 			}
-		} else if s, e, n := q.pointAt(i + 1); n > 0 {
-			per.from, per.to = s, e
-			p.mark(i, i+1+n)
-			per.desc = "in " + strings.Join(p.toks[i+1:i+1+n], " ")
 		}
-	case t == "since" || t == "after" || t == "from":
-		if s, e, n := q.pointAt(i + 1); n > 0 {
-			if t == "after" {
-				per.from = e
-			} else {
-				per.from = s
-			}
-			p.mark(i, i+1+n)
-			per.desc = t + " " + strings.Join(p.toks[i+1:i+1+n], " ")
-		}
-	case t == "before" || t == "until":
-		if s, e, n := q.pointAt(i + 1); n > 0 {
-			if t == "until" {
-				per.to = e
-			} else {
-				per.to = s
-			}
-			p.mark(i, i+1+n)
-			per.desc = t + " " + strings.Join(p.toks[i+1:i+1+n], " ")
-		}
+		prev = hop
 	}
-	return i
+	return true
 }
 
-// readRelative reads the period relative to today at token i ("last month", "today") into per.
-func (q *query) readRelative(i int, today time.Time, per *period) {
-	p := q.p
-	t := p.toks[i]
-	switch {
-	case (t == "last" || t == "past" || t == "previous") && units[q.tok(i+1)] != "":
-		u := units[q.tok(i+1)]
-		switch u {
-		case "day":
-			per.from, per.to = ptrTime(today.AddDate(0, 0, -1)), &today
-		case "week":
-			w := today.AddDate(0, 0, -int((today.Weekday()+6)%7))
-			per.from, per.to = ptrTime(w.AddDate(0, 0, -7)), &w
-		case "month":
-			m := startOfMonth(today)
-			per.from, per.to = ptrTime(m.AddDate(0, -1, 0)), &m
-		case "quarter":
-			qs := time.Date(today.Year(), time.Month((int(today.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC)
-			per.from, per.to = ptrTime(qs.AddDate(0, -3, 0)), &qs
-		case "year":
-			y := dateAt(today.Year(), 1, 1)
-			per.from, per.to = ptrTime(y.AddDate(-1, 0, 0)), y
+// oneSidePath is the tables from the main table to ref along many-to-one relationships
+// (ref last), when one chain is the shortest; nil when none or several are.
+func (q *query) oneSidePath(ref string) []string {
+	if q.relation(q.main, ref) != nil {
+		return []string{ref}
+	}
+	paths := [][]string{{q.main}}
+	for depth := 0; depth < 3; depth++ {
+		var next, found [][]string
+		for _, pth := range paths {
+			for _, r := range q.p.s.Relations {
+				if r.From != pth[len(pth)-1] || slices.Contains(pth, r.To) {
+					continue
+				}
+				np := append(slices.Clone(pth), r.To)
+				if r.To == ref {
+					found = append(found, np)
+				}
+				next = append(next, np)
+			}
 		}
-		p.mark(i, i+2)
-		per.desc = "the previous " + u
-	case (t == "last" || t == "past") && isNumber.MatchString(q.tok(i+1)) && units[q.tok(i+2)] != "":
-		n, _ := strconv.Atoi(q.tok(i + 1))
-		s := today.AddDate(0, 0, 1) // through today
-		switch units[q.tok(i+2)] {
-		case "day":
-			s = s.AddDate(0, 0, -n)
-		case "week":
-			s = s.AddDate(0, 0, -7*n)
-		case "month":
-			s = s.AddDate(0, -n, 0)
-		case "quarter":
-			s = s.AddDate(0, -3*n, 0)
-		case "year":
-			s = s.AddDate(-n, 0, 0)
+		if len(found) == 1 {
+			return found[0][1:]
 		}
-		per.from, per.to = &s, ptrTime(today.AddDate(0, 0, 1))
-		p.mark(i, i+3)
-		per.desc = fmt.Sprintf("the last %d %s", n, q.tok(i+2))
-	case t == "this" && units[q.tok(i+1)] != "":
-		switch units[q.tok(i+1)] {
-		case "day":
-			per.from = &today
-		case "week":
-			per.from = ptrTime(today.AddDate(0, 0, -int((today.Weekday()+6)%7)))
-		case "month":
-			per.from = ptrTime(startOfMonth(today))
-		case "quarter":
-			per.from = ptrTime(time.Date(today.Year(), time.Month((int(today.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC))
-		case "year":
-			per.from = dateAt(today.Year(), 1, 1)
+		if len(found) > 1 {
+			return nil // two ways there: not one to pick silently
 		}
-		per.to = ptrTime(today.AddDate(0, 0, 1))
-		p.mark(i, i+2)
-		per.desc = "this " + units[q.tok(i+1)]
-	case t == "today":
-		per.from, per.to = &today, ptrTime(today.AddDate(0, 0, 1))
-		p.mark(i, i+1)
-		per.desc = "today"
-	case t == "yesterday":
-		per.from, per.to = ptrTime(today.AddDate(0, 0, -1)), &today
-		p.mark(i, i+1)
-		per.desc = "yesterday"
+		paths = next
 	}
-}
-
-// filterPeriod adds the conditions of per on the date column the question means.
-func (q *query) filterPeriod(per period) error {
-	p := q.p
-	dc := q.dateColumn(per.at)
-	if dc == nil {
-		return p.refuse("it names a time (" + per.desc + ") but no dataset it reads has a date column")
-	}
-	c := q.col(*dc)
-	var conds []string
-	if per.from != nil {
-		conds = append(conds, c+" >= "+p.param(per.from.Format(time.DateOnly)))
-	}
-	if per.to != nil {
-		conds = append(conds, c+" < "+p.param(per.to.Format(time.DateOnly)))
-	}
-	if per.monthFrom != 0 {
-		conds = append(conds, "extract(month FROM "+c+") BETWEEN "+p.param(int(per.monthFrom))+" AND "+p.param(int(per.monthTo)))
-	}
-	for _, cond := range conds {
-		if err := q.cond(dc.table, cond); err != nil {
-			return err
-		}
-	}
-	p.step("Time: %s %s", q.label(*dc), per.desc)
 	return nil
-}
-
-// yearAt is the year at token i, if it is one.
-func (q *query) yearAt(i int) (int, bool) {
-	if isYear.MatchString(q.tok(i)) {
-		y, _ := strconv.Atoi(q.tok(i))
-		return y, true
-	}
-	return 0, false
-}
-
-// pointAt reads a moment at token i (a date, a month with a year, a year): start, end, tokens.
-func (q *query) pointAt(i int) (start, end *time.Time, n int) {
-	t := q.tok(i)
-	if isDate.MatchString(t) {
-		d, err := time.Parse(time.DateOnly, t)
-		if err == nil {
-			e := d.AddDate(0, 0, 1)
-			return &d, &e, 1
-		}
-	}
-	if m, ok := months[t]; ok {
-		if y, ok := q.yearAt(i + 1); ok {
-			s := dateAt(y, m, 1)
-			e := s.AddDate(0, 1, 0)
-			return s, &e, 2
-		}
-	}
-	if y, ok := q.yearAt(i); ok {
-		s := dateAt(y, 1, 1)
-		e := s.AddDate(1, 0, 0)
-		return s, &e, 1
-	}
-	return nil, nil, 0
-}
-
-// dateAt is midnight UTC of a day.
-func dateAt(y int, m time.Month, d int) *time.Time {
-	t := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-	return &t
-}
-
-// startOfMonth is midnight UTC of the first day of t's month.
-func startOfMonth(t time.Time) time.Time {
-	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-}
-
-func ptrTime(t time.Time) *time.Time { return &t }
-
-// tables are the refs the query reads.
-func (q *query) tables() []string {
-	out := []string{q.main}
-	out = append(out, q.joinedRefs()...)
-	for _, m := range []map[string][]string{q.exists, q.notExists} {
-		for _, r := range sortedKeys(m) {
-			if !slices.Contains(out, r) {
-				out = append(out, r)
-			}
-		}
-	}
-	for r := range q.countRefs {
-		if !slices.Contains(out, r) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func sortedKeys(m map[string][]string) []string {
-	out := make([]string, 0, len(m))
-	for r := range m {
-		out = append(out, r)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func (q *query) aggExpr() (expr, name string) {
-	switch q.agg {
-	case "count":
-		return "count(*)", "count"
-	case "count_distinct":
-		return "count(DISTINCT " + q.col(*q.measure) + ")", "distinct_" + q.measure.column
-	default:
-		return q.agg + "(" + q.col(*q.measure) + ")", q.agg + "_" + q.measure.column
-	}
-}
-
-func (q *query) sql() (string, error) {
-	p := q.p
-	var sel, groupBy []string
-	for i, g := range q.groups {
-		sel = append(sel, g.expr+" AS "+quote(g.alias))
-		groupBy = append(groupBy, strconv.Itoa(i+1))
-	}
-	aggName := ""
-	if q.rows {
-		sel = append(sel, quote(alias(q.main))+".*")
-	} else {
-		var e string
-		e, aggName = q.aggExpr()
-		aggName = q.aggAlias(aggName)
-		sel = append(sel, e+" AS "+quote(aggName))
-		if q.share && len(q.groups) > 0 {
-			sel = append(sel, "round(100.0 * "+e+" / nullif(sum("+e+") OVER (), 0), 2) AS \"percent\"")
-			q.p.step("Share of each group in percent of all groups")
-		}
-	}
-	var b strings.Builder
-	b.WriteString("SELECT " + strings.Join(sel, ", ") + " FROM " + q.main)
-	for _, ref := range q.joinedRefs() {
-		r := q.relation(q.main, ref)
-		fmt.Fprintf(&b, " JOIN %s ON %s.%s = %s.%s", ref, quote(alias(ref)), quote(r.ToColumn), quote(alias(q.main)), quote(r.FromColumn))
-	}
-	where := slices.Clone(q.where)
-	for _, neg := range []bool{false, true} {
-		m, not := q.exists, ""
-		if neg {
-			m, not = q.notExists, "NOT "
-		}
-		for _, ref := range sortedKeys(m) {
-			from, on := q.related(ref)
-			conds := append([]string{on}, m[ref]...)
-			where = append(where, fmt.Sprintf("%sEXISTS (SELECT 1 FROM %s WHERE %s)", not, from, strings.Join(conds, " AND ")))
-		}
-	}
-	if q.avgCount {
-		// the average over every row of the entity of how many main rows it has (none: 0)
-		e := q.groups[0].entity
-		r := q.relation(q.main, e)
-		_, name := q.aggExpr()
-		return fmt.Sprintf("SELECT avg((SELECT count(*) FROM %s WHERE %s.%s = %s.%s)) AS %s FROM %s", q.main, quote(alias(q.main)), quote(r.FromColumn),
-			quote(alias(e)), quote(r.ToColumn), quote("avg_"+name+"_per_"+singular(alias(e))), e), nil
-	}
-	if q.share && len(q.groups) == 0 {
-		// the percentage of the main rows (or of the total) that meet the conditions
-		e, _ := q.aggExpr()
-		var b strings.Builder
-		fmt.Fprintf(&b, "SELECT round(100.0 * %s FILTER (WHERE %s) / nullif(%s, 0), 2) AS \"percent\" FROM %s", e, strings.Join(where, " AND "), e, q.main)
-		for _, ref := range q.joinedRefs() {
-			r := q.relation(q.main, ref)
-			fmt.Fprintf(&b, " LEFT JOIN %s ON %s.%s = %s.%s", ref, quote(alias(ref)), quote(r.ToColumn), quote(alias(q.main)), quote(r.FromColumn))
-		}
-		q.p.step("Percentage of %s rows meeting the conditions", alias(q.main))
-		return b.String(), nil
-	}
-	if len(where) > 0 {
-		b.WriteString(" WHERE " + strings.Join(where, " AND "))
-	}
-	if len(groupBy) > 0 {
-		b.WriteString(" GROUP BY " + strings.Join(groupBy, ", "))
-	}
-	if len(q.having) > 0 {
-		if len(groupBy) == 0 {
-			return "", p.refuse("it counts rows per group but says no group")
-		}
-		b.WriteString(" HAVING " + strings.Join(q.having, " AND "))
-	}
-	if q.order == "asc" && len(q.groups) > 0 && q.groups[0].entity != "" && !q.rows {
-		return q.fromTheLowest()
-	}
-	switch {
-	case q.orderBy != nil:
-		b.WriteString(" ORDER BY " + q.col(*q.orderBy) + " " + strings.ToUpper(q.order) + " NULLS LAST")
-	case q.order != "" && !q.rows:
-		b.WriteString(" ORDER BY " + quote(aggName) + " " + strings.ToUpper(q.order) + " NULLS LAST")
-		for i := range q.groups {
-			b.WriteString(", " + strconv.Itoa(i+1))
-		}
-	case q.order != "" && q.measure != nil:
-		b.WriteString(" ORDER BY " + q.col(*q.measure) + " " + strings.ToUpper(q.order) + " NULLS LAST")
-	case len(q.groups) > 0:
-		b.WriteString(" ORDER BY " + strings.Join(groupBy, ", "))
-	}
-	limit := q.limit
-	if q.rows && limit == 0 {
-		limit = 100
-		p.step("Rows: at most 100")
-	}
-	if limit > 0 {
-		b.WriteString(" LIMIT " + strconv.Itoa(limit))
-		if limit != 100 || !q.rows {
-			p.step("Limit: %d", limit)
-		}
-	}
-	return b.String(), nil
-}
-
-// fromTheLowest ranks every row of the entity grouped by from the lowest, those without
-// rows of the main table included ("which customer has the fewest orders": one with none):
-// the entity LEFT JOIN the main table, conditions on the main table in the join.
-func (q *query) fromTheLowest() (string, error) {
-	p := q.p
-	e := q.groups[0].entity
-	r := q.relation(q.main, e)
-	refuse := func() (string, error) {
-		return "", p.refuse(fmt.Sprintf("it ranks %s from the lowest together with conditions this engine does not combine with it", alias(e)),
-			fmt.Sprintf("%s without %s", alias(e), alias(q.main)))
-	}
-	if r == nil || len(q.exists) > 0 || len(q.notExists) > 0 || len(q.having) > 0 || q.share || q.avgCount || len(q.whereOn) != len(q.where) {
-		return refuse()
-	}
-	for _, g := range q.groups {
-		if g.entity != e {
-			return refuse()
-		}
-	}
-	for ref := range q.joined {
-		if ref != e {
-			return refuse()
-		}
-	}
-	var on, where, sel, groupBy []string
-	on = append(on, fmt.Sprintf("%s.%s = %s.%s", quote(alias(q.main)), quote(r.FromColumn), quote(alias(e)), quote(r.ToColumn)))
-	for i, c := range q.where {
-		if q.whereOn[i] == e {
-			where = append(where, c)
-		} else {
-			on = append(on, c)
-		}
-	}
-	for i, g := range q.groups {
-		sel = append(sel, g.expr+" AS "+quote(g.alias))
-		groupBy = append(groupBy, strconv.Itoa(i+1))
-	}
-	expr, name := q.aggExpr()
-	name = q.aggAlias(name)
-	switch q.agg {
-	case "count":
-		expr = "count(" + quote(alias(q.main)) + "." + quote(r.FromColumn) + ")"
-	case "sum":
-		expr = "coalesce(" + expr + ", 0)"
-	}
-	sel = append(sel, expr+" AS "+quote(name))
-	var b strings.Builder
-	fmt.Fprintf(&b, "SELECT %s FROM %s LEFT JOIN %s ON %s", strings.Join(sel, ", "), e, q.main, strings.Join(on, " AND "))
-	if len(where) > 0 {
-		b.WriteString(" WHERE " + strings.Join(where, " AND "))
-	}
-	fmt.Fprintf(&b, " GROUP BY %s ORDER BY %s ASC NULLS LAST, %s", strings.Join(groupBy, ", "), quote(name), strings.Join(groupBy, ", "))
-	if q.limit > 0 {
-		fmt.Fprintf(&b, " LIMIT %d", q.limit)
-		p.step("Limit: %d", q.limit)
-	}
-	p.step("Ranked every %s from the lowest, those without %s counting as none", singular(alias(e)), alias(q.main))
-	return b.String(), nil
-}
-
-// aggAlias is the aggregate's column name, apart from every group's: ORDER BY the alias must
-// name one column.
-func (q *query) aggAlias(name string) string {
-	for _, g := range q.groups {
-		if g.alias == name {
-			return name + "_value"
-		}
-	}
-	return name
-}
-
-func (q *query) summary() string {
-	t := q.p.s.table(q.main)
-	switch {
-	case q.rows:
-		return "Rows of " + t.Dataset
-	case q.measure != nil:
-		s := q.agg + " of " + q.label(*q.measure) + " in " + t.Dataset
-		if q.agg == "count_distinct" {
-			s = "distinct " + q.label(*q.measure) + " in " + t.Dataset
-		}
-		if len(q.groups) > 0 {
-			s += " by " + q.groups[0].label
-		}
-		return s
-	default:
-		s := "count of " + t.Dataset
-		if len(q.groups) > 0 {
-			s += " by " + q.groups[0].label
-		}
-		return s
-	}
 }

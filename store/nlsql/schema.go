@@ -4,6 +4,14 @@
 // phrases, ordering and "top N", and joins along known relationships. It says what it read
 // as steps, and refuses (with suggestions) what it cannot read rather than guessing.
 //
+// Words it does not find in the schema are looked up in an English lexicon (WordNet synonym
+// sets and a Porter2 stemmer, package lexicon) and in what the datasets' owners taught about
+// their columns (aliases, units, default aggregations); places are read by name or code;
+// dates as people write them by a date parser anchored to the clock it is given. Readings
+// that rest on such a lookup say so in the warnings. A number that does not add up (a unit
+// price, a rate) is never summed, and "by" after a verb is who did it, not a grouping; where a
+// question reads two ways the refusal names both.
+//
 // The SQL names tables the way project queries do (dataset identifiers, dataset.table for
 // connected tables); every value taken from the question is a {{pN}} placeholder bound from
 // Answer.Params, never text in the SQL.
@@ -15,6 +23,7 @@ import (
 	"sync/atomic"
 
 	"dataplatform/store/ingest"
+	"dataplatform/store/nlsql/lexicon"
 )
 
 // Column is a column the engine may use.
@@ -23,6 +32,11 @@ type Column struct {
 	Label  string // display name ("Signup Date")
 	Type   ingest.Type
 	Values []string // the known values of a text column with few of them
+	// What the dataset's owner taught: other names of the column, the unit of its values,
+	// and how they combine when a question does not say (sum, avg, min, max; none: never).
+	Aliases    []string
+	Unit       string
+	DefaultAgg string
 }
 
 // Table is a table the engine may read.
@@ -122,10 +136,31 @@ func close(a, b string) bool {
 	if a == b {
 		return true
 	}
+	// inflections: "shipping" and "ship", "payments" and "payment"
+	// (a participle names the doing, not the thing: "who ordered" is not "orders")
+	if len(a) >= 4 && len(b) >= 4 && a[:2] == b[:2] && strings.HasSuffix(a, "ed") == strings.HasSuffix(b, "ed") && lexicon.Stem(a) == lexicon.Stem(b) {
+		return true
+	}
 	if len(a) < 5 || len(b) < 5 {
 		return false
 	}
 	return oneEdit(a, b)
+}
+
+// abbreviates reports whether a short word of a name is an abbreviation of word w of the
+// question: its letters in order, starting with w's first ("qty" of quantity, "amt" of
+// amount, "dept" of department).
+func abbreviates(short, w string) bool {
+	if len(short) < 3 || len(short) > 4 || len(w) < len(short)+3 || short[0] != w[0] {
+		return false
+	}
+	k := 0
+	for i := 0; i < len(w) && k < len(short); i++ {
+		if w[i] == short[k] {
+			k++
+		}
+	}
+	return k == len(short)
 }
 
 // oneEdit reports whether a and b differ by at most one typing mistake (a letter changed,

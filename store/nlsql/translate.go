@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"dataplatform/store/nlsql/lexicon"
+
 	"github.com/lib/pq"
 )
 
@@ -36,6 +38,11 @@ type mention struct {
 	value  string // a text column's value
 	pos    int    // first token
 	end    int    // after the last token
+	// synonym is the word of the question that named the column when it is not a word of
+	// the column's own name ("revenue" for amount)
+	synonym string
+	lexical bool // the synonym is the lexicon's (WordNet's), an assumption to state
+	alias   bool // the synonym is one the dataset's owner gave the column
 }
 
 type parser struct {
@@ -78,6 +85,7 @@ var (
 	isYear     = regexp.MustCompile(`^(19|20)\d\d$`)
 	isDate     = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 	nonPrefix  = regexp.MustCompile(`(^|\s)non-`)
+	usCaps     = regexp.MustCompile(`(^|[^A-Za-z.])U\.?S\.?([^A-Za-z]|$)`)
 )
 
 var months = map[string]time.Month{"january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,
@@ -97,6 +105,7 @@ var stop = map[string]bool{"the": true, "a": true, "an": true, "of": true, "in":
 
 // tokenize lowers the question and splits it into words, numbers and dates.
 func tokenize(q string) []string {
+	q = usCaps.ReplaceAllString(q, "${1}USA${2}") // "US" is the country, "us" a pronoun
 	q = strings.ToLower(digitComma.ReplaceAllString(q, "$1$2"))
 	q = nonPrefix.ReplaceAllString(q, "${1}non ")
 	q = strings.NewReplacer("$", " ", "€", " ", "£", " ", "?", " ", "!", " ", ",", " ", ";", " ", ":", " ", "\"", " ", "'s ", " ",
@@ -138,6 +147,18 @@ func Translate(question string, s Schema, now time.Time) (*Answer, error) {
 	if err := q.account(); err != nil {
 		return nil, err
 	}
+	for _, m := range ms {
+		if m.alias && q.consumed(m) {
+			p.step("Read %q as %s of %s (its owner's name for it)", m.synonym, q.label(colRef{m.table, m.column}), p.s.table(m.table).Dataset)
+		}
+		if m.lexical {
+			what := p.s.table(m.table).Dataset
+			if m.column != "" {
+				what = "the column " + q.label(colRef{m.table, m.column}) + " of " + what
+			}
+			p.assume("%q means %s (a synonym in WordNet, or an abbreviation)", m.synonym, what)
+		}
+	}
 	return &Answer{SQL: sql, Params: p.params, Tables: q.tables(), Steps: p.steps, Warnings: p.warnings, Summary: q.summary()}, nil
 }
 
@@ -148,6 +169,11 @@ func (p *parser) mentions() []mention {
 		for k := range t.Columns {
 			c := &t.Columns[k]
 			f.cols = append(f.cols, colInfo{table: t.Ref, col: c, ws: words(c.Name), flag: flagWords(*c)})
+			for _, a := range c.Aliases {
+				if ws := words(a); len(ws) > 0 && len(ws) <= 3 {
+					f.cols = append(f.cols, colInfo{table: t.Ref, col: c, ws: ws, alias: a})
+				}
+			}
 		}
 	}
 	f.named = f.namedTables()
@@ -174,6 +200,7 @@ type colInfo struct {
 	table    string
 	col      *Column
 	ws, flag []string
+	alias    string // the owner's other name of the column these words are
 }
 
 // free reports whether tokens i to i+n exist and no mention has taken them.
@@ -269,8 +296,8 @@ func (f *mentionFinder) values() {
 	for n := 4; n >= 1; n-- {
 		for i := 0; i+n <= len(p.toks); i++ {
 			phrase := strings.Join(p.toks[i:i+n], " ")
-			if n == 1 && (stop[phrase] || intentWords[phrase] || isNumber.MatchString(phrase)) {
-				continue
+			if n == 1 && (stop[phrase] || intentWords[phrase] || isNumber.MatchString(phrase) && !(i > 0 && p.namesColumn(p.toks[i-1]))) {
+				continue // a number is a value only after its column's name: "zip 02134"
 			}
 			phrases[phrase] = append(phrases[phrase], span{n, i})
 		}
@@ -280,8 +307,16 @@ func (f *mentionFinder) values() {
 		for _, c := range t.Columns {
 			for _, v := range c.Values {
 				lv := lower(v)
+				if strings.ContainsAny(lv, ".,'()") {
+					lv = strings.Join(tokenize(v), " ") // "Dr. Maria Alvarez" as the question's words
+				}
 				for _, sp := range phrases[lv] {
 					exact[sp] = append(exact[sp], mention{table: t.Ref, column: c.Name, value: v, pos: sp.i, end: sp.i + sp.n})
+				}
+				for _, alt := range placeNames(&c, v) {
+					for _, sp := range phrases[alt] {
+						exact[sp] = append(exact[sp], mention{table: t.Ref, column: c.Name, value: v, pos: sp.i, end: sp.i + sp.n, synonym: alt})
+					}
 				}
 				if len(lv) < 5 || strings.IndexByte(lv, ' ') >= 0 {
 					continue
@@ -335,6 +370,32 @@ func (f *mentionFinder) tables() {
 			}
 		}
 	}
+	// "physicians" for Doctors, "customers" for Clients: a word that names nothing itself and
+	// is a synonym of one table's name
+	for i, tok := range p.toks {
+		if !f.free(i, 1) || !lexicalCandidate(tok) || p.namesSomething(tok) {
+			continue
+		}
+		var found []mention
+		for _, t := range p.s.Tables {
+			for _, name := range []string{t.Dataset, t.Name} {
+				if ws := words(name); len(ws) > 0 && lexicon.Synonyms(singular(tok), singular(ws[len(ws)-1])) &&
+					!slices.ContainsFunc(found, func(m mention) bool { return m.table == t.Ref }) {
+					found = append(found, mention{table: t.Ref, pos: i, end: i + 1, synonym: tok, lexical: true})
+				}
+			}
+		}
+		if len(found) == 1 {
+			f.take(found[0])
+		}
+	}
+}
+
+// lexicalCandidate reports whether a word of the question may be looked up in the lexicon: not
+// a word the engine reads itself (intent, filler, time, numbers).
+func lexicalCandidate(w string) bool {
+	return len(w) >= 3 && !stop[w] && !intentWords[w] && !fillers[w] && units[w] == "" && months[w] == 0 && !isNumber.MatchString(w) &&
+		!actorVerbs[w] && !relationVerbs[w]
 }
 
 // columns takes the columns by their names, longest first (in several tables: a named one's).
@@ -348,7 +409,9 @@ func (f *mentionFinder) columns() {
 			var found []mention
 			for _, ci := range f.cols {
 				if len(ci.ws) == n && f.matchWords(i, ci.ws) {
-					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + n})
+					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + n, synonym: ci.alias, alias: ci.alias != ""})
+				} else if n == 1 && len(ci.ws) > 1 && strings.Contains(p.toks[i], "-") && slices.EqualFunc(strings.Split(p.toks[i], "-"), ci.ws, close) {
+					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1}) // "follow-up" for follow_up
 				} else if len(ci.flag) == n && f.matchWords(i, ci.flag) {
 					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + n}) // "vip" for is_vip
 				}
@@ -361,7 +424,7 @@ func (f *mentionFinder) columns() {
 					}
 					var last []mention
 					for _, ci := range f.cols {
-						if ci.table == t.Ref && len(ci.ws) > 1 && !keyLike(ci.col.Name) && !ci.col.temporal() && close(p.toks[i], ci.ws[len(ci.ws)-1]) {
+						if ci.table == t.Ref && ci.alias == "" && len(ci.ws) > 1 && !keyLike(ci.col.Name) && !ci.col.temporal() && close(p.toks[i], ci.ws[len(ci.ws)-1]) {
 							last = append(last, mention{table: t.Ref, column: ci.col.Name, pos: i, end: i + 1})
 						}
 					}
@@ -384,12 +447,45 @@ func (f *mentionFinder) columnWords() {
 		}
 		var found []mention
 		for _, ci := range f.cols {
+			if ci.alias != "" {
+				continue // an owner's name is read whole (columns)
+			}
 			for _, w := range ci.ws {
 				// A synonym ("revenue" for amount), or a distinctive word of a longer name
 				// ("signup" for signup_date).
-				if slices.Contains(synonyms[w], tok) || len(ci.ws) > 1 && !generic[w] && len(w) >= 4 && close(tok, w) && !p.namesTable(tok) {
+				if slices.ContainsFunc(synonyms[w], func(s string) bool { return s == tok || len(tok) >= 5 && lexicon.Stem(s) == lexicon.Stem(tok) }) {
+					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1, synonym: tok})
+				} else if len(ci.ws) > 1 && !generic[w] && len(w) >= 4 && close(tok, w) && !p.namesTable(tok) {
 					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1})
 				}
+			}
+		}
+		if len(found) > 1 && slices.ContainsFunc(found, func(m mention) bool { return m.synonym != "" && !perUnit(m.column) }) {
+			// "order value" with a total and a unit price: the value of the whole row
+			found = slices.DeleteFunc(found, func(m mention) bool { return m.synonym != "" && perUnit(m.column) })
+		}
+		if len(found) == 0 && lexicalCandidate(tok) && !p.namesSomething(tok) {
+			// a synonym in the lexicon of a column's name or of its last word ("sold" for
+			// "sales", "clinician" for "doctor"), when it points at one column only
+			for _, ci := range f.cols {
+				if ci.alias != "" {
+					continue
+				}
+				name := strings.Join(ci.ws, "_")
+				if !keyLike(ci.col.Name) && slices.ContainsFunc(ci.ws, func(w string) bool { return abbreviates(w, singular(tok)) }) {
+					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1, synonym: tok, lexical: true})
+					continue
+				}
+				if keyLike(ci.col.Name) || !lexicon.Synonyms(singular(tok), name) && !slices.ContainsFunc(ci.ws, func(w string) bool {
+					// a distinctive word of the name: "born" (bear) for birth_date
+					return !generic[w] && (lexicon.Synonyms(singular(tok), singular(w)) || lexicon.Synonyms(lexicon.Base(tok), singular(w)))
+				}) {
+					continue
+				}
+				found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1, synonym: tok, lexical: true})
+			}
+			if len(found) > 1 {
+				found = nil // several columns: not a reading to pick silently
 			}
 		}
 		f.best(found)
@@ -448,6 +544,10 @@ func (p *parser) namesColumn(w string) bool {
 // refuse says the question cannot be answered, with questions that can be.
 func (p *parser) refuse(reason string, first ...string) error {
 	sug := append([]string{}, first...)
+	if len(sug) > 0 {
+		// a rephrasing of this question helps; questions about something else do not
+		return &NotUnderstood{Reason: reason, Suggestions: sug}
+	}
 	for _, t := range p.s.Tables {
 		label := strings.ToLower(t.Dataset)
 		if t.Name != "" && t.Name != t.DatasetID && len(p.s.Tables) > 1 {

@@ -2,12 +2,18 @@ package queries
 
 import (
 	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
 
 	"dataplatform/store"
+	"dataplatform/store/datasets"
 	"dataplatform/store/ingest"
 	"dataplatform/store/nlsql"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // NLSchema describes sources for the natural-language engine: the columns, the known values
@@ -29,6 +35,9 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 	values := map[string][]string{} // dataset id + "." + column → values
 	for _, r := range rows {
 		values[r.Dataset+"."+r.Column] = append(values[r.Dataset+"."+r.Column], r.Value)
+	}
+	if err := namedValues(ctx, db, question, sources, values); err != nil {
+		return s, err
 	}
 	rank, matched, err := RankDatasets(ctx, db, projectID, question)
 	if err != nil {
@@ -52,7 +61,11 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 				if label == "" {
 					label = c.Name
 				}
-				nt.Columns = append(nt.Columns, nlsql.Column{Name: c.Name, Label: label, Type: c.Type, Values: values[src.ID+"."+c.Name]})
+				nc := nlsql.Column{Name: c.Name, Label: label, Type: c.Type, Values: values[src.ID+"."+c.Name]}
+				if m := c.Semantics; m != nil {
+					nc.Aliases, nc.Unit, nc.DefaultAgg = m.Aliases, m.Unit, m.DefaultAggregation
+				}
+				nt.Columns = append(nt.Columns, nc)
 			}
 			if t.System() {
 				nt.Columns = append(nt.Columns, nlsql.Column{Name: "created_at", Label: "created at", Type: ingest.Timestamptz})
@@ -115,3 +128,57 @@ func RankDatasets(ctx context.Context, db *sqlx.DB, projectID, question string) 
 	}
 	return out, matched, err
 }
+
+// properName is a run of two to four capitalised words: how a question spells a person's or
+// a company's name ("Ada Lovelace", "Hooli Co", "Dr. Maria Alvarez").
+var properName = regexp.MustCompile(`[A-Z][A-Za-z'’.-]*(?:\s+[A-Z][A-Za-z'’.-]*){1,3}`)
+
+// namedValues adds to values the names the question spells out that a name-like column of an
+// uploaded table holds (name, full_name, company, title): there are too many of those to
+// know ahead, so "orders Ada Lovelace placed" reaches her row only this way. Each lookup is
+// one indexed-or-not equality scan, cut short after a moment.
+func namedValues(ctx context.Context, db *sqlx.DB, question string, sources []Source, values map[string][]string) error {
+	var names []string
+	for _, n := range properName.FindAllString(question, -1) {
+		names = append(names, strings.ToLower(strings.TrimSpace(n)))
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	for _, src := range sources {
+		for _, t := range src.Tables {
+			if !t.System() || src.Broken != "" {
+				continue
+			}
+			for _, c := range t.Columns {
+				if c.Type != ingest.Text || !nameLike(c.Name) {
+					continue
+				}
+				var found []string
+				err := sqlx.SelectContext(ctx, db, &found, `SELECT DISTINCT `+pqIdent(c.Name)+` FROM `+datasets.Table(t.Schema, t.Relation)+
+					` WHERE lower(`+pqIdent(c.Name)+`) = ANY($1) AND deleted_at IS NULL LIMIT 5`, pq.Array(names))
+				if ctx.Err() != nil {
+					return nil // out of time: the names stay unknown, as before
+				} else if err != nil {
+					return err
+				}
+				key := src.ID + "." + c.Name
+				for _, v := range found {
+					if !slices.Contains(values[key], v) {
+						values[key] = append(values[key], v)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// nameLike reports whether a column names its rows to people.
+func nameLike(col string) bool {
+	return col == "name" || strings.HasSuffix(col, "_name") || col == "company" || col == "title" || strings.HasSuffix(col, "_title")
+}
+
+func pqIdent(s string) string { return pq.QuoteIdentifier(s) }

@@ -1,0 +1,35 @@
+package dashboards
+
+import (
+	"testing"
+
+	"dataplatform/store/ingest"
+)
+
+// TestMeasureAggregates: a unit price or a rate is averaged, never totalled; a column named
+// total is not titled "Total total"; what the owner set as the default aggregation wins; a
+// mostly empty text column is no category.
+func TestMeasureAggregates(t *testing.T) {
+	for _, tc := range []struct {
+		c         Column
+		fn, title string
+	}{
+		{Column{Name: "unit_price", Type: ingest.Numeric}, "avg", "Average unit price"},
+		{Column{Name: "copay_rate", Type: ingest.Numeric}, "avg", "Average copay rate"},
+		{Column{Name: "total", Type: ingest.Numeric}, "sum", "Total"},
+		{Column{Name: "amount", Type: ingest.Numeric}, "sum", "Total amount"},
+		{Column{Name: "amount", Type: ingest.Numeric, DefaultAgg: "max"}, "max", "Highest amount"},
+		{Column{Name: "score", Type: ingest.Numeric, DefaultAgg: "sum"}, "sum", "Total score"},
+	} {
+		if fn, title, _ := aggregate(tc.c); fn != tc.fn || title != tc.title {
+			t.Errorf("%s: got %s %q, want %s %q", tc.c.Name, fn, title, tc.fn, tc.title)
+		}
+	}
+	notes := Column{Name: "notes", Type: ingest.Text, Distinct: 3, Nulls: 836}
+	if r := role(notes, 1000); r == roleCategory {
+		t.Errorf("a text column empty in 84%% of rows is a category")
+	}
+	if r := role(Column{Name: "code", Type: ingest.Integer, Distinct: 20, DefaultAgg: "none"}, 1000); r == roleMeasure {
+		t.Errorf("a number its owner said does not combine is a measure")
+	}
+}

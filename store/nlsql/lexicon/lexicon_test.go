@@ -1,0 +1,22 @@
+package lexicon
+
+import "testing"
+
+func TestLexicon(t *testing.T) {
+	for _, p := range [][2]string{{"client", "customer"}, {"physician", "doctor"}, {"pay", "salary"}} {
+		if !Synonyms(p[0], p[1]) || !Synonyms(p[1], p[0]) {
+			t.Errorf("%s and %s: want synonyms", p[0], p[1])
+		}
+	}
+	for _, p := range [][2]string{{"price", "doctor"}, {"order", "customer"}, {"client", "client"}} {
+		if Synonyms(p[0], p[1]) {
+			t.Errorf("%s and %s: want no synonyms", p[0], p[1])
+		}
+	}
+	if Base("bought") != "buy" || Base("born") != "bear" || Base("table") != "table" {
+		t.Errorf("irregular forms: %s %s %s", Base("bought"), Base("born"), Base("table"))
+	}
+	if Stem("shipping") != Stem("ship") || Stem("payments") != Stem("payment") {
+		t.Errorf("stems: %s %s", Stem("shipping"), Stem("payments"))
+	}
+}
