@@ -9,6 +9,7 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/secrets"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -51,7 +52,7 @@ func apiKeyOut(k *store.APIKey, now time.Time) api.ApiKey {
 		perms[i] = api.Permission(p)
 	}
 	return api.ApiKey{Id: k.ID, Name: k.Name, Description: k.Description, KeyPreview: k.KeyPreview, Permissions: perms,
-		Status: keyStatus(k, now), CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, LastUsedAt: k.LastUsedAt}
+		Status: keyStatus(k, now), CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, LastUsedAt: k.LastUsedAt, McpWrites: ptr(k.MCPWrites)}
 }
 
 func (a *Auth) ListApiKeys(ctx context.Context, req api.ListApiKeysRequestObject) (api.ListApiKeysResponseObject, error) {
@@ -84,7 +85,8 @@ func (a *Auth) CreateApiKey(ctx context.Context, req api.CreateApiKeyRequestObje
 	}
 	secret := auth.NewAPIKey()
 	k := &store.APIKey{ID: store.NewID("key"), UserID: p.UserID, Name: b.Name, Description: b.Description,
-		KeyHash: auth.HashSecret(secret), KeyPreview: auth.KeyPreview(secret), ExpiresAt: b.ExpiresAt, CreatedAt: now}
+		KeyHash: secrets.Hash(secret), KeyPreview: auth.KeyPreview(secret), ExpiresAt: b.ExpiresAt, CreatedAt: now,
+		MCPWrites: deref(b.McpWrites)}
 	for _, x := range b.Permissions {
 		k.Permissions = append(k.Permissions, string(x))
 	}
@@ -92,7 +94,7 @@ func (a *Auth) CreateApiKey(ctx context.Context, req api.CreateApiKeyRequestObje
 		if err := store.CreateAPIKey(ctx, tx, k); err != nil {
 			return err
 		}
-		return a.audit(ctx, tx, p.TokenOrg, "api_key.create", "api_key", k.ID, k.Name, map[string]any{"permissions": k.Permissions})
+		return a.audit(ctx, tx, p.TokenOrg, "api_key.create", "api_key", k.ID, k.Name, map[string]any{"permissions": k.Permissions, "mcp_writes": k.MCPWrites})
 	})
 	if err != nil {
 		return nil, err
@@ -100,7 +102,7 @@ func (a *Auth) CreateApiKey(ctx context.Context, req api.CreateApiKeyRequestObje
 	o := apiKeyOut(k, now)
 	return api.CreateApiKey201JSONResponse{Body: api.ApiKeyWithSecret{Id: o.Id, Name: o.Name, Description: o.Description, KeyPreview: o.KeyPreview,
 		Permissions: o.Permissions, Status: api.ApiKeyWithSecretStatus(o.Status), CreatedAt: o.CreatedAt, ExpiresAt: o.ExpiresAt,
-		Key: secret}, Headers: api.CreateApiKey201ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
+		McpWrites: o.McpWrites, Key: secret}, Headers: api.CreateApiKey201ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
 }
 
 func (a *Auth) RevokeApiKey(ctx context.Context, req api.RevokeApiKeyRequestObject) (api.RevokeApiKeyResponseObject, error) {
@@ -152,8 +154,8 @@ func (a *Auth) RotateApiKey(ctx context.Context, req api.RotateApiKeyRequestObje
 		}
 		secret := auth.NewAPIKey()
 		nk := &store.APIKey{ID: store.NewID("key"), UserID: p.UserID, Name: old.Name, Description: old.Description,
-			KeyHash: auth.HashSecret(secret), KeyPreview: auth.KeyPreview(secret), Permissions: old.Permissions,
-			ExpiresAt: old.ExpiresAt, CreatedAt: now}
+			KeyHash: secrets.Hash(secret), KeyPreview: auth.KeyPreview(secret), Permissions: old.Permissions,
+			ExpiresAt: old.ExpiresAt, CreatedAt: now, MCPWrites: old.MCPWrites}
 		if err := store.CreateAPIKey(ctx, tx, nk); err != nil {
 			return err
 		}

@@ -14,11 +14,13 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/roles"
+	"dataplatform/store/secrets"
 
 	"github.com/jmoiron/sqlx"
 )
 
-// orgKeysPerDay is how many API keys an organization creates in 24 hours (SPEC.md, Limits).
+// orgKeysPerDay is how many API keys an organization creates in 24 hours.
 const orgKeysPerDay = 10
 
 // orgKeyManager checks that the caller manages the organization's API keys
@@ -38,7 +40,7 @@ func (o *Orgs) orgKeyManager(ctx context.Context, q sqlx.QueryerContext, orgID s
 	return p, acc, nil
 }
 
-// orgKeyPermissions normalizes the permissions asked for: SPEC.md's dotted examples are the
+// orgKeyPermissions normalizes the permissions asked for: the dotted forms (datasets.read) are the
 // permission of the same name (projects.read is seeing projects, datasets:list).
 func orgKeyPermissions(in []api.OrganizationApiKeyPermission) []string {
 	var out []string
@@ -58,8 +60,8 @@ func orgKeyPermissions(in []api.OrganizationApiKeyPermission) []string {
 // keyRole is the least role whose permissions include perms: the role of a key's service
 // account (the key itself is held to exactly perms).
 func keyRole(perms []string) string {
-	for _, r := range auth.Roles {
-		if !slices.ContainsFunc(perms, func(p string) bool { return !slices.Contains(auth.RolePermissions(r), p) }) {
+	for _, r := range roles.All {
+		if !slices.ContainsFunc(perms, func(p string) bool { return !slices.Contains(roles.Permissions(r), p) }) {
 			return r
 		}
 	}
@@ -80,7 +82,7 @@ func orgKeyOut(k *store.OrgAPIKey, now time.Time) api.OrganizationApiKey {
 		status = api.OrganizationApiKeyStatusSuspended
 	}
 	return api.OrganizationApiKey{Id: k.ID, Name: k.Name, Description: k.Description, KeyPreview: k.KeyPreview, Permissions: perms,
-		Status: status, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, LastUsedAt: k.LastUsedAt, CreatedBy: k.CreatedBy}
+		Status: status, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, LastUsedAt: k.LastUsedAt, CreatedBy: k.CreatedBy, McpWrites: ptr(k.MCPWrites)}
 }
 
 func (o *Orgs) ListOrganizationApiKeys(ctx context.Context, req api.ListOrganizationApiKeysRequestObject) (api.ListOrganizationApiKeysResponseObject, error) {
@@ -110,8 +112,8 @@ func (o *Orgs) CreateOrganizationApiKey(ctx context.Context, req api.CreateOrgan
 	secret := auth.NewAPIKey()
 	orgID := req.OrganizationId
 	k := &store.APIKey{ID: store.NewID("key"), UserID: store.NewID("usr"), Name: b.Name, Description: b.Description,
-		KeyHash: auth.HashSecret(secret), KeyPreview: auth.KeyPreview(secret), Permissions: perms, ExpiresAt: b.ExpiresAt,
-		CreatedAt: now, OrgID: &orgID}
+		KeyHash: secrets.Hash(secret), KeyPreview: auth.KeyPreview(secret), Permissions: perms, ExpiresAt: b.ExpiresAt,
+		CreatedAt: now, OrgID: &orgID, MCPWrites: deref(b.McpWrites)}
 	var ownerRole string
 	err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		p, acc, err := o.orgKeyManager(ctx, tx, orgID, true)
@@ -141,7 +143,7 @@ func (o *Orgs) CreateOrganizationApiKey(ctx context.Context, req api.CreateOrgan
 			return err
 		}
 		return o.audit(ctx, tx, orgID, "organization.api_key_create", "api_key", k.ID, k.Name,
-			map[string]any{"permissions": perms, "expires_at": k.ExpiresAt})
+			map[string]any{"permissions": perms, "expires_at": k.ExpiresAt, "mcp_writes": k.MCPWrites})
 	})
 	if err != nil {
 		return nil, err
@@ -150,7 +152,7 @@ func (o *Orgs) CreateOrganizationApiKey(ctx context.Context, req api.CreateOrgan
 	return api.CreateOrganizationApiKey201JSONResponse{Body: api.OrganizationApiKeyWithSecret{Id: out.Id, Name: out.Name,
 		Description: out.Description, KeyPreview: out.KeyPreview, Permissions: out.Permissions,
 		Status: api.OrganizationApiKeyWithSecretStatus(out.Status), CreatedAt: out.CreatedAt, ExpiresAt: out.ExpiresAt,
-		LastUsedAt: out.LastUsedAt, CreatedBy: out.CreatedBy, Key: secret},
+		LastUsedAt: out.LastUsedAt, CreatedBy: out.CreatedBy, McpWrites: out.McpWrites, Key: secret},
 		Headers: api.CreateOrganizationApiKey201ResponseHeaders{CacheControl: noStore, Pragma: noCache}}, nil
 }
 

@@ -26,16 +26,18 @@ type APIKey struct {
 	// account).
 	OrgID     *string `db:"organization_id"`
 	CreatedBy *string `db:"created_by"`
+	// MCPWrites lets the key change data through the MCP server (which must allow it too).
+	MCPWrites bool `db:"mcp_writes"`
 }
 
 const apiKeyCols = `id, user_id, name, description, key_hash, key_preview, permissions, expires_at, revoked_at, rotated_to, last_used_at, created_at,
-	organization_id, created_by`
+	organization_id, created_by, mcp_writes`
 
 // CreateAPIKey inserts k.
 func CreateAPIKey(ctx context.Context, q sqlx.ExtContext, k *APIKey) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.api_keys (`+apiKeyCols+`)
 		VALUES (:id, :user_id, :name, :description, :key_hash, :key_preview, :permissions, :expires_at, :revoked_at, :rotated_to, :last_used_at, :created_at,
-			:organization_id, :created_by)`, k)
+			:organization_id, :created_by, :mcp_writes)`, k)
 	return err
 }
 

@@ -42,7 +42,7 @@ type OrgAPIKey struct {
 
 // orgKeyCols are apiKeyCols of the table aliased k, with the owner's role.
 const orgKeyCols = `k.id, k.user_id, k.name, k.description, k.key_hash, k.key_preview, k.permissions, k.expires_at, k.revoked_at,
-	k.rotated_to, k.last_used_at, k.created_at, k.organization_id, k.created_by, ` + orgKeyOwnerRole + ` AS owner_role`
+	k.rotated_to, k.last_used_at, k.created_at, k.organization_id, k.created_by, k.mcp_writes, ` + orgKeyOwnerRole + ` AS owner_role`
 
 // ListOrgAPIKeys pages through an organization's keys that are not revoked, newest first.
 func ListOrgAPIKeys(ctx context.Context, q sqlx.ExtContext, orgID string, limit, offset int) ([]OrgAPIKey, int, error) {

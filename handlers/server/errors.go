@@ -8,13 +8,14 @@ import (
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
+	"dataplatform/handlers/mcp"
 	"dataplatform/store"
 	"dataplatform/templates/specgen"
 
 	"github.com/labstack/echo/v4"
 )
 
-// errorHandler is the one place error bodies are written. It renders SPEC.md's shapes: the flat
+// errorHandler is the one place error bodies are written. It renders the API's three error shapes: the flat
 // authentication shape for 401 and 403, the dashboard shape on dashboard routes, and the nested
 // envelope everywhere else.
 func (s *Server) errorHandler(err error, c echo.Context) {
@@ -63,7 +64,8 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			m[k] = v
 		}
 		if e.Status == http.StatusUnauthorized {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="dataplatform"`)
+			// resource_metadata (RFC 9728) tells OAuth-capable clients (MCP's) where to sign in.
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="dataplatform", resource_metadata="`+s.cfg.BaseURL+mcp.MetadataPath+`"`)
 		}
 		body = m
 	default:

@@ -73,7 +73,8 @@ func (s *Server) requestMeta(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// securityHeaders sets the response headers of SPEC.md (Authentication §12) on every answer.
+// securityHeaders sets the security headers (HSTS, nosniff, frame and XSS protection, a
+// default CSP) on every answer.
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
@@ -87,17 +88,18 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // cors allows the configured origins with credentials. Methods, headers and max age are those
-// of SPEC.md, plus PATCH (the API has PATCH operations a browser client must be able to call)
+// of the API, plus PATCH (the API has PATCH operations a browser client must be able to call)
 // and the headers a client needs to read back.
 func cors(origins []string) echo.MiddlewareFunc {
 	return middleware.CORSWithConfig(middleware.CORSConfig{
-		AllowOrigins:     origins,
-		AllowMethods:     []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions},
-		AllowHeaders:     []string{"Origin", "Content-Type", "Accept", "Authorization", "X-API-Key"},
+		AllowOrigins: origins,
+		AllowMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions},
+		// The Mcp- headers: browser clients of the MCP server send and read them.
+		AllowHeaders:     []string{"Origin", "Content-Type", "Accept", "Authorization", "X-API-Key", "Mcp-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID"},
 		AllowCredentials: true,
 		MaxAge:           86400,
 		ExposeHeaders: []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
-			"X-RateLimit-Reset-After", "Location", "ETag"},
+			"X-RateLimit-Reset-After", "Location", "ETag", "WWW-Authenticate", "Mcp-Session-Id"},
 	})
 }
 
@@ -335,7 +337,7 @@ func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 		}
-		if rt != nil {
+		if rt != nil && rt.kin != nil {
 			if err := s.validate(c, rt); err != nil {
 				return err
 			}
@@ -354,7 +356,7 @@ func (s *Server) controlPlaneWrites(next echo.HandlerFunc) echo.HandlerFunc {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			return next(c)
 		}
-		if rt := s.route(c); rt != nil && rt.dynamic {
+		if rt := s.route(c); rt != nil && (rt.dynamic || rt.dispatches) {
 			return next(c)
 		}
 		c.Response().Before(s.H.Store.ControlPlaneChanged)

@@ -96,6 +96,9 @@ type Config struct {
 	// 10s) is the replay lag past which a standby is not used.
 	DatabaseReadURLs []string
 	ReadMaxLag       time.Duration
+	// MCPWrites (DP_MCP_WRITES, default false) lets the MCP server (/api/v1/mcp) offer its
+	// write tools at all; each API key must allow them too (its mcp_writes).
+	MCPWrites bool
 }
 
 // DefaultAdminEmail is the first owner's address without DP_ADMIN_EMAIL: a reserved domain
@@ -213,11 +216,12 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	env("DP_WEBHOOK_TIMEOUT", &hookTimeout)
 	env("DP_WEBHOOK_DISABLE_AFTER", &hookDisableAfter)
 	env("DP_WEBHOOK_DISABLE_FAILURES", &hookDisableFailures)
-	var versionsKept string
+	var versionsKept, mcpWrites string
 	env("DP_DASHBOARD_VERSIONS_KEPT", &versionsKept)
 	var queryConcurrency, queryWait string
 	env("DP_QUERY_CONCURRENCY", &queryConcurrency)
 	env("DP_QUERY_QUEUE_WAIT", &queryWait)
+	env("DP_MCP_WRITES", &mcpWrites)
 
 	if fs != nil {
 		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (DP_ADDR)")
@@ -291,6 +295,11 @@ func Load(fs *flag.FlagSet, args []string) (Config, error) {
 	if hookDisableFailures != "" {
 		if c.WebhookDisableFailures, err = strconv.Atoi(hookDisableFailures); err != nil || c.WebhookDisableFailures < 1 {
 			return c, fmt.Errorf("DP_WEBHOOK_DISABLE_FAILURES: want a number of deliveries, at least 1, got %q", hookDisableFailures)
+		}
+	}
+	if mcpWrites != "" {
+		if c.MCPWrites, err = strconv.ParseBool(mcpWrites); err != nil {
+			return c, fmt.Errorf("DP_MCP_WRITES: want true or false, got %q", mcpWrites)
 		}
 	}
 	if logReq != "" {

@@ -19,7 +19,7 @@ import (
 )
 
 // Defaults are the limits per category, in ulule's "<limit>-<S|M|H|D>" form. Categories and
-// figures follow SPEC.md "Limits"; `auth` (unauthenticated sign-in endpoints, per client
+// figures are the published limits; `auth` (unauthenticated sign-in endpoints, per client
 // address) and `default` (everything else, per principal) are this service's own. The
 // records_* categories are the generated record API's, counted per principal and dataset.
 var Defaults = map[string]string{
@@ -39,6 +39,7 @@ var Defaults = map[string]string{
 	"schema_refresh": "100-H",  // dataset re-analysis, per project
 	"queries":        "100-M",  // project query executions
 	"downloads":      "60-M",   // signed export links, per client address
+	"mcp":            "300-M",  // requests to the MCP server (/api/v1/mcp), per principal
 }
 
 // Limiter holds one ulule limiter per category over a shared store, and, with Redis, the same
