@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the project's Node.js tools (scripts/tools/*/package-lock.json, exact versions) that the
 # test suite runs: @redocly/cli and @stoplight/spectral-cli lint the descriptions, @stoplight/prism-cli
-# checks calls through its validating proxy, and the SDK and docs tools. Needs node (>= 20.19) and
+# checks calls through its validating proxy, the SDK and docs tools, and the official MCP client
+# (@modelcontextprotocol/sdk, the MCP server's end-to-end test), and the web console's (esbuild and
+# CodeMirror for scripts/console-assets.sh, axe-core for its browser test). Needs node (>= 20.19) and
 # npm; as root on Debian, installs Debian's nodejs and npm when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,6 +1,6 @@
 // Package docs serves the service's HTML pages: the interactive documentation pages of a
-// description (Swagger UI and Redoc), the sign-in page and the dashboard page, from files
-// embedded in the binary.
+// description (Swagger UI and Redoc), the sign-in page, the dashboard page and the web
+// console, from files embedded in the binary.
 // The pages load nothing from other hosts; their Content-Security-Policy adds to the
 // service's `default-src 'self'` only what they need: for the documentation pages a
 // per-request nonce for the inline script and injected styles, data: images and fonts, and
@@ -20,12 +20,13 @@ import (
 )
 
 // files are the page templates and the pages' own scripts and styles beside this file, and
-// under thirdparty/ the minified bundles copied from npm packages by scripts/docs-assets.sh.
+// under thirdparty/ the minified bundles copied from npm packages by scripts/docs-assets.sh
+// and scripts/console-assets.sh; under console/ the web console's page, modules and styles.
 //
-//go:embed *.html.tmpl *.js *.css thirdparty/*.js thirdparty/*.css thirdparty/*.LICENSE
+//go:embed *.html.tmpl *.js *.css thirdparty/*.js thirdparty/*.css thirdparty/*.LICENSE console/*.html.tmpl console/*.js console/*.css
 var files embed.FS
 
-var pages = template.Must(template.ParseFS(files, "*.html.tmpl"))
+var pages = template.Must(template.ParseFS(files, "*.html.tmpl", "console/*.html.tmpl"))
 
 // Page kinds.
 const (
@@ -33,6 +34,7 @@ const (
 	Redoc   = "redoc.html.tmpl"
 	SignIn  = "sign-in.html.tmpl"
 	Board   = "dashboard.html.tmpl"
+	Console = "console.html.tmpl"
 )
 
 // styleHashes allow the <style> elements a page's bundle injects without the nonce (Redoc
@@ -85,6 +87,18 @@ func RenderDashboard(w http.ResponseWriter, id, title string) error {
 		"frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 }
 
+// RenderConsole writes the web console: one page whose ES modules (and CodeMirror's and
+// ECharts' bundles) are files of this service, calling the public API with the session
+// cookie and its CSRF token. No inline script, no eval, no nonce.
+func RenderConsole(w http.ResponseWriter) error {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, Console, map[string]any{"Assets": AssetsPath}); err != nil {
+		return err
+	}
+	return write(w, buf.Bytes(), "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "+
+		"frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+}
+
 // write answers a page with its CSP, uncached.
 func write(w http.ResponseWriter, page []byte, csp string) error {
 	h := w.Header()
@@ -96,11 +110,13 @@ func write(w http.ResponseWriter, page []byte, csp string) error {
 	return err
 }
 
-// assetPath is where a front-end file served by its bare name lives: the pages' own, or a
-// third-party bundle's.
+// assetPath is where a front-end file served by its bare name lives: the pages' own, the
+// console's, or a third-party bundle's.
 func assetPath(name string) string {
-	if _, err := fs.Stat(files, name); err == nil {
-		return name
+	for _, p := range []string{name, "console/" + name} {
+		if _, err := fs.Stat(files, p); err == nil {
+			return p
+		}
 	}
 	return "thirdparty/" + name
 }
