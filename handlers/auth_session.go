@@ -11,6 +11,7 @@ import (
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/reqmeta"
 	"dataplatform/store"
+	"dataplatform/store/secrets"
 	"dataplatform/templates/docs"
 
 	"github.com/jmoiron/sqlx"
@@ -34,7 +35,7 @@ func (a *Auth) CreateSession(ctx context.Context, req api.CreateSessionRequestOb
 	if m := reqmeta.From(ctx); !auth.SameOrigin(m.Header, m.Host, auth.OriginOf(a.Config.BaseURL)) {
 		return nil, errLoginCSRF
 	}
-	raw := auth.NewOpaqueToken()
+	raw := secrets.NewToken()
 	var s *store.BrowserSession
 	var u *store.User
 	var role string
@@ -44,7 +45,7 @@ func (a *Auth) CreateSession(ctx context.Context, req api.CreateSessionRequestOb
 			return err
 		}
 		now, m := a.Now(), reqmeta.From(ctx)
-		s = &store.BrowserSession{ID: store.NewID("ses"), TokenHash: auth.HashSecret(raw), UserID: user.ID, CreatedAt: now, LastSeenAt: now,
+		s = &store.BrowserSession{ID: store.NewID("ses"), TokenHash: secrets.Hash(raw), UserID: user.ID, CreatedAt: now, LastSeenAt: now,
 			ExpiresAt: now.Add(a.Config.SessionMaxAge), IP: &m.IP, UserAgent: &m.UserAgent}
 		if orgID != "" {
 			s.OrgID = &orgID
@@ -56,7 +57,7 @@ func (a *Auth) CreateSession(ctx context.Context, req api.CreateSessionRequestOb
 		// The browser's previous session, if it had one, is replaced: it ends rather than
 		// living on server-side without its cookie.
 		if old, err := (&http.Request{Header: m.Header}).Cookie(auth.SessionCookie); err == nil && old.Value != "" {
-			prev, err := store.RevokeBrowserSessionByHash(ctx, tx, auth.HashSecret(old.Value), now)
+			prev, err := store.RevokeBrowserSessionByHash(ctx, tx, secrets.Hash(old.Value), now)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,8 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/roles"
+	"dataplatform/store/secrets"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -173,7 +175,7 @@ func (h *Handlers) tokenOrg(ctx context.Context, q sqlx.QueryerContext, userID, 
 func (h *Handlers) accessToken(u *store.User, orgID, role string) (string, *auth.AccessClaims, error) {
 	c := &auth.AccessClaims{UserID: u.ID, Email: u.Email, Org: orgID}
 	if role != "" {
-		c.Roles, c.Permissions = []string{role}, auth.RolePermissions(role)
+		c.Roles, c.Permissions = []string{role}, roles.Permissions(role)
 	}
 	tok, err := h.Tokens.Issue(c)
 	return tok, c, err
@@ -182,9 +184,9 @@ func (h *Handlers) accessToken(u *store.User, orgID, role string) (string, *auth
 // newRefreshToken makes a refresh token of family, issued with the access token of access
 // (which ending the family revokes).
 func (h *Handlers) newRefreshToken(ctx context.Context, tx *sqlx.Tx, userID, orgID, family string, access *auth.AccessClaims) (string, error) {
-	raw := auth.NewOpaqueToken()
+	raw := secrets.NewToken()
 	now := h.Now()
-	t := &store.RefreshToken{ID: store.NewID("rt"), TokenHash: auth.HashSecret(raw), FamilyID: family, UserID: userID,
+	t := &store.RefreshToken{ID: store.NewID("rt"), TokenHash: secrets.Hash(raw), FamilyID: family, UserID: userID,
 		ExpiresAt: now.Add(h.Config.RefreshTokenTTL), CreatedAt: now, AccessTokenID: &access.ID, AccessExpiresAt: &access.ExpiresAt}
 	if orgID != "" {
 		t.OrgID = &orgID
@@ -199,7 +201,7 @@ func (a *Auth) RefreshToken(ctx context.Context, req api.RefreshTokenRequestObje
 	var reuse bool
 	var revoked []store.RevokedAccess
 	err := a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		t, err := store.RefreshTokenForUpdate(ctx, tx, auth.HashSecret(req.Body.RefreshToken))
+		t, err := store.RefreshTokenForUpdate(ctx, tx, secrets.Hash(req.Body.RefreshToken))
 		if errors.Is(err, store.ErrNotFound) {
 			return errBadRefresh
 		} else if err != nil {
@@ -277,7 +279,7 @@ func (a *Auth) RefreshToken(ctx context.Context, req api.RefreshTokenRequestObje
 func (a *Auth) Logout(ctx context.Context, req api.LogoutRequestObject) (api.LogoutResponseObject, error) {
 	var revoked []store.RevokedAccess
 	err := a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		t, err := store.RefreshTokenForUpdate(ctx, tx, auth.HashSecret(req.Body.RefreshToken))
+		t, err := store.RefreshTokenForUpdate(ctx, tx, secrets.Hash(req.Body.RefreshToken))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		} else if err != nil {

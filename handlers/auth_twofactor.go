@@ -16,6 +16,7 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/secrets"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/pquerna/otp"
@@ -71,7 +72,7 @@ func (h *Handlers) secondFactor(ctx context.Context, tx *sqlx.Tx, userID, code s
 	}
 	code = normalizeCode(code)
 	if isRecoveryCode(code) {
-		return store.UseRecoveryCode(ctx, tx, userID, auth.HashSecret(code), h.Now())
+		return store.UseRecoveryCode(ctx, tx, userID, secrets.Hash(code), h.Now())
 	}
 	if len(st.Secret) == 0 {
 		return false, nil
@@ -104,7 +105,7 @@ func newRecoveryCodes() ([]string, [][]byte) {
 			}
 			b[j] = alphabet[n.Int64()]
 		}
-		codes[i], hashes[i] = string(b), auth.HashSecret(string(b))
+		codes[i], hashes[i] = string(b), secrets.Hash(string(b))
 	}
 	return codes, hashes
 }

@@ -10,6 +10,7 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/secrets"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -72,10 +73,10 @@ func (a *Auth) SendEmailVerification(ctx context.Context, _ api.SendEmailVerific
 		if a.Mail == nil {
 			return errNoMail
 		}
-		code := auth.NewOpaqueToken()
+		code := secrets.NewToken()
 		now := a.Now()
 		exp := now.Add(verificationTTL * 1e9)
-		if err := store.PutEmailVerification(ctx, tx, u.ID, u.Email, auth.HashSecret(code), exp, now); err != nil {
+		if err := store.PutEmailVerification(ctx, tx, u.ID, u.Email, secrets.Hash(code), exp, now); err != nil {
 			return err
 		}
 		out.CodeExpiresAt = &exp
@@ -101,7 +102,7 @@ func (a *Auth) VerifyEmail(ctx context.Context, req api.VerifyEmailRequestObject
 			return err
 		}
 		now := a.Now()
-		ok, err := store.ConsumeEmailVerification(ctx, tx, u.ID, u.Email, auth.HashSecret(req.Body.Code), now)
+		ok, err := store.ConsumeEmailVerification(ctx, tx, u.ID, u.Email, secrets.Hash(req.Body.Code), now)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && !ok) {
 			bad = true // commit the counted try
 			return nil

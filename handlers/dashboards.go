@@ -21,7 +21,7 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// Dashboards implements the dashboard operations (SPEC.md "Dashboards"). Errors on these
+// Dashboards implements the dashboard operations. Errors on these
 // routes are rendered in the dashboard shape by the central error handler.
 type Dashboards struct{ *Handlers }
 

@@ -26,7 +26,7 @@ import (
 	"github.com/lib/pq"
 )
 
-// The project form's limits (SPEC.md "Limits").
+// The project form's limits, as its description publishes them.
 const (
 	maxDashboardDatasets = 12
 	maxDashboardViews    = 6
@@ -169,7 +169,7 @@ func notReady(d *store.Dataset) error {
 	return apierr.New(http.StatusConflict, apierr.CodeDatasetNotReady, fmt.Sprintf("dataset %s is %s; a dashboard is made of an active dataset", d.ID, d.Status))
 }
 
-// projectForm checks the project form's body in SPEC's order: name, sources, their count;
+// projectForm checks the project form's body in the published order: name, sources, their count;
 // then that every source is an active dataset of the project.
 func (h *Dashboards) projectForm(ctx context.Context, projectID string, b *api.ProjectDashboardRequest) (*generation, error) {
 	prj, err := h.project(ctx, nil, projectID, "visualizations:create")
@@ -297,6 +297,9 @@ func (h *Dashboards) input(ctx context.Context, g *generation) (dashboards.Input
 			}
 			for _, c := range t.Columns {
 				col := dashboards.Column{Name: c.Name, Label: c.Original, Type: c.Type, Key: slices.Contains(t.PrimaryKey, c.Name)}
+				if c.Semantics != nil {
+					col.DefaultAgg = c.Semantics.DefaultAggregation
+				}
 				if ts != nil {
 					if cs := ts.Columns[c.Name]; cs != nil {
 						col.Distinct, col.Nulls, col.Min, col.Max, col.Values = cs.DistinctCount, cs.NullCount, cs.Min, cs.Max, cs.SampleValues

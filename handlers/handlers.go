@@ -164,7 +164,7 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-// API implements the generated strict server interface, one embedded type per SPEC area.
+// API implements the generated strict server interface, one embedded type per API area.
 type API struct {
 	*Auth
 	*Orgs

@@ -7,6 +7,7 @@ import (
 	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/secrets"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -24,7 +25,7 @@ func (h *Handlers) Bootstrap(ctx context.Context) error {
 			email = config.DefaultAdminEmail
 		}
 		if password == "" {
-			password, generated = auth.NewOpaqueToken()[:20], true
+			password, generated = secrets.NewToken()[:20], true
 		} else if _, why := auth.WeakPassword(password, email, "Administrator"); why != "" {
 			return errors.New("DP_ADMIN_PASSWORD: " + why)
 		}

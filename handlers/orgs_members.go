@@ -13,6 +13,7 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
+	"dataplatform/store/secrets"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -194,10 +195,10 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 	if b.ExpiresInDays != nil {
 		days = *b.ExpiresInDays
 	}
-	token := auth.NewOpaqueToken()
+	token := secrets.NewToken()
 	now := o.Now()
 	inv := &store.Invitation{ID: store.NewID("inv"), OrgID: req.OrganizationId, Email: email, Name: b.Name, Role: role,
-		Message: b.Message, TokenHash: auth.HashSecret(token), Status: "pending", ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour), CreatedAt: now,
+		Message: b.Message, TokenHash: secrets.Hash(token), Status: "pending", ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour), CreatedAt: now,
 		DeliveredByEmail: o.Mail != nil, TeamIDs: pq.StringArray{}}
 	if b.Teams != nil {
 		inv.TeamIDs = pq.StringArray(*b.Teams)
@@ -222,7 +223,7 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		if role == "" {
 			role = o.settings(org).Defaults.UserRole
 		}
-		if role == "member" { // SPEC's organization role member views: the viewer role
+		if role == "member" { // the organization role member views: the viewer role
 			role = "viewer"
 		}
 		inv.Role = role
@@ -338,7 +339,7 @@ func (o *Orgs) checkUserLimit(ctx context.Context, tx *sqlx.Tx, orgID string) er
 
 // invitation finds a pending, unexpired invitation by its token.
 func (o *Orgs) invitation(ctx context.Context, q sqlx.QueryerContext, token string, lock bool) (*store.Invitation, error) {
-	inv, err := store.InvitationByToken(ctx, q, auth.HashSecret(token), lock)
+	inv, err := store.InvitationByToken(ctx, q, secrets.Hash(token), lock)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && inv.Status != "pending") {
 		return nil, apierr.New(http.StatusNotFound, apierr.CodeInvitationNotFound, "no pending invitation with this token (it may have been used or withdrawn)")
 	} else if err != nil {

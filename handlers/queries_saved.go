@@ -16,7 +16,7 @@ import (
 	"github.com/lib/pq"
 )
 
-// maxSavedQueries is the saved queries a project may hold (SPEC.md "Limits").
+// maxSavedQueries is the saved queries a project may hold.
 const maxSavedQueries = 1000
 
 func paramErrors(prefix string, errs []queries.ParamError) error {

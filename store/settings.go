@@ -8,7 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// Settings are an organization's settings (SPEC.md, "Organization settings"). The stored JSON
+// Settings are an organization's settings. The stored JSON
 // holds only what was changed; it is read over the defaults, key by key.
 type Settings struct {
 	Features struct {

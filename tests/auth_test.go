@@ -19,7 +19,7 @@ func TestLoginAndMe(t *testing.T) {
 	if r.str("user.roles.0") != "owner" {
 		t.Fatalf("roles: %s", r.Body)
 	}
-	// Header and claims as SPEC.md lists them.
+	// Header and claims as the description lists them.
 	parts := strings.Split(r.str("access_token"), ".")
 	var hdr, claims map[string]any
 	b, _ := base64.RawURLEncoding.DecodeString(parts[0])

@@ -16,7 +16,7 @@ import (
 	"dataplatform/cmd/dataplatform/config"
 )
 
-// dashError checks SPEC's dashboard error shape: {code: <status>, error, message}.
+// dashError checks the dashboard error shape: {code: <status>, error, message}.
 func (r *resp) dashError(status int, code string) *resp {
 	r.t.Helper()
 	r.status(status)
@@ -926,7 +926,7 @@ func TestDashboardFromViews(t *testing.T) {
 	e.do("POST", "/api/v1/projects/"+e.projectID+"/dashboards/generate", map[string]any{"name": "x", "view_ids": []string{vid}}, own).dashError(400, "validation_error")
 }
 
-// TestDashboardPathsUnderBothPrefixes: every read the description publishes under SPEC's
+// TestDashboardPathsUnderBothPrefixes: every read the description publishes under the second
 // /v1/api prefix answers as its /api/v1 twin (the same handler), and a path it does not
 // publish there is not served there.
 func TestDashboardPathsUnderBothPrefixes(t *testing.T) {

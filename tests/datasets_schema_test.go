@@ -129,7 +129,7 @@ func (e *env) waitJob(tok, id string) *resp {
 	return nil
 }
 
-// customerSchema declares the customer record of SPEC.md for a CSV file.
+// customerSchema declares a customer record for a CSV file.
 func customerSchema() map[string]any {
 	return map[string]any{"columns": []any{
 		map[string]any{"name": "name", "type": "text", "required": true, "max_length": 255, "min_length": 1},

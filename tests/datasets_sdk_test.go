@@ -18,7 +18,7 @@ import (
 	"github.com/lib/pq"
 )
 
-// customers is an active dataset of the customer shape SPEC.md gives (one record: Ann).
+// customers is an active dataset of the customer shape (one record: Ann).
 func (e *env) customers() string {
 	e.t.Helper()
 	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "c.csv", "id,name,email,phone,status,tags\n1,Ann,ann@example.com,+14155550101,active,\n",

@@ -160,7 +160,7 @@ func (e *env) rawUpload(auth string) (net.Conn, func(string) error) {
 
 // TestUploadRefusedWithoutDrain: an upload that is refused (here: no credentials) is
 // answered and its connection closed at once, not held open while the client trickles the
-// rest of its body (audit 11).
+// rest of its body.
 func TestUploadRefusedWithoutDrain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -179,7 +179,7 @@ func TestUploadRefusedWithoutDrain(t *testing.T) {
 }
 
 // TestUploadMinimumRate: an allowed upload may take longer than the read timeout, but not
-// arrive slower than the minimum rate; nothing of it is kept (audit 11).
+// arrive slower than the minimum rate; nothing of it is kept.
 func TestUploadMinimumRate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.UploadMinRate, c.UploadRateWindow = 64<<10, 300*time.Millisecond })

@@ -217,9 +217,9 @@ func TestValidateOpenAPI(t *testing.T) {
 	}
 }
 
-// TestDescriptionExtensions: the x- extensions of SPEC.md in a dataset's description:
+// TestDescriptionExtensions: the x- extensions in a dataset's description:
 // personal data found by name and by value, code samples on every operation, constraints,
-// relationships, access control, the OAuth 2.0 scheme with SPEC.md's scopes.
+// relationships, access control, the OAuth 2.0 scheme with the platform's scopes.
 func TestDescriptionExtensions(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -300,7 +300,7 @@ func TestHTTPServiceEndpoints(t *testing.T) {
 	if !strings.HasPrefix(y.Header.Get("Content-Type"), "application/yaml") {
 		t.Fatalf("yaml content type %q", y.Header.Get("Content-Type"))
 	}
-	// Conditional: a client that has the document gets 304 and no body (issue 20).
+	// Conditional: a client that has the document gets 304 and no body.
 	for _, r := range []*resp{j, y} {
 		tag := r.Header.Get("ETag")
 		if tag == "" {
@@ -402,7 +402,7 @@ func TestHTTPErrorDocs(t *testing.T) {
 func TestHTTPNotFoundAndMethodNotAllowed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	for _, p := range []string{"/", "/nope", "/api/v1", "/api/v1/organization", "/api/v2/organizations", "/api/v1/organizations/" + e.orgID + "/nothing/here"} {
+	for _, p := range []string{"/nope", "/api/v1", "/api/v1/organization", "/api/v2/organizations", "/api/v1/organizations/" + e.orgID + "/nothing/here"} {
 		r := e.do("GET", p, nil).apiError(404, "NOT_FOUND") // unknown routes need no credentials to be unknown
 		if r.str("error.message") == "" || r.get("error.documentation_url") == nil {
 			t.Fatalf("%s: %s", p, r.Body)
@@ -569,7 +569,7 @@ func TestHTTPPageURLsOmitAPIKey(t *testing.T) {
 }
 
 // TestMetricsNeedToken: route names, request counts and runtime figures are the operator's,
-// not the public's (audit 16). Without DP_METRICS_TOKEN the public listener does not serve
+// not the public's. Without DP_METRICS_TOKEN the public listener does not serve
 // them; with it, only that bearer token reads them; a user's own access token does not.
 func TestMetricsNeedToken(t *testing.T) {
 	t.Parallel()

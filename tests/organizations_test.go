@@ -579,7 +579,7 @@ func TestOrgListHugePage(t *testing.T) {
 	}
 }
 
-// Audit entries name their actor (SPEC.md: actor id, name, email).
+// Audit entries name their actor (actor id, name, email).
 func TestOrgAuditActorName(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -15,7 +15,7 @@ import (
 	"github.com/lib/pq"
 )
 
-// The audit's password read (issue 15, item 2): an analyst ran
+// A password read through user SQL: an analyst ran
 // ts_stat($$SELECT array_to_string(umoptions,' ')::tsvector FROM pg_user_mappings$$) through
 // the project query API and the record API's query, and read the connected database's
 // password. Now the guard refuses it, the database refuses it without the guard, the query

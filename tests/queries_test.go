@@ -425,7 +425,7 @@ func TestSavedQueries(t *testing.T) {
 		t.Fatalf("tag: %s", l.Body)
 	}
 
-	// Nor its text and rows through the history (audit 16): neither its runs nor the query it
+	// Nor its text and rows through the history: neither its runs nor the query it
 	// was saved from are listed, read or exported for the analyst; its author sees them all.
 	priv := e.do("POST", base+"saved-queries/"+p.str("id")+"/execute", nil, own).status(200).str("query_id")
 	for _, id := range []string{priv, d.str("query_id")} {

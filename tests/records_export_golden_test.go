@@ -32,7 +32,7 @@ const goldenRows = `[
 // and headers with the files in testdata/export-golden (go test -run TestExportGolden
 // -update writes them).
 func TestExportGolden(t *testing.T) {
-	// More exports of one dataset than the 10 a minute a caller gets (SPEC.md "Limits").
+	// More exports of one dataset than the 10 a minute a caller gets.
 	e := newEnv(t, func(c *config.Config) { c.RateLimits = "records_export=1000-M" })
 	own := bearer(e.ownerToken)
 	id := e.uploadAndCreate(e.ownerToken, "Golden Rows", "golden.json", goldenRows)

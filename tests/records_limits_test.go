@@ -7,7 +7,7 @@ import (
 	"dataplatform/cmd/dataplatform/config"
 )
 
-// TestRecordRateLimitCategories: each category of the generated API (SPEC.md "Limits") counts
+// TestRecordRateLimitCategories: each category of the generated API counts
 // on its own, per caller and dataset, with its own headers; exhausting one dataset's reads
 // leaves another dataset's reads and the platform API (default) alone.
 func TestRecordRateLimitCategories(t *testing.T) {

@@ -208,7 +208,7 @@ func TestRecordChangeStreamAcrossReplicas(t *testing.T) {
 }
 
 // TestStreamsEndWhenAccessEnds: an open stream re-checks its caller when the control plane
-// changes (audit 7): a revoked key's stream ends, and a removed member's SSE and WebSocket
+// changes: a revoked key's stream ends, and a removed member's SSE and WebSocket
 // streams end with an error event instead of delivering the next change.
 func TestStreamsEndWhenAccessEnds(t *testing.T) {
 	t.Parallel()

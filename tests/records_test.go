@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// customersJSON are customer records of SPEC.md's shape, loaded with a declared schema.
+// customersJSON are customer records, loaded with a declared schema.
 const customersJSON = `[
  {"id": 1, "name": "Ann", "email": "ann@example.com", "phone": "+4712345678", "status": "active", "score": 80, "tags": ["vip", "nordic"],
   "address": {"street": "Main 1", "city": "Oslo", "country": "NO"}, "metadata": {"source": "import"}},
@@ -608,7 +608,7 @@ func TestHugePageNumber(t *testing.T) {
 
 // TestUnknownQueryParameters: a parameter the operation does not declare is a 400 naming it
 // (with the equivalent where there is one), never ignored: PostgREST's status=eq.active would
-// otherwise list every record (issue 20, "No silent ignoring").
+// otherwise list every record (nothing is silently ignored).
 func TestUnknownQueryParameters(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -157,7 +157,7 @@ func (e *env) createWebhook(orgID, url string, events []string, extra map[string
 	return r.str("id"), r.str("secret")
 }
 
-// TestWebhookDeliveryEveryKind: every kind of SPEC's table that an operation causes arrives,
+// TestWebhookDeliveryEveryKind: every event kind that an operation causes arrives,
 // once per matching endpoint, signed as the Standard Webhooks reference library verifies,
 // with the payload shape {type, timestamp, data}; filters by kind, wildcard and project hold.
 func TestWebhookDeliveryEveryKind(t *testing.T) {

@@ -159,7 +159,61 @@ func mergeInto(dst, src *yaml.Node, what, file string) error {
 	return nil
 }
 
+// mergeText appends an area's description to the one in base (a tag's or info's): the short
+// summary stays in components.yaml, the area's rules follow it as paragraphs of their own.
+func mergeText(dst, src *yaml.Node) {
+	d := get(src, "description", false)
+	if d == nil || strings.TrimSpace(d.Value) == "" {
+		return
+	}
+	text := strings.TrimRight(d.Value, "\n")
+	if cur := get(dst, "description", false); cur != nil && strings.TrimSpace(cur.Value) != "" {
+		cur.Value = strings.TrimRight(cur.Value, "\n") + "\n\n" + text + "\n"
+		cur.Style = yaml.LiteralStyle
+		return
+	}
+	dst.Content = append(dst.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "description"},
+		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: text + "\n", Style: yaml.LiteralStyle})
+}
+
+// mergeTags adds an area's `tags:` entries to the tags of components.yaml: a tag listed there
+// gets the area's description appended to its own; a tag components.yaml does not list is an
+// error (the list and its order are kept in one place).
+func mergeTags(base, area *yaml.Node, file string) error {
+	at := get(area, "tags", false)
+	if at == nil {
+		return nil
+	}
+	bt := get(base, "tags", false)
+	if bt == nil || at.Kind != yaml.SequenceNode {
+		return fmt.Errorf("%s: tags must be a list, and components.yaml must have one", file)
+	}
+	for _, t := range at.Content {
+		name := get(t, "name", false)
+		if name == nil {
+			return fmt.Errorf("%s: a tag without a name", file)
+		}
+		var found *yaml.Node
+		for _, b := range bt.Content {
+			if n := get(b, "name", false); n != nil && n.Value == name.Value {
+				found = b
+			}
+		}
+		if found == nil {
+			return fmt.Errorf("%s: tag %q is not listed in components.yaml", file, name.Value)
+		}
+		mergeText(found, t)
+	}
+	return nil
+}
+
 func mergeArea(base, area *yaml.Node, file string) error {
+	if err := mergeTags(base, area, file); err != nil {
+		return err
+	}
+	if info := get(area, "info", false); info != nil {
+		mergeText(get(base, "info", true), info)
+	}
 	if p := get(area, "paths", false); p != nil {
 		paths := get(base, "paths", true)
 		paths.Style = 0
@@ -208,7 +262,7 @@ func addUnavailable(base *yaml.Node) {
 	}
 	for i := 1; i < len(paths.Content); i += 2 {
 		item := paths.Content[i]
-		// Dashboard routes answer errors in SPEC's dashboard shape.
+		// Dashboard routes answer errors in the dashboard shape.
 		unavailable := "#/components/responses/ServiceUnavailable"
 		if strings.Contains(paths.Content[i-1].Value, "/dashboard") {
 			unavailable = "#/components/responses/DashboardUnavailable"
@@ -237,10 +291,10 @@ func addUnavailable(base *yaml.Node) {
 
 // AliasTag tags the copies addAliases makes; oapi-codegen.yaml excludes it, since the server
 // routes a copy to its original's handler (one implementation, two addresses).
-const AliasTag = "SPEC paths under /v1/api"
+const AliasTag = "Dashboard paths under /v1/api"
 
 // addAliases publishes a path item marked `x-also-at: <prefix>` a second time under that
-// prefix in place of /api/v1 (SPEC shows dashboards under /v1/api): the same operations,
+// prefix in place of /api/v1 (dashboards are published under /v1/api too): the same operations,
 // operationIds suffixed AtV1Api, tagged AliasTag.
 func addAliases(base *yaml.Node) error {
 	paths := get(base, "paths", false)
@@ -298,7 +352,7 @@ func addAliases(base *yaml.Node) error {
 	tags.Content = append(tags.Content, &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "name"}, {Kind: yaml.ScalarNode, Tag: "!!str", Value: AliasTag},
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "description"},
-		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "SPEC.md lists the dashboard operations under the prefix /v1/api. Every dashboard and view operation is served there too, the same operation as under /api/v1 (documented in its own section)."}}})
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "The dashboard operations are also published under the prefix /v1/api. Every dashboard and view operation is served there too, the same operation as under /api/v1 (documented in its own section)."}}})
 	return nil
 }
 

@@ -5,6 +5,7 @@
 //	dataplatform keys rotate   start signing access tokens with a new key
 //	dataplatform backup    write one archive of the database, files and secret key
 //	dataplatform restore   bring an archive into an empty data directory or database
+//	dataplatform config    print the configuration reference (every environment variable) as Markdown
 package main
 
 import (
@@ -67,6 +68,8 @@ func main() {
 		err = backupCmd(args)
 	case "restore":
 		err = restoreCmd(args)
+	case "config":
+		fmt.Print(config.Markdown())
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -89,8 +92,9 @@ commands:
   keys rotate   sign new access tokens with a fresh key (the old one verifies until its tokens expire)
   backup        write one archive (database, uploads, exports, secret key) while the server runs: -o file
   restore       bring an archive into an empty data directory or empty database: -i file
+  config        print the configuration reference: every environment variable, its default and meaning
 
-Configuration comes from the environment (see README); run 'dataplatform serve -h' for the flags.`)
+Configuration comes from the environment ('dataplatform config' lists it); run 'dataplatform serve -h' for the flags.`)
 }
 
 func logger(level string) *slog.Logger {

@@ -596,6 +596,33 @@ func (e DatasetSourceType) Valid() bool {
 	}
 }
 
+// Defines values for DefaultAggregation.
+const (
+	Avg  DefaultAggregation = "avg"
+	Max  DefaultAggregation = "max"
+	Min  DefaultAggregation = "min"
+	None DefaultAggregation = "none"
+	Sum  DefaultAggregation = "sum"
+)
+
+// Valid indicates whether the value is a known member of the DefaultAggregation enum.
+func (e DefaultAggregation) Valid() bool {
+	switch e {
+	case Avg:
+		return true
+	case Max:
+		return true
+	case Min:
+		return true
+	case None:
+		return true
+	case Sum:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DescriptionChangeLevel.
 const (
 	Breaking DescriptionChangeLevel = "breaking"
@@ -2455,8 +2482,11 @@ type ApiKey struct {
 	Id          string     `json:"id"`
 
 	// KeyPreview Masked form: prefix and the last four characters.
-	KeyPreview  string       `json:"key_preview"`
-	LastUsedAt  *time.Time   `json:"last_used_at,omitempty"`
+	KeyPreview string     `json:"key_preview"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+
+	// McpWrites Whether the key may change data through the MCP server (see createApiKey).
+	McpWrites   *bool        `json:"mcp_writes,omitempty"`
 	Name        string       `json:"name"`
 	Permissions []Permission `json:"permissions"`
 	Status      ApiKeyStatus `json:"status"`
@@ -2492,8 +2522,11 @@ type ApiKeyWithSecret struct {
 	Key string `json:"key"`
 
 	// KeyPreview Masked form: prefix and the last four characters.
-	KeyPreview  string                 `json:"key_preview"`
-	LastUsedAt  *time.Time             `json:"last_used_at,omitempty"`
+	KeyPreview string     `json:"key_preview"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+
+	// McpWrites Whether the key may change data through the MCP server (see createApiKey).
+	McpWrites   *bool                  `json:"mcp_writes,omitempty"`
 	Name        string                 `json:"name"`
 	Permissions []Permission           `json:"permissions"`
 	Status      ApiKeyWithSecretStatus `json:"status"`
@@ -2638,6 +2671,18 @@ type ColumnDefinitionFormat string
 // ColumnName A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
 type ColumnName = string
 
+// ColumnSemantics What the owner taught about the column (`alter_column`); plain-English questions and generated dashboards use it.
+type ColumnSemantics struct {
+	Aliases *[]string `json:"aliases,omitempty"`
+
+	// DefaultAggregation How a number column combines when a question or a dashboard tile names it without
+	// saying: `sum` adds it up (amounts, quantities), `avg` averages it (prices, rates,
+	// readings), `min` and `max` take an extreme, `none` never combines it (an identifier, a
+	// code). Unset, the engine decides by the column's name and refuses what it cannot.
+	DefaultAggregation *DefaultAggregation `json:"default_aggregation,omitempty"`
+	Unit               *string             `json:"unit,omitempty"`
+}
+
 // ColumnStatistics defines model for ColumnStatistics.
 type ColumnStatistics struct {
 	// Avg Numeric columns.
@@ -2680,7 +2725,13 @@ type CreateApiKeyRequest struct {
 	Description *string `json:"description,omitempty"`
 
 	// ExpiresAt Optional expiry; must be in the future. Without it the key lives until revoked.
-	ExpiresAt   *time.Time   `json:"expires_at,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// McpWrites Lets the key change data through the MCP server (`/api/v1/mcp`): its record write
+	// tools and dashboard generation are listed and callable only with this set, the
+	// server's DP_MCP_WRITES on and the permission each write needs. Without it the key
+	// is read-only there, whatever its permissions; the REST API is not affected.
+	McpWrites   *bool        `json:"mcp_writes,omitempty"`
 	Name        string       `json:"name"`
 	Permissions []Permission `json:"permissions"`
 }
@@ -2733,7 +2784,7 @@ type CreateInvitationRequest struct {
 	Name          *string `json:"name,omitempty"`
 
 	// Role Left out: the organization's `settings.defaults.user_role` (viewer unless changed).
-	// `member`, SPEC's organization role that views, is the viewer role (datasets:list,
+	// `member`, the organization role that views, is the viewer role (datasets:list,
 	// queries:read, dashboards:view). Owners are made by changing a member's role, not
 	// by invitation.
 	Role *CreateInvitationRequestRole `json:"role,omitempty"`
@@ -2743,7 +2794,7 @@ type CreateInvitationRequest struct {
 }
 
 // CreateInvitationRequestRole Left out: the organization's `settings.defaults.user_role` (viewer unless changed).
-// `member`, SPEC's organization role that views, is the viewer role (datasets:list,
+// `member`, the organization role that views, is the viewer role (datasets:list,
 // queries:read, dashboards:view). Owners are made by changing a member's role, not
 // by invitation.
 type CreateInvitationRequestRole string
@@ -2753,7 +2804,10 @@ type CreateOrganizationApiKeyRequest struct {
 	Description *string `json:"description,omitempty"`
 
 	// ExpiresAt Optional expiry; must be in the future. Without it the key lives until revoked.
-	ExpiresAt   *time.Time                     `json:"expires_at,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// McpWrites Lets the key change data through the MCP server (`/api/v1/mcp`), as `mcp_writes` of createApiKey says; without it the key is read-only there.
+	McpWrites   *bool                          `json:"mcp_writes,omitempty"`
 	Name        string                         `json:"name"`
 	Permissions []OrganizationApiKeyPermission `json:"permissions"`
 }
@@ -2890,7 +2944,7 @@ type DashboardGeneratedBy string
 // DashboardSourceType defines model for Dashboard.Source.Type.
 type DashboardSourceType string
 
-// DashboardError SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+// DashboardError The dashboard error shape, with the field errors of a validation error and the request id beside it.
 type DashboardError struct {
 	// Code The HTTP status.
 	Code    int           `json:"code"`
@@ -3184,6 +3238,12 @@ type DatasetTable struct {
 	Description *string         `json:"description,omitempty"`
 	Name        string          `json:"name"`
 }
+
+// DefaultAggregation How a number column combines when a question or a dashboard tile names it without
+// saying: `sum` adds it up (amounts, quantities), `avg` averages it (prices, rates,
+// readings), `min` and `max` take an extreme, `none` never combines it (an identifier, a
+// code). Unset, the engine decides by the column's name and refuses what it cannot.
+type DefaultAggregation string
 
 // DeleteOrganizationRequest defines model for DeleteOrganizationRequest.
 type DeleteOrganizationRequest struct {
@@ -3637,7 +3697,10 @@ type OrganizationApiKey struct {
 	// KeyPreview Masked form: prefix, first four and last four characters.
 	KeyPreview string     `json:"key_preview"`
 	LastUsedAt *time.Time `json:"last_used_at"`
-	Name       string     `json:"name"`
+
+	// McpWrites Whether the key may change data through the MCP server (see createApiKey).
+	McpWrites *bool  `json:"mcp_writes,omitempty"`
+	Name      string `json:"name"`
 
 	// Permissions What the key may do, in the permission vocabulary (dotted forms given at creation are shown normalized).
 	Permissions []Permission `json:"permissions"`
@@ -3668,7 +3731,10 @@ type OrganizationApiKeyWithSecret struct {
 	// KeyPreview Masked form: prefix, first four and last four characters.
 	KeyPreview string     `json:"key_preview"`
 	LastUsedAt *time.Time `json:"last_used_at"`
-	Name       string     `json:"name"`
+
+	// McpWrites Whether the key may change data through the MCP server (see createApiKey).
+	McpWrites *bool  `json:"mcp_writes,omitempty"`
+	Name      string `json:"name"`
 
 	// Permissions What the key may do, in the permission vocabulary (dotted forms given at creation are shown normalized).
 	Permissions []Permission `json:"permissions"`
@@ -4084,6 +4150,10 @@ type SavedQueryParameterType string
 // settings to change: `type` (the values are cast; rows that cannot be are reported),
 // `required`, `unique`, `enum`, `default`, `format`, `pattern`, `minimum`, `maximum`,
 // `min_length`, `max_length`, `description`, and `drop_constraints` to remove some.
+// It also takes what the column means to plain-English questions and generated
+// dashboards, changing no data: `aliases` (other names people use for it), `unit` and
+// `default_aggregation` (how its values combine when a question or a tile does not say;
+// `none`: they do not add up). An empty `aliases` list or `unit` removes them.
 //
 // `set_primary_key` takes `column`: it becomes the records' key (their address), checked
 // first (values that repeat or are missing are reported); the generated `id` of data
@@ -4103,19 +4173,28 @@ type SavedQueryParameterType string
 // bring a dropped one back (until `add_relationship` declares one). Relationships are followed by `_links`, `include`/`expand`,
 // plain-English joins, dashboards and the descriptions' `x-relationship`.
 type SchemaChange struct {
+	// Aliases Other names of the column in questions ("revenue", "sales" for amount).
+	Aliases *[]string `json:"aliases,omitempty"`
+
 	// Column A column definition (add_column) or the name of an existing column.
 	Column *SchemaChange_Column `json:"column,omitempty"`
 
 	// Default A new default value.
-	Default         interface{}                    `json:"default,omitempty"`
-	Description     *string                        `json:"description,omitempty"`
-	DropConstraints *[]SchemaChangeDropConstraints `json:"drop_constraints,omitempty"`
-	Enum            *[]string                      `json:"enum,omitempty"`
-	Format          *SchemaChangeFormat            `json:"format,omitempty"`
-	MaxLength       *int                           `json:"max_length,omitempty"`
-	Maximum         *float64                       `json:"maximum,omitempty"`
-	MinLength       *int                           `json:"min_length,omitempty"`
-	Minimum         *float64                       `json:"minimum,omitempty"`
+	Default interface{} `json:"default,omitempty"`
+
+	// DefaultAggregation How a number column combines when a question or a dashboard tile names it without
+	// saying: `sum` adds it up (amounts, quantities), `avg` averages it (prices, rates,
+	// readings), `min` and `max` take an extreme, `none` never combines it (an identifier, a
+	// code). Unset, the engine decides by the column's name and refuses what it cannot.
+	DefaultAggregation *DefaultAggregation            `json:"default_aggregation,omitempty"`
+	Description        *string                        `json:"description,omitempty"`
+	DropConstraints    *[]SchemaChangeDropConstraints `json:"drop_constraints,omitempty"`
+	Enum               *[]string                      `json:"enum,omitempty"`
+	Format             *SchemaChangeFormat            `json:"format,omitempty"`
+	MaxLength          *int                           `json:"max_length,omitempty"`
+	Maximum            *float64                       `json:"maximum,omitempty"`
+	MinLength          *int                           `json:"min_length,omitempty"`
+	Minimum            *float64                       `json:"minimum,omitempty"`
 
 	// NewName A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
 	NewName    *ColumnName    `json:"new_name,omitempty"`
@@ -4129,6 +4208,9 @@ type SchemaChange struct {
 	Required *bool       `json:"required,omitempty"`
 	Type     *ColumnType `json:"type,omitempty"`
 	Unique   *bool       `json:"unique,omitempty"`
+
+	// Unit The unit of its values ("USD", "kg", "minutes").
+	Unit *string `json:"unit,omitempty"`
 }
 
 // SchemaChange_Column A column definition (add_column) or the name of an existing column.
@@ -4172,7 +4254,10 @@ type SchemaColumn struct {
 	Nullable     bool               `json:"nullable"`
 	OriginalName *string            `json:"original_name,omitempty"`
 	SampleValues []interface{}      `json:"sample_values"`
-	Statistics   *ColumnStatistics  `json:"statistics,omitempty"`
+
+	// Semantics What the owner taught about the column (`alter_column`); plain-English questions and generated dashboards use it.
+	Semantics  *ColumnSemantics  `json:"semantics,omitempty"`
+	Statistics *ColumnStatistics `json:"statistics,omitempty"`
 
 	// System The platform's own column: the generated id of data without a key of its own.
 	System *bool `json:"system,omitempty"`
@@ -4898,13 +4983,13 @@ type BadRequest = ErrorEnvelope
 // Conflict defines model for Conflict.
 type Conflict = ErrorEnvelope
 
-// DashboardBadRequest SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+// DashboardBadRequest The dashboard error shape, with the field errors of a validation error and the request id beside it.
 type DashboardBadRequest = DashboardError
 
-// DashboardConflict SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+// DashboardConflict The dashboard error shape, with the field errors of a validation error and the request id beside it.
 type DashboardConflict = DashboardError
 
-// DashboardForbidden SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+// DashboardForbidden The dashboard error shape, with the field errors of a validation error and the request id beside it.
 type DashboardForbidden = DashboardError
 
 // DashboardList defines model for DashboardList.
@@ -4913,22 +4998,22 @@ type DashboardList struct {
 	Pagination Pagination  `json:"pagination"`
 }
 
-// DashboardModified SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+// DashboardModified The dashboard error shape, with the field errors of a validation error and the request id beside it.
 type DashboardModified = DashboardError
 
-// DashboardNotFound SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+// DashboardNotFound The dashboard error shape, with the field errors of a validation error and the request id beside it.
 type DashboardNotFound = DashboardError
 
-// DashboardRateLimited SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+// DashboardRateLimited The dashboard error shape, with the field errors of a validation error and the request id beside it.
 type DashboardRateLimited = DashboardError
 
 // DashboardRead defines model for DashboardRead.
 type DashboardRead = Dashboard
 
-// DashboardUnauthorized SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+// DashboardUnauthorized The dashboard error shape, with the field errors of a validation error and the request id beside it.
 type DashboardUnauthorized = DashboardError
 
-// DashboardUnavailable SPEC's dashboard error shape, with the field errors of a validation error and the request id beside it.
+// DashboardUnavailable The dashboard error shape, with the field errors of a validation error and the request id beside it.
 type DashboardUnavailable = DashboardError
 
 // Forbidden defines model for Forbidden.

@@ -1,5 +1,5 @@
 // Package apierr is the domain error type: handlers return it, the central error handler
-// renders it in the shape SPEC.md gives for its status.
+// renders it in the shape of its status (nested envelope, flat 401/403, dashboard shape).
 package apierr
 
 import (

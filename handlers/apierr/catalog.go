@@ -62,7 +62,7 @@ const (
 	CodeInvalidTwoFactorCode    Code = "INVALID_TWO_FACTOR_CODE"
 	CodeCSRFCheckFailed         Code = "CSRF_CHECK_FAILED"
 	CodeUpgradeRequired         Code = "UPGRADE_REQUIRED"
-	// Dashboard routes (SPEC's dashboard shape writes codes in lower case).
+	// Dashboard routes (the dashboard error shape writes codes in lower case).
 	CodeNameRequired        Code = "NAME_REQUIRED"
 	CodeNoSources           Code = "NO_SOURCES"
 	CodeTooManyDatasets     Code = "TOO_MANY_DATASETS"

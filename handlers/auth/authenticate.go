@@ -12,6 +12,7 @@ import (
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/store"
+	"dataplatform/store/secrets"
 )
 
 // BearerVerifier verifies bearer tokens of an external identity provider and maps them to a
@@ -84,7 +85,7 @@ func (a *Authenticator) apiKey(ctx context.Context, k string) (*Principal, error
 		return nil, bad
 	}
 	now := a.Clock()
-	o, err := a.Store.APIKeyByHash(ctx, HashSecret(k), now)
+	o, err := a.Store.APIKeyByHash(ctx, secrets.Hash(k), now)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, bad
 	} else if err != nil {

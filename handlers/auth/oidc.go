@@ -16,6 +16,7 @@ import (
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/store"
+	"dataplatform/store/secrets"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lestrrat-go/jwx/v2/jwa"
@@ -148,9 +149,9 @@ func (o *OIDC) AuthorizeURL(ctx context.Context, scope string) (string, error) {
 	if !slices.Contains(scopes, "openid") { // without it the provider returns no ID token
 		scopes = append([]string{"openid"}, scopes...)
 	}
-	state, nonce, verifier := NewOpaqueToken(), NewOpaqueToken(), oauth2.GenerateVerifier()
+	state, nonce, verifier := secrets.NewToken(), secrets.NewToken(), oauth2.GenerateVerifier()
 	now := o.clock().UTC()
-	st := &store.OAuthState{StateHash: HashSecret(state), CodeVerifier: verifier, Nonce: nonce, ExpiresAt: now.Add(oauthStateTTL), CreatedAt: now}
+	st := &store.OAuthState{StateHash: secrets.Hash(state), CodeVerifier: verifier, Nonce: nonce, ExpiresAt: now.Add(oauthStateTTL), CreatedAt: now}
 	err := o.st.Tx(ctx, func(tx *sqlx.Tx) error { return store.CreateOAuthState(ctx, tx, st) })
 	if err != nil {
 		return "", err
@@ -166,7 +167,7 @@ func (o *OIDC) Callback(ctx context.Context, code, state string) (*store.User, e
 	if state == "" {
 		return nil, apierr.AuthRequired("the sign-in state is missing; start the sign-in again")
 	}
-	flow, live, err := store.ConsumeOAuthState(ctx, o.st.DB, HashSecret(state), o.clock())
+	flow, live, err := store.ConsumeOAuthState(ctx, o.st.DB, secrets.Hash(state), o.clock())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierr.AuthRequired("unknown or already used sign-in state; start the sign-in again")
 	} else if err != nil {

@@ -18,6 +18,7 @@ import (
 	"dataplatform/handlers/auth/oidctest"
 	"dataplatform/store"
 	"dataplatform/store/pgtest"
+	"dataplatform/store/secrets"
 	"dataplatform/tests/fakeclock"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
@@ -106,7 +107,7 @@ func TestOIDCFlowProvisionsThenLinks(t *testing.T) {
 		t.Fatalf("authorize URL %s", au)
 	}
 	// Only the hash of the state is stored.
-	if n := f.count(t, `SELECT count(*) FROM platform.oauth_states WHERE state_hash = $1`, HashSecret(q.Get("state"))); n != 1 {
+	if n := f.count(t, `SELECT count(*) FROM platform.oauth_states WHERE state_hash = $1`, secrets.Hash(q.Get("state"))); n != 1 {
 		t.Fatalf("state rows = %d", n)
 	}
 	code, state := f.p.Authorize(t, au, "alice")

@@ -9,6 +9,7 @@ import (
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/store"
+	"dataplatform/store/roles"
 )
 
 // Method is how a request authenticated.
@@ -82,7 +83,7 @@ type Access struct {
 
 // AccessFor combines a membership role with the principal's restrictions.
 func AccessFor(p *Principal, orgID, role string) Access {
-	perms := RolePermissions(role)
+	perms := roles.Permissions(role)
 	if p.KeyID != "" {
 		perms = slices.DeleteFunc(slices.Clone(perms), func(x string) bool { return !slices.Contains(p.KeyPermissions, x) })
 	}
@@ -106,17 +107,17 @@ func OrgKeyPermissions(perms []string, ownerRole, orgID, keyID string) ([]string
 				"(removed, demoted, disabled or deleted); an admin re-assigns it to themselves with "+
 				"POST /api/v1/organizations/"+orgID+"/api-keys/"+keyID+"/assign, or revokes it")
 	}
-	owner := RolePermissions(ownerRole)
+	owner := roles.Permissions(ownerRole)
 	return slices.DeleteFunc(slices.Clone(perms), func(x string) bool { return !slices.Contains(owner, x) }), nil
 }
 
 // OrgKeyOwnerMay reports whether a member with role (in the key's organization; "" for none)
 // may own organization API keys: whether their keys work.
 func OrgKeyOwnerMay(role string) bool {
-	return slices.Contains(RolePermissions(role), OrgKeyOwnerPermission)
+	return slices.Contains(roles.Permissions(role), OrgKeyOwnerPermission)
 }
 
-// teamGrants maps a team's permissions (SPEC.md's team vocabulary) onto the permissions a
+// teamGrants maps a team's permissions (the team vocabulary: read, write, admin) onto the permissions a
 // grant of a project to the team may give.
 var teamGrants = map[string][]string{
 	"projects.read":   {"datasets:list", "datasets:read", "queries:read", "dashboards:view"},
@@ -152,7 +153,7 @@ func ReachAccess(p *Principal, orgID string, r store.Reach) Access {
 		}
 	}
 	if r.Base {
-		add(RolePermissions(r.Role), []string{"projects.update", "projects.delete"})
+		add(roles.Permissions(r.Role), []string{"projects.update", "projects.delete"})
 	}
 	for _, g := range r.Grants {
 		role, team, _ := strings.Cut(g, "|")
@@ -161,7 +162,7 @@ func ReachAccess(p *Principal, orgID string, r store.Reach) Access {
 		for _, t := range teamPerms {
 			allowed = append(allowed, teamGrants[t]...)
 		}
-		add(slices.DeleteFunc(slices.Clone(RolePermissions(role)), func(x string) bool { return !slices.Contains(allowed, x) }), teamPerms)
+		add(slices.DeleteFunc(slices.Clone(roles.Permissions(role)), func(x string) bool { return !slices.Contains(allowed, x) }), teamPerms)
 	}
 	return a
 }
@@ -180,8 +181,8 @@ func (a Access) Need(perm string) error {
 // NeedRole fails with INSUFFICIENT_PERMISSIONS unless the organization role is at least role
 // (owner or admin).
 func (a Access) NeedRole(role string) error {
-	if RoleRank(a.Role) >= RoleRank(role) {
+	if roles.Rank(a.Role) >= roles.Rank(role) {
 		return nil
 	}
-	return apierr.InsufficientRole(role, OrgRole(a.Role))
+	return apierr.InsufficientRole(role, roles.OrgRole(a.Role))
 }

@@ -17,9 +17,10 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/reqmeta"
 	"dataplatform/store"
+	"dataplatform/store/secrets"
 )
 
-// Browser sessions: the cookie holds an opaque token (NewOpaqueToken) whose SHA-256 is the
+// Browser sessions: the cookie holds an opaque token (secrets.NewToken) whose SHA-256 is the
 // stored session; the CSRF token is derived from it, so it is never stored, cannot be turned
 // back into the cookie, and every replica computes the same one.
 const (
@@ -63,7 +64,7 @@ var (
 func (a *Authenticator) session(r *http.Request, raw string) (*Principal, error) {
 	ctx := r.Context()
 	now := a.Clock()
-	s, err := store.BrowserSessionByHash(ctx, a.Store.DB, HashSecret(raw), now)
+	s, err := store.BrowserSessionByHash(ctx, a.Store.DB, secrets.Hash(raw), now)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errBadSession
 	} else if err != nil {

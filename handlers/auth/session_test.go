@@ -11,6 +11,7 @@ import (
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/reqmeta"
+	"dataplatform/store/secrets"
 )
 
 func TestSafeNext(t *testing.T) {
@@ -77,7 +78,7 @@ func TestCheckCSRF(t *testing.T) {
 }
 
 func TestCSRFTokenIsTheSessions(t *testing.T) {
-	a, b := NewOpaqueToken(), NewOpaqueToken()
+	a, b := secrets.NewToken(), secrets.NewToken()
 	if CSRFToken(a) != CSRFToken(a) || CSRFToken(a) == CSRFToken(b) || CSRFToken(a) == a {
 		t.Fatal("the CSRF token is not a function of its session alone")
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"dataplatform/handlers/apierr"
+	"dataplatform/store/secrets"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jws"
@@ -55,7 +56,7 @@ type AccessClaims struct {
 // Issue signs an access token for c. It fills IssuedAt and ExpiresAt.
 func (t *Tokens) Issue(c *AccessClaims) (string, error) {
 	now := t.Clock().UTC().Truncate(time.Second)
-	c.IssuedAt, c.ExpiresAt, c.ID = now, now.Add(t.TTL), NewOpaqueToken()[:22]
+	c.IssuedAt, c.ExpiresAt, c.ID = now, now.Add(t.TTL), secrets.NewToken()[:22]
 	roles, perms := c.Roles, c.Permissions
 	if roles == nil {
 		roles = []string{}

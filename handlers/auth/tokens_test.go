@@ -9,6 +9,7 @@ import (
 	"dataplatform/handlers/apierr"
 	"dataplatform/store"
 	"dataplatform/store/pgtest"
+	"dataplatform/store/roles"
 )
 
 func newTokens(t testing.TB) *Tokens {
@@ -106,7 +107,7 @@ func TestSkewNotOnExpiry(t *testing.T) {
 func BenchmarkVerifyUncached(b *testing.B) {
 	tk := newTokens(b)
 	ctx := context.Background()
-	tok, _ := tk.Issue(&AccessClaims{UserID: "usr_a", Email: "a@example.com", Org: "org_a", Roles: []string{"owner"}, Permissions: RolePermissions("owner")})
+	tok, _ := tk.Issue(&AccessClaims{UserID: "usr_a", Email: "a@example.com", Org: "org_a", Roles: []string{"owner"}, Permissions: roles.Permissions("owner")})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

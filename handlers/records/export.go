@@ -39,7 +39,7 @@ func (h *Records) Export(c echo.Context) error {
 		format = "csv"
 	}
 	if format == "json" && q.Get("stream") == "true" {
-		format = "ndjson" // SPEC.md: stream=true with json is NDJSON
+		format = "ndjson" // stream=true with json streams NDJSON
 	}
 	delim := q.Get("delimiter")
 	if delim == "" {

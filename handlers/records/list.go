@@ -22,7 +22,7 @@ func (h *Records) List(c echo.Context) error {
 		return err
 	}
 	t, q := rc.desc.Table, c.QueryParams()
-	page, limit := 1, 20
+	page, limit := 1, recsql.DefaultListLimit
 	if v := q.Get("page"); v != "" {
 		page, _ = strconv.Atoi(v)
 	}
@@ -111,7 +111,7 @@ func (h *Records) List(c echo.Context) error {
 	return writeList(c, data, pg, meta)
 }
 
-// listPagination and listMeta are SPEC.md's pagination object and list meta.
+// listPagination and listMeta are the record list's pagination object and meta.
 type listPagination struct {
 	Page           int     `json:"page"`
 	Limit          int     `json:"limit"`
@@ -185,7 +185,7 @@ func (h *Records) Aggregate(c echo.Context) error {
 	if err != nil {
 		return fieldErr(err)
 	}
-	limit := 100
+	limit := recsql.DefaultAggregateLimit
 	if v := q.Get("limit"); v != "" {
 		limit, _ = strconv.Atoi(v)
 	}

@@ -1,5 +1,4 @@
-// Package records is the one dynamic handler of every dataset's record API (SPEC.md "Generated
-// API"): list and aggregate (list.go), read with expand/include (read.go), create, replace,
+// Package records is the one dynamic handler of every dataset's record API: list and aggregate (list.go), read with expand/include (read.go), create, replace,
 // patch and delete (write.go), bulk (bulk.go), export (export.go), the read-only SQL query
 // (query.go), and the change streams over SSE (stream.go) and WebSocket (ws.go). The server has
 // resolved the dataset and validated the request against its description

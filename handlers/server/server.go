@@ -96,6 +96,9 @@ type route struct {
 	// at the path template of that description.
 	dynamic  bool
 	template string
+	// dispatches: the MCP endpoint, whose tools run API operations in process (dispatch), each
+	// validated and invalidating caches as itself
+	dispatches bool
 }
 
 // New builds the server: loads the signing keys, the description, the rate limiter and the
@@ -254,7 +257,7 @@ func echoTemplate(path string) string {
 	return path
 }
 
-// aliasPrefix is where SPEC.md shows the dashboard operations; the description publishes
+// aliasPrefix is the second prefix the dashboard operations are published under; the description publishes
 // every dashboard and view operation there too (cmd/bundle's addAliases), and unalias routes
 // those requests to the /api/v1 handlers: one implementation at two addresses.
 const aliasPrefix = "/v1/api/"
@@ -307,6 +310,11 @@ func (s *Server) buildEcho() *echo.Echo {
 	e.Use(s.bodyLimit, s.wellFormedQuery, s.authenticate, s.rateLimit, s.validateRequest, s.controlPlaneWrites)
 
 	api.RegisterHandlers(e, api.NewStrictHandler(handlers.NewAPI(s.H), nil))
+
+	// The web console: a page at / outside the description, a client of the API above.
+	e.GET(handlers.ConsolePath, s.H.Console(s.authn))
+
+	s.mountMCP(e)
 
 	// The record API: one handler for every dataset (handlers/records).
 	rec := &records.Records{Handlers: s.H}

@@ -100,7 +100,7 @@ func (s *Server) validate(c echo.Context, rt *route) error {
 }
 
 // notFoundIfMalformed marks a path parameter whose malformed value is answered 404, naming the
-// kind of resource, rather than 400: the dashboard operations' ids (SPEC's dashboard routes
+// kind of resource, rather than 400: the dashboard operations' ids (the dashboard routes
 // know no 400 for them; a malformed id names no dashboard, as an unknown one does not).
 const notFoundIfMalformed = "x-not-found-if-malformed"
 

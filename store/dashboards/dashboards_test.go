@@ -2,6 +2,8 @@ package dashboards
 
 import (
 	"encoding/json"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -213,4 +215,29 @@ func asNotUnderstood(err error, nu **NotUnderstood) bool {
 	x, ok := err.(*NotUnderstood)
 	*nu = x
 	return ok
+}
+
+// TestTileTypesAgree: the tile types of TileTypes are the description's enum, and the
+// dashboard page draws each of them: one vocabulary, checked where it is copied.
+func TestTileTypesAgree(t *testing.T) {
+	desc, err := os.ReadFile("../../openapi/dashboards.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s+type: \{type: string, enum: \[(kpi[^\]]*)\]\}`).FindSubmatch(desc)
+	if m == nil {
+		t.Fatal("openapi/dashboards.yaml: the Tile schema's type enum is not where it was")
+	}
+	if enum := strings.Split(strings.ReplaceAll(string(m[1]), " ", ""), ","); !slices.Equal(enum, TileTypes) {
+		t.Errorf("the description's tile types %v, the code's %v", enum, TileTypes)
+	}
+	page, err := os.ReadFile("../../templates/docs/dashboard.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range TileTypes {
+		if !strings.Contains(string(page), "'"+typ+"'") {
+			t.Errorf("the dashboard page does not draw %s tiles", typ)
+		}
+	}
 }

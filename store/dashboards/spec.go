@@ -99,7 +99,7 @@ type PathTile struct {
 	Tile *Tile
 }
 
-// TilePath is SPEC's dotted tile path: rows.<i>.items.<j>.
+// TilePath is a tile's dotted path: rows.<i>.items.<j>.
 func TilePath(row, item int) string {
 	return "rows." + strconv.Itoa(row) + ".items." + strconv.Itoa(item)
 }

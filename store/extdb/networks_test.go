@@ -33,9 +33,9 @@ func TestNetworksAllows(t *testing.T) {
 		{"100.64.0.1", false, false},
 		{"64:ff9b::7f00:1", false, false}, // NAT64 of 127.0.0.1
 		{"224.0.0.1", false, false},
-		{"::7f00:1", false, false},            // IPv4-compatible 127.0.0.1 (audit 16)
+		{"::7f00:1", false, false},            // IPv4-compatible 127.0.0.1
 		{"::a01:203", false, false},           // IPv4-compatible 10.1.2.3: not the IPv4 address
-		{"fec0::1", false, false},             // site-local (audit 16)
+		{"fec0::1", false, false},             // site-local
 		{"100::1", false, false},              // discard
 		{"2001:0:4136:e378::1", false, false}, // Teredo
 		{"2002:7f00:1::1", false, false},      // 6to4 of 127.0.0.1

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -308,8 +309,12 @@ func TestList(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.seed(t)
+	used := map[string]bool{}
 	filters := func(q string) []records.Filter {
 		t.Helper()
+		for _, m := range regexp.MustCompile(`\]\[(\w+)\]=`).FindAllStringSubmatch(q, -1) {
+			used[m[1]] = true
+		}
 		v, err := url.ParseQuery(q)
 		if err != nil {
 			t.Fatal(err)
@@ -335,6 +340,10 @@ func TestList(t *testing.T) {
 		{"eq", records.ListQuery{Sort: "name", Filters: filters("filter[status]=active")}, []string{"Ann", "Cid", "Eve"}, 3},
 		{"ne keeps nulls", records.ListQuery{Sort: "name", Filters: filters("filter[score][ne]=90")}, []string{"Bob", "Cid", "Dee", "Eve"}, 4},
 		{"gt", records.ListQuery{Sort: "name", Filters: filters("filter[score][gt]=40")}, []string{"Ann", "Dee"}, 2},
+		{"lt", records.ListQuery{Sort: "name", Filters: filters("filter[score][lt]=40")}, []string{"Eve"}, 1},
+		{"eq spelled", records.ListQuery{Sort: "name", Filters: filters("filter[name][eq]=Bob")}, []string{"Bob"}, 1},
+		{"like is case-sensitive", records.ListQuery{Sort: "name", Filters: filters("filter[name][like]=%25e")}, []string{"Dee", "Eve"}, 2},
+		{"ilike", records.ListQuery{Sort: "name", Filters: filters("filter[name][ilike]=e%25")}, []string{"Eve"}, 1},
 		{"lte on a date", records.ListQuery{Sort: "name", Filters: filters("filter[joined][lte]=2024-01-05")}, []string{"Ann", "Eve"}, 2},
 		{"in", records.ListQuery{Sort: "name", Filters: filters("filter[status][in]=inactive,pending")}, []string{"Bob", "Dee"}, 2},
 		{"nin keeps nulls", records.ListQuery{Sort: "name", Filters: filters("filter[score][nin]=90,40")}, []string{"Cid", "Dee", "Eve"}, 3},
@@ -368,6 +377,13 @@ func TestList(t *testing.T) {
 				t.Fatalf("rows %v total %d (estimated %v), want %v total %d", got, p.Total, p.Estimated, tc.want, tc.total)
 			}
 		})
+	}
+
+	// Every operator the descriptions list (records.FilterOperators) is exercised above.
+	for _, op := range records.Operators {
+		if !used[op] {
+			t.Errorf("the operator %s is listed but not tested", op)
+		}
 	}
 
 	// Only the fields asked for, even when the sort needs others.

@@ -1,10 +1,12 @@
-package auth
+// Package roles is the role and permission vocabulary: the five roles, what each may do, and
+// the organization role each maps to. Authentication, the handlers and the descriptions
+// derive from it.
+package roles
 
 import "slices"
 
-// Roles from least to most privileged; each inherits the permissions of the ones before it
-// (SPEC.md, Authentication §10).
-var Roles = []string{"viewer", "analyst", "developer", "admin", "owner"}
+// All are the roles from least to most privileged; each inherits the permissions of the ones before it.
+var All = []string{"viewer", "analyst", "developer", "admin", "owner"}
 
 var rolePermissions = func() map[string][]string {
 	adds := map[string][]string{
@@ -16,7 +18,7 @@ var rolePermissions = func() map[string][]string {
 	}
 	out := map[string][]string{}
 	var acc []string
-	for _, r := range Roles {
+	for _, r := range All {
 		acc = append(acc, adds[r]...)
 		out[r] = slices.Clone(acc)
 	}
@@ -26,13 +28,13 @@ var rolePermissions = func() map[string][]string {
 // AllPermissions lists every permission, in inheritance order.
 var AllPermissions = rolePermissions["owner"]
 
-// RolePermissions returns the permissions of a role (nil for an unknown role).
-func RolePermissions(role string) []string { return rolePermissions[role] }
+// Permissions returns the permissions of a role (nil for an unknown role).
+func Permissions(role string) []string { return rolePermissions[role] }
 
-// RoleRank orders roles: viewer 1 ... owner 5, unknown 0.
-func RoleRank(role string) int { return slices.Index(Roles, role) + 1 }
+// Rank orders roles: viewer 1 ... owner 5, unknown 0.
+func Rank(role string) int { return slices.Index(All, role) + 1 }
 
-// OrgRole maps a role to the organization roles of SPEC.md §9: owner, admin or member.
+// OrgRole maps a role to the three organization roles: owner, admin or member.
 func OrgRole(role string) string {
 	if role == "owner" || role == "admin" {
 		return role

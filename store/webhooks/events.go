@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Kinds are the event kinds of SPEC.md's table, by area.
+// Kinds are the webhook event kinds, by area.
 var Kinds = []string{
 	"organization.created", "organization.updated", "organization.deleted", "user.invited", "user.joined", "user.removed",
 	"team.created", "team.updated", "team.deleted",

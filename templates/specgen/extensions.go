@@ -8,13 +8,13 @@ import (
 	"sort"
 	"strings"
 
-	"dataplatform/handlers/auth"
 	"dataplatform/store/ingest"
+	"dataplatform/store/roles"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// scopes are the OAuth 2.0 scopes of SPEC.md (Authentication §8).
+// scopes are the OAuth 2.0 scopes a token may be granted.
 var scopes = map[string]string{
 	"openid": "OpenID Connect sign-in", "profile": "the user's profile", "email": "the user's email address",
 	"offline_access": "a refresh token", "datasets:read": "read datasets and records", "datasets:write": "create and change datasets and records",
@@ -286,8 +286,8 @@ func addDescriptionExtensions(doc *openapi3.T, in Input, base string, pii map[st
 // accessControl is x-access-control: the roles that may read, write and delete records.
 func accessControl() map[string][]string {
 	access := map[string][]string{}
-	for _, r := range auth.Roles {
-		perms := auth.RolePermissions(r)
+	for _, r := range roles.All {
+		perms := roles.Permissions(r)
 		for action, perm := range map[string]string{"read": "datasets:read", "write": "datasets:write", "delete": "datasets:delete"} {
 			if slices.Contains(perms, perm) {
 				access[action] = append(access[action], r)
@@ -341,7 +341,7 @@ func piiList(pii map[string]string) []map[string]string {
 	return piiList
 }
 
-// addOAuth adds the OAuth 2.0 scheme (authorization code, SPEC.md's scopes) as a security option.
+// addOAuth adds the OAuth 2.0 scheme (authorization code, the platform's scopes) as a security option.
 func addOAuth(doc *openapi3.T, in Input, base string) {
 	authURL := strings.TrimRight(in.AuthURL, "/")
 	if authURL == "" {

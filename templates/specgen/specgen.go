@@ -1,6 +1,6 @@
 // Package specgen renders a dataset's OpenAPI 3.0 description out of its schema, from the
 // template dataset.openapi.yaml.tmpl beside this file (embedded): the record, create, update
-// and patch schemas follow the columns and their constraints (SPEC.md "Generated schema
+// and patch schemas follow the columns and their constraints (the generated schema
 // rules"); the paths are those of the record API. What the template does not hold is added
 // to the loaded description (extensions.go): code samples, per-property x-constraints,
 // x-display-name and x-pii, relationships, the description-wide x- extensions and the OAuth
@@ -148,6 +148,9 @@ type view struct {
 	System, Writable bool
 	Key, DefaultSort string
 	KeyIn, KeyOut    map[string]any // the key's schema in requests and in answers
+	// The record list's vocabulary, from the record SQL package.
+	Operators                              string
+	DefaultLimit, MaxLimit, AggregateLimit int
 }
 
 type filterParam struct {
@@ -197,6 +200,7 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 	v.Record, v.Create, v.Update, v.Patch = schemas(in)
 	t := records.NewTable(in.Table)
 	v.System, v.Writable, v.Key, v.DefaultSort = in.Table.System(), t.Writable(), t.Key(), t.DefaultSort()
+	v.Operators, v.DefaultLimit, v.MaxLimit, v.AggregateLimit = records.OperatorList(), records.DefaultListLimit, records.MaxListLimit, records.DefaultAggregateLimit
 	if in.Table.GeneratedID() {
 		v.KeyIn = map[string]any{"type": "integer", "format": "int64", "minimum": 1}
 		v.KeyOut = map[string]any{"type": "integer", "format": "int64"}
@@ -241,7 +245,7 @@ func generatedKey(c ingest.Column) bool {
 	return c.Key && (c.Type == ingest.Integer || c.Type == ingest.BigInt)
 }
 
-// column is the description of one column (SPEC.md "Generated schema rules").
+// column is the description of one column (the generated schema rules").
 func column(c ingest.Column) map[string]any {
 	s := typeSchema(c.Type)
 	s["x-database-type"] = datasets.SQLType(c)
@@ -258,6 +262,18 @@ func column(c ingest.Column) map[string]any {
 	}
 	if c.Key {
 		s["x-primary-key"] = true
+	}
+	if m := c.Semantics; !m.Empty() {
+		// what the owner taught about the column, for clients and for plain-English questions
+		if len(m.Aliases) > 0 {
+			s["x-aliases"] = m.Aliases
+		}
+		if m.Unit != "" {
+			s["x-unit"] = m.Unit
+		}
+		if m.DefaultAggregation != "" {
+			s["x-default-aggregation"] = m.DefaultAggregation
+		}
 	}
 	if k := c.Constraints; k != nil {
 		if k.Unique {

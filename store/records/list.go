@@ -1,0 +1,417 @@
+// Lists: sort keys, cursors, pages and their counts.
+
+package records
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"dataplatform/store/datasets"
+	"dataplatform/store/ingest"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// ListQuery is a list request.
+type ListQuery struct {
+	Page, Limit int
+	Sort        string
+	Fields      []string
+	Search      string
+	Filters     []Filter
+	Cursor      string // wins over Page
+	Count       string // exact, planned or estimated (default)
+	Links       string // an SQL expression for each record's _links ("": none)
+}
+
+type sortKey struct {
+	field string
+	desc  bool
+}
+
+// DefaultSort is the order of a list that names none: newest first for uploaded datasets,
+// by key (or the first column that sorts) for connected tables.
+func (t *Table) DefaultSort() string {
+	if t.System() {
+		return "-created_at"
+	}
+	if t.key != "" {
+		return t.key
+	}
+	for _, c := range t.Columns {
+		if c.Type != ingest.JSONB && !c.Type.IsArray() {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// sortKeys parses sort (fields, - for descending; default DefaultSort) and ends it with the
+// key, which makes the order total (keyset pagination needs that).
+func (t *Table) sortKeys(sort string) ([]sortKey, []string, error) {
+	if strings.TrimSpace(sort) == "" {
+		sort = t.DefaultSort()
+	}
+	if sort == "" {
+		return nil, nil, nil
+	}
+	var keys []sortKey
+	var names []string
+	for _, s := range strings.Split(sort, ",") {
+		s = strings.TrimSpace(s)
+		desc := strings.HasPrefix(s, "-")
+		f := strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
+		c, ok := t.cols[f]
+		if !ok {
+			return nil, nil, &FieldError{"query.sort", "unknown_field", "no field " + strconv.Quote(f)}
+		}
+		if c.Type == ingest.JSONB || c.Type.IsArray() {
+			return nil, nil, &FieldError{"query.sort", "not_sortable", f + " cannot be sorted"}
+		}
+		if slices.ContainsFunc(keys, func(k sortKey) bool { return k.field == f }) {
+			return nil, nil, &FieldError{"query.sort", "duplicate", f + " is sorted twice"}
+		}
+		keys = append(keys, sortKey{f, desc})
+		names = append(names, s)
+	}
+	if t.key != "" && !slices.ContainsFunc(keys, func(k sortKey) bool { return k.field == t.key }) {
+		keys = append(keys, sortKey{t.key, false})
+	}
+	return keys, names, nil
+}
+
+// orderSQL is the ORDER BY of keys; flip reverses it (to read the page before a cursor).
+// Ascending keys put NULLs last, descending first, so flipping mirrors them exactly.
+func orderSQL(keys []sortKey, flip bool) string {
+	if len(keys) == 0 {
+		return "true"
+	}
+	terms := make([]string, len(keys))
+	for i, k := range keys {
+		if k.desc != flip {
+			terms[i] = pq.QuoteIdentifier(k.field) + " DESC NULLS FIRST"
+		} else {
+			terms[i] = pq.QuoteIdentifier(k.field) + " ASC NULLS LAST"
+		}
+	}
+	return strings.Join(terms, ", ")
+}
+
+// Cursor marks a position in a sorted list: the sort key values of a boundary row.
+type Cursor struct {
+	Dataset string            `json:"d"`
+	Sort    string            `json:"s"`
+	Values  []json.RawMessage `json:"v"`
+	Before  bool              `json:"b,omitempty"` // the page before the row, not after it
+}
+
+// Encode makes the opaque string clients send back.
+func (c Cursor) Encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeCursor reads a cursor of this dataset and sort.
+func DecodeCursor(s, dataset, sort string) (*Cursor, error) {
+	bad := &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	var c Cursor
+	if json.Unmarshal(b, &c) != nil {
+		return nil, bad
+	}
+	if c.Dataset != dataset {
+		return nil, &FieldError{"query.cursor", "invalid_cursor", "the cursor belongs to another dataset"}
+	}
+	if c.Sort != sort {
+		return nil, &FieldError{"query.cursor", "invalid_cursor", "the cursor was made for another sort; send the same sort with it"}
+	}
+	return &c, nil
+}
+
+// after is the condition "comes after the row with these key values" in the order of keys
+// (flipped: before it), NULL-aware, as a chain of (k1 > v1) OR (k1 = v1 AND (k2 > v2 OR ...)).
+func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip bool) (string, error) {
+	if len(vals) != len(keys) {
+		return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
+	}
+	cond := "false"
+	for i := len(keys) - 1; i >= 0; i-- {
+		k := keys[i]
+		c := t.cols[k.field]
+		q := pq.QuoteIdentifier(k.field)
+		dec := json.NewDecoder(strings.NewReader(string(vals[i])))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
+		}
+		var gt, eq string
+		if v == nil {
+			eq = q + " IS NULL"
+			if k.desc != flip { // NULLs first: anything non-null comes after
+				gt = q + " IS NOT NULL"
+			} else {
+				gt = "false"
+			}
+		} else {
+			text, _, err := c.Text(v)
+			if err != nil {
+				return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
+			}
+			p := b.arg(text) + "::" + datasets.SQLType(c)
+			eq = q + " = " + p
+			if k.desc != flip {
+				gt = q + " < " + p
+			} else {
+				gt = "(" + q + " > " + p + " OR " + q + " IS NULL)"
+			}
+		}
+		cond = "(" + gt + " OR (" + eq + " AND " + cond + "))"
+	}
+	return cond, nil
+}
+
+// Page is a page of a list.
+type Page struct {
+	Rows       []json.RawMessage // in buf: good until Release
+	Total      int64
+	Estimated  bool // Total is the planner's estimate
+	Sort       []string
+	Next, Prev string // cursors; "" when there is no such page
+	buf        *[]byte
+}
+
+// pageBufs are the buffers pages are read into: a page is read on every list request, and a
+// reused buffer spares the garbage collector a few pages' worth of bytes each time.
+var pageBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// Release hands the page's buffer back once its rows have been written (not needed for
+// correctness: a page never released is garbage collected).
+func (p *Page) Release() {
+	if p.buf != nil && cap(*p.buf) <= 1<<20 {
+		pageBufs.Put(p.buf)
+	}
+	p.buf, p.Rows = nil, nil
+}
+
+// CountThreshold is the table size (in PostgreSQL's statistics) up to which lists count
+// exactly by default; larger tables get the planner's estimate (flagged total_estimated).
+const CountThreshold = 100_000
+
+// List returns a page of records as JSON objects: by page number, or after/before a cursor.
+func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (*Page, error) {
+	var b builder
+	if err := t.where(&b, lq.Filters, lq.Search); err != nil {
+		return nil, err
+	}
+	keys, names, err := t.sortKeys(lq.Sort)
+	if err != nil {
+		return nil, err
+	}
+	sortSpec := strings.Join(names, ",")
+	pg := &Page{Sort: names, Rows: []json.RawMessage{}}
+	if pg.Total, pg.Estimated, err = t.count(ctx, q, &b, lq.Count); err != nil {
+		return nil, err
+	}
+	conds := slices.Clone(b.conds)
+	flip := false
+	var cur *Cursor
+	if lq.Cursor != "" && t.key == "" {
+		return nil, &FieldError{"query.cursor", "invalid_cursor", "this table has no primary key to page by; use page"}
+	}
+	if lq.Cursor != "" {
+		if cur, err = DecodeCursor(lq.Cursor, t.Name, sortSpec); err != nil {
+			return nil, err
+		}
+		flip = cur.Before
+		c, err := t.after(&b, keys, cur.Values, flip)
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, c)
+	}
+	keyVals := make([]string, len(keys))
+	for i, k := range keys {
+		keyVals[i] = "r." + pq.QuoteIdentifier(k.field)
+	}
+	// The page's rows (r) hold the fields and the sort keys as stored; the record (x) is the
+	// fields alone, in the order asked, made as every other record is (rowJSON), with its
+	// _links last. The sort keys ride along beside it for the cursors. (PostgreSQL folds x
+	// into r's projection: it costs no join.)
+	cols, record := []string{"NULL"}, []string{}
+	if len(lq.Fields) > 0 {
+		cols, record = []string{columnList(lq.Fields)}, []string{t.rowJSON(lq.Fields, "r")}
+	}
+	for _, k := range keys {
+		if !slices.Contains(lq.Fields, k.field) {
+			cols = append(cols, pq.QuoteIdentifier(k.field))
+		}
+	}
+	if lq.Links != "" {
+		cols = append(cols, lq.Links+" AS _links")
+		record = append(record, "r._links")
+	}
+	limit := b.arg(lq.Limit + 1)
+	offset := "0"
+	if cur == nil {
+		offset = b.arg((lq.Page - 1) * lq.Limit)
+	}
+	rows, err := q.QueryxContext(ctx, `SELECT to_json(x), json_build_array(`+strings.Join(keyVals, ", ")+`)
+		FROM (SELECT `+strings.Join(cols, ", ")+` FROM `+t.Qualified()+` WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+orderSQL(keys, flip)+
+		` LIMIT `+limit+` OFFSET `+offset+`) r, LATERAL (SELECT `+strings.Join(record, ", ")+`) x`, b.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	// The rows are copied into one buffer (not one allocation per row and key): a page is
+	// read on every request.
+	pg.buf = pageBufs.Get().(*[]byte)
+	buf := (*pg.buf)[:0]
+	defer func() { *pg.buf = buf }()
+	ends := make([]int, 0, 2*(lq.Limit+1)) // of each record, then of its sort keys
+	for rows.Next() {
+		var j, k sql.RawBytes
+		if err := rows.Scan(&j, &k); err != nil {
+			return nil, err
+		}
+		buf = append(buf, j...)
+		ends = append(ends, len(buf))
+		buf = append(buf, k...)
+		ends = append(ends, len(buf))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	bounds := make([]json.RawMessage, 0, len(ends)/2)
+	for i, from := 0, 0; i < len(ends); i, from = i+2, ends[i+1] {
+		pg.Rows = append(pg.Rows, buf[from:ends[i]:ends[i]])
+		bounds = append(bounds, buf[ends[i]:ends[i+1]:ends[i+1]])
+	}
+	more := len(pg.Rows) > lq.Limit
+	if more {
+		pg.Rows, bounds = pg.Rows[:lq.Limit], bounds[:lq.Limit]
+	}
+	if flip { // read backwards: put the page in order
+		slices.Reverse(pg.Rows)
+		slices.Reverse(bounds)
+	}
+	cursorAt := func(i int, before bool) string {
+		var vals []json.RawMessage
+		_ = json.Unmarshal(bounds[i], &vals)
+		return Cursor{Dataset: t.Name, Sort: sortSpec, Values: vals, Before: before}.Encode()
+	}
+	if len(pg.Rows) > 0 && t.key != "" {
+		// After the last row when there is more that way (or when we came from there);
+		// before the first when a page precedes it.
+		if (!flip && more) || (flip && cur != nil) {
+			pg.Next = cursorAt(len(pg.Rows)-1, false)
+		}
+		if (flip && more) || (!flip && (cur != nil || lq.Page > 1)) {
+			pg.Prev = cursorAt(0, true)
+		}
+	}
+	return pg, nil
+}
+
+// count is the number of rows matching b's conditions: exact, planned (the planner's
+// estimate), or estimated (exact up to CountThreshold, planned beyond).
+func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mode string) (int64, bool, error) {
+	where := ` WHERE ` + strings.Join(b.conds, " AND ")
+	var n int64
+	if mode == "exact" {
+		err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM `+t.Qualified()+where, b.args...)
+		return n, false, err
+	}
+	// A planned count known from a moment ago answers at once: the planner's estimate of the
+	// same question is asked again at most every few seconds.
+	key := t.Qualified() + where + fmt.Sprint(b.args...)
+	if n, ok := plannedCounts.get(key); ok {
+		return n, true, nil
+	}
+	if mode != "planned" {
+		// Estimated: exact on a table the statistics say is small, planned on a large one
+		// (counting a large table costs as much as a scan of it, on every page).
+		var rel float64
+		if err := sqlx.GetContext(ctx, q, &rel, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, t.Qualified()); err != nil {
+			return 0, false, err
+		}
+		if rel <= CountThreshold {
+			err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM `+t.Qualified()+where, b.args...)
+			return n, false, err
+		}
+	}
+	var plan []byte
+	if err := sqlx.GetContext(ctx, q, &plan, `EXPLAIN (FORMAT JSON) SELECT 1 FROM `+t.Qualified()+where, b.args...); err != nil {
+		return 0, false, err
+	}
+	var p []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	if err := json.Unmarshal(plan, &p); err != nil || len(p) == 0 {
+		return 0, false, err
+	}
+	n = int64(p[0].Plan.Rows)
+	plannedCounts.put(key, n)
+	return n, true, nil
+}
+
+// countCache keeps planned counts for a few seconds (they are estimates anyway), bounded.
+type countCache struct {
+	mu sync.Mutex
+	m  map[string]countEntry
+}
+
+type countEntry struct {
+	n       int64
+	expires time.Time
+}
+
+var plannedCounts = &countCache{m: map[string]countEntry{}}
+
+// countTTL is how long a planned count is used before the planner is asked again.
+const countTTL = 5 * time.Second
+
+// get is the estimate kept for k. Once it expires, the first caller is told to ask the planner
+// again while the others keep getting it (no crowd of EXPLAINs every few seconds).
+func (c *countCache) get(k string) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok {
+		return 0, false
+	}
+	if now := time.Now(); !now.Before(e.expires) {
+		e.expires = now.Add(countTTL)
+		c.m[k] = e
+		return 0, false
+	}
+	return e.n, true
+}
+
+func (c *countCache) put(k string, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= 10000 {
+		for x := range c.m {
+			delete(c.m, x)
+			if len(c.m) < 9000 {
+				break
+			}
+		}
+	}
+	c.m[k] = countEntry{n, time.Now().Add(countTTL)}
+}
