@@ -190,8 +190,9 @@ func TestRecordQueryByteCap(t *testing.T) {
 // they end), and the analyst's sixth query is refused with 429.
 func TestRecordQueryConcurrency(t *testing.T) {
 	t.Parallel()
-	// Four admission slots, fewer than a user's five query slots, whatever the machine's cores.
-	e := newEnv(t, func(c *config.Config) { c.RecordConcurrency = 4 })
+	// Four admission slots, fewer than a user's five query slots, whatever the machine's cores;
+	// the database's share of user SQL is not what is tested here (TestUserSQLBounds does).
+	e := newEnv(t, func(c *config.Config) { c.RecordConcurrency, c.QueryConcurrency = 4, 20 })
 	own := bearer(e.ownerToken)
 	mine := e.uploadAndCreate(e.ownerToken, "Mine", "m.csv", "a\n1\n")
 	e.waitDataset(e.ownerToken, mine)

@@ -93,8 +93,13 @@ const maxColumnIndexes = 32
 // for a btree keeps none, and the others are built anyway.
 func (x *Indexer) columnIndexes(ctx context.Context, d *store.Dataset, t TableDef, p *jobs.Progress) error {
 	type ix struct{ name, def string }
-	list := []ix{{constraintName(d.ID + "_created_idx"), `(created_at DESC, id)`}}
+	// The default order: newest first, then the key (the records' own key column, or id).
+	key := KeyOf(t.Columns)
+	list := []ix{{constraintName(d.ID + "_created_" + key + "_idx"), `(created_at DESC, ` + pq.QuoteIdentifier(key) + `)`}}
 	for _, c := range t.Columns {
+		if c.Name == key {
+			continue // its primary key index serves it
+		}
 		switch c.Type {
 		case ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz, ingest.UUID, ingest.Text:
 			if len(list) <= maxColumnIndexes {
