@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,8 +174,9 @@ func TestUploadRefusedWithoutDrain(t *testing.T) {
 		t.Fatalf("refused upload: %v %+v", err, res)
 	}
 	io.Copy(io.Discard, res.Body)
-	// The server closes the connection without waiting for the rest of the body.
-	if _, err := r.ReadByte(); err != io.EOF {
+	// The server closes the connection without waiting for the rest of the body: an orderly
+	// close, or a reset when the unread part of the body was still in its receive buffer.
+	if _, err := r.ReadByte(); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("the connection stays open after the refusal: %v", err)
 	}
 }

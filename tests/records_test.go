@@ -483,7 +483,9 @@ func TestDefaultOrderIndex(t *testing.T) {
 	id := e.uploadAndCreate(e.ownerToken, "Patients", "patients.csv", "ward,patient_id,name\nB,P-2,Bo\nA,P-1,Al\nC,P-3,Cy\n")
 	var def string
 	for i := 0; i < 500 && def == ""; i++ {
-		e.st.DB.Get(&def, `SELECT indexdef FROM pg_indexes WHERE tablename = $1 AND indexdef LIKE '%created_at DESC%'`, id)
+		// Valid: a concurrent build shows the index before it can be used.
+		e.st.DB.Get(&def, `SELECT x.indexdef FROM pg_indexes x JOIN pg_class c ON c.relname = x.indexname
+			JOIN pg_index i ON i.indexrelid = c.oid WHERE x.tablename = $1 AND x.indexdef LIKE '%created_at DESC%' AND i.indisvalid`, id)
 		if def == "" {
 			time.Sleep(20 * time.Millisecond)
 		}
