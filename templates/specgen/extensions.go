@@ -254,12 +254,7 @@ func addDescriptionExtensions(doc *openapi3.T, in Input, base string, pii map[st
 	doc.Extensions["x-security"] = map[string]any{
 		"authentication": []string{"bearer JWT (RS256)", "API key (X-API-Key header or api_key query)", "OAuth 2.0 authorization code"},
 		"permissions":    map[string]string{"read": "datasets:read", "write": "datasets:write", "delete": "datasets:delete"},
-		"rate_limits": map[string]string{"read": "1000/min", "write": "100/min", "delete": "50/min", "query": "100/min", "export": "10/min", "bulk": "20/min",
-			"counted_against": "each caller (user, or API key) per dataset, one counter per category: reads are GET of records (lists, " +
-				"single records, streams and sockets when they connect), writes POST/PUT/PATCH, query is /data/query and /data/aggregate. " +
-				"This dataset's traffic draws neither on another dataset's counters nor on the platform API's. The figures are the " +
-				"defaults (an operator may change them); the X-RateLimit-Limit, -Remaining, -Reset and -Reset-After headers of every " +
-				"answer give the figures in force, and a 429 names its category in details.category."},
+		"rate_limits":    rateLimits(),
 	}
 	doc.Extensions["x-validation"] = validationRules(in.Table.Columns)
 	doc.Extensions["x-pii"] = piiList(pii)
@@ -437,4 +432,22 @@ func codeSamples(method, url string, body any) []map[string]string {
 // pyLiteral is JSON as a Python literal (true/false/null differ).
 func pyLiteral(js string) string {
 	return strings.NewReplacer(": true", ": True", ": false", ": False", ": null", ": None").Replace(js)
+}
+
+// RecordRateLimits are the record API's default rate limits as its descriptions state them,
+// by the category's last word (records_read: read); the server's limiter must agree (its
+// test checks).
+var RecordRateLimits = map[string]string{"read": "1000/min", "write": "100/min", "delete": "50/min", "query": "100/min", "export": "10/min", "bulk": "20/min"}
+
+// rateLimits is the x-security rate_limits object: the figures and what they count.
+func rateLimits() map[string]string {
+	out := map[string]string{"counted_against": "each caller (user, or API key) per dataset, one counter per category: reads are GET of records (lists, " +
+		"single records, streams and sockets when they connect), writes POST/PUT/PATCH, query is /data/query and /data/aggregate. " +
+		"This dataset's traffic draws neither on another dataset's counters nor on the platform API's. The figures are the " +
+		"defaults (an operator may change them); the X-RateLimit-Limit, -Remaining, -Reset and -Reset-After headers of every " +
+		"answer give the figures in force, and a 429 names its category in details.category."}
+	for k, v := range RecordRateLimits {
+		out[k] = v
+	}
+	return out
 }
