@@ -1,0 +1,127 @@
+// Superlatives and recency: "the largest", "top 3 by", "the latest".
+
+package nlsql
+
+// applySuperlative makes a superlative order: groups by their aggregate, rows by the measure.
+func (q *query) applySuperlative(in intent) error {
+	p := q.p
+	superlative, supAt := in.superlative, in.supAt
+	if superlative != "" && len(q.groups) == 0 && q.agg == "" && q.measure == nil {
+		// "which department has the most employees": count the rows of a many-side table
+		// per row of the main one
+		if m, _ := q.mentionAt(supAt + 1); m != nil && m.column == "" && m.value == "" && (q.relation(m.table, q.main) != nil || q.junction(q.main, m.table) != nil) {
+			if len(q.where) > 0 || len(q.exists) > 0 || len(q.joined) > 0 || len(q.having) > 0 || len(q.countRefs) > 0 {
+				return p.refuse("it asks for the " + p.toks[supAt] + " " + alias(m.table) + " with conditions this engine does not combine with it")
+			}
+			one := q.main
+			q.main = m.table
+			q.agg = Count
+			if l := q.junction(one, m.table); l != nil && q.relation(m.table, one) == nil {
+				// "which course has the most students": enrollments per course, each student once
+				q.main, q.agg, q.measure = l.via, CountDistinct, &colRef{l.via, l.toB.FromColumn}
+				q.countRefs[m.table] = true
+			}
+			p.step("Counted %s per %s instead", p.s.table(q.main).Dataset, singular(alias(one)))
+			if err := q.entityGroup(one); err != nil {
+				return err
+			}
+		}
+	}
+	if superlative != "" && len(q.groups) == 0 && q.agg == "" && q.measure == nil && q.p.toks[0] == "which" {
+		// "which customer spent the most": a number of a many-side table, per main row
+		c, _ := q.numericAt(supAt + 1)
+		for _, m := range q.ms {
+			if c == nil && m.column != "" && m.value == "" && (m.end == supAt || m.end == supAt-1 && q.tok(supAt-1) == "the") {
+				c, _ = q.numericAt(m.pos) // "spent the most"
+			}
+		}
+		if c != nil && c.table != q.main && q.relation(c.table, q.main) != nil {
+			if len(q.where) > 0 || len(q.exists) > 0 || len(q.joined) > 0 || len(q.having) > 0 || len(q.countRefs) > 0 {
+				return p.refuse("it asks for the " + p.toks[supAt] + " " + q.label(*c) + " with conditions this engine does not combine with it")
+			}
+			one := q.main
+			q.main = c.table
+			p.step("Measured %s per %s instead", p.s.table(c.table).Dataset, singular(alias(one)))
+			if err := q.entityGroup(one); err != nil {
+				return err
+			}
+			if err := q.assumeSum(*c, " for each "+singular(alias(one))); err != nil {
+				return err
+			}
+		}
+	}
+	if superlative != "" {
+		q.order = superlative
+		if q.limit == 0 {
+			q.limit = 1
+		}
+		if len(q.groups) == 0 && (q.tok(0) == "what" || q.tok(0) == "what's") && (q.agg == NoAgg || q.agg == Max || q.agg == Min) {
+			// "what is the highest credit": the value itself
+			if q.measure == nil {
+				q.measure = q.superlativeMeasure(supAt)
+			}
+			if q.measure == nil {
+				return p.refuse("it asks for the " + p.toks[supAt] + " but names no number")
+			}
+			q.agg = extremeOf(superlative)
+			q.order, q.limit = "", 0
+			p.step("Measure: %s of %s", q.agg, q.labelUnit(*q.measure))
+		} else if len(q.groups) == 0 && (q.agg == NoAgg || q.agg == Max || q.agg == Min) {
+			if q.measure == nil {
+				q.measure = q.superlativeMeasure(supAt)
+			}
+			if q.measure == nil {
+				return p.refuse("it asks for the " + p.toks[supAt] + " but names no number to order by")
+			}
+			q.agg, q.rows = "", true
+			p.step("Rows ordered by %s, %s first", q.label(*q.measure), map[string]string{"desc": "highest", "asc": "lowest"}[superlative])
+		} else if q.agg == "" {
+			q.agg = Count
+			if m := q.numericNear(supAt + 1); m != nil && m.table == q.main {
+				if err := q.assumeSum(*m, " for each group"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// applyRecency orders rows by their date for "latest", "most recent", "oldest": the one row
+// when the dataset is named in the singular ("most recent order"), else the rows.
+func (q *query) applyRecency() error {
+	p := q.p
+	if q.recency == "" {
+		return nil
+	}
+	if q.agg != "" || len(q.groups) > 0 || q.orderBy != nil || q.measure != nil {
+		return p.refuse("it asks for the " + p.toks[q.recencyAt] + " rows together with a computation this engine does not combine with it")
+	}
+	dc := q.dateColumn(q.recencyAt)
+	if dc == nil {
+		return p.refuse("it asks for the " + p.toks[q.recencyAt] + " rows but no dataset it reads has a date column")
+	}
+	if dc.table != q.main {
+		return p.refuse("it asks for the " + p.toks[q.recencyAt] + " rows by a date of another dataset")
+	}
+	q.rows, q.orderBy, q.order = true, dc, q.recency
+	for _, m := range q.ms {
+		if m.table == q.main && m.column == "" && m.value == "" && m.pos > q.recencyAt && singular(p.toks[m.end-1]) == p.toks[m.end-1] && q.limit == 0 {
+			q.limit = 1
+		}
+	}
+	p.step("Rows ordered by %s, %s first", q.label(*dc), map[string]string{"desc": "latest", "asc": "earliest"}[q.recency])
+	return nil
+}
+
+// superlativeMeasure is the number a superlative at token supAt orders by: one named near it,
+// else, for "the largest order", the value of the main table's rows (an assumption, stated).
+func (q *query) superlativeMeasure(supAt int) *colRef {
+	if c := q.numericNear(supAt + 1); c != nil {
+		return c
+	}
+	if m, _ := q.mentionAt(supAt + 1); m != nil && m.table == q.main && m.column == "" && m.value == "" {
+		return q.defaultNumber(q.main)
+	}
+	return nil
+}
