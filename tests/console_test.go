@@ -392,20 +392,144 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run(`document.getElementById("question").value = "zzqx florp"; document.getElementById("question").form.requestSubmit(); true`)
 	b.waitFor("the refusal", `!!document.getElementById("nl-refusal")`)
 	b.shot("nl")
+	// A saved query with parameters (saved through the API), run from the console: the prompt
+	// asks for each parameter with its default filled in.
+	{
+		sql := "SELECT count(*) AS n FROM customers WHERE region = {{region}} AND amount >= {{min_amount}}"
+		qid := e.do("POST", "/api/v1/projects/"+project+"/queries/execute", map[string]any{"type": "sql", "query": sql,
+			"parameters": map[string]any{"region": "North", "min_amount": 0}}, own).status(200).str("query_id")
+		sq := e.do("POST", "/api/v1/projects/"+project+"/queries/"+qid+"/save", map[string]any{"name": "Customers of a region",
+			"parameters": []map[string]any{{"name": "region", "type": "string"}, {"name": "min_amount", "type": "number", "default": 100}}}, own).status(201).str("id")
+		want := e.do("POST", "/api/v1/projects/"+project+"/saved-queries/"+sq+"/execute", map[string]any{"parameters": map[string]any{"region": "West", "min_amount": 100}}, own).status(200).get("results.rows.0.0")
+		b.run(`location.hash = "#/datasets"; true`)
+		b.waitFor("the datasets list", `document.body.dataset.ready === "true" && !!document.getElementById("datasets")`)
+		b.run(`location.hash = "#/queries"; true`)
+		b.waitFor("the saved query with parameters", `document.body.dataset.ready === "true" && !!document.querySelector('#saved tr[data-id="`+sq+`"] button')`)
+		b.run(`document.querySelector('#saved tr[data-id="` + sq + `"] button').click(); true`)
+		b.waitFor("the parameter prompt", `document.querySelectorAll("dialog.modal form input").length === 2`)
+		if v := b.run(`Array.prototype.map.call(document.querySelectorAll("dialog.modal form input"), function (i) { return i.type + "=" + i.value + (i.required ? "!" : ""); }).join(" ")`); v != "text=! number=100" {
+			t.Fatalf("the parameter prompt's inputs: %v", v)
+		}
+		b.accessible(axe, "the parameter prompt")
+		b.shot("parameters")
+		b.run(`document.querySelector("dialog.modal form input").value = "West"; document.querySelector("dialog.modal form").requestSubmit(); true`)
+		b.waitFor("the parameterized results", `!document.querySelector("dialog.modal") && document.querySelectorAll("table.results tbody tr").length === 1 &&
+			document.querySelector("table.results tbody td").textContent === `+js(fmt.Sprint(want)))
+		var saved struct {
+			SavedQueries []struct {
+				ID         string `json:"id"`
+				UsageCount int    `json:"usage_count"`
+			} `json:"saved_queries"`
+		}
+		if err := json.Unmarshal(e.do("GET", "/api/v1/projects/"+project+"/saved-queries?limit=100", nil, own).status(200).Body, &saved); err != nil {
+			t.Fatal(err)
+		}
+		runs := -1
+		for _, s := range saved.SavedQueries {
+			if s.ID == sq {
+				runs = s.UsageCount
+			}
+		}
+		if runs != 2 {
+			t.Fatalf("the saved query ran %d times (-1: not listed)", runs)
+		}
+	}
 
 	// 5. Dashboards: generate with the stream's phases, then open the page.
+	// Orders again (with its relationship to customers), for the views plan-views proposes.
+	var orders2 string
+	{
+		body, h := multipartBody(t, "orders.csv", []byte("order_id,customer_id,total\n1,7,10\n2,7,20\n3,12,5\n"), nil)
+		up := e.do("POST", "/api/v1/projects/"+project+"/datasets/upload", body, own, h).status(201)
+		orders2 = e.do("POST", "/api/v1/projects/"+project+"/datasets", map[string]any{"name": "Orders", "source": map[string]any{"file_id": up.str("file_id")}}, own).status(202).str("id")
+		ready := func() bool {
+			if e.do("GET", "/api/v1/projects/"+project+"/datasets/"+orders2, nil, own).str("status") != "active" {
+				return false
+			}
+			r := e.do("GET", "/api/v1/projects/"+project+"/datasets/"+orders2+"/schema", nil, own)
+			l, _ := r.get("relationships").([]any)
+			return r.Code == 200 && len(l) > 0
+		}
+		for i := 0; !ready(); i++ {
+			if i > 300 {
+				t.Fatal("no relationship inferred from the new orders to customers")
+			}
+			b.run(`new Promise(function (r) { setTimeout(r, 100); })`)
+		}
+	}
 	b.run(`location.hash = "#/dashboards"; true`)
 	b.waitFor("the dashboards page", `document.body.dataset.ready === "true" && !document.getElementById("generate").disabled &&
 		Array.prototype.some.call(document.querySelectorAll("#dashboard-dataset option"), function (o) { return o.textContent === "region_totals"; })`)
-	b.run(`document.getElementById("generate").click(); true`)
+	// Saved views: region_totals is listed; plan-views proposes orders joined with customers,
+	// and Save keeps it through the views API.
+	b.waitFor("the saved views", `!!document.querySelector('#view-list tr[data-name="region_totals"]')`)
+	b.run(`document.getElementById("propose-views").click(); true`)
+	b.waitFor("the proposals", `!!document.querySelector('#proposals tr[data-name="orders_with_customers"] button[data-action="save-view"]')`)
+	if v := fmt.Sprint(b.run(`document.querySelector('#proposals tr[data-name="orders_with_customers"]').textContent`)); !strings.Contains(v, "LEFT JOIN customers ON orders.customer_id = customers.customer_id") || !strings.Contains(v, "relationship") {
+		t.Fatalf("the proposal: %s", v)
+	}
+	b.accessible(axe, "the proposed views")
+	b.run(`document.querySelector('#proposals tr[data-name="orders_with_customers"] button[data-action="save-view"]').click(); true`)
+	b.waitFor("the proposed view saved and listed", `!!document.querySelector('#view-list tr[data-name="orders_with_customers"]') &&
+		Array.prototype.some.call(document.querySelectorAll("#dashboard-dataset option"), function (o) { return o.textContent === "orders_with_customers"; })`)
+	{
+		r := e.do("GET", "/api/v1/projects/"+project+"/views?query=orders_with_customers", nil, own).status(200)
+		l, _ := r.get("views").([]any)
+		if len(l) != 1 || !strings.Contains(string(r.Body), `"join"`) {
+			t.Fatalf("the saved proposal: %s", r.Body)
+		}
+		q := e.do("POST", "/api/v1/projects/"+project+"/queries/execute", map[string]any{"type": "sql", "query": "SELECT count(*) AS n FROM orders_with_customers WHERE region IS NOT NULL"}, own).status(200)
+		if fmt.Sprint(q.get("results.rows.0.0")) != "3" {
+			t.Fatalf("reading the saved proposal: %s", q.Body)
+		}
+	}
+	b.run(`document.getElementById("dashboard-dataset").value = "/api/v1/datasets/` + ds + `"; document.getElementById("generate").click(); true`)
 	b.waitFor("the dashboard generated", `!!document.getElementById("open-dashboard")`)
 	if v := b.run(`document.querySelectorAll("#phases li").length`); v.(float64) < 1 {
 		t.Fatal("no phases shown")
 	}
 	b.waitFor("the dashboard listed", `!!document.querySelector("#dashboard-list .row-actions button")`)
 	b.run(`document.querySelector("#dashboard-list .row-actions button").click(); true`)
-	b.waitFor("the dashboard's versions", `document.querySelectorAll("#dashboard-detail tbody tr").length >= 1`)
+	b.waitFor("the dashboard's versions", `document.querySelectorAll("#dashboard-detail tbody tr").length === 1 && !!document.getElementById("refine-prompt")`)
+	dash := strings.TrimPrefix(fmt.Sprint(b.run(`document.getElementById("open-dashboard").getAttribute("href")`)), "/dashboards/")
+	// Refined in words: what changed is shown, and a second version is current.
+	b.run(`document.getElementById("refine-prompt").value = "add a chart of amount by region"; document.getElementById("refine-form").requestSubmit(); true`)
+	b.waitFor("the refinement", `!!document.getElementById("refine-result") && document.querySelectorAll("#dashboard-detail tbody tr").length === 2 &&
+		document.querySelector('#dashboard-detail tr[data-number="2"]').dataset.current === "true"`)
+	if v := fmt.Sprint(b.run(`document.getElementById("refine-result").textContent`)); !strings.Contains(v, "version 2") || b.run(`document.querySelectorAll("#refine-changes li").length`).(float64) < 1 {
+		t.Fatalf("the refinement shown: %s", v)
+	}
+	// A prompt the rules cannot apply: the refusal with its reason, and nothing changed.
+	b.run(`document.getElementById("refine-prompt").value = "zzqx florp"; document.getElementById("refine-form").requestSubmit(); true`)
+	b.waitFor("the refine refusal", `!!document.getElementById("refine-refusal") && document.querySelectorAll("#refine-refusal li button").length > 0`)
+	if n := e.do("GET", "/api/v1/dashboards/"+dash+"/versions", nil, own).status(200).len("versions"); n != 2 {
+		t.Fatalf("%d versions after a refused refinement", n)
+	}
 	b.accessible(axe, "the dashboards page")
+	b.shot("dashboard-versions")
+	// Version 1 restored (a third version, current), then pinned.
+	b.run(`document.querySelector('#dashboard-detail tr[data-number="1"] button[data-action="restore"]').click(); true`)
+	b.waitFor("the restore", `document.querySelectorAll("#dashboard-detail tbody tr").length === 3 && document.querySelector('#dashboard-detail tr[data-number="3"]').dataset.current === "true"`)
+	{
+		r := e.do("GET", "/api/v1/dashboards/"+dash+"/versions", nil, own).status(200)
+		if v := fmt.Sprintf("%v %v", r.get("versions.0.kind"), r.get("versions.0.restored_from")); v != "restore 1" {
+			t.Fatalf("the restored version: %s", r.Body)
+		}
+		now, _ := json.Marshal(e.do("GET", "/api/v1/dashboards/"+dash, nil, own).status(200).get("spec"))
+		was, _ := json.Marshal(e.do("GET", "/api/v1/dashboards/"+dash+"/versions/"+r.str("versions.2.id"), nil, own).status(200).get("spec"))
+		if string(now) != string(was) {
+			t.Fatalf("the restored spec\n%s\nis not version 1's\n%s", now, was)
+		}
+	}
+	b.run(`document.querySelector('#dashboard-detail tr[data-number="1"] button[data-action="pin"]').click(); true`)
+	b.waitFor("the pin", `document.querySelector('#dashboard-detail tr[data-number="1"]').dataset.pinned === "true" && !!document.querySelector('#dashboard-detail tr[data-number="1"] button[data-action="unpin"]')`)
+	if !strings.Contains(string(e.do("GET", "/api/v1/dashboards/"+dash+"/versions", nil, own).status(200).Body), `"pinned":true`) {
+		t.Fatal("no version pinned")
+	}
+	b.run(`document.querySelector('#dashboard-detail tr[data-number="2"] button[data-action="pin"]').click(); true`)
+	b.waitFor("the second pin", `document.querySelector('#dashboard-detail tr[data-number="2"]').dataset.pinned === "true"`)
+	b.run(`document.querySelector('#dashboard-detail tr[data-number="2"] button[data-action="unpin"]').click(); true`)
+	b.waitFor("the unpin", `document.querySelector('#dashboard-detail tr[data-number="2"]').dataset.pinned === "false" && document.querySelector('#dashboard-detail tr[data-number="1"]').dataset.pinned === "true"`)
 	b.run(`document.getElementById("open-dashboard").click(); true`)
 	b.waitFor("the dashboard page drawn", `location.pathname.indexOf("/dashboards/dsh_") === 0 && document.body.getAttribute("data-ready") === "true"`)
 	b.shot("dashboard")

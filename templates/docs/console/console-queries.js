@@ -197,7 +197,7 @@ export async function render(main) {
   async function drawSaved() {
     try {
       const r = await get(base() + "/saved-queries?limit=100");
-      clear(saved, table(["Name", "Type", "Query", "Used", ""], r.saved_queries.map((s) => h("tr", {},
+      clear(saved, table(["Name", "Type", "Query", "Used", ""], r.saved_queries.map((s) => h("tr", { dataset: { id: s.id } },
         h("td", {}, s.name), h("td", {}, s.type === "sql" ? "SQL" : "English"), h("td", {}, h("code", {}, s.query.slice(0, 120))), h("td", { class: "num" }, num(s.usage_count)),
         h("td", {}, h("button", { type: "button", class: "small", onclick: async () => {
           try {
