@@ -392,14 +392,52 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.run(`document.getElementById("question").value = "zzqx florp"; document.getElementById("question").form.requestSubmit(); true`)
 	b.waitFor("the refusal", `!!document.getElementById("nl-refusal")`)
 	b.shot("nl")
-	// A saved query with parameters (saved through the API), run from the console: the prompt
-	// asks for each parameter with its default filled in.
+	// A query with {{placeholders}} written in the editor: running it asks for their values;
+	// saving it declares each as a typed parameter (its value the default unless cleared). Run
+	// from the saved list, the prompt asks for each parameter with its default filled in.
 	{
 		sql := "SELECT count(*) AS n FROM customers WHERE region = {{region}} AND amount >= {{min_amount}}"
-		qid := e.do("POST", "/api/v1/projects/"+project+"/queries/execute", map[string]any{"type": "sql", "query": sql,
-			"parameters": map[string]any{"region": "North", "min_amount": 0}}, own).status(200).str("query_id")
-		sq := e.do("POST", "/api/v1/projects/"+project+"/queries/"+qid+"/save", map[string]any{"name": "Customers of a region",
-			"parameters": []map[string]any{{"name": "region", "type": "string"}, {"name": "min_amount", "type": "number", "default": 100}}}, own).status(201).str("id")
+		b.run(`window.consoleEditor.dispatch({changes: {from: 0, to: window.consoleEditor.state.doc.length, insert: ` + js(sql) + `}}); document.getElementById("run-sql").click(); true`)
+		b.waitFor("the placeholder prompt", `document.querySelectorAll("dialog.modal form input").length === 2`)
+		b.accessible(axe, "the placeholder prompt")
+		b.run(`var ins = document.querySelectorAll("dialog.modal form input"); ins[0].value = "North"; ins[1].value = "0"; document.querySelector("dialog.modal form").requestSubmit(); true`)
+		north := e.do("POST", "/api/v1/projects/"+project+"/queries/execute", map[string]any{"type": "sql", "query": sql,
+			"parameters": map[string]any{"region": "North", "min_amount": 0}}, own).status(200).get("results.rows.0.0")
+		b.waitFor("the results with the values", `!document.querySelector("dialog.modal") && document.querySelectorAll("table.results tbody tr").length === 1 &&
+			document.querySelector("table.results tbody td").textContent === `+js(fmt.Sprint(north)))
+		b.run(`document.getElementById("save-query").click(); true`)
+		b.waitFor("the save dialog with the parameters", `document.querySelectorAll("dialog.modal select").length === 2`)
+		if v := b.run(`Array.prototype.map.call(document.querySelectorAll("dialog.modal select"), function (s) { return s.dataset.param + ":" + s.value; }).join(" ")`); v != "region:string min_amount:integer" {
+			t.Fatalf("the parameters' types as guessed: %v", v)
+		}
+		b.accessible(axe, "the save dialog")
+		b.run(`document.querySelector("dialog.modal input[type=text]").value = "Customers of a region";
+			document.querySelector('dialog.modal select[data-param="min_amount"]').value = "number";
+			document.querySelector('dialog.modal input[data-param-default="region"]').value = "";
+			document.querySelector('dialog.modal input[data-param-default="min_amount"]').value = "100";
+			document.querySelector("dialog.modal form").requestSubmit(); true`)
+		b.waitFor("the saved query listed", `!document.querySelector("dialog.modal") && document.getElementById("saved").textContent.indexOf("Customers of a region") >= 0`)
+		var list struct {
+			SavedQueries []struct {
+				ID, Name   string
+				Parameters []map[string]any `json:"parameters"`
+			} `json:"saved_queries"`
+		}
+		if err := json.Unmarshal(e.do("GET", "/api/v1/projects/"+project+"/saved-queries?limit=100", nil, own).status(200).Body, &list); err != nil {
+			t.Fatal(err)
+		}
+		sq := ""
+		for _, q := range list.SavedQueries {
+			if q.Name == "Customers of a region" {
+				sq = q.ID
+				if got := fmt.Sprint(q.Parameters); got != "[map[name:region type:string] map[default:100 name:min_amount type:number]]" {
+					t.Fatalf("the saved parameters: %s", got)
+				}
+			}
+		}
+		if sq == "" {
+			t.Fatal("the query saved from the console is not listed")
+		}
 		want := e.do("POST", "/api/v1/projects/"+project+"/saved-queries/"+sq+"/execute", map[string]any{"parameters": map[string]any{"region": "West", "min_amount": 100}}, own).status(200).get("results.rows.0.0")
 		b.run(`location.hash = "#/datasets"; true`)
 		b.waitFor("the datasets list", `document.body.dataset.ready === "true" && !!document.getElementById("datasets")`)

@@ -81,7 +81,7 @@ export async function render(main) {
   shadow.append(view.dom);
   window.consoleEditor = view; // for the browser tests and the curious
 
-  let lastQueryId = "";
+  let lastQueryId = "", lastPlaceholders = [];
   async function execute(body) {
     clear(results, h("p", { class: "muted" }, "Running…"));
     const r = await post(base() + "/queries/execute", body);
@@ -108,8 +108,15 @@ export async function render(main) {
   drawHistory();
 
   async function runSQL() {
+    const query = view.state.doc.toString();
+    const names = placeholders(query);
+    const parameters = names.length ? await askValues(names) : {};
+    if (!parameters) return;
     run.disabled = true;
-    try { await execute({ type: "sql", query: view.state.doc.toString() }); } catch (err) { clear(results, queryError(err)); }
+    try {
+      await execute(names.length ? { type: "sql", query, parameters } : { type: "sql", query });
+      lastPlaceholders = names.map((n) => ({ name: n, value: parameters[n] }));
+    } catch (err) { clear(results, queryError(err)); }
     run.disabled = false;
   }
   run.addEventListener("click", runSQL);
@@ -186,10 +193,25 @@ export async function render(main) {
   save.addEventListener("click", async () => {
     const name = h("input", { type: "text", required: true, maxlength: 255 });
     const problem = h("div");
+    // Each {{placeholder}} of the query becomes a typed parameter, its value of this run the
+    // default unless cleared (then it is required at every run).
+    const declared = lastPlaceholders.map((p) => ({ name: p.name,
+      type: h("select", { dataset: { param: p.name } }, ["string", "integer", "number", "boolean", "date"].map((t) =>
+        h("option", { value: t, selected: t === guessType(p.value) }, t))),
+      def: h("input", { type: "text", value: p.value === undefined ? "" : String(p.value), dataset: { paramDefault: p.name } }) }));
     const ok = await modal("Save query", (close) => h("form", { onsubmit: async (e) => {
       e.preventDefault();
-      try { await post(base() + "/queries/" + lastQueryId + "/save", { name: name.value.trim() }); close(true); } catch (err) { clear(problem, errorBox(err)); }
-    } }, field("Name", name), problem, h("div", { class: "actions" },
+      const body = { name: name.value.trim() };
+      if (declared.length) {
+        body.parameters = declared.map((d) => {
+          const out = { name: d.name, type: d.type.value };
+          if (d.def.value !== "") out.default = typed(d.type.value, d.def.value);
+          return out;
+        });
+      }
+      try { await post(base() + "/queries/" + lastQueryId + "/save", body); close(true); } catch (err) { clear(problem, errorBox(err)); }
+    } }, field("Name", name), declared.map((d) => [field("Type of {{" + d.name + "}}", d.type),
+      field("Default of {{" + d.name + "}}", d.def, "Leave empty to ask for it at every run.")]), problem, h("div", { class: "actions" },
       h("button", { type: "button", class: "ghost", onclick: () => close(false) }, "Cancel"), h("button", { type: "submit" }, "Save"))));
     if (ok) { toast("Query saved"); drawSaved(); }
   });
@@ -211,6 +233,47 @@ export async function render(main) {
     } catch (err) { clear(saved, errorBox(err)); }
   }
   drawSaved();
+}
+
+// placeholders are the {{name}} placeholders of a query's text, once each, in lower case.
+function placeholders(query) {
+  const out = [];
+  for (const m of query.matchAll(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g)) {
+    const n = m[1].toLowerCase();
+    if (!out.includes(n)) out.push(n);
+  }
+  return out;
+}
+
+// guessType is the parameter type a value typed into a form reads as.
+function guessType(v) {
+  if (typeof v === "number") return Number.isInteger(v) ? "integer" : "number";
+  if (typeof v === "boolean") return "boolean";
+  if (typeof v === "string" && /^\d{4}-\d{2}-\d{2}$/.test(v)) return "date";
+  return "string";
+}
+
+// typed is a form's text as a value of type t.
+function typed(t, v) {
+  if (t === "integer" || t === "number") return Number(v);
+  if (t === "boolean") return /^(true|yes|1)$/i.test(v);
+  return v;
+}
+
+// askValues asks for the values of a query's placeholders before it runs (numbers as
+// numbers); null when dismissed.
+async function askValues(names) {
+  const inputs = names.map((n) => ({ n, input: h("input", { type: "text", required: true, dataset: { placeholder: n } }) }));
+  return modal("Values of the placeholders", (close) => h("form", { onsubmit: (e) => {
+    e.preventDefault();
+    const out = {};
+    for (const { n, input } of inputs) {
+      const v = input.value.trim();
+      out[n] = /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v;
+    }
+    close(out);
+  } }, inputs.map(({ n, input }) => field("{{" + n + "}}", input)),
+  h("div", { class: "actions" }, h("button", { type: "button", class: "ghost", onclick: () => close(null) }, "Cancel"), h("button", { type: "submit" }, "Run"))));
 }
 
 // askParameters asks for the values of a saved query's parameters (their defaults filled
