@@ -10,6 +10,7 @@ import (
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/mcp"
 	"dataplatform/store"
+	"dataplatform/templates/descriptions"
 	"dataplatform/templates/specgen"
 
 	"github.com/labstack/echo/v4"
@@ -93,6 +94,12 @@ func (s *Server) toAPIError(err error, c echo.Context) *apierr.Error {
 	}
 	// A table whose description cannot be made valid (wherever it is needed: its own API, or
 	// another table's that embeds its records) is the table's state, not a server failure.
+	if re := (*descriptions.RequestError)(nil); errors.As(err, &re) {
+		if re.NotServed {
+			return apierr.New(http.StatusMethodNotAllowed, apierr.CodeMethodNotAllowed, re.Message).WithDetails(re.Details)
+		}
+		return apierr.Field(re.Field, re.Code, re.Message)
+	}
 	if ie := (*specgen.InvalidError)(nil); errors.As(err, &ie) {
 		return apierr.New(http.StatusConflict, apierr.CodeDescriptionUnavailable, "the table cannot be described, so its API is not served: "+ie.Err.Error()).
 			WithDetails(map[string]any{"dataset_id": ie.DatasetID, "table": ie.Table, "reason": ie.Err.Error()})

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"dataplatform/handlers/apierr"
 	"dataplatform/store"
 	"dataplatform/store/datasets"
 	"dataplatform/store/ingest"
@@ -113,8 +112,19 @@ func (d *Description) NotServed(path, method string) error {
 	case method != http.MethodGet && !t.Writable():
 		reason = "the table " + t.Name + " is read-only through the record API (a MySQL connection, or no single-column primary key)"
 	}
-	return apierr.New(http.StatusMethodNotAllowed, apierr.CodeMethodNotAllowed, reason).WithDetails(map[string]any{"method": method, "table": t.Name})
+	return &RequestError{NotServed: true, Message: reason, Details: map[string]any{"method": method, "table": t.Name}}
 }
+
+// RequestError is a request that names what a dataset's description does not have: a table or
+// a version (a validation error of Field, with Code), or an operation (NotServed: 405). The
+// server answers it in the API's error shape.
+type RequestError struct {
+	NotServed            bool
+	Field, Code, Message string
+	Details              map[string]any
+}
+
+func (e *RequestError) Error() string { return e.Message }
 
 // pickTable is the dataset's table named table ("": the first), or a 400 naming the others.
 func pickTable(tables []datasets.TableDef, table string) (datasets.TableDef, error) {
@@ -129,9 +139,10 @@ func pickTable(tables []datasets.TableDef, table string) (datasets.TableDef, err
 		names = append(names, t.Name)
 	}
 	if !tables[0].Foreign {
-		return datasets.TableDef{}, apierr.Field("query.table", "not_found", "an uploaded dataset has one table: leave table out")
+		return datasets.TableDef{}, &RequestError{Field: "query.table", Code: "not_found", Message: "an uploaded dataset has one table: leave table out"}
 	}
-	return datasets.TableDef{}, apierr.Field("query.table", "not_found", fmt.Sprintf("no table %q; the dataset's tables are: %s", table, strings.Join(names, ", ")))
+	return datasets.TableDef{}, &RequestError{Field: "query.table", Code: "not_found",
+		Message: fmt.Sprintf("no table %q; the dataset's tables are: %s", table, strings.Join(names, ", "))}
 }
 
 // Describe is the description of a dataset's table (table "": the first), rendered or
@@ -481,7 +492,7 @@ func (d *Description) VersionHeaders(datasetID, baseURL, version string) (map[st
 		for i, x := range d.Versions {
 			known[i] = x.Version
 		}
-		return nil, apierr.Field("header.X-API-Version", "enum", "no version "+version+" of this dataset's API; versions: "+strings.Join(known, ", "))
+		return nil, &RequestError{Field: "header.X-API-Version", Code: "enum", Message: "no version " + version + " of this dataset's API; versions: " + strings.Join(known, ", ")}
 	}
 	if v.DeprecatedAt == nil {
 		return nil, nil
