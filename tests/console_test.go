@@ -608,6 +608,16 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		b.accessible(axe, "the "+tab)
 	}
+	// The plan changes from the usage tab, as the billing API says it did.
+	b.run(`location.hash = "#/org/usage"; true`)
+	b.waitFor("the plan", `document.body.dataset.ready === "true" && !!document.getElementById("billing-plan")`)
+	before := e.do("GET", "/api/v1/organizations/"+e.orgID+"/billing", nil, own).status(200).str("billing_cycle")
+	want := map[string]string{"monthly": "yearly", "yearly": "monthly"}[before]
+	b.run(`document.getElementById("billing-cycle").value = ` + js(want) + `; document.getElementById("billing-change").click(); true`)
+	b.waitFor("the changed cycle", `document.getElementById("billing-current").textContent.indexOf("billed `+want+`") >= 0`)
+	if got := e.do("GET", "/api/v1/organizations/"+e.orgID+"/billing", nil, own).status(200).str("billing_cycle"); got != want {
+		t.Fatalf("the billing cycle after the change: %s, want %s", got, want)
+	}
 
 	// Dark mode and a narrow window.
 	b.call(b.session, "Emulation.setEmulatedMedia", map[string]any{"features": []map[string]string{{"name": "prefers-color-scheme", "value": "dark"}}}, nil)

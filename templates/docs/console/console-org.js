@@ -186,6 +186,38 @@ async function usage(panel) {
   add(panel, h("p", { class: "muted" }, "Period: " + r.period.start + " to " + r.period.end),
     table(["What", "Used", "Limit", "Share"], figures, { caption: "Usage", empty: "No usage figures." }),
     r.cost ? h("p", {}, "Cost this period: " + (r.cost.total !== undefined ? r.cost.total + " " + (r.cost.currency || "") : JSON.stringify(r.cost))) : null);
+  await billing(panel);
+}
+
+// billing shows the plan, the cycle and the invoices, and changes the plan or the cycle
+// (owners: billing:manage); admins without it see them only.
+async function billing(panel) {
+  const box = h("section", { id: "billing" });
+  add(panel, h("h2", {}, "Plan and billing"), box);
+  const money = (n, c) => Number(n).toLocaleString("en", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) + " " + c;
+  async function draw() {
+    let b;
+    try { b = await get(org() + "/billing"); } catch (err) { clear(box, errorBox(err)); return; }
+    const plan = h("select", { id: "billing-plan" }, b.plans.map((p) => h("option", { value: p.tier, selected: p.tier === b.plan.tier },
+      p.name + " (" + money(p.price_monthly, p.currency) + " a month)")));
+    const cycle = h("select", { id: "billing-cycle" }, ["monthly", "yearly"].map((c) => h("option", { value: c, selected: c === b.billing_cycle }, c)));
+    const problem = h("div");
+    clear(box, h("p", { id: "billing-current" }, "Plan: " + b.plan.name + ", billed " + b.billing_cycle +
+      (b.next_billing_date ? "; next billing date " + b.next_billing_date : "")),
+    h("form", { class: "filters", onsubmit: async (e) => {
+      e.preventDefault();
+      clear(problem);
+      const body = {};
+      if (plan.value !== b.plan.tier) body.plan = plan.value;
+      if (cycle.value !== b.billing_cycle) body.billing_cycle = cycle.value;
+      if (!Object.keys(body).length) return;
+      try { await patch(org() + "/billing", body); toast("Plan changed"); await draw(); } catch (err) { problem.append(errorBox(err)); }
+    } }, h("label", { for: "billing-plan" }, "Plan"), plan, h("label", { for: "billing-cycle" }, "Cycle"), cycle,
+    h("button", { type: "submit", class: "small", id: "billing-change" }, "Change")), problem,
+    table(["Invoice", "Period", "Amount", "Status"], b.invoices.map((i) => h("tr", {}, h("td", {}, i.id), h("td", {}, i.period_start + " to " + i.period_end),
+      h("td", { class: "num" }, money(i.amount, i.currency)), h("td", {}, i.status))), { caption: "Invoices", empty: "No invoices yet: one per closed month." }));
+  }
+  await draw();
 }
 
 // teams: create a team, add members, and grant it the current project with a role.
