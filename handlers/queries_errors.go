@@ -51,8 +51,11 @@ func QueryError(err error, sqlText *string, timeout, took time.Duration) error {
 	var be *queries.BrokenError
 	switch {
 	case errors.Is(err, usersql.ErrNoSlot):
-		e := TooManyQueries()
-		e.Cause = err
+		// A sixth concurrent query of a user: the category's X-RateLimit headers are the rate
+		// limiter's, and it may retry in a second.
+		e := apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded, fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
+			WithDetails(map[string]any{"concurrent_limit": maxConcurrentQuery})
+		e.Headers, e.Cause = map[string]string{"Retry-After": "1"}, err
 		return e
 	case errors.Is(err, usersql.ErrBusy):
 		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeServiceUnavailable, "the database is running as much user SQL as it may at once (DP_QUERY_CONCURRENCY); try again shortly")

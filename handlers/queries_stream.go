@@ -81,15 +81,6 @@ func (h *Queries) StreamQuery(ctx context.Context, req api.StreamQueryRequestObj
 	return s, nil
 }
 
-// TooManyQueries is the refusal of a sixth concurrent query of a user: it carries the
-// category's X-RateLimit headers (set by the rate limiter) and a Retry-After of one second.
-func TooManyQueries() *apierr.Error {
-	e := apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded, fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
-		WithDetails(map[string]any{"concurrent_limit": maxConcurrentQuery})
-	e.Headers = map[string]string{"Retry-After": "1"}
-	return e
-}
-
 // queryStream writes the events of a streamed query.
 type queryStream struct {
 	h       *Queries

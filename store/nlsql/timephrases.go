@@ -126,22 +126,17 @@ func (q *query) readDates(i int, per *period) int {
 			p.mark(i, i+1+n)
 			per.desc = t + " " + strings.Join(p.toks[i+1:i+1+n], " ") + r
 		}
-	case t == "since" || t == "after":
+	case t == "since" || t == "after" || t == "before" || t == "until":
+		// since and before take the point's start, after and until its end.
 		if s, e, n, _, r := q.pointYear(i + 1); n > 0 {
-			if t == "after" {
-				per.from = e
-			} else {
-				per.from = s
+			at := s
+			if t == "after" || t == "until" {
+				at = e
 			}
-			p.mark(i, i+1+n)
-			per.desc = t + " " + strings.Join(p.toks[i+1:i+1+n], " ") + r
-		}
-	case t == "before" || t == "until":
-		if s, e, n, _, r := q.pointYear(i + 1); n > 0 {
-			if t == "until" {
-				per.to = e
+			if t == "since" || t == "after" {
+				per.from = at
 			} else {
-				per.to = s
+				per.to = at
 			}
 			p.mark(i, i+1+n)
 			per.desc = t + " " + strings.Join(p.toks[i+1:i+1+n], " ") + r

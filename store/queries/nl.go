@@ -157,8 +157,8 @@ func namedValues(ctx context.Context, db *sqlx.DB, question string, sources []So
 					continue
 				}
 				var found []string
-				err := sqlx.SelectContext(ctx, db, &found, `SELECT DISTINCT `+pqIdent(c.Name)+` FROM `+datasets.Table(t.Schema, t.Relation)+
-					` WHERE lower(`+pqIdent(c.Name)+`) = ANY($1) AND deleted_at IS NULL LIMIT 5`, pq.Array(names))
+				err := sqlx.SelectContext(ctx, db, &found, `SELECT DISTINCT `+pq.QuoteIdentifier(c.Name)+` FROM `+datasets.Table(t.Schema, t.Relation)+
+					` WHERE lower(`+pq.QuoteIdentifier(c.Name)+`) = ANY($1) AND deleted_at IS NULL LIMIT 5`, pq.Array(names))
 				if ctx.Err() != nil {
 					return nil // out of time: the names stay unknown, as before
 				} else if err != nil {
@@ -180,5 +180,3 @@ func namedValues(ctx context.Context, db *sqlx.DB, question string, sources []So
 func nameLike(col string) bool {
 	return col == "name" || strings.HasSuffix(col, "_name") || col == "company" || col == "title" || strings.HasSuffix(col, "_title")
 }
-
-func pqIdent(s string) string { return pq.QuoteIdentifier(s) }

@@ -81,7 +81,11 @@ func NotRun(err error) bool { return errors.Is(err, ErrNoSlot) || errors.Is(err,
 // SearchPath is user SQL's search path: sql_limits first, whose functions bound the sizes
 // that repeat, lpad, rpad, array_fill and generate_series make (see sized), then the
 // catalog, then the organization's schema.
-func SearchPath(orgID string) string { return "sql_limits, pg_catalog, " + pq.QuoteIdentifier(orgID) }
+func SearchPath(orgID string) string { return FunctionPath + ", " + pq.QuoteIdentifier(orgID) }
+
+// FunctionPath is the part of SearchPath that resolves functions: what views are created
+// under, so that they bind the same bounded functions.
+const FunctionPath = "sql_limits, pg_catalog"
 
 // RunQuery runs checked user SQL (a SELECT with $n parameters) in a read-only transaction,
 // under the organization's query role, with a statement timeout, and always rolls back.

@@ -213,7 +213,7 @@ func withLimits(ctx context.Context, tx *sqlx.Tx, fn func() error) error {
 	if err := tx.GetContext(ctx, &prev, `SELECT current_setting('search_path')`); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `SELECT set_config('search_path', 'sql_limits, pg_catalog', true)`); err != nil {
+	if _, err := tx.ExecContext(ctx, `SELECT set_config('search_path', $1, true)`, usersql.FunctionPath); err != nil {
 		return err
 	}
 	if err := fn(); err != nil {
