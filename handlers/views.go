@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"dataplatform/gen/api"
@@ -83,6 +85,36 @@ func viewError(err error) error {
 		return QueryError(se.Err, &se.SQL, 0, 0)
 	}
 	return QueryError(err, nil, 0, 0)
+}
+
+// proposalHolds checks the columns and datasets a plan-views proposal sent as it is expects
+// against what its definition produces now: the data may have changed since it was proposed.
+func proposalHolds(b *api.CreateViewJSONRequestBody, v *store.View) error {
+	if b.Columns != nil {
+		var got []store.ViewColumn
+		if err := json.Unmarshal([]byte(v.Columns), &got); err != nil {
+			return err
+		}
+		want := *b.Columns
+		for i := range max(len(want), len(got)) {
+			switch {
+			case i >= len(got):
+				return apierr.Field("body.columns", "columns_changed", fmt.Sprintf("the definition produces no column %q now (%d columns)", want[i].Name, len(got)))
+			case i >= len(want):
+				return apierr.Field("body.columns", "columns_changed", fmt.Sprintf("the definition produces column %q too (%d columns, %d expected)", got[i].Name, len(got), len(want)))
+			case want[i].Name != got[i].Name || want[i].Type != got[i].Type:
+				return apierr.Field(fmt.Sprintf("body.columns[%d]", i), "columns_changed",
+					fmt.Sprintf("the definition produces %s %s here now, not %s %s", got[i].Name, got[i].Type, want[i].Name, want[i].Type))
+			}
+		}
+	}
+	if b.DatasetIds != nil {
+		want, got := slices.Sorted(slices.Values(*b.DatasetIds)), slices.Sorted(slices.Values([]string(v.DatasetIDs)))
+		if !slices.Equal(slices.Compact(want), got) {
+			return apierr.Field("body.dataset_ids", "datasets_changed", fmt.Sprintf("the definition reads %s, not %s", strings.Join(got, ", "), strings.Join(want, ", ")))
+		}
+	}
+	return nil
 }
 
 // viewBroken is 409 VIEW_BROKEN for a view a change to what it reads broke.
@@ -202,6 +234,9 @@ func (h *Views) CreateView(ctx context.Context, req api.CreateViewRequestObject)
 			CreatedAt: now, UpdatedAt: now}
 		if err := views.Create(ctx, h.Store.DB, tx, v, def); err != nil {
 			return viewError(err)
+		}
+		if err := proposalHolds(b, v); err != nil {
+			return err
 		}
 		if err := store.InsertView(ctx, tx, v); err != nil {
 			return conflictOn(err, "name", "a view of this project is named "+v.Name+" already")

@@ -76,6 +76,15 @@ func TestDashboardRefine(t *testing.T) {
 	if tiles(a)[pie]["type"] != "bar" {
 		t.Fatalf("type: %s", a.Body)
 	}
+	// On the whole dashboard, a tile named by what it shows: one fits, or each is named back.
+	a = ask(map[string]any{"user_prompt": "make the region orders chart a pie chart", "scope": "dashboard"})
+	if tiles(a)[tileByID(a, "count_by_region")]["type"] != "pie" {
+		t.Fatalf("the region orders chart: %s", a.Body)
+	}
+	if b := e.do("POST", refine, map[string]any{"user_prompt": "make the status chart a line chart", "scope": "dashboard"}, own).dashError(400, "prompt_not_understood"); !strings.Contains(b.str("message"), "Orders by status") ||
+		len(b.get("suggestions").([]any)) < 2 {
+		t.Fatalf("several tiles are about status: %s", b.Body)
+	}
 	a = ask(map[string]any{"user_prompt": "change the time grain to month"})
 	if p := tileByID(a, "count_per_week"); tiles(a)[p]["title"] != "Orders per month" || !strings.Contains(fmt.Sprint(tiles(a)[p]["query"]), "date_trunc('month'") {
 		t.Fatalf("grain: %v", tiles(a)[p])

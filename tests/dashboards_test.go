@@ -3,7 +3,9 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -515,9 +517,29 @@ func TestDashboardFromViews(t *testing.T) {
 		t.Fatalf("plan: %s", plan.Body)
 	}
 	e.do("POST", "/api/v1/projects/"+e.projectID+"/dashboards/plan-views", map[string]any{"dataset_ids": []string{"ds_nosuchdataset"}}, own).dashError(400, "validation_error")
-	v := e.do("POST", "/api/v1/projects/"+e.projectID+"/views", map[string]any{"name": plan.str("views.0.name"),
-		"description": plan.str("views.0.description"), "definition": plan.get("views.0.definition")}, own).status(201)
+	// A proposal saves as it is; one whose columns or datasets no longer match what its
+	// definition produces is refused on that field and keeps nothing.
+	proposal := plan.get("views.0").(map[string]any)
+	stale := maps.Clone(proposal)
+	cols := slices.Clone(proposal["columns"].([]any))
+	first := maps.Clone(cols[0].(map[string]any))
+	first["type"] = "jsonb"
+	stale["columns"] = append([]any{first}, cols[1:]...)
+	if r := e.do("POST", "/api/v1/projects/"+e.projectID+"/views", stale, own).apiError(400, "VALIDATION_ERROR"); r.str("error.details.0.field") != "body.columns[0]" ||
+		r.str("error.details.0.code") != "columns_changed" {
+		t.Fatalf("stale columns: %s", r.Body)
+	}
+	stale = maps.Clone(proposal)
+	stale["dataset_ids"] = []string{proposal["dataset_ids"].([]any)[0].(string)}
+	e.do("POST", "/api/v1/projects/"+e.projectID+"/views", stale, own).apiError(400, "VALIDATION_ERROR")
+	if l := e.do("GET", "/api/v1/projects/"+e.projectID+"/views", nil, own).status(200); l.len("views") != 0 {
+		t.Fatalf("a refused proposal was kept: %s", l.Body)
+	}
+	v := e.do("POST", "/api/v1/projects/"+e.projectID+"/views", proposal, own).status(201)
 	vid := v.str("id")
+	if v.str("name") != plan.str("views.0.name") || v.len("columns") != len(cols) {
+		t.Fatalf("saved proposal: %s", v.Body)
+	}
 	// After saving it, the same join is proposed under another name.
 	if again := e.do("POST", "/api/v1/projects/"+e.projectID+"/dashboards/plan-views", nil, own).status(200); again.str("views.0.name") != "orders_with_customers_2" {
 		t.Fatalf("plan again: %s", again.Body)

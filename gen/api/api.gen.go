@@ -4666,14 +4666,30 @@ type ViewColumn struct {
 	Type string `json:"type"`
 }
 
-// ViewCreate defines model for ViewCreate.
+// ViewCreate A proposal of `POST /projects/{project_id}/dashboards/plan-views` is accepted as it is:
+// its `columns` and `dataset_ids`, when sent, are checked against what the definition
+// produces now (a 400 on `body.columns` or `body.dataset_ids` says what changed since the
+// proposal, for instance a column dropped), and its `reason` is not kept.
 type ViewCreate struct {
+	// Columns The columns the definition is expected to produce, in order (names and types); checked, not used to define the view.
+	Columns *[]struct {
+		Name     string `json:"name"`
+		Nullable *bool  `json:"nullable,omitempty"`
+		Type     string `json:"type"`
+	} `json:"columns,omitempty"`
+
+	// DatasetIds The datasets and views the definition is expected to read (any order); checked.
+	DatasetIds *[]string `json:"dataset_ids,omitempty"`
+
 	// Definition Exactly one of `sql` and `join`.
 	Definition  ViewDefinition `json:"definition"`
 	Description *string        `json:"description,omitempty"`
 
 	// Name An SQL identifier: queries name the view by it. Unique in the project among datasets and views, case-insensitively.
 	Name ViewName `json:"name"`
+
+	// Reason A proposal's reason; accepted so a proposal can be sent unchanged, not kept (put it in `description` to keep it).
+	Reason *string `json:"reason,omitempty"`
 }
 
 // ViewDefinition Exactly one of `sql` and `join`.

@@ -199,7 +199,25 @@ func TestRefine(t *testing.T) {
 	if _, err := Refine(s, "make it a pie chart", "tile", p, ordersInput()); err == nil {
 		t.Fatal("a KPI became a pie")
 	}
-	for _, bad := range []string{"make it sparkle", "add a chart of status by region", "show the top 0", "sort", "add a filter on nothing"} {
+	// On the whole dashboard a chart-type edit applies to the one tile its words describe, and
+	// asks back naming each when several fit.
+	s = base()
+	p = path(s, "total_amount_by_region")
+	if _, err := Refine(s, "Make the amounts by region chart a pie chart", "dashboard", "", ordersInput()); err != nil || s.Tile(p).Type != "pie" {
+		t.Fatalf("the amount by region chart: %v %+v", err, s.Tile(p))
+	}
+	s = base()
+	before, _ := json.Marshal(s)
+	_, err := Refine(s, "make the region chart a pie chart", "dashboard", "", ordersInput())
+	var nu *NotUnderstood
+	if after, _ := json.Marshal(s); !asNotUnderstood(err, &nu) || len(nu.Suggestions) != 2 || string(before) != string(after) ||
+		!strings.Contains(nu.Reason, s.Tile(path(s, "count_by_region")).Title) || !strings.Contains(nu.Reason, s.Tile(p).Title) {
+		t.Fatalf("two tiles are about region: %v %+v", err, nu)
+	}
+	if _, err := Refine(s, "remove the count by region chart", "dashboard", "", ordersInput()); err != nil || path(s, "count_by_region") != "" || path(s, "total_amount_by_region") == "" {
+		t.Fatalf("remove by description: %v", err)
+	}
+	for _, bad := range []string{"make it sparkle", "add a chart of status by region", "make the weather chart a pie chart", "show the top 0", "sort", "add a filter on nothing"} {
 		s := base()
 		before, _ := json.Marshal(s)
 		_, err := Refine(s, bad, "dashboard", "", ordersInput())

@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"dataplatform/store/nlsql"
+	"dataplatform/store/nlsql/lexicon"
 )
 
 // NotUnderstood is a refine prompt the rules cannot apply: nothing was changed.
@@ -90,6 +92,9 @@ func Refine(spec *Spec, prompt, scope, tilePath string, in Input) (*Refinement, 
 				return pt.Tile, pt.Path
 			}
 		}
+		if ts := described(spec, phrase); len(ts) == 1 {
+			return ts[0].Tile, ts[0].Path
+		}
 		return nil, ""
 	}
 	r := &Refinement{}
@@ -97,8 +102,11 @@ func Refine(spec *Spec, prompt, scope, tilePath string, in Input) (*Refinement, 
 	case renameRE.MatchString(p):
 		m := renameRE.FindStringSubmatch(p)
 		t, _ := named(m[1])
+		if t == nil && m[1] == "" {
+			return nil, notUnderstood("say which tile: rename the Orders by status tile to ..., or refine the tile itself (scope tile)")
+		}
 		if t == nil {
-			return nil, notUnderstood(fmt.Sprintf("no tile is titled %q; name the tile as its title reads, or refine the tile itself (scope tile)", m[1]))
+			return nil, whichTile(spec, m[1])
 		}
 		// The new title as the user wrote it (not lower-cased).
 		title := renameRE.FindStringSubmatch(strings.ToLower(orig))[2]
@@ -116,7 +124,7 @@ func Refine(spec *Spec, prompt, scope, tilePath string, in Input) (*Refinement, 
 		m := removeRE.FindStringSubmatch(p)
 		t, path := named(m[1])
 		if t == nil {
-			return nil, notUnderstood(fmt.Sprintf("no tile is titled %q", m[1]), titles(spec)...)
+			return nil, whichTile(spec, m[1])
 		}
 		if path == "" {
 			path = tilePath
@@ -195,19 +203,84 @@ func Refine(spec *Spec, prompt, scope, tilePath string, in Input) (*Refinement, 
 		}
 		ts := scoped(spec, target)
 		if target == nil {
-			// "make the Orders by status tile a bar chart": the tile named before the type.
-			for _, pt := range spec.Tiles() {
-				if strings.Contains(p, strings.ToLower(pt.Tile.Title)) {
-					ts = []*Tile{pt.Tile}
-				}
+			// "make the Orders by status tile a bar chart", "turn the status chart into a
+			// pie": the tile the words before the type name, by its title or what it shows.
+			m := typedTileRE.FindStringSubmatch(p)
+			if m == nil {
+				return nil, notUnderstood("a chart type applies to one tile: name it (\"make the Orders by status chart a pie chart\") or refine the tile itself (scope tile)", titles(spec)...)
 			}
-		}
-		if len(ts) != 1 {
-			return nil, notUnderstood("a chart type applies to one tile: refine the tile itself (scope tile) or name it by its title")
+			t, _ := named(m[1])
+			if t == nil {
+				return nil, whichTile(spec, m[1])
+			}
+			ts = []*Tile{t}
 		}
 		return r, changeType(ts[0], typ, r)
 	}
 	return nil, notUnderstood(fmt.Sprintf("%q is not an edit the built-in rules apply", orig))
+}
+
+// typedTileRE finds the tile phrase of a chart-type edit: "make the status chart a pie
+// chart", "change the Orders by status tile to bars", "turn the region graph into a donut".
+var typedTileRE = regexp.MustCompile(`^(?:make|change|turn|switch|convert|show|display|draw)\s+(?:the\s+)?(.+?)\s+(?:tile|chart|graph|plot|visual)?\s*(?:a|an|to|into|as)\s+(?:a\s+|an\s+)?(?:stacked bar|bar|line|area|pie|donut|doughnut|table|scatter|histogram)s?\b`)
+
+// described lists the tiles whose title words and shown columns hold every word of phrase
+// (after stemming, "chart"/"tile" and articles left out): "the status chart" is the one
+// tile about status, or each of several.
+func described(spec *Spec, phrase string) []PathTile {
+	var want []string
+	for _, w := range wordsOf(phrase) {
+		if !tileNoise[w] {
+			want = append(want, w)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	// What a tile is about (its title and axes) first; a table's columns only when no tile is
+	// about the words.
+	for _, tables := range []bool{false, true} {
+		var out []PathTile
+		for _, pt := range spec.Tiles() {
+			t := pt.Tile
+			about := append([]string{t.Title, t.ID, t.Type, t.Encoding.X, t.Encoding.Series, t.Encoding.Value}, t.Encoding.Y...)
+			if tables {
+				about = append(about, t.Encoding.Columns...)
+			}
+			have := wordsOf(strings.Join(about, " "))
+			if !slices.ContainsFunc(want, func(w string) bool { return !slices.Contains(have, w) }) {
+				out = append(out, pt)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return nil
+}
+
+// whichTile is the refusal for a tile phrase that names none or several tiles.
+func whichTile(spec *Spec, phrase string) error {
+	ts := described(spec, phrase)
+	if len(ts) > 1 {
+		var names, asks []string
+		for _, pt := range ts {
+			names = append(names, fmt.Sprintf("%q", pt.Tile.Title))
+			asks = append(asks, "make the "+pt.Tile.Title+" chart ...")
+		}
+		return &NotUnderstood{Reason: fmt.Sprintf("%q could be %s: name one by its title", phrase, strings.Join(names, " or ")), Suggestions: asks}
+	}
+	return notUnderstood(fmt.Sprintf("no tile is titled or about %q", phrase), titles(spec)...)
+}
+
+var tileNoise = map[string]bool{"the": true, "a": true, "an": true, "chart": true, "tile": true, "graph": true, "plot": true, "visual": true, "one": true, "of": true}
+
+func wordsOf(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		out = append(out, lexicon.Stem(w))
+	}
+	return out
 }
 
 func titles(spec *Spec) []string {
