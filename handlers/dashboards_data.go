@@ -34,6 +34,7 @@ type tileData struct {
 	Columns        []usersql.QueryColumn `json:"columns,omitempty"`
 	Rows           [][]any               `json:"rows,omitempty"`
 	Truncated      bool                  `json:"truncated"`
+	PartialPeriod  any                   `json:"partial_period,omitempty"`
 	FiltersApplied []string              `json:"filters_applied"`
 	Cached         bool                  `json:"cached"`
 	ExecutionMS    int64                 `json:"execution_time_ms"`
@@ -190,7 +191,7 @@ func (h *Dashboards) tileData(ctx context.Context, d *store.Dashboard, spec *das
 		td.Error = &tileError{Code: strings.ToLower(string(ae.Code)), Message: ae.Message}
 		return td, nil
 	}
-	td.Columns, td.Rows, td.Truncated = res.Columns, res.Rows, res.Truncated
+	td.fill(pt.Tile, res)
 	tileCache.Put(key, td, tileTTL)
 	return td, nil
 }
@@ -247,6 +248,16 @@ func usedBinds(t *dashboards.Tile, binds map[string]any) map[string]any {
 func tileKey(d *store.Dashboard, pt dashboards.PathTile, binds map[string]any) string {
 	key, _ := json.Marshal([]any{d.ID, dashboardETag(d), pt.Path, usedBinds(pt.Tile, binds)})
 	return string(key)
+}
+
+// fill sets a tile's answer from its query's result.
+func (td *tileData) fill(t *dashboards.Tile, res *usersql.QueryResult) {
+	td.Columns, td.Rows, td.Truncated = res.Columns, res.Rows, res.Truncated
+	names := make([]string, len(res.Columns))
+	for i, c := range res.Columns {
+		names[i] = c.Name
+	}
+	td.PartialPeriod = dashboards.PartialPeriod(t, names, res.Rows)
 }
 
 // newTileData is a tile's answer before its rows: which filters it takes.

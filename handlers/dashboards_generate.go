@@ -394,11 +394,23 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 	cands = append(cands, proposed...)
 	slices.SortStableFunc(cands, func(a, b dashboards.Candidate) int { return cmp.Compare(b.Score, a.Score) })
 	report("validating", "Running "+strconv.Itoa(len(cands))+" candidate tiles")
-	passed, results, dropped, err := h.validateTiles(ctx, g.prj, cands)
+	ts, err := h.tiles(ctx, g.prj)
+	if err != nil {
+		return nil, err
+	}
+	passed, results, dropped, err := h.validateTiles(ctx, ts, cands)
 	if err != nil {
 		return nil, err
 	}
 	warnings = append(warnings, dropped...)
+	for i := range filters {
+		if err := ts.options(ctx, &filters[i]); err != nil {
+			if usersql.NotRun(err) || ctx.Err() != nil {
+				return nil, err
+			}
+			warnings = append(warnings, fmt.Sprintf("filter %q offers the values seen in a sample: listing its values failed (%v)", filters[i].Label, err))
+		}
+	}
 	generatedBy := "deterministic"
 	for _, c := range passed {
 		if strings.HasPrefix(c.Tile.ID, "model_") {
@@ -483,11 +495,7 @@ func onlyZeros(passed []dashboards.Candidate, results []*usersql.QueryResult) bo
 // within the caller's query slots) and keeps those that answer rows; a candidate that fails
 // or answers nothing is named in dropped and the next best of its group is tried instead.
 // The answers are returned too, to serve the new dashboard's first drawing.
-func (h *Dashboards) validateTiles(ctx context.Context, prj *store.Project, cands []dashboards.Candidate) (passed []dashboards.Candidate, results []*usersql.QueryResult, dropped []string, err error) {
-	ts, err := h.tiles(ctx, prj)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+func (h *Dashboards) validateTiles(ctx context.Context, ts *tiles, cands []dashboards.Candidate) (passed []dashboards.Candidate, results []*usersql.QueryResult, dropped []string, err error) {
 	refused := make([]bool, len(cands))
 	res := make([]*usersql.QueryResult, len(cands))
 	for {
@@ -558,7 +566,7 @@ func (h *Dashboards) warmTiles(d *store.Dashboard, spec dashboards.Spec, passed 
 	for _, pt := range spec.Tiles() {
 		if r := byID[pt.Tile.ID]; r != nil {
 			td := newTileData(&spec, pt, binds)
-			td.Columns, td.Rows, td.Truncated = r.Columns, r.Rows, r.Truncated
+			td.fill(pt.Tile, r)
 			tileCache.Put(tileKey(d, pt, binds), td, tileTTL)
 		}
 	}
@@ -585,6 +593,24 @@ func (h *Dashboards) tiles(ctx context.Context, prj *store.Project) (*tiles, err
 		return nil, err
 	}
 	return &tiles{h: h, prj: prj, sources: sources}, nil
+}
+
+// options lists every value of a category filter's column, sorted, when there are at most
+// dashboards.MaxOptions of them (more keep the sample's few; the page takes typed values too).
+func (ts *tiles) options(ctx context.Context, f *dashboards.Filter) error {
+	t := dashboards.OptionsTile(*f)
+	if t == nil {
+		return nil
+	}
+	r, err := ts.run(ctx, t, nil, dashboards.MaxOptions+1)
+	if err != nil || len(r.Rows) > dashboards.MaxOptions {
+		return err
+	}
+	f.Options = make([]any, 0, len(r.Rows))
+	for _, row := range r.Rows {
+		f.Options = append(f.Options, row[0])
+	}
+	return nil
 }
 
 // prepare maps a tile's query onto the project's datasets and views and binds its

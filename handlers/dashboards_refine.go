@@ -15,6 +15,7 @@ import (
 	"dataplatform/store"
 	"dataplatform/store/dashboards"
 	"dataplatform/store/queries"
+	"dataplatform/store/usersql"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -81,6 +82,7 @@ func (h *Dashboards) RefineDashboard(ctx context.Context, req api.RefineDashboar
 		}
 	}
 	if ref == nil {
+		filters := len(spec.Filters)
 		ref, err = dashboards.Refine(&spec, b.UserPrompt, scope, path, in)
 		var nu *dashboards.NotUnderstood
 		if errors.As(err, &nu) {
@@ -90,6 +92,20 @@ func (h *Dashboards) RefineDashboard(ctx context.Context, req api.RefineDashboar
 		}
 		if err := h.acceptRevision(ctx, g.prj, &spec, before); err != nil {
 			return nil, err
+		}
+		if len(spec.Filters) > filters {
+			ts, err := h.tiles(ctx, g.prj)
+			if err != nil {
+				return nil, err
+			}
+			for i := filters; i < len(spec.Filters); i++ {
+				if err := ts.options(ctx, &spec.Filters[i]); err != nil {
+					if usersql.NotRun(err) || ctx.Err() != nil {
+						return nil, err
+					}
+					warnings = append(warnings, fmt.Sprintf("filter %q offers the values seen in a sample: listing its values failed (%v)", spec.Filters[i].Label, err))
+				}
+			}
 		}
 	}
 	raw, err := json.Marshal(spec)

@@ -7,8 +7,11 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDashboardPageInBrowser: a person signs in from the dashboard page's redirect and sees
@@ -65,11 +68,41 @@ func TestDashboardPageInBrowser(t *testing.T) {
 		got["rows"] != float64(11) || got["title"] != "Orders" || !strings.Contains(fmt.Sprint(got["kpis"]), "Number of Orders=240") {
 		t.Fatalf("drawn: %v (want %d tiles, %d charts)", got, tileCount, charts)
 	}
-	// Picking a region draws the tiles again with the filter.
-	if _, err := b.eval(`(function () { var s = document.querySelector('select[data-filter="region"]'); s.value = '"North"';
-		document.body.removeAttribute("data-ready"); s.dispatchEvent(new Event("change")); return true; })()`); err != nil {
-		t.Fatal(err)
+	// A time series whose last period the data stops in says so under the chart.
+	var lastDay time.Time
+	for _, o := range f.rows {
+		lastDay = later(lastDay, o.date)
 	}
+	partial := lastDay.Weekday() != time.Sunday // weekly series: a week ends on a Sunday
+	if v, err := b.eval(`document.querySelectorAll('section.tile .note.partial').length`); err != nil || (v.(float64) > 0) != partial {
+		t.Fatalf("partial-period notes: %v %v (the data ends %s)", v, err, lastDay)
+	}
+	// The region filter offers every region, sorted; picking one draws the tiles again with
+	// the filter.
+	var regions []string
+	for _, o := range f.rows {
+		if !slices.Contains(regions, o.region) {
+			regions = append(regions, o.region)
+		}
+	}
+	slices.Sort(regions)
+	if v, err := b.eval(`Array.from(document.querySelectorAll('#' + document.querySelector('input[data-filter="region"]').getAttribute('list') + ' option')).map(function (o) { return o.value; }).join(',')`); err != nil ||
+		v != strings.Join(regions, ",") {
+		t.Fatalf("the region filter offers %v (%v), want %v", v, err, regions)
+	}
+	pick := func(value string) {
+		t.Helper()
+		if _, err := b.eval(`(function () { var s = document.querySelector('input[data-filter="region"]'); s.value = ` + strconv.Quote(value) + `;
+		document.body.removeAttribute("data-ready"); s.dispatchEvent(new Event("change")); return true; })()`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pick("Nowhere")
+	b.waitFor("the dashboard drawn for a region typed that no order has", `document.body.getAttribute("data-ready") === "true"`)
+	if v, err := b.eval(`document.querySelector('section.tile .kpi').textContent`); err != nil || v != "0" {
+		t.Fatalf("the count for Nowhere: %v %v", v, err)
+	}
+	pick("North")
 	b.waitFor("the dashboard drawn for North", `document.body.getAttribute("data-ready") === "true"`)
 	north := 0
 	for _, o := range f.rows {

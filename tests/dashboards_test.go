@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -663,4 +664,62 @@ func TestDashboardMalformedIDs(t *testing.T) {
 	if ops < 20 {
 		t.Fatalf("only %d operations take a dashboard id", ops)
 	}
+}
+
+// TestDashboardFilterOptions: a generated category filter lists every value of its column,
+// sorted, not the analysis' few samples (inspections across nine states, the file in no
+// order); a value not listed still filters.
+func TestDashboardFilterOptions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	states := []string{"WA", "CA", "TX", "NY", "OR", "MA", "FL", "IL", "AZ"}
+	var b strings.Builder
+	b.WriteString("inspection_ref,state,score,inspected_on\n")
+	count := map[string]int{}
+	for i := range 180 {
+		st := states[(i*7+i/9)%len(states)]
+		count[st]++
+		fmt.Fprintf(&b, "INS-%04d,%s,%d,2024-%02d-%02d\n", (i*37)%1000+1000, st, 50+(i*13)%50, 1+i%12, 1+i%28)
+	}
+	ds := e.uploadAndCreate(e.ownerToken, "Inspections", "inspections.csv", b.String())
+	if d := e.waitDataset(e.ownerToken, ds); d.str("status") != "active" {
+		t.Fatalf("dataset: %s", d.Body)
+	}
+	own := bearer(e.ownerToken)
+	r := e.do("POST", "/api/v1/datasets/"+ds+"/dashboard/generate?use_ai=false", nil, own).status(201)
+	want := slices.Sorted(maps.Keys(count))
+	if r.str("spec.filters.0.id") != "state" || fmt.Sprint(r.get("spec.filters.0.options")) != fmt.Sprint(want) {
+		t.Fatalf("the state filter offers %v, want %v", r.get("spec.filters.0.options"), want)
+	}
+	// The last week of the series is partial when the inspections stop before it ends,
+	// worked out here from the file's dates.
+	var lastDay time.Time
+	for i := range 180 {
+		lastDay = later(lastDay, time.Date(2024, time.Month(1+i%12), 1+i%28, 0, 0, 0, 0, time.UTC))
+	}
+	weekStart := lastDay.AddDate(0, 0, -((int(lastDay.Weekday()) + 6) % 7))
+	week := tileByID(r, "count_per_week")
+	wd := e.do("GET", "/api/v1/dashboards/"+r.str("id")+"/tiles/"+week+"/data", nil, own).status(200)
+	wantPartial := any(nil)
+	if lastDay.Before(weekStart.AddDate(0, 0, 6)) {
+		wantPartial = weekStart.Format(time.RFC3339)
+	}
+	if week == "" || wd.get("partial_period") != wantPartial || wd.get("rows."+strconv.Itoa(wd.len("rows")-1)+".0") != weekStart.Format(time.RFC3339) {
+		t.Fatalf("the last week (from %s, data to %s): %s", weekStart, lastDay, wd.Body)
+	}
+	countPath := tileByID(r, "record_count")
+	for _, st := range []string{"TX", "NV"} {
+		fq := url.QueryEscape(`{"state":"` + st + `"}`)
+		d := e.do("GET", "/api/v1/dashboards/"+r.str("id")+"/tiles/"+countPath+"/data?filters="+fq, nil, own).status(200)
+		if d.get("rows.0.0") != float64(count[st]) {
+			t.Fatalf("inspections in %s: %s (want %d)", st, d.Body, count[st])
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -2971,7 +2971,9 @@ type DashboardFilter struct {
 	Id      string      `json:"id"`
 	Label   string      `json:"label"`
 
-	// Options The values to pick from (a category's known values).
+	// Options The values to pick from. A generated or refined category filter lists every value
+	// of its column, sorted, when it has at most 100 (more: a few of them). A value not
+	// listed is accepted too: the page's box takes typed text.
 	Options   *[]interface{}      `json:"options,omitempty"`
 	Parameter string              `json:"parameter"`
 	Type      DashboardFilterType `json:"type"`
@@ -4409,6 +4411,12 @@ type TileData struct {
 	// FiltersApplied The filters (ids, and `time_range`) this tile's query took.
 	FiltersApplied *[]string `json:"filters_applied,omitempty"`
 
+	// PartialPeriod For a time series whose encoding names `latest`: the `x` value of its last period
+	// when the data in it stops before the period ends (a date column before the
+	// period's last day, a timestamp before its last day, hour or minute for day and
+	// hour grains). Absent when the last period is whole.
+	PartialPeriod *CellValue `json:"partial_period,omitempty"`
+
 	// Path Example: rows.0.items.1
 	Path   string         `json:"path"`
 	Rows   *[][]CellValue `json:"rows,omitempty"`
@@ -4425,8 +4433,14 @@ type TileData struct {
 type TileEncoding struct {
 	Columns *[]string           `json:"columns,omitempty"`
 	Format  *TileEncodingFormat `json:"format,omitempty"`
-	Series  *string             `json:"series,omitempty"`
-	Sort    *struct {
+
+	// Latest With `time_grain`: the column holding each period's latest instant
+	// (`max(<time column>)`). The tile's data then names the last period in
+	// `partial_period` when the data stops before that period ends, and the page draws
+	// it as partial instead of a drop. Generated and refined time series have it.
+	Latest *string `json:"latest,omitempty"`
+	Series *string `json:"series,omitempty"`
+	Sort   *struct {
 		Direction TileEncodingSortDirection `json:"direction"`
 		Field     string                    `json:"field"`
 	} `json:"sort,omitempty"`

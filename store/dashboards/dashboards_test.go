@@ -259,3 +259,35 @@ func TestTileTypesAgree(t *testing.T) {
 		}
 	}
 }
+
+func TestPartialPeriod(t *testing.T) {
+	series := func(grain string) *Tile {
+		return &Tile{Type: "line", Encoding: Encoding{X: "period", Y: []string{"n"}, TimeGrain: grain, Latest: "latest"}}
+	}
+	cols := []string{"period", "n", "latest"}
+	for _, c := range []struct {
+		grain, start, latest string
+		partial              bool
+	}{
+		{"month", "2024-12-01T00:00:00Z", "2024-12-24", true},
+		{"month", "2024-12-01T00:00:00Z", "2024-12-31", false},
+		{"month", "2024-02-01T00:00:00Z", "2024-02-29", false},
+		{"month", "2024-12-01T00:00:00Z", "2024-12-31T08:00:00Z", false},
+		{"month", "2024-12-01T00:00:00Z", "2024-12-30T23:59:00Z", true},
+		{"quarter", "2024-07-01T00:00:00Z", "2024-09-01", true},
+		{"week", "2024-12-23T00:00:00Z", "2024-12-29", false},
+		{"week", "2024-12-23T00:00:00Z", "2024-12-28", true},
+		{"day", "2024-12-23T00:00:00Z", "2024-12-23", false},
+		{"day", "2024-12-23T00:00:00Z", "2024-12-23T13:00:00Z", true},
+		{"hour", "2024-12-23T10:00:00Z", "2024-12-23T10:59:30Z", false},
+		{"year", "2024-01-01T00:00:00Z", "2024-06-30", true},
+	} {
+		got := PartialPeriod(series(c.grain), cols, [][]any{{"2024-01-01T00:00:00Z", 3, "2024-01-31"}, {c.start, 1, c.latest}})
+		if (got != nil) != c.partial || got != nil && got != c.start {
+			t.Errorf("%s from %s, data to %s: partial %v, want %v", c.grain, c.start, c.latest, got, c.partial)
+		}
+	}
+	if PartialPeriod(&Tile{Encoding: Encoding{X: "period", TimeGrain: "month"}}, cols, [][]any{{"2024-12-01T00:00:00Z", 1, "2024-12-02"}}) != nil {
+		t.Error("a series without latest has no partial period")
+	}
+}

@@ -342,6 +342,20 @@ func aggregate(c Column) (fn, title, alias string) {
 	return "avg", "Average " + label(c), "average_" + c.Name
 }
 
+// MaxOptions is the most values a category filter lists.
+const MaxOptions = 100
+
+// OptionsTile is the query of every value of a category filter's column, sorted, one more
+// than MaxOptions at most; nil for another kind of filter.
+func OptionsTile(f Filter) *Tile {
+	ref, ok := strings.CutSuffix(f.Column, "."+f.ID)
+	if f.Type != "category" || !ok || ref == "" {
+		return nil
+	}
+	return &Tile{ID: "options_" + f.ID, Title: f.Label, Type: "table", Query: Query{SQL: "SELECT DISTINCT " + q(f.ID) + " AS value\nFROM " + ref +
+		"\nWHERE " + q(f.ID) + " IS NOT NULL\nORDER BY 1\nLIMIT " + strconv.Itoa(MaxOptions+1)}}
+}
+
 // Propose lists the tiles worth showing for in, and the filters they take.
 func Propose(in Input) ([]Candidate, []Filter) {
 	var out []Candidate
@@ -417,17 +431,17 @@ func Propose(in Input) ([]Candidate, []Filter) {
 			period := "date_trunc('" + a.grain + "', " + t + ")"
 			add("time", 85*weight, Tile{ID: prefix + "count_per_" + a.grain, Title: capital(name) + " per " + a.grain, Type: "line",
 				Description: "By " + label(*a.time) + ".",
-				Query: Query{SQL: "SELECT " + period + " AS period, count(*) AS count\nFROM " + a.Ref + w(t+" IS NOT NULL") +
+				Query: Query{SQL: "SELECT " + period + " AS period, count(*) AS count, max(" + t + ") AS latest\nFROM " + a.Ref + w(t+" IS NOT NULL") +
 					"\nGROUP BY 1\nORDER BY 1"},
-				Encoding: Encoding{X: "period", Y: []string{"count"}, TimeGrain: a.grain, Format: "integer"}})
+				Encoding: Encoding{X: "period", Y: []string{"count"}, TimeGrain: a.grain, Latest: "latest", Format: "integer"}})
 			if len(a.measures) > 0 {
 				m := a.measures[0]
 				fn, title, alias := aggregate(m)
 				add("time", 84*weight+in.intentBoost(m.Name), Tile{ID: prefix + alias + "_per_" + a.grain, Title: capital(title) + " per " + a.grain,
 					Type: "area", Description: "By " + label(*a.time) + ".",
-					Query: Query{SQL: "SELECT " + period + " AS period, " + fn + "(" + q(m.Name) + ") AS " + q(alias) + "\nFROM " + a.Ref +
+					Query: Query{SQL: "SELECT " + period + " AS period, " + fn + "(" + q(m.Name) + ") AS " + q(alias) + ", max(" + t + ") AS latest\nFROM " + a.Ref +
 						w(t+" IS NOT NULL") + "\nGROUP BY 1\nORDER BY 1"},
-					Encoding: Encoding{X: "period", Y: []string{alias}, TimeGrain: a.grain, Format: "number"}})
+					Encoding: Encoding{X: "period", Y: []string{alias}, TimeGrain: a.grain, Latest: "latest", Format: "number"}})
 			}
 		}
 		for i, c := range a.categories {

@@ -451,8 +451,7 @@ func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 	}
 	value, alias, title := "count(*)", "count", capital(src.Label)
 	if measure != nil {
-		_, t, al := aggregate(*measure)
-		value, alias, title = fn+"("+q(measure.Name)+")", al, capital(t)
+		value = fn + "(" + q(measure.Name) + ")" // alias and title are the function's, below
 		if fn != "sum" && fn != "avg" {
 			alias, title = fn+"_"+measure.Name, capital(map[string]string{"max": "largest ", "min": "smallest "}[fn]+label(*measure))
 		} else if fn == "avg" {
@@ -479,9 +478,9 @@ func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 		}
 		period := "date_trunc('" + grain + "', " + q(col.Name) + ")"
 		t.Type, t.Title = cmpOr(typ, "line"), title+" per "+grain
-		t.Query.SQL = "SELECT " + period + " AS period, " + value + " AS " + q(alias) + "\nFROM " + src.Ref + src.where("", nil, "", q(col.Name)+" IS NOT NULL") +
-			"\nGROUP BY 1\nORDER BY 1"
-		t.Encoding = Encoding{X: "period", Y: []string{alias}, TimeGrain: grain}
+		t.Query.SQL = "SELECT " + period + " AS period, " + value + " AS " + q(alias) + ", max(" + q(col.Name) + ") AS latest\nFROM " + src.Ref +
+			src.where("", nil, "", q(col.Name)+" IS NOT NULL") + "\nGROUP BY 1\nORDER BY 1"
+		t.Encoding = Encoding{X: "period", Y: []string{alias}, TimeGrain: grain, Latest: "latest"}
 	default:
 		t.Type, t.Title = cmpOr(typ, "bar"), title+" by "+label(*dim)
 		t.Query.SQL = topN(q(dim.Name), value, alias, dim.Name, src.Ref+src.where("", nil, ""))

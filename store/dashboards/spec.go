@@ -70,6 +70,9 @@ type Encoding struct {
 	Value     string   `json:"value,omitempty"`
 	Columns   []string `json:"columns,omitempty"`
 	TimeGrain string   `json:"time_grain,omitempty"`
+	// Latest is the column holding each period's latest instant: the last period is partial
+	// when it ends before the period does.
+	Latest string `json:"latest,omitempty"`
 	Sort      *Sort    `json:"sort,omitempty"`
 	TopN      int      `json:"top_n,omitempty"`
 	Format    string   `json:"format,omitempty"`
@@ -178,6 +181,9 @@ func (s *Spec) Check(prefix string) []Problem {
 			case "pie", "donut":
 				need("x", e.X)
 				need("value", e.Value)
+			}
+			if e.Latest != "" && e.TimeGrain == "" {
+				add(p+".encoding.latest", "requires", "latest goes with time_grain: it marks the last period partial")
 			}
 			for _, name := range []string{TimeFrom, TimeTo} {
 				if _, ok := t.Query.Parameters[name]; ok {

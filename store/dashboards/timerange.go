@@ -3,6 +3,7 @@ package dashboards
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,4 +81,66 @@ func bound(s string, end bool) (*time.Time, error) {
 	}
 	t = t.UTC()
 	return &t, nil
+}
+
+// PartialPeriod is the period of a time series' last row when its data ends before the
+// period does (the current month, or a file that stops mid-quarter): a drop there is the
+// period being incomplete, not the measure falling. nil when the tile is no time series with
+// a latest column, or its last period is whole. A date column's period is whole once it
+// reaches the period's last day; a timestamp's once it reaches its last day (hour for a day,
+// minute for an hour).
+func PartialPeriod(t *Tile, columns []string, rows [][]any) any {
+	e := t.Encoding
+	xi, li := slices.Index(columns, e.X), slices.Index(columns, e.Latest)
+	if e.TimeGrain == "" || e.Latest == "" || xi < 0 || li < 0 || len(rows) == 0 {
+		return nil
+	}
+	last := rows[len(rows)-1]
+	start, _, okS := instantOf(last[xi])
+	latest, dateOnly, okL := instantOf(last[li])
+	if !okS || !okL {
+		return nil
+	}
+	var end time.Time
+	granule := 24 * time.Hour
+	switch e.TimeGrain {
+	case "hour":
+		end, granule = start.Add(time.Hour), time.Minute
+	case "day":
+		end, granule = start.AddDate(0, 0, 1), time.Hour
+	case "week":
+		end = start.AddDate(0, 0, 7)
+	case "month":
+		end = start.AddDate(0, 1, 0)
+	case "quarter":
+		end = start.AddDate(0, 3, 0)
+	case "year":
+		end = start.AddDate(1, 0, 0)
+	default:
+		return nil
+	}
+	if dateOnly {
+		granule = 24 * time.Hour
+	}
+	if latest.Before(end.Add(-granule)) {
+		return last[xi]
+	}
+	return nil
+}
+
+// instantOf reads a result cell as a time: RFC 3339 text, or a date (dateOnly).
+func instantOf(v any) (t time.Time, dateOnly bool, ok bool) {
+	s, isText := v.(string)
+	if !isText {
+		return time.Time{}, false, false
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, true, true
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05Z07:00", "2006-01-02 15:04:05"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, false, true
+		}
+	}
+	return time.Time{}, false, false
 }

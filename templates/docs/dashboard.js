@@ -71,10 +71,18 @@
         base.xAxis = { type: time ? 'time' : 'category', data: time ? undefined : values(data, enc.x) };
         base.yAxis = { type: 'value' };
         var xs = values(data, enc.x);
-        base.series = ys.map(function (y) {
+        // A partial last period is drawn dashed and unfilled, apart from the whole ones.
+        var cut = data.partial_period != null && xs.length > 1 ? xs.length - 1 : xs.length;
+        base.series = [];
+        ys.forEach(function (y) {
           var v = values(data, y, true);
-          return { name: y, type: 'line', showSymbol: false, areaStyle: tile.type === 'area' ? {} : undefined,
-            data: time ? xs.map(function (x, i) { return [x, v[i]]; }) : v };
+          var points = time ? xs.map(function (x, i) { return [x, v[i]]; }) : v;
+          base.series.push({ name: y, type: 'line', showSymbol: false, areaStyle: tile.type === 'area' ? {} : undefined,
+            data: points.slice(0, cut) });
+          if (cut < xs.length) {
+            base.series.push({ name: y + ' (partial)', type: 'line', showSymbol: true, lineStyle: { type: 'dashed' },
+              data: time ? points.slice(cut - 1) : points.map(function (p, i) { return i >= cut - 1 ? p : null; }) });
+          }
         });
         if (ys.length > 1) base.legend = { top: 0 };
         return base;
@@ -102,7 +110,12 @@
           base.legend = { top: 0 };
           return base;
         }
-        base.series = ys.map(function (y) { return { name: y, type: 'bar', barMaxWidth: 48, data: values(data, y, true) }; });
+        base.series = ys.map(function (y) {
+          var v = values(data, y, true);
+          return { name: y, type: 'bar', barMaxWidth: 48, data: data.partial_period == null ? v : v.map(function (n, i) {
+            return i === v.length - 1 ? { value: n, itemStyle: { opacity: 0.4 } } : n;
+          }) };
+        });
         return base;
       case 'pie':
       case 'donut':
@@ -155,6 +168,10 @@
         var chart = echarts.init(c, null, { renderer: 'canvas' });
         chart.setOption(option(tile, data));
         charts.push(chart);
+        if (data.partial_period != null) {
+          box.appendChild(el('p', 'note partial', 'The last ' + (tile.encoding.time_grain || 'period') + ' (from ' +
+            String(data.partial_period).slice(0, 10) + ') is partial: the data stops before it ends.'));
+        }
       }
       box.setAttribute('data-drawn', 'true');
     } catch (e) {
@@ -184,21 +201,33 @@
   function filterControls() {
     var holder = document.getElementById('filters');
     holder.textContent = '';
-    (spec.filters || []).forEach(function (f) {
+    // A text box offering the filter's values: a value not listed can be typed too.
+    (spec.filters || []).forEach(function (f, i) {
       var label = el('label', null, f.label + ' ');
-      var select = el('select');
-      select.setAttribute('data-filter', f.id);
-      select.appendChild(el('option', null, 'any'));
-      select.options[0].value = '';
+      var input = el('input');
+      input.type = 'search';
+      input.placeholder = 'any';
+      input.setAttribute('data-filter', f.id);
+      var list = el('datalist');
+      list.id = 'filter-options-' + i;
       (f.options || []).forEach(function (o) {
-        var opt = el('option', null, o);
-        opt.value = JSON.stringify(o);
-        select.appendChild(opt);
+        var opt = el('option');
+        opt.value = String(o);
+        list.appendChild(opt);
       });
-      select.addEventListener('change', load);
-      label.appendChild(select);
+      input.setAttribute('list', list.id);
+      input.addEventListener('change', load);
+      label.appendChild(input);
+      label.appendChild(list);
       holder.appendChild(label);
     });
+  }
+
+  // filterValue is what a filter box holds, as the listed option's own value when it is one
+  // (a number stays a number), else the typed text.
+  function filterValue(f, text) {
+    var hit = (f.options || []).filter(function (o) { return String(o) === text; });
+    return hit.length ? hit[0] : text;
   }
 
   function load() {
@@ -206,8 +235,9 @@
     var tr = document.getElementById('time-range').value;
     if (tr) q.set('time_range', tr);
     var picked = {};
-    document.querySelectorAll('select[data-filter]').forEach(function (s) {
-      if (s.value) picked[s.getAttribute('data-filter')] = JSON.parse(s.value);
+    (spec.filters || []).forEach(function (f) {
+      var box = document.querySelector('input[data-filter="' + f.id + '"]');
+      if (box && box.value.trim()) picked[f.id] = filterValue(f, box.value.trim());
     });
     if (Object.keys(picked).length) q.set('filters', JSON.stringify(picked));
     charts.forEach(function (c) { c.dispose(); });
