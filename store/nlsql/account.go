@@ -23,7 +23,9 @@ var fillers = map[string]bool{"the": true, "a": true, "an": true, "of": true, "i
 	"done": true, "being": true, "belong": true, "belongs": true, "grouped": true, "split": true,
 	"work": true, "works": true, "working": true, "employed": true, "take": true, "takes": true, "took": true, "taking": true,
 	"attend": true, "attends": true, "attended": true, "attending": true, "enrolled": true, "study": true, "studies": true, "studying": true,
-	"recorded": true, "taken": true, "logged": true, "reported": true, "sold": true}
+	"recorded": true, "taken": true, "logged": true, "reported": true, "sold": true,
+	// what the rows' actor does, said in the present ("how many shipments did Acme carry")
+	"carry": true, "submit": true, "ship": true, "send": true, "deliver": true, "handle": true, "receive": true}
 
 // relationVerbs name a column only in passing when nothing else reads it: "customers who
 // placed orders" does not ask about placed_at ("customers who signed up in 2024" does, and
@@ -146,8 +148,9 @@ func (q *query) consumed(m mention) bool {
 				return true
 			}
 		}
-		// "customers who placed orders": a verb that names a column in passing
-		if m.end-m.pos == 1 && relationVerbs[q.p.toks[m.pos]] {
+		// "customers who placed orders": a verb that names a column in passing; "packages
+		// shipped by Crescent Cargo": the verb of who did it
+		if m.end-m.pos == 1 && (relationVerbs[q.p.toks[m.pos]] || m.pos == q.actorVerbAt) {
 			return true
 		}
 		return false
@@ -162,6 +165,7 @@ func (q *query) account() error {
 	p := q.p
 	var missing, described []string
 	var sug []string
+	var unknownAt []int
 	for _, m := range q.ms {
 		if q.consumed(m) {
 			p.mark(m.pos, m.end)
@@ -203,6 +207,7 @@ func (q *query) account() error {
 		}
 		missing = append(missing, fmt.Sprintf("%q", t))
 		sug = append(sug, q.closeNames(t)...)
+		unknownAt = append(unknownAt, i)
 	}
 	if len(missing) == 0 {
 		if len(described) > 0 {
@@ -210,7 +215,30 @@ func (q *query) account() error {
 		}
 		return nil
 	}
-	return p.refuse("it does not understand "+strings.Join(missing, ", ")+" in the question, and answering without it would answer a different question", sug...)
+	err := p.refuse("it does not understand "+strings.Join(missing, ", ")+" in the question, and answering without it would answer a different question", sug...)
+	if len(unknownAt) == len(missing) {
+		err.(*NotUnderstood).without = q.without(unknownAt)
+	}
+	return err
+}
+
+// without is the question without the tokens at the indexes given (a rephrasing to suggest
+// when those are words the engine does not know).
+// Not when one of them says how to compare or compute ("above", "more"): without it the
+// question would ask something else altogether.
+func (q *query) without(at []int) string {
+	var ws []string
+	for i, t := range q.p.toks {
+		if !slices.Contains(at, i) {
+			ws = append(ws, t)
+		} else if intentWords[t] && t != "no" && t != "not" {
+			return ""
+		}
+	}
+	for len(ws) > 0 && (stop[ws[len(ws)-1]] || fillers[ws[len(ws)-1]]) {
+		ws = ws[:len(ws)-1] // "how many devices are (offline)"
+	}
+	return strings.Join(ws, " ")
 }
 
 // unknown adds to a refusal the words of the question that are nothing the engine knows, with
@@ -221,16 +249,19 @@ func (q *query) unknown(err error) error {
 		return err
 	}
 	var words, sug []string
+	var at []int
 	for i, t := range q.p.toks {
 		if q.p.used[i] || q.p.inMention[i] || fillers[t] || stop[t] || intentWords[t] || isNumber.MatchString(t) || units[t] != "" || months[t] != 0 {
 			continue
 		}
 		words = append(words, fmt.Sprintf("%q", t))
 		sug = append(sug, q.closeNames(t)...)
+		at = append(at, i)
 	}
 	if len(words) > 0 && !strings.Contains(nu.Reason, words[0]) {
 		nu.Reason += "; it does not know " + strings.Join(words, ", ")
 		nu.Suggestions = append(sug, nu.Suggestions...)
+		nu.without = q.without(at)
 	}
 	return nu
 }
@@ -280,7 +311,9 @@ func (q *query) closeNames(w string) []string {
 			far = 1
 		}
 		for _, n := range words(name) {
-			if len(n) >= 3 && (edits(singular(n), singular(w)) <= far || len(w) >= 5 && (strings.HasPrefix(n, w[:4]) || strings.HasPrefix(w, n))) {
+			// a misspelling or a longer form of the name ("signups"), never a word that only
+			// begins alike ("shipping" is not "shipment no")
+			if len(n) >= 3 && (edits(singular(n), singular(w)) <= far || len(w) >= 5 && len(n) >= 4 && strings.HasPrefix(w, n)) {
 				return true
 			}
 		}

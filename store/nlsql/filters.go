@@ -56,6 +56,12 @@ func (q *query) comparisons() error {
 			if i+n >= len(p.toks) || !slices.Equal(p.toks[i:i+n], cmp.words) {
 				continue
 			}
+			if done, err := q.compareWithAverage(i, n, cmp.op); done || err != nil {
+				if err != nil {
+					return err
+				}
+				break
+			}
 			v, ok := number(p.toks[i+n])
 			if !ok {
 				break
@@ -129,6 +135,15 @@ func (q *query) defaultNumber(ref string) *colRef {
 				return nil
 			}
 			found = &colRef{ref, c.Name}
+		}
+	}
+	if found == nil {
+		// "readings over 50": the number named as the rows are (reading of Readings)
+		t := q.p.s.table(ref)
+		for _, c := range t.Columns {
+			if ws := words(t.Dataset); c.numeric() && len(ws) > 0 && c.Name == singular(ws[len(ws)-1]) {
+				found = &colRef{ref, c.Name}
+			}
 		}
 	}
 	if found != nil {
@@ -355,4 +370,101 @@ func (q *query) isGroup(c colRef) bool {
 		}
 	}
 	return false
+}
+
+// averageRef reads what a comparison at token i compares with when it is the average: "the
+// average" (1), "twice the average" (2), "3 times the average", "half the average" (0.5);
+// it returns the factor and the tokens it takes, or 0.
+func (q *query) averageRef(i int) (factor float64, n int) {
+	switch k := i; {
+	case q.tok(k) == "the" && aggOf(q.tok(k+1)) == Avg:
+		return 1, 2
+	case q.tok(k) == "twice" && q.tok(k+1) == "the" && aggOf(q.tok(k+2)) == Avg:
+		return 2, 3
+	case q.tok(k) == "half" && q.tok(k+1) == "the" && aggOf(q.tok(k+2)) == Avg:
+		return 0.5, 3
+	case isNumber.MatchString(q.tok(k)) && q.tok(k+1) == "times" && q.tok(k+2) == "the" && aggOf(q.tok(k+3)) == Avg:
+		f, _ := number(q.tok(k))
+		return f, 4
+	}
+	return 0, 0
+}
+
+// avgReference reports the factor of the comparison with the average that the average word
+// at token i ends ("more than twice the average"), or 0.
+func (q *query) avgReference(i int) float64 {
+	for from := i - 1; from >= i-3 && from >= 0; from-- {
+		if f, n := q.averageRef(from); f > 0 && from+n == i+1 && q.comparatorBefore(from) {
+			return f
+		}
+	}
+	return 0
+}
+
+// comparatorBefore reports whether the words just before token i compare ("more than", "above").
+func (q *query) comparatorBefore(i int) bool {
+	for _, cmp := range comparators {
+		n := len(cmp.words)
+		if i-n >= 0 && slices.Equal(q.p.toks[i-n:i], cmp.words) {
+			return true
+		}
+	}
+	return false
+}
+
+// compareWithAverage reads "salary above the average", "readings more than twice the
+// average": the number compared with its average over every row of its table, times a factor.
+func (q *query) compareWithAverage(i, n int, op string) (bool, error) {
+	p := q.p
+	f, k := q.averageRef(i + n)
+	if f == 0 {
+		return false, nil
+	}
+	end := i + n + k
+	var c *colRef
+	if m, _ := q.mentionAt(end); m != nil && m.column != "" && m.value == "" {
+		c = &colRef{m.table, m.column} // "above the average salary"
+		if col := q.column(*c); col == nil || !col.numeric() {
+			c = nil
+		} else {
+			end = m.end
+		}
+	}
+	if c == nil {
+		for _, m := range q.ms {
+			if (m.end == i || m.end == i-1 && beWords[q.tok(i-1)]) && m.column == "" && m.value == "" {
+				c = q.defaultNumber(m.table) // "readings (that are) more than twice the average"
+			}
+		}
+	}
+	if c == nil {
+		c = q.numericNear(i)
+	}
+	if c == nil {
+		return true, p.refuse("it compares with the average but names no number to compare")
+	}
+	if c.table != q.main {
+		return true, p.refuse(fmt.Sprintf("it compares %s of %s with its average while asking about %s", q.label(*c), q.p.s.table(c.table).Dataset, q.p.s.table(q.main).Dataset))
+	}
+	expr := q.col(*c)
+	var avg string
+	if col := q.column(*c); col != nil && len(col.product) == 2 {
+		avg = "(SELECT avg(" + quote(col.product[0]) + " * " + quote(col.product[1]) + ") FROM " + c.table + ")"
+	} else {
+		avg = "(SELECT avg(" + quote(c.column) + ") FROM " + c.table + ")"
+	}
+	if f != 1 {
+		avg = p.param(fmtNum(f)) + " * " + avg
+	}
+	q.compared = append(q.compared, *c)
+	if err := q.cond(c.table, expr+" "+op+" "+avg); err != nil {
+		return true, err
+	}
+	p.mark(i, end)
+	times := ""
+	if f != 1 {
+		times = fmtNum(f) + " times "
+	}
+	p.step("Filter: %s %s %sits average over all %s", q.label(*c), op, times, alias(c.table))
+	return true, nil
 }

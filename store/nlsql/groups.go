@@ -33,7 +33,7 @@ func (q *query) readGroups() error {
 			if m, _ := q.mentionAt(i + 1); m != nil && m.value == "" && (m.column != "" || m.table != q.main) {
 				start = i + 1
 			}
-		case units[t] != "" && (t == "monthly" || t == "weekly" || t == "daily" || t == "yearly" || t == "quarterly" || t == "annually"):
+		case units[t] != "" && (t == "monthly" || t == "weekly" || t == "daily" || t == "yearly" || t == "quarterly" || t == "annually") && !p.inMention[i]:
 			start = i
 		}
 		if start < 0 {
@@ -131,6 +131,9 @@ func (q *query) entityGroup(ref string) error {
 		}
 	}
 	r := q.relation(q.main, ref)
+	if path := q.oneSidePath(ref); r == nil && len(path) > 1 {
+		r = q.relation(path[len(path)-2], ref) // "per gateway" of readings: through devices
+	}
 	if r == nil && q.junction(q.main, ref) != nil && len(q.groups) == 0 && (q.agg == NoAgg || q.agg == Count) && q.measure == nil && !q.share &&
 		len(q.where) == 0 && len(q.exists) == 0 && len(q.joined) == 0 {
 		// "how many students per course": the junction's rows per course, each student once

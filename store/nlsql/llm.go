@@ -108,7 +108,7 @@ func (m *Model) Chat(ctx context.Context, system, user string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }() // read-only: nothing to lose at Close
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if err != nil {
 		return "", err

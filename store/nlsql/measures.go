@@ -17,7 +17,7 @@ func perUnit(name string) bool {
 	for _, w := range ws {
 		switch singular(w) {
 		case "price", "rate", "ratio", "percent", "percentage", "pct", "avg", "average", "mean", "per", "unit", "score", "rating", "age",
-			"temperature", "temp", "humidity", "latitude", "lat", "longitude", "lon", "lng", "battery":
+			"temperature", "temp", "humidity", "latitude", "lat", "longitude", "lon", "lng", "battery", "reading":
 			// "units" (a count) adds up; "unit_price", "unit_cost" do not
 			if w == "units" {
 				continue
@@ -102,14 +102,15 @@ func (q *query) entityBefore(m mention) string {
 var actorVerbs = map[string]bool{"made": true, "placed": true, "ordered": true, "bought": true, "purchased": true, "created": true,
 	"done": true, "written": true, "handled": true, "sold": true, "shipped": true, "sent": true, "seen": true, "treated": true, "booked": true,
 	"issued": true, "signed": true, "approved": true, "submitted": true, "processed": true, "performed": true, "taken": true, "served": true,
-	"entered": true, "recorded": true, "logged": true, "reported": true, "paid": true, "owned": true, "managed": true, "run": true, "filed": true}
+	"entered": true, "recorded": true, "logged": true, "reported": true, "paid": true, "owned": true, "managed": true, "run": true, "filed": true,
+	"carried": true, "delivered": true, "received": true, "installed": true, "raised": true, "claimed": true, "hauled": true, "transported": true}
 
 // actorBy reads a "by" after a participle ("visits made by smokers"): who did it, a filter
 // rather than a grouping. A yes/no column, a value or a dataset after it is the actor (read
 // by the filters and joins); another column could be either reading, so the question is
 // refused with both. It reports whether it read the "by".
 func (q *query) actorBy(i int) (bool, error) {
-	if !actorVerbs[q.tok(i-1)] || i > 0 && q.p.inMention[i-1] {
+	if !actorVerbs[q.tok(i-1)] || i > 0 && q.p.inMention[i-1] && !q.participleAt(i-1) {
 		return false, nil // "units sold by category": "sold" is part of a name
 	}
 	m, _ := q.mentionAt(i + 1)
@@ -118,16 +119,52 @@ func (q *query) actorBy(i int) (bool, error) {
 		return false, nil
 	case m.value != "" || m.column == "":
 		q.p.mark(i, i+1)
-		return true, nil
+		return true, q.actorVerb(i - 1)
 	}
 	if c := q.column(colRef{m.table, m.column}); c != nil && c.Type == "boolean" {
 		q.p.mark(i, i+1)
-		return true, nil
+		return true, q.actorVerb(i - 1)
 	}
 	l := q.label(colRef{m.table, m.column})
 	q.p.mark(i-1, m.end)
 	return true, q.p.refuse(fmt.Sprintf("%q reads two ways: %s as who %s them (name one, a value of %s) or a grouping by %s", strings.Join(q.p.toks[i-1:m.end], " "),
-		l, q.tok(i-1), l, l), fmt.Sprintf("How many %s by %s", alias(q.main), l))
+		l, q.tok(i-1), l, l), fmt.Sprintf("How many %s by %s", strings.ToLower(q.p.s.table(q.main).Dataset), l))
+}
+
+// actorVerb reads the verb at token i of "shipped by Crescent Cargo": when it names a date
+// column (shipped_on), the rows were shipped (the date is set).
+func (q *query) actorVerb(i int) error {
+	q.actorVerbAt = i
+	if !q.participleAt(i) {
+		return nil
+	}
+	for _, m := range q.ms {
+		if m.pos == i && m.column != "" {
+			c := colRef{m.table, m.column}
+			if q.usedCols[c] {
+				return nil
+			}
+			if err := q.cond(m.table, q.col(c)+" IS NOT NULL"); err != nil {
+				return err
+			}
+			q.compared = append(q.compared, c)
+			q.p.step("Filter: %s is set (%q)", q.label(c), q.tok(i))
+		}
+	}
+	return nil
+}
+
+// participleAt reports whether token i is a date column's participle named alone ("shipped"
+// of shipped_on): a verb as much as a name.
+func (q *query) participleAt(i int) bool {
+	for _, m := range q.ms {
+		if m.pos == i && m.end == i+1 && m.column != "" && m.value == "" {
+			c := q.column(colRef{m.table, m.column})
+			w := q.tok(i)
+			return c != nil && c.temporal() && len(w) > 3 && (strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "en"))
+		}
+	}
+	return false
 }
 
 // labelUnit is a column's label with the unit its owner gave it: "fee (USD)".

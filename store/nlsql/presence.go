@@ -1,6 +1,10 @@
 package nlsql
 
-import "strings"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // A column named with "with", "have", "no", "without" or "not" and nothing compared with it
 // asks whether rows have a value in it: "patients with no phone" (IS NULL), "orders with a
@@ -68,6 +72,9 @@ func (q *query) readPresence() error {
 			continue
 		}
 		c := q.column(cr)
+		if err := q.twoReadings(m, present, from); err != nil {
+			return err
+		}
 		col := q.col(cr)
 		var expr, says string
 		switch {
@@ -91,6 +98,9 @@ func (q *query) readPresence() error {
 		}
 		q.compared = append(q.compared, cr)
 		p.mark(from, m.end)
+		if !present && q.tok(m.end) == "yet" {
+			p.mark(m.end, m.end+1) // "not shipped yet"
+		}
 		p.step("Filter: %s is %s", q.label(cr), says)
 	}
 	return nil
@@ -104,4 +114,29 @@ func (q *query) namedBefore(m mention) bool {
 		}
 	}
 	return false
+}
+
+// twoReadings refuses a participle that names a date column and is a value of another column
+// of its table too: "how many shipments were delivered" is delivered_on set, or the status
+// delivered (and a returned shipment was delivered as well). It names both readings.
+func (q *query) twoReadings(m mention, present bool, from int) error {
+	c := q.column(colRef{m.table, m.column})
+	if c == nil || !c.temporal() || m.end-m.pos != 1 {
+		return nil
+	}
+	for _, v := range q.p.shadowed {
+		if v.pos != m.pos || v.table != m.table {
+			continue
+		}
+		toks := q.p.toks
+		vl, dl := q.label(colRef{v.table, v.column}), q.label(colRef{m.table, m.column})
+		asValue := strings.Join(slices.Concat(toks[:m.pos], []string{vl, lower(v.value)}, toks[m.end:]), " ")
+		with := "with a"
+		if !present {
+			with = "without a"
+		}
+		asDate := strings.Join(slices.Concat(toks[:from], []string{with, dl}, toks[m.end:]), " ")
+		return q.p.refuse(fmt.Sprintf("%q reads two ways: %s is %s, or %s is set", toks[m.pos], vl, v.value, dl), asValue, asDate)
+	}
+	return nil
 }

@@ -21,6 +21,17 @@ var intentWords = map[string]bool{"how": true, "many": true, "number": true,
 	"day": true, "quarter": true, "years": true, "months": true, "weeks": true, "days": true, "monthly": true, "weekly": true,
 	"daily": true, "yearly": true, "quarterly": true, "annually": true, "this": true, "last": true, "past": true, "non": true}
 
+// measureSuperlatives are superlatives that say which number they order by: "heaviest" the
+// weight, "longest" the duration or length.
+var measureSuperlatives = map[string]struct {
+	order string
+	words []string
+}{"heaviest": {"desc", []string{"weight", "mass"}}, "lightest": {"asc", []string{"weight", "mass"}},
+	"longest": {"desc", []string{"duration", "length", "minutes", "hours"}}, "shortest": {"asc", []string{"duration", "length", "minutes", "hours"}}}
+
+// shareWords ask for a part of the rows in percent.
+var shareWords = map[string]bool{"share": true, "percentage": true, "percent": true, "proportion": true}
+
 type colRef struct{ table, column string }
 
 type group struct {
@@ -61,6 +72,10 @@ type query struct {
 	recency   string              // "latest" (desc) or "earliest" (asc) rows by their date
 	recencyAt int
 	rankAt    int // the count of a ranking without "top" ("the 3 most common ..."), or 0
+	// perEntity: the aggregate over per-entity totals of a computed value ("average purchase value")
+	perEntity Agg
+	// actorVerbAt is the verb before a "by" naming who did it ("shipped by Acme"), or -1
+	actorVerbAt int
 
 	assumedDate map[colRef]bool // date columns assumed (stated once)
 }
@@ -73,6 +88,9 @@ func (q *query) col(c colRef) string {
 		q.usedCols = map[colRef]bool{}
 	}
 	q.usedCols[c] = true
+	if e := q.computedExpr(c); e != "" {
+		return e
+	}
 	return quote(alias(c.table)) + "." + quote(c.column)
 }
 
@@ -162,6 +180,7 @@ func (q *query) read(ms []mention) error {
 	q.exists = map[string][]string{}
 	q.countRefs = map[string]bool{}
 	q.notExists = map[string][]string{}
+	q.actorVerbAt = -1
 	in := q.readIntent()
 	q.readByMeasure(in)
 	if q.measure != nil && q.agg.OfNumber() {
@@ -215,7 +234,10 @@ func (q *query) read(ms []mention) error {
 	if err := q.checkSynonymMeasure(); err != nil {
 		return err
 	}
-	return q.checkMeasure()
+	if err := q.checkMeasure(); err != nil {
+		return err
+	}
+	return q.readComputed()
 }
 
 // readIntent reads the aggregate and ordering words: counts, totals, averages, extremes, "top N".
@@ -270,26 +292,32 @@ func (q *query) readIntent() intent {
 				p.mark(i, i+1)
 				q.byAggregate(i)
 				q.measure = q.numericNear(i + 1)
+				q.tableWordColumn(i + 1)
 			}
-		case (t == "share" || t == "percentage" || t == "percent" || t == "proportion") && !q.share:
+		case shareWords[t] && !q.share && !p.inMention[i]:
 			q.share, in.signal = true, true
 			p.mark(i, i+1)
 		case t == "average" && q.tok(i-1) == "on" && q.agg == Count:
 			q.avgCount = true // "how many orders per customer on average"
 			p.mark(i-1, i+1)
+		case aggOf(t) == Avg && q.avgReference(i) > 0:
+			continue // "more than twice the average": what is compared with (comparisons)
 		case aggOf(t) == Avg:
 			q.agg, in.signal = Avg, true
 			p.mark(i, i+1)
 			q.byAggregate(i)
 			q.measure = q.numericNear(i + 1)
+			q.tableWordColumn(i + 1)
 		case aggOf(t) == Max && q.agg == NoAgg:
 			q.agg, in.signal = Max, true
 			p.mark(i, i+1)
 			q.measure = q.numericNear(i + 1)
+			q.tableWordColumn(i + 1)
 		case aggOf(t) == Min && q.tok(i-1) != "a" && q.agg == NoAgg:
 			q.agg, in.signal = Min, true
 			p.mark(i, i+1)
 			q.measure = q.numericNear(i + 1)
+			q.tableWordColumn(i + 1)
 		case t == "latest" || t == "newest" || t == "earliest" || t == "most" && q.tok(i+1) == "recent":
 			// not "oldest": of people it is their age
 			q.recency, q.recencyAt, in.signal = "desc", i, true
@@ -312,6 +340,10 @@ func (q *query) readIntent() intent {
 		case (t == "lowest" || t == "smallest" || t == "least" || t == "fewest" || t == "cheapest") && q.tok(i-1) != "at":
 			in.superlative, in.supAt, in.signal = "asc", i, true
 			p.mark(i, i+1)
+		case measureSuperlatives[t].order != "" && !p.inMention[i]:
+			// "the heaviest shipment": the highest of its weight
+			in.superlative, in.supAt, in.signal = measureSuperlatives[t].order, i, true
+			p.mark(i, i+1)
 		case (t == "common" || t == "frequent" || t == "popular") && (q.tok(i-1) == "most" || q.tok(i-1) == "least"):
 			p.mark(i, i+1) // "the most common categories": the most rows
 		case q.tok(i-1) == "the" && countWord(t) > 0 && q.superlativeAfter(i):
@@ -329,6 +361,31 @@ func (q *query) readIntent() intent {
 		}
 	}
 	return in
+}
+
+// tableWordColumn reads the word after an aggregate that names a table and is also the whole
+// name of one of its numbers ("average reading" of Readings' reading) as that number, when no
+// number is measured yet.
+func (q *query) tableWordColumn(i int) {
+	if q.measure != nil {
+		return
+	}
+	m, _ := q.mentionAt(i)
+	if m == nil || m.column != "" || m.value != "" || m.end-m.pos != 1 {
+		return
+	}
+	for k := range q.ms {
+		if q.ms[k].pos != m.pos {
+			continue
+		}
+		for _, c := range q.p.s.table(m.table).Columns {
+			if c.numeric() && !keyLike(c.Name) && len(words(c.Name)) == 1 && close(q.tok(m.pos), c.Name) {
+				q.ms[k].column = c.Name
+				q.measure = &colRef{m.table, c.Name}
+				return
+			}
+		}
+	}
 }
 
 // byAggregate reads a "by" just before an aggregate ("top 5 customers by total amount") as

@@ -37,6 +37,7 @@ type Column struct {
 	Aliases    []string
 	Unit       string
 	DefaultAgg string
+	product    []string // a computed value's price and quantity columns (computed.go)
 }
 
 // Table is a table the engine may read.
@@ -175,7 +176,7 @@ func oneEdit(a, b string) bool {
 		i++
 	}
 	switch {
-	case i == la && i == lb:
+	case i == la && i == lb: //nolint:gocritic // badCond is wrong here: both words read to their end are equal
 		return true
 	case la == lb:
 		if a[i+1:] == b[i+1:] {
@@ -234,4 +235,5 @@ var synonyms = map[string][]string{
 	"email":    {"mail"},
 	"date":     {"when"},
 	"hire":     {"hired", "hires", "hiring"},
+	"value":    {"amount", "worth"},
 }

@@ -2,6 +2,8 @@
 
 package nlsql
 
+import "slices"
+
 // applySuperlative makes a superlative order: groups by their aggregate, rows by the measure.
 func (q *query) applySuperlative(in intent) error {
 	p := q.p
@@ -119,6 +121,25 @@ func (q *query) applyRecency() error {
 func (q *query) superlativeMeasure(supAt int) *colRef {
 	if c := q.numericNear(supAt + 1); c != nil {
 		return c
+	}
+	if q.tableWordColumn(supAt + 1); q.measure != nil {
+		return q.measure // "the highest reading" of Readings
+	}
+	if ms := measureSuperlatives[q.tok(supAt)]; ms.order != "" {
+		// "the heaviest shipment": the one number of the main table its word names
+		var found *colRef
+		for _, c := range q.p.s.table(q.main).Columns {
+			if c.numeric() && !keyLike(c.Name) && slices.ContainsFunc(words(c.Name), func(w string) bool { return slices.Contains(ms.words, singular(w)) }) {
+				if found != nil {
+					return nil
+				}
+				found = &colRef{q.main, c.Name}
+			}
+		}
+		if found != nil {
+			q.p.assume("%q orders by %s", q.tok(supAt), q.label(*found))
+		}
+		return found
 	}
 	if m, _ := q.mentionAt(supAt + 1); m != nil && m.table == q.main && m.column == "" && m.value == "" {
 		return q.defaultNumber(q.main)

@@ -251,14 +251,9 @@ func (q *query) yearAt(i int) (int, bool) {
 	return 0, false
 }
 
-// pointAt reads a moment at token i (a date, a month with a year, a year): start, end, tokens.
-func (q *query) pointAt(i int) (start, end *time.Time, n int) {
-	start, end, n, _, _ = q.pointYear(i)
-	return start, end, n
-}
-
-// pointYear is pointAt with the year the phrase names (0: none) and, for a date read by the
-// date parser, the range it resolved to (said in the explanation).
+// pointYear reads a moment at token i (a date, a month with a year, a year): start, end,
+// tokens, the year the phrase names (0: none) and, for a date read by the date parser, the
+// range it resolved to (said in the explanation).
 func (q *query) pointYear(i int) (start, end *time.Time, n, year int, resolved string) {
 	s, e, n := q.simplePoint(i)
 	if n > 0 {

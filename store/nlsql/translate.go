@@ -27,6 +27,7 @@ type Answer struct {
 type NotUnderstood struct {
 	Reason      string
 	Suggestions []string
+	without     string // the question without the words the engine does not know, or ""
 }
 
 func (e *NotUnderstood) Error() string { return "the question could not be answered: " + e.Reason }
@@ -52,8 +53,10 @@ type parser struct {
 	inMention []bool // tokens that are part of a mention
 	now       time.Time
 	params    map[string]any
-	steps     []string
-	warnings  []string
+	// shadowed are values one word long that are also a column's word: read as the column
+	shadowed []mention
+	steps    []string
+	warnings []string
 }
 
 // assume states an assumption in the steps and the warnings.
@@ -71,6 +74,14 @@ func (p *parser) param(v any) string {
 
 func (p *parser) step(format string, args ...any) {
 	p.steps = append(p.steps, fmt.Sprintf(format, args...))
+}
+
+// tok is token i, or "" outside the question.
+func (p *parser) tok(i int) string {
+	if i < 0 || i >= len(p.toks) {
+		return ""
+	}
+	return p.toks[i]
 }
 
 func (p *parser) mark(from, to int) {
@@ -124,6 +135,39 @@ func tokenize(q string) []string {
 // Every word of the question is accounted for: read as part of the answer, or a known filler
 // word; a question with a word it did not use is refused, never answered without it.
 func Translate(question string, s Schema, now time.Time) (*Answer, error) {
+	a, err := translate(question, s, now)
+	if nu, ok := err.(*NotUnderstood); ok {
+		nu.Suggestions = answerable(nu, s, now)
+	}
+	return a, err
+}
+
+// answerable orders a refusal's suggestions: the rephrasings the engine answers first (then
+// the question without the words it does not know, when that is answered), then the hints
+// about words; a rephrasing it would refuse in turn is dropped.
+func answerable(nu *NotUnderstood, s Schema, now time.Time) []string {
+	var questions, hints []string
+	for _, sug := range nu.Suggestions {
+		if strings.Contains(sug, `"`) {
+			hints = append(hints, sug)
+		} else if _, err := translate(sug, s, now); err == nil && !slices.Contains(questions, sug) {
+			questions = append(questions, sug)
+		}
+	}
+	if nu.without != "" && !slices.Contains(questions, nu.without) {
+		if _, err := translate(nu.without, s, now); err == nil {
+			questions = append(questions, nu.without)
+		}
+	}
+	out := append(questions, hints...)
+	if len(out) == 0 {
+		return nu.Suggestions
+	}
+	return out
+}
+
+func translate(question string, s Schema, now time.Time) (*Answer, error) {
+	s = withComputedValues(s)
 	p := &parser{s: &s, toks: tokenize(question), now: now.UTC(), params: map[string]any{}}
 	p.used = make([]bool, len(p.toks))
 	p.inMention = make([]bool, len(p.toks))
@@ -144,6 +188,7 @@ func Translate(question string, s Schema, now time.Time) (*Answer, error) {
 	if err != nil {
 		return nil, q.unknown(err)
 	}
+	sql = q.wrapPerEntity(sql)
 	if err := q.account(); err != nil {
 		return nil, err
 	}
@@ -338,7 +383,17 @@ func (f *mentionFinder) values() {
 			sp := span{n, i}
 			found := append(exact[sp], misspelt[sp]...) // exact before misspelt
 			if n == 1 && len(found) > 0 && p.namesSomething(p.toks[i]) {
-				continue
+				// "status delivered": a value after its column's name is the value
+				named := slices.DeleteFunc(slices.Clone(found), func(m mention) bool {
+					return !slices.ContainsFunc(words(m.column), func(w string) bool { return close(p.tok(i-1), w) })
+				})
+				if len(named) == 0 {
+					// "delivered" of delivered_on and of a status: kept, to refuse the one
+					// reading the question would otherwise get silently (see readPresence)
+					p.shadowed = append(p.shadowed, found...)
+					continue
+				}
+				found = named
 			}
 			f.best(found)
 		}
@@ -364,8 +419,8 @@ func (f *mentionFinder) tables() {
 				ws := words(name)
 				if len(ws) > 0 && f.free(i, len(ws)) && f.matchWords(i, ws) {
 					f.take(mention{table: t.Ref, pos: i, end: i + len(ws)})
-				} else if len(ws) > 1 && f.free(i, 1) && close(p.toks[i], ws[len(ws)-1]) && !p.namesColumn(p.toks[i]) {
-					f.take(mention{table: t.Ref, pos: i, end: i + 1}) // "orders" for "Sales Orders"
+				} else if len(ws) > 1 && f.free(i, 1) && close(p.toks[i], ws[len(ws)-1]) && (!p.namesColumn(p.toks[i]) || p.namesOnlyKeyOf(t.Ref, p.toks[i])) {
+					f.take(mention{table: t.Ref, pos: i, end: i + 1}) // "orders" for "Sales Orders", "claims" for "Expense Claims" (claim_ref)
 				}
 			}
 		}
@@ -379,7 +434,7 @@ func (f *mentionFinder) tables() {
 		var found []mention
 		for _, t := range p.s.Tables {
 			for _, name := range []string{t.Dataset, t.Name} {
-				if ws := words(name); len(ws) > 0 && lexicon.Synonyms(singular(tok), singular(ws[len(ws)-1])) &&
+				if ws := words(name); len(ws) > 0 && (lexicon.Synonyms(singular(tok), singular(ws[len(ws)-1])) || slices.Contains(entitySynonyms[singular(ws[len(ws)-1])], singular(tok))) &&
 					!slices.ContainsFunc(found, func(m mention) bool { return m.table == t.Ref }) {
 					found = append(found, mention{table: t.Ref, pos: i, end: i + 1, synonym: tok, lexical: true})
 				}
@@ -390,6 +445,11 @@ func (f *mentionFinder) tables() {
 		}
 	}
 }
+
+// entitySynonyms are the business words for the rows of a dataset that the lexicon does not
+// hold as synonyms of its name ("staff" for employees): assumptions, stated as such.
+var entitySynonyms = map[string][]string{"employee": {"staff", "personnel", "worker", "workforce"}, "reading": {"measurement"},
+	"carrier": {"courier", "hauler", "haulier"}, "shipment": {"consignment"}, "customer": {"client", "buyer"}, "client": {"customer"}}
 
 // lexicalCandidate reports whether a word of the question may be looked up in the lexicon: not
 // a word the engine reads itself (intent, filler, time, numbers).
@@ -412,6 +472,9 @@ func (f *mentionFinder) columns() {
 					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + n, synonym: ci.alias, alias: ci.alias != ""})
 				} else if n == 1 && len(ci.ws) > 1 && strings.Contains(p.toks[i], "-") && slices.EqualFunc(strings.Split(p.toks[i], "-"), ci.ws, close) {
 					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1}) // "follow-up" for follow_up
+				} else if parts := strings.Split(p.toks[i], "-"); n == 1 && len(parts) > 1 && len(parts) < len(ci.ws) && slices.EqualFunc(parts, ci.ws[:len(parts)], close) &&
+					f.free(i, 1+len(ci.ws)-len(parts)) && f.matchWords(i+1, ci.ws[len(parts):]) {
+					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1 + len(ci.ws) - len(parts)}) // "on-time rate" for on_time_rate
 				} else if len(ci.flag) == n && f.matchWords(i, ci.flag) {
 					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + n}) // "vip" for is_vip
 				}
@@ -445,6 +508,9 @@ func (f *mentionFinder) columnWords() {
 		if !f.free(i, 1) || stop[tok] || intentWords[tok] || units[tok] != "" || months[tok] != 0 || len(tok) < 3 {
 			continue
 		}
+		if shareWords[tok] && p.tok(i+1) == "of" {
+			continue // "percentage of devices that are outdoor": a share, not a pct column
+		}
 		var found []mention
 		for _, ci := range f.cols {
 			if ci.alias != "" {
@@ -459,6 +525,21 @@ func (f *mentionFinder) columnWords() {
 					found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1})
 				}
 			}
+		}
+		if k := f.columnEndingAt(i); k >= 0 && (tok == "date" || tok == "day") && f.temporal(f.out[k]) {
+			f.out[k].end = i + 1 // "delivery date" of delivered_on
+			f.taken[i] = true
+			continue
+		}
+		if len(found) == 0 {
+			found = f.eventNoun(i)
+		}
+		if k := f.columnEndingAt(i); k >= 0 && slices.ContainsFunc(found, func(m mention) bool { return m.table == f.out[k].table && m.column == f.out[k].column }) {
+			// "destination city": a word of the column just named (dest_city) goes with it,
+			// not to another column it is also a word of (origin_city)
+			f.out[k].end = i + 1
+			f.taken[i] = true
+			continue
 		}
 		if len(found) > 1 && slices.ContainsFunc(found, func(m mention) bool { return m.synonym != "" && !perUnit(m.column) }) {
 			// "order value" with a total and a unit price: the value of the whole row
@@ -490,6 +571,48 @@ func (f *mentionFinder) columnWords() {
 		}
 		f.best(found)
 	}
+}
+
+// temporal reports whether mention m is a date column's.
+func (f *mentionFinder) temporal(m mention) bool {
+	for _, ci := range f.cols {
+		if ci.table == m.table && ci.col.Name == m.column {
+			return ci.col.temporal()
+		}
+	}
+	return false
+}
+
+// eventNoun is the date column whose participle the word at token i is the noun of:
+// "delivery" of delivered_on, "approval" of approved_on, "arrival" of arrived_at.
+func (f *mentionFinder) eventNoun(i int) []mention {
+	tok := f.p.toks[i]
+	var found []mention
+	for _, ci := range f.cols {
+		if !ci.col.temporal() || ci.alias != "" {
+			continue
+		}
+		for _, w := range ci.ws {
+			if base, ok := strings.CutSuffix(w, "ed"); ok && len(base) >= 4 && tok != w && strings.HasPrefix(tok, base) && len(tok)-len(base) <= 2 &&
+				!slices.ContainsFunc(found, func(m mention) bool { return m.table == ci.table && m.column == ci.col.Name }) {
+				found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1, synonym: tok})
+			}
+		}
+	}
+	if len(found) > 1 {
+		return nil
+	}
+	return found
+}
+
+// columnEndingAt is the index in f.out of the column mention ending at token i, or -1.
+func (f *mentionFinder) columnEndingAt(i int) int {
+	for k, m := range f.out {
+		if m.end == i && m.column != "" && m.value == "" {
+			return k
+		}
+	}
+	return -1
 }
 
 // flagWords are a boolean column's words without its is/has ("vip" for is_vip), or nil.
@@ -526,6 +649,19 @@ func (p *parser) namesSomething(w string) bool {
 		}
 	}
 	return p.namesColumn(w)
+}
+
+// namesOnlyKeyOf reports whether every column a word names is a key of table ref named
+// after its rows ("claim" of claim_ref in Expense Claims): the word names the rows.
+func (p *parser) namesOnlyKeyOf(ref, w string) bool {
+	for _, t := range p.s.Tables {
+		for _, c := range t.Columns {
+			if slices.ContainsFunc(words(c.Name), func(n string) bool { return close(w, n) }) && (t.Ref != ref || !keyLike(c.Name) && !strings.HasSuffix(c.Name, "_code")) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (p *parser) namesColumn(w string) bool {

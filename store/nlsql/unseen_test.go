@@ -79,7 +79,7 @@ func TestUnseenShapes(t *testing.T) {
 		{wholesale: true, q: "how many purchases were made by key accounts", sql: `SELECT count(*) AS "count" FROM purchases JOIN clients ON "clients"."client_id" = "purchases"."client_id" WHERE "clients"."is_key_account" = true`, params: "[]"},
 		{wholesale: true, q: "how many purchases did Japanese clients make", params: "[Japan]"},
 		{wholesale: true, q: "total quantity sold", sql: `SELECT sum("line_items"."qty") AS "sum_qty" FROM line_items`, params: "[]", warning: `"quantity" means the column qty`},
-		{wholesale: true, q: "average purchase value", refused: "a value per unit rather than of a whole purchase"},
+		{wholesale: true, q: "average purchase value", sql: `SELECT avg(t."sum_value") AS "avg_purchase_value" FROM (SELECT "purchases"."purchase_id" AS "purchase_id", sum(("line_items"."unit_price" * "line_items"."qty")) AS "sum_value" FROM line_items JOIN purchases ON "purchases"."purchase_id" = "line_items"."purchase_id" GROUP BY 1 ORDER BY 1) t`, params: "[]", warning: "unit price × qty"},
 		{wholesale: true, q: "sum of unit price", refused: "a value per unit or a rate"},
 		{wholesale: true, q: "electronics purchases over 500 that were not shipped", refused: "not which number of them"},
 		{wholesale: true, q: "how many purchases by sales rep were made by sales rep", refused: "reads two ways"},
@@ -157,7 +157,8 @@ func TestTaughtColumns(t *testing.T) {
 }
 
 // TestValueOfAnOrder: "order value" is the order's total when it has one, whatever order its
-// columns come in; with only a price per unit it is refused, naming it.
+// columns come in; with only a price per unit and a quantity it is their product, said to be
+// computed; with only a price per unit it is refused, naming it.
 func TestValueOfAnOrder(t *testing.T) {
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	price := Column{Name: "unit_price", Type: ingest.Numeric}
@@ -170,6 +171,11 @@ func TestValueOfAnOrder(t *testing.T) {
 		}
 	}
 	s := Schema{Tables: []Table{{Ref: "orders", Dataset: "Orders", Columns: []Column{{Name: "order_id", Type: ingest.Integer}, price, {Name: "quantity", Type: ingest.Integer}}}}}
+	if a, err := Translate("average order value", s, now); err != nil || a.SQL != `SELECT avg(("orders"."unit_price" * "orders"."quantity")) AS "avg_value" FROM orders` ||
+		!strings.Contains(strings.Join(a.Warnings, "; "), "unit price × quantity") {
+		t.Errorf("average order value over unit prices and quantities: got %+v %v", a, err)
+	}
+	s.Tables[0].Columns = s.Tables[0].Columns[:2]
 	var nu *NotUnderstood
 	if _, err := Translate("average order value", s, now); !errors.As(err, &nu) || !strings.Contains(nu.Reason, "unit price") {
 		t.Errorf("average order value over unit prices: want a refusal naming unit price, got %v", err)
