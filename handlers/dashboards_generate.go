@@ -255,8 +255,6 @@ func (h *Dashboards) input(ctx context.Context, g *generation) (dashboards.Input
 			return in, err
 		}
 	}
-	refs := map[string]string{} // dataset id + "." + table → ref
-	keys := map[string]bool{}   // ref + "." + column: ends of relationships
 	var rels []store.Relationship
 	for i := range g.sets {
 		r, err := store.Relationships(ctx, h.Store.DB, g.sets[i].ID)
@@ -265,50 +263,13 @@ func (h *Dashboards) input(ctx context.Context, g *generation) (dashboards.Input
 		}
 		rels = append(rels, r...)
 	}
+	refs := map[string]string{} // dataset id + "." + table → ref
 	for i := range g.sets {
-		d := &g.sets[i]
-		tables, err := datasets.Tables(d)
+		srcs, err := datasetSources(&g.sets[i], ranks, in.Intent, refs)
 		if err != nil {
 			return in, err
 		}
-		var st datasets.Statistics
-		if d.Statistics != "" {
-			if err := json.Unmarshal([]byte(d.Statistics), &st); err != nil {
-				return in, err
-			}
-		}
-		for _, t := range tables {
-			ref := queries.Identifier(d.Name)
-			lbl := d.Name
-			if len(tables) > 1 {
-				ref += "." + t.Name
-				lbl = t.Name
-			}
-			refs[d.ID+"."+t.Name] = ref
-			src := dashboards.Source{Ref: ref, ID: d.ID, Label: lbl, Rank: ranks[d.ID]}
-			ts := st.Tables[t.Name]
-			if ts != nil {
-				src.Rows = ts.RowCount
-			}
-			for _, w := range in.Intent {
-				if strings.Contains(strings.ToLower(lbl), w) {
-					src.Rank++
-				}
-			}
-			for _, c := range t.Columns {
-				col := dashboards.Column{Name: c.Name, Label: c.Original, Type: c.Type, Key: slices.Contains(t.PrimaryKey, c.Name)}
-				if c.Semantics != nil {
-					col.DefaultAgg = c.Semantics.DefaultAggregation
-				}
-				if ts != nil {
-					if cs := ts.Columns[c.Name]; cs != nil {
-						col.Distinct, col.Nulls, col.Min, col.Max, col.Values = cs.DistinctCount, cs.NullCount, cs.Min, cs.Max, cs.SampleValues
-					}
-				}
-				src.Columns = append(src.Columns, col)
-			}
-			in.Sources = append(in.Sources, src)
-		}
+		in.Sources = append(in.Sources, srcs...)
 	}
 	var ts *tiles
 	if len(g.views) > 0 {
@@ -329,6 +290,73 @@ func (h *Dashboards) input(ctx context.Context, g *generation) (dashboards.Input
 		}
 		in.Sources = append(in.Sources, src)
 	}
+	relate(&in, rels, refs)
+	// Sources the intent names lead.
+	slices.SortStableFunc(in.Sources, func(a, b dashboards.Source) int {
+		switch {
+		case a.Rank > b.Rank:
+			return -1
+		case a.Rank < b.Rank:
+			return 1
+		}
+		return 0
+	})
+	return in, nil
+}
+
+// datasetSources are a dataset's tables as sources of a generation, with their columns'
+// statistics; refs gets each table's reference.
+func datasetSources(d *store.Dataset, ranks map[string]float64, intent []string, refs map[string]string) ([]dashboards.Source, error) {
+	tables, err := datasets.Tables(d)
+	if err != nil {
+		return nil, err
+	}
+	var st datasets.Statistics
+	if d.Statistics != "" {
+		if err := json.Unmarshal([]byte(d.Statistics), &st); err != nil {
+			return nil, err
+		}
+	}
+	var out []dashboards.Source
+	for _, t := range tables {
+		ref := queries.Identifier(d.Name)
+		lbl := d.Name
+		if len(tables) > 1 {
+			ref += "." + t.Name
+			lbl = t.Name
+		}
+		refs[d.ID+"."+t.Name] = ref
+		src := dashboards.Source{Ref: ref, ID: d.ID, Label: lbl, Rank: ranks[d.ID]}
+		ts := st.Tables[t.Name]
+		if ts != nil {
+			src.Rows = ts.RowCount
+		}
+		for _, w := range intent {
+			if strings.Contains(strings.ToLower(lbl), w) {
+				src.Rank++
+			}
+		}
+		for _, c := range t.Columns {
+			col := dashboards.Column{Name: c.Name, Label: c.Original, Type: c.Type, Key: slices.Contains(t.PrimaryKey, c.Name)}
+			if c.Semantics != nil {
+				col.DefaultAgg = c.Semantics.DefaultAggregation
+			}
+			if ts != nil {
+				if cs := ts.Columns[c.Name]; cs != nil {
+					col.Distinct, col.Nulls, col.Min, col.Max, col.Values = cs.DistinctCount, cs.NullCount, cs.Min, cs.Max, cs.SampleValues
+				}
+			}
+			src.Columns = append(src.Columns, col)
+		}
+		out = append(out, src)
+	}
+	return out, nil
+}
+
+// relate adds the relationships between in's sources (refs: dataset id + "." + table →
+// ref), once each, and marks both ends' columns as keys (never summed).
+func relate(in *dashboards.Input, rels []store.Relationship, refs map[string]string) {
+	keys := map[string]bool{} // ref + "." + column: ends of relationships
 	seen := map[string]bool{}
 	for _, r := range rels {
 		from, okF := refs[r.FromDataset+"."+r.FromTable]
@@ -349,17 +377,6 @@ func (h *Dashboards) input(ctx context.Context, g *generation) (dashboards.Input
 			}
 		}
 	}
-	// Sources the intent names lead.
-	slices.SortStableFunc(in.Sources, func(a, b dashboards.Source) int {
-		switch {
-		case a.Rank > b.Rank:
-			return -1
-		case a.Rank < b.Rank:
-			return 1
-		}
-		return 0
-	})
-	return in, nil
 }
 
 // generate builds the dashboard of g and keeps it: a new one, or a new version of
@@ -428,38 +445,7 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 		return nil, err
 	}
 	report("finalizing", "Saving the dashboard")
-	now := h.Now()
-	source, _ := json.Marshal(g.source)
-	d := g.existing
-	err = h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
-		if d != nil {
-			cur, err := store.LockDashboard(ctx, tx, d.ID)
-			if err != nil {
-				return err
-			}
-			cur.Reach, cur.GeneratedBy, cur.Warnings = d.Reach, generatedBy, warnings
-			d = cur
-			if err := h.newVersion(ctx, tx, d, "generate", d.DisplayName, raw, nil, nil); err != nil {
-				return err
-			}
-			return h.audit(ctx, tx, d.OrgID, "dashboard.regenerate", "dashboard", d.ID, d.DisplayName, map[string]any{"version": d.Version})
-		}
-		d = &store.Dashboard{ID: store.NewID("dsh"), OrgID: g.prj.OrgID, ProjectID: g.prj.ID, SourceType: g.kind, Source: source,
-			DisplayName: g.name, Spec: raw, Version: 1, GeneratedBy: generatedBy, Warnings: warnings, CreatedBy: &p.UserID,
-			CreatedAt: now, UpdatedAt: now, Reach: g.prj.Reach}
-		switch g.kind {
-		case "dataset":
-			d.DatasetID = &g.sets[0].ID
-		case "view":
-			d.ViewID = &g.views[0].ID
-		}
-		v := &store.DashboardVersion{ID: store.NewID("dshv"), DashboardID: d.ID, Number: 1, Kind: "generate", DisplayName: d.DisplayName,
-			Spec: raw, CreatedBy: &p.UserID, CreatedAt: now}
-		if err := store.CreateDashboard(ctx, tx, d, v); err != nil {
-			return err
-		}
-		return h.audit(ctx, tx, d.OrgID, "dashboard.create", "dashboard", d.ID, d.DisplayName, map[string]any{"source": g.source, "tiles": len(spec.Tiles())})
-	})
+	d, err := h.saveGenerated(ctx, g, p.UserID, raw, generatedBy, warnings, len(spec.Tiles()))
 	if err == nil {
 		h.warmTiles(d, spec, passed, results)
 	}
@@ -478,6 +464,44 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 		return nil, err
 	}
 	return d, nil
+}
+
+// saveGenerated keeps a generation's spec: a new version of the dashboard it regenerates, or
+// a new dashboard (store.ErrDashboardExists when another request made the source's meanwhile).
+func (h *Dashboards) saveGenerated(ctx context.Context, g *generation, userID string, raw []byte, generatedBy string, warnings []string, tiles int) (*store.Dashboard, error) {
+	now := h.Now()
+	source, _ := json.Marshal(g.source)
+	d := g.existing
+	err := h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+		if d != nil {
+			cur, err := store.LockDashboard(ctx, tx, d.ID)
+			if err != nil {
+				return err
+			}
+			cur.Reach, cur.GeneratedBy, cur.Warnings = d.Reach, generatedBy, warnings
+			d = cur
+			if err := h.newVersion(ctx, tx, d, "generate", d.DisplayName, raw, nil, nil); err != nil {
+				return err
+			}
+			return h.audit(ctx, tx, d.OrgID, "dashboard.regenerate", "dashboard", d.ID, d.DisplayName, map[string]any{"version": d.Version})
+		}
+		d = &store.Dashboard{ID: store.NewID("dsh"), OrgID: g.prj.OrgID, ProjectID: g.prj.ID, SourceType: g.kind, Source: source,
+			DisplayName: g.name, Spec: raw, Version: 1, GeneratedBy: generatedBy, Warnings: warnings, CreatedBy: &userID,
+			CreatedAt: now, UpdatedAt: now, Reach: g.prj.Reach}
+		switch g.kind {
+		case "dataset":
+			d.DatasetID = &g.sets[0].ID
+		case "view":
+			d.ViewID = &g.views[0].ID
+		}
+		v := &store.DashboardVersion{ID: store.NewID("dshv"), DashboardID: d.ID, Number: 1, Kind: "generate", DisplayName: d.DisplayName,
+			Spec: raw, CreatedBy: &userID, CreatedAt: now}
+		if err := store.CreateDashboard(ctx, tx, d, v); err != nil {
+			return err
+		}
+		return h.audit(ctx, tx, d.OrgID, "dashboard.create", "dashboard", d.ID, d.DisplayName, map[string]any{"source": g.source, "tiles": tiles})
+	})
+	return d, err
 }
 
 // onlyZeros says whether the tiles are all KPIs of zero: counts of sources that have no

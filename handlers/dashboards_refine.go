@@ -82,31 +82,11 @@ func (h *Dashboards) RefineDashboard(ctx context.Context, req api.RefineDashboar
 		}
 	}
 	if ref == nil {
-		filters := len(spec.Filters)
-		ref, err = dashboards.Refine(&spec, b.UserPrompt, scope, path, in)
-		var nu *dashboards.NotUnderstood
-		if errors.As(err, &nu) {
-			return nil, apierr.New(http.StatusBadRequest, apierr.CodePromptNotUnderstood, nu.Reason).WithDetails(map[string]any{"suggestions": nu.Suggestions})
-		} else if err != nil {
+		var more []string
+		if ref, more, err = h.refineByRules(ctx, g.prj, &spec, b.UserPrompt, scope, path, in, before); err != nil {
 			return nil, err
 		}
-		if err := h.acceptRevision(ctx, g.prj, &spec, before); err != nil {
-			return nil, err
-		}
-		if len(spec.Filters) > filters {
-			ts, err := h.tiles(ctx, g.prj)
-			if err != nil {
-				return nil, err
-			}
-			for i := filters; i < len(spec.Filters); i++ {
-				if err := ts.options(ctx, &spec.Filters[i]); err != nil {
-					if usersql.NotRun(err) || ctx.Err() != nil {
-						return nil, err
-					}
-					warnings = append(warnings, fmt.Sprintf("filter %q offers the values seen in a sample: listing its values failed (%v)", spec.Filters[i].Label, err))
-				}
-			}
-		}
+		warnings = append(warnings, more...)
 	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
@@ -130,6 +110,39 @@ func (h *Dashboards) RefineDashboard(ctx context.Context, req api.RefineDashboar
 	out := dashboardJSON(d, true, ptr(true))
 	out.Changes = ref.Changes
 	return refineResponse{dashboardResponse{http.StatusOK, d, out}}, nil
+}
+
+// refineByRules applies prompt to spec with the built-in rules; a new filter lists its
+// column's values. The warnings say what could not be done fully.
+func (h *Dashboards) refineByRules(ctx context.Context, prj *store.Project, spec *dashboards.Spec, prompt, scope, path string, in dashboards.Input,
+	before map[string]string) (*dashboards.Refinement, []string, error) {
+	var warnings []string
+	filters := len(spec.Filters)
+	ref, err := dashboards.Refine(spec, prompt, scope, path, in)
+	var nu *dashboards.NotUnderstood
+	if errors.As(err, &nu) {
+		return nil, nil, apierr.New(http.StatusBadRequest, apierr.CodePromptNotUnderstood, nu.Reason).WithDetails(map[string]any{"suggestions": nu.Suggestions})
+	} else if err != nil {
+		return nil, nil, err
+	}
+	if err := h.acceptRevision(ctx, prj, spec, before); err != nil {
+		return nil, nil, err
+	}
+	if len(spec.Filters) > filters {
+		ts, err := h.tiles(ctx, prj)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := filters; i < len(spec.Filters); i++ {
+			if err := ts.options(ctx, &spec.Filters[i]); err != nil {
+				if usersql.NotRun(err) || ctx.Err() != nil {
+					return nil, nil, err
+				}
+				warnings = append(warnings, fmt.Sprintf("filter %q offers the values seen in a sample: listing its values failed (%v)", spec.Filters[i].Label, err))
+			}
+		}
+	}
+	return ref, warnings, nil
 }
 
 // acceptRevision holds a refined spec to what an edit must pass, and runs every tile whose

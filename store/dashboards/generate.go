@@ -358,180 +358,239 @@ func OptionsTile(f Filter) *Tile {
 
 // Propose lists the tiles worth showing for in, and the filters they take.
 func Propose(in Input) ([]Candidate, []Filter) {
-	var out []Candidate
-	var filters []Filter
-	ids := map[string]int{}
-	id := func(base string) string {
-		base = strings.Trim(strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-				return r
-			}
-			return '_'
-		}, strings.ToLower(base)), "_")
-		if base == "" || base[0] < 'a' || base[0] > 'z' {
-			base = "t_" + base
-		}
-		if len(base) > 56 {
-			base = base[:56]
-		}
-		ids[base]++
-		if ids[base] > 1 {
-			return base + "_" + strconv.Itoa(ids[base])
-		}
-		return base
-	}
-	add := func(group string, score float64, t Tile) {
-		t.ID = id(t.ID)
-		out = append(out, Candidate{Tile: t, Group: group, Score: score})
-	}
+	p := &proposer{in: &in, ids: map[string]int{}}
 	multi := len(in.Sources) > 1
 	as := make([]*analysed, len(in.Sources))
+	byRef := map[string]*analysed{}
 	for i := range in.Sources {
 		as[i] = analyse(&in, &in.Sources[i])
-	}
-	byRef := map[string]*analysed{}
-	for _, a := range as {
-		byRef[a.Ref] = a
+		byRef[as[i].Ref] = as[i]
 	}
 	for si, a := range as {
 		// The first source (the intent's best) leads; the others follow.
-		weight := 1.0 - float64(si)*0.08 + a.Rank*0.05
-		name := a.Label
-		prefix := ""
+		s := &sourceTiles{proposer: p, a: a, weight: 1.0 - float64(si)*0.08 + a.Rank*0.05, name: a.Label}
 		if multi {
-			prefix = a.Ref + "_"
+			s.prefix = a.Ref + "_"
 		}
-		var filter *Filter
-		filterCol := ""
 		if in.Filter && !multi && len(a.categories) > 0 {
-			c := a.categories[0]
-			filter = &Filter{ID: c.Name, Label: capital(label(c)), Type: "category", Parameter: "f_" + c.Name, Column: a.Ref + "." + c.Name,
-				Options: c.Values}
-			if len(filter.Parameter) > 63 {
-				filter.Parameter = filter.Parameter[:63]
-			}
-			filters = append(filters, *filter)
-			filterCol = c.Name
+			s.filterOn(a.categories[0])
 		}
-		w := func(extra ...string) string { return a.where("", filter, filterCol, extra...) }
-		add("kpi", 100*weight, Tile{ID: prefix + "record_count", Title: "Number of " + name, Type: "kpi",
-			Query:    Query{SQL: "SELECT count(*) AS value\nFROM " + a.Ref + w()},
-			Encoding: Encoding{Value: "value", Format: "integer"}})
-		for i, m := range a.measures {
-			if i >= 3 {
-				break
-			}
-			fn, title, _ := aggregate(m)
-			add("kpi", (90-float64(i)*6)*weight+in.intentBoost(m.Name), Tile{ID: prefix + fn + "_" + m.Name, Title: capital(title), Type: "kpi",
-				Query:    Query{SQL: "SELECT " + fn + "(" + q(m.Name) + ") AS value\nFROM " + a.Ref + w()},
-				Encoding: Encoding{Value: "value", Format: "number"}})
+		s.kpis()
+		s.timeSeries()
+		s.breakdowns()
+		s.distributions()
+		s.latest()
+	}
+	p.acrossRelations(byRef)
+	sort.SliceStable(p.out, func(i, j int) bool { return p.out[i].Score > p.out[j].Score })
+	return p.out, p.filters
+}
+
+// proposer collects the candidate tiles and filters of one Propose.
+type proposer struct {
+	in      *Input
+	out     []Candidate
+	filters []Filter
+	ids     map[string]int
+}
+
+// id is base as a tile id: lower-case letters, digits and _, unique among the candidates.
+func (p *proposer) id(base string) string {
+	base = strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
 		}
-		if a.time != nil {
-			t := q(a.time.Name)
-			period := "date_trunc('" + a.grain + "', " + t + ")"
-			add("time", 85*weight, Tile{ID: prefix + "count_per_" + a.grain, Title: capital(name) + " per " + a.grain, Type: "line",
-				Description: "By " + label(*a.time) + ".",
-				Query: Query{SQL: "SELECT " + period + " AS period, count(*) AS count, max(" + t + ") AS latest\nFROM " + a.Ref + w(t+" IS NOT NULL") +
-					"\nGROUP BY 1\nORDER BY 1"},
-				Encoding: Encoding{X: "period", Y: []string{"count"}, TimeGrain: a.grain, Latest: "latest", Format: "integer"}})
-			if len(a.measures) > 0 {
-				m := a.measures[0]
-				fn, title, alias := aggregate(m)
-				add("time", 84*weight+in.intentBoost(m.Name), Tile{ID: prefix + alias + "_per_" + a.grain, Title: capital(title) + " per " + a.grain,
-					Type: "area", Description: "By " + label(*a.time) + ".",
-					Query: Query{SQL: "SELECT " + period + " AS period, " + fn + "(" + q(m.Name) + ") AS " + q(alias) + ", max(" + t + ") AS latest\nFROM " + a.Ref +
-						w(t+" IS NOT NULL") + "\nGROUP BY 1\nORDER BY 1"},
-					Encoding: Encoding{X: "period", Y: []string{alias}, TimeGrain: a.grain, Latest: "latest", Format: "number"}})
+		return '_'
+	}, strings.ToLower(base)), "_")
+	if base == "" || base[0] < 'a' || base[0] > 'z' {
+		base = "t_" + base
+	}
+	if len(base) > 56 {
+		base = base[:56]
+	}
+	p.ids[base]++
+	if p.ids[base] > 1 {
+		return base + "_" + strconv.Itoa(p.ids[base])
+	}
+	return base
+}
+
+func (p *proposer) add(group string, score float64, t Tile) {
+	t.ID = p.id(t.ID)
+	p.out = append(p.out, Candidate{Tile: t, Group: group, Score: score})
+}
+
+// sourceTiles proposes the tiles of one source.
+type sourceTiles struct {
+	*proposer
+	a            *analysed
+	weight       float64
+	name, prefix string
+	filter       *Filter
+	filterCol    string
+}
+
+// filterOn makes c the source's filter, which its tiles take.
+func (s *sourceTiles) filterOn(c Column) {
+	s.filter = &Filter{ID: c.Name, Label: capital(label(c)), Type: "category", Parameter: "f_" + c.Name, Column: s.a.Ref + "." + c.Name,
+		Options: c.Values}
+	if len(s.filter.Parameter) > 63 {
+		s.filter.Parameter = s.filter.Parameter[:63]
+	}
+	s.filters = append(s.filters, *s.filter)
+	s.filterCol = c.Name
+}
+
+// w is the source's WHERE clause: live rows, the filter, and extra conditions.
+func (s *sourceTiles) w(extra ...string) string {
+	return s.a.where("", s.filter, s.filterCol, extra...)
+}
+
+func (s *sourceTiles) kpis() {
+	a, in := s.a, s.in
+	s.add("kpi", 100*s.weight, Tile{ID: s.prefix + "record_count", Title: "Number of " + s.name, Type: "kpi",
+		Query:    Query{SQL: "SELECT count(*) AS value\nFROM " + a.Ref + s.w()},
+		Encoding: Encoding{Value: "value", Format: "integer"}})
+	for i, m := range a.measures {
+		if i >= 3 {
+			break
+		}
+		fn, title, _ := aggregate(m)
+		s.add("kpi", (90-float64(i)*6)*s.weight+in.intentBoost(m.Name), Tile{ID: s.prefix + fn + "_" + m.Name, Title: capital(title), Type: "kpi",
+			Query:    Query{SQL: "SELECT " + fn + "(" + q(m.Name) + ") AS value\nFROM " + a.Ref + s.w()},
+			Encoding: Encoding{Value: "value", Format: "number"}})
+	}
+}
+
+func (s *sourceTiles) timeSeries() {
+	a, in := s.a, s.in
+	if a.time == nil {
+		return
+	}
+	t := q(a.time.Name)
+	period := "date_trunc('" + a.grain + "', " + t + ")"
+	s.add("time", 85*s.weight, Tile{ID: s.prefix + "count_per_" + a.grain, Title: capital(s.name) + " per " + a.grain, Type: "line",
+		Description: "By " + label(*a.time) + ".",
+		Query: Query{SQL: "SELECT " + period + " AS period, count(*) AS count, max(" + t + ") AS latest\nFROM " + a.Ref + s.w(t+" IS NOT NULL") +
+			"\nGROUP BY 1\nORDER BY 1"},
+		Encoding: Encoding{X: "period", Y: []string{"count"}, TimeGrain: a.grain, Latest: "latest", Format: "integer"}})
+	if len(a.measures) > 0 {
+		m := a.measures[0]
+		fn, title, alias := aggregate(m)
+		s.add("time", 84*s.weight+in.intentBoost(m.Name), Tile{ID: s.prefix + alias + "_per_" + a.grain, Title: capital(title) + " per " + a.grain,
+			Type: "area", Description: "By " + label(*a.time) + ".",
+			Query: Query{SQL: "SELECT " + period + " AS period, " + fn + "(" + q(m.Name) + ") AS " + q(alias) + ", max(" + t + ") AS latest\nFROM " + a.Ref +
+				s.w(t+" IS NOT NULL") + "\nGROUP BY 1\nORDER BY 1"},
+			Encoding: Encoding{X: "period", Y: []string{alias}, TimeGrain: a.grain, Latest: "latest", Format: "number"}})
+	}
+}
+
+// breakdowns: the count (and the first measure) by each of the first categories, and the
+// share of each of the first booleans.
+func (s *sourceTiles) breakdowns() {
+	a, in := s.a, s.in
+	for i, c := range a.categories {
+		if i >= 3 {
+			break
+		}
+		typ := "bar"
+		if c.Distinct <= 6 {
+			typ = "donut"
+			if i%2 == 1 {
+				typ = "pie"
 			}
 		}
-		for i, c := range a.categories {
-			if i >= 3 {
-				break
-			}
-			typ := "bar"
-			if c.Distinct <= 6 {
-				typ = "donut"
-				if i%2 == 1 {
-					typ = "pie"
-				}
-			}
-			enc := Encoding{X: c.Name, Y: []string{"count"}, Value: "count", TopN: 10, Format: "integer",
-				Sort: &Sort{Field: "count", Direction: "desc"}}
-			if typ == "bar" {
-				enc.Value = ""
-			} else {
-				enc.Y = nil
-			}
-			add("breakdown", (70-float64(i)*5)*weight+in.intentBoost(c.Name), Tile{ID: prefix + "count_by_" + c.Name,
-				Title: capital(name) + " by " + label(c), Type: typ, Description: topNote(c),
-				Query: Query{SQL: topN(q(c.Name), "count(*)", "count", c.Name, a.Ref+w())}, Encoding: enc})
-			if len(a.measures) > 0 && i < 2 {
-				m := a.measures[0]
-				fn, title, alias := aggregate(m)
-				add("breakdown", (66-float64(i)*5)*weight+in.intentBoost(m.Name)+in.intentBoost(c.Name), Tile{ID: prefix + alias + "_by_" + c.Name,
-					Title: capital(title) + " by " + label(c), Type: "bar", Description: topNote(c),
-					Query:    Query{SQL: topN(q(c.Name), fn+"("+q(m.Name)+")", alias, c.Name, a.Ref+w())},
-					Encoding: Encoding{X: c.Name, Y: []string{alias}, TopN: 10, Format: "number", Sort: &Sort{Field: alias, Direction: "desc"}}})
-			}
+		enc := Encoding{X: c.Name, Y: []string{"count"}, Value: "count", TopN: 10, Format: "integer",
+			Sort: &Sort{Field: "count", Direction: "desc"}}
+		if typ == "bar" {
+			enc.Value = ""
+		} else {
+			enc.Y = nil
 		}
-		for i, b := range a.booleans {
-			if i >= 2 {
-				break
-			}
-			add("breakdown", (50-float64(i)*5)*weight+in.intentBoost(b.Name), Tile{ID: prefix + "share_" + b.Name,
-				Title: "Share of " + name + " by " + label(b), Type: "donut",
-				Query: Query{SQL: "SELECT CASE WHEN " + q(b.Name) + " THEN 'Yes' WHEN NOT " + q(b.Name) + " THEN 'No' ELSE '(empty)' END AS " + q(b.Name) +
-					", count(*) AS count\nFROM " + a.Ref + w() + "\nGROUP BY 1\nORDER BY 2 DESC"},
-				Encoding: Encoding{X: b.Name, Value: "count", Format: "integer"}})
-		}
-		for i, m := range a.measures {
-			if i >= 2 {
-				break
-			}
-			if m.Type != ingest.Numeric && m.Distinct <= 12 {
-				continue // a few whole numbers: ten ranges of them say less than the numbers
-			}
-			x := q(m.Name)
-			add("distribution", (45-float64(i)*5)*weight+in.intentBoost(m.Name), Tile{ID: prefix + "distribution_" + m.Name,
-				Title: "Distribution of " + label(m), Type: "histogram", Description: "Records in 10 equal ranges of " + label(m) + ".",
-				// One scan: the values counted first, their range and buckets over those counts.
-				Query: Query{SQL: "SELECT lo + (bucket - 1) * step AS bucket_start, lo + bucket * step AS bucket_end, sum(n) AS count\nFROM (\n" +
-					"  SELECT CASE WHEN max(v) OVER () > min(v) OVER () THEN least(width_bucket(v, min(v) OVER (), max(v) OVER (), 10), 10) END AS bucket,\n" +
-					"    min(v) OVER () AS lo, (max(v) OVER () - min(v) OVER ()) / 10 AS step, n\n" +
-					"  FROM (SELECT " + x + "::float8 AS v, count(*) AS n FROM " + a.Ref + strings.ReplaceAll(w(x+" IS NOT NULL"), "\n ", "") + " GROUP BY 1) g\n" +
-					") b\nWHERE bucket IS NOT NULL\nGROUP BY bucket, lo, step\nORDER BY bucket"},
-				Encoding: Encoding{X: "bucket_start", XEnd: "bucket_end", Y: []string{"count"}, Format: "integer"}})
-		}
-		if len(a.measures) >= 2 {
-			m1, m2 := a.measures[0], a.measures[1]
-			add("distribution", 30*weight, Tile{ID: prefix + m1.Name + "_vs_" + m2.Name, Title: capital(label(m1)) + " against " + label(m2),
-				Type: "scatter", Description: "Up to 1,000 records.",
-				Query: Query{SQL: "SELECT " + q(m1.Name) + ", " + q(m2.Name) + "\nFROM " + a.Ref + w(q(m1.Name)+" IS NOT NULL", q(m2.Name)+" IS NOT NULL") +
-					"\nLIMIT 1000"},
-				Encoding: Encoding{X: m1.Name, Y: []string{m2.Name}}})
-		}
-		var cols []string
-		for _, c := range a.Columns {
-			if len(cols) < 8 {
-				cols = append(cols, c.Name)
-			}
-		}
-		if len(cols) > 0 {
-			qc := make([]string, len(cols))
-			for i, c := range cols {
-				qc[i] = q(c)
-			}
-			order, title := "", "Some "+name
-			if a.time != nil {
-				order, title = "\nORDER BY "+q(a.time.Name)+" DESC NULLS LAST", "Latest "+name
-			}
-			add("table", 20*weight, Tile{ID: prefix + "latest_records", Title: capital(title), Type: "table",
-				Query:    Query{SQL: "SELECT " + strings.Join(qc, ", ") + "\nFROM " + a.Ref + w() + order + "\nLIMIT 10"},
-				Encoding: Encoding{Columns: cols}})
+		s.add("breakdown", (70-float64(i)*5)*s.weight+in.intentBoost(c.Name), Tile{ID: s.prefix + "count_by_" + c.Name,
+			Title: capital(s.name) + " by " + label(c), Type: typ, Description: topNote(c),
+			Query: Query{SQL: topN(q(c.Name), "count(*)", "count", c.Name, a.Ref+s.w())}, Encoding: enc})
+		if len(a.measures) > 0 && i < 2 {
+			m := a.measures[0]
+			fn, title, alias := aggregate(m)
+			s.add("breakdown", (66-float64(i)*5)*s.weight+in.intentBoost(m.Name)+in.intentBoost(c.Name), Tile{ID: s.prefix + alias + "_by_" + c.Name,
+				Title: capital(title) + " by " + label(c), Type: "bar", Description: topNote(c),
+				Query:    Query{SQL: topN(q(c.Name), fn+"("+q(m.Name)+")", alias, c.Name, a.Ref+s.w())},
+				Encoding: Encoding{X: c.Name, Y: []string{alias}, TopN: 10, Format: "number", Sort: &Sort{Field: alias, Direction: "desc"}}})
 		}
 	}
-	// Across relationships: a measure (or the count) of the many side by a category of the
-	// one side — "total amount by customer segment".
+	for i, b := range a.booleans {
+		if i >= 2 {
+			break
+		}
+		s.add("breakdown", (50-float64(i)*5)*s.weight+in.intentBoost(b.Name), Tile{ID: s.prefix + "share_" + b.Name,
+			Title: "Share of " + s.name + " by " + label(b), Type: "donut",
+			Query: Query{SQL: "SELECT CASE WHEN " + q(b.Name) + " THEN 'Yes' WHEN NOT " + q(b.Name) + " THEN 'No' ELSE '(empty)' END AS " + q(b.Name) +
+				", count(*) AS count\nFROM " + a.Ref + s.w() + "\nGROUP BY 1\nORDER BY 2 DESC"},
+			Encoding: Encoding{X: b.Name, Value: "count", Format: "integer"}})
+	}
+}
+
+// distributions: histograms of the first measures, and the first two against each other.
+func (s *sourceTiles) distributions() {
+	a, in := s.a, s.in
+	for i, m := range a.measures {
+		if i >= 2 {
+			break
+		}
+		if m.Type != ingest.Numeric && m.Distinct <= 12 {
+			continue // a few whole numbers: ten ranges of them say less than the numbers
+		}
+		x := q(m.Name)
+		s.add("distribution", (45-float64(i)*5)*s.weight+in.intentBoost(m.Name), Tile{ID: s.prefix + "distribution_" + m.Name,
+			Title: "Distribution of " + label(m), Type: "histogram", Description: "Records in 10 equal ranges of " + label(m) + ".",
+			// One scan: the values counted first, their range and buckets over those counts.
+			Query: Query{SQL: "SELECT lo + (bucket - 1) * step AS bucket_start, lo + bucket * step AS bucket_end, sum(n) AS count\nFROM (\n" +
+				"  SELECT CASE WHEN max(v) OVER () > min(v) OVER () THEN least(width_bucket(v, min(v) OVER (), max(v) OVER (), 10), 10) END AS bucket,\n" +
+				"    min(v) OVER () AS lo, (max(v) OVER () - min(v) OVER ()) / 10 AS step, n\n" +
+				"  FROM (SELECT " + x + "::float8 AS v, count(*) AS n FROM " + a.Ref + strings.ReplaceAll(s.w(x+" IS NOT NULL"), "\n ", "") + " GROUP BY 1) g\n" +
+				") b\nWHERE bucket IS NOT NULL\nGROUP BY bucket, lo, step\nORDER BY bucket"},
+			Encoding: Encoding{X: "bucket_start", XEnd: "bucket_end", Y: []string{"count"}, Format: "integer"}})
+	}
+	if len(a.measures) >= 2 {
+		m1, m2 := a.measures[0], a.measures[1]
+		s.add("distribution", 30*s.weight, Tile{ID: s.prefix + m1.Name + "_vs_" + m2.Name, Title: capital(label(m1)) + " against " + label(m2),
+			Type: "scatter", Description: "Up to 1,000 records.",
+			Query: Query{SQL: "SELECT " + q(m1.Name) + ", " + q(m2.Name) + "\nFROM " + a.Ref + s.w(q(m1.Name)+" IS NOT NULL", q(m2.Name)+" IS NOT NULL") +
+				"\nLIMIT 1000"},
+			Encoding: Encoding{X: m1.Name, Y: []string{m2.Name}}})
+	}
+}
+
+// latest is a table of the source's latest (or some) records, first eight columns.
+func (s *sourceTiles) latest() {
+	a := s.a
+	var cols []string
+	for _, c := range a.Columns {
+		if len(cols) < 8 {
+			cols = append(cols, c.Name)
+		}
+	}
+	if len(cols) == 0 {
+		return
+	}
+	qc := make([]string, len(cols))
+	for i, c := range cols {
+		qc[i] = q(c)
+	}
+	order, title := "", "Some "+s.name
+	if a.time != nil {
+		order, title = "\nORDER BY "+q(a.time.Name)+" DESC NULLS LAST", "Latest "+s.name
+	}
+	s.add("table", 20*s.weight, Tile{ID: s.prefix + "latest_records", Title: capital(title), Type: "table",
+		Query:    Query{SQL: "SELECT " + strings.Join(qc, ", ") + "\nFROM " + a.Ref + s.w() + order + "\nLIMIT 10"},
+		Encoding: Encoding{Columns: cols}})
+}
+
+// acrossRelations: a measure (or the count) of the many side by a category of the one side —
+// "total amount by customer segment".
+func (p *proposer) acrossRelations(byRef map[string]*analysed) {
+	in := p.in
 	for _, r := range in.Relations {
 		from, to := byRef[r.From], byRef[r.To]
 		if from == nil || to == nil || from == to || len(to.categories) == 0 {
@@ -541,21 +600,19 @@ func Propose(in Input) ([]Candidate, []Filter) {
 		on := "\nJOIN " + to.Ref + " t ON t." + q(r.ToColumn) + " = f." + q(r.FromColumn)
 		by := strings.ToLower(Singular(to.Label)) + " " + label(c)
 		base := 75 + in.intentBoost(c.Name) + from.Rank + to.Rank
-		add("breakdown", base, Tile{ID: from.Ref + "_by_" + to.Ref + "_" + c.Name, Title: capital(from.Label) + " by " + by, Type: "bar",
+		p.add("breakdown", base, Tile{ID: from.Ref + "_by_" + to.Ref + "_" + c.Name, Title: capital(from.Label) + " by " + by, Type: "bar",
 			Description: topNote(c),
 			Query:       Query{SQL: topN("t."+q(c.Name), "count(*)", "count", c.Name, from.Ref+" f"+on+from.where("f", nil, ""))},
 			Encoding:    Encoding{X: c.Name, Y: []string{"count"}, TopN: 10, Format: "integer", Sort: &Sort{Field: "count", Direction: "desc"}}})
 		if len(from.measures) > 0 {
 			m := from.measures[0]
 			fn, title, alias := aggregate(m)
-			add("breakdown", base+1+in.intentBoost(m.Name), Tile{ID: alias + "_by_" + to.Ref + "_" + c.Name, Title: capital(title) + " by " + by,
+			p.add("breakdown", base+1+in.intentBoost(m.Name), Tile{ID: alias + "_by_" + to.Ref + "_" + c.Name, Title: capital(title) + " by " + by,
 				Type: "bar", Description: topNote(c),
 				Query:    Query{SQL: topN("t."+q(c.Name), fn+"(f."+q(m.Name)+")", alias, c.Name, from.Ref+" f"+on+from.where("f", nil, ""))},
 				Encoding: Encoding{X: c.Name, Y: []string{alias}, TopN: 10, Format: "number", Sort: &Sort{Field: alias, Direction: "desc"}}})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
-	return out, filters
 }
 
 func topNote(c Column) string {

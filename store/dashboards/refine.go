@@ -73,151 +73,192 @@ func grainOf(w string) string {
 // adding a filter on a category, and renaming; anything else is NotUnderstood, and spec is
 // left as it was.
 func Refine(spec *Spec, prompt, scope, tilePath string, in Input) (*Refinement, error) {
-	p := strings.ToLower(strings.TrimSpace(strings.TrimRight(strings.TrimSpace(prompt), ".!")))
-	orig := strings.TrimRight(strings.TrimSpace(prompt), ".!")
-	var target *Tile
+	e := &edit{spec: spec, in: in, tilePath: tilePath, r: &Refinement{},
+		p:    strings.ToLower(strings.TrimSpace(strings.TrimRight(strings.TrimSpace(prompt), ".!"))),
+		orig: strings.TrimRight(strings.TrimSpace(prompt), ".!")}
 	if scope == "tile" {
-		if target = spec.Tile(tilePath); target == nil {
+		if e.target = spec.Tile(tilePath); e.target == nil {
 			return nil, fmt.Errorf("no tile at %s", tilePath)
 		}
 	}
-	// named is the tile a phrase names (its title or id), or the tile in scope.
-	named := func(phrase string) (*Tile, string) {
-		phrase = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(phrase), " tile"), " chart"))
-		if target != nil && (phrase == "" || phrase == "it" || phrase == "this" || phrase == "this tile" || phrase == "this chart") {
-			return target, ""
-		}
-		for _, pt := range spec.Tiles() {
-			if strings.EqualFold(pt.Tile.Title, phrase) || pt.Tile.ID == phrase || pt.Path == phrase {
-				return pt.Tile, pt.Path
-			}
-		}
-		if ts := described(spec, phrase); len(ts) == 1 {
-			return ts[0].Tile, ts[0].Path
-		}
-		return nil, ""
-	}
-	r := &Refinement{}
+	p, r := e.p, e.r
+	var err error
 	switch {
 	case renameRE.MatchString(p):
-		m := renameRE.FindStringSubmatch(p)
-		t, _ := named(m[1])
-		if t == nil && m[1] == "" {
-			return nil, notUnderstood("say which tile: rename the Orders by status tile to ..., or refine the tile itself (scope tile)")
-		}
-		if t == nil {
-			return nil, whichTile(spec, m[1])
-		}
-		// The new title as the user wrote it (not lower-cased).
-		title := renameRE.FindStringSubmatch(strings.ToLower(orig))[2]
-		title = orig[strings.LastIndex(strings.ToLower(orig), title):]
-		title = strings.Trim(title, `"'“”`)
-		r.Changes = append(r.Changes, fmt.Sprintf("renamed %q to %q", t.Title, title))
-		t.Title = title
-		return r, nil
+		err = e.rename()
 	case filterRE.MatchString(p):
-		return r, addFilter(spec, in, filterRE.FindStringSubmatch(p)[1], r)
+		err = addFilter(spec, in, filterRE.FindStringSubmatch(p)[1], r)
 	case addRE.MatchString(p) && !strings.HasPrefix(p, "show the top"):
 		m := addRE.FindStringSubmatch(p)
-		return r, addChart(spec, in, m[1], m[2], m[3], r)
+		err = addChart(spec, in, m[1], m[2], m[3], r)
 	case removeRE.MatchString(p):
-		m := removeRE.FindStringSubmatch(p)
-		t, path := named(m[1])
-		if t == nil {
-			return nil, whichTile(spec, m[1])
-		}
-		if path == "" {
-			path = tilePath
-		}
-		r.Changes = append(r.Changes, fmt.Sprintf("removed %q", t.Title))
-		removeTile(spec, path)
-		return r, nil
+		err = e.remove()
 	case topRE.MatchString(p):
-		n, _ := strconv.Atoi(topRE.FindStringSubmatch(p)[1])
-		if n < 1 || n > 100 {
-			return nil, notUnderstood("top N takes a number from 1 to 100")
-		}
-		for _, t := range scoped(spec, target) {
-			if t.Encoding.TopN == 0 || !strings.Contains(t.Query.SQL, "rank <= "+strconv.Itoa(t.Encoding.TopN)) {
-				continue
-			}
-			t.Query.SQL = strings.Replace(t.Query.SQL, "rank <= "+strconv.Itoa(t.Encoding.TopN), "rank <= "+strconv.Itoa(n), 1)
-			r.Changes = append(r.Changes, fmt.Sprintf("%q shows the top %d (the rest as Other)", t.Title, n))
-			t.Encoding.TopN = n
-		}
-		if len(r.Changes) == 0 {
-			return nil, notUnderstood("no tile in scope is a top-N breakdown; refine a breakdown tile (scope tile)")
-		}
-		return r, nil
+		err = e.top()
 	case sortRE.MatchString(p):
-		m := sortRE.FindStringSubmatch(p)
-		dir := "desc"
-		switch m[2] {
-		case "asc", "ascending", "smallest first", "lowest first":
-			dir = "asc"
-		case "":
-			return nil, notUnderstood("say which way to sort: ascending or descending")
-		}
-		ts := scoped(spec, target)
-		if len(ts) != 1 {
-			return nil, notUnderstood("sorting applies to one tile: refine the tile itself (scope tile)")
-		}
-		t := ts[0]
-		field := ""
-		if len(t.Encoding.Y) > 0 {
-			field = t.Encoding.Y[0]
-		} else if t.Encoding.Value != "" {
-			field = t.Encoding.Value
-		}
-		if m[1] != "" {
-			field = m[1]
-		}
-		if field == "" || !slices.Contains(append([]string{t.Encoding.X, t.Encoding.Value}, t.Encoding.Y...), field) {
-			return nil, notUnderstood(fmt.Sprintf("%q has no column %q to sort by", t.Title, m[1]))
-		}
-		t.Query.SQL = "SELECT *\nFROM (\n" + indent(t.Query.SQL) + "\n) sorted\nORDER BY " + q(field) + " " + strings.ToUpper(dir)
-		t.Encoding.Sort = &Sort{Field: field, Direction: dir}
-		r.Changes = append(r.Changes, fmt.Sprintf("%q sorted by %s %s", t.Title, field, map[string]string{"asc": "ascending", "desc": "descending"}[dir]))
-		return r, nil
+		err = e.sort()
 	case grainRE.MatchString(p) && (strings.Contains(p, "grain") || strings.Contains(p, "group") || strings.Contains(p, "per ") ||
 		strings.Contains(p, "by ") || strings.HasPrefix(p, "show ") || typeWords.MatchString(p)):
-		g := grainOf(grainRE.FindStringSubmatch(p)[1])
-		for _, t := range scoped(spec, target) {
-			old := t.Encoding.TimeGrain
-			if old == "" || old == g || !strings.Contains(t.Query.SQL, "date_trunc('"+old+"'") {
-				continue
-			}
-			t.Query.SQL = strings.ReplaceAll(t.Query.SQL, "date_trunc('"+old+"'", "date_trunc('"+g+"'")
-			t.Encoding.TimeGrain = g
-			t.Title = strings.Replace(t.Title, " per "+old, " per "+g, 1)
-			r.Changes = append(r.Changes, fmt.Sprintf("%q now by %s", t.Title, g))
-		}
-		if len(r.Changes) == 0 {
-			return nil, notUnderstood("no time series in scope has another grain than " + g)
-		}
-		return r, nil
+		err = e.grain()
 	case typeRE.MatchString(p) && typeWords.MatchString(p):
-		typ := strings.ReplaceAll(typeRE.FindStringSubmatch(p)[1], " ", "_")
-		if typ == "doughnut" {
-			typ = "donut"
-		}
-		ts := scoped(spec, target)
-		if target == nil {
-			// "make the Orders by status tile a bar chart", "turn the status chart into a
-			// pie": the tile the words before the type name, by its title or what it shows.
-			m := typedTileRE.FindStringSubmatch(p)
-			if m == nil {
-				return nil, notUnderstood("a chart type applies to one tile: name it (\"make the Orders by status chart a pie chart\") or refine the tile itself (scope tile)", titles(spec)...)
-			}
-			t, _ := named(m[1])
-			if t == nil {
-				return nil, whichTile(spec, m[1])
-			}
-			ts = []*Tile{t}
-		}
-		return r, changeType(ts[0], typ, r)
+		err = e.chartType()
+	default:
+		err = notUnderstood(fmt.Sprintf("%q is not an edit the built-in rules apply", e.orig))
 	}
-	return nil, notUnderstood(fmt.Sprintf("%q is not an edit the built-in rules apply", orig))
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// edit is one Refine: the prompt (p lower-cased, orig as written), the tile in scope (nil:
+// the whole dashboard) and what was done.
+type edit struct {
+	spec     *Spec
+	in       Input
+	p, orig  string
+	target   *Tile
+	tilePath string
+	r        *Refinement
+}
+
+// named is the tile a phrase names (its title, id or path, or what it shows), or the tile
+// in scope.
+func (e *edit) named(phrase string) (*Tile, string) {
+	phrase = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(phrase), " tile"), " chart"))
+	if e.target != nil && (phrase == "" || phrase == "it" || phrase == "this" || phrase == "this tile" || phrase == "this chart") {
+		return e.target, ""
+	}
+	for _, pt := range e.spec.Tiles() {
+		if strings.EqualFold(pt.Tile.Title, phrase) || pt.Tile.ID == phrase || pt.Path == phrase {
+			return pt.Tile, pt.Path
+		}
+	}
+	if ts := described(e.spec, phrase); len(ts) == 1 {
+		return ts[0].Tile, ts[0].Path
+	}
+	return nil, ""
+}
+
+func (e *edit) rename() error {
+	m := renameRE.FindStringSubmatch(e.p)
+	t, _ := e.named(m[1])
+	if t == nil && m[1] == "" {
+		return notUnderstood("say which tile: rename the Orders by status tile to ..., or refine the tile itself (scope tile)")
+	}
+	if t == nil {
+		return whichTile(e.spec, m[1])
+	}
+	// The new title as the user wrote it (not lower-cased).
+	title := renameRE.FindStringSubmatch(strings.ToLower(e.orig))[2]
+	title = e.orig[strings.LastIndex(strings.ToLower(e.orig), title):]
+	title = strings.Trim(title, `"'“”`)
+	e.r.Changes = append(e.r.Changes, fmt.Sprintf("renamed %q to %q", t.Title, title))
+	t.Title = title
+	return nil
+}
+
+func (e *edit) remove() error {
+	m := removeRE.FindStringSubmatch(e.p)
+	t, path := e.named(m[1])
+	if t == nil {
+		return whichTile(e.spec, m[1])
+	}
+	if path == "" {
+		path = e.tilePath
+	}
+	e.r.Changes = append(e.r.Changes, fmt.Sprintf("removed %q", t.Title))
+	removeTile(e.spec, path)
+	return nil
+}
+
+func (e *edit) top() error {
+	n, _ := strconv.Atoi(topRE.FindStringSubmatch(e.p)[1])
+	if n < 1 || n > 100 {
+		return notUnderstood("top N takes a number from 1 to 100")
+	}
+	for _, t := range scoped(e.spec, e.target) {
+		if t.Encoding.TopN == 0 || !strings.Contains(t.Query.SQL, "rank <= "+strconv.Itoa(t.Encoding.TopN)) {
+			continue
+		}
+		t.Query.SQL = strings.Replace(t.Query.SQL, "rank <= "+strconv.Itoa(t.Encoding.TopN), "rank <= "+strconv.Itoa(n), 1)
+		e.r.Changes = append(e.r.Changes, fmt.Sprintf("%q shows the top %d (the rest as Other)", t.Title, n))
+		t.Encoding.TopN = n
+	}
+	if len(e.r.Changes) == 0 {
+		return notUnderstood("no tile in scope is a top-N breakdown; refine a breakdown tile (scope tile)")
+	}
+	return nil
+}
+
+func (e *edit) sort() error {
+	m := sortRE.FindStringSubmatch(e.p)
+	dir := "desc"
+	switch m[2] {
+	case "asc", "ascending", "smallest first", "lowest first":
+		dir = "asc"
+	case "":
+		return notUnderstood("say which way to sort: ascending or descending")
+	}
+	ts := scoped(e.spec, e.target)
+	if len(ts) != 1 {
+		return notUnderstood("sorting applies to one tile: refine the tile itself (scope tile)")
+	}
+	t := ts[0]
+	field := ""
+	if len(t.Encoding.Y) > 0 {
+		field = t.Encoding.Y[0]
+	} else if t.Encoding.Value != "" {
+		field = t.Encoding.Value
+	}
+	if m[1] != "" {
+		field = m[1]
+	}
+	if field == "" || !slices.Contains(append([]string{t.Encoding.X, t.Encoding.Value}, t.Encoding.Y...), field) {
+		return notUnderstood(fmt.Sprintf("%q has no column %q to sort by", t.Title, m[1]))
+	}
+	t.Query.SQL = "SELECT *\nFROM (\n" + indent(t.Query.SQL) + "\n) sorted\nORDER BY " + q(field) + " " + strings.ToUpper(dir)
+	t.Encoding.Sort = &Sort{Field: field, Direction: dir}
+	e.r.Changes = append(e.r.Changes, fmt.Sprintf("%q sorted by %s %s", t.Title, field, map[string]string{"asc": "ascending", "desc": "descending"}[dir]))
+	return nil
+}
+
+func (e *edit) grain() error {
+	g := grainOf(grainRE.FindStringSubmatch(e.p)[1])
+	for _, t := range scoped(e.spec, e.target) {
+		old := t.Encoding.TimeGrain
+		if old == "" || old == g || !strings.Contains(t.Query.SQL, "date_trunc('"+old+"'") {
+			continue
+		}
+		t.Query.SQL = strings.ReplaceAll(t.Query.SQL, "date_trunc('"+old+"'", "date_trunc('"+g+"'")
+		t.Encoding.TimeGrain = g
+		t.Title = strings.Replace(t.Title, " per "+old, " per "+g, 1)
+		e.r.Changes = append(e.r.Changes, fmt.Sprintf("%q now by %s", t.Title, g))
+	}
+	if len(e.r.Changes) == 0 {
+		return notUnderstood("no time series in scope has another grain than " + g)
+	}
+	return nil
+}
+
+func (e *edit) chartType() error {
+	typ := strings.ReplaceAll(typeRE.FindStringSubmatch(e.p)[1], " ", "_")
+	if typ == "doughnut" {
+		typ = "donut"
+	}
+	t := e.target
+	if t == nil {
+		// "make the Orders by status tile a bar chart", "turn the status chart into a
+		// pie": the tile the words before the type name, by its title or what it shows.
+		m := typedTileRE.FindStringSubmatch(e.p)
+		if m == nil {
+			return notUnderstood("a chart type applies to one tile: name it (\"make the Orders by status chart a pie chart\") or refine the tile itself (scope tile)", titles(e.spec)...)
+		}
+		if t, _ = e.named(m[1]); t == nil {
+			return whichTile(e.spec, m[1])
+		}
+	}
+	return changeType(t, typ, e.r)
 }
 
 // typedTileRE finds the tile phrase of a chart-type edit: "make the status chart a pie
@@ -380,74 +421,13 @@ func column(in Input, phrase string) (*analysed, *Column) {
 // addChart adds a tile of a measure (or the count) by a category or a time grain.
 func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 	what = strings.TrimSpace(what)
-	fn := ""
-	// the words of the aggregates are the plain-English engine's ("total", "average of", ...)
-	for _, a := range nlsql.Aggs {
-		for _, w := range append(a.Words(), map[nlsql.Agg]string{nlsql.Count: "number"}[a]) {
-			if w == "" {
-				continue
-			}
-			if rest, ok := strings.CutPrefix(what, w+" of "); ok {
-				fn, what = string(a), rest
-			} else if rest, ok := strings.CutPrefix(what, w+" "); ok && fn == "" {
-				fn, what = string(a), rest
-			}
-		}
-		if fn != "" {
-			break
-		}
+	src, measure, fn, err := chartMeasure(&in, what)
+	if err != nil {
+		return err
 	}
-	var src *analysed
-	var measure *Column
-	if what == "count" || what == "records" || what == "rows" {
-		fn = "count"
-	} else {
-		a, c := column(in, what)
-		switch {
-		case c != nil && numericType(c.Type):
-			src, measure = a, c
-			if fn == "" || fn == "count" {
-				fn, _, _ = aggregate(*c)
-			}
-			if fn == "sum" && nlsql.PerUnit(c.Name) && c.DefaultAgg != "sum" {
-				return notUnderstood(fmt.Sprintf("%s is a value per unit or a rate: its total means nothing; chart its average", label(*c)))
-			}
-		case c != nil:
-			return notUnderstood(fmt.Sprintf("%s is not a number; chart a number (amount, quantity) or the count of records by it", what))
-		default:
-			// "orders by region": the count of a source named so.
-			for i := range in.Sources {
-				s := &in.Sources[i]
-				if strings.EqualFold(s.Label, what) || Singular(strings.ToLower(s.Label)) == Singular(what) || s.Ref == what {
-					src, fn = analyse(&in, s), "count"
-				}
-			}
-			if src == nil {
-				return notUnderstood(fmt.Sprintf("no column or dataset is called %q", what), columnNames(in)...)
-			}
-		}
-	}
-	grain := ""
-	if g := grainRE.FindString(by); g != "" && strings.TrimSpace(by) == g {
-		grain = grainOf(g)
-	}
-	var dim *Column
-	if grain == "" {
-		a, c := column(in, by)
-		if c == nil {
-			return notUnderstood(fmt.Sprintf("no column is called %q", by), columnNames(in)...)
-		}
-		if src == nil {
-			src = a
-		} else if a.Ref != src.Ref {
-			return notUnderstood(fmt.Sprintf("%s and %s are in different datasets; chart them from one, or write the join as SQL in the tile", what, by))
-		}
-		dim = c
-	} else if src == nil && len(in.Sources) > 0 {
-		src = analyse(&in, &in.Sources[0])
-	}
-	if src == nil {
-		return notUnderstood("name what to chart")
+	src, dim, grain, err := chartDimension(&in, src, what, by)
+	if err != nil {
+		return err
 	}
 	value, alias, title := "count(*)", "count", capital(src.Label)
 	if measure != nil {
@@ -492,22 +472,104 @@ func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 	if t.Type == "stacked_bar" {
 		return notUnderstood("a stacked bar needs a series column; ask for a bar chart, or write the tile's SQL")
 	}
+	t.ID = newTileID(spec, t.Title)
+	spec.Rows = append(spec.Rows, Row{Items: []Tile{t}})
+	r.Changes = append(r.Changes, fmt.Sprintf("added %q (%s)", t.Title, strings.ReplaceAll(t.Type, "_", " ")))
+	return nil
+}
+
+// chartMeasure reads what a new chart shows: an aggregate word and a numeric column ("total
+// amount"), the count, or a dataset's name (its count); src is nil when only the count is asked.
+func chartMeasure(in *Input, what string) (src *analysed, measure *Column, fn string, err error) {
+	// the words of the aggregates are the plain-English engine's ("total", "average of", ...)
+	for _, a := range nlsql.Aggs {
+		for _, w := range append(a.Words(), map[nlsql.Agg]string{nlsql.Count: "number"}[a]) {
+			if w == "" {
+				continue
+			}
+			if rest, ok := strings.CutPrefix(what, w+" of "); ok {
+				fn, what = string(a), rest
+			} else if rest, ok := strings.CutPrefix(what, w+" "); ok && fn == "" {
+				fn, what = string(a), rest
+			}
+		}
+		if fn != "" {
+			break
+		}
+	}
+	if what == "count" || what == "records" || what == "rows" {
+		return nil, nil, "count", nil
+	}
+	a, c := column(*in, what)
+	switch {
+	case c != nil && numericType(c.Type):
+		if fn == "" || fn == "count" {
+			fn, _, _ = aggregate(*c)
+		}
+		if fn == "sum" && nlsql.PerUnit(c.Name) && c.DefaultAgg != "sum" {
+			return nil, nil, "", notUnderstood(fmt.Sprintf("%s is a value per unit or a rate: its total means nothing; chart its average", label(*c)))
+		}
+		return a, c, fn, nil
+	case c != nil:
+		return nil, nil, "", notUnderstood(fmt.Sprintf("%s is not a number; chart a number (amount, quantity) or the count of records by it", what))
+	}
+	// "orders by region": the count of a source named so.
+	for i := range in.Sources {
+		s := &in.Sources[i]
+		if strings.EqualFold(s.Label, what) || Singular(strings.ToLower(s.Label)) == Singular(what) || s.Ref == what {
+			src, fn = analyse(in, s), "count"
+		}
+	}
+	if src == nil {
+		return nil, nil, "", notUnderstood(fmt.Sprintf("no column or dataset is called %q", what), columnNames(*in)...)
+	}
+	return src, nil, fn, nil
+}
+
+// chartDimension reads what a new chart is by: a time grain ("per month") or a column of the
+// measure's source; it settles the source when the measure left it open.
+func chartDimension(in *Input, src *analysed, what, by string) (*analysed, *Column, string, error) {
+	grain := ""
+	if g := grainRE.FindString(by); g != "" && strings.TrimSpace(by) == g {
+		grain = grainOf(g)
+	}
+	var dim *Column
+	if grain == "" {
+		a, c := column(*in, by)
+		if c == nil {
+			return nil, nil, "", notUnderstood(fmt.Sprintf("no column is called %q", by), columnNames(*in)...)
+		}
+		if src == nil {
+			src = a
+		} else if a.Ref != src.Ref {
+			return nil, nil, "", notUnderstood(fmt.Sprintf("%s and %s are in different datasets; chart them from one, or write the join as SQL in the tile", what, by))
+		}
+		dim = c
+	} else if src == nil && len(in.Sources) > 0 {
+		src = analyse(in, &in.Sources[0])
+	}
+	if src == nil {
+		return nil, nil, "", notUnderstood("name what to chart")
+	}
+	return src, dim, grain, nil
+}
+
+// newTileID is a tile id from title, unique in spec.
+func newTileID(spec *Spec, title string) string {
 	base := strings.Trim(strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			return r
 		}
 		return '_'
-	}, strings.ToLower(t.Title)), "_")
+	}, strings.ToLower(title)), "_")
 	if base == "" || base[0] < 'a' || base[0] > 'z' {
 		base = "t_" + base
 	}
-	t.ID = base
-	for n := 2; idTaken(spec, t.ID); n++ {
-		t.ID = base + "_" + strconv.Itoa(n)
+	id := base
+	for n := 2; idTaken(spec, id); n++ {
+		id = base + "_" + strconv.Itoa(n)
 	}
-	spec.Rows = append(spec.Rows, Row{Items: []Tile{t}})
-	r.Changes = append(r.Changes, fmt.Sprintf("added %q (%s)", t.Title, strings.ReplaceAll(t.Type, "_", " ")))
-	return nil
+	return id
 }
 
 func cmpOr(a, b string) string {
