@@ -266,7 +266,7 @@ func shopEval() nlSchema {
 		{q: "customers not vip in Austin", sql: `SELECT * FROM customers WHERE city = 'Austin' AND NOT is_vip`},
 		{q: "orders with amount over 100 and quantity under 3", sql: `SELECT * FROM orders WHERE amount > 100 AND quantity < 3`},
 		{q: "orders per customer", sql: `SELECT c.id, c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1, 2`},
-		{q: "customers by number of orders", sql: `SELECT c.id, c.name, count(o.id) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id GROUP BY 1, 2 ORDER BY 3 DESC`, ordered: true},
+		{q: "customers by number of orders", sql: `SELECT c.id, c.name, count(o.id) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id GROUP BY 1, 2 ORDER BY 3 DESC, 1`, ordered: true},
 		{q: "orders with amount over 100 or quantity under 3", sql: `SELECT * FROM orders WHERE amount > 100 OR quantity < 3`},
 		{q: "number of orders and total amount by channel", sql: `SELECT channel, count(*), sum(amount) FROM orders GROUP BY 1`},
 		{q: "most recent order", sql: `SELECT * FROM orders ORDER BY order_date DESC LIMIT 1`, ordered: true},
@@ -274,6 +274,7 @@ func shopEval() nlSchema {
 		{q: "earliest orders in 2024", sql: `SELECT * FROM orders WHERE order_date >= '2024-01-01' ORDER BY order_date`, ordered: true},
 		{q: "customers whose orders are over 100", sql: `SELECT * FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id AND o.amount > 100)`},
 		{q: "customers who spent more than 200", sql: `SELECT * FROM customers c WHERE (SELECT sum(amount) FROM orders o WHERE o.customer_id = c.id) > 200`},
+		{q: "how many customers spent more than 200", sql: `SELECT count(*) FROM customers c WHERE (SELECT sum(amount) FROM orders o WHERE o.customer_id = c.id) > 200`},
 		{q: "what share of customers are vip", sql: `SELECT round(100.0 * count(*) FILTER (WHERE is_vip) / count(*), 2) FROM customers`},
 		{q: "percentage of orders from web", sql: `SELECT round(100.0 * count(*) FILTER (WHERE channel = 'web') / count(*), 2) FROM orders`},
 		{q: "customers in Texas except Austin", sql: `SELECT * FROM customers WHERE state = 'Texas' AND city <> 'Austin'`},
@@ -283,6 +284,10 @@ func shopEval() nlSchema {
 		{q: "count of vip customers per state", sql: `SELECT state, count(*) FROM customers WHERE is_vip GROUP BY 1`},
 		{q: "number of orders of each customer in Texas", sql: `SELECT c.id, c.name, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.state = 'Texas' GROUP BY 1, 2`},
 		{q: "vip orders", sql: `SELECT o.* FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.is_vip`},
+		// a verb that is the related rows' name: having them
+		{q: "customers who ordered", sql: `SELECT * FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)`},
+		{q: "how many customers have ordered", sql: `SELECT count(*) FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)`},
+		{q: "customers who never ordered", sql: `SELECT * FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id)`},
 		// no answer on this schema: refused, never guessed
 		{q: "average weight of orders"},
 		{q: "orders by colour"},
@@ -290,8 +295,7 @@ func shopEval() nlSchema {
 		{q: "what is the weather in Austin"},
 		{q: "customers who love jazz"},
 		{q: "total amount of orders per warehouse"},
-		{q: "customers who ordered"},
-		{q: "customers that bought"},
+		{q: "customers that bought"}, // to buy is not to order: no dataset is named after it
 		{q: "top 5 customers by loyalty"},
 	}}
 }
@@ -328,6 +332,8 @@ func hrEval() nlSchema {
 		{q: "remote employees in Sales", sql: `SELECT e.* FROM employees e JOIN departments d ON d.id = e.department_id WHERE e.is_remote AND d.name = 'Sales'`},
 		{q: "average salary of remote employees", sql: `SELECT avg(salary) FROM employees WHERE is_remote`},
 		{q: "average salary by level", sql: `SELECT level, avg(salary) FROM employees GROUP BY 1`},
+		{q: "number of employees and average salary by level", sql: `SELECT level, count(*), avg(salary) FROM employees GROUP BY 1`},
+		{q: "departments by number of employees", sql: `SELECT d.id, d.name, count(e.id) FROM departments d LEFT JOIN employees e ON e.department_id = d.id GROUP BY 1, 2 ORDER BY 3 DESC, 1`, ordered: true},
 		{q: "how many employees by job title", sql: `SELECT job_title, count(*) FROM employees GROUP BY 1`},
 		{q: "number of employees by level and job title", sql: `SELECT level, job_title, count(*) FROM employees GROUP BY 1, 2`},
 		{q: "what is the highest salary", sql: `SELECT max(salary) FROM employees`},
@@ -453,6 +459,7 @@ func sensorsEval() nlSchema {
 		{q: "max temperature by sensor", sql: bySensor("max(r.temperature)")},
 		{q: "which location has the most readings", sql: `SELECT s.location, count(*) FROM readings r JOIN sensors s ON s.id = r.sensor_id GROUP BY 1 ORDER BY 2 DESC LIMIT 1`, ordered: true},
 		{q: "how many readings does each sensor have", sql: bySensor("count(*)")},
+		{q: "readings with temperature above 30 or humidity below 20", sql: `SELECT * FROM readings WHERE temperature > 30 OR humidity < 20`},
 		{q: "sensors with temperature above 30", sql: `SELECT * FROM sensors s WHERE EXISTS (SELECT 1 FROM readings r WHERE r.sensor_id = s.id AND r.temperature > 30)`},
 		{q: "readings with temperature between 20 and 25", sql: `SELECT * FROM readings WHERE temperature BETWEEN 20 AND 25`},
 		{q: "number of alerts by location", sql: `SELECT s.location, count(*) FROM readings r JOIN sensors s ON s.id = r.sensor_id WHERE r.is_alert GROUP BY 1`},

@@ -228,6 +228,8 @@ func clinicHeldOut() heldOutDomain {
 		{class: "ranking", q: "the 3 doctors with the most visits", sql: byDoctor + ` ORDER BY 3 DESC, 1 LIMIT 3`, ordered: true},
 		{class: "ranking", q: "what is the longest visit", sql: `SELECT max(duration_min) FROM visits`},
 		{class: "ratio", q: "how many visits have a fee above the average", sql: `SELECT count(*) FROM visits WHERE fee > (SELECT avg(fee) FROM visits)`},
+		{class: "negation", q: "how many nonsmoker patients", sql: `SELECT count(*) FROM patients WHERE NOT is_smoker`},
+		{class: "related", q: "patients whose visits are over 200", sql: `SELECT * FROM patients p WHERE EXISTS (SELECT 1 FROM visits v WHERE v.patient_id = p.patient_id AND v.fee > 200)`},
 	}}
 }
 
@@ -246,6 +248,10 @@ func wholesaleHeldOut() heldOutDomain {
 		{class: "value", q: "purchases without a discount", sql: `SELECT * FROM purchases WHERE coalesce(discount, 0) = 0`},
 		{class: "measure", q: "average purchase value", sql: `SELECT avg(total) FROM (` + totals + `) t`},
 		{class: "measure", q: "what is the largest purchase", sql: totals + ` ORDER BY 2 DESC LIMIT 1`, ordered: true},
+		{class: "computed", q: "average purchase value by channel", sql: `SELECT channel, avg(total) FROM (SELECT p.purchase_id, p.channel, sum(l.unit_price * l.qty) AS total FROM purchases p JOIN line_items l ON l.purchase_id = p.purchase_id GROUP BY 1, 2) t GROUP BY 1`},
+		{class: "related", q: "clients who purchased", sql: `SELECT * FROM clients c WHERE EXISTS (SELECT 1 FROM purchases p WHERE p.client_id = c.client_id)`},
+		{class: "related", q: "clients that bought", sql: `SELECT * FROM clients c WHERE EXISTS (SELECT 1 FROM purchases p WHERE p.client_id = c.client_id)`},
+		{class: "related", q: "how many clients have never purchased", sql: `SELECT count(*) FROM clients c WHERE NOT EXISTS (SELECT 1 FROM purchases p WHERE p.client_id = c.client_id)`},
 		{class: "measure", q: "total quantity sold", sql: `SELECT sum(qty) FROM line_items`},
 		{class: "value", q: "total qty of electronics", sql: `SELECT sum(qty) FROM line_items WHERE product_category = 'Electronics'`},
 		{class: "measure", q: "sum of unit price"},

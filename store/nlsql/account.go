@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"dataplatform/store/nlsql/lexicon"
 )
 
 // fillers are words a question may hold without changing what it asks. Words that do change
@@ -64,11 +66,123 @@ func (q *query) activeWithoutObject(i int) bool {
 	return true
 }
 
+// readVerbExistence reads a verb with no object that is the related rows' own name as a verb
+// ("customers who ordered": orders; "clients who purchased", "clients that bought":
+// purchases) as the main rows having such rows; with "never" or "not" before it, having none.
+// The verb must end the question (its own clause) and derive from the name of exactly one
+// dataset the main one has many of (its stem), or be its synonym in WordNet ("buy" of
+// purchase); "customers that bought" over Orders is not read (to buy is not to order).
+func (q *query) readVerbExistence() {
+	p := q.p
+	for i, t := range p.toks {
+		if p.used[i] || !pastForm(t) {
+			continue
+		}
+		neg, ok := q.verbClause(i)
+		if !ok {
+			continue
+		}
+		var refs []string
+		for _, tb := range p.s.Tables {
+			if tb.Ref != q.main && (q.relation(tb.Ref, q.main) != nil || q.junction(q.main, tb.Ref) != nil) && verbOfName(t, tb) {
+				refs = append(refs, tb.Ref)
+			}
+		}
+		if len(refs) != 1 {
+			continue
+		}
+		ref := refs[0]
+		if q.verbRead == nil {
+			q.verbRead = map[int]string{}
+		}
+		q.verbRead[i] = ref
+		p.mark(i, i+1)
+		if neg >= 0 {
+			p.mark(neg, neg+1)
+			q.notExists[ref] = append(q.notExists[ref], q.exists[ref]...)
+			delete(q.exists, ref)
+			p.step("Kept %s rows that have no matching %s (%q)", alias(q.main), alias(ref), t)
+			continue
+		}
+		if _, ok := q.exists[ref]; !ok {
+			q.exists[ref] = nil
+		}
+		p.step("Kept %s rows that have matching %s (%q)", alias(q.main), alias(ref), t)
+	}
+}
+
+// pastForm reports whether w is a verb's past form: regular ("ordered") or irregular
+// ("bought").
+func pastForm(w string) bool {
+	return len(w) >= 5 && strings.HasSuffix(w, "ed") || lexicon.Base(w) != w
+}
+
+// verbClause reports whether the verb at token i is said of the main rows with no object
+// and ends the question: "customers who (have) ordered", "how many customers (have)
+// ordered". neg is the token of a "never" or "not" before it, or -1.
+func (q *query) verbClause(i int) (neg int, ok bool) {
+	p := q.p
+	for k := i + 1; k < len(p.toks); k++ {
+		if !fillers[p.toks[k]] || p.inMention[k] {
+			return -1, false
+		}
+	}
+	neg = -1
+	for k := i - 1; k >= 0 && k >= i-4; k-- {
+		switch w := p.toks[k]; w {
+		case "who", "that", "which":
+			return neg, true
+		case "never", "not":
+			neg = k
+		case "have", "has", "had", "ever", "already", "did", "also":
+		default:
+			// "how many customers ordered": right after the main rows' name
+			for _, m := range q.ms {
+				if m.end == k+1 && m.table == q.main && m.column == "" && m.value == "" {
+					return neg, true
+				}
+			}
+			return -1, false
+		}
+	}
+	return -1, false
+}
+
+// verbOfName reports whether verb form w is what table t's rows are named after: its stem is
+// the stem of the name's last word ("ordered", orders), or its base form is a synonym of it
+// in WordNet ("bought": buy, purchases).
+func verbOfName(w string, t Table) bool {
+	var bases []string
+	if b := lexicon.Base(w); b != w {
+		bases = append(bases, b)
+	} else {
+		bases = append(bases, w[:len(w)-1], w[:len(w)-2]) // "purchased": purchase; "ordered": order
+	}
+	for _, name := range []string{t.Dataset, t.Name} {
+		ws := words(name)
+		if len(ws) == 0 {
+			continue
+		}
+		last := ws[len(ws)-1]
+		ns := []string{singular(last), strings.TrimSuffix(last, "s")} // "purchases": purchase, not purchas
+		if len(last) >= 4 && lexicon.Stem(w) == lexicon.Stem(last) {
+			return true
+		}
+		for _, b := range bases {
+			if slices.ContainsFunc(ns, func(n string) bool { return lexicon.Synonyms(b, n) }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // readExistence reads a many-side table named and not otherwise read: "customers who placed
 // orders" (EXISTS), "customers who never placed an order", "without orders", "with no
 // orders" (NOT EXISTS, with the conditions on that table read so far).
 func (q *query) readExistence() error {
 	p := q.p
+	q.readVerbExistence()
 	for _, m := range q.ms {
 		if m.column != "" || m.value != "" || m.table == q.main || q.joined[m.table] || q.countRefs[m.table] {
 			continue
@@ -116,7 +230,7 @@ func (q *query) readExistence() error {
 func (q *query) linked(i int) bool {
 	for k := i - 1; k >= 0 && k >= i-3; k-- {
 		switch q.p.toks[k] {
-		case "with", "have", "has", "had", "having", "placed", "made", "ordered", "bought", "purchased", "who", "that", "which":
+		case "with", "have", "has", "had", "having", "placed", "made", "ordered", "bought", "purchased", "who", "that", "which", "whose":
 			return true
 		case "a", "an", "any", "some", "at", "least", "one", "ever", "already":
 			continue
@@ -150,7 +264,12 @@ func (q *query) consumed(m mention) bool {
 		}
 		// "customers who placed orders": a verb that names a column in passing; "packages
 		// shipped by Crescent Cargo": the verb of who did it
-		if m.end-m.pos == 1 && (relationVerbs[q.p.toks[m.pos]] || m.pos == q.actorVerbAt) {
+		if q.verbRead[m.pos] != "" {
+			return true // "clients who purchased": purchases (readVerbExistence)
+		}
+		if m.end-m.pos == 1 && (relationVerbs[q.p.toks[m.pos]] && !q.activeWithoutObject(m.pos) || m.pos == q.actorVerbAt) {
+			// a verb said of the main rows with no object ("departments that hired") is
+			// not in passing: unread, it refuses
 			return true
 		}
 		return false
@@ -183,10 +302,15 @@ func (q *query) account() error {
 		sug = append(sug, fmt.Sprintf("%q was read as %s, which this reading (%s) does not use: ask about it on its own", phrase, what, q.summary()))
 	}
 	for i, t := range p.toks {
-		if objectVerbs[t] && !p.inMention[i] && q.activeWithoutObject(i) {
+		if objectVerbs[t] && !p.inMention[i] && q.activeWithoutObject(i) && q.verbRead[i] == "" {
 			// "customers who ordered": ordered what? Read without it, every customer
 			missing = append(missing, fmt.Sprintf("%q", t))
 			sug = append(sug, fmt.Sprintf("%q is read only with what was %s named after it", t, t))
+			for _, tb := range p.s.Tables {
+				if q.relation(tb.Ref, q.main) != nil {
+					sug = append(sug, fmt.Sprintf("%s with %s", alias(q.main), alias(tb.Ref))) // "customers with orders"
+				}
+			}
 			continue
 		}
 		if p.used[i] || p.inMention[i] || fillers[t] {

@@ -3,6 +3,7 @@ package nlsql
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"dataplatform/store/ingest"
@@ -150,6 +151,11 @@ func (q *query) readComputed() error {
 				return err
 			}
 		}
+		if e != "" && perAgg && !q.rows && len(q.groups) > 0 {
+			// "average purchase value by channel": of each purchase's total, per channel
+			// (never of each line's value)
+			return q.perEntityGroups(e)
+		}
 		if e == "" || q.rows || len(q.groups) > 0 || !perAgg || q.share || q.limit > 0 {
 			continue
 		}
@@ -163,6 +169,61 @@ func (q *query) readComputed() error {
 	return nil
 }
 
+// perEntityGroups reads an average (highest, lowest) of the value of table e's rows, each
+// made of the computed table's rows, by groups that are e's own columns or its one side's
+// ("average purchase value by channel", "per client"): totalled per row of e with its groups,
+// then the aggregate over those totals per group. A group e does not determine (a column of
+// the lines) is refused.
+func (q *query) perEntityGroups(e string) error {
+	p := q.p
+	outer := q.groups
+	for _, g := range outer {
+		if g.col.table != e && !slices.Contains(q.pathFrom(e, g.col.table), g.col.table) {
+			return p.refuse(fmt.Sprintf("it asks for the %s value of a %s by %s, which one %s does not have one of", q.agg.Noun(), ingest.Singular(alias(e)), g.label,
+				ingest.Singular(alias(e))), fmt.Sprintf("%s value of %s %s", q.agg.Noun(), strings.ToLower(p.s.table(q.measure.table).Dataset), q.groupPhrase()))
+		}
+	}
+	if q.share || q.avgCount || q.everyEntity || len(q.having) > 0 || len(q.also) > 0 {
+		return p.refuse(fmt.Sprintf("it asks for the %s value of a %s by groups with something this engine does not combine with it", q.agg.Noun(), ingest.Singular(alias(e))))
+	}
+	q.perEntity, q.agg = q.agg, Sum
+	q.outerGroups, q.outerOrder, q.outerLimit = len(outer), q.order, q.limit
+	q.groups, q.order, q.limit = nil, "", 0
+	if err := q.entityGroup(e); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, g := range q.groups {
+		seen[g.alias] = true
+	}
+	for _, g := range outer {
+		if seen[g.alias] {
+			if g.entity == e {
+				q.outerGroups-- // the entity's own key or name: grouped already
+				continue
+			}
+			return p.refuse("it asks for the " + q.perEntity.Noun() + " value by two columns of one name")
+		}
+		seen[g.alias] = true
+		q.groups = append(q.groups, g)
+	}
+	if q.outerGroups != len(outer) {
+		return p.refuse(fmt.Sprintf("it asks for the %s value of each %s by %s itself: it is its total", q.perEntity.Noun(), ingest.Singular(alias(e)), ingest.Singular(alias(e))),
+			"Total value per "+ingest.Singular(alias(e)))
+	}
+	p.step("Totalled the value of each %s, then took the %s over them per group", ingest.Singular(alias(e)), q.perEntity.Noun())
+	return nil
+}
+
+// pathFrom is the tables from table from to ref along many-to-one relationships (one
+// shortest chain), or nil.
+func (q *query) pathFrom(from, ref string) []string {
+	main := q.main
+	q.main = from
+	defer func() { q.main = main }()
+	return q.oneSidePath(ref)
+}
+
 // namesTable reports whether the question names table ref itself.
 func (q *query) namesTable(ref string) bool {
 	return slices.ContainsFunc(q.ms, func(m mention) bool { return m.table == ref && m.column == "" && m.value == "" })
@@ -174,5 +235,23 @@ func (q *query) wrapPerEntity(sql string) string {
 		return sql
 	}
 	name := q.aggAlias(string(Sum) + "_" + q.measure.column)
-	return fmt.Sprintf("SELECT %s(t.%s) AS %s FROM (%s) t", q.perEntity, quote(name), quote(string(q.perEntity)+"_"+ingest.Singular(alias(q.groups[0].entity))+"_"+q.measure.column), sql)
+	outName := quote(string(q.perEntity) + "_" + ingest.Singular(alias(q.groups[0].entity)) + "_" + q.measure.column)
+	if q.outerGroups == 0 {
+		return fmt.Sprintf("SELECT %s(t.%s) AS %s FROM (%s) t", q.perEntity, quote(name), outName, sql)
+	}
+	var sel, by []string
+	for i, g := range q.groups[len(q.groups)-q.outerGroups:] {
+		sel = append(sel, "t."+quote(g.alias))
+		by = append(by, strconv.Itoa(i+1))
+	}
+	out := fmt.Sprintf("SELECT %s, %s(t.%s) AS %s FROM (%s) t GROUP BY %s", strings.Join(sel, ", "), q.perEntity, quote(name), outName, sql, strings.Join(by, ", "))
+	if q.outerOrder != "" {
+		out += " ORDER BY " + outName + " " + strings.ToUpper(q.outerOrder) + " NULLS LAST, " + strings.Join(by, ", ")
+	} else {
+		out += " ORDER BY " + strings.Join(by, ", ")
+	}
+	if q.outerLimit > 0 {
+		out += " LIMIT " + strconv.Itoa(q.outerLimit)
+	}
+	return out
 }

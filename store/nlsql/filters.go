@@ -66,6 +66,15 @@ func (q *query) comparisons() error {
 			if !ok {
 				break
 			}
+			if q.tok(i+n+1) == "or" {
+				// "amount over 100 or quantity under 3": either comparison
+				end, err := q.orComparison(i, n, cmp.op, v)
+				if err != nil {
+					return err
+				}
+				i = end - 1
+				break
+			}
 			p.mark(i, i+n+1)
 			// "more than 2 orders": a count of related rows, or of the group.
 			if m, _ := q.mentionAt(i + n + 1); m != nil && m.column == "" {
@@ -83,8 +92,9 @@ func (q *query) comparisons() error {
 			var c *colRef
 			namedBefore := false
 			for k := range q.ms {
-				// "orders over 100": the number of the table named just before
-				if q.ms[k].end == i && q.ms[k].column == "" && q.ms[k].value == "" {
+				// "orders over 100", "whose orders are over 100": the number of the table
+				// named just before
+				if (q.ms[k].end == i || q.ms[k].end == i-1 && beWords[q.tok(i-1)]) && q.ms[k].column == "" && q.ms[k].value == "" {
 					c, namedBefore = q.defaultNumber(q.ms[k].table), true
 					if c == nil {
 						return p.refuse(fmt.Sprintf("it compares %s with %s but not which number of them", alias(q.ms[k].table), fmtNum(v)),
@@ -100,6 +110,12 @@ func (q *query) comparisons() error {
 			}
 			if c == nil {
 				return p.refuse("it compares with " + fmtNum(v) + " but names no number column")
+			}
+			if done, err := q.totalCompare(*c, i, cmp.op, v); done || err != nil {
+				if err != nil {
+					return err
+				}
+				break
 			}
 			if err := q.perRowCompare(*c, v); err != nil {
 				return err
@@ -220,6 +236,91 @@ func (q *query) groupPhrase() string {
 	return "by " + g.label
 }
 
+// orComparison reads two comparisons of numbers joined by "or" ("amount over 100 or quantity
+// under 3"), the first's comparator at token i (n words long) and its number v: one condition
+// that either meets, on the rows of one dataset. It returns the token after the second.
+func (q *query) orComparison(i, n int, op string, v float64) (int, error) {
+	p := q.p
+	c1 := q.numericNear(i)
+	if m, _ := q.mentionAt(i - 1); c1 == nil || m == nil || m.end != i || m.column != c1.column || m.table != c1.table {
+		c1 = nil // the number compared must be named just before its comparator
+		for _, m := range q.ms {
+			if m.end == i && m.column != "" && m.value == "" {
+				if col := q.column(colRef{m.table, m.column}); col != nil && col.numeric() {
+					c1 = &colRef{m.table, m.column}
+				}
+			}
+		}
+	}
+	c2, end := q.numericAt(i + n + 2)
+	var op2 string
+	var v2 float64
+	ok2 := false
+	if c2 != nil {
+		for _, cmp := range comparators {
+			k := len(cmp.words)
+			if end+k < len(p.toks) && slices.Equal(p.toks[end:end+k], cmp.words) {
+				if x, ok := number(p.toks[end+k]); ok {
+					op2, v2, ok2 = cmp.op, x, true
+					end += k + 1
+				}
+				break
+			}
+		}
+	}
+	if c1 == nil || !ok2 {
+		return 0, p.refuse(fmt.Sprintf("it joins a comparison with %s by \"or\" to something that is not a number column compared with a number", fmtNum(v)))
+	}
+	if c1.table != c2.table {
+		return 0, p.refuse(fmt.Sprintf("it joins comparisons of %s and of %s by \"or\": rows of two datasets", p.s.table(c1.table).Dataset, p.s.table(c2.table).Dataset))
+	}
+	for _, c := range []colRef{*c1, *c2} {
+		if err := q.perRowCompare(c, v); err != nil {
+			return 0, err
+		}
+	}
+	q.compared = append(q.compared, *c1, *c2)
+	if err := q.cond(c1.table, "("+q.col(*c1)+" "+op+" "+p.param(fmtNum(v))+" OR "+q.col(*c2)+" "+op2+" "+p.param(fmtNum(v2))+")"); err != nil {
+		return 0, err
+	}
+	p.mark(i, end)
+	p.step("Filter: %s %s %s or %s %s %s", q.label(*c1), op, fmtNum(v), q.label(*c2), op2, fmtNum(v2))
+	return end, nil
+}
+
+// totalCompare reads "customers who spent more than 200": a number of a many-side table named
+// by a verb the main rows did ("spent" of amount) just before the comparison at token i is
+// what they did over all their rows: its total per main row, compared. It reports whether it
+// read the comparison.
+func (q *query) totalCompare(c colRef, i int, op string, v float64) (bool, error) {
+	p := q.p
+	if c.table == q.main || q.relation(c.table, q.main) == nil || q.namesTable(c.table) {
+		return false, nil
+	}
+	for _, m := range q.ms {
+		if m.table != c.table || m.column != c.column || m.end != i || m.synonym == "" || !pastForm(m.synonym) {
+			continue
+		}
+		if w := q.tok(m.pos - 1); w != "who" && w != "that" && w != "which" && !slices.ContainsFunc(q.ms, func(n mention) bool {
+			return n.end == m.pos && n.table == q.main && n.column == "" && n.value == "" // "how many customers spent"
+		}) {
+			continue
+		}
+		if col := q.column(c); col == nil || !q.additive(c) || len(col.product) == 2 {
+			return true, p.refuse(fmt.Sprintf("it compares the %s of each %s with %s, and %s does not add up", m.synonym, singular(alias(q.main)), fmtNum(v), q.label(c)))
+		}
+		from, on := q.related(c.table)
+		q.where = append(q.where, fmt.Sprintf("(SELECT coalesce(sum(%s), 0) FROM %s WHERE %s) %s %s", q.col(c), from, on, op, p.param(fmtNum(v))))
+		q.whereOn = append(q.whereOn, q.main)
+		q.countRefs[c.table] = true
+		q.compared = append(q.compared, c)
+		p.mark(m.pos, m.end)
+		p.step("Filter: the total %s of each %s's %s %s %s (%q: all they did)", q.label(c), singular(alias(q.main)), alias(c.table), op, fmtNum(v), m.synonym)
+		return true, nil
+	}
+	return false, nil
+}
+
 // perRowCompare refuses comparing a number of a many-side table whose rows the question does
 // not name: "customers who spent more than 200" could be one order's amount or all of them.
 func (q *query) perRowCompare(c colRef, v float64) error {
@@ -232,8 +333,12 @@ func (q *query) perRowCompare(c colRef, v float64) error {
 		}
 	}
 	t := q.p.s.table(c.table)
-	return q.p.refuse(fmt.Sprintf("it compares %s of %s with %s without saying whether one of a %s's %s or all of them together", q.label(c), t.Dataset,
-		fmtNum(v), singular(alias(q.main)), alias(c.table)), fmt.Sprintf("%s with %s over %s", alias(q.main), alias(c.table), fmtNum(v)))
+	together := "all of them together"
+	if perUnit(c.column) {
+		together = "their average" // a temperature, a rate: never added up
+	}
+	return q.p.refuse(fmt.Sprintf("it compares %s of %s with %s without saying whether one of a %s's %s or %s", q.label(c), t.Dataset,
+		fmtNum(v), singular(alias(q.main)), alias(c.table), together), fmt.Sprintf("%s with %s over %s", alias(q.main), alias(c.table), fmtNum(v)))
 }
 
 func (q *query) measureOrOnly() *colRef {
@@ -353,6 +458,9 @@ func (q *query) valueFilters() error {
 		if w := q.tok(m.pos - 1); w == "not" || w == "non" || w == "in" {
 			val = "false"
 			p.mark(m.pos-1, m.pos)
+		}
+		if m.antonym { // "indoor devices": not outdoor
+			val = map[string]string{"true": "false", "false": "true"}[val]
 		}
 		if err := q.cond(m.table, q.col(colRef{m.table, m.column})+" = "+val); err != nil {
 			return err

@@ -57,6 +57,7 @@ func (q *query) readGroups() error {
 				break
 			} else if m != nil && m.column != "" && m.value == "" {
 				c := colRef{m.table, m.column}
+				q.throughJunction(c.table)
 				if err := q.reach(c.table); err != nil {
 					return err
 				}
@@ -92,6 +93,25 @@ func (q *query) readGroups() error {
 		}
 	}
 	return nil
+}
+
+// throughJunction reads a count of the main rows grouped by a column of a table they meet
+// through a junction ("how many students per subject": enrollments of courses): the
+// junction's rows, each main row once per group. Only for a plain count.
+func (q *query) throughJunction(ref string) {
+	if ref == q.main || q.joined[ref] || q.relation(q.main, ref) != nil || q.oneSidePath(ref) != nil {
+		return
+	}
+	l := q.junction(q.main, ref)
+	if l == nil || len(q.groups) > 0 || q.agg != Count && q.agg != NoAgg || q.measure != nil || q.share || q.avgCount || len(q.where) > 0 || len(q.exists) > 0 ||
+		len(q.notExists) > 0 || len(q.joined) > 0 || len(q.having) > 0 || len(q.countRefs) > 0 || q.limit > 0 || q.order != "" {
+		return
+	}
+	one := q.main
+	q.main, q.agg = l.via, CountDistinct
+	q.measure = &colRef{l.via, l.toA.FromColumn}
+	q.countRefs[one] = true
+	q.p.step("Counted %s through %s, each once per group of %s", alias(one), q.p.s.table(l.via).Dataset, alias(ref))
 }
 
 // flagOf reports whether mention m is a boolean column followed by its table's name ("vip
@@ -226,6 +246,32 @@ func (q *query) readTopGroups() error {
 					}
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// readRankBy reads "customers by number of orders", "departments by total salary": the rows
+// of the table named before a "by" that an aggregate of the main (many-side) table follows,
+// each with its aggregate, from the highest, those with no rows of the main table included.
+func (q *query) readRankBy() error {
+	p := q.p
+	if len(q.groups) > 0 || q.limit > 0 || q.order != "" || q.agg == NoAgg {
+		return nil
+	}
+	for i := 1; i+1 < len(p.toks); i++ {
+		if p.toks[i] != "by" || !p.used[i] || aggOf(q.tok(i+1)) == NoAgg && q.tok(i+1) != "number" {
+			continue
+		}
+		for _, m := range q.ms {
+			if m.end != i || m.column != "" || m.value != "" || m.table == q.main || q.relation(q.main, m.table) == nil {
+				continue
+			}
+			if err := q.entityGroup(m.table); err != nil {
+				return err
+			}
+			q.order, q.everyEntity = "desc", true
+			return nil
 		}
 	}
 	return nil

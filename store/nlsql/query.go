@@ -34,6 +34,14 @@ var shareWords = map[string]bool{"share": true, "percentage": true, "percent": t
 
 type colRef struct{ table, column string }
 
+// alsoAgg is an aggregate asked for after "and" besides the first: its aggregate and number
+// (nil for a count), and its token.
+type alsoAgg struct {
+	agg     Agg
+	measure *colRef
+	at      int
+}
+
 type group struct {
 	expr, alias, label string
 	col                colRef
@@ -74,8 +82,21 @@ type query struct {
 	rankAt    int // the count of a ranking without "top" ("the 3 most common ..."), or 0
 	// perEntity: the aggregate over per-entity totals of a computed value ("average purchase value")
 	perEntity Agg
+	// outerGroups: the last groups are the groups of the aggregate over per-entity totals
+	// ("average purchase value by channel"), ordered and limited by outerOrder, outerLimit
+	outerGroups, outerLimit int
+	outerOrder              string
 	// actorVerbAt is the verb before a "by" naming who did it ("shipped by Acme"), or -1
 	actorVerbAt int
+	// verbRead are the verbs read as having related rows ("customers who ordered"): token →
+	// the many-side table
+	verbRead map[int]string
+	// everyEntity: every row of the entity grouped by is ranked, those without rows of the
+	// main table included ("customers by number of orders")
+	everyEntity bool
+	// also are the aggregates asked for besides the first ("number of orders and total
+	// amount by channel"), each a column of the answer
+	also []alsoAgg
 
 	assumedDate map[colRef]bool // date columns assumed (stated once)
 }
@@ -196,6 +217,9 @@ func (q *query) read(ms []mention) error {
 	if err := q.readTopGroups(); err != nil {
 		return err
 	}
+	if err := q.readRankBy(); err != nil {
+		return err
+	}
 	if q.byMeasure && len(q.groups) > 0 && q.agg == "" {
 		if err := q.assumeSum(*q.measure, " for each group"); err != nil {
 			return err
@@ -237,7 +261,10 @@ func (q *query) read(ms []mention) error {
 	if err := q.checkMeasure(); err != nil {
 		return err
 	}
-	return q.readComputed()
+	if err := q.readComputed(); err != nil {
+		return err
+	}
+	return q.readAlso()
 }
 
 // readIntent reads the aggregate and ordering words: counts, totals, averages, extremes, "top N".
@@ -246,6 +273,10 @@ func (q *query) readIntent() intent {
 	in := intent{supAt: -1}
 	for i := 0; i < len(p.toks); i++ {
 		t := p.toks[i]
+		if n := q.alsoAggAt(i); n > 0 {
+			i += n - 1 // "number of orders and total amount": a second aggregate
+			continue
+		}
 		switch {
 		case t == "how" && q.tok(i+1) == "many", t == "number" && q.tok(i+1) == "of", t == "count" && q.agg == NoAgg:
 			q.agg, in.signal = Count, true
@@ -361,6 +392,81 @@ func (q *query) readIntent() intent {
 		}
 	}
 	return in
+}
+
+// alsoAggAt reads an aggregate after "and" when one was read before it ("number of orders
+// and total amount", "average salary and the total budget"): a second aggregate, a column of
+// the same answer. It returns how many tokens it took, or 0.
+func (q *query) alsoAggAt(i int) int {
+	p := q.p
+	if q.agg == NoAgg || q.recency != "" {
+		return 0
+	}
+	from := i
+	if q.tok(from) == "the" {
+		from++
+	}
+	if q.tok(i-1) != "and" {
+		return 0
+	}
+	switch t := q.tok(from); {
+	case t == "number" && q.tok(from+1) == "of" || t == "count" && q.tok(from+1) == "of":
+		m, _ := q.mentionAt(from + 2)
+		if m == nil || m.column != "" || m.value != "" {
+			return 0
+		}
+		q.also = append(q.also, alsoAgg{agg: Count, at: from})
+		p.mark(i-1, from+2)
+		p.mark(m.pos, m.end)
+		return from + 2 - i
+	case aggOf(t).OfNumber() && !(aggOf(t) == Sum && q.tok(from+1) == "number"):
+		c, end := q.numericAt(from + 1)
+		if c == nil {
+			return 0
+		}
+		q.also = append(q.also, alsoAgg{agg: aggOf(t), measure: c, at: from})
+		p.mark(i-1, end)
+		return end - i
+	}
+	return 0
+}
+
+// readAlso checks the aggregates asked for besides the first: over the rows the first one
+// reads, in a plain or grouped answer; otherwise refused.
+func (q *query) readAlso() error {
+	p := q.p
+	if len(q.also) == 0 {
+		return nil
+	}
+	if q.rows || q.order != "" || q.limit > 0 || q.share || q.avgCount || q.everyEntity || q.perEntity != "" || q.perRow || len(q.having) > 0 ||
+		q.agg == NoAgg || len(q.countRefs) > 0 {
+		return p.refuse("it asks for two aggregates at once together with something this engine does not combine with them")
+	}
+	for _, a := range q.also {
+		if a.measure == nil {
+			if q.agg == CountDistinct {
+				return p.refuse("it asks for a count of rows together with a count of distinct values")
+			}
+			p.step("Also: the count of %s", alias(q.main))
+			continue
+		}
+		if a.measure.table != q.main || q.measure != nil && q.measure.table != q.main {
+			// a number of a joined table is repeated on each row of the main one: its total
+			// there is not its total
+			return p.refuse(fmt.Sprintf("it asks for %s of %s of %s together with an aggregate of %s: ask for each on its own", a.agg.Article(), q.label(*a.measure),
+				p.s.table(a.measure.table).Dataset, p.s.table(q.main).Dataset))
+		}
+		if col := q.column(*a.measure); a.agg == Sum && (keyLike(a.measure.column) || perUnit(a.measure.column) && col.DefaultAgg != string(Sum)) || col.DefaultAgg == "none" {
+			return p.refuse(fmt.Sprintf("it asks for %s of %s, which does not combine that way", a.agg.Article(), q.label(*a.measure)),
+				strings.TrimSpace("Average "+q.label(*a.measure)+" "+q.groupPhrase()))
+		}
+		if col := q.column(*a.measure); len(col.product) == 2 {
+			p.assume("the value of a row of %s is %s × %s (it has no amount column): computed", p.s.table(q.main).Dataset,
+				q.label(colRef{q.main, col.product[0]}), q.label(colRef{q.main, col.product[1]}))
+		}
+		p.step("Also: %s of %s", a.agg, q.labelUnit(*a.measure))
+	}
+	return nil
 }
 
 // tableWordColumn reads the word after an aggregate that names a table and is also the whole

@@ -63,6 +63,13 @@ func (q *query) sql() (string, error) {
 		e, aggName = q.aggExpr()
 		aggName = q.aggAlias(aggName)
 		sel = append(sel, e+" AS "+quote(aggName))
+		for _, a := range q.also {
+			if a.measure == nil {
+				sel = append(sel, "count(*) AS "+quote(q.aggAlias("count")))
+			} else {
+				sel = append(sel, string(a.agg)+"("+q.col(*a.measure)+") AS "+quote(q.aggAlias(string(a.agg)+"_"+a.measure.column)))
+			}
+		}
 		if q.share && len(q.groups) > 0 {
 			sel = append(sel, "round(100.0 * "+e+" / nullif(sum("+e+") OVER (), 0), 2) AS \"percent\"")
 			q.p.step("Share of each group in percent of all groups")
@@ -112,7 +119,7 @@ func (q *query) sql() (string, error) {
 		}
 		b.WriteString(" HAVING " + strings.Join(q.having, " AND "))
 	}
-	if q.order == "asc" && len(q.groups) > 0 && q.groups[0].entity != "" && !q.rows {
+	if (q.order == "asc" || q.everyEntity) && len(q.groups) > 0 && q.groups[0].entity != "" && !q.rows {
 		return q.fromTheLowest()
 	}
 	switch {
@@ -142,7 +149,8 @@ func (q *query) sql() (string, error) {
 	return b.String(), nil
 }
 
-// fromTheLowest ranks every row of the entity grouped by from the lowest, those without
+// fromTheLowest ranks every row of the entity grouped by from the lowest (or, for
+// everyEntity, from the highest), those without
 // rows of the main table included ("which customer has the fewest orders": one with none):
 // the entity LEFT JOIN the main table, conditions on the main table in the join.
 func (q *query) fromTheLowest() (string, error) {
@@ -193,12 +201,12 @@ func (q *query) fromTheLowest() (string, error) {
 	if len(where) > 0 {
 		b.WriteString(" WHERE " + strings.Join(where, " AND "))
 	}
-	fmt.Fprintf(&b, " GROUP BY %s ORDER BY %s ASC NULLS LAST, %s", strings.Join(groupBy, ", "), quote(name), strings.Join(groupBy, ", "))
+	fmt.Fprintf(&b, " GROUP BY %s ORDER BY %s %s NULLS LAST, %s", strings.Join(groupBy, ", "), quote(name), strings.ToUpper(q.order), strings.Join(groupBy, ", "))
 	if q.limit > 0 {
 		fmt.Fprintf(&b, " LIMIT %d", q.limit)
 		p.step("Limit: %d", q.limit)
 	}
-	p.step("Ranked every %s from the lowest, those without %s counting as none", singular(alias(e)), alias(q.main))
+	p.step("Ranked every %s from the %s, those without %s counting as none", singular(alias(e)), map[string]string{"asc": "lowest", "desc": "highest"}[q.order], alias(q.main))
 	return b.String(), nil
 }
 

@@ -2,7 +2,12 @@
 
 package nlsql
 
-import "slices"
+import (
+	"slices"
+	"strings"
+
+	"dataplatform/store/ingest"
+)
 
 // applySuperlative makes a superlative order: groups by their aggregate, rows by the measure.
 func (q *query) applySuperlative(in intent) error {
@@ -50,6 +55,11 @@ func (q *query) applySuperlative(in intent) error {
 			if err := q.assumeSum(*c, " for each "+singular(alias(one))); err != nil {
 				return err
 			}
+		}
+	}
+	if superlative != "" && len(q.groups) == 0 && q.agg == NoAgg && q.measure == nil {
+		if err := q.largestByParts(supAt); err != nil {
+			return err
 		}
 	}
 	if superlative != "" {
@@ -142,7 +152,64 @@ func (q *query) superlativeMeasure(supAt int) *colRef {
 		return found
 	}
 	if m, _ := q.mentionAt(supAt + 1); m != nil && m.table == q.main && m.column == "" && m.value == "" {
-		return q.defaultNumber(q.main)
+		if c := q.defaultNumber(q.main); c != nil {
+			return c
+		}
+		if c := q.p.s.table(q.main).column(computedValue); c != nil && len(c.product) == 2 {
+			return &colRef{q.main, computedValue} // "the largest expense claim": its unit cost × units
+		}
 	}
 	return nil
+}
+
+// largestByParts reads "the largest purchase" when a purchase has no number of its own and
+// its line items have a computed value (price × quantity): each purchase by the total of its
+// lines' values. Conditions read before it are on the purchases and are refused.
+func (q *query) largestByParts(supAt int) error {
+	p := q.p
+	m, _ := q.mentionAt(supAt + 1)
+	if m == nil || m.table != q.main || m.column != "" || m.value != "" || q.numericNear(supAt+1) != nil || measureSuperlatives[q.tok(supAt)].order != "" {
+		return nil
+	}
+	if c := p.s.table(q.main).column(computedValue); c != nil {
+		return nil // the rows' own value
+	}
+	steps, warnings := len(p.steps), len(p.warnings)
+	own := q.defaultNumber(q.main)
+	p.steps, p.warnings = p.steps[:steps], p.warnings[:warnings]
+	if own != nil {
+		return nil
+	}
+	var parts []string
+	for _, t := range p.s.Tables {
+		if c := t.column(computedValue); c != nil && len(c.product) == 2 && q.relation(t.Ref, q.main) != nil {
+			parts = append(parts, t.Ref)
+		}
+	}
+	if len(parts) != 1 {
+		return nil
+	}
+	one, lines := q.main, strings.ToLower(p.s.table(parts[0]).Dataset)
+	if len(q.exists) > 0 || len(q.notExists) > 0 || len(q.joined) > 0 || len(q.having) > 0 || len(q.countRefs) > 0 ||
+		slices.ContainsFunc(q.whereOn, func(ref string) bool { return ref != one }) {
+		return p.refuse("it asks for the " + p.toks[supAt] + " " + ingest.Singular(alias(one)) + " by the value of its " + lines +
+			" with conditions this engine does not combine with it")
+	}
+	q.main = parts[0] // the conditions read so far are on the purchases, joined to their lines
+	if err := q.entityGroup(one); err != nil {
+		return err
+	}
+	q.agg, q.measure = Sum, &colRef{parts[0], computedValue}
+	p.assume("the %s %s is the one whose %s have the %s total value (%s has no number of its own)", p.toks[supAt], ingest.Singular(alias(one)),
+		lines, map[string]string{"asc": "lowest", "desc": "highest"}[q.order0(supAt)], p.s.table(one).Dataset)
+	return nil
+}
+
+// order0 is the order a superlative at token supAt asks for.
+func (q *query) order0(supAt int) string {
+	switch q.tok(supAt) {
+	case "lowest", "smallest", "least", "fewest", "cheapest":
+		return "asc"
+	}
+	return "desc"
 }

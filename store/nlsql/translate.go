@@ -44,6 +44,9 @@ type mention struct {
 	synonym string
 	lexical bool // the synonym is the lexicon's (WordNet's), an assumption to state
 	alias   bool // the synonym is one the dataset's owner gave the column
+	// antonym: the word is the opposite of a yes/no column's ("indoor" of is_outdoor), in
+	// WordNet: the column is false
+	antonym bool
 }
 
 type parser struct {
@@ -195,6 +198,9 @@ func translate(question string, s Schema, now time.Time) (*Answer, error) {
 	for _, m := range ms {
 		if m.alias && q.consumed(m) {
 			p.step("Read %q as %s of %s (its owner's name for it)", m.synonym, q.label(colRef{m.table, m.column}), p.s.table(m.table).Dataset)
+		}
+		if m.antonym && q.consumed(m) {
+			p.assume("%q means not %s of %s (its opposite in WordNet)", m.synonym, q.label(colRef{m.table, m.column}), p.s.table(m.table).Dataset)
 		}
 		if m.lexical {
 			what := p.s.table(m.table).Dataset
@@ -569,8 +575,34 @@ func (f *mentionFinder) columnWords() {
 				found = nil // several columns: not a reading to pick silently
 			}
 		}
+		if len(found) == 0 && lexicalCandidate(tok) && !p.namesSomething(tok) {
+			found = f.oppositeFlag(i)
+		}
 		f.best(found)
 	}
+}
+
+// oppositeFlag is the yes/no column whose one word the word at token i is the opposite of in
+// WordNet ("indoor" of is_outdoor), when one column is.
+func (f *mentionFinder) oppositeFlag(i int) []mention {
+	tok := f.p.toks[i]
+	var found []mention
+	for _, ci := range f.cols {
+		ws := ci.flag
+		if ci.col.Type != "boolean" || ci.alias != "" {
+			continue
+		}
+		if ws == nil {
+			ws = ci.ws
+		}
+		if len(ws) == 1 && (lexicon.Antonyms(tok, ws[0]) || lexicon.Antonyms(singular(tok), singular(ws[0]))) {
+			found = append(found, mention{table: ci.table, column: ci.col.Name, pos: i, end: i + 1, synonym: tok, antonym: true})
+		}
+	}
+	if len(found) > 1 {
+		return nil // the opposite of several columns: not one to pick silently
+	}
+	return found
 }
 
 // temporal reports whether mention m is a date column's.

@@ -1,7 +1,8 @@
 // Package lexicon holds the English words the natural-language engine knows beyond the
 // names in a project's schemas: synonym sets and irregular inflections from WordNet 3.0
-// (reduced by gen.go into wordnet.txt; WordNet's license is in LICENSE.WordNet), and the
-// Snowball (Porter2) stemmer for regular inflections ("shipping", "shipped" → ship).
+// (reduced by gen.go into wordnet.txt; WordNet's license is in LICENSE.WordNet), the
+// opposites between those senses (indoor ↔ outdoor), and the Snowball (Porter2) stemmer
+// for regular inflections ("shipping", "shipped" → ship).
 package lexicon
 
 //go:generate go run gen.go
@@ -19,19 +20,28 @@ var data string
 
 var (
 	once   sync.Once
-	sets   [][]string         // synonym sets, words with _ for spaces
-	member map[string][]int32 // word → the sets it is in
-	base   map[string]string  // irregular form → base form (bought → buy)
+	sets   [][]string          // synonym sets, words with _ for spaces
+	member map[string][]int32  // word → the sets it is in
+	base   map[string]string   // irregular form → base form (bought → buy)
+	anto   map[string][]string // word → its antonyms (indoor → outdoor)
 )
 
 func load() {
 	member = map[string][]int32{}
 	base = map[string]string{}
+	anto = map[string][]string{}
 	for _, line := range strings.Split(data, "\n") {
 		if line == "" || line[0] == '#' {
 			continue
 		}
 		fs := strings.Fields(line)
+		if fs[0] == "!" {
+			if len(fs) == 3 {
+				anto[fs[1]] = append(anto[fs[1]], fs[2])
+				anto[fs[2]] = append(anto[fs[2]], fs[1])
+			}
+			continue
+		}
 		if fs[0] == "x" {
 			if len(fs) == 3 {
 				base[fs[1]] = fs[2]
@@ -67,6 +77,18 @@ func Synonyms(a, b string) bool {
 			if i == j {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// Antonyms reports whether words a and b are opposites in WordNet's frequent senses of each:
+// "indoor" and "outdoor", "active" and "inactive".
+func Antonyms(a, b string) bool {
+	once.Do(load)
+	for _, x := range anto[a] {
+		if x == b {
+			return true
 		}
 	}
 	return false

@@ -16,6 +16,9 @@ func TestLexicon(t *testing.T) {
 	if Base("bought") != "buy" || Base("born") != "bear" || Base("table") != "table" {
 		t.Errorf("irregular forms: %s %s %s", Base("bought"), Base("born"), Base("table"))
 	}
+	if !Antonyms("indoor", "outdoor") || !Antonyms("outdoor", "indoor") || !Antonyms("active", "inactive") || Antonyms("indoor", "active") {
+		t.Errorf("antonyms: indoor/outdoor %v, active/inactive %v, indoor/active %v", Antonyms("indoor", "outdoor"), Antonyms("active", "inactive"), Antonyms("indoor", "active"))
+	}
 	if Stem("shipping") != Stem("ship") || Stem("payments") != Stem("payment") {
 		t.Errorf("stems: %s %s", Stem("shipping"), Stem("payments"))
 	}
