@@ -28,27 +28,11 @@ func (q *query) comparisons() error {
 	p := q.p
 	for i := 0; i < len(p.toks); i++ {
 		if p.toks[i] == "between" {
-			a, okA := number(q.tok(i + 1))
-			b, okB := number(q.tok(i + 3))
-			if okA && okB && q.tok(i+2) == "and" && !isYear.MatchString(q.tok(i+1)) {
-				c := q.numericNear(i)
-				if c == nil {
-					c = q.measureOrOnly()
-				}
-				if c == nil {
-					return p.refuse("it compares with numbers but names no number column")
-				}
-				if err := q.perRowCompare(*c, a); err != nil {
-					return err
-				}
-				q.compared = append(q.compared, *c)
-				if err := q.cond(c.table, q.col(*c)+" BETWEEN "+p.param(fmtNum(a))+" AND "+p.param(fmtNum(b))); err != nil {
-					return err
-				}
-				p.mark(i, i+4)
-				p.step("Filter: %s between %s and %s", q.label(*c), fmtNum(a), fmtNum(b))
-				i += 3
+			end, err := q.between(i)
+			if err != nil {
+				return err
 			}
+			i = end
 			continue
 		}
 		for _, cmp := range comparators {
@@ -89,27 +73,9 @@ func (q *query) comparisons() error {
 					return p.refuse(fmt.Sprintf("it compares %s %s with \"%s\", which is no dataset or column", strings.Join(cmp.words, " "), fmtNum(v), w))
 				}
 			}
-			var c *colRef
-			namedBefore := false
-			for k := range q.ms {
-				// "orders over 100", "whose orders are over 100": the number of the table
-				// named just before
-				if (q.ms[k].end == i || q.ms[k].end == i-1 && beWords[q.tok(i-1)]) && q.ms[k].column == "" && q.ms[k].value == "" {
-					c, namedBefore = q.defaultNumber(q.ms[k].table), true
-					if c == nil {
-						return p.refuse(fmt.Sprintf("it compares %s with %s but not which number of them", alias(q.ms[k].table), fmtNum(v)),
-							q.numberSuggestions(q.ms[k].table, strings.Join(cmp.words, " ")+" "+fmtNum(v))...)
-					}
-				}
-			}
-			if c == nil && !namedBefore {
-				c = q.numericNear(i)
-			}
-			if c == nil {
-				c = q.measureOrOnly()
-			}
-			if c == nil {
-				return p.refuse("it compares with " + fmtNum(v) + " but names no number column")
+			c, err := q.comparedColumn(i, cmp.words, v)
+			if err != nil {
+				return err
 			}
 			if done, err := q.totalCompare(*c, i, cmp.op, v); done || err != nil {
 				if err != nil {
@@ -129,6 +95,63 @@ func (q *query) comparisons() error {
 		}
 	}
 	return nil
+}
+
+// between reads "between A and B" at i as a range of the number column near it; it returns
+// the last token it took.
+func (q *query) between(i int) (int, error) {
+	p := q.p
+	a, okA := number(q.tok(i + 1))
+	b, okB := number(q.tok(i + 3))
+	if !okA || !okB || q.tok(i+2) != "and" || isYear.MatchString(q.tok(i+1)) {
+		return i, nil
+	}
+	c := q.numericNear(i)
+	if c == nil {
+		c = q.measureOrOnly()
+	}
+	if c == nil {
+		return i, p.refuse("it compares with numbers but names no number column")
+	}
+	if err := q.perRowCompare(*c, a); err != nil {
+		return i, err
+	}
+	q.compared = append(q.compared, *c)
+	if err := q.cond(c.table, q.col(*c)+" BETWEEN "+p.param(fmtNum(a))+" AND "+p.param(fmtNum(b))); err != nil {
+		return i, err
+	}
+	p.mark(i, i+4)
+	p.step("Filter: %s between %s and %s", q.label(*c), fmtNum(a), fmtNum(b))
+	return i + 3, nil
+}
+
+// comparedColumn is the number column a comparison at i (words, then v) is about: the
+// number of the table named just before it, else the number column near it or the only one.
+func (q *query) comparedColumn(i int, words []string, v float64) (*colRef, error) {
+	p := q.p
+	var c *colRef
+	namedBefore := false
+	for k := range q.ms {
+		// "orders over 100", "whose orders are over 100": the number of the table
+		// named just before
+		if (q.ms[k].end == i || q.ms[k].end == i-1 && beWords[q.tok(i-1)]) && q.ms[k].column == "" && q.ms[k].value == "" {
+			c, namedBefore = q.defaultNumber(q.ms[k].table), true
+			if c == nil {
+				return nil, p.refuse(fmt.Sprintf("it compares %s with %s but not which number of them", alias(q.ms[k].table), fmtNum(v)),
+					q.numberSuggestions(q.ms[k].table, strings.Join(words, " ")+" "+fmtNum(v))...)
+			}
+		}
+	}
+	if c == nil && !namedBefore {
+		c = q.numericNear(i)
+	}
+	if c == nil {
+		c = q.measureOrOnly()
+	}
+	if c == nil {
+		return nil, p.refuse("it compares with " + fmtNum(v) + " but names no number column")
+	}
+	return c, nil
 }
 
 // defaultNumber is what a table's rows are compared or summed by when no number is named: its

@@ -279,40 +279,7 @@ func (q *query) readIntent() intent {
 		}
 		switch {
 		case t == "how" && q.tok(i+1) == "many", t == "number" && q.tok(i+1) == "of", t == "count" && q.agg == NoAgg:
-			q.agg, in.signal = Count, true
-			p.mark(i, i+2)
-			q.byAggregate(i)
-			j := i + 1
-			if t == "how" || t == "number" {
-				j = i + 2
-			}
-			if prev := q.tok(i - 1); (t == "number" || t == "count") && aggOf(prev) == Avg {
-				q.avgCount = true // "average number of orders per customer"
-			}
-			if w := q.tok(j); w == "distinct" || w == "different" || w == "unique" {
-				p.mark(j, j+1)
-				if m, _ := q.mentionAt(j + 1); m != nil && m.column != "" && m.value == "" {
-					q.agg, q.measure = CountDistinct, &colRef{m.table, m.column}
-				} else if m != nil && m.column == "" && m.value == "" {
-					in.countTarget = m.table // "how many distinct customers": each row is one
-				}
-			} else if m, _ := q.mentionAt(j); m != nil && m.column == "" {
-				in.countTarget = m.table
-			} else if m != nil && m.value != "" {
-				in.countTarget = m.table // "how many managers": rows with that value
-				for n := m; n != nil && n.value != ""; {
-					if n, _ = q.mentionAt(n.end); n != nil && n.column == "" && n.value == "" {
-						in.countTarget = n.table // "how many cardiology visits": visits, of that value
-					}
-				}
-			} else if m != nil && m.column != "" && m.value == "" {
-				// "how many cities": the distinct values of a column named alone
-				if c := q.column(colRef{m.table, m.column}); c != nil && !c.numeric() && c.Type != "boolean" && !c.temporal() {
-					q.agg, q.measure = CountDistinct, &colRef{m.table, m.column}
-				} else if c != nil && c.Type == "boolean" {
-					in.countTarget = m.table // "how many alerts": rows of is_alert's table
-				}
-			}
+			q.readCount(i, t, &in)
 		case aggOf(t) == Sum:
 			if q.tok(i+1) == "number" {
 				p.mark(i, i+1)
@@ -350,48 +317,106 @@ func (q *query) readIntent() intent {
 			q.measure = q.numericNear(i + 1)
 			q.tableWordColumn(i + 1)
 		case t == "latest" || t == "newest" || t == "earliest" || t == "most" && q.tok(i+1) == "recent":
-			// not "oldest": of people it is their age
-			q.recency, q.recencyAt, in.signal = "desc", i, true
-			if t == "earliest" {
-				q.recency = "asc"
-			}
-			if t == "most" {
-				p.mark(i, i+2)
-				i++
-			} else {
-				p.mark(i, i+1)
-			}
-			if n, err := strconv.Atoi(q.tok(i + 1)); err == nil && n > 0 {
-				q.limit = n // "latest 3 orders"
-				p.mark(i+1, i+2)
-			}
-		case (t == "highest" || t == "largest" || t == "biggest" || t == "most" || t == "greatest") && q.tok(i-1) != "at":
-			in.superlative, in.supAt, in.signal = "desc", i, true
-			p.mark(i, i+1)
-		case (t == "lowest" || t == "smallest" || t == "least" || t == "fewest" || t == "cheapest") && q.tok(i-1) != "at":
-			in.superlative, in.supAt, in.signal = "asc", i, true
-			p.mark(i, i+1)
-		case measureSuperlatives[t].order != "" && !p.inMention[i]:
-			// "the heaviest shipment": the highest of its weight
-			in.superlative, in.supAt, in.signal = measureSuperlatives[t].order, i, true
-			p.mark(i, i+1)
-		case (t == "common" || t == "frequent" || t == "popular") && (q.tok(i-1) == "most" || q.tok(i-1) == "least"):
-			p.mark(i, i+1) // "the most common categories": the most rows
-		case q.tok(i-1) == "the" && countWord(t) > 0 && q.superlativeAfter(i):
-			// "the 10 customers with the most orders", "the three most common categories"
-			q.limit, q.rankAt, in.signal = countWord(t), i, true
-			p.mark(i, i+1)
-		case t == "top" || t == "first" || t == "bottom":
-			if n, err := strconv.Atoi(q.tok(i + 1)); err == nil && n > 0 {
-				q.limit, q.order, in.signal = n, "desc", true
-				if t == "bottom" {
-					q.order = "asc"
-				}
-				p.mark(i, i+2)
-			}
+			i = q.readRecency(i, t, &in)
+		default:
+			q.readRanking(i, t, &in)
 		}
 	}
 	return in
+}
+
+// readCount reads "how many", "number of" or "count" at i: what is counted (rows of a
+// table, those with a value, or the distinct values of a column).
+func (q *query) readCount(i int, t string, in *intent) {
+	p := q.p
+	q.agg, in.signal = Count, true
+	p.mark(i, i+2)
+	q.byAggregate(i)
+	j := i + 1
+	if t == "how" || t == "number" {
+		j = i + 2
+	}
+	if prev := q.tok(i - 1); (t == "number" || t == "count") && aggOf(prev) == Avg {
+		q.avgCount = true // "average number of orders per customer"
+	}
+	if w := q.tok(j); w == "distinct" || w == "different" || w == "unique" {
+		p.mark(j, j+1)
+		if m, _ := q.mentionAt(j + 1); m != nil && m.column != "" && m.value == "" {
+			q.agg, q.measure = CountDistinct, &colRef{m.table, m.column}
+		} else if m != nil && m.column == "" && m.value == "" {
+			in.countTarget = m.table // "how many distinct customers": each row is one
+		}
+	} else if m, _ := q.mentionAt(j); m != nil && m.column == "" {
+		in.countTarget = m.table
+	} else if m != nil && m.value != "" {
+		in.countTarget = m.table // "how many managers": rows with that value
+		for n := m; n != nil && n.value != ""; {
+			if n, _ = q.mentionAt(n.end); n != nil && n.column == "" && n.value == "" {
+				in.countTarget = n.table // "how many cardiology visits": visits, of that value
+			}
+		}
+	} else if m != nil && m.column != "" && m.value == "" {
+		// "how many cities": the distinct values of a column named alone
+		if c := q.column(colRef{m.table, m.column}); c != nil && !c.numeric() && c.Type != "boolean" && !c.temporal() {
+			q.agg, q.measure = CountDistinct, &colRef{m.table, m.column}
+		} else if c != nil && c.Type == "boolean" {
+			in.countTarget = m.table // "how many alerts": rows of is_alert's table
+		}
+	}
+}
+
+// readRecency reads "latest", "newest", "earliest", "most recent" at i (and a count after
+// it); it returns the last token it took.
+func (q *query) readRecency(i int, t string, in *intent) int {
+	p := q.p
+	// not "oldest": of people it is their age
+	q.recency, q.recencyAt, in.signal = "desc", i, true
+	if t == "earliest" {
+		q.recency = "asc"
+	}
+	if t == "most" {
+		p.mark(i, i+2)
+		i++
+	} else {
+		p.mark(i, i+1)
+	}
+	if n, err := strconv.Atoi(q.tok(i + 1)); err == nil && n > 0 {
+		q.limit = n // "latest 3 orders"
+		p.mark(i+1, i+2)
+	}
+	return i
+}
+
+// readRanking reads the ordering words at i: superlatives, "the 10 ... with the most",
+// "top N".
+func (q *query) readRanking(i int, t string, in *intent) {
+	p := q.p
+	switch {
+	case (t == "highest" || t == "largest" || t == "biggest" || t == "most" || t == "greatest") && q.tok(i-1) != "at":
+		in.superlative, in.supAt, in.signal = "desc", i, true
+		p.mark(i, i+1)
+	case (t == "lowest" || t == "smallest" || t == "least" || t == "fewest" || t == "cheapest") && q.tok(i-1) != "at":
+		in.superlative, in.supAt, in.signal = "asc", i, true
+		p.mark(i, i+1)
+	case measureSuperlatives[t].order != "" && !p.inMention[i]:
+		// "the heaviest shipment": the highest of its weight
+		in.superlative, in.supAt, in.signal = measureSuperlatives[t].order, i, true
+		p.mark(i, i+1)
+	case (t == "common" || t == "frequent" || t == "popular") && (q.tok(i-1) == "most" || q.tok(i-1) == "least"):
+		p.mark(i, i+1) // "the most common categories": the most rows
+	case q.tok(i-1) == "the" && countWord(t) > 0 && q.superlativeAfter(i):
+		// "the 10 customers with the most orders", "the three most common categories"
+		q.limit, q.rankAt, in.signal = countWord(t), i, true
+		p.mark(i, i+1)
+	case t == "top" || t == "first" || t == "bottom":
+		if n, err := strconv.Atoi(q.tok(i + 1)); err == nil && n > 0 {
+			q.limit, q.order, in.signal = n, "desc", true
+			if t == "bottom" {
+				q.order = "asc"
+			}
+			p.mark(i, i+2)
+		}
+	}
 }
 
 // alsoAggAt reads an aggregate after "and" when one was read before it ("number of orders
