@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"time"
 
-	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/gen/api"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/reqmeta"
+	"dataplatform/handlers/settings"
 	"dataplatform/store"
 	"dataplatform/store/changes"
 	"dataplatform/store/secrets"
@@ -26,7 +26,7 @@ import (
 // Handlers holds what every area's handlers need.
 type Handlers struct {
 	Store     *store.Store
-	Config    config.Config
+	Config    settings.Settings
 	Clock     func() time.Time
 	Log       *slog.Logger
 	Tokens    *auth.Tokens

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/handlers/auth"
+	"dataplatform/handlers/settings"
 	"dataplatform/store"
 	"dataplatform/store/secrets"
 
@@ -13,7 +13,7 @@ import (
 )
 
 // Bootstrap creates the first owner, an organization and a project when no user exists. Without
-// DP_ADMIN_EMAIL/DP_ADMIN_PASSWORD it uses config.DefaultAdminEmail and a random password, which it
+// DP_ADMIN_EMAIL/DP_ADMIN_PASSWORD it uses settings.DefaultAdminEmail and a random password, which it
 // logs once.
 func (h *Handlers) Bootstrap(ctx context.Context) error {
 	return h.Store.Tx(ctx, func(tx *sqlx.Tx) error {
@@ -22,7 +22,7 @@ func (h *Handlers) Bootstrap(ctx context.Context) error {
 		}
 		email, password, generated := h.Config.AdminEmail, h.Config.AdminPassword, false
 		if email == "" {
-			email = config.DefaultAdminEmail
+			email = settings.DefaultAdminEmail
 		}
 		if password == "" {
 			password, generated = secrets.NewToken()[:20], true

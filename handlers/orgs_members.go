@@ -234,38 +234,11 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		if len(missing) > 0 {
 			return apierr.Field("body.teams", "unknown_team", "no team "+strings.Join(missing, ", ")+" in this organization")
 		}
-		u, err := store.UserByEmail(ctx, tx, email)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			name := deref(b.Name)
-			if name == "" {
-				name, _, _ = strings.Cut(email, "@")
-			}
-			u = &store.User{ID: store.NewID("usr"), Email: email, Name: name, Status: "invited", CreatedAt: now, UpdatedAt: now}
-			if err := store.CreateUser(ctx, tx, u); err != nil {
-				return err
-			}
-			was.UserCreated = true
-		case err != nil:
+		u, err := o.invitee(ctx, tx, req.OrganizationId, email, b.Name, now, &was)
+		if err != nil {
 			return err
 		}
 		inv.UserID = u.ID
-		existing, err := store.OrgUserByID(ctx, tx, req.OrganizationId, u.ID)
-		if err == nil && existing.Status == "active" {
-			return apierr.Conflict("email", email+" is already a member of this organization")
-		} else if err == nil {
-			was.Before = existing
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		// A new seat, or one an expired invitation gave up: check the plan.
-		if held, err := store.HoldsSeat(ctx, tx, req.OrganizationId, u.ID, now); err != nil {
-			return err
-		} else if !held {
-			if err := o.checkUserLimit(ctx, tx, req.OrganizationId); err != nil {
-				return err
-			}
-		}
 		if err := store.AddMembership(ctx, tx, req.OrganizationId, u.ID, role, "invited", nil, now); err != nil {
 			return err
 		}
@@ -276,29 +249,14 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		if !inv.DeliveredByEmail {
 			return o.invited(ctx, tx, inv, userName)
 		}
-		// The token goes to the mailbox only, so accepting it proves the mailbox.
-		mail = p.Email + " invites you to join " + org.Name + " as " + role + ".\n\n"
-		if inv.Message != nil {
-			mail += *inv.Message + "\n\n"
-		}
-		mail += "See the invitation: GET " + link + "\nAccept it: POST " + link + "/accept\nIt expires at " + inv.ExpiresAt.Format(time.RFC3339) + ".\n"
+		mail = invitationMail(p.Email, org.Name, role, inv, link)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	if inv.DeliveredByEmail {
-		// Mailed after the transaction, which holds the organization's lock: a slow mail
-		// server must not hold up the organization. A refused mail keeps nothing: what the
-		// invitation changed is undone, and only then is it announced.
-		ctx := context.WithoutCancel(ctx)
-		if err := o.mailUser(ctx, email, "Invitation to "+inv.OrgName, mail); err != nil {
-			if werr := o.Store.Tx(ctx, func(tx *sqlx.Tx) error { return store.WithdrawInvitation(ctx, tx, inv, was) }); werr != nil {
-				return nil, fmt.Errorf("withdraw invitation %s after its mail failed: %w", inv.ID, werr)
-			}
-			return nil, err
-		}
-		if err := o.Store.Tx(ctx, func(tx *sqlx.Tx) error { return o.invited(ctx, tx, inv, userName) }); err != nil {
+		if err := o.mailInvitation(ctx, inv, was, mail, userName); err != nil {
 			return nil, err
 		}
 	}
@@ -309,6 +267,69 @@ func (o *Orgs) CreateInvitation(ctx context.Context, req api.CreateInvitationReq
 		out.Delivery, out.InvitationUrl = api.InvitationDeliveryLink, &link
 	}
 	return out, nil
+}
+
+// invitee is the user an invitation to email is for, created (invited) when there is none,
+// once it is known not to be a member already and to fit the plan's seats; was records what
+// the invitation changed.
+func (o *Orgs) invitee(ctx context.Context, tx *sqlx.Tx, orgID, email string, name *string, now time.Time, was *store.Invited) (*store.User, error) {
+	u, err := store.UserByEmail(ctx, tx, email)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		name := deref(name)
+		if name == "" {
+			name, _, _ = strings.Cut(email, "@")
+		}
+		u = &store.User{ID: store.NewID("usr"), Email: email, Name: name, Status: "invited", CreatedAt: now, UpdatedAt: now}
+		if err := store.CreateUser(ctx, tx, u); err != nil {
+			return nil, err
+		}
+		was.UserCreated = true
+	case err != nil:
+		return nil, err
+	}
+	existing, err := store.OrgUserByID(ctx, tx, orgID, u.ID)
+	if err == nil && existing.Status == "active" {
+		return nil, apierr.Conflict("email", email+" is already a member of this organization")
+	} else if err == nil {
+		was.Before = existing
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	// A new seat, or one an expired invitation gave up: check the plan.
+	if held, err := store.HoldsSeat(ctx, tx, orgID, u.ID, now); err != nil {
+		return nil, err
+	} else if !held {
+		if err := o.checkUserLimit(ctx, tx, orgID); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+// invitationMail is the text of an invitation's mail. The token goes to the mailbox only, so
+// accepting it proves the mailbox.
+func invitationMail(from, orgName, role string, inv *store.Invitation, link string) string {
+	mail := from + " invites you to join " + orgName + " as " + role + ".\n\n"
+	if inv.Message != nil {
+		mail += *inv.Message + "\n\n"
+	}
+	mail += "See the invitation: GET " + link + "\nAccept it: POST " + link + "/accept\nIt expires at " + inv.ExpiresAt.Format(time.RFC3339) + ".\n"
+	return mail
+}
+
+// mailInvitation mails an invitation after its transaction, which holds the organization's
+// lock: a slow mail server must not hold up the organization. A refused mail keeps nothing:
+// what the invitation changed is undone, and only then is it announced.
+func (o *Orgs) mailInvitation(ctx context.Context, inv *store.Invitation, was store.Invited, mail, userName string) error {
+	ctx = context.WithoutCancel(ctx)
+	if err := o.mailUser(ctx, inv.Email, "Invitation to "+inv.OrgName, mail); err != nil {
+		if werr := o.Store.Tx(ctx, func(tx *sqlx.Tx) error { return store.WithdrawInvitation(ctx, tx, inv, was) }); werr != nil {
+			return fmt.Errorf("withdraw invitation %s after its mail failed: %w", inv.ID, werr)
+		}
+		return err
+	}
+	return o.Store.Tx(ctx, func(tx *sqlx.Tx) error { return o.invited(ctx, tx, inv, userName) })
 }
 
 // invited records a made invitation: its audit row and its event.

@@ -88,7 +88,7 @@ func QueryError(err error, sqlText *string, timeout, took time.Duration) error {
 			d := map[string]any{"message": pe.Message}
 			if sqlText != nil && pe.Position != "" {
 				var pos int
-				fmt.Sscan(pe.Position, &pos)
+				_, _ = fmt.Sscan(pe.Position, &pos) // no position: line and column of 0
 				d["line"], d["column"] = usersql.Position(*sqlText, pos)
 			}
 			return apierr.New(http.StatusBadRequest, apierr.CodeInvalidQuery, pe.Message).WithDetails(d)

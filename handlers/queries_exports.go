@@ -127,7 +127,7 @@ type exportFile struct {
 }
 
 func (e exportFile) VisitDownloadQueryExportResponse(w http.ResponseWriter) error {
-	defer e.f.Close()
+	defer func() { _ = e.f.Close() }()
 	st, err := e.f.Stat()
 	if err != nil {
 		return err

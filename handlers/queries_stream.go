@@ -117,14 +117,14 @@ func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
 		return err
 	}
 	if s.e.Type == "natural_language" {
-		event("status", map[string]any{"status": "parsing", "message": "read the question: " + s.pp.describe()})
-		event("status", map[string]any{"status": "generating", "message": "wrote SQL over " + usedNames(s.pp.Used) + ", checked with PostgreSQL's parser"})
+		_ = event("status", map[string]any{"status": "parsing", "message": "read the question: " + s.pp.describe()})
+		_ = event("status", map[string]any{"status": "generating", "message": "wrote SQL over " + usedNames(s.pp.Used) + ", checked with PostgreSQL's parser"})
 	} else {
-		event("status", map[string]any{"status": "parsing", "message": "checked with PostgreSQL's parser: one SELECT over " + usedNames(s.pp.Used)})
+		_ = event("status", map[string]any{"status": "parsing", "message": "checked with PostgreSQL's parser: one SELECT over " + usedNames(s.pp.Used)})
 	}
-	event("sql", map[string]any{"sql": s.pp.SQL})
-	event("status", map[string]any{"status": "executing", "message": "reading rows through a cursor, " + fmt.Sprint(usersql.StreamBatch) + " at a time"})
-	flush()
+	_ = event("sql", map[string]any{"sql": s.pp.SQL})
+	_ = event("status", map[string]any{"status": "executing", "message": "reading rows through a cursor, " + fmt.Sprint(usersql.StreamBatch) + " at a time"})
+	_ = flush()
 	res := &queries.Results{Rows: [][]any{}}
 	var stored int64 // what the history keeps stays small, whatever streams
 	batch := 0
@@ -159,14 +159,14 @@ func (s *queryStream) VisitStreamQueryResponse(rw http.ResponseWriter) error {
 		if errors.As(runErr, &ae) {
 			f = map[string]any{"code": ae.Code, "message": ae.Message, "details": ae.Details}
 		}
-		event("error", f)
+		_ = event("error", f)
 	} else {
 		s.e.Results = res
 		s.e.Metadata = &queries.Metadata{ExecutionTimeMS: time.Since(s.start).Milliseconds()}
-		event("complete", map[string]any{"row_count": n, "execution_time_ms": time.Since(s.start).Milliseconds(), "truncated": truncated,
+		_ = event("complete", map[string]any{"row_count": n, "execution_time_ms": time.Since(s.start).Milliseconds(), "truncated": truncated,
 			"query_id": s.qr.ID})
 	}
-	flush()
+	_ = flush()
 	return s.h.recordQuery(context.WithoutCancel(s.ctx), s.qr, s.e, runErr, s.start, true)
 }
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Record API benchmarks on a 1,000,000-row dataset (the ingest benchmark's file), against
 # PostgreSQL itself on the same machine:
-#  - CSV export of every row vs psql's COPY (SELECT ...) TO STDOUT of the same rows and
-#    values (the service's expressions); the server's peak RSS during the export.
+#  - csv, ndjson and parquet exports of every row vs psql's COPY (SELECT ...) TO STDOUT of
+#    the same rows and values (the service's expressions); the server's peak RSS during each.
 #  - a filtered, sorted list page under wrk vs pgbench running the same SELECT (32 connections,
 #    3 turns each; BENCH_CONNS and BENCH_RUNS change them; the server takes DP_* settings
 #    from the environment, e.g. DP_RECORD_CONCURRENCY).
 #  - a keyset (cursor) page near the end of the table vs the first page.
-# Usage: scripts/bench-records.sh [rows] [seconds]
+# Usage: scripts/bench-records.sh [rows] [seconds]; BENCH_EXPORT_ONLY=1 stops after the exports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows=${1:-1000000}
@@ -31,18 +31,51 @@ fmt() { local r=${1:-}; echo "${r}id, ${r}id_num, ${r}big, ${r}amount, ${r}flag,
 csvcols="id, id_num, big, amount, CASE WHEN flag THEN 'true' WHEN NOT flag THEN 'false' END AS flag, day, $(utc seen_at) AS seen_at, ref, city, note, maybe, $(utc created_at) AS created_at, $(utc updated_at) AS updated_at, version"
 echo "dataset $ds: $rows rows"
 
-# Export.
-t0=$(date +%s.%N)
-curl -sf "127.0.0.1:$port/api/v1/datasets/$ds/data/export?format=csv" -H "Authorization: Bearer $tok" -o "$tmp/export.csv" &
-cpid=$!
-peak=$(bench_rss_while $cpid)
-wait $cpid
-t1=$(date +%s.%N)
-psqlc -c "COPY (SELECT $csvcols FROM $table WHERE deleted_at IS NULL ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)" > "$tmp/copy.csv"
-t2=$(date +%s.%N)
-echo "export csv: $(echo "$t1 - $t0" | bc) s ($(stat -c %s "$tmp/export.csv") bytes), server peak RSS $peak MB; COPY TO STDOUT: $(echo "$t2 - $t1" | bc) s ($(stat -c %s "$tmp/copy.csv") bytes)"
-if cmp -s "$tmp/export.csv" "$tmp/copy.csv"; then echo "export and COPY output are byte-identical"; else
-  echo "export and COPY output differ:"; diff "$tmp/export.csv" "$tmp/copy.csv" | head -6; fi
+# Exports, each format against PostgreSQL writing the same rows itself, taking turns $runs
+# times (other work on the machine moves both: the ratio is taken turn by turn), with the
+# server's peak RSS during the export:
+#  - csv: COPY (SELECT ...) TO STDOUT (FORMAT csv, HEADER) of the service's values; the files
+#    must be byte-identical.
+#  - ndjson: COPY of row_to_json of the record's fields, one per line (identical too for
+#    this file, whose texts hold no backslash for COPY's text format to double).
+#  - parquet: COPY (SELECT ...) TO STDOUT (FORMAT binary) of the typed columns the parquet
+#    export reads: PostgreSQL's cheapest hand-over of the same typed values, with no text
+#    formatting; what is left is the service's encoding of the file.
+# The ratio is COPY's time over the export's: 1.0 is as fast as COPY.
+jsoncols="id, id_num, big, amount, flag, day, $(utc seen_at) AS seen_at, ref, city, note, maybe, $(utc created_at) AS created_at, $(utc updated_at) AS updated_at, version"
+bincols="id, id_num, big, amount::text, flag, day - DATE '1970-01-01', (extract(epoch FROM seen_at) * 1000000)::bigint, ref::text, city, note, maybe,"
+bincols+=" (extract(epoch FROM created_at) * 1000000)::bigint, (extract(epoch FROM updated_at) * 1000000)::bigint, version"
+declare -A ref=(
+  [csv]="COPY (SELECT $csvcols FROM $table WHERE deleted_at IS NULL ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)"
+  [ndjson]="COPY (SELECT row_to_json(r) FROM (SELECT $jsoncols FROM $table WHERE deleted_at IS NULL ORDER BY id) r) TO STDOUT"
+  [parquet]="COPY (SELECT $bincols FROM $table WHERE deleted_at IS NULL ORDER BY id) TO STDOUT WITH (FORMAT binary)"
+)
+now() { date +%s.%N; }
+for format in csv ndjson parquet; do
+  ratios=()
+  for i in $(seq 1 "$runs"); do
+    t0=$(now)
+    curl -sf "127.0.0.1:$port/api/v1/datasets/$ds/data/export?format=$format" -H "Authorization: Bearer $tok" -o "$tmp/export.$format" &
+    cpid=$!
+    peak=$(bench_rss_while $cpid)
+    wait $cpid
+    t1=$(now)
+    psqlc -c "${ref[$format]}" > "$tmp/copy.$format"
+    t2=$(now)
+    r=$(echo "scale=3; ($t2 - $t1) / ($t1 - $t0)" | bc)
+    ratios+=("$r")
+    echo "export $format run $i: $(echo "$t1 - $t0" | bc) s ($(stat -c %s "$tmp/export.$format") bytes), server peak RSS $peak MB;" \
+      "COPY: $(echo "$t2 - $t1" | bc) s ($(stat -c %s "$tmp/copy.$format") bytes); COPY/export $r"
+  done
+  sorted=($(printf '%s\n' "${ratios[@]}" | sort -n))
+  echo "export $format: COPY's time over the export's, median ${sorted[$(( ${#sorted[@]} / 2 ))]} (min ${sorted[0]}, max ${sorted[-1]}, $runs turns)"
+  if [ "$format" != parquet ]; then
+    if cmp -s "$tmp/export.$format" "$tmp/copy.$format"; then echo "export $format and COPY output are byte-identical"; else
+      echo "export $format and COPY output differ:"; diff "$tmp/export.$format" "$tmp/copy.$format" | head -6; fi
+  fi
+  rm -f "$tmp/export.$format" "$tmp/copy.$format"
+done
+[ -n "${BENCH_EXPORT_ONLY:-}" ] && exit 0 # the exports alone
 
 # A filtered, sorted page: the service under wrk and pgbench running the SELECT the service
 # sends (its parameters written in), taking turns, $runs times each: on a shared 2-core machine

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -30,27 +31,27 @@ const userCols = `id, email, name, password_hash, status, avatar_url, two_factor
 func UserByEmail(ctx context.Context, q sqlx.QueryerContext, email string) (*User, error) {
 	var u User
 	err := sqlx.GetContext(ctx, q, &u, `SELECT `+userCols+` FROM platform.users WHERE lower(email) = lower($1)`, email)
-	return &u, notFound(err)
+	return &u, wrap("read user by email", notFound(err))
 }
 
 // UserByID finds a user.
 func UserByID(ctx context.Context, q sqlx.QueryerContext, id string) (*User, error) {
 	var u User
 	err := sqlx.GetContext(ctx, q, &u, `SELECT `+userCols+` FROM platform.users WHERE id = $1`, id)
-	return &u, notFound(err)
+	return &u, wrap("read user", notFound(err))
 }
 
 // CreateUser inserts u.
 func CreateUser(ctx context.Context, q sqlx.ExtContext, u *User) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.users (`+userCols+`)
 		VALUES (:id, :email, :name, :password_hash, :status, :avatar_url, :two_factor_enabled, :last_active_at, :created_at, :updated_at, :email_verified_at)`, u)
-	return err
+	return wrap("create user", err)
 }
 
 // TouchUser records activity (sign-in, refresh).
 func TouchUser(ctx context.Context, q sqlx.ExecerContext, id string, now time.Time) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.users SET last_active_at = $2 WHERE id = $1`, id, now)
-	return err
+	return wrap("touch user", err)
 }
 
 // Role is the user's role in an organization where the membership is active.
@@ -58,7 +59,7 @@ func Role(ctx context.Context, q sqlx.QueryerContext, orgID, userID string) (str
 	var role string
 	err := sqlx.GetContext(ctx, q, &role, `SELECT role FROM platform.memberships
 		WHERE organization_id = $1 AND user_id = $2 AND status = 'active'`, orgID, userID)
-	return role, notFound(err)
+	return role, wrap("read member role", notFound(err))
 }
 
 // OrgMembership is one organization of a user.
@@ -75,7 +76,7 @@ func UserOrganizations(ctx context.Context, q sqlx.QueryerContext, userID string
 	err := sqlx.SelectContext(ctx, q, &ms, `SELECT m.organization_id, o.name, o.slug, m.role
 		FROM platform.memberships m JOIN platform.organizations o ON o.id = m.organization_id
 		WHERE m.user_id = $1 AND m.status = 'active' ORDER BY m.joined_at, o.created_at`, userID)
-	return ms, err
+	return ms, wrap("list user organizations", err)
 }
 
 // AddMembership inserts or replaces a membership.
@@ -84,27 +85,27 @@ func AddMembership(ctx context.Context, q sqlx.ExecerContext, orgID, userID, rol
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (organization_id, user_id) DO UPDATE SET role = EXCLUDED.role, status = EXCLUDED.status, joined_at = EXCLUDED.joined_at`,
 		orgID, userID, role, status, joined, now)
-	return err
+	return wrap("add membership", err)
 }
 
 // Emit writes an event to the outbox; call it in the transaction of the change.
 func Emit(ctx context.Context, q sqlx.ExecerContext, eventType, orgID string, payload any, at time.Time) error {
 	b, err := json.Marshal(payload)
 	if err != nil {
-		return err
+		return fmt.Errorf("emit event: %w", err)
 	}
 	_, err = q.ExecContext(ctx, `INSERT INTO platform.outbox (event_type, organization_id, payload, created_at) VALUES ($1, $2, $3, $4)`,
 		eventType, nullable(orgID), string(b), at)
-	return err
+	return wrap("emit event", err)
 }
 
 // BootstrapNeeded takes the bootstrap lock for the rest of transaction tx (one replica
 // bootstraps; the others wait here and then find the user) and says whether no user exists yet.
 func BootstrapNeeded(ctx context.Context, tx *sqlx.Tx) (bool, error) {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('platform.bootstrap'))`); err != nil {
-		return false, err
+		return false, fmt.Errorf("check bootstrap: %w", err)
 	}
 	var n int
 	err := tx.GetContext(ctx, &n, `SELECT count(*) FROM platform.users`)
-	return n == 0, err
+	return n == 0, wrap("check bootstrap", err)
 }

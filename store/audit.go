@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -40,14 +41,14 @@ func Audit(ctx context.Context, q sqlx.ExecerContext, e AuditEntry) error {
 	}
 	d, err := json.Marshal(e.Details)
 	if err != nil {
-		return err
+		return fmt.Errorf("write audit entry: %w", err)
 	}
 	_, err = q.ExecContext(ctx, `INSERT INTO platform.audit_log (organization_id, actor_id, actor_name, actor_email, action,
 		resource_type, resource_id, resource_name, details, ip_address, user_agent, created_at)
 		VALUES ($1, $2, COALESCE($3, (SELECT name FROM platform.users WHERE id = $2)), $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		nullable(e.OrgID), nullable(e.ActorID), nullable(e.ActorName), nullable(e.ActorEmail), e.Action, e.ResourceType,
 		nullable(e.ResourceID), nullable(e.ResourceName), string(d), nullable(e.IP), nullable(e.UserAgent), e.At)
-	return err
+	return wrap("write audit entry", err)
 }
 
 // AuditRow is an audit log entry as read back.
@@ -87,7 +88,7 @@ func ListAudit(ctx context.Context, q sqlx.QueryerContext, orgID string, f Audit
 		AND ($5 = '' OR resource_type = $5) AND ($6::timestamptz IS NULL OR created_at >= $6) AND ($7::timestamptz IS NULL OR created_at < $7)`
 	args := []any{orgID, f.ActorID, action, family, f.ResourceType, f.From, f.To}
 	if err = sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM (SELECT 1 FROM platform.audit_log`+cond+` LIMIT `+strconv.Itoa(AuditCountCap+1)+`) x`, args...); err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, fmt.Errorf("list audit log: %w", err)
 	}
 	if total > AuditCountCap {
 		total, capped = AuditCountCap, true
@@ -96,5 +97,5 @@ func ListAudit(ctx context.Context, q sqlx.QueryerContext, orgID string, f Audit
 	err = sqlx.SelectContext(ctx, q, &rows, `SELECT id, actor_id, actor_name, actor_email, action, resource_type, resource_id, resource_name,
 		details, ip_address, user_agent, created_at FROM platform.audit_log`+cond+` ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9`,
 		append(args, limit, offset)...)
-	return rows, total, capped, err
+	return rows, total, capped, wrap("list audit log", err)
 }

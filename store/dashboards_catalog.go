@@ -97,7 +97,7 @@ func DashboardForUser(ctx context.Context, q sqlx.QueryerContext, id, userID str
 	err := sqlx.GetContext(ctx, q, &d, `SELECT `+dashboardCols+`, `+reachCols("$2")+`
 		FROM platform.dashboards b JOIN platform.projects p ON p.id = b.project_id`+reachJoin("$2")+`
 		WHERE b.id = $1 AND `+reachable("$2"), id, userID)
-	return &d, notFound(err)
+	return &d, wrap("read dashboard", notFound(err))
 }
 
 // DashboardOf is the dashboard generated from a dataset or a view (sourceType), if any.
@@ -109,7 +109,7 @@ func DashboardOf(ctx context.Context, q sqlx.QueryerContext, sourceType, sourceI
 	}
 	err := sqlx.GetContext(ctx, q, &d, `SELECT `+dashboardCols+` FROM platform.dashboards b WHERE b.source_type = $1 AND b.`+col+` = $2`,
 		sourceType, sourceID)
-	return &d, notFound(err)
+	return &d, wrap("read dashboard of source", notFound(err))
 }
 
 // DashboardFilter narrows a list of dashboards: one project, or every project of the
@@ -129,12 +129,12 @@ func ListDashboards(ctx context.Context, q sqlx.QueryerContext, f DashboardFilte
 	args := []any{f.UserID, f.ProjectID, escapeLike(f.Search), pq.StringArray(append([]string{}, f.Excluded...))}
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*)`+from, args...); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list dashboards: %w", err)
 	}
 	var out []Dashboard
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+listCols+`, `+reachCols("$1")+from+
 		` ORDER BY b.updated_at DESC, b.id LIMIT $5 OFFSET $6`, append(args, f.Limit, f.Offset)...)
-	return out, total, err
+	return out, total, wrap("list dashboards", err)
 }
 
 // ErrDashboardExists is a dataset's or view's second dashboard (the unique index).
@@ -153,7 +153,7 @@ func CreateDashboard(ctx context.Context, tx *sqlx.Tx, d *Dashboard, v *Dashboar
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		return ErrDashboardExists
 	} else if err != nil {
-		return err
+		return fmt.Errorf("create dashboard: %w", err)
 	}
 	return insertDashboardVersion(ctx, tx, v)
 }
@@ -168,15 +168,15 @@ func SaveDashboardVersion(ctx context.Context, tx *sqlx.Tx, d *Dashboard, v *Das
 	if err := sqlx.GetContext(ctx, tx, &v.Number, `UPDATE platform.dashboards SET version = version + 1, spec = $2, display_name = $3,
 		generated_by = $4, warnings = $5, updated_at = $6 WHERE id = $1 RETURNING version`,
 		d.ID, v.Spec, v.DisplayName, d.GeneratedBy, d.Warnings, v.CreatedAt); err != nil {
-		return notFound(err)
+		return fmt.Errorf("save dashboard version: %w", notFound(err))
 	}
 	d.Version, d.Spec, d.DisplayName, d.UpdatedAt = v.Number, v.Spec, v.DisplayName, v.CreatedAt
 	if err := insertDashboardVersion(ctx, tx, v); err != nil {
-		return err
+		return fmt.Errorf("save dashboard version: %w", err)
 	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM platform.dashboard_versions WHERE dashboard_id = $1 AND NOT pinned AND id IN (
 		SELECT id FROM platform.dashboard_versions WHERE dashboard_id = $1 AND NOT pinned ORDER BY number DESC OFFSET $2)`, d.ID, keep)
-	return err
+	return wrap("save dashboard version", err)
 }
 
 func insertDashboardVersion(ctx context.Context, tx *sqlx.Tx, v *DashboardVersion) error {
@@ -190,14 +190,14 @@ func insertDashboardVersion(ctx context.Context, tx *sqlx.Tx, v *DashboardVersio
 func LockDashboard(ctx context.Context, tx *sqlx.Tx, id string) (*Dashboard, error) {
 	var d Dashboard
 	err := sqlx.GetContext(ctx, tx, &d, `SELECT `+dashboardCols+` FROM platform.dashboards b WHERE b.id = $1 FOR UPDATE`, id)
-	return &d, notFound(err)
+	return &d, wrap("lock dashboard", notFound(err))
 }
 
 // DeleteDashboard removes the dashboard and its versions.
 func DeleteDashboard(ctx context.Context, tx *sqlx.Tx, id string) error {
 	res, err := tx.ExecContext(ctx, `DELETE FROM platform.dashboards WHERE id = $1`, id)
 	if err != nil {
-		return err
+		return fmt.Errorf("delete dashboard: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return ErrNotFound
@@ -211,12 +211,12 @@ const versionCols = `id, dashboard_id, number, kind, message, display_name, pinn
 func DashboardVersions(ctx context.Context, q sqlx.QueryerContext, dashboardID string, limit, offset int) ([]DashboardVersion, int, error) {
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.dashboard_versions WHERE dashboard_id = $1`, dashboardID); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list dashboard versions: %w", err)
 	}
 	var out []DashboardVersion
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+versionCols+` FROM platform.dashboard_versions WHERE dashboard_id = $1
 		ORDER BY number DESC LIMIT $2 OFFSET $3`, dashboardID, limit, offset)
-	return out, total, err
+	return out, total, wrap("list dashboard versions", err)
 }
 
 // DashboardVersionByID is one version with its spec.
@@ -224,7 +224,7 @@ func DashboardVersionByID(ctx context.Context, q sqlx.QueryerContext, dashboardI
 	var v DashboardVersion
 	err := sqlx.GetContext(ctx, q, &v, `SELECT `+versionCols+`, spec FROM platform.dashboard_versions WHERE dashboard_id = $1 AND id = $2`,
 		dashboardID, id)
-	return &v, notFound(err)
+	return &v, wrap("read dashboard version", notFound(err))
 }
 
 // UpdateDashboardVersion sets a version's name (nil clears it) or pin and answers it.
@@ -236,5 +236,5 @@ func UpdateDashboardVersion(ctx context.Context, tx *sqlx.Tx, dashboardID, id st
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
-	return &v, err
+	return &v, wrap("update dashboard version", err)
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -67,7 +68,7 @@ func CreateDataset(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
 		source_type, upload_id, filename, size_bytes, storage_key, table_schema, columns, job_id, created_by, upload_time, statistics, tables, created_at, updated_at)
 		VALUES (:id, :project_id, :organization_id, :name, :description, :type, :status, :source_type, :upload_id, :filename, :size_bytes,
 		:storage_key, :table_schema, :columns, :job_id, :created_by, :upload_time, :statistics, :tables, :created_at, :updated_at)`, d)
-	return err
+	return wrap("create dataset", err)
 }
 
 // DatasetForUser is a dataset of project projectID with how the user reaches it; ErrNotFound
@@ -77,7 +78,7 @@ func DatasetForUser(ctx context.Context, q sqlx.QueryerContext, projectID, id, u
 	err := sqlx.GetContext(ctx, q, &d, `SELECT `+datasetCols+`, `+reachCols("$3")+` FROM platform.datasets d
 		JOIN platform.projects p ON p.id = d.project_id`+reachJoin("$3")+`
 		WHERE d.id = $1 AND d.project_id = $2 AND `+reachable("$3"), id, projectID, userID)
-	return &d, notFound(err)
+	return &d, wrap("read dataset", notFound(err))
 }
 
 // DatasetByID loads a dataset (for background work, no caller); lock takes a row lock.
@@ -88,7 +89,7 @@ func DatasetByID(ctx context.Context, q sqlx.QueryerContext, id string, lock boo
 	}
 	var d Dataset
 	err := sqlx.GetContext(ctx, q, &d, qs, id)
-	return &d, notFound(err)
+	return &d, wrap("read dataset by id", notFound(err))
 }
 
 // ListDatasets pages through a project's datasets, newest first.
@@ -97,18 +98,18 @@ func ListDatasets(ctx context.Context, q sqlx.ExtContext, projectID, search, typ
 	search = escapeLike(search)
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.datasets d`+cond, projectID, search, typ); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list datasets: %w", err)
 	}
 	var out []Dataset
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+datasetCols+` FROM platform.datasets d`+cond+
 		` ORDER BY d.created_at DESC, d.id LIMIT $4 OFFSET $5`, projectID, search, typ, limit, offset)
-	return out, total, err
+	return out, total, wrap("list datasets", err)
 }
 
 // UpdateDataset writes name and description.
 func UpdateDataset(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.datasets SET name = :name, description = :description, updated_at = :updated_at WHERE id = :id`, d)
-	return err
+	return wrap("update dataset", err)
 }
 
 // FinishDataset records the outcome of processing: active with its columns and row count, or
@@ -118,7 +119,7 @@ func FinishDataset(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
 		row_count = :row_count, processing_time_ms = :processing_time_ms, index_time_ms = :index_time_ms, indexed_at = :indexed_at,
 		statistics = :statistics, analyzed_at = :analyzed_at, analysis_version = :analysis_version, vector_count = :vector_count,
 		import_mode = NULL, updated_at = :updated_at WHERE id = :id`, d)
-	return err
+	return wrap("finish dataset", err)
 }
 
 // StartImport marks an active dataset processing an import in mode, followed by job jobID.
@@ -128,7 +129,7 @@ func StartImport(ctx context.Context, q sqlx.ExecerContext, d *Dataset, mode, jo
 	if err == nil {
 		d.Status, d.ImportMode, d.JobID, d.Error, d.UpdatedAt = "processing", &mode, &jobID, nil, now
 	}
-	return err
+	return wrap("start import", err)
 }
 
 // SaveAnalysis writes what an analysis found.
@@ -136,13 +137,13 @@ func SaveAnalysis(ctx context.Context, q sqlx.ExtContext, d *Dataset) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.datasets SET statistics = :statistics, analyzed_at = :analyzed_at,
 		analysis_version = :analysis_version, vector_count = :vector_count, row_count = :row_count, index_time_ms = :index_time_ms,
 		indexed_at = :indexed_at, updated_at = :updated_at WHERE id = :id`, d)
-	return err
+	return wrap("save analysis", err)
 }
 
 // DeleteDataset removes the row.
 func DeleteDataset(ctx context.Context, q sqlx.ExecerContext, id string) error {
 	_, err := q.ExecContext(ctx, `DELETE FROM platform.datasets WHERE id = $1`, id)
-	return err
+	return wrap("delete dataset", err)
 }
 
 // ClaimUpload marks an upload used by a dataset; false when it is unknown to the project,
@@ -154,7 +155,7 @@ func ClaimUpload(ctx context.Context, q sqlx.QueryerContext, projectID, id strin
 	if err = notFound(err); err == ErrNotFound {
 		return nil, false, nil
 	}
-	return &u, err == nil, err
+	return &u, err == nil, wrap("claim upload", err)
 }
 
 // DatasetFiles lists what a project's (or organization's) datasets keep outside their rows:
@@ -162,10 +163,10 @@ func ClaimUpload(ctx context.Context, q sqlx.QueryerContext, projectID, id strin
 func DatasetFiles(ctx context.Context, q sqlx.QueryerContext, scope, id string) (tables []Dataset, storageKeys []string, err error) {
 	col := map[string]string{"project": "project_id", "organization": "organization_id"}[scope]
 	if err = sqlx.SelectContext(ctx, q, &tables, `SELECT `+datasetCols+` FROM platform.datasets d WHERE d.`+col+` = $1`, id); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("list dataset files: %w", err)
 	}
 	err = sqlx.SelectContext(ctx, q, &storageKeys, `SELECT storage_key FROM platform.uploads WHERE `+col+` = $1`, id)
-	return tables, storageKeys, err
+	return tables, storageKeys, wrap("list dataset files", err)
 }
 
 // DatasetForUserAnyProject is DatasetForUser for the dataset-scoped paths (/api/v1/datasets/{id}),
@@ -175,7 +176,7 @@ func DatasetForUserAnyProject(ctx context.Context, q sqlx.QueryerContext, id, us
 	err := sqlx.GetContext(ctx, q, &d, `SELECT `+datasetCols+`, `+reachCols("$2")+` FROM platform.datasets d
 		JOIN platform.projects p ON p.id = d.project_id`+reachJoin("$2")+`
 		WHERE d.id = $1 AND `+reachable("$2"), id, userID)
-	return &d, notFound(err)
+	return &d, wrap("read dataset", notFound(err))
 }
 
 // Relationship is a link between columns of two datasets, with the other dataset's name.
@@ -203,7 +204,7 @@ func Relationships(ctx context.Context, q sqlx.QueryerContext, datasetID string)
 		END, false) AS to_key
 		FROM platform.dataset_relationships r JOIN platform.datasets f ON f.id = r.from_dataset JOIN platform.datasets t ON t.id = r.to_dataset
 		WHERE (r.from_dataset = $1 OR r.to_dataset = $1) AND r.origin <> 'removed' ORDER BY r.from_dataset = $1 DESC, r.from_table, r.from_column, r.to_dataset, r.to_table`, datasetID)
-	return out, err
+	return out, wrap("list relationships", err)
 }
 
 // SchemaChange is one accepted change of a dataset's schema.
@@ -222,7 +223,7 @@ type SchemaChange struct {
 func DatasetStatistics(ctx context.Context, q sqlx.QueryerContext, id string) (string, error) {
 	var s string
 	err := sqlx.GetContext(ctx, q, &s, `SELECT statistics FROM platform.datasets WHERE id = $1`, id)
-	return s, notFound(err)
+	return s, wrap("read dataset statistics", notFound(err))
 }
 
 // SchemaChanges are a dataset's accepted schema changes, oldest first.
@@ -230,7 +231,7 @@ func SchemaChanges(ctx context.Context, q sqlx.QueryerContext, datasetID string)
 	var out []SchemaChange
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, dataset_id, schema_version, changes, columns_before, columns_after, created_by, created_at
 		FROM platform.dataset_schema_changes WHERE dataset_id = $1 ORDER BY schema_version`, datasetID)
-	return out, err
+	return out, wrap("list schema changes", err)
 }
 
 // RecordSchemaChange stores c and moves the dataset to its schema version and columns (the
@@ -239,7 +240,7 @@ func RecordSchemaChange(ctx context.Context, q sqlx.ExtContext, c *SchemaChange,
 	if _, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.dataset_schema_changes (id, dataset_id, schema_version, changes,
 		columns_before, columns_after, created_by, created_at) VALUES (:id, :dataset_id, :schema_version, :changes, :columns_before,
 		:columns_after, :created_by, :created_at)`, c); err != nil {
-		return err
+		return fmt.Errorf("record schema change: %w", err)
 	}
 	col := "columns"
 	if tables {
@@ -247,7 +248,7 @@ func RecordSchemaChange(ctx context.Context, q sqlx.ExtContext, c *SchemaChange,
 	}
 	_, err := q.ExecContext(ctx, `UPDATE platform.datasets SET `+col+` = $2, schema_version = $3, updated_at = $4 WHERE id = $1`,
 		c.DatasetID, c.ColumnsAfter, c.SchemaVersion, c.CreatedAt)
-	return err
+	return wrap("record schema change", err)
 }
 
 // Connection is how a database-connected dataset reaches its database.
@@ -269,14 +270,14 @@ func CreateConnection(ctx context.Context, q sqlx.ExtContext, c *Connection) err
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.dataset_connections (dataset_id, type, host, port, database, username,
 		password_enc, ssl_mode, options, server_name) VALUES (:dataset_id, :type, :host, :port, :database, :username, :password_enc,
 		:ssl_mode, :options, :server_name)`, c)
-	return err
+	return wrap("create connection", err)
 }
 
 // ConnectionOf is a dataset's connection; ErrNotFound for a file dataset.
 func ConnectionOf(ctx context.Context, q sqlx.QueryerContext, datasetID string) (*Connection, error) {
 	var c Connection
 	err := sqlx.GetContext(ctx, q, &c, `SELECT * FROM platform.dataset_connections WHERE dataset_id = $1`, datasetID)
-	return &c, notFound(err)
+	return &c, wrap("read connection", notFound(err))
 }
 
 // Idempotent is a stored answer to a request with an idempotency key.
@@ -298,19 +299,19 @@ func ClaimIdempotencyKey(ctx context.Context, q sqlx.QueryerContext, principal, 
 		return nil, nil
 	}
 	if notFound(err) != ErrNotFound {
-		return nil, err
+		return nil, wrap("claim idempotency key", err)
 	}
 	var it Idempotent
 	err = sqlx.GetContext(ctx, q, &it, `SELECT request_hash, status, location, body FROM platform.idempotency_keys
 		WHERE principal = $1 AND dataset_id = $2 AND key = $3`, principal, datasetID, key)
-	return &it, err
+	return &it, wrap("claim idempotency key", err)
 }
 
 // StoreIdempotentAnswer keeps the answer given for a claimed key.
 func StoreIdempotentAnswer(ctx context.Context, q sqlx.ExecerContext, principal, datasetID, key string, status int, location, body string) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.idempotency_keys SET status = $4, location = $5, body = $6
 		WHERE principal = $1 AND dataset_id = $2 AND key = $3`, principal, datasetID, key, status, location, body)
-	return err
+	return wrap("store idempotent answer", err)
 }
 
 // DatasetForRecords is DatasetForUserAnyProject for the record API's hot path: a prepared
@@ -327,13 +328,13 @@ func (s *Store) DatasetForRecords(ctx context.Context, id, userID string) (*Data
 		JOIN platform.projects p ON p.id = d.project_id`+reachJoin("$2")+`
 		WHERE d.id = $1 AND `+reachable("$2"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read dataset for records: %w", err)
 	}
 	var d Dataset
 	if err = st.GetContext(ctx, &d, id, userID); err == nil && d.Serving() {
 		s.look.put(id, userID, &d, gen)
 	}
-	return &d, notFound(err)
+	return &d, wrap("read dataset for records", notFound(err))
 }
 
 // SDKGeneration is one generation of a dataset's SDK.
@@ -356,7 +357,7 @@ func LogSDKGeneration(ctx context.Context, q sqlx.ExtContext, g *SDKGeneration) 
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.sdk_generations (id, dataset_id, language, version, status, duration_ms,
 		size_bytes, warnings, error, user_id, created_at) VALUES (:id, :dataset_id, :language, :version, :status, :duration_ms, :size_bytes,
 		:warnings, :error, :user_id, :created_at)`, g)
-	return err
+	return wrap("log sdk generation", err)
 }
 
 // SDKGenerations are a dataset's last generations, newest first.
@@ -364,11 +365,11 @@ func SDKGenerations(ctx context.Context, q sqlx.QueryerContext, datasetID string
 	var out []SDKGeneration
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, dataset_id, language, version, status, duration_ms, size_bytes, warnings, error,
 		user_id, created_at FROM platform.sdk_generations WHERE dataset_id = $1 ORDER BY created_at DESC, id LIMIT $2`, datasetID, limit)
-	return out, err
+	return out, wrap("list sdk generations", err)
 }
 
 // SetDatasetTables records the tables of a connected database's dataset (JSON).
 func SetDatasetTables(ctx context.Context, q sqlx.ExecerContext, id, tables string) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.datasets SET tables = $2 WHERE id = $1`, id, tables)
-	return err
+	return wrap("set dataset tables", err)
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -24,7 +25,7 @@ func UserByIdentity(ctx context.Context, q sqlx.QueryerContext, issuer, subject 
 		u.last_active_at, u.created_at, u.updated_at, u.email_verified_at
 		FROM platform.identities i JOIN platform.users u ON u.id = i.user_id
 		WHERE i.issuer = $1 AND i.subject = $2`, issuer, subject)
-	return &u, notFound(err)
+	return &u, wrap("read user by identity", notFound(err))
 }
 
 // LinkIdentity inserts id. A concurrent link of the same provider account fails with a unique
@@ -32,7 +33,7 @@ func UserByIdentity(ctx context.Context, q sqlx.QueryerContext, issuer, subject 
 func LinkIdentity(ctx context.Context, q sqlx.ExtContext, id *Identity) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.identities (issuer, subject, user_id, email, created_at)
 		VALUES (:issuer, :subject, :user_id, :email, :created_at)`, id)
-	return err
+	return wrap("link identity", err)
 }
 
 // OAuthState is a pending authorization-code flow. Only the SHA-256 of the state travels to
@@ -49,11 +50,11 @@ type OAuthState struct {
 // sign-ins), so the table does not grow.
 func CreateOAuthState(ctx context.Context, tx *sqlx.Tx, st *OAuthState) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.oauth_states WHERE expires_at <= $1`, st.CreatedAt); err != nil {
-		return err
+		return fmt.Errorf("create oauth state: %w", err)
 	}
 	_, err := sqlx.NamedExecContext(ctx, tx, `INSERT INTO platform.oauth_states (state_hash, code_verifier, nonce, expires_at, created_at)
 		VALUES (:state_hash, :code_verifier, :nonce, :expires_at, :created_at)`, st)
-	return err
+	return wrap("create oauth state", err)
 }
 
 // ConsumeOAuthState deletes and returns the flow with this state hash: a state works once,
@@ -66,7 +67,7 @@ func ConsumeOAuthState(ctx context.Context, q sqlx.ExtContext, hash []byte, now 
 	err = sqlx.GetContext(ctx, q, &row, `DELETE FROM platform.oauth_states WHERE state_hash = $1
 		RETURNING state_hash, code_verifier, nonce, expires_at, created_at, expires_at > $2 AS live`, hash, now)
 	if err != nil {
-		return nil, false, notFound(err)
+		return nil, false, fmt.Errorf("consume oauth state: %w", notFound(err))
 	}
 	return &row.OAuthState, row.Live, nil
 }

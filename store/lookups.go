@@ -99,13 +99,13 @@ func (s *Store) WatchControlPlane(ctx context.Context, url string, log *slog.Log
 	if err := l.Listen(ControlPlaneChannel); err != nil {
 		log.Warn("control-plane notifications unavailable; dataset lookups are not cached", "error", err)
 		s.look.listening.Store(false)
-		l.Close()
+		_ = l.Close()
 		return
 	}
 	s.look.gen.Add(1)
 	s.look.listening.Store(true)
 	go func() {
-		defer l.Close()
+		defer func() { _ = l.Close() }()
 		defer s.look.listening.Store(false)
 		for {
 			select {

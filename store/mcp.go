@@ -10,7 +10,7 @@ import (
 func APIKeyMCPWrites(ctx context.Context, q sqlx.QueryerContext, id string) (bool, error) {
 	var ok bool
 	err := sqlx.GetContext(ctx, q, &ok, `SELECT mcp_writes FROM platform.api_keys WHERE id = $1`, id)
-	return ok, notFound(err)
+	return ok, wrap("read api key mcp writes", notFound(err))
 }
 
 // MemberOrgOf is the organization of a project, dataset, dashboard or saved query (kind) when
@@ -26,5 +26,5 @@ func MemberOrgOf(ctx context.Context, q sqlx.QueryerContext, kind, id, userID st
 	err := sqlx.GetContext(ctx, q, &org, `SELECT r.organization_id FROM `+table+` r
 		JOIN platform.memberships m ON m.organization_id = r.organization_id AND m.user_id = $2 AND m.status = 'active'
 		WHERE r.id = $1`, id, userID)
-	return org, notFound(err)
+	return org, wrap("read member organization", notFound(err))
 }

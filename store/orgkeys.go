@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -13,11 +14,11 @@ func CreateOrgAPIKey(ctx context.Context, tx *sqlx.Tx, k *APIKey, role string) e
 	_, err := tx.ExecContext(ctx, `INSERT INTO platform.users (id, email, name, status, service_org, created_at, updated_at)
 		VALUES ($1, $2, $3, 'active', $4, $5, $5)`, k.UserID, k.ID+"@api-keys.invalid", k.Name, *k.OrgID, k.CreatedAt)
 	if err != nil {
-		return err
+		return fmt.Errorf("create org api key: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO platform.memberships (organization_id, user_id, role, status, joined_at, created_at, service)
 		VALUES ($1, $2, $3, 'active', $4, $4, true)`, *k.OrgID, k.UserID, role, k.CreatedAt); err != nil {
-		return err
+		return fmt.Errorf("create org api key: %w", err)
 	}
 	return CreateAPIKey(ctx, tx, k)
 }
@@ -31,7 +32,7 @@ func OrgKeysCreatedSince(ctx context.Context, q sqlx.QueryerContext, orgID strin
 	}
 	err := sqlx.GetContext(ctx, q, &r, `SELECT count(*) AS n, min(created_at) AS first FROM platform.api_keys
 		WHERE organization_id = $1 AND created_at > $2`, orgID, since)
-	return r.N, r.First, err
+	return r.N, r.First, wrap("count org keys", err)
 }
 
 // OrgAPIKey is an organization's key with the current role of the member it belongs to.
@@ -48,12 +49,12 @@ const orgKeyCols = `k.id, k.user_id, k.name, k.description, k.key_hash, k.key_pr
 func ListOrgAPIKeys(ctx context.Context, q sqlx.ExtContext, orgID string, limit, offset int) ([]OrgAPIKey, int, error) {
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.api_keys WHERE organization_id = $1 AND revoked_at IS NULL`, orgID); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list org api keys: %w", err)
 	}
 	out := []OrgAPIKey{}
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+orgKeyCols+` FROM platform.api_keys k WHERE k.organization_id = $1 AND k.revoked_at IS NULL
 		ORDER BY k.created_at DESC, k.id LIMIT $2 OFFSET $3`, orgID, limit, offset)
-	return out, total, err
+	return out, total, wrap("list org api keys", err)
 }
 
 // OrgAPIKeyForUpdate locks an organization's key that is not revoked; ErrNotFound when the
@@ -62,7 +63,7 @@ func OrgAPIKeyForUpdate(ctx context.Context, tx *sqlx.Tx, orgID, id string) (*Or
 	var k OrgAPIKey
 	err := sqlx.GetContext(ctx, tx, &k, `SELECT `+orgKeyCols+` FROM platform.api_keys k
 		WHERE k.organization_id = $1 AND k.id = $2 AND k.revoked_at IS NULL FOR UPDATE OF k`, orgID, id)
-	return &k, notFound(err)
+	return &k, wrap("lock org api key", notFound(err))
 }
 
 // AssignOrgAPIKey makes userID the member an organization's key belongs to (created_by) and
@@ -71,7 +72,7 @@ func AssignOrgAPIKey(ctx context.Context, tx *sqlx.Tx, orgID, id, userID string)
 	var k OrgAPIKey
 	err := sqlx.GetContext(ctx, tx, &k, `UPDATE platform.api_keys k SET created_by = $3
 		WHERE k.organization_id = $1 AND k.id = $2 RETURNING `+orgKeyCols, orgID, id, userID)
-	return &k, notFound(err)
+	return &k, wrap("assign org api key", notFound(err))
 }
 
 // RevokeOrgAPIKey revokes an organization's key and disables its service account;
@@ -81,9 +82,9 @@ func RevokeOrgAPIKey(ctx context.Context, q sqlx.QueryerContext, orgID, id strin
 	err := sqlx.GetContext(ctx, q, &k, `UPDATE platform.api_keys SET revoked_at = $3
 		WHERE organization_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING `+apiKeyCols, orgID, id, now)
 	if err != nil {
-		return nil, notFound(err)
+		return nil, fmt.Errorf("revoke org api key: %w", notFound(err))
 	}
 	var uid string
 	err = sqlx.GetContext(ctx, q, &uid, `UPDATE platform.users SET status = 'disabled', updated_at = $2 WHERE id = $1 RETURNING id`, k.UserID, now)
-	return &k, err
+	return &k, wrap("revoke org api key", err)
 }

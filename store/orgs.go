@@ -43,18 +43,18 @@ func ListOrganizations(ctx context.Context, q sqlx.ExtContext, userID, orgRole s
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.organizations o
 		JOIN platform.memberships m ON m.organization_id = o.id AND m.user_id = $1 AND m.status = 'active'`+cond, userID, orgRole); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list organizations: %w", err)
 	}
 	var out []Organization
 	err := sqlx.SelectContext(ctx, q, &out, orgSelect+cond+` ORDER BY m.joined_at, o.id LIMIT $3 OFFSET $4`, userID, orgRole, limit, offset)
-	return out, total, err
+	return out, total, wrap("list organizations", err)
 }
 
 // OrganizationForUser is the organization if userID is an active member of it.
 func OrganizationForUser(ctx context.Context, q sqlx.QueryerContext, orgID, userID string) (*Organization, error) {
 	var o Organization
 	err := sqlx.GetContext(ctx, q, &o, orgSelect+` WHERE o.id = $2`, userID, orgID)
-	return &o, notFound(err)
+	return &o, wrap("read organization", notFound(err))
 }
 
 // CreateOrganization inserts o and makes ownerID its owner.
@@ -66,7 +66,7 @@ func CreateOrganization(ctx context.Context, q sqlx.ExtContext, o *Organization,
 		(id, name, slug, description, logo_url, website, industry, size, plan_tier, settings, created_at, updated_at)
 		VALUES (:id, :name, :slug, :description, :logo_url, :website, :industry, :size, :plan_tier, :settings, :created_at, :updated_at)`, o)
 	if err != nil {
-		return err
+		return fmt.Errorf("create organization: %w", err)
 	}
 	return AddMembership(ctx, q, o.ID, ownerID, "owner", "active", &o.CreatedAt, o.CreatedAt)
 }
@@ -75,14 +75,14 @@ func CreateOrganization(ctx context.Context, q sqlx.ExtContext, o *Organization,
 func SlugTaken(ctx context.Context, q sqlx.QueryerContext, slug string) (bool, error) {
 	var n int
 	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM platform.organizations WHERE slug = $1`, slug)
-	return n > 0, err
+	return n > 0, wrap("check organization slug", err)
 }
 
 // UpdateOrganization writes the changeable fields of o.
 func UpdateOrganization(ctx context.Context, q sqlx.ExtContext, o *Organization) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.organizations SET name = :name, description = :description,
 		website = :website, logo_url = :logo_url, updated_at = :updated_at WHERE id = :id`, o)
-	return err
+	return wrap("update organization", err)
 }
 
 // DeleteOrganization removes an organization with everything that cascades from it (its
@@ -95,18 +95,18 @@ func DeleteOrganization(ctx context.Context, q sqlx.ExtContext, id, transferTo s
 		// organization's slug as a suffix, numbered until it is free.
 		var moving []Project
 		if err := sqlx.SelectContext(ctx, q, &moving, `SELECT `+projectCols+` FROM platform.projects p WHERE p.organization_id = $1 ORDER BY p.created_at`, id); err != nil {
-			return 0, 0, err
+			return 0, 0, fmt.Errorf("delete organization: %w", err)
 		}
 		var slug string
 		if err := sqlx.GetContext(ctx, q, &slug, `SELECT slug FROM platform.organizations WHERE id = $1`, id); err != nil {
-			return 0, 0, err
+			return 0, 0, fmt.Errorf("delete organization: %w", err)
 		}
 		for _, p := range moving {
 			name := p.Name
 			for n := 1; ; n++ {
 				var taken bool
 				if err := sqlx.GetContext(ctx, q, &taken, `SELECT EXISTS (SELECT 1 FROM platform.projects WHERE organization_id = $1 AND lower(name) = lower($2))`, transferTo, name); err != nil {
-					return 0, 0, err
+					return 0, 0, fmt.Errorf("delete organization: %w", err)
 				}
 				if !taken {
 					break
@@ -117,33 +117,33 @@ func DeleteOrganization(ctx context.Context, q sqlx.ExtContext, id, transferTo s
 				}
 			}
 			if _, err := q.ExecContext(ctx, `UPDATE platform.projects SET organization_id = $2, name = $3, updated_at = $4 WHERE id = $1`, p.ID, transferTo, name, now); err != nil {
-				return 0, 0, err
+				return 0, 0, fmt.Errorf("delete organization: %w", err)
 			}
 		}
 		moved = len(moving)
 		// The datasets' tables have moved already (datasets.MoveOrganization); rows follow.
 		for _, t := range []string{"platform.datasets", "platform.uploads", "platform.views"} {
 			if _, err := q.ExecContext(ctx, `UPDATE `+t+` SET organization_id = $2 WHERE organization_id = $1`, id, transferTo); err != nil {
-				return 0, 0, err
+				return 0, 0, fmt.Errorf("delete organization: %w", err)
 			}
 		}
 	}
 	if err := sqlx.GetContext(ctx, q, &deleted, `SELECT count(*) FROM platform.projects WHERE organization_id = $1`, id); err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("delete organization: %w", err)
 	}
 	// Its webhook endpoints outlive it until organization.deleted has reached them.
 	if _, err := q.ExecContext(ctx, `UPDATE platform.webhooks SET retired_at = $2 WHERE organization_id = $1`, id, now); err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("delete organization: %w", err)
 	}
 	_, err = q.ExecContext(ctx, `DELETE FROM platform.organizations WHERE id = $1`, id)
-	return moved, deleted, err
+	return moved, deleted, wrap("delete organization", err)
 }
 
 // OwnerCount counts the active owners of an organization.
 func OwnerCount(ctx context.Context, q sqlx.QueryerContext, orgID string) (int, error) {
 	var n int
 	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM platform.memberships WHERE organization_id = $1 AND role = 'owner' AND status = 'active'`, orgID)
-	return n, err
+	return n, wrap("count owners", err)
 }
 
 // LockOrganization takes a row lock on the organization for the rest of the transaction, so
@@ -185,42 +185,42 @@ func ListOrgUsers(ctx context.Context, q sqlx.ExtContext, orgID string, f UserFi
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.memberships m JOIN platform.users u ON u.id = m.user_id
 		WHERE m.organization_id = $1 AND NOT m.service`+cond, orgID, search, f.Role, f.Status, f.Team); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list organization members: %w", err)
 	}
 	var out []OrgUser
 	err := sqlx.SelectContext(ctx, q, &out, orgUserSelect+cond+` ORDER BY lower(u.name), u.id LIMIT $6 OFFSET $7`,
 		orgID, search, f.Role, f.Status, f.Team, limit, offset)
-	return out, total, err
+	return out, total, wrap("list organization members", err)
 }
 
 // OrgUserByID is one user of an organization (any membership status).
 func OrgUserByID(ctx context.Context, q sqlx.QueryerContext, orgID, userID string) (*OrgUser, error) {
 	var u OrgUser
 	err := sqlx.GetContext(ctx, q, &u, orgUserSelect+` AND m.user_id = $2`, orgID, userID)
-	return &u, notFound(err)
+	return &u, wrap("read organization member", notFound(err))
 }
 
 // SetMemberRole changes a role, and the role of a pending invitation (what accepting it grants).
 func SetMemberRole(ctx context.Context, q sqlx.ExecerContext, orgID, userID, role string) error {
 	if _, err := q.ExecContext(ctx, `UPDATE platform.memberships SET role = $3 WHERE organization_id = $1 AND user_id = $2`, orgID, userID, role); err != nil {
-		return err
+		return fmt.Errorf("set member role: %w", err)
 	}
 	_, err := q.ExecContext(ctx, `UPDATE platform.invitations SET role = $3 WHERE organization_id = $1 AND user_id = $2 AND status = 'pending'`, orgID, userID, role)
-	return err
+	return wrap("set member role", err)
 }
 
 // RemoveMember deletes a membership, the user's pending invitations to the organization, and
 // the user itself when it was only ever an invited placeholder.
 func RemoveMember(ctx context.Context, q sqlx.ExecerContext, orgID, userID string) error {
 	if _, err := q.ExecContext(ctx, `DELETE FROM platform.memberships WHERE organization_id = $1 AND user_id = $2`, orgID, userID); err != nil {
-		return err
+		return fmt.Errorf("remove member: %w", err)
 	}
 	if _, err := q.ExecContext(ctx, `UPDATE platform.invitations SET status = 'revoked' WHERE organization_id = $1 AND user_id = $2 AND status = 'pending'`, orgID, userID); err != nil {
-		return err
+		return fmt.Errorf("remove member: %w", err)
 	}
 	_, err := q.ExecContext(ctx, `DELETE FROM platform.users u WHERE u.id = $1 AND u.status = 'invited'
 		AND NOT EXISTS (SELECT 1 FROM platform.memberships m WHERE m.user_id = u.id)`, userID)
-	return err
+	return wrap("remove member", err)
 }
 
 // HoldsSeat reports whether the user holds one of the organization's seats at now (see
@@ -230,7 +230,7 @@ func HoldsSeat(ctx context.Context, q sqlx.QueryerContext, orgID, userID string,
 	err := sqlx.GetContext(ctx, q, &held, `SELECT EXISTS (SELECT 1 FROM platform.memberships m WHERE m.organization_id = $1 AND m.user_id = $2
 		AND NOT m.service AND (m.status = 'active' OR m.status = 'invited' AND EXISTS (SELECT 1 FROM platform.invitations i
 			WHERE i.organization_id = m.organization_id AND i.user_id = m.user_id AND i.status = 'pending' AND i.expires_at > $3)))`, orgID, userID, now)
-	return held, err
+	return held, wrap("check seat", err)
 }
 
 // CountMembers counts the seats a plan's user limit counts: active members and invitations
@@ -241,7 +241,7 @@ func CountMembers(ctx context.Context, q sqlx.QueryerContext, orgID string, now 
 	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM platform.memberships m WHERE m.organization_id = $1 AND NOT m.service
 		AND (m.status = 'active' OR m.status = 'invited' AND EXISTS (SELECT 1 FROM platform.invitations i
 			WHERE i.organization_id = m.organization_id AND i.user_id = m.user_id AND i.status = 'pending' AND i.expires_at > $2))`, orgID, now)
-	return n, err
+	return n, wrap("count members", err)
 }
 
 func escapeLike(s string) string {

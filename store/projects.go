@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -73,7 +74,7 @@ var projectForUser = `SELECT ` + projectCols + `, ` + reachCols("$2") + ` FROM p
 func ProjectForUser(ctx context.Context, q sqlx.QueryerContext, projectID, userID string) (*Project, error) {
 	var p Project
 	err := sqlx.GetContext(ctx, q, &p, projectForUser, projectID, userID)
-	return &p, notFound(err)
+	return &p, wrap("read project", notFound(err))
 }
 
 // ProjectForUser is the package function outside a transaction, on a prepared statement (it
@@ -81,11 +82,11 @@ func ProjectForUser(ctx context.Context, q sqlx.QueryerContext, projectID, userI
 func (s *Store) ProjectForUser(ctx context.Context, projectID, userID string) (*Project, error) {
 	st, err := s.prepared(ctx, projectForUser)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read project: %w", err)
 	}
 	var p Project
 	err = st.GetContext(ctx, &p, projectID, userID)
-	return &p, notFound(err)
+	return &p, wrap("read project", notFound(err))
 }
 
 // ReachableProjects are the projects of an organization that userID may see, with how they
@@ -94,7 +95,7 @@ func ReachableProjects(ctx context.Context, q sqlx.QueryerContext, orgID, userID
 	var out []Project
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT p.id, p.organization_id, p.name, p.visibility, `+reachCols("$2")+
 		` FROM platform.projects p`+reachJoin("$2")+` WHERE p.organization_id = $1 AND `+reachable("$2")+` ORDER BY p.id`, orgID, userID)
-	return out, err
+	return out, wrap("list reachable projects", err)
 }
 
 // ListProjects pages through the projects of an organization that userID may see, newest
@@ -105,12 +106,12 @@ func ListProjects(ctx context.Context, q sqlx.ExtContext, orgID, userID, search 
 	search = escapeLike(search)
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*)`+from, orgID, userID, search); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list projects: %w", err)
 	}
 	var out []Project
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+projectCols+`, `+reachCols("$2")+from+
 		` ORDER BY p.created_at DESC, p.id LIMIT $4 OFFSET $5`, orgID, userID, search, limit, offset)
-	return out, total, err
+	return out, total, wrap("list projects", err)
 }
 
 // MemberProject is a project with its organization, as one of its members sees it.
@@ -130,12 +131,12 @@ func ListMemberProjects(ctx context.Context, q sqlx.ExtContext, userID, orgID, s
 	search = escapeLike(search)
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*)`+from, userID, orgID, search, pq.StringArray(append([]string{}, excluded...))); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list member projects: %w", err)
 	}
 	var out []MemberProject
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+projectCols+`, `+reachCols("$1")+`, o.name AS organization_name, o.slug AS organization_slug`+from+
 		` ORDER BY p.created_at DESC, p.id LIMIT $5 OFFSET $6`, userID, orgID, search, pq.StringArray(append([]string{}, excluded...)), limit, offset)
-	return out, total, err
+	return out, total, wrap("list member projects", err)
 }
 
 // CreateProject inserts p (visible to the organization unless it says otherwise).
@@ -145,18 +146,18 @@ func CreateProject(ctx context.Context, q sqlx.ExtContext, p *Project) error {
 	}
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.projects (id, organization_id, name, description, visibility, created_by, created_at, updated_at)
 		VALUES (:id, :organization_id, :name, :description, :visibility, :created_by, :created_at, :updated_at)`, p)
-	return err
+	return wrap("create project", err)
 }
 
 // UpdateProject writes name, description and visibility.
 func UpdateProject(ctx context.Context, q sqlx.ExtContext, p *Project) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.projects SET name = :name, description = :description, visibility = :visibility,
 		updated_at = :updated_at WHERE id = :id`, p)
-	return err
+	return wrap("update project", err)
 }
 
 // DeleteProject removes a project and what cascades from it.
 func DeleteProject(ctx context.Context, q sqlx.ExecerContext, id string) error {
 	_, err := q.ExecContext(ctx, `DELETE FROM platform.projects WHERE id = $1`, id)
-	return err
+	return wrap("delete project", err)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -39,7 +40,7 @@ func ProjectDatasets(ctx context.Context, q sqlx.QueryerContext, projectIDs ...s
 	var out []Dataset
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+datasetCols+` FROM platform.datasets d
 		WHERE d.project_id = ANY($1) AND d.status = 'active' ORDER BY d.name, d.id`, pq.StringArray(append([]string{}, projectIDs...)))
-	return out, err
+	return out, wrap("list project datasets", err)
 }
 
 // InsertQuery adds a query to the history.
@@ -51,14 +52,14 @@ func InsertQuery(ctx context.Context, q sqlx.ExtContext, qr *Query) error {
 		dataset_ids, row_count, execution_time_ms, error_code, body, private, created_at, finished_at) VALUES (:id, :project_id, :organization_id,
 		:user_id, :type, :query, :args, :status, :dataset_ids, :row_count, :execution_time_ms, :error_code, :body, :private, :created_at,
 		:finished_at)`, qr)
-	return err
+	return wrap("insert query", err)
 }
 
 // FinishQuery writes a query's outcome.
 func FinishQuery(ctx context.Context, q sqlx.ExtContext, qr *Query) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.queries SET status = :status, dataset_ids = :dataset_ids, row_count = :row_count,
 		execution_time_ms = :execution_time_ms, error_code = :error_code, body = :body, finished_at = :finished_at WHERE id = :id`, qr)
-	return err
+	return wrap("finish query", err)
 }
 
 // QueryFilter selects history entries; Viewer's private ones among them.
@@ -76,14 +77,14 @@ func ListQueries(ctx context.Context, q sqlx.ExtContext, f QueryFilter) ([]Query
 	args := []any{f.ProjectID, f.Type, f.Status, f.DatasetID, f.From, f.To, f.Viewer}
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.queries q`+cond, args...); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list queries: %w", err)
 	}
 	var out []Query
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT q.id, q.project_id, q.organization_id, q.user_id, q.type, q.query, q.status, q.dataset_ids,
 		q.row_count, q.execution_time_ms, q.error_code, q.created_at, q.finished_at, u.name AS created_by_name
 		FROM platform.queries q LEFT JOIN platform.users u ON u.id = q.user_id`+cond+
 		` ORDER BY q.created_at DESC, q.seq DESC LIMIT $8 OFFSET $9`, append(args, f.Limit, f.Offset)...)
-	return out, total, err
+	return out, total, wrap("list queries", err)
 }
 
 // QueryByID is a query of a project's history that viewer may see.
@@ -91,14 +92,14 @@ func QueryByID(ctx context.Context, q sqlx.ExtContext, projectID, id, viewer str
 	var qr Query
 	err := sqlx.GetContext(ctx, q, &qr, `SELECT `+queryCols+` FROM platform.queries q WHERE q.project_id = $1 AND q.id = $2
 		AND (NOT q.private OR q.user_id = $3)`, projectID, id, viewer)
-	return &qr, notFound(err)
+	return &qr, wrap("read query", notFound(err))
 }
 
 // MakeQueryPrivate hides a history query from everyone but its author (who saved it as a
 // private saved query).
 func MakeQueryPrivate(ctx context.Context, q sqlx.ExecerContext, id, author string) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.queries SET private = true WHERE id = $1 AND user_id = $2`, id, author)
-	return err
+	return wrap("make query private", err)
 }
 
 // SavedQuery is a query saved under a name.
@@ -134,7 +135,7 @@ func CreateSavedQuery(ctx context.Context, tx *sqlx.Tx, sq *SavedQuery, max int)
 	var n int
 	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM platform.saved_queries WHERE project_id = (
 		SELECT id FROM platform.projects WHERE id = $1 FOR UPDATE)`, sq.ProjectID); err != nil {
-		return err
+		return fmt.Errorf("create saved query: %w", err)
 	}
 	if n >= max {
 		return ErrLimit
@@ -142,7 +143,7 @@ func CreateSavedQuery(ctx context.Context, tx *sqlx.Tx, sq *SavedQuery, max int)
 	_, err := sqlx.NamedExecContext(ctx, tx, `INSERT INTO platform.saved_queries (id, project_id, organization_id, source_query_id, name,
 		description, type, query, tags, visibility, parameters, created_by, created_at) VALUES (:id, :project_id, :organization_id,
 		:source_query_id, :name, :description, :type, :query, :tags, :visibility, :parameters, :created_by, :created_at)`, sq)
-	return err
+	return wrap("create saved query", err)
 }
 
 // SavedQueryFor is a saved query of a project that userID may see.
@@ -150,7 +151,7 @@ func SavedQueryFor(ctx context.Context, q sqlx.ExtContext, projectID, id, userID
 	var sq SavedQuery
 	err := sqlx.GetContext(ctx, q, &sq, `SELECT `+savedCols+` FROM platform.saved_queries s LEFT JOIN platform.users u ON u.id = s.created_by
 		WHERE s.project_id = $1 AND s.id = $2 AND (s.visibility = 'project' OR s.created_by = $3)`, projectID, id, userID)
-	return &sq, notFound(err)
+	return &sq, wrap("read saved query", notFound(err))
 }
 
 // ListSavedQueries pages through the saved queries userID may see, most used first.
@@ -158,18 +159,18 @@ func ListSavedQueries(ctx context.Context, q sqlx.ExtContext, projectID, userID,
 	cond := ` WHERE s.project_id = $1 AND (s.visibility = 'project' OR s.created_by = $2) AND ($3 = '' OR $3 = ANY (s.tags))`
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.saved_queries s`+cond, projectID, userID, tag); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list saved queries: %w", err)
 	}
 	var out []SavedQuery
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+savedCols+` FROM platform.saved_queries s LEFT JOIN platform.users u ON u.id = s.created_by`+cond+
 		` ORDER BY s.usage_count DESC, s.last_used_at DESC NULLS LAST, s.name LIMIT $4 OFFSET $5`, projectID, userID, tag, limit, offset)
-	return out, total, err
+	return out, total, wrap("list saved queries", err)
 }
 
 // UseSavedQuery counts a use of a saved query.
 func UseSavedQuery(ctx context.Context, q sqlx.ExtContext, id string, at time.Time) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.saved_queries SET usage_count = usage_count + 1, last_used_at = $2 WHERE id = $1`, id, at)
-	return err
+	return wrap("use saved query", err)
 }
 
 // QueryExport is a file of a query's results.
@@ -200,28 +201,28 @@ func CreateQueryExport(ctx context.Context, q sqlx.ExtContext, x *QueryExport) e
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.query_exports (`+exportCols+`) VALUES (:id, :query_id, :project_id,
 		:organization_id, :user_id, :format, :options, :status, :error, :size_bytes, :row_count, :storage_key, :job_id, :created_at,
 		:completed_at, :expires_at)`, x)
-	return err
+	return wrap("create query export", err)
 }
 
 // QueryExportByID is an export; projectID, when not empty, must be its project.
 func QueryExportByID(ctx context.Context, q sqlx.QueryerContext, projectID, id string) (*QueryExport, error) {
 	var x QueryExport
 	err := sqlx.GetContext(ctx, q, &x, `SELECT `+exportCols+` FROM platform.query_exports WHERE id = $1 AND ($2 = '' OR project_id = $2)`, id, projectID)
-	return &x, notFound(err)
+	return &x, wrap("read query export", notFound(err))
 }
 
 // FinishQueryExport writes an export's outcome.
 func FinishQueryExport(ctx context.Context, q sqlx.ExtContext, x *QueryExport) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.query_exports SET status = :status, error = :error, size_bytes = :size_bytes,
 		row_count = :row_count, storage_key = :storage_key, completed_at = :completed_at WHERE id = :id`, x)
-	return err
+	return wrap("finish query export", err)
 }
 
 // FailQueryExport marks an export still processing failed with message.
 func FailQueryExport(ctx context.Context, q sqlx.ExecerContext, id, message string, now time.Time) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.query_exports SET status = 'failed', error = $2, completed_at = $3
 		WHERE id = $1 AND status = 'processing'`, id, message, now)
-	return err
+	return wrap("fail query export", err)
 }
 
 // ExpireQueryExports marks exports past their expiry expired and returns their files' keys.
@@ -235,5 +236,5 @@ func ExpireQueryExports(ctx context.Context, q sqlx.QueryerContext, now time.Tim
 			out = append(out, *k)
 		}
 	}
-	return out, err
+	return out, wrap("expire query exports", err)
 }

@@ -96,10 +96,10 @@ func (s *Store) AddStandbys(ctx context.Context, urls []string, maxLag time.Dura
 			select {
 			case <-ctx.Done():
 				for _, sb := range r.list {
-					sb.db.Close()
+					_ = sb.db.Close()
 				}
 				if r.shared != nil {
-					r.shared.client.Close()
+					_ = r.shared.client.Close()
 				}
 				return
 			case <-t.C:

@@ -63,7 +63,7 @@ func (s *Store) AccessTokenRevoked(ctx context.Context, jti string) (bool, error
 		return ok, nil
 	}
 	err := sqlx.GetContext(ctx, s.DB, &ok, `SELECT EXISTS (SELECT 1 FROM platform.revoked_access_tokens WHERE jti = $1)`, jti)
-	return ok, err
+	return ok, wrap("check access token revocation", err)
 }
 
 // reload replaces the copy with the unexpired rows (expired ones are refused anyway).
@@ -114,7 +114,7 @@ func (s *Store) WatchRevokedAccess(ctx context.Context, url string, now func() t
 	l := pq.NewListener(url, time.Second, time.Minute, events)
 	if err := l.Listen(accessRevokedChannel); err != nil {
 		log.Warn("access-token revocations not announced; every bearer request looks the deny-list up", "error", err)
-		l.Close()
+		_ = l.Close()
 		return
 	}
 	load := func() {
@@ -128,7 +128,7 @@ func (s *Store) WatchRevokedAccess(ctx context.Context, url string, now func() t
 	}
 	load()
 	go func() {
-		defer l.Close()
+		defer func() { _ = l.Close() }()
 		defer setComplete(false)
 		prune := time.NewTicker(10 * time.Minute)
 		defer prune.Stop()

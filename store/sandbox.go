@@ -20,5 +20,5 @@ func SandboxGaps(ctx context.Context, db sqlx.QueryerContext) ([]string, error) 
 		('SELECT on pg_foreign_server', has_table_privilege('public', 'pg_catalog.pg_foreign_server', 'SELECT')),
 		('SELECT on pg_class', has_table_privilege('public', 'pg_catalog.pg_class', 'SELECT'))) g(x, open)
 		WHERE open`)
-	return gaps, err
+	return gaps, wrap("check sandbox", err)
 }

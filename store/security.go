@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"sync"
 	"time"
@@ -54,7 +55,7 @@ func (s *Store) OrgSecurity(ctx context.Context, orgID string) (OrgSecurity, err
 	gen := s.look.gen.Load()
 	var raw string
 	if err := s.DB.GetContext(ctx, &raw, `SELECT settings FROM platform.organizations WHERE id = $1`, orgID); err != nil {
-		return OrgSecurity{}, notFound(err)
+		return OrgSecurity{}, fmt.Errorf("read organization security: %w", notFound(err))
 	}
 	st := DefaultSettings()
 	_ = json.Unmarshal([]byte(raw), &st)
@@ -72,7 +73,7 @@ func (s *Store) UserTwoFactor(ctx context.Context, userID string) (bool, error) 
 	gen := s.look.gen.Load()
 	var on bool
 	if err := s.DB.GetContext(ctx, &on, `SELECT two_factor_enabled FROM platform.users WHERE id = $1`, userID); err != nil {
-		return false, notFound(err)
+		return false, fmt.Errorf("read user two-factor: %w", notFound(err))
 	}
 	s.twoFactor.put(&s.look, userID, on, gen)
 	return on, nil

@@ -57,5 +57,5 @@ func (o *Organization) Settings() Settings {
 // SaveSettings writes an organization's stored settings (only what was changed).
 func SaveSettings(ctx context.Context, q sqlx.ExecerContext, orgID, settings string, now time.Time) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.organizations SET settings = $2, updated_at = $3 WHERE id = $1`, orgID, settings, now)
-	return err
+	return wrap("save settings", err)
 }

@@ -52,6 +52,7 @@ type Store struct {
 	// security and twoFactor keep OrgSecurity and UserTwoFactor answers (security.go).
 	security  genCache[OrgSecurity]
 	twoFactor genCache[bool]
+	apiKeys   genCache[liveKey] // by key hash (auth.go)
 }
 
 // getter runs one query for one row.
@@ -85,7 +86,7 @@ func (s *Store) prepared(ctx context.Context, query string) (getter, error) {
 		return nil, err
 	}
 	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
-		st.Close()
+		_ = st.Close()
 		return prev.(*sqlx.Stmt), nil
 	}
 	return st, nil
@@ -104,7 +105,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.DB.PingContext(pctx); err != nil {
-		s.DB.Close()
+		_ = s.DB.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	return s, nil
@@ -112,6 +113,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 
 // open makes the pool without connecting.
 func open(url string) (*Store, error) {
+	given := url
 	if u, err := neturl.Parse(url); err == nil && u.Query().Get("binary_parameters") == "" {
 		q := u.Query()
 		q.Set("binary_parameters", "yes")
@@ -125,11 +127,15 @@ func open(url string) (*Store, error) {
 	db.SetMaxOpenConns(40)
 	db.SetMaxIdleConns(40)
 	db.SetConnMaxIdleTime(5 * time.Minute)
+	urls.Store(db, given) // for COPY TO (copyto.go)
 	return &Store{DB: db}, nil
 }
 
 // Close closes the pool.
-func (s *Store) Close() error { return s.DB.Close() }
+func (s *Store) Close() error {
+	urls.Delete(s.DB)
+	return s.DB.Close()
+}
 
 // Migrate applies every pending migration. A session lock keeps concurrent replicas in line.
 func Migrate(ctx context.Context, db *sql.DB) error {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -59,52 +60,52 @@ func ListTeams(ctx context.Context, q sqlx.ExtContext, orgID, search string, lim
 	search = escapeLike(search)
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.teams t`+cond, orgID, search); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list teams: %w", err)
 	}
 	out := []Team{}
 	err := sqlx.SelectContext(ctx, q, &out, teamSelect+cond+` ORDER BY lower(t.name), t.id LIMIT $3 OFFSET $4`, orgID, search, limit, offset)
-	return out, total, err
+	return out, total, wrap("list teams", err)
 }
 
 // TeamByID is one team of an organization (ErrNotFound for another organization's).
 func TeamByID(ctx context.Context, q sqlx.QueryerContext, orgID, id string) (*Team, error) {
 	var t Team
 	err := sqlx.GetContext(ctx, q, &t, teamSelect+` WHERE t.organization_id = $1 AND t.id = $2`, orgID, id)
-	return &t, notFound(err)
+	return &t, wrap("read team", notFound(err))
 }
 
 // LockTeam takes a team's row lock for a change of its members (ErrNotFound when absent).
 func LockTeam(ctx context.Context, q sqlx.QueryerContext, orgID, id string) error {
 	var got string
 	err := sqlx.GetContext(ctx, q, &got, `SELECT id FROM platform.teams WHERE organization_id = $1 AND id = $2 FOR UPDATE`, orgID, id)
-	return notFound(err)
+	return wrap("lock team", notFound(err))
 }
 
 // TeamSlugTaken reports whether another team of the organization has the slug.
 func TeamSlugTaken(ctx context.Context, q sqlx.QueryerContext, orgID, slug string) (bool, error) {
 	var n int
 	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM platform.teams WHERE organization_id = $1 AND slug = $2`, orgID, slug)
-	return n > 0, err
+	return n > 0, wrap("check team slug", err)
 }
 
 // CreateTeam inserts a team (a taken slug is a unique violation).
 func CreateTeam(ctx context.Context, q sqlx.ExecerContext, t *Team) error {
 	_, err := q.ExecContext(ctx, `INSERT INTO platform.teams (id, organization_id, name, slug, description, permissions, created_by, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, t.ID, t.OrgID, t.Name, t.Slug, t.Description, t.Permissions, t.CreatedBy, t.CreatedAt, t.UpdatedAt)
-	return err
+	return wrap("create team", err)
 }
 
 // UpdateTeam writes a team's name, slug, description and permissions.
 func UpdateTeam(ctx context.Context, q sqlx.ExecerContext, t *Team) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.teams SET name = $3, slug = $4, description = $5, permissions = $6, updated_at = $7
 		WHERE organization_id = $1 AND id = $2`, t.OrgID, t.ID, t.Name, t.Slug, t.Description, t.Permissions, t.UpdatedAt)
-	return err
+	return wrap("update team", err)
 }
 
 // DeleteTeam deletes a team and its memberships and project grants.
 func DeleteTeam(ctx context.Context, q sqlx.ExecerContext, orgID, id string) error {
 	_, err := q.ExecContext(ctx, `DELETE FROM platform.teams WHERE organization_id = $1 AND id = $2`, orgID, id)
-	return err
+	return wrap("delete team", err)
 }
 
 // TeamMembers are a team's members, leads first, then by name.
@@ -113,7 +114,7 @@ func TeamMembers(ctx context.Context, q sqlx.QueryerContext, teamID string) ([]T
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT u.id, u.name, u.email, m.role, m.joined_at
 		FROM platform.team_members m JOIN platform.users u ON u.id = m.user_id
 		WHERE m.team_id = $1 ORDER BY m.role = 'team_lead' DESC, lower(u.name), u.id`, teamID)
-	return out, err
+	return out, wrap("list team members", err)
 }
 
 // TeamProjects are the projects a team is given, by name.
@@ -121,7 +122,7 @@ func TeamProjects(ctx context.Context, q sqlx.QueryerContext, teamID string) ([]
 	out := []TeamProject{}
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT p.id, p.name, tp.role, p.visibility FROM platform.team_projects tp
 		JOIN platform.projects p ON p.id = tp.project_id WHERE tp.team_id = $1 ORDER BY lower(p.name), p.id`, teamID)
-	return out, err
+	return out, wrap("list team projects", err)
 }
 
 // GrantTeamProject gives a team a project of its organization with role, or changes the
@@ -138,7 +139,7 @@ func GrantTeamProject(ctx context.Context, q sqlx.QueryerContext, orgID, teamID,
 		ON CONFLICT (team_id, project_id) DO UPDATE SET role = EXCLUDED.role
 		RETURNING xmax = 0 AS added, (SELECT role FROM old) AS before`, orgID, teamID, projectID, role, now)
 	if err != nil {
-		return false, "", err
+		return false, "", fmt.Errorf("grant team project: %w", err)
 	}
 	if len(rows) == 0 {
 		return false, "", ErrNotFound
@@ -153,7 +154,7 @@ func GrantTeamProject(ctx context.Context, q sqlx.QueryerContext, orgID, teamID,
 func RevokeTeamProject(ctx context.Context, q sqlx.ExecerContext, teamID, projectID string) error {
 	res, err := q.ExecContext(ctx, `DELETE FROM platform.team_projects WHERE team_id = $1 AND project_id = $2`, teamID, projectID)
 	if err != nil {
-		return err
+		return fmt.Errorf("revoke team project: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return ErrNotFound
@@ -166,7 +167,7 @@ func TeamRole(ctx context.Context, q sqlx.QueryerContext, teamID, userID string)
 	var roles []string
 	err := sqlx.SelectContext(ctx, q, &roles, `SELECT role FROM platform.team_members WHERE team_id = $1 AND user_id = $2`, teamID, userID)
 	if err != nil || len(roles) == 0 {
-		return "", err
+		return "", wrap("read team role", err)
 	}
 	return roles[0], nil
 }
@@ -181,7 +182,7 @@ func SetTeamMember(ctx context.Context, q sqlx.QueryerContext, orgID, teamID, us
 		ON CONFLICT (team_id, user_id) DO UPDATE SET role = EXCLUDED.role
 		RETURNING xmax = 0`, orgID, teamID, userID, role, now)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("set team member: %w", err)
 	}
 	if len(inserted) == 0 {
 		return false, ErrNotFound
@@ -193,7 +194,7 @@ func SetTeamMember(ctx context.Context, q sqlx.QueryerContext, orgID, teamID, us
 func RemoveTeamMember(ctx context.Context, q sqlx.ExecerContext, teamID, userID string) error {
 	res, err := q.ExecContext(ctx, `DELETE FROM platform.team_members WHERE team_id = $1 AND user_id = $2`, teamID, userID)
 	if err != nil {
-		return err
+		return fmt.Errorf("remove team member: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return ErrNotFound
@@ -210,7 +211,7 @@ func UsersTeams(ctx context.Context, q sqlx.QueryerContext, orgID string, userID
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT m.user_id, t.id, t.name, m.role FROM platform.team_members m
 		JOIN platform.teams t ON t.id = m.team_id
 		WHERE m.organization_id = $1 AND m.user_id = ANY($2) ORDER BY lower(t.name), t.id`, orgID, pq.StringArray(userIDs))
-	return out, err
+	return out, wrap("list users' teams", err)
 }
 
 // JoinTeams puts an active member in those of the teams that still exist in the organization
@@ -224,7 +225,7 @@ func JoinTeams(ctx context.Context, q sqlx.ExecerContext, orgID, userID string, 
 		JOIN platform.memberships m ON m.organization_id = t.organization_id AND m.user_id = $2 AND m.status = 'active'
 		WHERE t.organization_id = $1 AND t.id = ANY($3)
 		ON CONFLICT (team_id, user_id) DO NOTHING`, orgID, userID, pq.StringArray(teamIDs), now)
-	return err
+	return wrap("join teams", err)
 }
 
 // MissingTeams are those of ids that are no team of the organization.
@@ -235,7 +236,7 @@ func MissingTeams(ctx context.Context, q sqlx.QueryerContext, orgID string, ids 
 	}
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT x FROM unnest($2::text[]) x
 		WHERE NOT EXISTS (SELECT 1 FROM platform.teams t WHERE t.organization_id = $1 AND t.id = x) ORDER BY x`, orgID, pq.StringArray(ids))
-	return out, err
+	return out, wrap("check teams", err)
 }
 
 // UserTeamsWith are the user's teams in the organization that have permission perm.
@@ -243,5 +244,5 @@ func UserTeamsWith(ctx context.Context, q sqlx.QueryerContext, orgID, userID, pe
 	var out []string
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT t.id FROM platform.team_members m JOIN platform.teams t ON t.id = m.team_id
 		WHERE m.organization_id = $1 AND m.user_id = $2 AND $3 = ANY(t.permissions) ORDER BY t.id`, orgID, userID, perm)
-	return out, err
+	return out, wrap("list user teams", err)
 }

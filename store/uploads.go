@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -30,7 +31,7 @@ func CreateUpload(ctx context.Context, q sqlx.ExtContext, u *Upload) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.uploads (id, project_id, organization_id, filename, name, description,
 		size_bytes, format, storage_key, created_by, created_at, expires_at)
 		VALUES (:id, :project_id, :organization_id, :filename, :name, :description, :size_bytes, :format, :storage_key, :created_by, :created_at, :expires_at)`, u)
-	return err
+	return wrap("create upload", err)
 }
 
 const uploadCols = `id, project_id, organization_id, filename, name, description, size_bytes, format, storage_key, created_by, created_at, expires_at, claimed_at`
@@ -39,7 +40,7 @@ const uploadCols = `id, project_id, organization_id, filename, name, description
 func UploadByID(ctx context.Context, q sqlx.QueryerContext, projectID, id string) (*Upload, error) {
 	var u Upload
 	err := sqlx.GetContext(ctx, q, &u, `SELECT `+uploadCols+` FROM platform.uploads WHERE id = $1 AND project_id = $2`, id, projectID)
-	return &u, notFound(err)
+	return &u, wrap("read upload", notFound(err))
 }
 
 // ExpiredUploads removes the rows of unclaimed uploads that expired before now and returns
@@ -48,14 +49,14 @@ func ExpiredUploads(ctx context.Context, q sqlx.ExtContext, now time.Time) ([]Up
 	var out []Upload
 	err := sqlx.SelectContext(ctx, q, &out, `DELETE FROM platform.uploads WHERE claimed_at IS NULL AND expires_at < $1
 		RETURNING `+uploadCols, now)
-	return out, err
+	return out, wrap("list expired uploads", err)
 }
 
 // KnownUploads are those of keys that an upload row (claimed or not) stores its file under.
 func KnownUploads(ctx context.Context, q sqlx.QueryerContext, keys []string) (map[string]bool, error) {
 	var known []string
 	if err := sqlx.SelectContext(ctx, q, &known, `SELECT storage_key FROM platform.uploads WHERE storage_key = ANY($1)`, pq.StringArray(keys)); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list known uploads: %w", err)
 	}
 	out := map[string]bool{}
 	for _, k := range known {
@@ -67,5 +68,5 @@ func KnownUploads(ctx context.Context, q sqlx.QueryerContext, keys []string) (ma
 // DeleteUpload deletes the upload row id (its dataset is being deleted).
 func DeleteUpload(ctx context.Context, q sqlx.ExecerContext, id string) error {
 	_, err := q.ExecContext(ctx, `DELETE FROM platform.uploads WHERE id = $1`, id)
-	return err
+	return wrap("delete upload", err)
 }

@@ -21,7 +21,7 @@ func UsageBetween(ctx context.Context, q sqlx.QueryerContext, orgID string, from
 	var u Usage
 	err := sqlx.GetContext(ctx, q, &u, `SELECT '' AS key, '' AS name, COALESCE(sum(queries), 0) AS queries, COALESCE(sum(compute_ms), 0) AS compute_ms
 		FROM platform.usage_daily WHERE organization_id = $1 AND day BETWEEN $2::date AND $3::date`, orgID, from, to)
-	return u, err
+	return u, wrap("read usage", err)
 }
 
 // UsageBreakdown is UsageBetween per project, user or team (a user's usage counts for each
@@ -46,7 +46,7 @@ func UsageBreakdown(ctx context.Context, q sqlx.QueryerContext, orgID, by string
 	}
 	out := []Usage{}
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT * FROM (`+qs+`) b ORDER BY queries DESC, compute_ms DESC, key`, orgID, from, to)
-	return out, err
+	return out, wrap("read usage breakdown", err)
 }
 
 // StorageBytes is what the organization stores: its uploaded datasets' tables with their
@@ -57,7 +57,7 @@ func StorageBytes(ctx context.Context, q sqlx.QueryerContext, orgID string) (int
 		COALESCE((SELECT sum(pg_total_relation_size(to_regclass(format('%I.%I', d.table_schema, d.id))))
 			FROM platform.datasets d WHERE d.organization_id = $1 AND d.tables IS NULL), 0)
 		+ COALESCE((SELECT sum(size_bytes) FROM platform.uploads WHERE organization_id = $1), 0)`, orgID)
-	return n, err
+	return n, wrap("read storage bytes", err)
 }
 
 // PlanChange is a plan an organization was on from a time.
@@ -72,19 +72,19 @@ func PlanChanges(ctx context.Context, q sqlx.QueryerContext, orgID string) ([]Pl
 	out := []PlanChange{}
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT tier, billing_cycle, changed_at FROM platform.plan_changes
 		WHERE organization_id = $1 ORDER BY changed_at, id`, orgID)
-	return out, err
+	return out, wrap("list plan changes", err)
 }
 
 // SetPlan changes an organization's plan and billing cycle (a trigger records the change).
 func SetPlan(ctx context.Context, q sqlx.ExecerContext, orgID, tier, cycle string, now time.Time) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.organizations SET plan_tier = $2, billing_cycle = $3, updated_at = $4 WHERE id = $1`,
 		orgID, tier, cycle, now)
-	return err
+	return wrap("set plan", err)
 }
 
 // PlanTier is the organization's plan.
 func PlanTier(ctx context.Context, q sqlx.QueryerContext, orgID string) (string, error) {
 	var tier string
 	err := sqlx.GetContext(ctx, q, &tier, `SELECT plan_tier FROM platform.organizations WHERE id = $1`, orgID)
-	return tier, notFound(err)
+	return tier, wrap("read plan tier", notFound(err))
 }

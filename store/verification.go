@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/subtle"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -11,7 +12,7 @@ import (
 // SetEmailVerified marks the user's current address verified at now (kept when already set).
 func SetEmailVerified(ctx context.Context, q sqlx.ExecerContext, userID string, now time.Time) error {
 	_, err := q.ExecContext(ctx, `UPDATE platform.users SET email_verified_at = COALESCE(email_verified_at, $2) WHERE id = $1`, userID, now)
-	return err
+	return wrap("set email verified", err)
 }
 
 // ReleaseUnverifiedAccount takes an address away from the unverified account that held it, for
@@ -30,11 +31,11 @@ func ReleaseUnverifiedAccount(ctx context.Context, tx *sqlx.Tx, userID string, n
 		`UPDATE platform.browser_sessions SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`,
 	} {
 		if _, err := tx.ExecContext(ctx, st, userID, now); err != nil {
-			return err
+			return fmt.Errorf("release unverified account: %w", err)
 		}
 	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM platform.email_verifications WHERE user_id = $1`, userID)
-	return err
+	return wrap("release unverified account", err)
 }
 
 // MovePendingInvitations moves the pending invitations of a user, and the invited memberships
@@ -45,7 +46,7 @@ func MovePendingInvitations(ctx context.Context, tx *sqlx.Tx, fromUserID, toUser
 		`UPDATE platform.invitations SET user_id = $2 WHERE user_id = $1 AND status = 'pending'`,
 	} {
 		if _, err := tx.ExecContext(ctx, st, fromUserID, toUserID); err != nil {
-			return err
+			return fmt.Errorf("move pending invitations: %w", err)
 		}
 	}
 	return nil
@@ -61,7 +62,7 @@ func PutEmailVerification(ctx context.Context, q sqlx.ExecerContext, userID, ema
 		VALUES ($1, $2, $3, 0, $4, $5)
 		ON CONFLICT (user_id) DO UPDATE SET email = EXCLUDED.email, code_hash = EXCLUDED.code_hash, attempts = 0,
 			expires_at = EXCLUDED.expires_at, created_at = EXCLUDED.created_at`, userID, email, codeHash, expires, now)
-	return err
+	return wrap("put email verification", err)
 }
 
 // ConsumeEmailVerification checks a code against the user's pending one: it must match, be
@@ -77,17 +78,17 @@ func ConsumeEmailVerification(ctx context.Context, tx *sqlx.Tx, userID, email st
 	err := tx.GetContext(ctx, &v, `SELECT email, code_hash, attempts, expires_at FROM platform.email_verifications
 		WHERE user_id = $1 FOR UPDATE`, userID)
 	if err != nil {
-		return false, notFound(err)
+		return false, fmt.Errorf("consume email verification: %w", notFound(err))
 	}
 	if v.Attempts >= EmailVerificationTries || !now.Before(v.ExpiresAt) || v.Email != email {
 		return false, nil
 	}
 	if subtle.ConstantTimeCompare(v.CodeHash, codeHash) != 1 {
 		_, err := tx.ExecContext(ctx, `UPDATE platform.email_verifications SET attempts = attempts + 1 WHERE user_id = $1`, userID)
-		return false, err
+		return false, wrap("consume email verification", err)
 	}
 	_, err = tx.ExecContext(ctx, `DELETE FROM platform.email_verifications WHERE user_id = $1`, userID)
-	return err == nil, err
+	return err == nil, wrap("consume email verification", err)
 }
 
 // Login throttling: after LoginFreeFailures failures in a row for one address, each further
@@ -128,7 +129,7 @@ func LoginGate(ctx context.Context, q sqlx.QueryerContext, key string, now time.
 	if err = notFound(err); err == ErrNotFound {
 		return time.Time{}, nil
 	}
-	return until, err
+	return until, wrap("check login gate", err)
 }
 
 // LoginFailed counts a failed sign-in for key and sets the wait it earns.
@@ -141,21 +142,21 @@ func LoginFailed(ctx context.Context, q sqlx.ExtContext, key string, now time.Ti
 			updated_at = $2
 		RETURNING failures`, key, now, loginFailureMemory.Seconds())
 	if err != nil {
-		return err
+		return fmt.Errorf("record login failure: %w", err)
 	}
 	_, err = q.ExecContext(ctx, `UPDATE platform.login_failures SET blocked_until = $2 WHERE email_key = $1`,
 		key, now.Add(LoginBackoff(failures)))
-	return err
+	return wrap("record login failure", err)
 }
 
 // LoginSucceeded forgets the failures of key.
 func LoginSucceeded(ctx context.Context, q sqlx.ExecerContext, key string) error {
 	_, err := q.ExecContext(ctx, `DELETE FROM platform.login_failures WHERE email_key = $1`, key)
-	return err
+	return wrap("record login success", err)
 }
 
 // SweepLoginFailures deletes the counts not touched since before.
 func SweepLoginFailures(ctx context.Context, q sqlx.ExecerContext, before time.Time) error {
 	_, err := q.ExecContext(ctx, `DELETE FROM platform.login_failures WHERE updated_at < $1 AND blocked_until < $1`, before)
-	return err
+	return wrap("sweep login failures", err)
 }

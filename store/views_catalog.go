@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -39,20 +40,20 @@ func InsertView(ctx context.Context, q sqlx.ExtContext, v *View) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `INSERT INTO platform.views (id, project_id, organization_id, name, description, definition, sql,
 		columns, dataset_ids, status, error, created_by, created_at, updated_at) VALUES (:id, :project_id, :organization_id, :name, :description,
 		:definition, :sql, :columns, :dataset_ids, :status, :error, :created_by, :created_at, :updated_at)`, v)
-	return err
+	return wrap("insert view", err)
 }
 
 // UpdateView writes everything of a view but its identity and author.
 func UpdateView(ctx context.Context, q sqlx.ExtContext, v *View) error {
 	_, err := sqlx.NamedExecContext(ctx, q, `UPDATE platform.views SET name = :name, description = :description, definition = :definition,
 		sql = :sql, columns = :columns, dataset_ids = :dataset_ids, status = :status, error = :error, updated_at = :updated_at WHERE id = :id`, v)
-	return err
+	return wrap("update view", err)
 }
 
 // DeleteView removes a view's row.
 func DeleteView(ctx context.Context, q sqlx.ExecerContext, id string) error {
 	_, err := q.ExecContext(ctx, `DELETE FROM platform.views WHERE id = $1`, id)
-	return err
+	return wrap("delete view", err)
 }
 
 // ViewByID is a view of a project; lock takes a row lock.
@@ -63,7 +64,7 @@ func ViewByID(ctx context.Context, q sqlx.QueryerContext, projectID, id string, 
 	}
 	var v View
 	err := sqlx.GetContext(ctx, q, &v, qs, projectID, id)
-	return &v, notFound(err)
+	return &v, wrap("read view", notFound(err))
 }
 
 // ProjectViews are a project's views (or those of several projects), by name.
@@ -71,7 +72,7 @@ func ProjectViews(ctx context.Context, q sqlx.QueryerContext, projectIDs ...stri
 	var out []View
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+viewCols+viewFrom+` WHERE v.project_id = ANY($1) ORDER BY v.name, v.id`,
 		pq.StringArray(append([]string{}, projectIDs...)))
-	return out, err
+	return out, wrap("list project views", err)
 }
 
 // ListViews pages through a project's views, by name; search matches name and description.
@@ -80,12 +81,12 @@ func ListViews(ctx context.Context, q sqlx.QueryerContext, projectID, search str
 	search = escapeLike(search)
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.views v`+cond, projectID, search); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list views: %w", err)
 	}
 	var out []View
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+viewCols+viewFrom+cond+` ORDER BY lower(v.name), v.id LIMIT $3 OFFSET $4`,
 		projectID, search, limit, offset)
-	return out, total, err
+	return out, total, wrap("list views", err)
 }
 
 // ViewsReading are the views that read any of ids, directly or through other views, each
@@ -106,7 +107,7 @@ func ViewsReading(ctx context.Context, q sqlx.QueryerContext, ids []string) ([]V
 	for i, r := range rows {
 		out[i], depth[i] = r.View, r.Depth
 	}
-	return out, depth, err
+	return out, depth, wrap("list views reading", err)
 }
 
 // ViewNamed reports whether a view of the project (other than exceptID) answers to one of
@@ -115,7 +116,7 @@ func ViewNamed(ctx context.Context, q sqlx.QueryerContext, projectID, exceptID s
 	var taken bool
 	err := sqlx.GetContext(ctx, q, &taken, `SELECT EXISTS (SELECT 1 FROM platform.views WHERE project_id = $1 AND id <> $2 AND lower(name) = ANY ($3))`,
 		projectID, exceptID, pq.StringArray(names))
-	return taken, err
+	return taken, wrap("read view by name", err)
 }
 
 // ScopeViews are the views of a project or an organization (scope "project" or
@@ -124,7 +125,7 @@ func ScopeViews(ctx context.Context, q sqlx.QueryerContext, scope, id string) ([
 	col := map[string]string{"project": "project_id", "organization": "organization_id"}[scope]
 	var out []View
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+viewCols+viewFrom+` WHERE v.`+col+` = $1 ORDER BY v.id`, id)
-	return out, err
+	return out, wrap("list scope views", err)
 }
 
 // ViewColumn is a column of a view: its name, its type (the platform's column types, as
@@ -139,12 +140,12 @@ type ViewColumn struct {
 // names) until the transaction ends.
 func LockNames(ctx context.Context, tx *sqlx.Tx, projectID string) error {
 	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('platform.names'), hashtext($1))`, projectID)
-	return err
+	return wrap("lock names", err)
 }
 
 // DatasetNames are the names of a project's datasets, whatever their status.
 func DatasetNames(ctx context.Context, q sqlx.QueryerContext, projectID string) ([]string, error) {
 	var out []string
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT name FROM platform.datasets WHERE project_id = $1`, projectID)
-	return out, err
+	return out, wrap("list dataset names", err)
 }

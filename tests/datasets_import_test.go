@@ -432,7 +432,7 @@ func TestImportFailures(t *testing.T) {
 	// file_id: unknown, then used twice.
 	e.do("POST", importPath, map[string]any{"file_id": "upl_nope", "mode": "append"}, own).apiError(400, "VALIDATION_ERROR", "body.file_id", "not_found")
 	fid := e.uploadFile(e.ownerToken, "a.csv", header+"LFPG,Paris,119,true,1974-03-08\n")
-	r = e.do("POST", importPath, map[string]any{"file_id": fid, "mode": "append"}, own).status(202)
+	e.do("POST", importPath, map[string]any{"file_id": fid, "mode": "append"}, own).status(202)
 	e.waitDataset(e.ownerToken, id)
 	e.do("POST", importPath, map[string]any{"file_id": fid, "mode": "append"}, own).apiError(400, "VALIDATION_ERROR", "body.file_id", "claimed")
 	e.do("POST", "/api/v1/projects/"+e.projectID+"/datasets", map[string]any{"name": "again", "source": map[string]any{"file_id": fid}}, own).

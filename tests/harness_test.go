@@ -22,6 +22,7 @@ import (
 
 	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/gen/spec"
+	"dataplatform/handlers/records"
 	"dataplatform/handlers/server"
 	"dataplatform/store"
 	"dataplatform/store/pgtest"
@@ -163,7 +164,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	if testing.Verbose() {
 		log = slog.New(teeHandler{log.Handler(), slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
 	}
-	e.srv, err = server.New(ctx, server.Deps{Config: cfg, Store: st, DatabaseURL: dbURL, Logger: log, Clock: e.clock.Now})
+	e.srv, err = server.New(ctx, server.Deps{Config: cfg.Settings, Store: st, DatabaseURL: dbURL, Logger: log, Clock: e.clock.Now, Records: records.Routes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func (e *env) validate(req *http.Request, r *resp) {
 // replica of the service would run; it answers at the returned base URL.
 func (e *env) replica() string {
 	e.t.Helper()
-	srv, err := server.New(context.Background(), server.Deps{Config: e.cfg, Store: e.st, DatabaseURL: e.dbURL,
+	srv, err := server.New(context.Background(), server.Deps{Config: e.cfg.Settings, Store: e.st, DatabaseURL: e.dbURL, Records: records.Routes,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: e.clock.Now})
 	if err != nil {
 		e.t.Fatal(err)

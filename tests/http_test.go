@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
@@ -666,4 +667,38 @@ func TestHTTPErrorShapesDescribed(t *testing.T) {
 	e := newEnv(t)
 	e.do("GET", "/api/v1/dashboards", nil).dashError(401, "auth_required")
 	e.do("GET", "/v1/api/dashboards/dsh_nothere", nil, bearer(e.ownerToken)).dashError(404, "not_found")
+}
+
+// TestHTTPInternalErrorLogged: a request that fails inside the store answers a bare 500, and
+// its log line names the operation (method, path template, operationId) and the store call that
+// failed, with the database's error.
+func TestHTTPInternalErrorLogged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if _, err := e.st.DB.Exec(`CREATE FUNCTION public.refuse_project() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'forced failure'; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON platform.projects FOR EACH ROW EXECUTE FUNCTION public.refuse_project()`); err != nil {
+		t.Fatal(err)
+	}
+	// Straight to the handler: the description lists no 500 for the response check of e.do.
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/organizations/"+e.orgID+"/projects", strings.NewReader(`{"name":"Doomed"}`))
+	req.Header.Set("Authorization", "Bearer "+e.ownerToken)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	e.srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"INTERNAL_ERROR"`) || strings.Contains(rec.Body.String(), "forced") {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	var line string
+	for _, l := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(l, `msg="request failed"`) {
+			line = l
+		}
+	}
+	for _, want := range []string{"method=POST", "route=/api/v1/organizations/{organization_id}/projects", "operation_id=createProject",
+		`error="create project: pq: forced failure`} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("the failure's log line lacks %s:\n%s", want, e.logs.String())
+		}
+	}
 }

@@ -377,7 +377,7 @@ func TestMemberRoleChange(t *testing.T) {
 	if r.str("role") != "analyst" || r.str("id") != devID || r.str("email") != devMail || r.str("status") != "active" {
 		t.Fatalf("role change: %s", r.Body)
 	}
-	r = e.do("PATCH", users+devID, map[string]any{"role": "developer"}, bearer(admin)).status(200)
+	e.do("PATCH", users+devID, map[string]any{"role": "developer"}, bearer(admin)).status(200)
 	if g := e.do("GET", "/api/v1/organizations/"+e.orgID, nil, bearer(dev)).status(200); g.str("user_role") != "developer" {
 		t.Fatalf("the member's own view: %s", g.Body)
 	}

@@ -177,12 +177,13 @@ func TestExportClientGoneFreesItsQuery(t *testing.T) {
 	id := e.uploadAndCreate(e.ownerToken, "Big", "big.csv", csv.String())
 	e.waitDataset(e.ownerToken, id)
 	// The export's own statement, told from anything else on the table (autovacuum, the
-	// statistics job) by its text and by when it started.
+	// statistics job) by its text and by when it started: an export this large is read with
+	// COPY ... TO STDOUT.
 	type stmt struct {
 		PID   int       `db:"pid"`
 		Start time.Time `db:"query_start"`
 	}
-	exportStmt := `query LIKE 'SELECT concat_ws(%' AND query LIKE '%` + id + `%' AND pid <> pg_backend_pid()`
+	exportStmt := `query LIKE 'COPY (SELECT %' AND query LIKE '%` + id + `%' AND pid <> pg_backend_pid()`
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", e.ts.URL+"/api/v1/datasets/"+id+"/data/export?format=csv", nil)
 	req.Header.Set("Authorization", "Bearer "+e.ownerToken)

@@ -198,9 +198,9 @@ func TestWebhookDeliveryEveryKind(t *testing.T) {
 	want := []string{"dataset.created", "dataset.deleted", "dataset.failed", "dataset.processing", "dataset.ready", "organization.updated",
 		"query.completed", "query.failed", "query.saved", "query.started", "team.created", "team.deleted", "team.updated",
 		"user.invited", "user.joined", "user.removed"}
-	got := all.waitFor("every kind", func(g []received) bool { return slices.Equal(types(g), want) })
-	dsGot := datasets.waitFor("dataset kinds", func(g []received) bool { return len(types(g)) == 5 })
-	teamGot := teams.waitFor("team kinds", func(g []received) bool { return len(g) >= 2 })
+	all.waitFor("every kind", func(g []received) bool { return slices.Equal(types(g), want) })
+	datasets.waitFor("dataset kinds", func(g []received) bool { return len(types(g)) == 5 })
+	teams.waitFor("team kinds", func(g []received) bool { return len(g) >= 2 })
 
 	// Once per endpoint: as many deliveries as events of the organization since the endpoint
 	// was made; no id twice.
@@ -209,7 +209,7 @@ func TestWebhookDeliveryEveryKind(t *testing.T) {
 		AND id > (SELECT since_event FROM platform.webhooks WHERE id = $2)`, e.orgID, allID)
 	all.count(events)
 	time.Sleep(300 * time.Millisecond)
-	got, dsGot, teamGot = all.all(), datasets.all(), teams.all()
+	got, dsGot, teamGot := all.all(), datasets.all(), teams.all()
 	ids := map[string]bool{}
 	for _, g := range got {
 		if ids[g.ID] {

@@ -68,7 +68,9 @@ func run(in, out string) error {
 	if err := enc.Encode(base); err != nil {
 		return err
 	}
-	enc.Close()
+	if err := enc.Close(); err != nil {
+		return err
+	}
 
 	var generic any
 	if err := yaml.Unmarshal(yb.Bytes(), &generic); err != nil {

@@ -185,8 +185,3 @@ func scrub(v any) {
 		}
 	}
 }
-
-// pgtestURL is the URL db was opened with.
-var pgtestURLs = map[*sql.DB]string{}
-
-func pgtestURL(t *testing.T, db *sql.DB) string { return pgtestURLs[db] }

@@ -27,6 +27,7 @@ import (
 	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/handlers"
 	"dataplatform/handlers/auth"
+	"dataplatform/handlers/records"
 	"dataplatform/handlers/server"
 	"dataplatform/store"
 	"dataplatform/store/backup"
@@ -156,13 +157,13 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (*st
 		st.Pooled, direct = true, cfg.DatabaseDirectURL
 	}
 	if err := migrate(ctx, st, direct, url); err != nil {
-		st.Close()
+		_ = st.Close()
 		cleanup()
 		return nil, "", nil, fmt.Errorf("migrate: %w", err)
 	}
 	if len(cfg.DatabaseReadURLs) > 0 {
 		if err := st.AddStandbys(ctx, cfg.DatabaseReadURLs, cfg.ReadMaxLag, cfg.RedisURL, log); err != nil {
-			st.Close()
+			_ = st.Close()
 			cleanup()
 			return nil, "", nil, fmt.Errorf("DATABASE_READ_URL: %w", err)
 		}
@@ -171,7 +172,7 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (*st
 		log.Warn("the database user may not revoke these from PUBLIC (it is not superuser): user SQL relies on the query guard for them",
 			"still_granted", gaps, "error", err)
 	}
-	return st, direct, func() { st.Close(); cleanup() }, nil
+	return st, direct, func() { _ = st.Close(); cleanup() }, nil
 }
 
 // migrate applies the migrations over direct, the pool's own URL or another.
@@ -183,7 +184,7 @@ func migrate(ctx context.Context, st *store.Store, direct, url string) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	return store.Migrate(ctx, db.DB.DB)
 }
 
@@ -204,11 +205,11 @@ func serve(args []string) error {
 		return err
 	}
 	defer cleanup()
-	srv, err := server.New(ctx, server.Deps{Config: cfg, Store: st, DatabaseURL: url, Logger: log})
+	srv, err := server.New(ctx, server.Deps{Config: cfg.Settings, Store: st, DatabaseURL: url, Logger: log, Records: records.Routes})
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer func() { _ = srv.Close() }()
 	if err := srv.H.Bootstrap(ctx); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
@@ -225,6 +226,7 @@ func serve(args []string) error {
 		go serveMetrics(cfg.MetricsAddr, log)
 	}
 	hs := srv.HTTPServer()
+	hs.Addr = cfg.Addr
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
 	log.Info("listening", "addr", cfg.Addr, "base_url", cfg.BaseURL, "startup_ms", time.Since(started).Milliseconds(),
@@ -300,7 +302,7 @@ func backupCmd(args []string) error {
 			if err != nil {
 				return err
 			}
-			defer c.Stop()
+			defer func() { _ = c.Stop() }()
 			url = c.URL("postgres")
 		}
 	}
@@ -322,7 +324,7 @@ func backupCmd(args []string) error {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp)
 		return err
 	}
 	if err := os.Rename(tmp, *out); err != nil {
@@ -351,7 +353,7 @@ func restoreCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	url := cmp.Or(cfg.DatabaseDirectURL, cfg.DatabaseURL)
@@ -364,7 +366,7 @@ func restoreCmd(args []string) error {
 		if err != nil {
 			return err
 		}
-		defer c.Stop()
+		defer func() { _ = c.Stop() }()
 		url = c.URL("postgres")
 	}
 	var envKey []byte
@@ -379,7 +381,7 @@ func restoreCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	if err := store.Migrate(ctx, st.DB.DB); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}

@@ -71,10 +71,10 @@ func (m *Mailer) Send(ctx context.Context, to, subject, body string) error {
 	}
 	c, err := smtp.NewClient(conn, m.host)
 	if err != nil {
-		conn.Close()
+		_ = conn.Close()
 		return err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if !m.implicit {
 		if ok, _ := c.Extension("STARTTLS"); ok {
 			if err := c.StartTLS(&tls.Config{ServerName: m.host}); err != nil {

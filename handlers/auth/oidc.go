@@ -125,7 +125,7 @@ func (o *OIDC) VerifyBearer(ctx context.Context, raw string) (*Principal, error)
 		return nil, err
 	}
 	u, err := o.resolve(ctx, c)
-	if ae, ok := err.(*apierr.Error); ok && ae.Code == apierr.CodeEmailNotVerified {
+	if ae := (*apierr.Error)(nil); errors.As(err, &ae) && ae.Code == apierr.CodeEmailNotVerified {
 		// A bearer token is authentication: its refusal is a 401 on whatever operation.
 		return nil, apierr.AuthRequired(ae.Message)
 	} else if err != nil {
@@ -425,7 +425,7 @@ func (o *OIDC) get(ctx context.Context, url string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}

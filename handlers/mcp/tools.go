@@ -334,7 +334,14 @@ func (s *Server) pageURL(id string) string { return s.d.BaseURL + "/dashboards/"
 
 func (s *Server) readTools(srv *sdk.Server) {
 	ro := &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)}
+	s.catalogTools(srv, ro)
+	s.queryTools(srv, ro)
+	s.recordTools(srv, ro)
+	s.savedQueryTools(srv, ro)
+}
 
+// catalogTools are the read tools that find and describe projects and datasets.
+func (s *Server) catalogTools(srv *sdk.Server, ro *sdk.ToolAnnotations) {
 	addTool(s, srv, &sdk.Tool{Name: "list_projects", Annotations: ro, InputSchema: schemaFor[listProjectsIn](pageBounds),
 		Description: "List the projects the caller can see, across their organizations or in one. A project holds datasets; " +
 			"every other tool takes a project_id or dataset_id found from here."},
@@ -380,7 +387,10 @@ func (s *Server) readTools(srv *sdk.Server) {
 			err := s.call(ctx, http.MethodGet, base+"/schema", nil, &out.Schema)
 			return out, err
 		})
+}
 
+// queryTools answer with SQL or a question in plain English.
+func (s *Server) queryTools(srv *sdk.Server, ro *sdk.ToolAnnotations) {
 	addTool(s, srv, &sdk.Tool{Name: "query_sql", Annotations: ro, InputSchema: schemaFor[queryIn](capBounds),
 		Description: "Run one read-only PostgreSQL SELECT over a project's datasets (each a table named by its table name, " +
 			"see describe_dataset) in the sandbox, with the caller's permissions and query limits. Returns at most max_rows " +
@@ -422,7 +432,10 @@ func (s *Server) readTools(srv *sdk.Server) {
 			}
 			return out, nil
 		})
+}
 
+// recordTools read a dataset's records and a dashboard.
+func (s *Server) recordTools(srv *sdk.Server, ro *sdk.ToolAnnotations) {
 	addTool(s, srv, &sdk.Tool{Name: "list_records", Annotations: ro, InputSchema: schemaFor[listRecordsIn](func(p map[string]*jsonschema.Schema) {
 		bounds(p["limit"], 1, 100)
 		ops := make([]any, len(recsql.Operators))
@@ -491,7 +504,10 @@ func (s *Server) readTools(srv *sdk.Server) {
 			err := s.call(ctx, http.MethodGet, "/api/v1/dashboards/"+esc(in.DashboardID), nil, &out.Dashboard)
 			return out, err
 		})
+}
 
+// savedQueryTools list and run a project's saved queries.
+func (s *Server) savedQueryTools(srv *sdk.Server, ro *sdk.ToolAnnotations) {
 	addTool(s, srv, &sdk.Tool{Name: "list_saved_queries", Annotations: ro, InputSchema: schemaFor[savedIn](pageBounds),
 		Description: "List a project's saved queries (named SQL or questions people keep), with their parameters; run one with run_saved_query."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in savedIn) (savedOut, error) {

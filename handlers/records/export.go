@@ -80,7 +80,7 @@ func (h *Records) Export(c echo.Context) error {
 	if err != nil {
 		return fieldErr(err)
 	}
-	defer x.Close()
+	defer func() { _ = x.Close() }()
 	if format == "excel" && x.Total > export.MaxExcelRows {
 		return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeExportTooLarge,
 			fmt.Sprintf("%d records do not fit one Excel sheet (%d at most); export csv or parquet, or filter", x.Total, export.MaxExcelRows)).

@@ -44,15 +44,7 @@ func (h *Records) Query(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		SQL        string         `json:"sql"`
-		Parameters map[string]any `json:"parameters"`
-		Options    struct {
-			Timeout  *int `json:"timeout"`
-			Cache    bool `json:"cache"`
-			CacheTTL *int `json:"cache_ttl"`
-		} `json:"options"`
-	}
+	var req queryRequest
 	dec := json.NewDecoder(c.Request().Body)
 	dec.UseNumber()
 	if err := dec.Decode(&req); err != nil {
@@ -63,21 +55,9 @@ func (h *Records) Query(c echo.Context) error {
 	if err != nil {
 		return handlers.QueryError(err, nil, 0, 0)
 	}
-	args := make([]any, len(names))
-	for i, n := range names {
-		v, ok := req.Parameters[n]
-		if !ok {
-			return apierr.Field("body.parameters."+n, "required", "the query uses :"+n+" but parameters has no "+n)
-		}
-		switch x := v.(type) {
-		case nil, string, bool:
-			args[i] = x
-		case json.Number:
-			args[i] = x.String()
-		default:
-			b, _ := json.Marshal(x)
-			args[i] = string(b)
-		}
+	args, err := queryArgs(names, req.Parameters)
+	if err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	prep, err := h.mapQuery(ctx, rc, bound)
@@ -95,22 +75,10 @@ func (h *Records) Query(c echo.Context) error {
 		sum := sha256.Sum256([]byte(rc.d.OrgID + "\x00" + rc.d.ID + "\x00" + bound + "\x00" + string(pj)))
 		key = hex.EncodeToString(sum[:])
 		if hit, ok := queryCache.Get(key); ok {
-			out := map[string]any{"data": hit["data"], "schema": hit["schema"]}
-			meta := map[string]any{}
-			for k, v := range hit["meta"].(map[string]any) {
-				meta[k] = v
-			}
-			meta["cached"], meta["execution_time_ms"] = true, time.Since(start).Milliseconds()
-			out["meta"] = meta
-			return c.JSON(http.StatusOK, out)
+			return c.JSON(http.StatusOK, cachedAnswer(hit, start))
 		}
 	}
-	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, rc.d.OrgID); err != nil {
-		var pe *pq.Error
-		if errors.As(err, &pe) && pe.Code == "42501" {
-			return apierr.New(http.StatusNotImplemented, apierr.CodeNotSupported,
-				"the platform's database user may not create the query role (it needs CREATEROLE): "+pe.Message)
-		}
+	if err := h.ensureQueryRole(ctx, rc.d.OrgID); err != nil {
 		return err
 	}
 	maxBytes := h.Config.QueryResultBytes
@@ -140,6 +108,65 @@ func (h *Records) Query(c echo.Context) error {
 		queryCache.Put(key, body, ttl)
 	}
 	return c.JSON(http.StatusOK, body)
+}
+
+// queryRequest is the body of a query over a dataset's records.
+type queryRequest struct {
+	SQL        string         `json:"sql"`
+	Parameters map[string]any `json:"parameters"`
+	Options    struct {
+		Timeout  *int `json:"timeout"`
+		Cache    bool `json:"cache"`
+		CacheTTL *int `json:"cache_ttl"`
+	} `json:"options"`
+}
+
+// queryArgs are the values of the query's named parameters, in the order of names: JSON
+// numbers as their text, objects and arrays as their JSON.
+func queryArgs(names []string, params map[string]any) ([]any, error) {
+	args := make([]any, len(names))
+	for i, n := range names {
+		v, ok := params[n]
+		if !ok {
+			return nil, apierr.Field("body.parameters."+n, "required", "the query uses :"+n+" but parameters has no "+n)
+		}
+		switch x := v.(type) {
+		case nil, string, bool:
+			args[i] = x
+		case json.Number:
+			args[i] = x.String()
+		default:
+			b, _ := json.Marshal(x)
+			args[i] = string(b)
+		}
+	}
+	return args, nil
+}
+
+// cachedAnswer is a cached answer, its meta telling it is one and this request's time.
+func cachedAnswer(hit map[string]any, start time.Time) map[string]any {
+	out := map[string]any{"data": hit["data"], "schema": hit["schema"]}
+	meta := map[string]any{}
+	for k, v := range hit["meta"].(map[string]any) {
+		meta[k] = v
+	}
+	meta["cached"], meta["execution_time_ms"] = true, time.Since(start).Milliseconds()
+	out["meta"] = meta
+	return out
+}
+
+// ensureQueryRole makes the organization's query role; a database user that may not is told
+// as a 501.
+func (h *Records) ensureQueryRole(ctx context.Context, orgID string) error {
+	if err := datasets.EnsureQueryRole(ctx, h.Store.DB, orgID); err != nil {
+		var pe *pq.Error
+		if errors.As(err, &pe) && pe.Code == "42501" {
+			return apierr.New(http.StatusNotImplemented, apierr.CodeNotSupported,
+				"the platform's database user may not create the query role (it needs CREATEROLE): "+pe.Message)
+		}
+		return err
+	}
+	return nil
 }
 
 // mapQuery maps the relations of a record query's SQL (bound: ${table} and :name parameters

@@ -31,7 +31,9 @@ func (h *Records) Get(c echo.Context) error {
 	}
 	var rec json.RawMessage
 	err = h.Store.OnReader(c.Request().Context(), func(db *sqlx.DB) (err error) {
-		rec, err = t.Get(c.Request().Context(), db, id, t.Fields(), false)
+		// Prepared: the statement of a record by key is the same for every record of the
+		// table, and PostgreSQL would otherwise parse and plan it on each request.
+		rec, err = t.Get(c.Request().Context(), h.Store.Preparing(db), id, t.Fields(), false)
 		return err
 	})
 	if errors.Is(err, recsql.ErrNotFound) {
@@ -39,11 +41,21 @@ func (h *Records) Get(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
-	if tag := etag(rc.d, t, rec); c.Request().Header.Get("If-None-Match") == tag {
+	o, err := parseObject(rec)
+	if err != nil {
+		return err
+	}
+	tag := objectETag(rc.d, t, o, rec)
+	if c.Request().Header.Get("If-None-Match") == tag {
 		c.Response().Header().Set("ETag", tag)
 		return c.NoContent(http.StatusNotModified)
 	}
-	return h.respond(c, rc, http.StatusOK, rec, fields)
+	out, err := h.shapeObject(c.Request().Context(), rc, o, fields, embedParam(c))
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", tag)
+	return c.JSONBlob(http.StatusOK, out)
 }
 
 // maxEmbedded bounds the records of one included collection.

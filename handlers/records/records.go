@@ -34,25 +34,38 @@ import (
 // description, against which the server has already validated the request.
 type Records struct{ *handlers.Handlers }
 
+// Routes are the record API's operations, for the server to mount: one handler for every
+// dataset.
+func Routes(hs *handlers.Handlers) []handlers.Route {
+	h := &Records{Handlers: hs}
+	return []handlers.Route{
+		{Method: http.MethodGet, Template: "/api/v1/datasets/{dataset_id}/data", Category: "records_read", Handler: h.List},
+		{Method: http.MethodPost, Template: "/api/v1/datasets/{dataset_id}/data", Category: "records_write", Handler: h.Create},
+		{Method: http.MethodGet, Template: "/api/v1/datasets/{dataset_id}/data/aggregate", Category: "records_query", Handler: h.Aggregate},
+		{Method: http.MethodGet, Template: "/api/v1/datasets/{dataset_id}/data/export", Category: "records_export", Handler: h.Export},
+		{Method: http.MethodPost, Template: "/api/v1/datasets/{dataset_id}/data/bulk", Category: "records_bulk", Handler: h.Bulk},
+		{Method: http.MethodPost, Template: "/api/v1/datasets/{dataset_id}/data/query", Category: "records_query", Handler: h.Query},
+		{Method: http.MethodGet, Template: "/api/v1/datasets/{dataset_id}/data/stream", Category: "records_read", Handler: h.Stream},
+		{Method: http.MethodGet, Template: "/api/v1/datasets/{dataset_id}/data/ws", Category: "records_read", Handler: h.Socket},
+		{Method: http.MethodGet, Template: "/api/v1/datasets/{dataset_id}/data/{id}", Category: "records_read", Handler: h.Get},
+		{Method: http.MethodPut, Template: "/api/v1/datasets/{dataset_id}/data/{id}", Category: "records_write", Handler: h.Replace},
+		{Method: http.MethodPatch, Template: "/api/v1/datasets/{dataset_id}/data/{id}", Category: "records_write", Handler: h.Patch},
+		{Method: http.MethodDelete, Template: "/api/v1/datasets/{dataset_id}/data/{id}", Category: "records_delete", Handler: h.Delete},
+	}
+}
+
 // recordCtx is what the server's validation resolved for a record request.
 type recordCtx struct {
 	d    *store.Dataset
 	desc *descriptions.Description
 }
 
-// recordContextKey is where the server leaves the resolved dataset in the echo context.
-const recordContextKey = "record_dataset"
-
-// WithRecordContext stores a resolved dataset for the record handler.
-func WithRecordContext(c echo.Context, d *store.Dataset, desc *descriptions.Description) {
-	c.Set(recordContextKey, &recordCtx{d: d, desc: desc})
-}
-
 func (h *Records) resolve(c echo.Context, perm string) (*recordCtx, error) {
-	rc, ok := c.Get(recordContextKey).(*recordCtx)
+	t, ok := handlers.RecordTargetOf(c)
 	if !ok {
 		return nil, errors.New("record request without a resolved dataset")
 	}
+	rc := &recordCtx{d: t.Dataset, desc: t.Description}
 	_, err := h.Allow(c.Request().Context(), rc.d.OrgID, rc.d.Reach, perm)
 	return rc, err
 }
@@ -119,6 +132,15 @@ func returnFields(c echo.Context, t *recsql.Table, query string) ([]string, erro
 // etag is a record's entity tag: its id and version, or for a connected table's record
 // (which has no version) its key and a digest of all its values.
 func etag(d *store.Dataset, t *recsql.Table, rec json.RawMessage) string {
+	o, err := parseObject(rec)
+	if err != nil {
+		o = &object{}
+	}
+	return objectETag(d, t, o, rec)
+}
+
+// objectETag is etag of a record already split into its members (o).
+func objectETag(d *store.Dataset, t *recsql.Table, o *object, rec json.RawMessage) string {
 	if !t.System() {
 		var m map[string]json.RawMessage
 		_ = json.Unmarshal(rec, &m)
@@ -130,12 +152,8 @@ func etag(d *store.Dataset, t *recsql.Table, rec json.RawMessage) string {
 		}
 		return fmt.Sprintf(`"%s.%s.%s.%s"`, d.ID, t.Name, url.PathEscape(key), hex.EncodeToString(sum[:8]))
 	}
-	var m struct {
-		ID      json.Number `json:"id"`
-		Version json.Number `json:"version"`
-	}
-	_ = json.Unmarshal(rec, &m)
-	return fmt.Sprintf(`"%s.%s.%s"`, d.ID, m.ID, m.Version)
+	// id and version are numbers: their text as PostgreSQL wrote it.
+	return `"` + d.ID + "." + o.text("id") + "." + o.text("version") + `"`
 }
 
 // shape is a whole record as answered: with its _links, the related records embed names
@@ -146,6 +164,11 @@ func (h *Records) shape(ctx context.Context, rc *recordCtx, rec json.RawMessage,
 	if err != nil {
 		return nil, err
 	}
+	return h.shapeObject(ctx, rc, o, fields, embed)
+}
+
+// shapeObject is shape of a record already split into its members.
+func (h *Records) shapeObject(ctx context.Context, rc *recordCtx, o *object, fields []string, embed string) (json.RawMessage, error) {
 	h.withLinks(rc, o)
 	if embed != "" {
 		if err := h.embed(ctx, rc, o, embed); err != nil {

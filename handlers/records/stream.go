@@ -26,10 +26,6 @@ var openStreams = promauto.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "dataplatform_change_streams", Help: "Change streams open on this server, by transport (sse, websocket).",
 }, []string{"transport"})
 
-// ChangeRetention is how long the change log keeps a change: a stream resumed with an older
-// Last-Event-ID starts at the oldest change kept.
-const ChangeRetention = 7 * 24 * time.Hour
-
 // streamPoll is how often a stream looks at the change log without a notification (a
 // missed notification costs at most this long).
 const streamPoll = 2 * time.Second
@@ -58,6 +54,26 @@ func eventOf(t *recsql.Table, ch changes.Change) (name string, payload any, reco
 		return "dataset.imported", payload, nil
 	}
 	return "record.deleted", map[string]any{"id": t.KeyValue(ch.RecordID), "deleted_at": ch.ChangedAt.UTC().Format(time.RFC3339Nano)}, nil
+}
+
+// event is a change rendered for streams: its name, its payload as JSON, the record after it
+// (for filters; read only, as it is shared), and the whole Server-Sent Event.
+type event struct {
+	name   string
+	data   json.RawMessage
+	record map[string]any
+	sse    []byte
+}
+
+// rendered is the change as an event of table t, made once for all the streams of this
+// process that are given the change by the hub (its Memo), not once per subscriber.
+func rendered(t *recsql.Table, ch changes.Change) *event {
+	return ch.Memo.Get(t, func() any {
+		name, payload, record := eventOf(t, ch)
+		data, _ := json.Marshal(payload)
+		sse := fmt.Appendf(nil, "id: %d\nevent: %s\ndata: %s\n\n", ch.ID, name, data)
+		return &event{name: name, data: data, record: record, sse: sse}
+	}).(*event)
 }
 
 // asRead is a record (or some of its fields) from the change log as a read gives its values:
@@ -168,7 +184,7 @@ func (h *Records) Stream(c echo.Context) error {
 		res.Flush()
 		return nil
 	}
-	fmt.Fprintf(w, "retry: 2000\n: stream of %s from event %d\n\n", rc.d.ID, last)
+	_, _ = fmt.Fprintf(w, "retry: 2000\n: stream of %s from event %d\n\n", rc.d.ID, last)
 	if err := send(); err != nil {
 		return nil
 	}
@@ -180,23 +196,22 @@ func (h *Records) Stream(c echo.Context) error {
 		if err := access.check(ctx); err != nil {
 			if m := ended(err); m != nil {
 				data, _ := json.Marshal(m)
-				fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
+				_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
 				_ = send()
 			}
 			return nil
 		}
-		batch, err := changes.Since(ctx, h.Store.DB, rc.d.ID, last, 500)
+		batch, err := h.Changes.Since(ctx, h.Store.DB, rc.d.ID, last, 500)
 		if err != nil {
 			return nil // the client went away, or the database did: the client reconnects
 		}
 		for _, ch := range batch {
 			last = ch.ID
-			name, payload, record := eventOf(rc.desc.Table, ch)
-			if !matches(record, filters) {
+			ev := rendered(rc.desc.Table, ch)
+			if !matches(ev.record, filters) {
 				continue
 			}
-			data, _ := json.Marshal(payload)
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ch.ID, name, data)
+			_, _ = w.Write(ev.sse)
 		}
 		if len(batch) > 0 {
 			if err := send(); err != nil {
@@ -212,7 +227,7 @@ func (h *Records) Stream(c echo.Context) error {
 		case <-wake:
 		case <-poll.C:
 		case <-heartbeat.C:
-			fmt.Fprintf(w, ": heartbeat %s\n\n", time.Now().UTC().Format(time.RFC3339))
+			_, _ = fmt.Fprintf(w, ": heartbeat %s\n\n", time.Now().UTC().Format(time.RFC3339))
 			if err := send(); err != nil {
 				return nil
 			}

@@ -29,9 +29,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// IdempotencyTTL is how long the answer to an X-Idempotency-Key is kept.
-const IdempotencyTTL = 24 * time.Hour
-
 // Create is POST /api/v1/datasets/{id}/data. With X-Idempotency-Key, the first answer is kept
 // a day and given again to the same request; the same key with another body is refused.
 func (h *Records) Create(c echo.Context) error {

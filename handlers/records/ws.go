@@ -45,46 +45,20 @@ func (h *Records) Socket(c echo.Context) error {
 	if err != nil {
 		return nil // Accept has answered the client
 	}
-	defer conn.CloseNow()
+	defer func() { _ = conn.CloseNow() }()
 	openStreams.WithLabelValues("websocket").Inc()
 	defer openStreams.WithLabelValues("websocket").Dec()
 	ctx, cancel := context.WithCancel(c.Request().Context())
 	defer cancel()
 	cmds := make(chan wsMessage)
-	go func() { // reads the client's messages until it goes away
-		defer cancel()
-		for {
-			_, b, err := conn.Read(ctx)
-			if err != nil {
-				return
-			}
-			var m wsMessage
-			if json.Unmarshal(b, &m) != nil {
-				m = wsMessage{Action: "invalid"}
-			}
-			select {
-			case cmds <- m:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	write := func(v any) error {
-		b, _ := json.Marshal(v)
-		wctx, done := context.WithTimeout(ctx, 10*time.Second)
-		defer done()
-		return conn.Write(wctx, websocket.MessageText, b)
-	}
-	fields := map[string]bool{}
+	go readMessages(ctx, cancel, conn, cmds)
+	s := &wsSession{h: h, rc: rc, conn: conn, fields: map[string]bool{}}
 	for _, f := range rc.desc.Table.Fields() {
-		fields[f] = true
+		s.fields[f] = true
 	}
 	access := h.streamAccess(ctx, rc)
 	wake, unsubscribe := h.Changes.Subscribe(rc.d.ID)
 	defer unsubscribe()
-	subscribed := false
-	var filters map[string]string
-	last := int64(0)
 	heartbeat := time.NewTicker(h.heartbeat())
 	defer heartbeat.Stop()
 	poll := time.NewTicker(streamPoll)
@@ -92,65 +66,24 @@ func (h *Records) Socket(c echo.Context) error {
 	for {
 		if err := access.check(ctx); err != nil {
 			if m := ended(err); m != nil {
-				_ = write(m)
-				conn.Close(websocket.StatusPolicyViolation, "access to the dataset ended")
+				_ = s.write(ctx, m)
+				_ = conn.Close(websocket.StatusPolicyViolation, "access to the dataset ended")
 			}
 			return nil
 		}
-		if subscribed {
-			for {
-				batch, err := changes.Since(ctx, h.Store.DB, rc.d.ID, last, 500)
-				if err != nil {
-					return nil
-				}
-				for _, ch := range batch {
-					last = ch.ID
-					name, payload, record := eventOf(rc.desc.Table, ch)
-					if matches(record, filters) {
-						if err := write(map[string]any{"type": name, "id": strconv.FormatInt(ch.ID, 10), "data": payload}); err != nil {
-							return nil
-						}
-					}
-				}
-				if len(batch) < 500 {
-					break
-				}
-			}
+		if s.subscribed && !s.sendChanges(ctx) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			conn.Close(websocket.StatusNormalClosure, "")
+			_ = conn.Close(websocket.StatusNormalClosure, "")
 			return nil
 		case m := <-cmds:
-			var reply any
-			switch m.Action {
-			case "subscribe":
-				bad := ""
-				for k := range m.Filters {
-					if !fields[k] {
-						bad = k
-					}
-				}
-				if bad != "" {
-					reply = map[string]any{"type": "error", "code": apierr.CodeValidationError, "message": fmt.Sprintf("no field %q to filter on", bad)}
-					break
-				}
-				if m.LastEventID != nil {
-					last = *m.LastEventID
-				} else if last, err = changes.Latest(ctx, h.Store.DB, rc.d.ID); err != nil {
-					return nil
-				}
-				subscribed, filters = true, m.Filters
-				reply = map[string]any{"type": "subscribed", "dataset_id": rc.d.ID, "last_event_id": strconv.FormatInt(last, 10), "filters": m.Filters}
-			case "unsubscribe":
-				subscribed = false
-				reply = map[string]any{"type": "unsubscribed"}
-			case "ping":
-				reply = map[string]any{"type": "pong"}
-			default:
-				reply = map[string]any{"type": "error", "code": apierr.CodeInvalidMessage, "message": "send {\"action\": \"subscribe\" | \"unsubscribe\" | \"ping\"}"}
+			reply, ok := s.answer(ctx, m)
+			if !ok {
+				return nil
 			}
-			if err := write(reply); err != nil {
+			if err := s.write(ctx, reply); err != nil {
 				return nil
 			}
 		case <-wake:
@@ -163,6 +96,102 @@ func (h *Records) Socket(c echo.Context) error {
 				return nil
 			}
 		}
+	}
+}
+
+// readMessages reads the client's messages into cmds until it goes away, then cancels.
+func readMessages(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, cmds chan<- wsMessage) {
+	defer cancel()
+	for {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		var m wsMessage
+		if json.Unmarshal(b, &m) != nil {
+			m = wsMessage{Action: "invalid"}
+		}
+		select {
+		case cmds <- m:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// wsSession is the state of one WebSocket client's subscription.
+type wsSession struct {
+	h          *Records
+	rc         *recordCtx
+	conn       *websocket.Conn
+	fields     map[string]bool // the table's fields, which filters may name
+	subscribed bool
+	filters    map[string]string
+	last       int64 // the last change event seen
+}
+
+// write sends v as a JSON text message.
+func (s *wsSession) write(ctx context.Context, v any) error {
+	b, _ := json.Marshal(v)
+	wctx, done := context.WithTimeout(ctx, 10*time.Second)
+	defer done()
+	return s.conn.Write(wctx, websocket.MessageText, b)
+}
+
+// sendChanges sends the changes since the last one that match the filters; false when the
+// stream ends.
+func (s *wsSession) sendChanges(ctx context.Context) bool {
+	for {
+		batch, err := s.h.Changes.Since(ctx, s.h.Store.DB, s.rc.d.ID, s.last, 500)
+		if err != nil {
+			return false
+		}
+		for _, ch := range batch {
+			s.last = ch.ID
+			ev := rendered(s.rc.desc.Table, ch)
+			if matches(ev.record, s.filters) {
+				if err := s.write(ctx, map[string]any{"type": ev.name, "id": strconv.FormatInt(ch.ID, 10), "data": ev.data}); err != nil {
+					return false
+				}
+			}
+		}
+		if len(batch) < 500 {
+			return true
+		}
+	}
+}
+
+// answer acts on a client's message and returns the reply; false when the stream ends.
+func (s *wsSession) answer(ctx context.Context, m wsMessage) (any, bool) {
+	switch m.Action {
+	case "subscribe":
+		bad := ""
+		for k := range m.Filters {
+			if !s.fields[k] {
+				bad = k
+			}
+		}
+		if bad != "" {
+			return map[string]any{"type": "error", "code": apierr.CodeValidationError, "message": fmt.Sprintf("no field %q to filter on", bad)}, true
+		}
+		if m.LastEventID != nil {
+			s.last = *m.LastEventID
+		} else {
+			last, err := changes.Latest(ctx, s.h.Store.DB, s.rc.d.ID)
+			if err != nil {
+				return nil, false
+			}
+			s.last = last
+		}
+		s.subscribed, s.filters = true, m.Filters
+		return map[string]any{"type": "subscribed", "dataset_id": s.rc.d.ID, "last_event_id": strconv.FormatInt(s.last, 10), "filters": m.Filters}, true
+	case "unsubscribe":
+		s.subscribed = false
+		return map[string]any{"type": "unsubscribed"}, true
+	case "ping":
+		return map[string]any{"type": "pong"}, true
+	default:
+		return map[string]any{"type": "error", "code": apierr.CodeInvalidMessage, "message": "send {\"action\": \"subscribe\" | \"unsubscribe\" | \"ping\"}"}, true
 	}
 }
 

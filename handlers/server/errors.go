@@ -88,7 +88,7 @@ func (s *Server) toAPIError(err error, c echo.Context) *apierr.Error {
 	var ae *apierr.Error
 	if errors.As(err, &ae) {
 		if ae.Status >= 500 && ae.Status != http.StatusNotImplemented {
-			s.log.Error("request failed", "request_id", requestID(c), "error", err)
+			s.log.Error("request failed", s.failure(c, err)...)
 		}
 		return ae
 	}
@@ -131,15 +131,42 @@ func (s *Server) toAPIError(err error, c echo.Context) *apierr.Error {
 		if he.Code < 500 {
 			return apierr.New(he.Code, apierr.Code(strings.ToUpper(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))), msg)
 		}
-		s.log.Error("request failed", "request_id", requestID(c), "error", err)
+		s.log.Error("request failed", s.failure(c, err)...)
 		return apierr.New(he.Code, apierr.CodeInternalError, "internal error")
 	}
 	if store.Unavailable(err) {
-		s.log.Warn("database unavailable", "request_id", requestID(c), "error", err)
+		s.log.Warn("database unavailable", s.failure(c, err)...)
 		e := apierr.New(http.StatusServiceUnavailable, apierr.CodeServiceUnavailable, "the database is not available at the moment; retry shortly")
 		e.Headers = map[string]string{"Retry-After": "5"}
 		return e
 	}
-	s.log.Error("request failed", "request_id", requestID(c), "error", err)
+	s.log.Error("request failed", s.failure(c, err)...)
 	return apierr.New(http.StatusInternalServerError, apierr.CodeInternalError, "internal error (request "+requestID(c)+")")
+}
+
+// operationIDKey is where the record API's validation leaves the operationId of the dataset's
+// description that the request is for.
+const operationIDKey = "operation_id"
+
+// failure is the log attributes of a request that failed on the server's side: the request,
+// its operation (method, the path template it was routed by, the description's operationId)
+// and the error, whose message carries the operations it passed through ("create dataset: ...").
+func (s *Server) failure(c echo.Context, err error) []any {
+	path, opID := c.Path(), ""
+	if rt := s.route(c); rt != nil {
+		opID = rt.opID
+		if rt.kin != nil {
+			path = rt.kin.Path
+		} else if rt.template != "" {
+			path = rt.template
+		}
+	}
+	if id, ok := c.Get(operationIDKey).(string); ok && id != "" {
+		opID = id
+	}
+	attrs := []any{"request_id", requestID(c), "method", c.Request().Method, "route", path, "operation_id", opID}
+	if err != nil {
+		attrs = append(attrs, "error", err)
+	}
+	return attrs
 }

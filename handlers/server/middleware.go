@@ -12,11 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"dataplatform/handlers"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
-	"dataplatform/handlers/records"
 	"dataplatform/handlers/reqmeta"
 	"dataplatform/store"
+	"dataplatform/templates/descriptions"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
@@ -38,7 +39,7 @@ func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
 				if r == http.ErrAbortHandler {
 					panic(r)
 				}
-				s.log.Error("panic", "request_id", requestID(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				s.log.Error("panic", append(s.failure(c, nil), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))...)
 				err = apierr.New(http.StatusInternalServerError, apierr.CodeInternalError, "internal error (request "+requestID(c)+")")
 			}
 		}()
@@ -405,9 +406,35 @@ func (s *Server) recordRoute(c echo.Context, rt *route) (*route, error) {
 	for k, v := range vh {
 		c.Response().Header().Set(k, v)
 	}
+	handlers.WithRecordTarget(c, &handlers.RecordTarget{Dataset: d, Description: desc})
+	c.Set(operationIDKey, op.OperationID)
+	return s.descRoute(desc, rt, item, op, method), nil
+}
+
+// descRoute is the route a record request is validated at: the operation of the dataset's
+// description, made once per description, echo route and method (each request would
+// otherwise copy the operation).
+func (s *Server) descRoute(desc *descriptions.Description, rt *route, item *openapi3.PathItem, op *openapi3.Operation, method string) *route {
+	k := descRouteKey{desc, rt, method}
+	if v, ok := s.descRoutes.Load(k); ok {
+		return v.(*route)
+	}
 	unsecured := *op
 	unsecured.Security = &openapi3.SecurityRequirements{}
-	records.WithRecordContext(c, d, desc)
-	return &route{opID: op.OperationID, category: rt.category, bodyLimit: rt.bodyLimit, op: op,
-		kin: &routers.Route{Spec: desc.Doc, Path: rt.template, PathItem: item, Method: method, Operation: &unsecured}}, nil
+	r := &route{opID: op.OperationID, category: rt.category, bodyLimit: rt.bodyLimit, op: op,
+		kin: &routers.Route{Spec: desc.Doc, Path: rt.template, PathItem: item, Method: method, Operation: &unsecured}}
+	// Descriptions are replaced as schemas change: past a bound, start over rather than keep
+	// every description ever served alive.
+	if s.descRouteCount.Add(1) > 4096 {
+		s.descRoutes.Clear()
+		s.descRouteCount.Store(1)
+	}
+	s.descRoutes.Store(k, r)
+	return r
+}
+
+type descRouteKey struct {
+	desc   *descriptions.Description
+	rt     *route
+	method string
 }

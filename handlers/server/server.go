@@ -7,6 +7,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,15 +17,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/gen/api"
 	"dataplatform/gen/spec"
 	"dataplatform/handlers"
 	"dataplatform/handlers/auth"
-	"dataplatform/handlers/records"
 	"dataplatform/handlers/server/ratelimit"
+	"dataplatform/handlers/settings"
 	"dataplatform/store"
 	"dataplatform/store/changes"
 	"dataplatform/store/datasets"
@@ -42,7 +44,7 @@ import (
 
 // Deps are what the server is built from.
 type Deps struct {
-	Config config.Config
+	Config settings.Settings
 	Store  *store.Store
 	// DatabaseURL reaches PostgreSQL directly (not through a transaction pooler), for the
 	// LISTEN connections of jobs, webhooks, change streams and the lookup cache (empty: they
@@ -50,11 +52,15 @@ type Deps struct {
 	DatabaseURL string
 	Logger      *slog.Logger
 	Clock       func() time.Time // nil: time.Now
+	// Records gives the record API's routes over the handlers (records.Routes); the server
+	// mounts them behind its middleware, validating each request against the dataset's own
+	// description.
+	Records func(*handlers.Handlers) []handlers.Route
 }
 
 // Server is the assembled service.
 type Server struct {
-	cfg    config.Config
+	cfg    settings.Settings
 	dbURL  string
 	log    *slog.Logger
 	echo   *echo.Echo
@@ -66,9 +72,13 @@ type Server struct {
 	// recordSlots admits record API requests to the database a few at a time, in arrival
 	// order (a channel's waiters are served first come, first served).
 	recordSlots chan struct{}
-	exporter    *queries.Exporter
-	Keys        *auth.KeyStore
-	H           *handlers.Handlers
+	// descRoutes are the validation routes of record requests, per description (descRoute).
+	descRoutes     sync.Map
+	descRouteCount atomic.Int64
+	records        []handlers.Route
+	exporter       *queries.Exporter
+	Keys           *auth.KeyStore
+	H              *handlers.Handlers
 	// Jobs runs background work (dataset ingestion); the caller starts and stops it.
 	Jobs *jobs.Runner
 	// Webhooks delivers events to webhook endpoints; the caller starts and stops it.
@@ -110,6 +120,9 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	if d.Records == nil {
+		return nil, errors.New("server: Deps.Records is needed (the record API)")
+	}
 	keys, err := auth.NewKeyStore(ctx, d.Store, d.Clock, d.Config.AccessTokenTTL+auth.ClockSkew)
 	if err != nil {
 		return nil, fmt.Errorf("signing keys: %w", err)
@@ -146,7 +159,7 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 		}
 		h.OIDC, authn.External = oidc, oidc
 	}
-	s := &Server{cfg: d.Config, dbURL: d.DatabaseURL, log: d.Logger, authn: authn, limiter: lim, Keys: keys, H: h}
+	s := &Server{cfg: d.Config, dbURL: d.DatabaseURL, log: d.Logger, authn: authn, limiter: lim, Keys: keys, H: h, records: d.Records(h)}
 	if n := d.Config.RecordConcurrency; n > 0 {
 		s.recordSlots = make(chan struct{}, n)
 	}
@@ -316,28 +329,11 @@ func (s *Server) buildEcho() *echo.Echo {
 
 	s.mountMCP(e)
 
-	// The record API: one handler for every dataset (handlers/records).
-	rec := &records.Records{Handlers: s.H}
-	for _, r := range []struct {
-		method, path, category string
-		h                      echo.HandlerFunc
-	}{
-		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data", "records_read", rec.List},
-		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data", "records_write", rec.Create},
-		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/aggregate", "records_query", rec.Aggregate},
-		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/export", "records_export", rec.Export},
-		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data/bulk", "records_bulk", rec.Bulk},
-		{http.MethodPost, "/api/v1/datasets/{dataset_id}/data/query", "records_query", rec.Query},
-		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/stream", "records_read", rec.Stream},
-		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/ws", "records_read", rec.Socket},
-		{http.MethodGet, "/api/v1/datasets/{dataset_id}/data/{id}", "records_read", rec.Get},
-		{http.MethodPut, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Replace},
-		{http.MethodPatch, "/api/v1/datasets/{dataset_id}/data/{id}", "records_write", rec.Patch},
-		{http.MethodDelete, "/api/v1/datasets/{dataset_id}/data/{id}", "records_delete", rec.Delete},
-	} {
-		echoPath := strings.NewReplacer("{", ":", "}", "").Replace(r.path)
-		e.Add(r.method, echoPath, r.h)
-		s.routes[r.method+" "+echoPath] = &route{opID: "records", category: r.category, bodyLimit: s.cfg.MaxBodyBytes, dynamic: true, template: r.path}
+	// The record API: one handler for every dataset, validated against its own description.
+	for _, r := range s.records {
+		echoPath := echoTemplate(r.Template)
+		e.Add(r.Method, echoPath, r.Handler)
+		s.routes[r.Method+" "+echoPath] = &route{opID: "records", category: r.Category, bodyLimit: s.cfg.MaxBodyBytes, dynamic: true, template: r.Template}
 	}
 	return e
 }
@@ -345,12 +341,11 @@ func (s *Server) buildEcho() *echo.Echo {
 // Handler is the HTTP handler of the service.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// HTTPServer is an http.Server with timeouts, so a slow client cannot hold a connection
-// forever. Streaming routes (exports, change streams, query streams) extend their own deadlines with
-// http.ResponseController.
+// HTTPServer is an http.Server (its Addr for the caller to set) with timeouts, so a slow client
+// cannot hold a connection forever. Streaming routes (exports, change streams, query streams)
+// extend their own deadlines with http.ResponseController.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
-		Addr:              s.cfg.Addr,
 		Handler:           s.echo,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
@@ -384,7 +379,7 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 		} else if n > 0 {
 			s.log.Info("removed expired uploads", "count", n)
 		}
-		if err := store.SweepIdempotencyKeys(ctx, s.H.Store.DB, s.H.Clock().Add(-records.IdempotencyTTL)); err != nil && ctx.Err() == nil {
+		if err := store.SweepIdempotencyKeys(ctx, s.H.Store.DB, s.H.Clock().Add(-store.IdempotencyTTL)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping idempotency keys", "error", err)
 		}
 		if err := store.SweepLoginFailures(ctx, s.H.Store.DB, s.H.Clock().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
@@ -404,7 +399,7 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 			s.log.Warn("expiring query exports", "error", err)
 		} else {
 			for _, k := range keys {
-				os.Remove(filepath.Join(s.H.ExportDir(), filepath.FromSlash(k)))
+				_ = os.Remove(filepath.Join(s.H.ExportDir(), filepath.FromSlash(k))) // best effort: the export's row is gone already
 			}
 		}
 		if n, err := s.exporter.SweepPartial(time.Now().Add(-queries.PartialAge)); err != nil && ctx.Err() == nil {
@@ -420,7 +415,7 @@ func (s *Server) Maintain(ctx context.Context, every time.Duration) {
 		if err := webhooks.Sweep(ctx, s.H.Store.DB, s.H.Clock()); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping webhook deliveries", "error", err)
 		}
-		if err := store.SweepRecordChanges(ctx, s.H.Store.DB, s.H.Clock().Add(-records.ChangeRetention)); err != nil && ctx.Err() == nil {
+		if err := store.SweepRecordChanges(ctx, s.H.Store.DB, s.H.Clock().Add(-store.ChangeRetention)); err != nil && ctx.Err() == nil {
 			s.log.Warn("sweeping the record change log", "error", err)
 		}
 		select {

@@ -65,7 +65,7 @@ func Write(ctx context.Context, dbURL, dataDir string, secretKey []byte, w io.Wr
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	if err := db.QueryRowContext(ctx, `SELECT COALESCE(max(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&m.Migration); err != nil {
 		return nil, fmt.Errorf("not a dataplatform database: %w", err)
 	}
@@ -73,7 +73,7 @@ func Write(ctx context.Context, dbURL, dataDir string, secretKey []byte, w io.Wr
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	dump := filepath.Join(tmp, "database.dump")
 	// One snapshot of the whole database: every organization's tables as of the same moment
 	// as the control plane that describes them.
@@ -120,7 +120,7 @@ func Write(ctx context.Context, dbURL, dataDir string, secretKey []byte, w io.Wr
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		st, err := f.Stat()
 		if err != nil {
 			return err
@@ -168,7 +168,7 @@ func Restore(ctx context.Context, r io.Reader, dbURL, dataDir string, keyFromEnv
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	var used bool
 	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'platform')
 		OR EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = 'public')`).Scan(&used); err != nil {
@@ -185,7 +185,7 @@ func Restore(ctx context.Context, r io.Reader, dbURL, dataDir string, keyFromEnv
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	m, key, err := unpack(r, tmp)
 	if err != nil {
 		return nil, err

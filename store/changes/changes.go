@@ -8,7 +8,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -23,6 +25,8 @@ type Change struct {
 	Record    *json.RawMessage `db:"record"`
 	Changes   *json.RawMessage `db:"changes"`
 	ChangedAt time.Time        `db:"changed_at"`
+	// Memo is shared by the subscribers given this change by a Hub (nil otherwise).
+	Memo *Memo `db:"-"`
 }
 
 // Since reads up to limit changes of a dataset after event afterID, oldest first. An event's
@@ -42,18 +46,79 @@ func Latest(ctx context.Context, q sqlx.QueryerContext, datasetID string) (int64
 	return id, err
 }
 
-// Hub wakes the subscribers of a dataset when a change of it is notified.
+// Hub fans a dataset's changes out to its subscribers in this process. One feed per dataset
+// with subscribers reads the change log once per notification (and every feedPoll, which
+// covers a lost notification) and keeps the newest changes in memory; a subscriber reads
+// them from there (Hub.Since) and falls back to the change log itself only when it is behind
+// what the feed holds (resumed with an old Last-Event-ID) or ahead of it. So the database
+// work of a change is one query per process and dataset, whatever the number of subscribers,
+// and the table stays the truth: a notification only says "look again".
 type Hub struct {
-	url  string
-	log  *slog.Logger
+	url   string
+	log   *slog.Logger
+	live  atomic.Bool // the listener runs: feeds are refreshed, so subscribers may read them
+	mu    sync.RWMutex
+	feeds map[string]*feed
+}
+
+// feedKeep is how many of a dataset's newest changes its feed keeps; feedPoll how often a feed
+// reads the change log without a notification; feedBatch how many changes one read takes;
+// feedEvery the least time between two wake-ups of the subscribers: under a steady stream of
+// changes each subscriber then writes to its client once per feedEvery, with every change
+// since, rather than once per change (a first change after a quiet spell goes out at once).
+const (
+	feedKeep  = 4096
+	feedPoll  = 2 * time.Second
+	feedBatch = 1000
+	feedEvery = 100 * time.Millisecond
+)
+
+// feed is the shared reader of one dataset's changes.
+type feed struct {
+	ds   string
+	mu   sync.RWMutex
+	subs map[chan struct{}]struct{}
+	q    sqlx.QueryerContext // the database subscribers read from (the feed reads with it too)
+	// buf holds every change with base < seq <= head, oldest first, when ready.
+	ready      bool
+	base, head int64
+	buf        []Change
+	reading    bool // a read is under way
+	again      bool // and another was asked for while it ran
+	woke       time.Time
+}
+
+// Memo holds what a reader derives from a change once for all the subscribers sharing it (a
+// rendered event, say), keyed by what it was derived with.
+type Memo struct {
 	mu   sync.Mutex
-	subs map[string]map[chan struct{}]struct{}
+	last atomic.Pointer[memoed]
+}
+
+type memoed struct{ key, val any }
+
+// Get is the value derived under key, made by build when there is none yet for that key.
+func (m *Memo) Get(key any, build func() any) any {
+	if m == nil {
+		return build()
+	}
+	if v := m.last.Load(); v != nil && v.key == key {
+		return v.val
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v := m.last.Load(); v != nil && v.key == key {
+		return v.val
+	}
+	v := &memoed{key, build()}
+	m.last.Store(v)
+	return v.val
 }
 
 // NewHub makes a hub listening on the database at url ("" : no notifications; subscribers
-// then rely on their polling).
+// then read the change log themselves at every poll).
 func NewHub(url string, log *slog.Logger) *Hub {
-	return &Hub{url: url, log: log, subs: map[string]map[chan struct{}]struct{}{}}
+	return &Hub{url: url, log: log, feeds: map[string]*feed{}}
 }
 
 // Start listens until ctx ends.
@@ -64,15 +129,21 @@ func (h *Hub) Start(ctx context.Context) {
 	l := pq.NewListener(h.url, time.Second, time.Minute, nil)
 	if err := l.Listen("record_changes"); err != nil {
 		h.log.Warn("record change notifications unavailable; streams poll", "error", err)
-		l.Close()
+		_ = l.Close()
 		return
 	}
+	h.live.Store(true)
 	go func() {
-		defer l.Close()
+		defer func() { _ = l.Close() }()
+		defer h.live.Store(false)
+		poll := time.NewTicker(feedPoll)
+		defer poll.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-poll.C:
+				h.wakeAll()
 			case n := <-l.Notify:
 				if n == nil { // reconnected: anything may have been missed
 					h.wakeAll()
@@ -84,45 +155,147 @@ func (h *Hub) Start(ctx context.Context) {
 	}()
 }
 
-// Subscribe returns a channel that receives (at most one pending) wake-up per notified change
-// of the dataset, and a function to unsubscribe.
+// Subscribe returns a channel that receives (at most one pending) wake-up when the dataset's
+// feed has read new changes (or without notifications, per notified change), and a function
+// to unsubscribe.
 func (h *Hub) Subscribe(datasetID string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	h.mu.Lock()
-	if h.subs[datasetID] == nil {
-		h.subs[datasetID] = map[chan struct{}]struct{}{}
+	f := h.feeds[datasetID]
+	if f == nil {
+		f = &feed{ds: datasetID, subs: map[chan struct{}]struct{}{}}
+		h.feeds[datasetID] = f
 	}
-	h.subs[datasetID][ch] = struct{}{}
+	f.mu.Lock()
+	f.subs[ch] = struct{}{}
+	f.mu.Unlock()
 	h.mu.Unlock()
 	return ch, func() {
 		h.mu.Lock()
-		delete(h.subs[datasetID], ch)
-		if len(h.subs[datasetID]) == 0 {
-			delete(h.subs, datasetID)
+		f.mu.Lock()
+		delete(f.subs, ch)
+		if len(f.subs) == 0 && h.feeds[datasetID] == f {
+			delete(h.feeds, datasetID)
 		}
+		f.mu.Unlock()
 		h.mu.Unlock()
 	}
 }
 
-func (h *Hub) wake(datasetID string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for ch := range h.subs[datasetID] {
-		select {
-		case ch <- struct{}{}:
-		default:
+// Since is changes.Since for a subscriber of the dataset: from its feed's memory when the
+// feed holds every change after afterID, else from the change log (q).
+func (h *Hub) Since(ctx context.Context, q sqlx.QueryerContext, datasetID string, afterID int64, limit int) ([]Change, error) {
+	h.mu.RLock()
+	f := h.feeds[datasetID]
+	h.mu.RUnlock()
+	if f == nil || !h.live.Load() {
+		return Since(ctx, q, datasetID, afterID, limit)
+	}
+	f.mu.RLock()
+	if f.ready && afterID >= f.base && afterID <= f.head {
+		// buf is sorted by seq: the first change after afterID, and up to limit from there.
+		i := sort.Search(len(f.buf), func(i int) bool { return f.buf[i].ID > afterID })
+		out := f.buf[i:min(len(f.buf), i+limit)]
+		f.mu.RUnlock()
+		return out, nil
+	}
+	f.mu.RUnlock()
+	out, err := Since(ctx, q, datasetID, afterID, limit)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	if !f.ready { // what was read is every change in (afterID, its last]: the feed starts there
+		f.ready, f.base, f.head, f.buf, f.q = true, afterID, afterID, nil, q
+		f.add(out)
+	}
+	f.mu.Unlock()
+	return out, nil
+}
+
+// add appends changes read after head (f.mu held) and drops the oldest beyond feedKeep.
+func (f *feed) add(batch []Change) {
+	for _, c := range batch {
+		c.Memo = &Memo{}
+		f.buf = append(f.buf, c)
+		f.head = c.ID
+	}
+	if n := len(f.buf) - feedKeep; n > 0 {
+		f.base = f.buf[n-1].ID
+		f.buf = append([]Change(nil), f.buf[n:]...) // a new array: subscribers may hold the old
+	}
+}
+
+// refresh reads the change log after the feed's head until it has read everything, then
+// wakes the subscribers; one read at a time, another one after it when asked meanwhile.
+func (f *feed) refresh() {
+	f.mu.Lock()
+	if f.reading {
+		f.again = true
+		f.mu.Unlock()
+		return
+	}
+	f.reading = true
+	f.mu.Unlock()
+	for {
+		f.mu.Lock()
+		wait := time.Until(f.woke.Add(feedEvery))
+		f.mu.Unlock()
+		if wait > 0 {
+			time.Sleep(wait)
 		}
+		f.mu.Lock()
+		f.again = false
+		ready, after, q := f.ready, f.head, f.q
+		f.mu.Unlock()
+		more := false
+		if ready && q != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			batch, err := Since(ctx, q, f.ds, after, feedBatch)
+			cancel()
+			f.mu.Lock()
+			if err != nil { // subscribers read the change log themselves until one restarts the feed
+				f.ready, f.buf = false, nil
+			} else if f.ready && f.head == after {
+				f.add(batch)
+				more = len(batch) == feedBatch
+			}
+			f.mu.Unlock()
+		}
+		f.mu.Lock()
+		f.woke = time.Now()
+		for ch := range f.subs {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+		if !more && !f.again {
+			f.reading = false
+			f.mu.Unlock()
+			return
+		}
+		f.mu.Unlock()
+	}
+}
+
+func (h *Hub) wake(datasetID string) {
+	h.mu.RLock()
+	f := h.feeds[datasetID]
+	h.mu.RUnlock()
+	if f != nil {
+		go f.refresh()
 	}
 }
 
 func (h *Hub) wakeAll() {
 	h.mu.Lock()
-	ids := make([]string, 0, len(h.subs))
-	for id := range h.subs {
-		ids = append(ids, id)
+	fs := make([]*feed, 0, len(h.feeds))
+	for _, f := range h.feeds {
+		fs = append(fs, f)
 	}
 	h.mu.Unlock()
-	for _, id := range ids {
-		h.wake(id)
+	for _, f := range fs {
+		go f.refresh()
 	}
 }

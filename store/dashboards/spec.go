@@ -72,11 +72,11 @@ type Encoding struct {
 	TimeGrain string   `json:"time_grain,omitempty"`
 	// Latest is the column holding each period's latest instant: the last period is partial
 	// when it ends before the period does.
-	Latest string `json:"latest,omitempty"`
-	Sort      *Sort    `json:"sort,omitempty"`
-	TopN      int      `json:"top_n,omitempty"`
-	Format    string   `json:"format,omitempty"`
-	Stacked   bool     `json:"stacked,omitempty"`
+	Latest  string `json:"latest,omitempty"`
+	Sort    *Sort  `json:"sort,omitempty"`
+	TopN    int    `json:"top_n,omitempty"`
+	Format  string `json:"format,omitempty"`
+	Stacked bool   `json:"stacked,omitempty"`
 }
 
 // Sort orders a tile's rows.

@@ -160,55 +160,9 @@ func (cs *columnSet) taken(i int, field, name string) error {
 func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, check func(i int, c ingest.Column) error) ([]step, error) {
 	switch ch.Op {
 	case "add_column":
-		n := *ch.Define
-		if err := cs.taken(i, "column.name", n.Name); err != nil {
-			return nil, err
-		}
-		if err := check(i, n); err != nil {
-			return nil, err
-		}
-		if len(cs.cols) >= ingest.MaxColumns {
-			return nil, &ChangeError{i, "column", "too_many_columns", fmt.Sprintf("a dataset has at most %d columns", ingest.MaxColumns)}
-		}
-		def, err := ColumnDDL(n)
-		if err != nil {
-			return nil, &ChangeError{i, "column.default", "type", err.Error()}
-		}
-		s := step{sql: `ADD COLUMN ` + def}
-		if !n.Nullable && n.DefaultValue() == nil {
-			s.offending, s.constraint, s.message = "true", "required", "a required column without a default has no value in the existing rows"
-		}
-		cs.cols = append(cs.cols, n)
-		return append([]step{s}, a.addConstraints(n, nil)...), nil
+		return a.addColumn(cs, i, ch, check)
 	case "rename_column":
-		j, err := cs.find(i, ch.Column)
-		if err != nil {
-			return nil, err
-		}
-		if err := cs.taken(i, "new_name", ch.NewName); err != nil {
-			return nil, err
-		}
-		o := cs.cols[j]
-		n := o
-		n.Name, n.Original = ch.NewName, ch.NewName
-		steps := []step{{sql: `RENAME COLUMN ` + pq.QuoteIdentifier(o.Name) + ` TO ` + pq.QuoteIdentifier(n.Name)}}
-		if o.Name == a.key {
-			if err := a.keyTrigger(ctx, n.Name); err != nil {
-				return nil, err
-			}
-		}
-		oc, nc := Constraints(a.id, o), Constraints(a.id, n)
-		for k := range oc {
-			steps = append(steps, step{sql: `RENAME CONSTRAINT ` + pq.QuoteIdentifier(oc[k].Name) + ` TO ` + pq.QuoteIdentifier(nc[k].Name)})
-		}
-		if _, err := a.tx.ExecContext(ctx, `UPDATE platform.dataset_relationships SET from_column = $3 WHERE from_dataset = $1 AND from_column = $2`, a.id, o.Name, n.Name); err != nil {
-			return nil, err
-		}
-		if _, err := a.tx.ExecContext(ctx, `UPDATE platform.dataset_relationships SET to_column = $3 WHERE to_dataset = $1 AND to_column = $2`, a.id, o.Name, n.Name); err != nil {
-			return nil, err
-		}
-		cs.cols[j] = n
-		return steps, nil
+		return a.renameColumn(ctx, cs, i, ch)
 	case "drop_column":
 		j, err := cs.find(i, ch.Column)
 		if err != nil {
@@ -224,34 +178,7 @@ func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, ch
 		cs.cols = slices.Delete(cs.cols, j, j+1)
 		return []step{{sql: `DROP COLUMN ` + pq.QuoteIdentifier(ch.Column)}}, nil
 	case "alter_column":
-		j, err := cs.find(i, ch.Column)
-		if err != nil {
-			return nil, err
-		}
-		o := cs.cols[j]
-		n := o
-		if o.Constraints != nil {
-			k := *o.Constraints
-			n.Constraints = &k
-		} else {
-			n.Constraints = &ingest.Constraints{}
-		}
-		ch.Alter(&n)
-		if n.Constraints.Empty() {
-			n.Constraints = nil
-		}
-		if o.Key && (n.Nullable || !keyType(n.Type)) {
-			return nil, &ChangeError{i, "column", "primary_key", o.Name + " keys the records: it stays required and of an integer, text or uuid type"}
-		}
-		if err := check(i, n); err != nil {
-			return nil, err
-		}
-		steps, err := a.alterColumn(o, n)
-		if err != nil {
-			return nil, &ChangeError{i, "default", "type", err.Error()}
-		}
-		cs.cols[j] = n
-		return steps, nil
+		return a.changeColumn(cs, i, ch, check)
 	case "set_primary_key":
 		return a.setKey(ctx, cs, i, ch)
 	case "add_relationship":
@@ -263,6 +190,95 @@ func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, ch
 		return nil, a.dropRelationship(ctx, i, ch)
 	}
 	return nil, nil
+}
+
+// addColumn is the step of adding ch's column, and its constraints.
+func (a *alterer) addColumn(cs *columnSet, i int, ch Change, check func(i int, c ingest.Column) error) ([]step, error) {
+	n := *ch.Define
+	if err := cs.taken(i, "column.name", n.Name); err != nil {
+		return nil, err
+	}
+	if err := check(i, n); err != nil {
+		return nil, err
+	}
+	if len(cs.cols) >= ingest.MaxColumns {
+		return nil, &ChangeError{i, "column", "too_many_columns", fmt.Sprintf("a dataset has at most %d columns", ingest.MaxColumns)}
+	}
+	def, err := ColumnDDL(n)
+	if err != nil {
+		return nil, &ChangeError{i, "column.default", "type", err.Error()}
+	}
+	s := step{sql: `ADD COLUMN ` + def}
+	if !n.Nullable && n.DefaultValue() == nil {
+		s.offending, s.constraint, s.message = "true", "required", "a required column without a default has no value in the existing rows"
+	}
+	cs.cols = append(cs.cols, n)
+	return append([]step{s}, a.addConstraints(n, nil)...), nil
+}
+
+// renameColumn is the steps of renaming a column and its constraints; the key's trigger and
+// the relationships naming the column follow it.
+func (a *alterer) renameColumn(ctx context.Context, cs *columnSet, i int, ch Change) ([]step, error) {
+	j, err := cs.find(i, ch.Column)
+	if err != nil {
+		return nil, err
+	}
+	if err := cs.taken(i, "new_name", ch.NewName); err != nil {
+		return nil, err
+	}
+	o := cs.cols[j]
+	n := o
+	n.Name, n.Original = ch.NewName, ch.NewName
+	steps := []step{{sql: `RENAME COLUMN ` + pq.QuoteIdentifier(o.Name) + ` TO ` + pq.QuoteIdentifier(n.Name)}}
+	if o.Name == a.key {
+		if err := a.keyTrigger(ctx, n.Name); err != nil {
+			return nil, err
+		}
+	}
+	oc, nc := Constraints(a.id, o), Constraints(a.id, n)
+	for k := range oc {
+		steps = append(steps, step{sql: `RENAME CONSTRAINT ` + pq.QuoteIdentifier(oc[k].Name) + ` TO ` + pq.QuoteIdentifier(nc[k].Name)})
+	}
+	if _, err := a.tx.ExecContext(ctx, `UPDATE platform.dataset_relationships SET from_column = $3 WHERE from_dataset = $1 AND from_column = $2`, a.id, o.Name, n.Name); err != nil {
+		return nil, err
+	}
+	if _, err := a.tx.ExecContext(ctx, `UPDATE platform.dataset_relationships SET to_column = $3 WHERE to_dataset = $1 AND to_column = $2`, a.id, o.Name, n.Name); err != nil {
+		return nil, err
+	}
+	cs.cols[j] = n
+	return steps, nil
+}
+
+// changeColumn is the steps of altering a column's type, default, nullability or constraints.
+func (a *alterer) changeColumn(cs *columnSet, i int, ch Change, check func(i int, c ingest.Column) error) ([]step, error) {
+	j, err := cs.find(i, ch.Column)
+	if err != nil {
+		return nil, err
+	}
+	o := cs.cols[j]
+	n := o
+	if o.Constraints != nil {
+		k := *o.Constraints
+		n.Constraints = &k
+	} else {
+		n.Constraints = &ingest.Constraints{}
+	}
+	ch.Alter(&n)
+	if n.Constraints.Empty() {
+		n.Constraints = nil
+	}
+	if o.Key && (n.Nullable || !keyType(n.Type)) {
+		return nil, &ChangeError{i, "column", "primary_key", o.Name + " keys the records: it stays required and of an integer, text or uuid type"}
+	}
+	if err := check(i, n); err != nil {
+		return nil, err
+	}
+	steps, err := a.alterColumn(o, n)
+	if err != nil {
+		return nil, &ChangeError{i, "default", "type", err.Error()}
+	}
+	cs.cols[j] = n
+	return steps, nil
 }
 
 type alterer struct {

@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -172,69 +173,17 @@ func tableStatistics(ctx context.Context, tx *sqlx.Tx, t TableDef) (*TableStats,
 		}
 		exact = estimated <= ExactLimit
 	}
-	type acc struct {
-		count, distinct *int64
-		min, max        *string
-		avg             *float64
-	}
-	accs := make([]acc, len(cols))
-	var rows int64
-	// A select list holds at most 1,664 entries and a column takes 5: wide tables are read in
-	// chunks of columns, one scan each (a table of about 330 columns failed to load before).
-	for lo := 0; lo < len(cols); lo += statsChunk {
-		chunk := cols[lo:min(lo+statsChunk, len(cols))]
-		sel := []string{"count(*)"}
-		for _, c := range chunk {
-			q := pq.QuoteIdentifier(c.name)
-			sel = append(sel, "count("+q+")")
-			switch {
-			case c.typ == ingest.Boolean:
-				sel = append(sel, "to_json(bool_and("+q+"))::text", "to_json(bool_or("+q+"))::text")
-			case orderable(c.typ):
-				sel = append(sel, "to_json(min("+q+"))::text", "to_json(max("+q+"))::text")
-			default:
-				sel = append(sel, "NULL::text", "NULL::text")
-			}
-			if numeric(c.typ) {
-				sel = append(sel, "avg("+q+")::float8")
-			} else {
-				sel = append(sel, "NULL::float8")
-			}
-			if exact {
-				sel = append(sel, "count(DISTINCT "+q+")")
-			} else {
-				sel = append(sel, "NULL::bigint")
-			}
-		}
-		vals := append(make([]any, 0, len(chunk)*5+1), &rows)
-		for i := range chunk {
-			a := &accs[lo+i]
-			vals = append(vals, &a.count, &a.min, &a.max, &a.avg, &a.distinct)
-		}
-		if err := tx.QueryRowxContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+from).Scan(vals...); err != nil {
-			return nil, err
-		}
-	}
-	if len(cols) == 0 {
-		if err := tx.GetContext(ctx, &rows, `SELECT count(*) FROM `+from); err != nil {
-			return nil, err
-		}
+	accs, rows, err := aggregateColumns(ctx, tx, cols, from, exact)
+	if err != nil {
+		return nil, err
 	}
 	if !t.Foreign {
 		ts.RowCount = rows
 	}
 	estimates := map[string]float64{}
 	if !exact {
-		var ps []struct {
-			Name     string  `db:"attname"`
-			Distinct float64 `db:"n_distinct"`
-		}
-		if err := tx.SelectContext(ctx, &ps, `SELECT attname, n_distinct FROM pg_stats WHERE schemaname = $1 AND tablename = $2`,
-			t.Schema, t.Relation); err != nil {
+		if estimates, err = distinctEstimates(ctx, tx, t); err != nil {
 			return nil, err
-		}
-		for _, p := range ps {
-			estimates[p.Name] = p.Distinct
 		}
 	}
 	for i, c := range cols {
@@ -259,6 +208,85 @@ func tableStatistics(ctx context.Context, tx *sqlx.Tx, t TableDef) (*TableStats,
 		ts.Columns[c.name] = cs
 	}
 	return ts, nil
+}
+
+// columnAggregates are a column's count, distinct count, bounds and average.
+type columnAggregates struct {
+	count, distinct *int64
+	min, max        *string
+	avg             *float64
+}
+
+// aggregateColumns reads the aggregates of cols over from (distinct counts when exact) and
+// the rows' count.
+func aggregateColumns(ctx context.Context, tx *sqlx.Tx, cols []analyzed, from string, exact bool) ([]columnAggregates, int64, error) {
+	accs := make([]columnAggregates, len(cols))
+	var rows int64
+	// A select list holds at most 1,664 entries and a column takes 5: wide tables are read in
+	// chunks of columns, one scan each (a table of about 330 columns failed to load before).
+	for lo := 0; lo < len(cols); lo += statsChunk {
+		chunk := cols[lo:min(lo+statsChunk, len(cols))]
+		vals := append(make([]any, 0, len(chunk)*5+1), &rows)
+		for i := range chunk {
+			a := &accs[lo+i]
+			vals = append(vals, &a.count, &a.min, &a.max, &a.avg, &a.distinct)
+		}
+		if err := tx.QueryRowxContext(ctx, `SELECT `+strings.Join(aggregateList(chunk, exact), ", ")+` FROM `+from).Scan(vals...); err != nil {
+			return nil, 0, err
+		}
+	}
+	if len(cols) == 0 {
+		if err := tx.GetContext(ctx, &rows, `SELECT count(*) FROM `+from); err != nil {
+			return nil, 0, err
+		}
+	}
+	return accs, rows, nil
+}
+
+// aggregateList is the select list of the rows' count and, per column, its five aggregates.
+func aggregateList(chunk []analyzed, exact bool) []string {
+	sel := []string{"count(*)"}
+	for _, c := range chunk {
+		q := pq.QuoteIdentifier(c.name)
+		sel = append(sel, "count("+q+")")
+		switch {
+		case c.typ == ingest.Boolean:
+			sel = append(sel, "to_json(bool_and("+q+"))::text", "to_json(bool_or("+q+"))::text")
+		case orderable(c.typ):
+			sel = append(sel, "to_json(min("+q+"))::text", "to_json(max("+q+"))::text")
+		default:
+			sel = append(sel, "NULL::text", "NULL::text")
+		}
+		if numeric(c.typ) {
+			sel = append(sel, "avg("+q+")::float8")
+		} else {
+			sel = append(sel, "NULL::float8")
+		}
+		if exact {
+			sel = append(sel, "count(DISTINCT "+q+")")
+		} else {
+			sel = append(sel, "NULL::bigint")
+		}
+	}
+	return sel
+}
+
+// distinctEstimates are ANALYZE's estimates of the columns' distinct counts (a negative one a
+// fraction of the rows).
+func distinctEstimates(ctx context.Context, tx *sqlx.Tx, t TableDef) (map[string]float64, error) {
+	var ps []struct {
+		Name     string  `db:"attname"`
+		Distinct float64 `db:"n_distinct"`
+	}
+	if err := tx.SelectContext(ctx, &ps, `SELECT attname, n_distinct FROM pg_stats WHERE schemaname = $1 AND tablename = $2`,
+		t.Schema, t.Relation); err != nil {
+		return nil, err
+	}
+	estimates := map[string]float64{}
+	for _, p := range ps {
+		estimates[p.Name] = p.Distinct
+	}
+	return estimates, nil
 }
 
 // shortJSON keeps a long JSON string value readable: bounds of text columns can be whole
@@ -550,13 +578,13 @@ func (a *Analyzer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) er
 		if reread, err = a.introspect(ctx, c); err != nil {
 			return err
 		}
-	} else if err != store.ErrNotFound {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return a.Store.Tx(ctx, func(tx *sqlx.Tx) error {
 		d, err := store.DatasetByID(ctx, tx, pl.DatasetID, true)
 		if err != nil {
-			if err == store.ErrNotFound {
+			if errors.Is(err, store.ErrNotFound) {
 				return nil // deleted meanwhile
 			}
 			return err

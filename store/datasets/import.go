@@ -314,53 +314,17 @@ func (im *Importer) run(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, j *jo
 		return err
 	}
 	table := Table(d.TableSchema, d.ID)
-	im.progress(ctx, p, "analyzing", "reading the file's columns")
-	path := im.UploadPath(pl.StorageKey)
-	format := ingest.Format(pl.Format)
-	// The file's columns and dialect; types only matter for columns the import adds.
-	schema, err := ingest.InferSample(path, format, HeaderSample)
+	schema, seq, plan, err := im.fitFile(ctx, tx, table, cols, pl, p)
 	if err != nil {
-		return fileError(err)
-	}
-	var seq sql.NullString // the identity sequence of an integer key
-	if k, ok := UserKey(cols); ok {
-		if err := tx.GetContext(ctx, &seq, `SELECT pg_get_serial_sequence($1, $2)`, table, k.Name); err != nil {
-			return err
-		}
-	}
-	plan, err := fitColumns(cols, schema.Columns, pl.Mode, pl.AddColumns, seq.Valid)
-	if err == nil && pl.AddColumns && schema.Sampled && (len(plan.added) > 0 || format == ingest.JSON || format == ingest.NDJSON) {
-		// An added column takes the type of all its values, not of the first ones (and a
-		// JSON key first seen further down is a column to add too).
-		im.progress(ctx, p, "analyzing", "inferring the added columns' types from the whole file")
-		if schema, err = ingest.Infer(path, format); err != nil {
-			return fileError(err)
-		}
-		plan, err = fitColumns(cols, schema.Columns, pl.Mode, pl.AddColumns, seq.Valid)
-	}
-	if err != nil {
-		return jobs.Permanent(err)
+		return err
 	}
 
 	// 1. The file into a staging table, typed and constrained as the dataset's columns: the
 	// dataset's readers go on.
 	staging := Table(d.TableSchema, stagingName(d.ID))
-	ddl, err := stagingTable(staging, d.ID, plan, seq.Valid)
+	rows, err := stage(ctx, conn, tx, staging, d.ID, plan, seq.Valid, schema, im.UploadPath(pl.StorageKey), p)
 	if err != nil {
-		return jobs.Permanent(err)
-	}
-	if _, err := tx.ExecContext(ctx, ddl); err != nil {
 		return err
-	}
-	read := &ingest.Schema{Format: schema.Format, Dialect: schema.Dialect, Columns: plan.read, Rows: schema.Rows, Sampled: schema.Sampled}
-	total := schema.Rows
-	if schema.Sampled {
-		total = 0
-	}
-	p.Set(ctx, "loading", 0, total, "loading the file's rows")
-	rows, err := copyRows(ctx, conn, staging, read, path, p)
-	if err != nil {
-		return stagingError(err, stagingName(d.ID))
 	}
 	phases.mark("stage")
 
@@ -389,54 +353,12 @@ func (im *Importer) run(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, j *jo
 	phases.mark("lock")
 	m := &merge{tx: tx, d: d, table: table, staging: staging, plan: plan, seq: seq.String, rows: rows, cols: cols, mark: phases.mark}
 	res := &ImportResult{Mode: pl.Mode, JobID: j.ID}
-	switch {
-	case pl.Mode == ModeAppend:
-		// Subscribers learn of each new record (record.created), as the trigger tells them.
-		if err := m.check(ctx, pl.Mode, true); err != nil {
-			return err
-		}
-		phases.mark("check")
-		if res.Inserted, err = m.insert(ctx, false); err != nil {
-			return err
-		}
-	case rows >= RebuildRows && rows*10 >= deref(d.RowCount):
-		// A large share of the table: a new table is built and swapped in (one change event).
-		if err := m.check(ctx, pl.Mode, false); err != nil {
-			return err
-		}
-		phases.mark("check")
-		if err := m.rebuild(ctx, pl.Mode == ModeReplace, res, func(ddl func() error) error {
-			if im.Around != nil {
-				return im.Around(ctx, tx, d, now, ddl)
-			}
-			return ddl()
-		}); err != nil {
-			return err
-		}
-	default:
-		// In place, without the per-record trigger: one change event for the whole import.
-		if err := m.check(ctx, pl.Mode, true); err != nil {
-			return err
-		}
-		phases.mark("check")
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+table+` DISABLE TRIGGER dp_changes`); err != nil {
-			return err
-		}
-		if err := m.upsert(ctx, pl.Mode == ModeReplace, res); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+table+` ENABLE TRIGGER dp_changes`); err != nil {
-			return err
-		}
+	if err := im.mergeRows(ctx, tx, m, pl.Mode, now, res); err != nil {
+		return err
 	}
 	phases.mark("merge")
 	if pl.Mode != ModeAppend {
-		b, _ := json.Marshal(res)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO platform.record_changes (dataset_id, record_id, op, changes, changed_at)
-			VALUES ($1, '', 'imported', $2, $3)`, d.ID, string(b), now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `SELECT pg_notify('record_changes', $1)`, d.ID); err != nil {
+		if err := importedEvent(ctx, tx, d.ID, res, now); err != nil {
 			return err
 		}
 	}
@@ -455,6 +377,120 @@ func (im *Importer) run(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, j *jo
 	im.Log.Info("import merged", append([]any{"dataset_id", d.ID, "job_id", j.ID, "mode", pl.Mode, "rows", rows, "inserted", res.Inserted,
 		"updated", res.Updated, "unchanged", res.Unchanged, "deleted", res.Deleted}, phases.parts...)...)
 	return nil
+}
+
+// fitFile reads the file's columns and dialect and fits them to the dataset's cols; seq is the
+// identity sequence of an integer key.
+func (im *Importer) fitFile(ctx context.Context, tx *sqlx.Tx, table string, cols []ingest.Column, pl *ImportPayload, p *jobs.Progress) (*ingest.Schema, sql.NullString, *importPlan, error) {
+	var seq sql.NullString
+	im.progress(ctx, p, "analyzing", "reading the file's columns")
+	path := im.UploadPath(pl.StorageKey)
+	format := ingest.Format(pl.Format)
+	// The file's columns and dialect; types only matter for columns the import adds.
+	schema, err := ingest.InferSample(path, format, HeaderSample)
+	if err != nil {
+		return nil, seq, nil, fileError(err)
+	}
+	if k, ok := UserKey(cols); ok {
+		if err := tx.GetContext(ctx, &seq, `SELECT pg_get_serial_sequence($1, $2)`, table, k.Name); err != nil {
+			return nil, seq, nil, err
+		}
+	}
+	plan, err := fitColumns(cols, schema.Columns, pl.Mode, pl.AddColumns, seq.Valid)
+	if err == nil && pl.AddColumns && schema.Sampled && (len(plan.added) > 0 || format == ingest.JSON || format == ingest.NDJSON) {
+		// An added column takes the type of all its values, not of the first ones (and a
+		// JSON key first seen further down is a column to add too).
+		im.progress(ctx, p, "analyzing", "inferring the added columns' types from the whole file")
+		if schema, err = ingest.Infer(path, format); err != nil {
+			return nil, seq, nil, fileError(err)
+		}
+		plan, err = fitColumns(cols, schema.Columns, pl.Mode, pl.AddColumns, seq.Valid)
+	}
+	if err != nil {
+		return nil, seq, nil, jobs.Permanent(err)
+	}
+	return schema, seq, plan, nil
+}
+
+// stage copies the file's rows into the staging table, typed and constrained as the
+// dataset's columns, and returns how many there are.
+func stage(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, staging, datasetID string, plan *importPlan, keyGen bool, schema *ingest.Schema, path string, p *jobs.Progress) (int64, error) {
+	ddl, err := stagingTable(staging, datasetID, plan, keyGen)
+	if err != nil {
+		return 0, jobs.Permanent(err)
+	}
+	if _, err := tx.ExecContext(ctx, ddl); err != nil {
+		return 0, err
+	}
+	read := &ingest.Schema{Format: schema.Format, Dialect: schema.Dialect, Columns: plan.read, Rows: schema.Rows, Sampled: schema.Sampled}
+	total := schema.Rows
+	if schema.Sampled {
+		total = 0
+	}
+	p.Set(ctx, "loading", 0, total, "loading the file's rows")
+	rows, err := copyRows(ctx, conn, staging, read, path, p)
+	if err != nil {
+		return 0, stagingError(err, stagingName(datasetID))
+	}
+	return rows, nil
+}
+
+// mergeRows moves the staged rows into the dataset's table, the way the mode and the share of
+// the table the file is call for.
+func (im *Importer) mergeRows(ctx context.Context, tx *sqlx.Tx, m *merge, mode string, now time.Time, res *ImportResult) error {
+	var err error
+	switch {
+	case mode == ModeAppend:
+		// Subscribers learn of each new record (record.created), as the trigger tells them.
+		if err := m.check(ctx, mode, true); err != nil {
+			return err
+		}
+		m.mark("check")
+		if res.Inserted, err = m.insert(ctx, false); err != nil {
+			return err
+		}
+	case m.rows >= RebuildRows && m.rows*10 >= deref(m.d.RowCount):
+		// A large share of the table: a new table is built and swapped in (one change event).
+		if err := m.check(ctx, mode, false); err != nil {
+			return err
+		}
+		m.mark("check")
+		if err := m.rebuild(ctx, mode == ModeReplace, res, func(ddl func() error) error {
+			if im.Around != nil {
+				return im.Around(ctx, tx, m.d, now, ddl)
+			}
+			return ddl()
+		}); err != nil {
+			return err
+		}
+	default:
+		// In place, without the per-record trigger: one change event for the whole import.
+		if err := m.check(ctx, mode, true); err != nil {
+			return err
+		}
+		m.mark("check")
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+m.table+` DISABLE TRIGGER dp_changes`); err != nil {
+			return err
+		}
+		if err := m.upsert(ctx, mode == ModeReplace, res); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+m.table+` ENABLE TRIGGER dp_changes`); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// importedEvent is the one change event of an upsert or replace, and its notification.
+func importedEvent(ctx context.Context, tx *sqlx.Tx, datasetID string, res *ImportResult, now time.Time) error {
+	b, _ := json.Marshal(res)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO platform.record_changes (dataset_id, record_id, op, changes, changed_at)
+		VALUES ($1, '', 'imported', $2, $3)`, datasetID, string(b), now); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_notify('record_changes', $1)`, datasetID)
+	return err
 }
 
 // stagingError keeps the staging table's name out of a refused value's message: the user

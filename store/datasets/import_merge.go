@@ -303,22 +303,13 @@ func (m *merge) upsert(ctx context.Context, replace bool, res *ImportResult) err
 // the saved views reading it) are carried over. Readers keep reading the old table until the
 // swap, which takes its ACCESS EXCLUSIVE lock from then to the commit.
 func (m *merge) rebuild(ctx context.Context, replace bool, res *ImportResult, around func(ddl func() error) error) error {
-	tx := m.tx
 	rel := m.d.ID + "_import"
 	next := Table(m.d.TableSchema, rel)
-	exec := func(qs ...string) error {
-		for _, q := range qs {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return mergeError(err)
-			}
-		}
-		return nil
-	}
 	var count struct {
 		Live    int64 `db:"live"`
 		Deleted int64 `db:"deleted"`
 	}
-	if err := tx.GetContext(ctx, &count, `SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted
+	if err := m.tx.GetContext(ctx, &count, `SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted
 		FROM `+m.table); err != nil {
 		return err
 	}
@@ -331,12 +322,8 @@ func (m *merge) rebuild(ctx context.Context, replace bool, res *ImportResult, ar
 		}
 		if !changes && (!replace || count.Live == m.rows && count.Deleted == 0) {
 			// (No constraint is built to find a key the file has twice: look for one.)
-			for _, c := range m.plan.into {
-				if c.Key || c.Constraints != nil && c.Constraints.Unique {
-					if err := m.duplicate(ctx, c); err != nil {
-						return err
-					}
-				}
+			if err := m.duplicates(ctx); err != nil {
+				return err
 			}
 			res.Unchanged = m.rows
 			m.mark("compare")
@@ -345,7 +332,7 @@ func (m *merge) rebuild(ctx context.Context, replace bool, res *ImportResult, ar
 	}
 	m.mark("prepare")
 	// A join of a million rows hashes in memory rather than in batches on disk.
-	if err := exec(`SET LOCAL work_mem = '64MB'`); err != nil {
+	if err := m.execAll(ctx, `SET LOCAL work_mem = '64MB'`); err != nil {
 		return err
 	}
 	idents, err := m.build(ctx, next, replace, count.Live, res)
@@ -353,44 +340,12 @@ func (m *merge) rebuild(ctx context.Context, replace bool, res *ImportResult, ar
 		return err
 	}
 	m.mark("define")
-	// The key and unique constraints, under names of their own until the swap (their
-	// indexes share the schema's namespace with the old table's).
-	var cons []struct {
-		Name string `db:"conname"`
-		Def  string `db:"def"`
-	}
-	if err := tx.SelectContext(ctx, &cons, `SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
-		WHERE conrelid = $1::regclass AND contype IN ('p', 'u') ORDER BY contype, conname`, m.table); err != nil {
+	cons, temp, err := m.keyConstraints(ctx, rel, next)
+	if err != nil {
 		return err
 	}
-	temp := make([]string, len(cons))
-	for i, c := range cons {
-		temp[i] = constraintName(fmt.Sprintf("%s_c%d", rel, i))
-		if err := exec(`SAVEPOINT dp_key`); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+next+` ADD CONSTRAINT `+pq.QuoteIdentifier(temp[i])+` `+c.Def); err != nil {
-			var pe *pq.Error
-			if errors.As(err, &pe) && pe.Code == "23505" {
-				if err := exec(`ROLLBACK TO SAVEPOINT dp_key`); err != nil {
-					return err
-				}
-				for _, c := range m.plan.into { // the file has a value twice, or (upsert) one a kept record has
-					if c.Key || c.Constraints != nil && c.Constraints.Unique {
-						if err := m.duplicate(ctx, c); err != nil {
-							return err
-						}
-					}
-				}
-			}
-			return mergeError(err)
-		}
-		if err := exec(`RELEASE SAVEPOINT dp_key`); err != nil {
-			return err
-		}
-	}
 	m.mark("keys")
-	if err := exec(append(RowSecurity(next), ChangeTrigger(next, KeyOf(m.cols)))...); err != nil {
+	if err := m.execAll(ctx, append(RowSecurity(next), ChangeTrigger(next, KeyOf(m.cols)))...); err != nil {
 		return err
 	}
 	if err := m.lockExclusive(ctx); err != nil {
@@ -405,8 +360,71 @@ func (m *merge) rebuild(ctx context.Context, replace bool, res *ImportResult, ar
 		for _, id := range idents {
 			qs = append(qs, `ALTER SEQUENCE `+id.Next+` RENAME TO `+pq.QuoteIdentifier(id.Name))
 		}
-		return exec(qs...)
+		return m.execAll(ctx, qs...)
 	})
+}
+
+// execAll runs the statements in order, the first error a merge error.
+func (m *merge) execAll(ctx context.Context, qs ...string) error {
+	for _, q := range qs {
+		if _, err := m.tx.ExecContext(ctx, q); err != nil {
+			return mergeError(err)
+		}
+	}
+	return nil
+}
+
+// duplicates fails on a value the key or a unique column has twice.
+func (m *merge) duplicates(ctx context.Context) error {
+	for _, c := range m.plan.into {
+		if c.Key || c.Constraints != nil && c.Constraints.Unique {
+			if err := m.duplicate(ctx, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// constraint is a table constraint and its definition.
+type constraint struct {
+	Name string `db:"conname"`
+	Def  string `db:"def"`
+}
+
+// keyConstraints adds the old table's key and unique constraints to next, under names of
+// their own until the swap (their indexes share the schema's namespace with the old table's):
+// it returns them and their temporary names.
+func (m *merge) keyConstraints(ctx context.Context, rel, next string) ([]constraint, []string, error) {
+	var cons []constraint
+	if err := m.tx.SelectContext(ctx, &cons, `SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
+		WHERE conrelid = $1::regclass AND contype IN ('p', 'u') ORDER BY contype, conname`, m.table); err != nil {
+		return nil, nil, err
+	}
+	temp := make([]string, len(cons))
+	for i, c := range cons {
+		temp[i] = constraintName(fmt.Sprintf("%s_c%d", rel, i))
+		if err := m.execAll(ctx, `SAVEPOINT dp_key`); err != nil {
+			return nil, nil, err
+		}
+		if _, err := m.tx.ExecContext(ctx, `ALTER TABLE `+next+` ADD CONSTRAINT `+pq.QuoteIdentifier(temp[i])+` `+c.Def); err != nil {
+			var pe *pq.Error
+			if errors.As(err, &pe) && pe.Code == "23505" {
+				if err := m.execAll(ctx, `ROLLBACK TO SAVEPOINT dp_key`); err != nil {
+					return nil, nil, err
+				}
+				// the file has a value twice, or (upsert) one a kept record has
+				if err := m.duplicates(ctx); err != nil {
+					return nil, nil, err
+				}
+			}
+			return nil, nil, mergeError(err)
+		}
+		if err := m.execAll(ctx, `RELEASE SAVEPOINT dp_key`); err != nil {
+			return nil, nil, err
+		}
+	}
+	return cons, temp, nil
 }
 
 // identity is an identity column of the old table: its sequence (qualified, and its name),
@@ -430,53 +448,96 @@ func (m *merge) build(ctx context.Context, next string, replace bool, live int64
 		WHERE a.attrelid = $1::regclass AND a.attidentity <> '' AND NOT a.attisdropped`, m.table); err != nil {
 		return nil, err
 	}
-	// continueSeqs gives next's identity columns their sequences' places in the old ones.
-	continueSeqs := func() error {
-		for i, id := range idents {
-			if err := m.tx.GetContext(ctx, &idents[i].Next, `SELECT pg_get_serial_sequence($1, $2)`, next, id.Column); err != nil {
-				return err
-			}
-			if _, err := m.tx.ExecContext(ctx, `SELECT setval(`+pq.QuoteLiteral(idents[i].Next)+`, last_value, is_called) FROM `+id.Seq); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	if !m.keyed() { // nothing to match: the file's rows are the records, with new keys
-		if _, err := m.tx.ExecContext(ctx, `CREATE TABLE `+next+` (LIKE `+m.table+` INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMPRESSION)`); err != nil {
-			return nil, err
-		}
-		if err := continueSeqs(); err != nil {
-			return nil, err
-		}
-		names, exprs := make([]string, len(m.plan.into)), make([]string, len(m.plan.into))
-		for i, c := range m.plan.into {
-			seq := ""
-			for _, id := range idents {
-				if id.Column == c.Name {
-					seq = id.Next
-				}
-			}
-			names[i], exprs[i] = m.q(c), m.keyExpr(c, "s", seq)
-		}
-		n, err := m.exec(ctx, `INSERT INTO `+next+` (`+strings.Join(names, ", ")+`) SELECT `+strings.Join(exprs, ", ")+` FROM `+m.staging+` s`)
-		res.Inserted, res.Deleted = n, live
-		return idents, err
+		return idents, m.buildUnkeyed(ctx, next, idents, live, res)
 	}
+	value, unchanged, from, err := m.mergedValues(replace)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := m.attributes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	alter, err := m.fill(ctx, next, attrs, value, unchanged, from)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.define(ctx, next, attrs, alter); err != nil {
+		return nil, err
+	}
+	if err := m.continueSeqs(ctx, next, idents); err != nil {
+		return nil, err
+	}
+	// New records were created now, changed ones updated now.
+	var n struct {
+		New     int64 `db:"new"`
+		Touched int64 `db:"touched"`
+	}
+	if err := m.tx.GetContext(ctx, &n, `SELECT count(*) FILTER (WHERE created_at = now()) AS new,
+		count(*) FILTER (WHERE updated_at = now() AND created_at <> now()) AS touched FROM `+next); err != nil {
+		return nil, err
+	}
+	res.Inserted, res.Updated = n.New, n.Touched
+	res.Unchanged = m.rows - res.Inserted - res.Updated
+	if replace {
+		res.Deleted = live - res.Updated - res.Unchanged
+	}
+	return idents, nil
+}
+
+// continueSeqs gives next's identity columns their sequences' places in the old ones.
+func (m *merge) continueSeqs(ctx context.Context, next string, idents []identity) error {
+	for i, id := range idents {
+		if err := m.tx.GetContext(ctx, &idents[i].Next, `SELECT pg_get_serial_sequence($1, $2)`, next, id.Column); err != nil {
+			return err
+		}
+		if _, err := m.tx.ExecContext(ctx, `SELECT setval(`+pq.QuoteLiteral(idents[i].Next)+`, last_value, is_called) FROM `+id.Seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildUnkeyed fills next with the file's rows as new records: there is no key to match.
+func (m *merge) buildUnkeyed(ctx context.Context, next string, idents []identity, live int64, res *ImportResult) error {
+	if _, err := m.tx.ExecContext(ctx, `CREATE TABLE `+next+` (LIKE `+m.table+` INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMPRESSION)`); err != nil {
+		return err
+	}
+	if err := m.continueSeqs(ctx, next, idents); err != nil {
+		return err
+	}
+	names, exprs := make([]string, len(m.plan.into)), make([]string, len(m.plan.into))
+	for i, c := range m.plan.into {
+		seq := ""
+		for _, id := range idents {
+			if id.Column == c.Name {
+				seq = id.Next
+			}
+		}
+		names[i], exprs[i] = m.q(c), m.keyExpr(c, "s", seq)
+	}
+	n, err := m.exec(ctx, `INSERT INTO `+next+` (`+strings.Join(names, ", ")+`) SELECT `+strings.Join(exprs, ", ")+` FROM `+m.staging+` s`)
+	res.Inserted, res.Deleted = n, live
+	return err
+}
+
+// mergedValues is, per column, its value in the new table of a keyed merge; unchanged, the
+// condition of a record keeping its values; from, the join the values are read from.
+func (m *merge) mergedValues(replace bool) (value map[string]string, unchanged, from string, err error) {
 	k := m.q(*m.plan.key)
 	before, after, err := m.compared(replace)
 	if err != nil {
-		return nil, jobs.Permanent(err)
+		return nil, "", "", jobs.Permanent(err)
 	}
 	defs, err := m.defaults()
 	if err != nil {
-		return nil, jobs.Permanent(err)
+		return nil, "", "", jobs.Permanent(err)
 	}
 	// t is a live record (a soft-deleted one the file has comes back as a new record).
 	liveT := `t.` + k + ` IS NOT NULL AND t.deleted_at IS NULL`
-	unchanged := liveT + ` AND ` + same(before, after)
-	value := map[string]string{} // column → its value in the new table
-	var from string
+	unchanged = liveT + ` AND ` + same(before, after)
+	value = map[string]string{} // column → its value in the new table
 	if replace {
 		// The file's rows; a record whose key the file has keeps its creation time and
 		// (when its values do not change) its version; the columns the file lacks take
@@ -506,20 +567,32 @@ func (m *merge) build(ctx context.Context, next string, replace bool, live int64
 		unchanged = present + ` IS NULL OR ` + unchanged
 		from = ` FROM ` + m.table + ` t FULL JOIN (SELECT *, true AS "dp.present" FROM ` + m.staging + `) s ON t.` + k + ` = s.` + k
 	}
-	// The new table has the old one's columns, in their order and of their types.
-	var attrs []struct {
-		Name     string `db:"attname"`
-		Type     string `db:"type"`
-		NotNull  bool   `db:"attnotnull"`
-		Default  string `db:"def"`
-		Identity string `db:"attidentity"`
-	}
-	if err := m.tx.SelectContext(ctx, &attrs, `SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull,
+	return value, unchanged, from, nil
+}
+
+// attribute is a column of the old table as the new one must have it.
+type attribute struct {
+	Name     string `db:"attname"`
+	Type     string `db:"type"`
+	NotNull  bool   `db:"attnotnull"`
+	Default  string `db:"def"`
+	Identity string `db:"attidentity"`
+}
+
+// attributes are the old table's columns, in their order.
+func (m *merge) attributes(ctx context.Context) ([]attribute, error) {
+	var attrs []attribute
+	err := m.tx.SelectContext(ctx, &attrs, `SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull,
 		coalesce(pg_get_expr(d.adbin, d.adrelid), '') AS def, a.attidentity::text AS attidentity
 		FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-		WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, m.table); err != nil {
-		return nil, err
-	}
+		WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, m.table)
+	return attrs, err
+}
+
+// fill creates next with the old table's columns, in their order and of their types, from
+// the merged values, and gives a generated key the file left empty the old sequence's next;
+// it returns the ALTER TABLE clauses of the columns' defaults and NOT NULL.
+func (m *merge) fill(ctx context.Context, next string, attrs []attribute, value map[string]string, unchanged, from string) ([]string, error) {
 	// Whether a record keeps its values is worked out once per row (the subquery is not
 	// flattened: OFFSET 0), then decides its updated_at and version.
 	value["updated_at"] = `CASE WHEN "dp.same" THEN "dp.updated_at" ELSE now() END`
@@ -552,6 +625,7 @@ func (m *merge) build(ctx context.Context, next string, replace bool, live int64
 	m.mark("fill")
 	// A generated key the file left empty is the old sequence's next.
 	if m.seq != "" {
+		k := m.q(*m.plan.key)
 		var empty bool
 		if err := m.tx.GetContext(ctx, &empty, `SELECT EXISTS (SELECT 1 FROM `+m.staging+` WHERE `+k+` IS NULL)`); err != nil {
 			return nil, err
@@ -562,13 +636,19 @@ func (m *merge) build(ctx context.Context, next string, replace bool, live int64
 			}
 		}
 	}
+	return alter, nil
+}
+
+// define gives next the rest of the old table's definition: with alter (defaults, NOT NULL),
+// its CHECK constraints and identity columns.
+func (m *merge) define(ctx context.Context, next string, attrs []attribute, alter []string) error {
 	var checks []struct {
 		Name string `db:"conname"`
 		Def  string `db:"def"`
 	}
 	if err := m.tx.SelectContext(ctx, &checks, `SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
 		WHERE conrelid = $1::regclass AND contype = 'c' ORDER BY conname`, m.table); err != nil {
-		return nil, err
+		return err
 	}
 	for _, c := range checks {
 		alter = append(alter, `ADD CONSTRAINT `+pq.QuoteIdentifier(c.Name)+` `+c.Def)
@@ -584,27 +664,10 @@ func (m *merge) build(ctx context.Context, next string, replace bool, live int64
 	if len(alter) > 0 {
 		// One statement: NOT NULL and the checks are verified in one scan.
 		if _, err := m.tx.ExecContext(ctx, `ALTER TABLE `+next+` `+strings.Join(alter, ", ")); err != nil {
-			return nil, mergeError(err)
+			return mergeError(err)
 		}
 	}
-	if err := continueSeqs(); err != nil {
-		return nil, err
-	}
-	// New records were created now, changed ones updated now.
-	var n struct {
-		New     int64 `db:"new"`
-		Touched int64 `db:"touched"`
-	}
-	if err := m.tx.GetContext(ctx, &n, `SELECT count(*) FILTER (WHERE created_at = now()) AS new,
-		count(*) FILTER (WHERE updated_at = now() AND created_at <> now()) AS touched FROM `+next); err != nil {
-		return nil, err
-	}
-	res.Inserted, res.Updated = n.New, n.Touched
-	res.Unchanged = m.rows - res.Inserted - res.Updated
-	if replace {
-		res.Deleted = live - res.Updated - res.Unchanged
-	}
-	return idents, nil
+	return nil
 }
 
 // changes reports whether the staged rows change the table: a row whose key no live record

@@ -83,10 +83,35 @@ func (in *Ingester) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) e
 		return err
 	}
 	defer tx.Rollback()
+	ph := &phases{last: start}
+	ctx = context.WithValue(ctx, phasesKey{}, ph)
 	if err := in.load(ctx, conn, tx, &pl, start, p); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	lap(ctx, "commit")
+	in.Log.Info("dataset loaded", append([]any{"dataset_id", pl.DatasetID, "total_ms", time.Since(start).Milliseconds()}, ph.ms...)...)
+	return nil
+}
+
+// phases times the steps of one load for its log line ("dataset loaded": infer_ms, copy_ms,
+// key_ms, analyze_ms...), kept in the load's context.
+type phases struct {
+	last time.Time
+	ms   []any
+}
+
+type phasesKey struct{}
+
+// lap ends the load's current step, named name.
+func lap(ctx context.Context, name string) {
+	if ph, ok := ctx.Value(phasesKey{}).(*phases); ok {
+		now := time.Now()
+		ph.ms = append(ph.ms, name+"_ms", now.Sub(ph.last).Milliseconds())
+		ph.last = now
+	}
 }
 
 func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *Payload, start time.Time, p *jobs.Progress) error {
@@ -117,6 +142,7 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *
 	if err != nil {
 		return fileError(err)
 	}
+	lap(ctx, "infer")
 	cols, err := in.loadFile(ctx, conn, tx, d, pl, schema, path, p)
 	if err != nil && schema.Sampled && jobs.IsPermanent(err) {
 		p.Set(ctx, "analyzing", 0, 0, "a value did not fit the sampled types: inferring from the whole file")
@@ -131,6 +157,7 @@ func (in *Ingester) load(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, pl *
 	if _, err := tx.ExecContext(ctx, ChangeTrigger(Table(d.TableSchema, d.ID), KeyOf(cols))); err != nil {
 		return err
 	}
+	lap(ctx, "trigger")
 	colsJSON, _ := json.Marshal(cols)
 	d.Columns = string(colsJSON)
 	return in.ready(ctx, tx, d, start, time.Since(start).Milliseconds(), p)
@@ -143,6 +170,7 @@ func (in *Ingester) ready(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, st
 	if err := Analyze(ctx, tx, d, now); err != nil {
 		return err
 	}
+	lap(ctx, "analyze")
 	indexMS := time.Since(start).Milliseconds() - loadMS
 	d.Status, d.Error, d.ProcessingTimeMS, d.IndexTimeMS, d.IndexedAt, d.UpdatedAt = "active", nil, &loadMS, &indexMS, &now, now
 	if err := store.FinishDataset(ctx, tx, d); err != nil {
@@ -154,6 +182,7 @@ func (in *Ingester) ready(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, st
 		}
 	}
 	p.Set(ctx, "complete", *d.RowCount, *d.RowCount, "")
+	lap(ctx, "finish")
 	return store.Emit(ctx, tx, "dataset.ready", d.OrgID, map[string]any{"dataset_id": d.ID, "project_id": d.ProjectID, "row_count": *d.RowCount}, now)
 }
 
@@ -191,8 +220,10 @@ func (in *Ingester) loadFile(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, 
 		}
 		cands = keyCandidates(d.Name, cols, referenced)
 	}
+	lap(ctx, "copy")
 	p.Set(ctx, "indexing", 0, 0, "choosing the records' key")
 	cols, err = chooseKey(ctx, tx, d.TableSchema, d.ID, cols, cands, declared)
+	lap(ctx, "key")
 	var ke *KeyError
 	if errors.As(err, &ke) {
 		return nil, jobs.Permanent(err)
@@ -268,7 +299,7 @@ func copyRows(ctx context.Context, conn *sqlx.Conn, table string, schema *ingest
 	if err != nil {
 		return 0, fileError(err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	names := make([]string, len(schema.Columns))
 	for i, c := range schema.Columns {
 		names[i] = pq.QuoteIdentifier(c.Name)
@@ -285,10 +316,10 @@ func copyRows(ctx context.Context, conn *sqlx.Conn, table string, schema *ingest
 		}
 		st, ok := ds.(copyDataStmt)
 		if !ok {
-			ds.Close()
+			_ = ds.Close()
 			return errors.New("the database driver cannot stream COPY data")
 		}
-		defer st.Close()
+		defer func() { _ = st.Close() }()
 		// Lines are handed to the driver in batches of about 64 KiB (CopyData adds the last
 		// newline itself): one call and one copy per batch instead of per row.
 		batch := make([]byte, 0, 72<<10)

@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"dataplatform/store/ingest"
@@ -44,11 +45,11 @@ func Preview(ctx context.Context, q sqlx.QueryerContext, t TableDef, limit, offs
 		live = ` WHERE deleted_at IS NULL`
 	}
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM `+t.Qualified()+live); err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, fmt.Errorf("preview dataset: %w", err)
 	}
 	rs, err := q.QueryxContext(ctx, `SELECT `+sel+` FROM `+t.Qualified()+live+order+` LIMIT $1 OFFSET $2`, limit, offset)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, fmt.Errorf("preview dataset: %w", err)
 	}
 	defer rs.Close()
 	rows = [][]*any{}
@@ -59,7 +60,7 @@ func Preview(ctx context.Context, q sqlx.QueryerContext, t TableDef, limit, offs
 	}
 	for rs.Next() {
 		if err := rs.Scan(ptrs...); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, fmt.Errorf("preview dataset: %w", err)
 		}
 		row := make([]*any, len(vals))
 		for i, v := range vals {

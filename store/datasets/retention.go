@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"dataplatform/store"
@@ -22,13 +23,13 @@ func PurgeDeleted(ctx context.Context, db *sqlx.DB, now time.Time) (int64, error
 		FROM platform.datasets d JOIN platform.organizations o ON o.id = d.organization_id
 		WHERE d.status = 'active' AND d.tables IS NULL`, store.DefaultSettings().Defaults.DatasetRetentionDays)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("purge deleted records: %w", err)
 	}
 	var n int64
 	for i := range ds {
 		ts, err := Tables(&ds[i].Dataset)
 		if err != nil {
-			return n, err
+			return n, fmt.Errorf("purge deleted records: %w", err)
 		}
 		before := now.AddDate(0, 0, -ds[i].Days)
 		for _, t := range ts {
@@ -37,7 +38,7 @@ func PurgeDeleted(ctx context.Context, db *sqlx.DB, now time.Time) (int64, error
 			}
 			res, err := db.ExecContext(ctx, `DELETE FROM `+t.Qualified()+` WHERE deleted_at < $1`, before)
 			if err != nil {
-				return n, err
+				return n, fmt.Errorf("purge deleted records: %w", err)
 			}
 			k, _ := res.RowsAffected()
 			n += k

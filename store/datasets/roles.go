@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -54,11 +55,11 @@ func createSchema(ctx context.Context, tx *sqlx.Tx, name string) error {
 func EnsureSchema(ctx context.Context, db *sqlx.DB, name string) error {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("ensure schema: %w", err)
 	}
 	defer tx.Rollback()
 	if err := createSchema(ctx, tx, name); err != nil {
-		return err
+		return fmt.Errorf("ensure schema: %w", err)
 	}
 	return tx.Commit()
 }
@@ -73,36 +74,36 @@ func EnsureQueryRole(ctx context.Context, db *sqlx.DB, orgID string) error {
 	role, schema := pq.QuoteIdentifier(QueryRole(orgID)), pq.QuoteIdentifier(orgID)
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("ensure query role: %w", err)
 	}
 	defer tx.Rollback()
 	if err := ensureRole(ctx, tx, orgID); err != nil {
-		return err
+		return fmt.Errorf("ensure query role: %w", err)
 	}
 	if err := createSchema(ctx, tx, orgID); err != nil {
-		return err
+		return fmt.Errorf("ensure query role: %w", err)
 	}
 	for _, q := range []string{`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
 		`GRANT SELECT ON ALL TABLES IN SCHEMA ` + schema + ` TO ` + role,
 		`ALTER DEFAULT PRIVILEGES IN SCHEMA ` + schema + ` GRANT SELECT ON TABLES TO ` + role} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
+			return fmt.Errorf("ensure query role: %w", err)
 		}
 	}
 	var bare []string
 	if err := tx.SelectContext(ctx, &bare, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = $1 AND c.relkind = 'r' AND NOT EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = 'dp_live')`, orgID); err != nil {
-		return err
+		return fmt.Errorf("ensure query role: %w", err)
 	}
 	for _, t := range bare {
 		for _, q := range RowSecurity(Table(orgID, t)) {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return err
+				return fmt.Errorf("ensure query role: %w", err)
 			}
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return err
+		return fmt.Errorf("ensure query role: %w", err)
 	}
 	rolesReady.Store(orgID, true)
 	return nil
@@ -135,7 +136,7 @@ func DropQueryRole(ctx context.Context, tx *sqlx.Tx, orgID string) error {
 	role := pq.QuoteIdentifier(QueryRole(orgID))
 	for _, q := range []string{`DROP OWNED BY ` + role, `DROP ROLE ` + role} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
+			return fmt.Errorf("drop query role: %w", err)
 		}
 	}
 	rolesReady.Delete(orgID)
@@ -146,7 +147,7 @@ func DropQueryRole(ctx context.Context, tx *sqlx.Tx, orgID string) error {
 // query role: the organization and its data go.
 func DropOrganization(ctx context.Context, tx *sqlx.Tx, orgID string) error {
 	if _, err := tx.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+pq.QuoteIdentifier(orgID)+` CASCADE`); err != nil {
-		return err
+		return fmt.Errorf("drop organization tables: %w", err)
 	}
 	return DropQueryRole(ctx, tx, orgID)
 }
@@ -158,16 +159,16 @@ func DropOrganization(ctx context.Context, tx *sqlx.Tx, orgID string) error {
 // change organization.
 func MoveOrganization(ctx context.Context, tx *sqlx.Tx, from, to string, now time.Time) error {
 	if err := ensureRole(ctx, tx, to); err != nil {
-		return err
+		return fmt.Errorf("move organization tables: %w", err)
 	}
 	if err := createSchema(ctx, tx, to); err != nil {
-		return err
+		return fmt.Errorf("move organization tables: %w", err)
 	}
 	role, schema := pq.QuoteIdentifier(QueryRole(to)), pq.QuoteIdentifier(to)
 	for _, q := range []string{`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
 		`ALTER DEFAULT PRIVILEGES IN SCHEMA ` + schema + ` GRANT SELECT ON TABLES TO ` + role} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
+			return fmt.Errorf("move organization tables: %w", err)
 		}
 	}
 	var ds []struct {
@@ -176,42 +177,42 @@ func MoveOrganization(ctx context.Context, tx *sqlx.Tx, from, to string, now tim
 		Type   string `db:"type"`
 	}
 	if err := tx.SelectContext(ctx, &ds, `SELECT id, table_schema, type FROM platform.datasets WHERE organization_id = $1 FOR UPDATE`, from); err != nil {
-		return err
+		return fmt.Errorf("move organization tables: %w", err)
 	}
 	for _, d := range ds {
 		if d.Type == "database" {
 			if err := grantConnected(ctx, tx, to, d.ID); err != nil {
-				return err
+				return fmt.Errorf("move organization tables: %w", err)
 			}
 			continue
 		}
 		var exists bool
 		if err := tx.GetContext(ctx, &exists, `SELECT to_regclass($1) IS NOT NULL`, Table(d.Schema, d.ID)); err != nil {
-			return err
+			return fmt.Errorf("move organization tables: %w", err)
 		}
 		if exists { // a dataset still processing, or failed, may have no table
 			for _, q := range []string{`ALTER TABLE ` + Table(d.Schema, d.ID) + ` SET SCHEMA ` + schema,
 				`GRANT SELECT ON ` + Table(to, d.ID) + ` TO ` + role} {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
-					return err
+					return fmt.Errorf("move organization tables: %w", err)
 				}
 			}
 		}
 		// updated_at: every replica's cached description of the dataset is renewed.
 		if _, err := tx.ExecContext(ctx, `UPDATE platform.datasets SET table_schema = $2, updated_at = $3 WHERE id = $1`, d.ID, to, now); err != nil {
-			return err
+			return fmt.Errorf("move organization tables: %w", err)
 		}
 	}
 	// Saved views (store/views) move with the tables they read, which they name by oid.
 	var vs []string
 	if err := tx.SelectContext(ctx, &vs, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = $1 AND c.relkind = 'v'`, from); err != nil {
-		return err
+		return fmt.Errorf("move organization tables: %w", err)
 	}
 	for _, v := range vs {
 		for _, q := range []string{`ALTER VIEW ` + Table(from, v) + ` SET SCHEMA ` + schema, `GRANT SELECT ON ` + Table(to, v) + ` TO ` + role} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return err
+				return fmt.Errorf("move organization tables: %w", err)
 			}
 		}
 	}

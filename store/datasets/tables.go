@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -133,7 +134,7 @@ func Drop(ctx context.Context, tx *sqlx.Tx, d *store.Dataset) error {
 	}
 	for _, q := range qs {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
+			return fmt.Errorf("drop dataset table: %w", err)
 		}
 	}
 	return nil

@@ -34,7 +34,7 @@ func newExcelWriter(w io.Writer, cols []Column, header, esc bool) (*excelWriter,
 	f := excelize.NewFile()
 	sw, err := f.NewStreamWriter("Sheet1")
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, err
 	}
 	x := &excelWriter{w: w, f: f, sw: sw, cols: cols, next: 1, esc: esc}
@@ -43,7 +43,7 @@ func newExcelWriter(w io.Writer, cols []Column, header, esc bool) (*excelWriter,
 		fmt string
 	}{{&x.dateStyle, excelDateFormat}, {&x.timeStyle, excelTimeFormat}} {
 		if *st.id, err = f.NewStyle(&excelize.Style{CustomNumFmt: &st.fmt}); err != nil {
-			f.Close()
+			_ = f.Close()
 			return nil, err
 		}
 	}
@@ -56,7 +56,7 @@ func newExcelWriter(w io.Writer, cols []Column, header, esc bool) (*excelWriter,
 			}
 		}
 		if err := x.row(names); err != nil {
-			f.Close()
+			_ = f.Close()
 			return nil, err
 		}
 	}
@@ -122,7 +122,7 @@ func (x *excelWriter) timeCell(i int, t time.Time) any {
 }
 
 func (x *excelWriter) close() error {
-	defer x.f.Close()
+	defer func() { _ = x.f.Close() }()
 	if err := x.sw.Flush(); err != nil {
 		return err
 	}

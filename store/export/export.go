@@ -209,7 +209,7 @@ func (x *Writer) copy(rows Rows) error {
 				escaped = append(escaped, !c.Plain && c.Kind == Text && x.o.EscapeFormulas)
 			}
 		}
-		vals := make([]sql.RawBytes, len(quoted))
+		vals := make([]field, len(quoted))
 		ptrs := make([]any, len(quoted))
 		for i := range vals {
 			ptrs[i] = &vals[i]
@@ -225,9 +225,9 @@ func (x *Writer) copy(rows Rows) error {
 				}
 				switch {
 				case !quoted[i]:
-					b = append(b, v...)
-				case v != nil:
-					b = x.textField(b, v, escaped[i])
+					b = append(b, v.b...)
+				case !v.null:
+					b = x.textField(b, v.b, escaped[i])
 				}
 			}
 			x.out.buf = append(b, '\n')
@@ -261,6 +261,89 @@ func (x *Writer) copy(rows Rows) error {
 		}
 	}
 	return rows.Err()
+}
+
+// Raw writes a file whose rows the database has made already (COPY ... TO STDOUT) and
+// finishes it (Close); on an error the file is left unfinished (Abort). fill writes the rows
+// to the writer it is given: for csv the file's lines as they are (the header, when asked, is
+// this writer's), for json and ndjson one JSON object per line (no object holds a line
+// break), framed here as Copy frames them.
+func (x *Writer) Raw(fill func(w io.Writer) error) error {
+	var err error
+	switch x.format {
+	case "csv", "ndjson":
+		err = fill(rawLines{x})
+	case "json":
+		err = fill(&jsonLines{x: x})
+	default:
+		err = fmt.Errorf("a %s file is not written from raw lines", x.format)
+	}
+	if err != nil {
+		x.Abort()
+		return err
+	}
+	return x.Close()
+}
+
+// rawLines appends what it is given to the output as it is.
+type rawLines struct{ x *Writer }
+
+func (r rawLines) Write(p []byte) (int, error) {
+	r.x.out.buf = append(r.x.out.buf, p...)
+	r.x.out.maybe()
+	return len(p), nil
+}
+
+// jsonLines makes lines of JSON objects the elements of the json file's array: each line
+// break between two objects becomes ",\n" (as Copy separates them), the last one is dropped.
+type jsonLines struct {
+	x    *Writer
+	open bool // a line was begun and its break not written yet
+	n    int
+}
+
+func (j *jsonLines) Write(p []byte) (int, error) {
+	x := j.x
+	for rest := p; len(rest) > 0; {
+		if !j.open {
+			if j.n > 0 {
+				x.out.buf = append(x.out.buf, ',', '\n')
+			} else if x.o.BracketLines {
+				x.out.buf = append(x.out.buf, '\n')
+			}
+			j.open, j.n = true, j.n+1
+		}
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			x.out.buf = append(x.out.buf, rest...)
+			break
+		}
+		x.out.buf = append(x.out.buf, rest[:i]...)
+		j.open, rest = false, rest[i+1:]
+	}
+	x.out.maybe()
+	return len(p), nil
+}
+
+// field is a text value Copy scans: its bytes, or NULL. (A sql.RawBytes cannot tell an
+// empty string from NULL once it has held a NULL: both scan as nil.)
+type field struct {
+	b    []byte
+	null bool
+}
+
+func (f *field) Scan(src any) error {
+	f.b, f.null = f.b[:0], src == nil
+	switch v := src.(type) {
+	case nil:
+	case []byte:
+		f.b = append(f.b, v...)
+	case string:
+		f.b = append(f.b, v...)
+	default:
+		return fmt.Errorf("export: a %T where text was expected", src)
+	}
+	return nil
 }
 
 // json is v as JSON, as the record API writes it: a JSON document (json.RawMessage, from the
@@ -306,12 +389,12 @@ func (x *Writer) Close() error {
 func (x *Writer) Abort() {
 	switch {
 	case x.out != nil:
-		x.out.close()
+		_ = x.out.close() // aborting: the output is incomplete anyway
 	case x.xl != nil:
-		x.xl.f.Close()
+		_ = x.xl.f.Close() // aborting: the output is incomplete anyway
 	}
 	if x.gz != nil {
-		x.gz.Close()
+		_ = x.gz.Close() // aborting: the output is incomplete anyway
 	}
 }
 

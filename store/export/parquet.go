@@ -15,7 +15,7 @@ import (
 // (by default the whole file), so a row group ends every parquetGroupBytes of values: memory
 // stays bounded whatever the rows.
 type parquetWriter struct {
-	pw    *parquet.Writer
+	pw    *parquet.Writer //nolint:staticcheck // SA1019: the untyped writer fits rows whose schema is known only at run time
 	cols  []Column
 	leaf  []int // per column, its leaf: a Group orders its fields by name
 	batch []parquet.Row
@@ -66,7 +66,13 @@ func newParquetWriter(w io.Writer, cols []Column, schema string) *parquetWriter 
 }
 
 func (p *parquetWriter) row(vals []any) error {
-	r := make(parquet.Row, len(vals))
+	// The batch's rows are reused once written (parquet-go copies their values).
+	var r parquet.Row
+	if n := len(p.batch); n < cap(p.batch) && len(p.batch[:n+1][n]) == len(vals) {
+		r = p.batch[:n+1][n]
+	} else {
+		r = make(parquet.Row, len(vals))
+	}
 	for i, v := range vals {
 		pv, err := p.value(p.cols[i], v)
 		if err != nil {
@@ -100,8 +106,8 @@ func (p *parquetWriter) row(vals []any) error {
 }
 
 // value is v as c's parquet value: integers as they are or parsed from their text, numbers
-// parsed as doubles, dates as days and timestamps as microseconds since 1970 (from times or
-// their RFC 3339 text), the rest as text.
+// parsed as doubles, dates as days and timestamps as microseconds since 1970 (from times,
+// their RFC 3339 text, or those counts as integers), the rest as text.
 func (p *parquetWriter) value(c Column, v any) (parquet.Value, error) {
 	if v == nil {
 		return parquet.NullValue(), nil
@@ -128,6 +134,12 @@ func (p *parquetWriter) value(c Column, v any) (parquet.Value, error) {
 	case Bool:
 		return parquet.BooleanValue(v == true), nil
 	case Date, Timestamp:
+		if n, ok := v.(int64); ok { // days or microseconds since 1970 already
+			if c.Kind == Date {
+				return parquet.Int32Value(int32(n)), nil
+			}
+			return parquet.Int64Value(n), nil
+		}
 		t, ok := v.(time.Time)
 		if s, isText := v.(string); isText { // a query's rows carry times as RFC 3339 text
 			var err error

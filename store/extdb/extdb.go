@@ -142,7 +142,7 @@ func open(ctx context.Context, c Config, reached *netip.Addr) (*sql.DB, error) {
 	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout+time.Second)
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
-		db.Close()
+		_ = db.Close()
 		return nil, reason(err)
 	}
 	return db, nil
@@ -180,7 +180,7 @@ func read(ctx context.Context, c Config, opts Options, columns bool) (*Info, err
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	d := dialects[c.Type]
 	if err := db.QueryRowContext(ctx, d.version).Scan(&info.Version); err != nil {
 		return nil, reason(err)

@@ -207,7 +207,7 @@ func openCSVSource(path string, d *Dialect) (*csvSource, error) {
 	br := bufio.NewReaderSize(f, 1<<20)
 	head, peekErr := br.Peek(HeadSize)
 	if bytes.HasPrefix(head, bom) {
-		br.Discard(len(bom))
+		_, _ = br.Discard(len(bom)) // Peek has the bytes: Discard cannot fail
 		head = head[len(bom):]
 	}
 	s := &csvSource{f: f}
@@ -222,11 +222,11 @@ func openCSVSource(path string, d *Dialect) (*csvSource, error) {
 		err = &RowError{Reason: "the file has no records"}
 	}
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, err
 	}
 	if len(rec) > MaxColumns {
-		f.Close()
+		_ = f.Close()
 		return nil, tooManyColumns(fmt.Sprintf("the file has %d columns", len(rec)), s.p.start)
 	}
 	rec = append([]string(nil), rec...)

@@ -388,7 +388,7 @@ func inferCSV(path string, limit int64) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }()
 	s := &Schema{Format: CSV, Dialect: &src.dialect, Columns: columns(src.names)}
 	st := make([]colState, len(s.Columns))
 	for {
@@ -418,7 +418,7 @@ func inferJSON(path string, f Format, limit int64) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }()
 	var keys []string
 	var st []colState
 	var n int64

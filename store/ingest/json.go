@@ -39,7 +39,7 @@ func openJSONSource(path string, f Format, cols []Column) (*jsonSource, error) {
 	}
 	br := bufio.NewReaderSize(fh, 1<<20)
 	if b, _ := br.Peek(len(bom)); bytes.Equal(b, bom) {
-		br.Discard(len(bom))
+		_, _ = br.Discard(len(bom)) // Peek has the bytes: Discard cannot fail
 	}
 	s := &jsonSource{f: fh, ndjson: f == NDJSON, index: map[string]int{}}
 	if s.ndjson {

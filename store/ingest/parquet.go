@@ -350,22 +350,22 @@ func openParquetSource(path string, want []Column) (*parquetSource, []Column, er
 	}
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, nil, err
 	}
 	if err := checkParquetFooter(f, st.Size()); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, nil, err
 	}
 	pf, err := openParquetFile(f, st.Size())
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, nil, &RowError{Reason: "not a readable Parquet file: " + err.Error()}
 	}
 	s := &parquetSource{f: f, pf: pf, groups: pf.RowGroups(), leaves: leafColumns(pf), buf: make([]parquet.Row, 64)}
 	s.check.leaves = s.leaves
 	if n := len(pf.Root().Columns()); n > MaxColumns {
-		f.Close()
+		_ = f.Close()
 		return nil, nil, tooManyColumns(fmt.Sprintf("the file has %d columns", n), 0)
 	}
 	var names []string
@@ -373,7 +373,7 @@ func openParquetSource(path string, want []Column) (*parquetSource, []Column, er
 	for _, c := range pf.Root().Columns() {
 		n, err := readNode(c)
 		if err != nil {
-			f.Close()
+			_ = f.Close()
 			return nil, nil, err
 		}
 		s.nodes = append(s.nodes, n)
@@ -395,7 +395,7 @@ func openParquetSource(path string, want []Column) (*parquetSource, []Column, er
 	for _, c := range want {
 		i := indexOf(names, c.Original)
 		if i < 0 {
-			f.Close()
+			_ = f.Close()
 			return nil, nil, &RowError{Reason: fmt.Sprintf("the file has no column %q", c.Original)}
 		}
 		s.fields = append(s.fields, i)
@@ -461,7 +461,7 @@ func (s *parquetSource) next() (row parquet.Row, err error) {
 		n, err := s.rows.ReadRows(s.buf[:s.batch])
 		s.n, s.i = n, 0
 		if err == io.EOF || (err == nil && n == 0) {
-			s.rows.Close()
+			_ = s.rows.Close()
 			s.rows = nil
 		} else if err != nil {
 			return nil, &RowError{Line: s.cur + 1, Reason: "cannot read the Parquet file: " + err.Error()}
@@ -490,7 +490,7 @@ func (s *parquetSource) line() int { return s.cur }
 
 func (s *parquetSource) Close() error {
 	if s.rows != nil {
-		s.rows.Close()
+		_ = s.rows.Close()
 	}
 	s.check.close()
 	return s.f.Close()
@@ -503,7 +503,7 @@ func inferParquet(path string, limit int64) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }()
 	s := &Schema{Format: Parquet, Columns: cols}
 	st := make([]colState, len(cols))
 	row := make([]Value, len(cols))

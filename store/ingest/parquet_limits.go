@@ -82,7 +82,7 @@ func recordValues(rg parquet.RowGroup, g int, leaves []*parquet.Column) (int64, 
 
 // largestRecord is the most values one record has in a repeated column.
 func largestRecord(pages parquet.Pages) (int64, error) {
-	defer pages.Close()
+	defer func() { _ = pages.Close() }()
 	var run, largest int64
 	for {
 		p, err := pages.ReadPage()
@@ -238,7 +238,7 @@ func (s *chunkScanner) scan(r io.ReaderAt, m *format.ColumnMetaData, leaf *parqu
 // would grow its buffer to whatever the data makes). It holds at most the header's size.
 func (s *chunkScanner) read(codec format.CompressionCodec, h *format.PageHeader, k int) error {
 	body := io.LimitReader(s.br, int64(h.CompressedPageSize))
-	defer io.Copy(io.Discard, body)
+	defer func() { _, _ = io.Copy(io.Discard, body) }() // skips what is left of the page; a read error shows at the next read
 	s.levels, s.page = s.levels[:0], s.page[:0]
 	if v2 := h.DataPageHeaderV2; v2.Valid { // levels come first, uncompressed
 		if v2.V.IsCompressed.Valid && !v2.V.IsCompressed.V {

@@ -73,7 +73,7 @@ func (s *chunkScanner) checkPage(leaf *parquet.Column, h *format.PageHeader, lev
 	}
 	var err error
 	switch enc {
-	case format.PlainDictionary, format.RLEDictionary: // the indexes' bit width, then their runs
+	case format.PlainDictionary, format.RLEDictionary: //nolint:staticcheck // SA1019: deprecated for writers, older files still have it; the indexes' bit width, then their runs
 		if len(data) > 0 && data[0] <= 32 {
 			_, err = rleCount(data[1:], int(data[0]), values)
 		}

@@ -45,7 +45,6 @@ func withLength(b []byte) []byte {
 // the rest would have too had the pages been complete: each is now refused from its content
 // before parquet-go decodes it.
 func TestParquetEncodingBombs(t *testing.T) {
-	const million = 1 << 20
 	for _, tc := range []struct {
 		name string
 		page parquettest.Page
@@ -70,7 +69,7 @@ func TestParquetEncodingBombs(t *testing.T) {
 			"its RLE_DICTIONARY values: more values than the page holds: a run of 268435456 values in a page of 1"},
 		{"booleans", parquettest.Page{Type: format.Boolean, Encoding: format.RLE, Values: 1, Body: withLength(rleRun(1<<31-1, 1))},
 			"its RLE values: more values than the page holds: a run of 2147483647 values in a page of 1"},
-		{"fixed length", parquettest.Page{Type: format.FixedLenByteArray, Length: 1 << 30, Encoding: format.PlainDictionary, Values: 1,
+		{"fixed length", parquettest.Page{Type: format.FixedLenByteArray, Length: 1 << 30, Encoding: format.PlainDictionary, Values: 1, //nolint:staticcheck // SA1019: older writers still emit it
 			Dict: []byte{}, DictValues: 1000, Body: []byte{0}},
 			`column "v" of row group 1 has a page (1) of 1000 values of 1073741824 bytes, which decodes to 1024000.0 MiB, over the limit of 64.0 MiB`},
 	} {

@@ -72,7 +72,7 @@ func OpenSchema(path string, s *Schema) (*Reader, error) {
 			return nil, err
 		}
 		if len(src.names) != len(cols) {
-			src.Close()
+			_ = src.Close()
 			return nil, &RowError{Line: 1, Reason: fmt.Sprintf("the file has %d columns, the schema %d", len(src.names), len(cols))}
 		}
 		return newReader(cols, src), nil

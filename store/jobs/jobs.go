@@ -66,7 +66,7 @@ const channel = "platform_jobs"
 func Enqueue(ctx context.Context, q sqlx.ExecerContext, n New, now time.Time) (string, error) {
 	p, err := json.Marshal(n.Payload)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("enqueue job: %w", err)
 	}
 	if n.MaxAttempts == 0 {
 		n.MaxAttempts = 3
@@ -81,7 +81,7 @@ func Enqueue(ctx context.Context, q sqlx.ExecerContext, n New, now time.Time) (s
 	if _, err := q.ExecContext(ctx, `INSERT INTO platform.jobs (id, kind, organization_id, resource_type, resource_id, payload, status,
 		max_attempts, run_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $8)`,
 		id, n.Kind, nullable(n.OrgID), nullable(n.ResourceType), nullable(n.ResourceID), string(p), n.MaxAttempts, now); err != nil {
-		return "", err
+		return "", fmt.Errorf("enqueue job: %w", err)
 	}
 	_, err = q.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, n.Kind)
 	return id, err
@@ -227,12 +227,12 @@ func (r *Runner) Start(ctx context.Context) {
 		l := pq.NewListener(r.url, time.Second, time.Minute, nil)
 		if err := l.Listen(channel); err != nil {
 			r.log.Warn("job notifications unavailable; polling only", "error", err)
-			l.Close()
+			_ = l.Close()
 		} else {
 			r.wg.Add(1)
 			go func() {
 				defer r.wg.Done()
-				defer l.Close()
+				defer func() { _ = l.Close() }()
 				for {
 					select {
 					case <-ctx.Done():

@@ -236,7 +236,7 @@ func initdb(bin, dir, password string, cred *syscall.Credential, ephemeral bool)
 		if err = initdbWith(bin, dir, password, cred, ephemeral, locale); err == nil {
 			return nil
 		}
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 	}
 	return err
 }
@@ -251,7 +251,7 @@ func initdbWith(bin, dir, password string, cred *syscall.Credential, ephemeral b
 	if err := os.WriteFile(pwfile, []byte(password+"\n"), 0o600); err != nil {
 		return err
 	}
-	defer os.Remove(pwfile)
+	defer func() { _ = os.Remove(pwfile) }()
 	if err := chownTree(pwfile, cred); err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
@@ -350,7 +350,7 @@ func launch(ctx context.Context, bin, dir, password string, cred *syscall.Creden
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }() // postgres holds its own descriptor of the log
 	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
 	cmd.Dir, cmd.Env = "/", serverEnv(cred)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -365,10 +365,10 @@ func launch(ctx context.Context, bin, dir, password string, cred *syscall.Creden
 
 	db, err := sql.Open("postgres", c.URL("postgres"))
 	if err != nil {
-		c.Stop()
+		_ = c.Stop()
 		return nil, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -381,12 +381,12 @@ func launch(ctx context.Context, bin, dir, password string, cred *syscall.Creden
 		case <-c.exited:
 			return nil, fmt.Errorf("postgres exited during start-up (%v); its log: %s\n%s", c.waitErr, o.LogFile, tail(o.LogFile, 20))
 		case <-ctx.Done():
-			c.Stop()
+			_ = c.Stop()
 			return nil, ctx.Err()
 		case <-time.After(25 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			c.Stop()
+			_ = c.Stop()
 			return nil, fmt.Errorf("postgres did not accept connections within 60s: %v; its log: %s", err, o.LogFile)
 		}
 	}
@@ -397,7 +397,7 @@ func tail(path string, n int) string {
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var lines []string
 	s := bufio.NewScanner(f)
 	for s.Scan() {

@@ -44,7 +44,7 @@ func Main(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }()
 		if err := os.Chmod(dir, 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
 			return 1
@@ -54,7 +54,7 @@ func Main(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "pgtest: start embedded PostgreSQL:", err)
 			return 1
 		}
-		defer cluster.Stop()
+		defer func() { _ = cluster.Stop() }()
 		adminURL = cluster.URL("postgres")
 	}
 	var err error
@@ -62,7 +62,7 @@ func Main(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "pgtest:", err)
 		return 1
 	}
-	defer admin.Close()
+	defer func() { _ = admin.Close() }()
 	var version int
 	if err := admin.QueryRowContext(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
 		fmt.Fprintln(os.Stderr, "pgtest: connect:", err)
@@ -87,7 +87,7 @@ func buildTemplate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	if err := store.Migrate(ctx, db); err != nil {
 		return err
 	}
@@ -102,12 +102,13 @@ func dropAll(ctx context.Context) {
 	var names []string
 	for rows.Next() {
 		var n string
-		rows.Scan(&n)
-		names = append(names, n)
+		if rows.Scan(&n) == nil {
+			names = append(names, n)
+		}
 	}
 	rows.Close()
 	for _, n := range names {
-		admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+n+` WITH (FORCE)`)
+		_, _ = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+n+` WITH (FORCE)`)
 	}
 }
 

@@ -140,7 +140,7 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	return d.Sync()
 }
 
@@ -182,8 +182,8 @@ func (x *Exporter) write(ctx context.Context, ex *store.QueryExport, p *jobs.Pro
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
+	defer func() { _ = os.Remove(f.Name()) }()
+	defer func() { _ = f.Close() }() // closed and renamed below on success; this is the failure path
 	bw := bufio.NewWriterSize(f, 256<<10)
 	var w *export.Writer
 	n, _, err := cur.Each(ctx, func(cols []usersql.QueryColumn) error {

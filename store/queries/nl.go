@@ -2,6 +2,7 @@ package queries
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -30,18 +31,18 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 	}
 	if err := sqlx.SelectContext(ctx, db, &rows, `SELECT dataset_id, column_name, content FROM platform.dataset_search
 		WHERE project_id = $1 AND kind = 'value' ORDER BY dataset_id, column_name, frequency DESC NULLS LAST, content`, projectID); err != nil {
-		return s, err
+		return s, fmt.Errorf("read schema for questions: %w", err)
 	}
 	values := map[string][]string{} // dataset id + "." + column → values
 	for _, r := range rows {
 		values[r.Dataset+"."+r.Column] = append(values[r.Dataset+"."+r.Column], r.Value)
 	}
 	if err := namedValues(ctx, db, question, sources, values); err != nil {
-		return s, err
+		return s, fmt.Errorf("read schema for questions: %w", err)
 	}
 	rank, matched, err := RankDatasets(ctx, db, projectID, question)
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("read schema for questions: %w", err)
 	}
 	refs := map[string]string{} // dataset id + "." + table name → ref
 	for _, src := range sources {
@@ -77,7 +78,7 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 	for _, src := range sources {
 		rels, err := store.Relationships(ctx, db, src.ID)
 		if err != nil {
-			return s, err
+			return s, fmt.Errorf("read schema for questions: %w", err)
 		}
 		for _, r := range rels {
 			from, okF := refs[r.FromDataset+"."+r.FromTable]

@@ -124,40 +124,14 @@ func Map(bound string, sources []Source) (*Prepared, error) {
 	if err := usersql.Check(bound, written...); err != nil {
 		return nil, err
 	}
-	single := map[string]target{}    // name → the table of a one-table dataset
-	qualified := map[string]target{} // dataset name + "." + table name, or schema + "." + relation → table
-	bare := map[string][]target{}    // a connected table's own name
-	for i, s := range sources {
-		for _, n := range names(s) {
-			if len(s.Tables) == 1 {
-				single[n] = target{i, s.Tables[0]}
-			}
-			for _, t := range s.Tables {
-				qualified[n+"."+strings.ToLower(t.Name)] = target{i, t}
-			}
-		}
-		for _, t := range s.Tables {
-			if t.Foreign {
-				bare[strings.ToLower(t.Name)] = append(bare[strings.ToLower(t.Name)], target{i, t})
-			}
-			schema, rel := t.QueryRelation()
-			qualified[strings.ToLower(schema)+"."+strings.ToLower(rel)] = target{i, t}
-		}
-	}
+	ix := indexNames(sources)
 	p := &Prepared{Used: []Used{}}
 	with := make([]string, len(rels))
 	used := map[int]map[string]bool{}
 	var mapped []string
 	var rowTypes []usersql.Relation // the real names of the row types named, for the check after mapping
 	for i, r := range rels {
-		name := strings.ToLower(r.Name)
-		var t target
-		var ok bool
-		if r.Schema != "" {
-			t, ok = qualified[strings.ToLower(r.Schema)+"."+name]
-		} else if t, ok = single[name]; !ok && len(bare[name]) == 1 {
-			t, ok = bare[name][0], true
-		}
+		t, ok := ix.lookup(r)
 		if !ok {
 			line, col := usersql.Position(bound, len([]rune(bound[:r.Start]))+1)
 			return nil, &UnknownError{Name: r.Text(bound), Type: r.Type, Line: line, Column: col, Available: available(sources)}
@@ -166,17 +140,7 @@ func Map(bound string, sources []Source) (*Prepared, error) {
 			return nil, &BrokenError{ID: sources[t.src].ID, Name: sources[t.src].Name, Reason: b}
 		}
 		schema, rel := t.table.QueryRelation()
-		switch {
-		case r.Schema == schema && r.Name == rel:
-			with[i] = r.Text(bound) // its real name: columns may be qualified by it
-		case r.Type:
-			with[i] = t.table.QueryName()
-		default:
-			with[i] = t.table.QueryName()
-			if !r.Aliased {
-				with[i] += " AS " + pq.QuoteIdentifier(r.Name)
-			}
-		}
+		with[i] = replacement(bound, r, t, schema, rel)
 		if r.Type {
 			rowTypes = append(rowTypes, usersql.Relation{Schema: schema, Name: rel})
 		}
@@ -196,6 +160,78 @@ func Map(bound string, sources []Source) (*Prepared, error) {
 	if err := usersql.Check(p.SQL, rowTypes...); err != nil {
 		return nil, err
 	}
+	p.Used = append(p.Used, usedOf(sources, used)...)
+	p.Steps = append(p.Steps, "Parsed the SQL with PostgreSQL's parser: one SELECT statement, nothing that writes, locks or reads the catalogs")
+	p.Steps = append(p.Steps, mapped...)
+	return p, nil
+}
+
+// nameIndex finds the table a relation of the SQL names.
+type nameIndex struct {
+	single    map[string]target   // name → the table of a one-table dataset
+	qualified map[string]target   // dataset name + "." + table name, or schema + "." + relation → table
+	bare      map[string][]target // a connected table's own name
+}
+
+func indexNames(sources []Source) nameIndex {
+	ix := nameIndex{single: map[string]target{}, qualified: map[string]target{}, bare: map[string][]target{}}
+	for i, s := range sources {
+		for _, n := range names(s) {
+			if len(s.Tables) == 1 {
+				ix.single[n] = target{i, s.Tables[0]}
+			}
+			for _, t := range s.Tables {
+				ix.qualified[n+"."+strings.ToLower(t.Name)] = target{i, t}
+			}
+		}
+		for _, t := range s.Tables {
+			if t.Foreign {
+				ix.bare[strings.ToLower(t.Name)] = append(ix.bare[strings.ToLower(t.Name)], target{i, t})
+			}
+			schema, rel := t.QueryRelation()
+			ix.qualified[strings.ToLower(schema)+"."+strings.ToLower(rel)] = target{i, t}
+		}
+	}
+	return ix
+}
+
+// lookup is the table r names: qualified, a one-table dataset's name, or a connected table's
+// own name when only one table has it.
+func (ix nameIndex) lookup(r usersql.Relation) (target, bool) {
+	name := strings.ToLower(r.Name)
+	if r.Schema != "" {
+		t, ok := ix.qualified[strings.ToLower(r.Schema)+"."+name]
+		return t, ok
+	}
+	if t, ok := ix.single[name]; ok {
+		return t, true
+	}
+	if len(ix.bare[name]) == 1 {
+		return ix.bare[name][0], true
+	}
+	return target{}, false
+}
+
+// replacement is what r is written as in the mapped SQL: its real name (schema, rel) as it
+// stands, so that columns may be qualified by it; else the table's name, aliased as r was
+// named unless r has an alias (or is a row type).
+func replacement(bound string, r usersql.Relation, t target, schema, rel string) string {
+	switch {
+	case r.Schema == schema && r.Name == rel:
+		return r.Text(bound)
+	case r.Type:
+		return t.table.QueryName()
+	}
+	w := t.table.QueryName()
+	if !r.Aliased {
+		w += " AS " + pq.QuoteIdentifier(r.Name)
+	}
+	return w
+}
+
+// usedOf is, per source used, the tables of it used, in the sources' order.
+func usedOf(sources []Source, used map[int]map[string]bool) []Used {
+	var out []Used
 	for i, s := range sources {
 		if tabs, ok := used[i]; ok {
 			u := Used{ID: s.ID, Name: s.Name}
@@ -204,12 +240,10 @@ func Map(bound string, sources []Source) (*Prepared, error) {
 					u.Tables = append(u.Tables, t.Name)
 				}
 			}
-			p.Used = append(p.Used, u)
+			out = append(out, u)
 		}
 	}
-	p.Steps = append(p.Steps, "Parsed the SQL with PostgreSQL's parser: one SELECT statement, nothing that writes, locks or reads the catalogs")
-	p.Steps = append(p.Steps, mapped...)
-	return p, nil
+	return out
 }
 
 // available lists what a query may name, for an error.

@@ -3,6 +3,7 @@ package queries
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"dataplatform/store"
 	"dataplatform/store/datasets"
@@ -17,24 +18,24 @@ import (
 func ProjectSources(ctx context.Context, q sqlx.QueryerContext, projectIDs ...string) ([]Source, error) {
 	all, err := store.ProjectDatasets(ctx, q, projectIDs...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list project sources: %w", err)
 	}
 	out := make([]Source, 0, len(all))
 	for i := range all {
 		t, err := datasets.Tables(&all[i])
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("list project sources: %w", err)
 		}
 		out = append(out, Source{ID: all[i].ID, Name: all[i].Name, Tables: t})
 	}
 	vs, err := store.ProjectViews(ctx, q, projectIDs...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list project sources: %w", err)
 	}
 	for i := range vs {
 		s, err := ViewSource(&vs[i])
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("list project sources: %w", err)
 		}
 		out = append(out, s)
 	}
@@ -45,7 +46,7 @@ func ProjectSources(ctx context.Context, q sqlx.QueryerContext, projectIDs ...st
 func ViewSource(v *store.View) (Source, error) {
 	var cols []store.ViewColumn
 	if err := json.Unmarshal([]byte(v.Columns), &cols); err != nil {
-		return Source{}, err
+		return Source{}, fmt.Errorf("read view source: %w", err)
 	}
 	t := datasets.TableDef{Name: v.ID, Schema: v.OrgID, Relation: v.ID, View: true, Columns: make([]ingest.Column, len(cols))}
 	for i, c := range cols {

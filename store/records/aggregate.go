@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -166,20 +167,11 @@ func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq Aggrega
 	if err != nil {
 		return nil, err
 	}
-	names := map[string]string{}
-	var sel, aggSel, keys []string
-	// Each group and aggregate is a key of the answer's objects: one named twice (sum(amount)
-	// twice, or a column named count beside count) would be a duplicate key.
-	for i, e := range append(slices.Clone(groups), aggs...) {
-		if _, dup := names[e.name]; dup {
-			field := "query.agg"
-			if i < len(groups) {
-				field = "query.group_by"
-			}
-			return nil, &FieldError{field, "duplicate", e.name + " is named twice in group_by and agg"}
-		}
-		names[e.name] = e.sql
+	names, err := aggNames(groups, aggs)
+	if err != nil {
+		return nil, err
 	}
+	var sel, aggSel, keys []string
 	for i, g := range groups {
 		sel = append(sel, g.sql+" AS "+pq.QuoteIdentifier(g.name))
 		keys = append(keys, strconv.Itoa(i+1))
@@ -193,35 +185,13 @@ func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq Aggrega
 		return nil, err
 	}
 	where := " WHERE " + strings.Join(b.conds, " AND ")
-	var having []string
-	if strings.TrimSpace(aq.Having) != "" {
-		for _, h := range splitTop(aq.Having) {
-			m := havRe.FindStringSubmatch(h)
-			if m == nil || !slices.ContainsFunc(aggs, func(a expr) bool { return a.name == m[1] }) {
-				return nil, &FieldError{"query.having", "invalid_having", "having compares an aggregate of agg with a number: count>1,sum_amount>=100"}
-			}
-			op := m[2]
-			if op == "!=" {
-				op = "<>"
-			}
-			having = append(having, names[m[1]]+" "+op+" "+b.arg(m[3])+"::numeric")
-		}
+	having, err := havingConds(&b, aq.Having, aggs, names)
+	if err != nil {
+		return nil, err
 	}
-	var order []string
-	for _, s := range splitTop(aq.Sort) {
-		if s == "" {
-			continue
-		}
-		desc := strings.HasPrefix(s, "-")
-		n := strings.TrimPrefix(s, "-")
-		if _, ok := names[n]; !ok {
-			return nil, &FieldError{"query.sort", "unknown_field", "sort by a group or an aggregate: " + strconv.Quote(n)}
-		}
-		dir := " ASC NULLS LAST"
-		if desc {
-			dir = " DESC NULLS LAST"
-		}
-		order = append(order, pq.QuoteIdentifier(n)+dir)
+	order, err := aggOrder(aq.Sort, names)
+	if err != nil {
+		return nil, err
 	}
 	order = append(order, keys...)
 	query := `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + t.Qualified() + where
@@ -238,25 +208,84 @@ func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq Aggrega
 	// Values are formatted outside the query, whose order is by the values themselves.
 	rows, err := q.QueryxContext(ctx, `SELECT to_json(x) FROM (`+query+`) r, LATERAL (SELECT `+jsonSelect(append(slices.Clone(groups), aggs...))+`) x`, b.args...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("aggregate records: %w", err)
 	}
 	defer rows.Close()
 	out := &Aggregation{Groups: []json.RawMessage{}}
 	for rows.Next() {
 		var j []byte
 		if err := rows.Scan(&j); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("aggregate records: %w", err)
 		}
 		out.Groups = append(out.Groups, j)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("aggregate records: %w", err)
 	}
 	var totals []byte
 	if err := sqlx.GetContext(ctx, q, &totals, `SELECT to_json(x) FROM (SELECT `+strings.Join(aggSel, ", ")+` FROM `+t.Qualified()+where+`) r, LATERAL (SELECT `+jsonSelect(aggs)+`) x`,
 		b.args[:len(b.args)-1-len(having)]...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("aggregate records: %w", err)
 	}
 	out.Totals = totals
 	return out, nil
+}
+
+// aggNames maps each group's and aggregate's name to its SQL. Each is a key of the answer's
+// objects: one named twice (sum(amount) twice, or a column named count beside count) would be
+// a duplicate key.
+func aggNames(groups, aggs []expr) (map[string]string, error) {
+	names := map[string]string{}
+	for i, e := range append(slices.Clone(groups), aggs...) {
+		if _, dup := names[e.name]; dup {
+			field := "query.agg"
+			if i < len(groups) {
+				field = "query.group_by"
+			}
+			return nil, &FieldError{field, "duplicate", e.name + " is named twice in group_by and agg"}
+		}
+		names[e.name] = e.sql
+	}
+	return names, nil
+}
+
+// havingConds are the conditions of having: an aggregate of aggs compared with a number.
+func havingConds(b *builder, having string, aggs []expr, names map[string]string) ([]string, error) {
+	var conds []string
+	if strings.TrimSpace(having) == "" {
+		return conds, nil
+	}
+	for _, h := range splitTop(having) {
+		m := havRe.FindStringSubmatch(h)
+		if m == nil || !slices.ContainsFunc(aggs, func(a expr) bool { return a.name == m[1] }) {
+			return nil, &FieldError{"query.having", "invalid_having", "having compares an aggregate of agg with a number: count>1,sum_amount>=100"}
+		}
+		op := m[2]
+		if op == "!=" {
+			op = "<>"
+		}
+		conds = append(conds, names[m[1]]+" "+op+" "+b.arg(m[3])+"::numeric")
+	}
+	return conds, nil
+}
+
+// aggOrder is the ORDER BY of sort, which names groups and aggregates.
+func aggOrder(sort string, names map[string]string) ([]string, error) {
+	var order []string
+	for _, s := range splitTop(sort) {
+		if s == "" {
+			continue
+		}
+		desc := strings.HasPrefix(s, "-")
+		n := strings.TrimPrefix(s, "-")
+		if _, ok := names[n]; !ok {
+			return nil, &FieldError{"query.sort", "unknown_field", "sort by a group or an aggregate: " + strconv.Quote(n)}
+		}
+		dir := " ASC NULLS LAST"
+		if desc {
+			dir = " DESC NULLS LAST"
+		}
+		order = append(order, pq.QuoteIdentifier(n)+dir)
+	}
+	return order, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"dataplatform/store"
 	"dataplatform/store/datasets"
 	"dataplatform/store/export"
 	"dataplatform/store/ingest"
@@ -35,7 +36,17 @@ type Export struct {
 	rows  *sql.Rows
 	eq    *ExportQuery
 	cols  []export.Column
+	// A large export PostgreSQL can write itself (copyQuery) is read with COPY ... TO
+	// STDOUT on a connection of its own, under the request's context.
+	out       *store.CopyOut
+	copyQuery string
+	ctx       context.Context
 }
+
+// CopyMinRows is the size from which an export is read with COPY ... TO STDOUT (when its
+// file is PostgreSQL's COPY output as it is: copyable): below it the connection COPY needs
+// costs more than it saves. A variable for the tests.
+var CopyMinRows int64 = 10_000
 
 // OpenExport counts the export's records and runs its SELECT: every field as the text of its
 // JSON value for csv (datasets.TextValue: true/false, RFC 3339 UTC times, arrays as JSON),
@@ -55,6 +66,14 @@ func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 	x := &Export{eq: eq, cols: t.exportColumns(eq.Fields)}
 	if err := sqlx.GetContext(ctx, q, &x.Total, `SELECT count(*) FROM `+t.Qualified()+where, b.args...); err != nil {
 		return nil, err
+	}
+	if db, ok := q.(*sqlx.DB); ok && len(b.args) == 0 && x.Total >= CopyMinRows {
+		if cq := t.copyQuery(eq, x.cols, where, order); cq != "" {
+			if out, err := store.OpenCopyOut(ctx, db); err == nil { // else the SELECT below reads it
+				x.out, x.copyQuery, x.ctx = out, cq, ctx
+				return x, nil
+			}
+		}
 	}
 	sel, from := "", ` FROM `+t.Qualified()+where+order
 	switch eq.Format {
@@ -88,8 +107,16 @@ func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 		parts := make([]string, len(eq.Fields))
 		for i, f := range eq.Fields {
 			parts[i] = pq.QuoteIdentifier(f)
-			if c := t.cols[f]; c.Type == ingest.JSONB || c.Type.IsArray() || c.Type == ingest.Numeric || c.Type == ingest.UUID {
+			switch c := t.cols[f]; {
+			case c.Type == ingest.JSONB || c.Type.IsArray() || c.Type == ingest.Numeric || c.Type == ingest.UUID:
 				parts[i] = datasets.TextValue(c, parts[i]) // as text, exactly (a uuid without JSON's quotes)
+			case eq.Format == "parquet" && c.Type == ingest.Date:
+				// Parquet's own numbers (days, microseconds since 1970), counted by PostgreSQL:
+				// the driver's parsing of dates and times was most of a large export's time.
+				// An infinite one fails the export, as it did as a time.
+				parts[i] = `(` + parts[i] + ` - DATE '1970-01-01')`
+			case eq.Format == "parquet" && c.Type == ingest.Timestamptz:
+				parts[i] = `(extract(epoch FROM ` + parts[i] + `) * 1000000)::bigint`
 			}
 		}
 		sel = strings.Join(parts, ", ")
@@ -101,6 +128,38 @@ func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 	return x, nil
 }
 
+// copyQuery is the COPY ... TO STDOUT whose output is the export's file (its csv lines, its
+// JSON objects one per line), or "" when PostgreSQL cannot write it as the SELECT path does:
+// csv with formulas escaped, or of one field (COPY quotes a lone \. there). The csv fields
+// are the SELECT path's values (datasets.TextValue) each quoted by COPY as that path quotes
+// them: when it holds the delimiter, a quote or a line break, or is empty (NULL is nothing).
+// A JSON object holds no raw control character, so csv with \x01 as its quote and \x02 as
+// its delimiter writes each object as it is. The csv rows are ordered by the table's key
+// column (its output field of the same name is its text).
+func (t *Table) copyQuery(eq *ExportQuery, cols []export.Column, where, order string) string {
+	var sel, opts string
+	switch eq.Format {
+	case "csv":
+		if eq.Escape || len(cols) < 2 {
+			return ""
+		}
+		parts := make([]string, len(cols))
+		for i, c := range cols {
+			parts[i] = datasets.TextValue(t.cols[c.Name], pq.QuoteIdentifier(c.Name))
+		}
+		if t.key != "" {
+			order = ` ORDER BY ` + t.Qualified() + `.` + pq.QuoteIdentifier(t.key)
+		}
+		sel, opts = strings.Join(parts, ", ")+` FROM `+t.Qualified()+where+order, `FORMAT csv, DELIMITER `+pq.QuoteLiteral(eq.Delimiter)
+	case "json", "ndjson":
+		sel = `to_json(r)::text FROM (SELECT ` + t.rowJSON(eq.Fields, "") + ` FROM ` + t.Qualified() + where + order + `) r`
+		opts = `FORMAT csv, QUOTE E'\x01', DELIMITER E'\x02'`
+	default:
+		return ""
+	}
+	return `COPY (SELECT ` + sel + `) TO STDOUT WITH (` + opts + `)`
+}
+
 // Write writes the file to w: csv quoted as COPY ... CSV quotes (NULL as nothing, an empty
 // string as ""), json an array of objects, ndjson an object per line, parquet and excel typed
 // by the fields' types. On an error the file is left incomplete.
@@ -110,11 +169,22 @@ func (x *Export) Write(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if x.out != nil {
+		return f.Raw(func(w io.Writer) error {
+			_, err := x.out.Copy(x.ctx, x.copyQuery, w)
+			return err
+		})
+	}
 	return f.Copy(x.rows)
 }
 
-// Close releases the export's rows.
-func (x *Export) Close() error { return x.rows.Close() }
+// Close releases the export's rows (or its COPY connection).
+func (x *Export) Close() error {
+	if x.out != nil {
+		return x.out.Close()
+	}
+	return x.rows.Close()
+}
 
 // exportColumns are fields as the columns of an export's file: typed by the fields' types,
 // plain (joined in runs by the csv SELECT) where their text never needs CSV quoting.

@@ -186,47 +186,11 @@ func (t *Table) cond(b *builder, f Filter) (string, error) {
 		}
 		return "(" + s + ")", nil
 	case "like", "ilike", "startswith", "endswith":
-		if !text {
-			return "", &FieldError{field, "invalid_operator", f.Op + " applies to text fields"}
-		}
-		switch f.Op {
-		case "like":
-			return expr + " LIKE " + b.arg(f.Value), nil
-		case "ilike":
-			return expr + " ILIKE " + b.arg(f.Value), nil
-		case "startswith":
-			return expr + " LIKE " + b.arg(likeEscape(f.Value)+"%"), nil
-		}
-		return expr + " LIKE " + b.arg("%"+likeEscape(f.Value)), nil
+		return likeCond(b, f, field, expr, text)
 	case "contains":
-		switch {
-		case text:
-			return expr + " ILIKE " + b.arg("%"+likeEscape(f.Value)+"%"), nil
-		case c.Type.IsArray():
-			if _, _, err := (ingest.Column{Type: c.Type.Elem()}).Text(f.Value); err != nil {
-				return "", &FieldError{field, "invalid_value", fmt.Sprintf("%q is not a valid %s", f.Value, c.Type.Elem())}
-			}
-			return expr + " @> ARRAY[" + b.arg(f.Value) + "::" + string(c.Type.Elem()) + "]", nil
-		case c.Type == ingest.JSONB:
-			if _, _, err := (ingest.Column{Type: ingest.JSONB}).Text(f.Value); err != nil { // JSON jsonb takes (no \u0000)
-				return "", &FieldError{field, "invalid_value", "contains on a JSON field takes JSON (without \\u0000)"}
-			}
-			return expr + " @> " + b.arg(f.Value) + "::jsonb", nil
-		}
-		return "", &FieldError{field, "invalid_operator", "contains applies to text, array and JSON fields"}
+		return containsCond(b, f, field, expr, c, text)
 	case "is":
-		switch strings.ToLower(f.Value) {
-		case "null":
-			return expr + " IS NULL", nil
-		case "notnull":
-			return expr + " IS NOT NULL", nil
-		case "true", "false":
-			if c.Type != ingest.Boolean {
-				return "", &FieldError{field, "invalid_value", "is true/false applies to boolean fields"}
-			}
-			return expr + " IS " + strings.ToUpper(f.Value), nil
-		}
-		return "", &FieldError{field, "invalid_value", "is takes null, notnull, true or false"}
+		return isCond(f, field, expr, c)
 	case "between":
 		lo, hi, ok := strings.Cut(f.Value, ",")
 		if !ok {
@@ -243,6 +207,58 @@ func (t *Table) cond(b *builder, f Filter) (string, error) {
 		return expr + " BETWEEN " + l + " AND " + h, nil
 	}
 	return "", &FieldError{field, "invalid_operator", "unknown operator"}
+}
+
+// likeCond is the condition of a like, ilike, startswith or endswith filter on expr.
+func likeCond(b *builder, f Filter, field, expr string, text bool) (string, error) {
+	if !text {
+		return "", &FieldError{field, "invalid_operator", f.Op + " applies to text fields"}
+	}
+	switch f.Op {
+	case "like":
+		return expr + " LIKE " + b.arg(f.Value), nil
+	case "ilike":
+		return expr + " ILIKE " + b.arg(f.Value), nil
+	case "startswith":
+		return expr + " LIKE " + b.arg(likeEscape(f.Value)+"%"), nil
+	}
+	return expr + " LIKE " + b.arg("%"+likeEscape(f.Value)), nil
+}
+
+// containsCond is the condition of a contains filter on expr, of column c: a substring of
+// text, an element of an array, JSON a JSON field contains.
+func containsCond(b *builder, f Filter, field, expr string, c ingest.Column, text bool) (string, error) {
+	switch {
+	case text:
+		return expr + " ILIKE " + b.arg("%"+likeEscape(f.Value)+"%"), nil
+	case c.Type.IsArray():
+		if _, _, err := (ingest.Column{Type: c.Type.Elem()}).Text(f.Value); err != nil {
+			return "", &FieldError{field, "invalid_value", fmt.Sprintf("%q is not a valid %s", f.Value, c.Type.Elem())}
+		}
+		return expr + " @> ARRAY[" + b.arg(f.Value) + "::" + string(c.Type.Elem()) + "]", nil
+	case c.Type == ingest.JSONB:
+		if _, _, err := (ingest.Column{Type: ingest.JSONB}).Text(f.Value); err != nil { // JSON jsonb takes (no \u0000)
+			return "", &FieldError{field, "invalid_value", "contains on a JSON field takes JSON (without \\u0000)"}
+		}
+		return expr + " @> " + b.arg(f.Value) + "::jsonb", nil
+	}
+	return "", &FieldError{field, "invalid_operator", "contains applies to text, array and JSON fields"}
+}
+
+// isCond is the condition of an is filter on expr: null, notnull, true or false.
+func isCond(f Filter, field, expr string, c ingest.Column) (string, error) {
+	switch strings.ToLower(f.Value) {
+	case "null":
+		return expr + " IS NULL", nil
+	case "notnull":
+		return expr + " IS NOT NULL", nil
+	case "true", "false":
+		if c.Type != ingest.Boolean {
+			return "", &FieldError{field, "invalid_value", "is true/false applies to boolean fields"}
+		}
+		return expr + " IS " + strings.ToUpper(f.Value), nil
+	}
+	return "", &FieldError{field, "invalid_value", "is takes null, notnull, true or false"}
 }
 
 // where builds the conditions of a list: live rows, the filters, the search.

@@ -250,7 +250,41 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 	// fields alone, in the order asked, made as every other record is (rowJSON), with its
 	// _links last. The sort keys ride along beside it for the cursors. (PostgreSQL folds x
 	// into r's projection: it costs no join.)
-	cols, record := []string{"NULL"}, []string{}
+	cols, record := t.pageColumns(lq, keys)
+	limit := b.arg(lq.Limit + 1)
+	offset := "0"
+	if cur == nil {
+		offset = b.arg((lq.Page - 1) * lq.Limit)
+	}
+	rows, err := q.QueryxContext(ctx, `SELECT to_json(x), json_build_array(`+strings.Join(keyVals, ", ")+`)
+		FROM (SELECT `+strings.Join(cols, ", ")+` FROM `+t.Qualified()+` WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+orderSQL(keys, flip)+
+		` LIMIT `+limit+` OFFSET `+offset+`) r, LATERAL (SELECT `+strings.Join(record, ", ")+`) x`, b.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list records: %w", err)
+	}
+	defer rows.Close()
+	bounds, err := readPage(rows, pg, lq.Limit)
+	if err != nil {
+		return nil, err
+	}
+	more := len(pg.Rows) > lq.Limit
+	if more {
+		pg.Rows, bounds = pg.Rows[:lq.Limit], bounds[:lq.Limit]
+	}
+	if flip { // read backwards: put the page in order
+		slices.Reverse(pg.Rows)
+		slices.Reverse(bounds)
+	}
+	if len(pg.Rows) > 0 && t.key != "" {
+		t.cursors(pg, bounds, sortSpec, more, flip, cur != nil, lq.Page)
+	}
+	return pg, nil
+}
+
+// pageColumns are the columns of a page's rows (r): the fields asked for and the sort keys as
+// stored, and the record's parts (x): the fields alone, in the order asked, then _links.
+func (t *Table) pageColumns(lq ListQuery, keys []sortKey) (cols, record []string) {
+	cols, record = []string{"NULL"}, []string{}
 	if len(lq.Fields) > 0 {
 		cols, record = []string{columnList(lq.Fields)}, []string{t.rowJSON(lq.Fields, "r")}
 	}
@@ -263,28 +297,20 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 		cols = append(cols, lq.Links+" AS _links")
 		record = append(record, "r._links")
 	}
-	limit := b.arg(lq.Limit + 1)
-	offset := "0"
-	if cur == nil {
-		offset = b.arg((lq.Page - 1) * lq.Limit)
-	}
-	rows, err := q.QueryxContext(ctx, `SELECT to_json(x), json_build_array(`+strings.Join(keyVals, ", ")+`)
-		FROM (SELECT `+strings.Join(cols, ", ")+` FROM `+t.Qualified()+` WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+orderSQL(keys, flip)+
-		` LIMIT `+limit+` OFFSET `+offset+`) r, LATERAL (SELECT `+strings.Join(record, ", ")+`) x`, b.args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	// The rows are copied into one buffer (not one allocation per row and key): a page is
-	// read on every request.
+	return cols, record
+}
+
+// readPage reads the page's records into pg.Rows and returns their sort keys. The rows are
+// copied into one buffer (not one allocation per row and key): a page is read on every request.
+func readPage(rows *sqlx.Rows, pg *Page, limit int) ([]json.RawMessage, error) {
 	pg.buf = pageBufs.Get().(*[]byte)
 	buf := (*pg.buf)[:0]
 	defer func() { *pg.buf = buf }()
-	ends := make([]int, 0, 2*(lq.Limit+1)) // of each record, then of its sort keys
+	ends := make([]int, 0, 2*(limit+1)) // of each record, then of its sort keys
 	for rows.Next() {
 		var j, k sql.RawBytes
 		if err := rows.Scan(&j, &k); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("list records: %w", err)
 		}
 		buf = append(buf, j...)
 		ends = append(ends, len(buf))
@@ -292,37 +318,30 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 		ends = append(ends, len(buf))
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list records: %w", err)
 	}
 	bounds := make([]json.RawMessage, 0, len(ends)/2)
 	for i, from := 0, 0; i < len(ends); i, from = i+2, ends[i+1] {
 		pg.Rows = append(pg.Rows, buf[from:ends[i]:ends[i]])
 		bounds = append(bounds, buf[ends[i]:ends[i+1]:ends[i+1]])
 	}
-	more := len(pg.Rows) > lq.Limit
-	if more {
-		pg.Rows, bounds = pg.Rows[:lq.Limit], bounds[:lq.Limit]
-	}
-	if flip { // read backwards: put the page in order
-		slices.Reverse(pg.Rows)
-		slices.Reverse(bounds)
-	}
+	return bounds, nil
+}
+
+// cursors sets the page's cursors: after the last row when there is more that way (or when
+// the page was come to from there); before the first when a page precedes it.
+func (t *Table) cursors(pg *Page, bounds []json.RawMessage, sortSpec string, more, flip, fromCursor bool, page int) {
 	cursorAt := func(i int, before bool) string {
 		var vals []json.RawMessage
 		_ = json.Unmarshal(bounds[i], &vals)
 		return Cursor{Dataset: t.Name, Sort: sortSpec, Values: vals, Before: before}.Encode()
 	}
-	if len(pg.Rows) > 0 && t.key != "" {
-		// After the last row when there is more that way (or when we came from there);
-		// before the first when a page precedes it.
-		if (!flip && more) || (flip && cur != nil) {
-			pg.Next = cursorAt(len(pg.Rows)-1, false)
-		}
-		if (flip && more) || (!flip && (cur != nil || lq.Page > 1)) {
-			pg.Prev = cursorAt(0, true)
-		}
+	if (!flip && more) || (flip && fromCursor) {
+		pg.Next = cursorAt(len(pg.Rows)-1, false)
 	}
-	return pg, nil
+	if (flip && more) || (!flip && (fromCursor || page > 1)) {
+		pg.Prev = cursorAt(0, true)
+	}
 }
 
 // count is the number of rows matching b's conditions: exact, planned (the planner's
@@ -343,9 +362,16 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 	if mode != "planned" {
 		// Estimated: exact on a table the statistics say is small, planned on a large one
 		// (counting a large table costs as much as a scan of it, on every page).
-		var rel float64
-		if err := sqlx.GetContext(ctx, q, &rel, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, t.Qualified()); err != nil {
-			return 0, false, err
+		// The table's size in the statistics (an estimate itself, moved by ANALYZE) is kept as
+		// planned counts are: asking for it on every page was a round trip of its own.
+		rel, ok := tableSizes.get(t.Qualified())
+		if !ok {
+			var size float64
+			if err := sqlx.GetContext(ctx, q, &size, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, t.Qualified()); err != nil {
+				return 0, false, err
+			}
+			rel = int64(size)
+			tableSizes.put(t.Qualified(), rel)
 		}
 		if rel <= CountThreshold {
 			err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM `+t.Qualified()+where, b.args...)
@@ -381,6 +407,9 @@ type countEntry struct {
 }
 
 var plannedCounts = &countCache{m: map[string]countEntry{}}
+
+// tableSizes keeps each table's reltuples (by qualified name) for countTTL.
+var tableSizes = &countCache{m: map[string]countEntry{}}
 
 // countTTL is how long a planned count is used before the planner is asked again.
 const countTTL = 5 * time.Second

@@ -34,6 +34,19 @@ type Table struct {
 	datasets.TableDef
 	cols map[string]ingest.Column
 	key  string // the field that names a record (its path id); "" when there is none
+	// all and getAll: every field, and Get's SQL of them (without, with FOR UPDATE), made
+	// once: a record is read by key on every such request.
+	all    []string
+	getAll [2]string
+}
+
+// memo makes all and getAll.
+func (t *Table) memo() *Table {
+	t.all = t.Fields()
+	if t.key != "" {
+		t.getAll = [2]string{t.getSQL(t.all, false), t.getSQL(t.all, true)}
+	}
+	return t
 }
 
 // NewTable indexes t's columns.
@@ -50,7 +63,7 @@ func NewTable(t datasets.TableDef) *Table {
 				x.key = c.Name
 			}
 		}
-		return x
+		return x.memo()
 	}
 	// An uploaded table is keyed by the file's key column, or by the generated id.
 	x.key = datasets.KeyOf(t.Columns)
@@ -67,7 +80,7 @@ func NewTable(t datasets.TableDef) *Table {
 		}
 		x.cols[f] = ingest.Column{Name: f, Type: typ}
 	}
-	return x
+	return x.memo()
 }
 
 func keyable(t ingest.Type) bool {

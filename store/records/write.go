@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,16 +20,31 @@ import (
 
 // Get reads one live record.
 func (t *Table) Get(ctx context.Context, q sqlx.QueryerContext, id string, fields []string, lock bool) (json.RawMessage, error) {
+	i := 0
+	if lock {
+		i = 1
+	}
+	qs := t.getAll[i]
+	if qs == "" || !slices.Equal(fields, t.all) {
+		qs = t.getSQL(fields, lock)
+	}
+	var j []byte
+	err := sqlx.GetContext(ctx, q, &j, qs, id)
+	if errors.Is(err, errNoRows) {
+		return nil, ErrNotFound
+	} else if err != nil {
+		return nil, fmt.Errorf("read record: %w", err)
+	}
+	return j, nil
+}
+
+// getSQL is Get's statement: the record of fields by its key ($1), live, locked or not.
+func (t *Table) getSQL(fields []string, lock bool) string {
 	qs := `SELECT to_json(r) FROM (SELECT ` + t.rowJSON(fields, "") + ` FROM ` + t.Qualified() + ` WHERE ` + t.keyIs("$1") + ` AND ` + t.Live()
 	if lock {
 		qs += ` FOR UPDATE`
 	}
-	var j []byte
-	err := sqlx.GetContext(ctx, q, &j, qs+`) r`, id)
-	if errors.Is(err, errNoRows) {
-		return nil, ErrNotFound
-	}
-	return j, err
+	return qs + `) r`
 }
 
 // values turns a body's fields into column = parameter pairs, converting each value with
@@ -76,8 +93,10 @@ func (t *Table) Insert(ctx context.Context, q sqlx.QueryerContext, body map[stri
 		ins = `INSERT INTO ` + t.Qualified() + ` (` + strings.Join(cols, ", ") + `) VALUES (` + strings.Join(params, ", ") + `)`
 	}
 	var j []byte
-	err = sqlx.GetContext(ctx, q, &j, `WITH r AS (`+ins+` RETURNING *) SELECT to_json(x) FROM (SELECT `+t.rowJSON(fields, "r")+` FROM r) x`, b.args...)
-	return j, err
+	if err = sqlx.GetContext(ctx, q, &j, `WITH r AS (`+ins+` RETURNING *) SELECT to_json(x) FROM (SELECT `+t.rowJSON(fields, "r")+` FROM r) x`, b.args...); err != nil {
+		return nil, fmt.Errorf("insert record: %w", err)
+	}
+	return j, nil
 }
 
 // Update writes body's fields (replace: every column, absent ones reset to their default)
@@ -120,8 +139,10 @@ func (t *Table) Update(ctx context.Context, q sqlx.QueryerContext, id string, ve
 		` RETURNING *) SELECT to_json(x) FROM (SELECT `+t.rowJSON(fields, "r")+` FROM r) x`, b.args...)
 	if errors.Is(err, errNoRows) {
 		return nil, false, nil
+	} else if err != nil {
+		return nil, false, fmt.Errorf("update record: %w", err)
 	}
-	return j, err == nil, err
+	return j, true, nil
 }
 
 // keepKey is body without an uploaded record's key: the key names the record and does not
@@ -161,8 +182,10 @@ func (t *Table) Delete(ctx context.Context, q sqlx.QueryerContext, id string, so
 	err := sqlx.GetContext(ctx, q, &at, qs, id)
 	if errors.Is(err, errNoRows) {
 		return at, ErrNotFound
+	} else if err != nil {
+		return at, fmt.Errorf("delete record: %w", err)
 	}
-	return at.UTC(), err
+	return at.UTC(), nil
 }
 
 // Referring lists the keys of the live records whose column col holds value (the records
@@ -230,7 +253,10 @@ func (t *Table) UpdateWhere(ctx context.Context, q sqlx.QueryerContext, s Select
 	var ids []json.RawMessage
 	err = sqlx.SelectContext(ctx, q, &ids, `UPDATE `+t.Qualified()+` SET `+strings.Join(sets, ", ")+` WHERE `+strings.Join(b.conds, " AND ")+
 		` RETURNING to_json(`+pq.QuoteIdentifier(t.key)+`)`, b.args...)
-	return ids, err
+	if err != nil {
+		return nil, fmt.Errorf("update records: %w", err)
+	}
+	return ids, nil
 }
 
 // DeleteWhere deletes every selected live record (soft or for good; connected tables only
@@ -247,6 +273,8 @@ func (t *Table) DeleteWhere(ctx context.Context, q sqlx.QueryerContext, s Select
 		qs = `UPDATE ` + t.Qualified() + ` SET deleted_at = now(), updated_at = now(), version = version + 1 WHERE ` + where + ret
 	}
 	var ids []json.RawMessage
-	err := sqlx.SelectContext(ctx, q, &ids, qs, b.args...)
-	return ids, err
+	if err := sqlx.SelectContext(ctx, q, &ids, qs, b.args...); err != nil {
+		return nil, fmt.Errorf("delete records: %w", err)
+	}
+	return ids, nil
 }

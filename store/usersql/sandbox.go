@@ -115,7 +115,7 @@ func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any,
 	if err != nil {
 		return nil, rowError(err, o.MaxRowBytes, shift)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	// Cancelled when reading stops early, so that the database stops sending what is left
 	// (closing the rows would otherwise read it all).
 	rctx, stop := context.WithCancel(ctx)
@@ -204,7 +204,7 @@ func rowError(err error, max int64, shift int) error {
 	}
 	if i := strings.Index(pe.Message, rowTooLarge); i >= 0 && pe.Code == "22P02" {
 		e := &RowTooLargeError{Max: max}
-		fmt.Sscan(pe.Message[i+len(rowTooLarge):], &e.Bytes)
+		_, _ = fmt.Sscan(pe.Message[i+len(rowTooLarge):], &e.Bytes) // no size in the message: 0
 		return e
 	}
 	if pos, perr := strconv.Atoi(pe.Position); perr == nil && shift != 0 && pos > shift {

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -297,7 +298,7 @@ func DropScope(ctx context.Context, tx *sqlx.Tx, scope, id string) error {
 func Moved(ctx context.Context, tx *sqlx.Tx, orgID string) error {
 	vs, err := store.ScopeViews(ctx, tx, "organization", orgID)
 	if err != nil {
-		return err
+		return fmt.Errorf("move views: %w", err)
 	}
 	for i := range vs {
 		v := &vs[i]
@@ -305,10 +306,10 @@ func Moved(ctx context.Context, tx *sqlx.Tx, orgID string) error {
 			continue
 		}
 		if v.SQL, _, err = read(ctx, tx, orgID, v.ID); err != nil {
-			return err
+			return fmt.Errorf("move views: %w", err)
 		}
 		if err := store.UpdateView(ctx, tx, v); err != nil {
-			return err
+			return fmt.Errorf("move views: %w", err)
 		}
 	}
 	return nil
@@ -327,11 +328,11 @@ type Loaded struct {
 func Load(ctx context.Context, q sqlx.QueryerContext, projectID, id string) (*Loaded, error) {
 	v, err := store.ViewByID(ctx, q, projectID, id, false)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load view: %w", err)
 	}
 	out := &Loaded{View: v}
 	if err := json.Unmarshal([]byte(v.Definition), &out.Def); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load view: %w", err)
 	}
 	return out, json.Unmarshal([]byte(v.Columns), &out.Cols)
 }

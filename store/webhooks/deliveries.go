@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -68,7 +69,7 @@ func List(ctx context.Context, q sqlx.QueryerContext, webhookID string, f Filter
 	}
 	var total int
 	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.webhook_deliveries WHERE `+where, args...); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("list webhook deliveries: %w", err)
 	}
 	out := []Delivery{}
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+deliveryCols+` FROM platform.webhook_deliveries WHERE `+where+
@@ -84,7 +85,7 @@ func Get(ctx context.Context, q sqlx.QueryerContext, webhookID, id string) (*Del
 		return nil, nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("read webhook delivery: %w", err)
 	}
 	as := []Attempt{}
 	err = sqlx.SelectContext(ctx, q, &as, `SELECT attempt, started_at, status_code, response, error, duration_ms
@@ -102,7 +103,7 @@ func Redeliver(ctx context.Context, tx sqlx.ExtContext, webhookID, id string, no
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("redeliver webhook delivery: %w", err)
 	}
 	_, err = tx.ExecContext(ctx, `SELECT pg_notify($1, 'deliveries')`, channel)
 	return &d, err
@@ -129,11 +130,11 @@ func Ping(ctx context.Context, tx sqlx.ExtContext, webhookID, orgID string, now 
 // its failure streak starts over.
 func Resume(ctx context.Context, tx sqlx.ExecerContext, webhookID string, now time.Time) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE platform.webhooks SET failing_since = NULL, failures_in_row = 0, held_until = NULL WHERE id = $1`, webhookID); err != nil {
-		return err
+		return fmt.Errorf("resume webhook: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE platform.webhook_deliveries SET next_attempt_at = $2
 		WHERE webhook_id = $1 AND status = 'pending' AND next_attempt_at > $2`, webhookID, now); err != nil {
-		return err
+		return fmt.Errorf("resume webhook: %w", err)
 	}
 	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, 'deliveries')`, channel)
 	return err
@@ -147,10 +148,10 @@ const Retention = 30 * 24 * time.Hour
 func Sweep(ctx context.Context, q sqlx.ExecerContext, now time.Time) error {
 	before := now.Add(-Retention)
 	if _, err := q.ExecContext(ctx, `DELETE FROM platform.webhook_deliveries WHERE status <> 'pending' AND finished_at < $1`, before); err != nil {
-		return err
+		return fmt.Errorf("sweep webhook deliveries: %w", err)
 	}
 	if _, err := q.ExecContext(ctx, `DELETE FROM platform.outbox WHERE published_at < $1`, before); err != nil {
-		return err
+		return fmt.Errorf("sweep webhook deliveries: %w", err)
 	}
 	// an hour leaves the fan-out time to make organization.deleted's deliveries
 	_, err := q.ExecContext(ctx, `DELETE FROM platform.webhooks w WHERE retired_at < $1 OR (retired_at < $2 AND NOT EXISTS

@@ -120,12 +120,12 @@ func (d *Dispatcher) Start(ctx context.Context) {
 		l := pq.NewListener(d.url, time.Second, time.Minute, nil)
 		if err := l.Listen(channel); err != nil {
 			d.log.Warn("webhook notifications unavailable; polling only", "error", err)
-			l.Close()
+			_ = l.Close()
 		} else {
 			d.wg.Add(1)
 			go func() {
 				defer d.wg.Done()
-				defer l.Close()
+				defer func() { _ = l.Close() }()
 				for {
 					select {
 					case <-ctx.Done():
@@ -405,7 +405,7 @@ func (d *Dispatcher) send(ctx context.Context, ep *endpoint, dl *due) (attempt, 
 	}
 	b, _ := io.ReadAll(io.LimitReader(res.Body, ResponseCap))
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, drainCap))
-	res.Body.Close()
+	_ = res.Body.Close() // read and drained above
 	a.Duration = time.Since(start)
 	code := res.StatusCode
 	a.StatusCode = &code

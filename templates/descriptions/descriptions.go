@@ -195,35 +195,12 @@ func (ds *Cache) Describe(ctx context.Context, d *store.Dataset, table string) (
 		desc.Links = connectedLinks(d, served, tables, rels)
 		rels = nil // the rules below are those of uploaded datasets
 	}
-	for _, r := range rels {
-		if r.FromDataset == d.ID { // this.col → other.key: the one record it points at
-			l := records.Link{Name: strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id"), Dataset: r.ToDataset, Column: r.FromColumn, Target: r.ToColumn, ToKey: r.ToKey}
-			if l.Name == "" || l.Name == r.FromColumn {
-				l.Name = r.FromColumn + "_ref"
-			}
-			desc.Links = append(desc.Links, l)
-		} else { // other.col → this.key: the records pointing here
-			desc.Links = append(desc.Links, records.Link{Name: ingest.Identifiers([]string{r.FromName})[0], Dataset: r.FromDataset, Column: r.ToColumn, Target: r.FromColumn, Many: true})
-		}
-	}
+	desc.Links = append(desc.Links, uploadedLinks(d.ID, rels)...)
 	for _, l := range desc.Links {
 		in.Links = append(in.Links, specgen.Link{Name: l.Name, Many: l.Many, Dataset: l.Dataset, LocalKey: l.Column, ForeignKey: l.Target, Table: l.Table})
 	}
-	// A dataset whose records point here and at another dataset is a junction: many-to-many.
-	for _, r := range rels {
-		if r.ToDataset != d.ID || r.FromDataset == d.ID {
-			continue
-		}
-		jrels, err := store.Relationships(ctx, ds.store.DB, r.FromDataset)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range jrels {
-			if o.FromDataset == r.FromDataset && o.ToDataset != d.ID && o.ToDataset != r.FromDataset {
-				in.ManyToMany = append(in.ManyToMany, specgen.ManyToMany{Target: o.ToDataset, TargetName: o.ToName, Junction: r.FromDataset,
-					JunctionName: r.FromName, LocalKey: r.FromColumn, ForeignKey: o.FromColumn})
-			}
-		}
+	if in.ManyToMany, err = ds.manyToMany(ctx, d.ID, rels); err != nil {
+		return nil, err
 	}
 	if in.Samples, err = ds.samples(ctx, d.ID, served.Name); err != nil {
 		return nil, err
@@ -244,16 +221,62 @@ func (ds *Cache) Describe(ctx context.Context, d *store.Dataset, table string) (
 	if served.Foreign {
 		desc.ETag = fmt.Sprintf(`"%s-%s-%d-%d"`, d.ID, served.Name, d.SchemaVersion, d.UpdatedAt.UnixNano())
 	}
+	ds.remember(cacheKey, desc)
+	return desc, nil
+}
+
+// uploadedLinks are the links of an uploaded dataset's relationships: this.col → other.key,
+// the one record it points at; other.col → this.key, the records pointing here.
+func uploadedLinks(datasetID string, rels []store.Relationship) []records.Link {
+	var links []records.Link
+	for _, r := range rels {
+		if r.FromDataset == datasetID {
+			l := records.Link{Name: strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id"), Dataset: r.ToDataset, Column: r.FromColumn, Target: r.ToColumn, ToKey: r.ToKey}
+			if l.Name == "" || l.Name == r.FromColumn {
+				l.Name = r.FromColumn + "_ref"
+			}
+			links = append(links, l)
+		} else {
+			links = append(links, records.Link{Name: ingest.Identifiers([]string{r.FromName})[0], Dataset: r.FromDataset, Column: r.ToColumn, Target: r.FromColumn, Many: true})
+		}
+	}
+	return links
+}
+
+// manyToMany are the dataset's many-to-many relationships: a dataset whose records point here
+// and at another dataset is a junction.
+func (ds *Cache) manyToMany(ctx context.Context, datasetID string, rels []store.Relationship) ([]specgen.ManyToMany, error) {
+	var out []specgen.ManyToMany
+	for _, r := range rels {
+		if r.ToDataset != datasetID || r.FromDataset == datasetID {
+			continue
+		}
+		jrels, err := store.Relationships(ctx, ds.store.DB, r.FromDataset)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range jrels {
+			if o.FromDataset == r.FromDataset && o.ToDataset != datasetID && o.ToDataset != r.FromDataset {
+				out = append(out, specgen.ManyToMany{Target: o.ToDataset, TargetName: o.ToName, Junction: r.FromDataset,
+					JunctionName: r.FromName, LocalKey: r.FromColumn, ForeignKey: o.FromColumn})
+			}
+		}
+	}
+	return out, nil
+}
+
+// remember caches desc under key; the cache is bounded: it drops one (map order is random
+// enough).
+func (ds *Cache) remember(key string, desc *Description) {
 	ds.mu.Lock()
-	if len(ds.cache) >= maxDescriptions { // bounded: drop one (map order is random enough)
+	defer ds.mu.Unlock()
+	if len(ds.cache) >= maxDescriptions {
 		for k := range ds.cache {
 			delete(ds.cache, k)
 			break
 		}
 	}
-	ds.cache[cacheKey] = desc
-	ds.mu.Unlock()
-	return desc, nil
+	ds.cache[key] = desc
 }
 
 func relKey(rels []store.Relationship) string {
@@ -284,47 +307,13 @@ func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input
 	}
 	inputs := []specgen.Input{}
 	released := []store.SchemaChange{}
-	// A state is the served table as it was: an uploaded dataset's changes keep its columns;
-	// a connected dataset's keep all its tables (a table that did not exist yet has no state).
-	at := func(raw string, x *specgen.Input) (bool, error) {
-		if !in.Table.Foreign {
-			var cols []ingest.Column // a new slice: x shares in's
-			err := json.Unmarshal([]byte(raw), &cols)
-			x.Table.Columns = cols
-			return true, err
-		}
-		var ts []datasets.TableDef
-		if err := json.Unmarshal([]byte(raw), &ts); err != nil {
-			return false, err
-		}
-		for _, t := range ts {
-			if t.Name == in.Table.Name {
-				x.Table = t
-				return true, nil
-			}
-		}
-		return false, nil
-	}
-	// Each state is rendered with the name and description in force then: those a later
-	// rename replaced (its "before"), else the current ones.
-	named := func(x *specgen.Input, later []store.SchemaChange) {
-		for _, c := range later {
-			if r := renameOf(c.Changes); r != nil {
-				if !in.Table.Foreign { // a connected table's operations are named after the table
-					x.Name = r.Name.Before
-				}
-				x.Description = r.Description.Before
-				return
-			}
-		}
-	}
 	first := in
 	first.SchemaVersion, first.GeneratedAt = 1, d.CreatedAt
-	named(&first, changes)
+	namedThen(in, &first, changes)
 	keep := true
 	if len(changes) > 0 {
 		var err error
-		if keep, err = at(changes[0].ColumnsBefore, &first); err != nil {
+		if keep, err = stateAt(in, changes[0].ColumnsBefore, &first); err != nil {
 			return nil, nil, err
 		}
 		first.SchemaVersion = changes[0].SchemaVersion - 1
@@ -336,7 +325,7 @@ func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input
 	for i, c := range changes {
 		x := in
 		if i < len(changes)-1 {
-			ok, err := at(c.ColumnsAfter, &x)
+			ok, err := stateAt(in, c.ColumnsAfter, &x)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -344,7 +333,7 @@ func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input
 				continue
 			}
 		}
-		named(&x, changes[i+1:])
+		namedThen(in, &x, changes[i+1:])
 		if in.Table.Foreign && len(inputs) > 0 && reflect.DeepEqual(inputs[len(inputs)-1].Table, x.Table) &&
 			inputs[len(inputs)-1].Description == x.Description {
 			continue // another table of the database changed: this one's description did not
@@ -353,20 +342,9 @@ func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input
 		inputs = append(inputs, x)
 		released = append(released, c)
 	}
-	states := make([]apiversions.State, len(inputs))
-	for i, x := range inputs {
-		x.Version = "0.0.0" // the same in all: the number is what is being worked out
-		doc, _, err := specgen.Render(ctx, x)
-		if err != nil {
-			return nil, nil, err
-		}
-		states[i] = apiversions.State{SchemaVersion: released[i].SchemaVersion, ReleasedAt: released[i].CreatedAt, Doc: doc,
-			Notes: notes(released[i].Changes)}
-		if i > 0 && specgen.NamesOf(inputs[i-1].Name) != specgen.NamesOf(x.Name) {
-			states[i].Notes = append(states[i].Notes, apiversions.Change{Level: "breaking", ID: "dataset-renamed",
-				Text: "the dataset was renamed from " + inputs[i-1].Name + " to " + x.Name + ": operation ids and schema names follow the new name " +
-					"(list" + specgen.NamesOf(inputs[i-1].Name).Plural + " is now list" + specgen.NamesOf(x.Name).Plural + "), so generated clients' methods and types are renamed"})
-		}
+	states, err := renderStates(ctx, inputs, released)
+	if err != nil {
+		return nil, nil, err
 	}
 	versions, err := apiversions.History(states, ds.clock().UTC().Truncate(time.Microsecond))
 	if err != nil {
@@ -379,6 +357,64 @@ func (ds *Cache) history(ctx context.Context, d *store.Dataset, in specgen.Input
 		byVersion[v.Version] = x
 	}
 	return versions, byVersion, nil
+}
+
+// stateAt sets x's table to the served table as it was in raw: an uploaded dataset's changes
+// keep its columns; a connected dataset's keep all its tables (a table that did not exist yet
+// has no state: false).
+func stateAt(in specgen.Input, raw string, x *specgen.Input) (bool, error) {
+	if !in.Table.Foreign {
+		var cols []ingest.Column // a new slice: x shares in's
+		err := json.Unmarshal([]byte(raw), &cols)
+		x.Table.Columns = cols
+		return true, err
+	}
+	var ts []datasets.TableDef
+	if err := json.Unmarshal([]byte(raw), &ts); err != nil {
+		return false, err
+	}
+	for _, t := range ts {
+		if t.Name == in.Table.Name {
+			x.Table = t
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// namedThen gives a state the name and description in force then: those a later rename
+// replaced (its "before"), else the current ones.
+func namedThen(in specgen.Input, x *specgen.Input, later []store.SchemaChange) {
+	for _, c := range later {
+		if r := renameOf(c.Changes); r != nil {
+			if !in.Table.Foreign { // a connected table's operations are named after the table
+				x.Name = r.Name.Before
+			}
+			x.Description = r.Description.Before
+			return
+		}
+	}
+}
+
+// renderStates renders each state of the description, released with its change, for
+// apiversions to number; a rename is a breaking change of its own.
+func renderStates(ctx context.Context, inputs []specgen.Input, released []store.SchemaChange) ([]apiversions.State, error) {
+	states := make([]apiversions.State, len(inputs))
+	for i, x := range inputs {
+		x.Version = "0.0.0" // the same in all: the number is what is being worked out
+		doc, _, err := specgen.Render(ctx, x)
+		if err != nil {
+			return nil, err
+		}
+		states[i] = apiversions.State{SchemaVersion: released[i].SchemaVersion, ReleasedAt: released[i].CreatedAt, Doc: doc,
+			Notes: notes(released[i].Changes)}
+		if i > 0 && specgen.NamesOf(inputs[i-1].Name) != specgen.NamesOf(x.Name) {
+			states[i].Notes = append(states[i].Notes, apiversions.Change{Level: "breaking", ID: "dataset-renamed",
+				Text: "the dataset was renamed from " + inputs[i-1].Name + " to " + x.Name + ": operation ids and schema names follow the new name " +
+					"(list" + specgen.NamesOf(inputs[i-1].Name).Plural + " is now list" + specgen.NamesOf(x.Name).Plural + "), so generated clients' methods and types are renamed"})
+		}
+	}
+	return states, nil
 }
 
 // Rename is a "rename_dataset" schema change: the dataset's name and description before and

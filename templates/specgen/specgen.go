@@ -392,6 +392,14 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 	if system {
 		pp["version"] = up["version"]
 	}
+	patch = patchSchema(in, pp)
+	record = recordSchema(in, writable(), computed)
+	return record, create, update, patch
+}
+
+// patchSchema is the schema of a patch, of the writable properties pp (and the version): the
+// fields without their defaults, and the update operators.
+func patchSchema(in Input, pp map[string]any) map[string]any {
 	for k, v := range pp {
 		if m, ok := v.(map[string]any); ok && k != "version" {
 			c := make(map[string]any, len(m))
@@ -425,16 +433,19 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 	pp["$push"] = op(push, "An element to append to each array field.")
 	pp["$pull"] = op(push, "An element to remove (every occurrence) from each array field.")
 	pp["$setOnInsert"] = op(set, "Values for fields that have none yet (NULL); fields with a value keep it.")
-	patch = map[string]any{"type": "object", "additionalProperties": false, "minProperties": 1, "properties": pp}
+	return map[string]any{"type": "object", "additionalProperties": false, "minProperties": 1, "properties": pp}
+}
 
-	rp := writable()
+// recordSchema is the schema of a record as it is read: the writable properties rp, the
+// computed ones, the system columns, its links and the related records embedded.
+func recordSchema(in Input, rp, computed map[string]any) map[string]any {
 	for k, v := range computed {
 		rp[k] = v
 	}
 	if in.Table.GeneratedID() {
 		rp["id"] = map[string]any{"type": "integer", "format": "int64", "readOnly": true}
 	}
-	if system {
+	if in.Table.System() {
 		rp["created_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
 		rp["updated_at"] = map[string]any{"type": "string", "format": "date-time", "readOnly": true}
 		rp["version"] = map[string]any{"type": "integer", "readOnly": true, "description": "Optimistic-locking version; every write increments it."}
@@ -470,6 +481,5 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 		desc = "A record. Every field is present unless `fields`, `exclude` or `X-Return-Fields` narrowed the answer to the fields asked for; its key `" +
 			k + "` and `_links` always are (the key cannot be excluded)."
 	}
-	record = map[string]any{"type": "object", "properties": rp, "required": required, "description": desc}
-	return record, create, update, patch
+	return map[string]any{"type": "object", "properties": rp, "required": required, "description": desc}
 }

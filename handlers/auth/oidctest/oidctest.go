@@ -203,7 +203,7 @@ func (p *Provider) Authorize(t testing.TB, authorizeURL, sub string) (code, stat
 	if err != nil {
 		t.Fatalf("oidctest: authorize: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusFound {
 		body, _ := io.ReadAll(resp.Body)
 		t.Fatalf("oidctest: authorize answered %s: %s", resp.Status, body)

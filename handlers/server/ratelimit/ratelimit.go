@@ -99,12 +99,12 @@ func New(redisURL, overrides string) (*Limiter, error) {
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.MaxRetries = redisTimeout, redisTimeout, redisTimeout, -1
 	client := redis.NewClient(opt)
 	if err := client.Ping(context.Background()).Err(); err != nil {
-		client.Close()
+		_ = client.Close()
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	store, err := sredis.NewStoreWithOptions(client, limiter.StoreOptions{Prefix: "dp:ratelimit"})
 	if err != nil {
-		client.Close()
+		_ = client.Close()
 		return nil, err
 	}
 	l.limiters, l.local, l.close = over(store, rates), over(memoryStore, rates), client.Close

@@ -28,9 +28,9 @@ func BombWith(n, declared int64, edit func(header []byte) []byte) []byte {
 	if err != nil {
 		panic(err)
 	}
-	binary.Write(zw, binary.LittleEndian, uint32(n)) // PLAIN: length, then the bytes
-	io.Copy(zw, io.LimitReader(zeros{}, n))
-	zw.Close()
+	_ = binary.Write(zw, binary.LittleEndian, uint32(n)) // PLAIN: length, then the bytes
+	_, _ = io.Copy(zw, io.LimitReader(zeros{}, n))
+	_ = zw.Close()
 	compact := new(thrift.CompactProtocol)
 	header, err := thrift.Marshal(compact, &format.PageHeader{
 		Type: format.DataPage, UncompressedPageSize: int32(declared), CompressedPageSize: int32(body.Len()),
@@ -69,7 +69,7 @@ func BombWith(n, declared int64, edit func(header []byte) []byte) []byte {
 	f.Write(header)
 	f.Write(body.Bytes())
 	f.Write(footer)
-	binary.Write(&f, binary.LittleEndian, uint32(len(footer)))
+	_ = binary.Write(&f, binary.LittleEndian, uint32(len(footer)))
 	f.WriteString("PAR1")
 	return f.Bytes()
 }
