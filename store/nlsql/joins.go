@@ -1,0 +1,159 @@
+package nlsql
+
+import (
+	"fmt"
+	"slices"
+)
+
+func (q *query) joinedRefs() []string {
+	var out []string
+	for r := range q.joined {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// reach makes table ref readable from the main table: itself, or joined along a relation
+// where it is the one side. A many-side table is reached through EXISTS (see cond).
+func (q *query) reach(ref string) error {
+	if ref == q.main || q.joined[ref] {
+		return nil
+	}
+	if q.joinChain(ref) {
+		return nil
+	}
+	if q.relation(ref, q.main) != nil {
+		return q.p.refuse(fmt.Sprintf("it would need each %s row once per %s row; ask about %s instead", alias(q.main), alias(ref), alias(ref)))
+	}
+	return q.p.refuse(fmt.Sprintf("%s and %s have no known relationship", q.p.s.table(q.main).Dataset, q.p.s.table(ref).Dataset))
+}
+
+// relation is the foreign key from → to, or nil.
+func (q *query) relation(from, to string) *Relation {
+	for i, r := range q.p.s.Relations {
+		if r.From == from && r.To == to {
+			return &q.p.s.Relations[i]
+		}
+	}
+	return nil
+}
+
+// cond adds a condition on table ref: in WHERE when the main table reaches it by a join, in
+// an EXISTS over it when it is on the many side of a relation to the main table.
+func (q *query) cond(ref, c string) error {
+	if ref == q.main || q.joined[ref] {
+		q.where, q.whereOn = append(q.where, c), append(q.whereOn, ref)
+		return nil
+	}
+	// one side, directly or through the tables between (not a table the main one has many of)
+	oneSide := q.relation(q.main, ref) != nil || q.relation(ref, q.main) == nil && q.junction(q.main, ref) == nil
+	if oneSide && q.joinChain(ref) {
+		q.where, q.whereOn = append(q.where, c), append(q.whereOn, ref)
+		return nil
+	}
+	if q.relation(ref, q.main) != nil || q.junction(q.main, ref) != nil {
+		if len(q.exists[ref]) == 0 {
+			q.p.step("Kept %s rows that have matching %s", alias(q.main), alias(ref))
+		}
+		q.exists[ref] = append(q.exists[ref], c)
+		return nil
+	}
+	return q.p.refuse(fmt.Sprintf("%s and %s have no known relationship", q.p.s.table(q.main).Dataset, q.p.s.table(ref).Dataset))
+}
+
+// link is a many-to-many relationship of two tables through a junction table that refers
+// to both (enrollments of students and courses).
+type link struct {
+	via      string    // the junction table
+	toA, toB *Relation // via → a, via → b
+}
+
+// junction is the one junction between tables a and b, or nil (none, or several).
+func (q *query) junction(a, b string) *link {
+	if a == b {
+		return nil
+	}
+	var found *link
+	for _, t := range q.p.s.Tables {
+		if t.Ref == a || t.Ref == b {
+			continue
+		}
+		ra, rb := q.relation(t.Ref, a), q.relation(t.Ref, b)
+		if ra == nil || rb == nil {
+			continue
+		}
+		if found != nil {
+			return nil
+		}
+		found = &link{via: t.Ref, toA: ra, toB: rb}
+	}
+	return found
+}
+
+// related is the condition that a row of ref (a many-side table, or one linked through a
+// junction) belongs to the main row, and the FROM it is read with.
+func (q *query) related(ref string) (from, on string) {
+	if r := q.relation(ref, q.main); r != nil {
+		return ref, fmt.Sprintf("%s.%s = %s.%s", quote(alias(ref)), quote(r.FromColumn), quote(alias(q.main)), quote(r.ToColumn))
+	}
+	l := q.junction(q.main, ref)
+	return fmt.Sprintf("%s JOIN %s ON %s.%s = %s.%s", l.via, ref, quote(alias(ref)), quote(l.toB.ToColumn), quote(alias(l.via)), quote(l.toB.FromColumn)),
+		fmt.Sprintf("%s.%s = %s.%s", quote(alias(l.via)), quote(l.toA.FromColumn), quote(alias(q.main)), quote(l.toA.ToColumn))
+}
+
+// joinChain joins table ref to the main table along many-to-one relationships: directly, or
+// through the tables between ("line items of Acme's purchases": line items → purchases →
+// clients) when exactly one shortest chain of at most three joins leads there. It reports
+// whether ref is joined.
+func (q *query) joinChain(ref string) bool {
+	path := q.oneSidePath(ref)
+	if path == nil {
+		return false
+	}
+	prev := q.main
+	for _, hop := range path {
+		if !q.joined[hop] {
+			q.joined[hop], q.via[hop] = true, prev
+			if prev == q.main {
+				q.p.step("Joined %s along its relationship", q.p.s.table(hop).Dataset)
+			} else {
+				q.p.step("Joined %s through %s", q.p.s.table(hop).Dataset, q.p.s.table(prev).Dataset)
+			}
+		}
+		prev = hop
+	}
+	return true
+}
+
+// oneSidePath is the tables from the main table to ref along many-to-one relationships
+// (ref last), when one chain is the shortest; nil when none or several are.
+func (q *query) oneSidePath(ref string) []string {
+	if q.relation(q.main, ref) != nil {
+		return []string{ref}
+	}
+	paths := [][]string{{q.main}}
+	for depth := 0; depth < 3; depth++ {
+		var next, found [][]string
+		for _, pth := range paths {
+			for _, r := range q.p.s.Relations {
+				if r.From != pth[len(pth)-1] || slices.Contains(pth, r.To) {
+					continue
+				}
+				np := append(slices.Clone(pth), r.To)
+				if r.To == ref {
+					found = append(found, np)
+				}
+				next = append(next, np)
+			}
+		}
+		if len(found) == 1 {
+			return found[0][1:]
+		}
+		if len(found) > 1 {
+			return nil // two ways there: not one to pick silently
+		}
+		paths = next
+	}
+	return nil
+}
