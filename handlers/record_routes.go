@@ -1,6 +1,10 @@
 package handlers
 
 import (
+	"context"
+	"log/slog"
+	"net/http"
+
 	"dataplatform/store"
 	"dataplatform/templates/descriptions"
 
@@ -34,3 +38,24 @@ func RecordTargetOf(c echo.Context) (*RecordTarget, bool) {
 	t, ok := c.Get(recordTargetKey).(*RecordTarget)
 	return t, ok
 }
+
+// Dispatch runs the API operation at method and target (path and query) in process for the
+// caller already authenticated in ctx, with the routing, rate limits, validation and handler
+// of the REST call; the answer is written to w, a refusal returned as the *apierr.Error the
+// API would render.
+type Dispatch func(ctx context.Context, method, target string, body []byte, w http.ResponseWriter) error
+
+// Agents is a protocol served beside the API whose operations run through Dispatch (the MCP
+// server): Handler at Path for GET, POST and DELETE behind the API's authentication and body
+// limit, in its own rate-limit category; Metadata at each MetadataPaths entry, public; 401s
+// name MetadataPaths[0] as their resource_metadata.
+type Agents struct {
+	Path          string
+	Category      string
+	Handler       http.Handler
+	Metadata      http.Handler
+	MetadataPaths []string
+}
+
+// AgentsFunc builds the Agents over the handlers, the dispatcher and the server's logger.
+type AgentsFunc func(h *Handlers, d Dispatch, log *slog.Logger) Agents

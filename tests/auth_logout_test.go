@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dataplatform/handlers/mcp"
 	"dataplatform/handlers/records"
 	"dataplatform/handlers/server"
 	"dataplatform/store"
@@ -22,7 +23,7 @@ func (e *env) ownReplica() string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	srv, err := server.New(context.Background(), server.Deps{Config: e.cfg.Settings, Store: st, DatabaseURL: e.dbURL, Records: records.Routes,
+	srv, err := server.New(context.Background(), server.Deps{Config: e.cfg.Settings, Store: st, DatabaseURL: e.dbURL, Records: records.Routes, Agents: mcp.Agents,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: e.clock.Now})
 	if err != nil {
 		e.t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 
 	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/gen/spec"
+	"dataplatform/handlers/mcp"
 	"dataplatform/handlers/records"
 	"dataplatform/handlers/server"
 	"dataplatform/store"
@@ -164,7 +165,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	if testing.Verbose() {
 		log = slog.New(teeHandler{log.Handler(), slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
 	}
-	e.srv, err = server.New(ctx, server.Deps{Config: cfg.Settings, Store: st, DatabaseURL: dbURL, Logger: log, Clock: e.clock.Now, Records: records.Routes})
+	e.srv, err = server.New(ctx, server.Deps{Config: cfg.Settings, Store: st, DatabaseURL: dbURL, Logger: log, Clock: e.clock.Now, Records: records.Routes, Agents: mcp.Agents})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func (e *env) validate(req *http.Request, r *resp) {
 // replica of the service would run; it answers at the returned base URL.
 func (e *env) replica() string {
 	e.t.Helper()
-	srv, err := server.New(context.Background(), server.Deps{Config: e.cfg.Settings, Store: e.st, DatabaseURL: e.dbURL, Records: records.Routes,
+	srv, err := server.New(context.Background(), server.Deps{Config: e.cfg.Settings, Store: e.st, DatabaseURL: e.dbURL, Records: records.Routes, Agents: mcp.Agents,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: e.clock.Now})
 	if err != nil {
 		e.t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dataplatform/cmd/dataplatform/config"
+	"dataplatform/handlers/mcp"
 	"dataplatform/handlers/records"
 	"dataplatform/handlers/server"
 	"dataplatform/store"
@@ -661,7 +662,7 @@ func TestBootstrapRefusesWeakAdminPassword(t *testing.T) {
 		cfg := config.Defaults()
 		cfg.BaseURL, cfg.BcryptCost, cfg.DataDir = baseURL, 4, t.TempDir()
 		cfg.AdminEmail, cfg.AdminPassword = "first@example.com", password
-		srv, err := server.New(ctx, server.Deps{Config: cfg.Settings, Store: st, Records: records.Routes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: time.Now})
+		srv, err := server.New(ctx, server.Deps{Config: cfg.Settings, Store: st, Records: records.Routes, Agents: mcp.Agents, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: time.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

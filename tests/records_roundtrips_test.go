@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"dataplatform/handlers/mcp"
 	"dataplatform/handlers/records"
 	"dataplatform/handlers/server"
 	"dataplatform/store"
@@ -55,7 +56,7 @@ func TestRecordRoundTrips(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	st.DB.SetMaxOpenConns(1) // one connection: a statement is prepared once, in the warm-up
 	srv, err := server.New(context.Background(), server.Deps{Config: e.cfg.Settings, Store: st, DatabaseURL: e.dbURL,
-		Records: records.Routes, Logger: slog.New(slog.DiscardHandler), Clock: e.clock.Now})
+		Records: records.Routes, Agents: mcp.Agents, Logger: slog.New(slog.DiscardHandler), Clock: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

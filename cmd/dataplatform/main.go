@@ -27,6 +27,7 @@ import (
 	"dataplatform/cmd/dataplatform/config"
 	"dataplatform/handlers"
 	"dataplatform/handlers/auth"
+	"dataplatform/handlers/mcp"
 	"dataplatform/handlers/records"
 	"dataplatform/handlers/server"
 	"dataplatform/store"
@@ -205,7 +206,7 @@ func serve(args []string) error {
 		return err
 	}
 	defer cleanup()
-	srv, err := server.New(ctx, server.Deps{Config: cfg.Settings, Store: st, DatabaseURL: url, Logger: log, Records: records.Routes})
+	srv, err := server.New(ctx, server.Deps{Config: cfg.Settings, Store: st, DatabaseURL: url, Logger: log, Records: records.Routes, Agents: mcp.Agents})
 	if err != nil {
 		return err
 	}

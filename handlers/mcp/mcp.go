@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"dataplatform/handlers"
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/handlers/reqmeta"
@@ -36,9 +37,16 @@ const (
 	MetadataPath = "/.well-known/oauth-protected-resource"
 )
 
-// Dispatch runs the API operation at method and target (path and query) in process for the
-// caller of ctx and writes its answer to w; a refusal is the *apierr.Error the API renders.
-type Dispatch func(ctx context.Context, method, target string, body []byte, w http.ResponseWriter) error
+// Dispatch runs an API operation in process (handlers.Dispatch).
+type Dispatch = handlers.Dispatch
+
+// Agents is the MCP server as the API server mounts it (a handlers.AgentsFunc).
+func Agents(h *handlers.Handlers, d handlers.Dispatch, log *slog.Logger) handlers.Agents {
+	m := New(Deps{Dispatch: d, Store: h.Store, BaseURL: h.Config.BaseURL, OIDCIssuer: h.Config.OIDCIssuer,
+		Writes: h.Config.MCPWrites, Clock: h.Now, Log: log})
+	return handlers.Agents{Path: Path, Category: "mcp", Handler: m.Handler(), Metadata: m.ProtectedResource(),
+		MetadataPaths: []string{MetadataPath, MetadataPath + Path}}
+}
 
 // Deps are what the server is built from.
 type Deps struct {

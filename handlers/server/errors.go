@@ -8,7 +8,6 @@ import (
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
-	"dataplatform/handlers/mcp"
 	"dataplatform/store"
 	"dataplatform/templates/descriptions"
 	"dataplatform/templates/specgen"
@@ -66,7 +65,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		}
 		if e.Status == http.StatusUnauthorized {
 			// resource_metadata (RFC 9728) tells OAuth-capable clients (MCP's) where to sign in.
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="dataplatform", resource_metadata="`+s.cfg.BaseURL+mcp.MetadataPath+`"`)
+			if len(s.agents.MetadataPaths) > 0 {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="dataplatform", resource_metadata="`+s.cfg.BaseURL+s.agents.MetadataPaths[0]+`"`)
+			}
 		}
 		body = m
 	default:

@@ -6,26 +6,24 @@ import (
 	"io"
 	"net/http"
 
+	"dataplatform/handlers"
 	"dataplatform/handlers/apierr"
-	"dataplatform/handlers/mcp"
 	"dataplatform/handlers/reqmeta"
 
 	"github.com/labstack/echo/v4"
 )
 
-// mountMCP serves the Model Context Protocol server at mcp.Path, behind the same
+// mountAgents serves the agents' protocol (the MCP server) at its path, behind the same
 // authentication and body limit as the API and counted in its own rate-limit category, and
 // the protected resource metadata (RFC 9728) that its 401s point at.
-func (s *Server) mountMCP(e *echo.Echo) {
-	m := mcp.New(mcp.Deps{Dispatch: s.dispatch, Store: s.H.Store, BaseURL: s.cfg.BaseURL, OIDCIssuer: s.cfg.OIDCIssuer,
-		Writes: s.cfg.MCPWrites, Clock: s.H.Now, Log: s.log})
-	h := echo.WrapHandler(m.Handler())
+func (s *Server) mountAgents(e *echo.Echo, a handlers.Agents) {
+	h := echo.WrapHandler(a.Handler)
 	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
-		e.Add(method, mcp.Path, h)
-		s.routes[method+" "+mcp.Path] = &route{opID: "mcp", category: "mcp", bodyLimit: s.cfg.MaxBodyBytes, dispatches: true}
+		e.Add(method, a.Path, h)
+		s.routes[method+" "+a.Path] = &route{opID: a.Category, category: a.Category, bodyLimit: s.cfg.MaxBodyBytes, dispatches: true}
 	}
-	meta := echo.WrapHandler(m.ProtectedResource())
-	for _, p := range []string{mcp.MetadataPath, mcp.MetadataPath + mcp.Path} {
+	meta := echo.WrapHandler(a.Metadata)
+	for _, p := range a.MetadataPaths {
 		e.GET(p, meta)
 		s.routes[http.MethodGet+" "+p] = &route{opID: "oauthProtectedResource", public: true}
 	}

@@ -56,6 +56,8 @@ type Deps struct {
 	// mounts them behind its middleware, validating each request against the dataset's own
 	// description.
 	Records func(*handlers.Handlers) []handlers.Route
+	// Agents gives the protocol agents use (mcp.Agents), run through the API in process.
+	Agents handlers.AgentsFunc
 }
 
 // Server is the assembled service.
@@ -76,6 +78,8 @@ type Server struct {
 	descRoutes     sync.Map
 	descRouteCount atomic.Int64
 	records        []handlers.Route
+	agentsOf       handlers.AgentsFunc
+	agents         handlers.Agents
 	exporter       *queries.Exporter
 	Keys           *auth.KeyStore
 	H              *handlers.Handlers
@@ -120,8 +124,8 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	if d.Records == nil {
-		return nil, errors.New("server: Deps.Records is needed (the record API)")
+	if d.Records == nil || d.Agents == nil {
+		return nil, errors.New("server: Deps.Records and Deps.Agents are needed (the record API, the MCP server)")
 	}
 	keys, err := auth.NewKeyStore(ctx, d.Store, d.Clock, d.Config.AccessTokenTTL+auth.ClockSkew)
 	if err != nil {
@@ -159,7 +163,7 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 		}
 		h.OIDC, authn.External = oidc, oidc
 	}
-	s := &Server{cfg: d.Config, dbURL: d.DatabaseURL, log: d.Logger, authn: authn, limiter: lim, Keys: keys, H: h, records: d.Records(h)}
+	s := &Server{cfg: d.Config, dbURL: d.DatabaseURL, log: d.Logger, authn: authn, limiter: lim, Keys: keys, H: h, records: d.Records(h), agentsOf: d.Agents}
 	if n := d.Config.RecordConcurrency; n > 0 {
 		s.recordSlots = make(chan struct{}, n)
 	}
@@ -327,7 +331,8 @@ func (s *Server) buildEcho() *echo.Echo {
 	// The web console: a page at / outside the description, a client of the API above.
 	e.GET(handlers.ConsolePath, s.H.Console(s.authn))
 
-	s.mountMCP(e)
+	s.agents = s.agentsOf(s.H, s.dispatch, s.log)
+	s.mountAgents(e, s.agents)
 
 	// The record API: one handler for every dataset, validated against its own description.
 	for _, r := range s.records {
