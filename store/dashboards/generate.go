@@ -396,15 +396,7 @@ type proposer struct {
 
 // id is base as a tile id: lower-case letters, digits and _, unique among the candidates.
 func (p *proposer) id(base string) string {
-	base = strings.Trim(strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '_'
-	}, strings.ToLower(base)), "_")
-	if base == "" || base[0] < 'a' || base[0] > 'z' {
-		base = "t_" + base
-	}
+	base = tileIDBase(base)
 	if len(base) > 56 {
 		base = base[:56]
 	}
@@ -418,6 +410,21 @@ func (p *proposer) id(base string) string {
 func (p *proposer) add(group string, score float64, t Tile) {
 	t.ID = p.id(t.ID)
 	p.out = append(p.out, Candidate{Tile: t, Group: group, Score: score})
+}
+
+// tileIDBase is s as the start of a tile id: lower-case letters, digits and _, starting
+// with a letter.
+func tileIDBase(s string) string {
+	base := strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, strings.ToLower(s)), "_")
+	if base == "" || base[0] < 'a' || base[0] > 'z' {
+		base = "t_" + base
+	}
+	return base
 }
 
 // sourceTiles proposes the tiles of one source.

@@ -556,15 +556,7 @@ func chartDimension(in *Input, src *analysed, what, by string) (*analysed, *Colu
 
 // newTileID is a tile id from title, unique in spec.
 func newTileID(spec *Spec, title string) string {
-	base := strings.Trim(strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '_'
-	}, strings.ToLower(title)), "_")
-	if base == "" || base[0] < 'a' || base[0] > 'z' {
-		base = "t_" + base
-	}
+	base := tileIDBase(title)
 	id := base
 	for n := 2; idTaken(spec, id); n++ {
 		id = base + "_" + strconv.Itoa(n)

@@ -73,8 +73,17 @@ func connectedLinks(d *store.Dataset, served datasets.TableDef, tables []dataset
 // relCheck is how long a description's relationship links are trusted without a look.
 const relCheck = 5 * time.Second
 
-// maxDescriptions bounds the descriptions kept in memory (a few tens of KB each).
-const maxDescriptions = 2000
+// The descriptions kept in memory are bounded by count and by an estimate of their size: a
+// parsed document (kin-openapi's) holds about ten times the bytes of its JSON, so a few
+// hundred KB each; by count alone a busy process kept gigabytes.
+const (
+	maxDescriptions     = 2000
+	maxDescriptionBytes = 256 << 20
+	parsedPerJSONByte   = 10
+)
+
+// cost is the estimated memory of a cached description.
+func (d *Description) cost() int { return len(d.JSON) * (1 + parsedPerJSONByte) }
 
 // Cache renders and caches datasets' descriptions, one per dataset and schema state.
 type Cache struct {
@@ -83,6 +92,7 @@ type Cache struct {
 	clock func() time.Time
 	mu    sync.Mutex
 	cache map[string]*Description
+	bytes int // the cached descriptions' estimated cost
 }
 
 // URLs are the addresses a description names: the production and staging servers and the
@@ -265,18 +275,24 @@ func (ds *Cache) manyToMany(ctx context.Context, datasetID string, rels []store.
 	return out, nil
 }
 
-// remember caches desc under key; the cache is bounded: it drops one (map order is random
-// enough).
+// remember caches desc under key; the cache is bounded by count and estimated bytes: it
+// drops others at random (map order is random enough) until desc fits.
 func (ds *Cache) remember(key string, desc *Description) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	if len(ds.cache) >= maxDescriptions {
-		for k := range ds.cache {
+	if old := ds.cache[key]; old != nil {
+		ds.bytes -= old.cost()
+		delete(ds.cache, key)
+	}
+	for len(ds.cache) > 0 && (len(ds.cache) >= maxDescriptions || ds.bytes+desc.cost() > maxDescriptionBytes) {
+		for k, d := range ds.cache {
+			ds.bytes -= d.cost()
 			delete(ds.cache, k)
 			break
 		}
 	}
 	ds.cache[key] = desc
+	ds.bytes += desc.cost()
 }
 
 func relKey(rels []store.Relationship) string {

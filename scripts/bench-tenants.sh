@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Tenant isolation: T organizations (default 1000), each with a project and a 1,000-row
+# dataset, all created through the API by one user (BENCH_PAR at once, default 4); then
+# scripts/tenantload sends record GETs spread over every tenant's dataset (C connections,
+# SECONDS each phase), alone and while the first tenant runs H heavy SQL queries at once
+# (POST /queries/execute), and reports per phase the p50/p99 over all tenants and the
+# median and worst per-tenant p99. DP_QUERY_CONCURRENCY and DP_RECORD_CONCURRENCY pass
+# through from the environment (run it with different values to compare), as does BENCH_SQL
+# (the heavy query).
+# Usage: scripts/bench-tenants.sh [tenants: 1000] [seconds: 20] [connections: 32] [heavy: 8]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tenants=${1:-1000}
+secs=${2:-20}
+conns=${3:-32}
+heavy=${4:-8}
+par=${BENCH_PAR:-4}
+source scripts/bench-lib.sh
+bench_init 18094
+go build -o "$tmp/tenantload" ./scripts/tenantload
+limits="org_write=100000000-H,uploads=100000000-H,datasets=100000000-H,default=100000000-M,records_read=100000000-M,queries=100000000-M"
+bench_start DP_RATE_LIMITS="$limits"
+bench_login
+bench_psql
+bench_csv "$tmp/t.csv" 1000
+export port tok tmp
+tenant() { # tenant N: an organization, its project, a dataset; prints "dataset project"
+  local o p f d
+  o=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/organizations" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' -d "{\"name\":\"tenant $1\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  p=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/organizations/$o/projects" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' -d '{"name":"main"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  f=$(curl -sf "127.0.0.1:$port/api/v1/projects/$p/datasets/upload" -H "Authorization: Bearer $tok" -F "file=@$tmp/t.csv" | python3 -c 'import json,sys; print(json.load(sys.stdin)["file_id"])')
+  d=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$p/datasets" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' -d "{\"name\":\"t$1\",\"source\":{\"file_id\":\"$f\"}}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  echo "$d $p"
+}
+export -f tenant
+t0=$(date +%s.%N)
+seq 1 "$tenants" | xargs -P "$par" -I{} bash -c 'tenant {}' > "$tmp/tenants.txt"
+while [ "$(psqlc -At -c "SELECT count(*) FROM platform.jobs WHERE status IN ('queued', 'running')")" != 0 ]; do sleep 0.5; done
+echo "$(wc -l < "$tmp/tenants.txt") tenants made in $(echo "$(date +%s.%N) - $t0" | bc) s; server RSS $(( $(awk '/VmRSS/{print $2}' /proc/$pid/status) / 1024 )) MB"
+# The token was issued before the organizations existed: a fresh one carries them all.
+bench_login
+"$tmp/tenantload" -base "http://127.0.0.1:$port" -token "$tok" -tenants "$tmp/tenants.txt" -c "$conns" -duration "${secs}s" -heavy "$heavy" \
+  ${BENCH_SQL:+-sql "$BENCH_SQL"}

@@ -1,0 +1,384 @@
+// Command streamload measures change-stream fan-out: it opens N Server-Sent Events
+// subscribers on one dataset (GET /api/v1/datasets/{id}/data/stream), then writes records
+// through the record API at a fixed rate (POST /api/v1/datasets/{id}/data, each record
+// carrying seq_no and t_ns, the client's clock just before the POST), and reports the
+// delivery latency (event received − t_ns) p50/p90/p99/p99.9/max over every event every
+// subscriber received, whether every subscriber got every event, and, given the server's
+// pid, the server's RSS (at idle, after connecting, peak during the writes).
+//
+// The dataset needs integer columns seq_no and t_ns (scripts/bench-stream.sh makes one and
+// runs this). Run by hand:
+//
+//	go run ./scripts/streamload -base http://127.0.0.1:18095 -token $TOK -dataset $DS \
+//	    -n 1000 -rate 100 -duration 30s -pid $SERVER_PID
+//
+// It raises its own open-file limit to the hard limit; each subscriber is one connection.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+const bucketMs = 60000 // latency histogram: 1 ms buckets up to 60 s, then one overflow bucket
+
+var (
+	hist      [bucketMs + 1]atomic.Uint64 // write started (t_ns) → event received
+	histAck   [bucketMs + 1]atomic.Uint64 // the write's response received (committed) → event received, 0 when before
+	acked     []atomic.Int64              // per seq_no: when its POST's response came, unix ns
+	connected atomic.Int64
+	failed    atomic.Int64
+	dropped   atomic.Int64 // streams that ended before the run did
+)
+
+type sub struct {
+	got  []uint64 // bitmap of seq_no received
+	n    atomic.Int64
+	dups atomic.Int64
+}
+
+func main() {
+	base := flag.String("base", "http://127.0.0.1:18095", "server address")
+	token := flag.String("token", "", "bearer token")
+	dataset := flag.String("dataset", "", "dataset id (integer fields seq_no and t_ns)")
+	n := flag.Int("n", 1000, "subscribers")
+	rate := flag.Int("rate", 100, "records written per second")
+	dur := flag.Duration("duration", 30*time.Second, "how long to write")
+	drain := flag.Duration("drain", 30*time.Second, "how long to wait after the writes for every subscriber to catch up")
+	pid := flag.Int("pid", 0, "the server's pid, for its RSS")
+	connConc := flag.Int("connect-concurrency", 32, "subscribers connecting at once")
+	metrics := flag.String("metrics", "", "the server's metrics address (DP_METRICS_ADDR), for its own view of the POST latency")
+	flag.Parse()
+
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur < rl.Max {
+		rl.Cur = rl.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+	}
+	total := int(dur.Seconds() * float64(*rate))
+	words := (total + 63) / 64
+	acked = make([]atomic.Int64, total)
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 256, DisableCompression: true,
+		ReadBufferSize: 16 << 10,
+	}
+	client := &http.Client{Transport: tr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	fmt.Printf("server RSS before subscribing: %d MB\n", rssMB(*pid))
+	subs := make([]*sub, *n)
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, *connConc)
+	var ready sync.WaitGroup
+	for i := range subs {
+		s := &sub{got: make([]uint64, words)}
+		subs[i] = s
+		sem <- struct{}{}
+		ready.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			subscribe(ctx, client, *base, *token, *dataset, s, total, func() { <-sem; ready.Done() })
+		}()
+	}
+	ready.Wait()
+	fmt.Printf("subscribers: %d connected, %d failed, in %.1f s; server RSS %d MB\n",
+		connected.Load(), failed.Load(), time.Since(t0).Seconds(), rssMB(*pid))
+	time.Sleep(2 * time.Second)
+
+	// Writes: one POST every 1/rate s, each in its own goroutine so a slow one does not slow
+	// the rate; peak RSS sampled alongside.
+	var peak atomic.Int64
+	stopRSS := make(chan struct{})
+	go func() {
+		for {
+			if r := rssMB(*pid); int64(r) > peak.Load() {
+				peak.Store(int64(r))
+			}
+			select {
+			case <-stopRSS:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	m0 := postBuckets(*metrics)
+	var werr, wlatSum atomic.Int64
+	var wlat []time.Duration
+	var wmu sync.Mutex
+	var wwg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(*rate))
+	wstart := time.Now()
+	for i := 0; i < total; i++ {
+		<-tick.C
+		wwg.Add(1)
+		go func(i int) {
+			defer wwg.Done()
+			t := time.Now()
+			body := fmt.Sprintf(`{"seq_no":%d,"t_ns":%d}`, i, t.UnixNano())
+			req, _ := http.NewRequest(http.MethodPost, *base+"/api/v1/datasets/"+*dataset+"/data", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+*token)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := client.Do(req)
+			if err != nil {
+				werr.Add(1)
+				return
+			}
+			b, _ := io.ReadAll(res.Body)
+			_ = res.Body.Close()
+			if res.StatusCode != http.StatusCreated && res.StatusCode != http.StatusOK {
+				if werr.Add(1) <= 3 {
+					fmt.Fprintf(os.Stderr, "write %d: %d %s\n", i, res.StatusCode, b)
+				}
+				return
+			}
+			acked[i].Store(time.Now().UnixNano())
+			d := time.Since(t)
+			wlatSum.Add(int64(d))
+			wmu.Lock()
+			wlat = append(wlat, d)
+			wmu.Unlock()
+		}(i)
+	}
+	tick.Stop()
+	wwg.Wait()
+	welapsed := time.Since(wstart)
+	if m1 := postBuckets(*metrics); m1 != nil {
+		fmt.Printf("server-side POST latency (its histogram, bucket upper bounds): p50 ≤%s p99 ≤%s\n", bucketPct(m0, m1, 50), bucketPct(m0, m1, 99))
+	}
+	// Drain: until every subscriber has every written event, or the drain time is up.
+	deadline := time.Now().Add(*drain)
+	ok := int64(total) - werr.Load()
+	for time.Now().Before(deadline) {
+		done := true
+		for _, s := range subs {
+			if s.n.Load() < ok {
+				done = false
+				break
+			}
+		}
+		if done {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(stopRSS)
+	cancel()
+
+	sort.Slice(wlat, func(i, j int) bool { return wlat[i] < wlat[j] })
+	fmt.Printf("writes: %d of %d ok in %.1f s (%.0f/s); POST latency p50 %s p99 %s\n",
+		len(wlat), total, welapsed.Seconds(), float64(len(wlat))/welapsed.Seconds(), pct(wlat, 50), pct(wlat, 99))
+	complete, missing, dups := 0, int64(0), int64(0)
+	for _, s := range subs {
+		if s.n.Load() >= int64(len(wlat)) {
+			complete++
+		}
+		missing += int64(len(wlat)) - s.n.Load()
+		dups += s.dups.Load()
+	}
+	fmt.Printf("delivery: %d of %d subscribers got every event; %d events missing in all, %d duplicates; %d streams ended early\n",
+		complete, len(subs), missing, dups, dropped.Load())
+	report("latency (write → event received)", &hist)
+	report("latency (write committed: its response received → event received; 0 when the event came first)", &histAck)
+	fmt.Printf("server RSS: peak %d MB during the writes, %d MB now\n", peak.Load(), rssMB(*pid))
+}
+
+func report(title string, hist *[bucketMs + 1]atomic.Uint64) {
+	var count uint64
+	for i := range hist {
+		count += hist[i].Load()
+	}
+	q := func(p float64) string {
+		want := uint64(float64(count) * p / 100)
+		var c uint64
+		for i := range hist {
+			c += hist[i].Load()
+			if c > want {
+				if i == bucketMs {
+					return ">60s"
+				}
+				return fmt.Sprintf("%dms", i)
+			}
+		}
+		return "-"
+	}
+	mx := "-"
+	for i := bucketMs; i >= 0; i-- {
+		if hist[i].Load() > 0 {
+			mx = fmt.Sprintf("%dms", i)
+			break
+		}
+	}
+	fmt.Printf("%s over %d events: p50 %s p90 %s p99 %s p99.9 %s max %s\n",
+		title, count, q(50), q(90), q(99), q(99.9), mx)
+}
+
+// subscribe reads one SSE stream until ctx ends; ready is called once it is open (or failed).
+func subscribe(ctx context.Context, client *http.Client, base, token, ds string, s *sub, total int, ready func()) {
+	once := sync.Once{}
+	defer once.Do(ready)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/datasets/"+ds+"/data/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := client.Do(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		if failed.Add(1) <= 3 {
+			if err == nil {
+				b, _ := io.ReadAll(res.Body)
+				err = fmt.Errorf("%d %s", res.StatusCode, b)
+			}
+			fmt.Fprintf(os.Stderr, "subscribe: %v\n", err)
+		}
+		if res != nil {
+			_ = res.Body.Close()
+		}
+		return
+	}
+	defer func() { _ = res.Body.Close() }()
+	r := bufio.NewReaderSize(res.Body, 16<<10)
+	first := true
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			if ctx.Err() == nil {
+				dropped.Add(1)
+			}
+			return
+		}
+		if first { // the stream's opening comment: subscribed
+			first = false
+			connected.Add(1)
+			once.Do(ready)
+		}
+		if !bytes.HasPrefix(line, []byte("data: ")) {
+			continue
+		}
+		now := time.Now().UnixNano()
+		tns, ok1 := field(line, `"t_ns":`)
+		seq, ok2 := field(line, `"seq_no":`)
+		if !ok1 || !ok2 || seq < 0 || seq >= int64(total) {
+			continue
+		}
+		ms := (now - tns) / int64(time.Millisecond)
+		if ms < 0 {
+			ms = 0
+		}
+		if ms > bucketMs {
+			ms = bucketMs
+		}
+		hist[ms].Add(1)
+		ack := int64(0)
+		if a := acked[seq].Load(); a != 0 && now > a {
+			ack = min((now-a)/int64(time.Millisecond), bucketMs)
+		}
+		histAck[ack].Add(1)
+		w, b := seq/64, uint64(1)<<(seq%64)
+		if s.got[w]&b != 0 {
+			s.dups.Add(1)
+			continue
+		}
+		s.got[w] |= b
+		s.n.Add(1)
+	}
+}
+
+// field is the integer after key in a JSON line, without decoding the line.
+func field(line []byte, key string) (int64, bool) {
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	rest := line[i+len(key):]
+	j := 0
+	for j < len(rest) && (rest[j] == '-' || rest[j] >= '0' && rest[j] <= '9') {
+		j++
+	}
+	v, err := strconv.ParseInt(string(rest[:j]), 10, 64)
+	return v, err == nil
+}
+
+// postBuckets is the server's cumulative histogram of record POST durations: le → count.
+func postBuckets(addr string) map[float64]float64 {
+	if addr == "" {
+		return nil
+	}
+	res, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = res.Body.Close() }()
+	out := map[float64]float64{}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, "dataplatform_http_request_duration_seconds_bucket{") || !strings.Contains(l, `method="POST"`) || !strings.Contains(l, `/data"`) {
+			continue
+		}
+		i := strings.Index(l, `le="`)
+		j := strings.Index(l[i+4:], `"`)
+		le, _ := strconv.ParseFloat(l[i+4:i+4+j], 64)
+		f := strings.Fields(l)
+		n, _ := strconv.ParseFloat(f[len(f)-1], 64)
+		out[le] += n
+	}
+	return out
+}
+
+// bucketPct is the upper bound of the bucket holding the p-th percentile of the requests
+// counted between the histograms a and b.
+func bucketPct(a, b map[float64]float64, p float64) string {
+	var les []float64
+	for le := range b {
+		les = append(les, le)
+	}
+	sort.Float64s(les)
+	total := b[les[len(les)-1]] - a[les[len(les)-1]]
+	for _, le := range les {
+		if b[le]-a[le] >= total*p/100 {
+			return fmt.Sprintf("%gs", le)
+		}
+	}
+	return "-"
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	return d[(len(d)-1)*p/100].Round(time.Millisecond)
+}
+
+func rssMB(pid int) int {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			kb, _ := strconv.Atoi(strings.Fields(l)[1])
+			return kb / 1024
+		}
+	}
+	return 0
+}

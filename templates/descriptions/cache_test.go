@@ -1,0 +1,33 @@
+package descriptions
+
+import (
+	"strconv"
+	"testing"
+)
+
+// TestCacheBounded: the cache keeps its descriptions' estimated size under the budget and
+// their number under the cap, whatever their sizes, and counts a replaced entry once.
+func TestCacheBounded(t *testing.T) {
+	ds := &Cache{cache: map[string]*Description{}}
+	big := make([]byte, maxDescriptionBytes/(1+parsedPerJSONByte)/10) // ten fit
+	for i := range 50 {
+		ds.remember("k"+strconv.Itoa(i), &Description{JSON: big})
+		if ds.bytes > maxDescriptionBytes || len(ds.cache) > 10 {
+			t.Fatalf("after %d: %d entries, %d bytes (budget %d)", i+1, len(ds.cache), ds.bytes, maxDescriptionBytes)
+		}
+	}
+	if len(ds.cache) != 10 {
+		t.Fatalf("%d entries of a tenth of the budget kept", len(ds.cache))
+	}
+	ds = &Cache{cache: map[string]*Description{}}
+	for i := range maxDescriptions + 10 {
+		ds.remember("k"+strconv.Itoa(i%(maxDescriptions+5)), &Description{JSON: []byte("{}")})
+	}
+	sum := 0
+	for _, d := range ds.cache {
+		sum += d.cost()
+	}
+	if len(ds.cache) > maxDescriptions || sum != ds.bytes {
+		t.Fatalf("%d entries (cap %d), counted %d bytes of %d", len(ds.cache), maxDescriptions, ds.bytes, sum)
+	}
+}
