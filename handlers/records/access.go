@@ -3,11 +3,15 @@ package records
 import (
 	"context"
 	"errors"
+	"strconv"
+	"sync"
 	"time"
 
 	"dataplatform/handlers/apierr"
 	"dataplatform/handlers/auth"
 	"dataplatform/store"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // accessRecheck bounds how long a stream trusts its caller's access when nothing has been
@@ -55,6 +59,67 @@ func (a *streamAccess) check(ctx context.Context) error {
 	if a.p == nil {
 		return apierr.AuthRequired("authentication required")
 	}
+	key := a.p.UserID + "|" + a.p.KeyID + "|" + a.p.SessionID + "|" + a.p.TokenID + "|" + a.ds
+	if v, ok := verdicts.get(key, gen); ok {
+		return v.err
+	}
+	// One check for all of a caller's streams of the dataset, on a context no one stream's
+	// end cancels.
+	_, err, _ := verdicts.group.Do(key+"|"+strconv.FormatUint(gen, 10), func() (any, error) {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		err := a.recheck(cctx)
+		var ae *apierr.Error
+		if err == nil || errors.As(err, &ae) || errors.Is(err, auth.ErrTokenRevoked) {
+			verdicts.put(key, gen, err)
+		}
+		return nil, err
+	})
+	return err
+}
+
+// verdicts share access checks among the streams of one caller and dataset: after a
+// control-plane change every open stream re-checks at once, and thousands of one caller's
+// streams would each ask the database. A verdict holds for its control-plane generation and
+// at most accessRecheck.
+var verdicts = &verdictCache{m: map[string]verdict{}}
+
+type verdict struct {
+	err error
+	at  time.Time
+}
+
+type verdictCache struct {
+	group singleflight.Group
+	mu    sync.Mutex
+	gen   uint64
+	m     map[string]verdict
+}
+
+func (c *verdictCache) get(key string, gen uint64) (verdict, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[key]
+	if !ok || c.gen != gen || time.Since(v.at) >= accessRecheck {
+		return verdict{}, false
+	}
+	return v, true
+}
+
+func (c *verdictCache) put(key string, gen uint64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen < c.gen {
+		return // a newer generation's verdicts are here already
+	}
+	if gen > c.gen || len(c.m) >= 100_000 {
+		c.gen, c.m = gen, map[string]verdict{}
+	}
+	c.m[key] = verdict{err: err, at: time.Now()}
+}
+
+// recheck reads whether the caller may still read the dataset.
+func (a *streamAccess) recheck(ctx context.Context) error {
 	live, err := store.CallerLive(ctx, a.h.Store.DB, a.p.UserID, a.p.KeyID, a.p.SessionID, a.h.Now())
 	if err != nil {
 		return err
