@@ -105,20 +105,7 @@ func main() {
 
 	// Writes: one POST every 1/rate s, each in its own goroutine so a slow one does not slow
 	// the rate; peak RSS sampled alongside.
-	var peak atomic.Int64
-	stopRSS := make(chan struct{})
-	go func() {
-		for {
-			if r := rssMB(*pid); int64(r) > peak.Load() {
-				peak.Store(int64(r))
-			}
-			select {
-			case <-stopRSS:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-	}()
+	peak, stopRSS := sampleRSS(*pid)
 	m0 := postBuckets(*metrics)
 	var werr, wlatSum atomic.Int64
 	var wlat []time.Duration
@@ -132,21 +119,7 @@ func main() {
 		go func(i int) {
 			defer wwg.Done()
 			t := time.Now()
-			body := fmt.Sprintf(`{"seq_no":%d,"t_ns":%d}`, i, t.UnixNano())
-			req, _ := http.NewRequest(http.MethodPost, *base+"/api/v1/datasets/"+*dataset+"/data", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+*token)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := client.Do(req)
-			if err != nil {
-				werr.Add(1)
-				return
-			}
-			b, _ := io.ReadAll(res.Body)
-			_ = res.Body.Close()
-			if res.StatusCode != http.StatusCreated && res.StatusCode != http.StatusOK {
-				if werr.Add(1) <= 3 {
-					fmt.Fprintf(os.Stderr, "write %d: %d %s\n", i, res.StatusCode, b)
-				}
+			if !post(client, *base, *token, *dataset, i, t, &werr) {
 				return
 			}
 			acked[i].Store(time.Now().UnixNano())
@@ -163,9 +136,61 @@ func main() {
 	if m1 := postBuckets(*metrics); m1 != nil {
 		fmt.Printf("server-side POST latency (its histogram, bucket upper bounds): p50 ≤%s p99 ≤%s\n", bucketPct(m0, m1, 50), bucketPct(m0, m1, 99))
 	}
-	// Drain: until every subscriber has every written event, or the drain time is up.
-	deadline := time.Now().Add(*drain)
-	ok := int64(total) - werr.Load()
+	drainAll(subs, int64(total)-werr.Load(), *drain)
+	close(stopRSS)
+	cancel()
+
+	sort.Slice(wlat, func(i, j int) bool { return wlat[i] < wlat[j] })
+	fmt.Printf("writes: %d of %d ok in %.1f s (%.0f/s); POST latency p50 %s p99 %s\n",
+		len(wlat), total, welapsed.Seconds(), float64(len(wlat))/welapsed.Seconds(), pct(wlat, 50), pct(wlat, 99))
+	summarize(subs, int64(len(wlat)))
+	fmt.Printf("server RSS: peak %d MB during the writes, %d MB now\n", peak.Load(), rssMB(*pid))
+}
+
+// post writes record i (its sequence number and the time t it was sent); false when it
+// failed, counted in werr (the first three reported).
+func post(client *http.Client, base, token, dataset string, i int, t time.Time, werr *atomic.Int64) bool {
+	body := fmt.Sprintf(`{"seq_no":%d,"t_ns":%d}`, i, t.UnixNano())
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/datasets/"+dataset+"/data", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		werr.Add(1)
+		return false
+	}
+	b, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusCreated && res.StatusCode != http.StatusOK {
+		if werr.Add(1) <= 3 {
+			fmt.Fprintf(os.Stderr, "write %d: %d %s\n", i, res.StatusCode, b)
+		}
+		return false
+	}
+	return true
+}
+
+// sampleRSS keeps the server's peak RSS, sampled every 200 ms until stop is closed.
+func sampleRSS(pid int) (*atomic.Int64, chan struct{}) {
+	peak, stop := &atomic.Int64{}, make(chan struct{})
+	go func() {
+		for {
+			if r := rssMB(pid); int64(r) > peak.Load() {
+				peak.Store(int64(r))
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return peak, stop
+}
+
+// drainAll waits until every subscriber has ok events, or the drain time is up.
+func drainAll(subs []*sub, ok int64, drain time.Duration) {
+	deadline := time.Now().Add(drain)
 	for time.Now().Before(deadline) {
 		done := true
 		for _, s := range subs {
@@ -175,29 +200,26 @@ func main() {
 			}
 		}
 		if done {
-			break
+			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	close(stopRSS)
-	cancel()
+}
 
-	sort.Slice(wlat, func(i, j int) bool { return wlat[i] < wlat[j] })
-	fmt.Printf("writes: %d of %d ok in %.1f s (%.0f/s); POST latency p50 %s p99 %s\n",
-		len(wlat), total, welapsed.Seconds(), float64(len(wlat))/welapsed.Seconds(), pct(wlat, 50), pct(wlat, 99))
+// summarize prints what the subscribers received of the written events and the latencies.
+func summarize(subs []*sub, written int64) {
 	complete, missing, dups := 0, int64(0), int64(0)
 	for _, s := range subs {
-		if s.n.Load() >= int64(len(wlat)) {
+		if s.n.Load() >= written {
 			complete++
 		}
-		missing += int64(len(wlat)) - s.n.Load()
+		missing += written - s.n.Load()
 		dups += s.dups.Load()
 	}
 	fmt.Printf("delivery: %d of %d subscribers got every event; %d events missing in all, %d duplicates; %d streams ended early\n",
 		complete, len(subs), missing, dups, dropped.Load())
 	report("latency (write → event received)", &hist)
 	report("latency (write committed: its response received → event received; 0 when the event came first)", &histAck)
-	fmt.Printf("server RSS: peak %d MB during the writes, %d MB now\n", peak.Load(), rssMB(*pid))
 }
 
 func report(title string, hist *[bucketMs + 1]atomic.Uint64) {
