@@ -264,10 +264,11 @@ func TestOrganizationApiKeyOwner(t *testing.T) {
 	}
 	e.do("PATCH", users+demotedID, map[string]any{"role": "admin"}, own).status(200)
 	e.do("GET", strings.TrimSuffix(users, "/"), nil, k2).status(200)
-	// Its owner's account disabled: the same.
+	// Its owner's account disabled (behind the server's back: it hears by notification): the same.
 	if _, err := e.st.DB.Exec(`UPDATE platform.users SET status = 'disabled' WHERE id = $1`, demotedID); err != nil {
 		t.Fatal(err)
 	}
+	e.eventually(func() bool { return e.do("GET", strings.TrimSuffix(users, "/"), nil, k2).Code == 401 })
 	lost(e.do("GET", strings.TrimSuffix(users, "/"), nil, k2))
 
 	// A user's own key, of a member who is removed: the organization is gone for it.
