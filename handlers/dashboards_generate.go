@@ -420,14 +420,11 @@ func (h *Dashboards) generate(ctx context.Context, g *generation, report progres
 		return nil, err
 	}
 	warnings = append(warnings, dropped...)
-	for i := range filters {
-		if err := ts.options(ctx, &filters[i]); err != nil {
-			if usersql.NotRun(err) || ctx.Err() != nil {
-				return nil, err
-			}
-			warnings = append(warnings, fmt.Sprintf("filter %q offers the values seen in a sample: listing its values failed (%v)", filters[i].Label, err))
-		}
+	more, err := ts.options(ctx, filters)
+	if err != nil {
+		return nil, err
 	}
+	warnings = append(warnings, more...)
 	generatedBy := "deterministic"
 	for _, c := range passed {
 		if strings.HasPrefix(c.Tile.ID, "model_") {
@@ -619,22 +616,31 @@ func (h *Dashboards) tiles(ctx context.Context, prj *store.Project) (*tiles, err
 	return &tiles{h: h, prj: prj, sources: sources}, nil
 }
 
-// options lists every value of a category filter's column, sorted, when there are at most
+// options lists every value of each category filter's column, sorted, when there are at most
 // dashboards.MaxOptions of them (more keep the sample's few; the page takes typed values too).
-func (ts *tiles) options(ctx context.Context, f *dashboards.Filter) error {
-	t := dashboards.OptionsTile(*f)
-	if t == nil {
-		return nil
+// A listing that fails leaves the sample and says so in a warning; a query not run (no slot,
+// the request's end) is the error.
+func (ts *tiles) options(ctx context.Context, filters []dashboards.Filter) (warnings []string, err error) {
+	for i := range filters {
+		f := &filters[i]
+		t := dashboards.OptionsTile(*f)
+		if t == nil {
+			continue
+		}
+		r, err := ts.run(ctx, t, nil, dashboards.MaxOptions+1)
+		switch {
+		case err != nil && (usersql.NotRun(err) || ctx.Err() != nil):
+			return nil, err
+		case err != nil:
+			warnings = append(warnings, fmt.Sprintf("filter %q offers the values seen in a sample: listing its values failed (%v)", f.Label, err))
+		case len(r.Rows) <= dashboards.MaxOptions:
+			f.Options = make([]any, 0, len(r.Rows))
+			for _, row := range r.Rows {
+				f.Options = append(f.Options, row[0])
+			}
+		}
 	}
-	r, err := ts.run(ctx, t, nil, dashboards.MaxOptions+1)
-	if err != nil || len(r.Rows) > dashboards.MaxOptions {
-		return err
-	}
-	f.Options = make([]any, 0, len(r.Rows))
-	for _, row := range r.Rows {
-		f.Options = append(f.Options, row[0])
-	}
-	return nil
+	return warnings, nil
 }
 
 // prepare maps a tile's query onto the project's datasets and views and binds its

@@ -15,7 +15,6 @@ import (
 	"dataplatform/store"
 	"dataplatform/store/dashboards"
 	"dataplatform/store/queries"
-	"dataplatform/store/usersql"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -133,14 +132,11 @@ func (h *Dashboards) refineByRules(ctx context.Context, prj *store.Project, spec
 		if err != nil {
 			return nil, nil, err
 		}
-		for i := filters; i < len(spec.Filters); i++ {
-			if err := ts.options(ctx, &spec.Filters[i]); err != nil {
-				if usersql.NotRun(err) || ctx.Err() != nil {
-					return nil, nil, err
-				}
-				warnings = append(warnings, fmt.Sprintf("filter %q offers the values seen in a sample: listing its values failed (%v)", spec.Filters[i].Label, err))
-			}
+		more, err := ts.options(ctx, spec.Filters[filters:])
+		if err != nil {
+			return nil, nil, err
 		}
+		warnings = more
 	}
 	return ref, warnings, nil
 }
