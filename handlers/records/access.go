@@ -60,29 +60,28 @@ func (a *streamAccess) check(ctx context.Context) error {
 		return apierr.AuthRequired("authentication required")
 	}
 	key := a.p.UserID + "|" + a.p.KeyID + "|" + a.p.SessionID + "|" + a.p.TokenID + "|" + a.ds
-	if v, ok := verdicts.get(key, gen); ok {
+	if v, ok := a.h.verdicts.get(key, gen); ok {
 		return v.err
 	}
 	// One check for all of a caller's streams of the dataset, on a context no one stream's
 	// end cancels.
-	_, err, _ := verdicts.group.Do(key+"|"+strconv.FormatUint(gen, 10), func() (any, error) {
+	_, err, _ := a.h.verdicts.group.Do(key+"|"+strconv.FormatUint(gen, 10), func() (any, error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		err := a.recheck(cctx)
 		var ae *apierr.Error
 		if err == nil || errors.As(err, &ae) || errors.Is(err, auth.ErrTokenRevoked) {
-			verdicts.put(key, gen, err)
+			a.h.verdicts.put(key, gen, err)
 		}
 		return nil, err
 	})
 	return err
 }
 
-// verdicts share access checks among the streams of one caller and dataset: after a
+// A verdictCache shares access checks among the streams of one caller and dataset: after a
 // control-plane change every open stream re-checks at once, and thousands of one caller's
-// streams would each ask the database. A verdict holds for its control-plane generation and
-// at most accessRecheck.
-var verdicts = &verdictCache{m: map[string]verdict{}}
+// streams would each ask the database. A verdict holds for its control-plane generation (of
+// the server's own store) and at most accessRecheck.
 
 type verdict struct {
 	err error

@@ -32,12 +32,15 @@ import (
 
 // Records serves every dataset's record API: one handler, driven by the dataset's
 // description, against which the server has already validated the request.
-type Records struct{ *handlers.Handlers }
+type Records struct {
+	*handlers.Handlers
+	verdicts *verdictCache // streams' access checks, shared per caller and dataset
+}
 
 // Routes are the record API's operations, for the server to mount: one handler for every
 // dataset.
 func Routes(hs *handlers.Handlers) []handlers.Route {
-	h := &Records{Handlers: hs}
+	h := &Records{Handlers: hs, verdicts: &verdictCache{m: map[string]verdict{}}}
 	return []handlers.Route{
 		{Method: http.MethodGet, Template: "/api/v1/datasets/{dataset_id}/data", Category: "records_read", Handler: h.List},
 		{Method: http.MethodPost, Template: "/api/v1/datasets/{dataset_id}/data", Category: "records_write", Handler: h.Create},
