@@ -3,9 +3,10 @@
 # PostgreSQL itself on the same machine:
 #  - csv, ndjson and parquet exports of every row vs psql's COPY (SELECT ...) TO STDOUT of
 #    the same rows and values (the service's expressions); the server's peak RSS during each.
-#  - a filtered, sorted list page under wrk vs pgbench running the same SELECT (32 connections,
-#    3 turns each; BENCH_CONNS and BENCH_RUNS change them; the server takes DP_* settings
-#    from the environment, e.g. DP_RECORD_CONCURRENCY).
+#  - a filtered, sorted list page and a read by key under wrk vs pgbench running the same
+#    SELECT prepared, as the service runs it (32 connections, 3 turns each; BENCH_CONNS and
+#    BENCH_RUNS change them; the server takes DP_* settings from the environment, e.g.
+#    DP_RECORD_CONCURRENCY).
 #  - a keyset (cursor) page near the end of the table vs the first page.
 # Usage: scripts/bench-records.sh [rows] [seconds]; BENCH_EXPORT_ONLY=1 stops after the exports.
 set -euo pipefail
@@ -77,33 +78,38 @@ for format in csv ndjson parquet; do
 done
 [ -n "${BENCH_EXPORT_ONLY:-}" ] && exit 0 # the exports alone
 
-# A filtered, sorted page: the service under wrk and pgbench running the SELECT the service
-# sends (its parameters written in), taking turns, $runs times each: on a shared 2-core machine
-# one run says little about the tail.
+# The list page and the read by key: the service under wrk against pgbench running the SELECT
+# the service sends (its parameters written in) as the service sends it, a statement prepared
+# once per connection (-M prepared), taking turns $runs times each; the ratio is taken turn by
+# turn (other work on the machine moves both), with the median and spread.
 q="filter%5Bcity%5D=city7&filter%5Bamount%5D%5Bgte%5D=500&sort=-amount&limit=20"
-curl -sf "127.0.0.1:$port/api/v1/datasets/$ds/data?$q" -H "Authorization: Bearer $tok" >/dev/null
-# Warm up first (pooled database connections, cached lookups): steady state is measured.
-wrk -t2 -c"$conns" -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" >/dev/null
 cat > "$tmp/page.sql" <<SQL
 SELECT to_json(x), json_build_array(r."amount", r."id") FROM (SELECT $cols, json_strip_nulls(json_build_object('self', '/api/v1/datasets/$ds/data/' || "id")) AS _links
   FROM $table WHERE deleted_at IS NULL AND "amount" >= '500'::numeric AND "city" = 'city7'::text ORDER BY "amount" DESC NULLS FIRST, "id" ASC NULLS LAST LIMIT 21 OFFSET 0) r,
   LATERAL (SELECT $(fmt r.), r._links) x;
 SQL
-echo "list page (city = city7, amount >= 500, sort -amount, 20 rows), ${secs}s each, $conns connections:"
-for i in $(seq 1 "$runs"); do
-  echo "  service run $i: $(wrk -t2 -c"$conns" -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" | grep -E "Requests/sec|50%|99%|Non-2xx" | tr -s ' ' | tr '\n' ' ')"
-  rm -f "$tmp"/pgpage.*
-  tps=$(cd "$tmp" && pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c "$conns" -j 2 -T "$secs" -f page.sql --log --log-prefix=pgpage postgres 2>/dev/null | grep -E "^tps" | cut -d' ' -f3)
-  echo "  pgbench run $i: tps $tps, p50 $(bench_percentile 50 "$tmp"/pgpage.*) ms, p99 $(bench_percentile 99 "$tmp"/pgpage.*) ms"
-done
-
-# One record by id.
-wrk -t2 -c"$conns" -d3s -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" >/dev/null
-echo "GET one record, ${secs}s, $conns connections:"
-wrk -t2 -c"$conns" -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" | grep -E "Requests/sec|99%|50%|Non-2xx"
-echo "SELECT ... WHERE id = 123456 under pgbench, ${secs}s, $conns clients:"
 echo "SELECT to_json(r) FROM (SELECT $(fmt) FROM $table WHERE id = 123456 AND deleted_at IS NULL) r;" > "$tmp/one.sql"
-pgbench -n -h 127.0.0.1 -p "$pgport" -U postgres -c "$conns" -j 2 -T "$secs" -f "$tmp/one.sql" postgres 2>/dev/null | grep -E "^tps|latency average"
+# versus LABEL URL SQLFILE: $runs turns of wrk on URL and pgbench on SQLFILE.
+versus() {
+  local label=$1 url=$2 sql=$3 ratios=() out rps tps
+  curl -sf "$url" -H "Authorization: Bearer $tok" >/dev/null
+  # Warm up first (pooled database connections, cached lookups): steady state is measured.
+  wrk -t2 -c"$conns" -d3s -H "Authorization: Bearer $tok" "$url" >/dev/null
+  echo "$label, ${secs}s each, $conns connections:"
+  for i in $(seq 1 "$runs"); do
+    out=$(wrk -t2 -c"$conns" -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "$url")
+    rps=$(echo "$out" | awk '/Requests\/sec/{print $2}')
+    echo "  service run $i: $(echo "$out" | grep -E "Requests/sec|50%|99%|Non-2xx" | tr -s ' ' | tr '\n' ' ')"
+    rm -f "$tmp"/pgb.*
+    tps=$(cd "$tmp" && pgbench -n -M prepared -h 127.0.0.1 -p "$pgport" -U postgres -c "$conns" -j 2 -T "$secs" -f "$sql" --log --log-prefix=pgb postgres 2>/dev/null | grep -E "^tps" | cut -d' ' -f3)
+    echo "  pgbench run $i: tps $tps, p50 $(bench_percentile 50 "$tmp"/pgb.*) ms, p99 $(bench_percentile 99 "$tmp"/pgb.*) ms"
+    ratios+=("$(echo "scale=3; $rps / $tps" | bc)")
+  done
+  local sorted=($(printf '%s\n' "${ratios[@]}" | sort -n))
+  echo "$label: service over pgbench, median ${sorted[$(( ${#sorted[@]} / 2 ))]} (min ${sorted[0]}, max ${sorted[-1]}, $runs turns)"
+}
+versus "list page (city = city7, amount >= 500, sort -amount, 20 rows)" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" "$tmp/page.sql"
+versus "GET one record by key" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" "$tmp/one.sql"
 
 # Cursor near the end vs the first page (sort by id).
 cur=$(python3 -c "import base64,json; print(base64.urlsafe_b64encode(json.dumps({'d':'$ds','s':'id','v':[$rows-30]}).encode()).decode().rstrip('='))")

@@ -33,7 +33,7 @@ func (h *Records) Get(c echo.Context) error {
 	err = h.Store.OnReader(c.Request().Context(), func(db *sqlx.DB) (err error) {
 		// Prepared: the statement of a record by key is the same for every record of the
 		// table, and PostgreSQL would otherwise parse and plan it on each request.
-		rec, err = t.Get(c.Request().Context(), h.Store.Preparing(db), id, t.Fields(), false)
+		rec, err = t.Get(c.Request().Context(), h.Store.Preparing(db), id, t.AllFields(), false)
 		return err
 	})
 	if errors.Is(err, recsql.ErrNotFound) {

@@ -20,12 +20,12 @@ func (s *Server) mountAgents(e *echo.Echo, a handlers.Agents) {
 	h := echo.WrapHandler(a.Handler)
 	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		e.Add(method, a.Path, h)
-		s.routes[method+" "+a.Path] = &route{opID: a.Category, category: a.Category, bodyLimit: s.cfg.MaxBodyBytes, dispatches: true}
+		s.routes[routeKey{method, a.Path}] = &route{opID: a.Category, category: a.Category, bodyLimit: s.cfg.MaxBodyBytes, dispatches: true}
 	}
 	meta := echo.WrapHandler(a.Metadata)
 	for _, p := range a.MetadataPaths {
 		e.GET(p, meta)
-		s.routes[http.MethodGet+" "+p] = &route{opID: "oauthProtectedResource", public: true}
+		s.routes[routeKey{http.MethodGet, p}] = &route{opID: "oauthProtectedResource", public: true}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"dataplatform/handlers"
@@ -29,7 +30,7 @@ import (
 )
 
 func (s *Server) route(c echo.Context) *route {
-	return s.routes[c.Request().Method+" "+c.Path()]
+	return s.routes[routeKey{c.Request().Method, c.Path()}]
 }
 
 func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
@@ -79,13 +80,24 @@ func (s *Server) requestMeta(next echo.HandlerFunc) echo.HandlerFunc {
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("X-XSS-Protection", "1; mode=block")
-		h.Set("Strict-Transport-Security", "max-age=31536000")
-		h.Set("Content-Security-Policy", "default-src 'self'")
+		for _, sh := range securityHeaderValues {
+			h[sh.name] = sh.value // shared and never appended to in place (a slice of one is full)
+		}
 		return next(c)
 	}
+}
+
+// securityHeaderValues are the security headers, canonical names and value slices made once:
+// every answer carries them.
+var securityHeaderValues = []struct {
+	name  string
+	value []string
+}{
+	{"X-Content-Type-Options", []string{"nosniff"}},
+	{"X-Frame-Options", []string{"DENY"}},
+	{"X-Xss-Protection", []string{"1; mode=block"}},
+	{"Strict-Transport-Security", []string{"max-age=31536000"}},
+	{"Content-Security-Policy", []string{"default-src 'self'"}},
 }
 
 // cors allows the configured origins with credentials. Methods, headers and max age are those
@@ -113,6 +125,30 @@ var (
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"method", "route"})
 )
+
+// routeMetrics are the series of one method, route and status; kept, so that a request does
+// not hash its labels into the vectors again.
+type routeMetrics struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+type routeMetricsKey struct {
+	method, route string
+	status        int
+}
+
+var routeMetricsOf sync.Map // routeMetricsKey -> *routeMetrics
+
+func requestMetrics(method, route string, status int) *routeMetrics {
+	k := routeMetricsKey{method, route, status}
+	if m, ok := routeMetricsOf.Load(k); ok {
+		return m.(*routeMetrics)
+	}
+	m := &routeMetrics{httpRequests.WithLabelValues(method, route, strconv.Itoa(status)), httpDuration.WithLabelValues(method, route)}
+	v, _ := routeMetricsOf.LoadOrStore(k, m)
+	return v.(*routeMetrics)
+}
 
 // secretParams are path parameters that are secrets (an invitation's token): the access log
 // shows them redacted. (Query strings, where api_key may be, are not logged at all.)
@@ -144,8 +180,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			routePath = "unmatched"
 		}
 		d := time.Since(start)
-		httpRequests.WithLabelValues(c.Request().Method, routePath, strconv.Itoa(status)).Inc()
-		httpDuration.WithLabelValues(c.Request().Method, routePath).Observe(d.Seconds())
+		m := requestMetrics(c.Request().Method, routePath, status)
+		m.count.Inc()
+		m.duration.Observe(d.Seconds())
 		if s.cfg.LogRequests {
 			attrs := []any{"request_id", requestID(c), "method", c.Request().Method, "path", loggedPath(c),
 				"route", routePath, "status", status, "duration_ms", float64(d.Microseconds()) / 1000, "ip", c.RealIP()}
@@ -421,7 +458,7 @@ func (s *Server) descRoute(desc *descriptions.Description, rt *route, item *open
 	}
 	unsecured := *op
 	unsecured.Security = &openapi3.SecurityRequirements{}
-	r := &route{opID: op.OperationID, category: rt.category, bodyLimit: rt.bodyLimit, op: op,
+	r := &route{opID: op.OperationID, category: rt.category, bodyLimit: rt.bodyLimit, op: op, query: queryParamsOf(item, op),
 		kin: &routers.Route{Spec: desc.Doc, Path: rt.template, PathItem: item, Method: method, Operation: &unsecured}}
 	// Descriptions are replaced as schemas change: past a bound, start over rather than keep
 	// every description ever served alive.

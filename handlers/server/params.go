@@ -51,20 +51,31 @@ func malformedQuery(raw string) error {
 // list the server would ignore answers with data that was not asked for. api_key (a
 // credential) is always known; filter[...] keys are known where the operation declares
 // filters (the handler checks their fields and operators).
-func unknownQuery(q url.Values, item *openapi3.PathItem, op *openapi3.Operation) error {
-	if len(q) == 0 {
-		return nil
-	}
-	known := map[string]bool{"api_key": true}
-	filters := false
+// queryParams are the query parameters an operation declares (and api_key), and whether
+// some are filters (filter[...]).
+type queryParams struct {
+	names   map[string]bool
+	filters bool
+}
+
+func queryParamsOf(item *openapi3.PathItem, op *openapi3.Operation) *queryParams {
+	kp := &queryParams{names: map[string]bool{"api_key": true}}
 	for _, ps := range []openapi3.Parameters{item.Parameters, op.Parameters} {
 		for _, p := range ps {
 			if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
-				known[p.Value.Name] = true
-				filters = filters || strings.HasPrefix(p.Value.Name, "filter[")
+				kp.names[p.Value.Name] = true
+				kp.filters = kp.filters || strings.HasPrefix(p.Value.Name, "filter[")
 			}
 		}
 	}
+	return kp
+}
+
+func unknownQuery(q url.Values, kp *queryParams) error {
+	if len(q) == 0 {
+		return nil
+	}
+	known, filters := kp.names, kp.filters
 	var bad []apierr.FieldError
 	for k, vs := range q {
 		if known[k] || filters && strings.HasPrefix(k, "filter[") {

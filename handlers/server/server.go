@@ -66,9 +66,9 @@ type Server struct {
 	dbURL  string
 	log    *slog.Logger
 	echo   *echo.Echo
-	routes map[string]*route // "METHOD echo-path"
-	// aliased are the "METHOD echo-path" routes also served under /v1/api (aliasTag).
-	aliased map[string]bool
+	routes map[routeKey]*route
+	// aliased are the routes also served under /v1/api (aliasTag).
+	aliased map[routeKey]bool
 	authn   *auth.Authenticator
 	limiter *ratelimit.Limiter
 	// recordSlots admits record API requests to the database a few at a time, in arrival
@@ -89,6 +89,10 @@ type Server struct {
 	Webhooks *webhooks.Dispatcher
 }
 
+// routeKey names an operation by its method and echo path: a struct, so that the lookups
+// every middleware makes per request build no string.
+type routeKey struct{ method, path string }
+
 // route is what the middleware needs to know about an operation of the description.
 type route struct {
 	opID   string
@@ -106,6 +110,7 @@ type route struct {
 	multipart bool
 	op        *openapi3.Operation
 	kin       *routers.Route
+	query     *queryParams // op's query parameters
 	// dynamic routes are the record API: validated against the dataset's own description,
 	// at the path template of that description.
 	dynamic  bool
@@ -192,11 +197,11 @@ func (s *Server) loadRoutes() error {
 	if err != nil {
 		return fmt.Errorf("load description: %w", err)
 	}
-	s.routes, s.aliased = map[string]*route{}, map[string]bool{}
+	s.routes, s.aliased = map[routeKey]*route{}, map[routeKey]bool{}
 	for path, item := range doc.Paths.Map() {
 		if strings.HasPrefix(path, aliasPrefix) {
 			for method := range item.Operations() {
-				s.aliased[method+" "+echoTemplate("/api/v1/"+strings.TrimPrefix(path, aliasPrefix))] = true
+				s.aliased[routeKey{method, echoTemplate("/api/v1/" + strings.TrimPrefix(path, aliasPrefix))}] = true
 			}
 			continue
 		}
@@ -209,7 +214,7 @@ func (s *Server) loadRoutes() error {
 			unsecured.Security = &openapi3.SecurityRequirements{}
 			rt := &route{opID: op.OperationID, public: public(op), optionalAuth: optionalAuth(op), page: htmlPage(op), op: op,
 				category: "default", bodyLimit: s.cfg.MaxBodyBytes,
-				kin: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: &unsecured}}
+				kin: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: &unsecured}, query: queryParamsOf(item, op)}
 			if rt.public {
 				rt.category = "auth"
 			}
@@ -230,7 +235,7 @@ func (s *Server) loadRoutes() error {
 			if op.RequestBody != nil && op.RequestBody.Value.Content.Get("multipart/form-data") != nil {
 				rt.multipart = true
 			}
-			s.routes[method+" "+echoPath] = rt
+			s.routes[routeKey{method, echoPath}] = rt
 		}
 	}
 	return nil
@@ -296,7 +301,7 @@ func unalias(next echo.HandlerFunc) echo.HandlerFunc {
 
 func (s *Server) aliasedOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if c.Get("alias") != nil && !s.aliased[c.Request().Method+" "+c.Path()] {
+		if c.Get("alias") != nil && !s.aliased[routeKey{c.Request().Method, c.Path()}] {
 			return echo.ErrNotFound
 		}
 		return next(c)
@@ -338,7 +343,7 @@ func (s *Server) buildEcho() *echo.Echo {
 	for _, r := range s.records {
 		echoPath := echoTemplate(r.Template)
 		e.Add(r.Method, echoPath, r.Handler)
-		s.routes[r.Method+" "+echoPath] = &route{opID: "records", category: r.Category, bodyLimit: s.cfg.MaxBodyBytes, dynamic: true, template: r.Template}
+		s.routes[routeKey{r.Method, echoPath}] = &route{opID: "records", category: r.Category, bodyLimit: s.cfg.MaxBodyBytes, dynamic: true, template: r.Template}
 	}
 	return e
 }

@@ -80,7 +80,7 @@ func (s *Server) validate(c echo.Context, rt *route) error {
 			}
 		}
 	}
-	if err := unknownQuery(req.URL.Query(), rt.kin.PathItem, rt.op); err != nil {
+	if err := unknownQuery(req.URL.Query(), rt.query); err != nil {
 		return err
 	}
 	params := make(map[string]string, len(c.ParamNames()))

@@ -66,12 +66,24 @@ type Hub struct {
 // feedEvery the least time between two wake-ups of the subscribers: under a steady stream of
 // changes each subscriber then writes to its client once per feedEvery, with every change
 // since, rather than once per change (a first change after a quiet spell goes out at once).
+// Each wake-up costs a system call per subscriber: with many subscribers the wake-ups are
+// spaced so that a feed asks for at most feedWrites of them a second (up to feedMaxEvery
+// apart), and what would be late arrives a little later together rather than queued behind
+// writes the process cannot make in time.
 const (
-	feedKeep  = 4096
-	feedPoll  = 2 * time.Second
-	feedBatch = 1000
-	feedEvery = 100 * time.Millisecond
+	feedKeep     = 4096
+	feedPoll     = 2 * time.Second
+	feedBatch    = 1000
+	feedEvery    = 100 * time.Millisecond
+	feedWrites   = 40_000
+	feedMaxEvery = 500 * time.Millisecond
 )
+
+// every is the least time between two wake-ups of the feed's subscribers (f.mu held).
+func (f *feed) every() time.Duration {
+	d := time.Duration(len(f.subs)) * time.Second / feedWrites
+	return min(max(d, feedEvery), feedMaxEvery)
+}
 
 // feed is the shared reader of one dataset's changes.
 type feed struct {
@@ -239,7 +251,7 @@ func (f *feed) refresh() {
 	f.mu.Unlock()
 	for {
 		f.mu.Lock()
-		wait := time.Until(f.woke.Add(feedEvery))
+		wait := time.Until(f.woke.Add(f.every()))
 		f.mu.Unlock()
 		if wait > 0 {
 			time.Sleep(wait)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"dataplatform/store/datasets"
 	"dataplatform/store/ingest"
@@ -38,7 +40,13 @@ type Table struct {
 	// once: a record is read by key on every such request.
 	all    []string
 	getAll [2]string
+	// rowJSONs are rowJSON's SQL per fields and qualifier, made once per shape asked (a list
+	// page builds it on every request), at most maxRowJSONs of them.
+	rowJSONs     sync.Map
+	rowJSONCount atomic.Int32
 }
+
+const maxRowJSONs = 256
 
 // memo makes all and getAll.
 func (t *Table) memo() *Table {
@@ -129,6 +137,14 @@ func (t *Table) keyIs(p string) string {
 	return pq.QuoteIdentifier(t.key) + " = " + p + "::" + datasets.SQLType(t.cols[t.key])
 }
 
+// AllFields is Fields made once, for reads: the caller must not change it.
+func (t *Table) AllFields() []string {
+	if t.all != nil {
+		return t.all
+	}
+	return t.Fields()
+}
+
 // Fields are every field a record has, in order.
 func (t *Table) Fields() []string {
 	var out []string
@@ -198,6 +214,18 @@ func columnList(fields []string) string {
 // each value as the record API writes it (datasets.JSONValue: timestamps in RFC 3339 UTC).
 // from qualifies the columns ("" for none). Every path that answers a record selects it so.
 func (t *Table) rowJSON(fields []string, from string) string {
+	k := from + "\x00" + strings.Join(fields, ",")
+	if v, ok := t.rowJSONs.Load(k); ok {
+		return v.(string)
+	}
+	v := t.makeRowJSON(fields, from)
+	if t.rowJSONCount.Add(1) <= maxRowJSONs {
+		t.rowJSONs.Store(k, v)
+	}
+	return v
+}
+
+func (t *Table) makeRowJSON(fields []string, from string) string {
 	q := make([]string, len(fields))
 	for i, f := range fields {
 		ref := pq.QuoteIdentifier(f)
