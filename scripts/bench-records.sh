@@ -81,7 +81,8 @@ done
 # The list page and the read by key: the service under wrk against pgbench running the SELECT
 # the service sends (its parameters written in) as the service sends it, a statement prepared
 # once per connection (-M prepared), taking turns $runs times each; the ratio is taken turn by
-# turn (other work on the machine moves both), with the median and spread.
+# turn (other work on the machine moves both), with the median and spread; and the CPU time
+# of a request in the server process and in PostgreSQL (which side more replicas relieve).
 q="filter%5Bcity%5D=city7&filter%5Bamount%5D%5Bgte%5D=500&sort=-amount&limit=20"
 cat > "$tmp/page.sql" <<SQL
 SELECT to_json(x), json_build_array(r."amount", r."id") FROM (SELECT $cols, json_strip_nulls(json_build_object('self', '/api/v1/datasets/$ds/data/' || "id")) AS _links
@@ -91,15 +92,19 @@ SQL
 echo "SELECT to_json(r) FROM (SELECT $(fmt) FROM $table WHERE id = 123456 AND deleted_at IS NULL) r;" > "$tmp/one.sql"
 # versus LABEL URL SQLFILE: $runs turns of wrk on URL and pgbench on SQLFILE.
 versus() {
-  local label=$1 url=$2 sql=$3 ratios=() out rps tps
+  local label=$1 url=$2 sql=$3 ratios=() out rps tps n s0 d0 s1 d1
   curl -sf "$url" -H "Authorization: Bearer $tok" >/dev/null
   # Warm up first (pooled database connections, cached lookups): steady state is measured.
   wrk -t2 -c"$conns" -d3s -H "Authorization: Bearer $tok" "$url" >/dev/null
   echo "$label, ${secs}s each, $conns connections:"
   for i in $(seq 1 "$runs"); do
+    read -r s0 d0 <<< "$(bench_cpu)"
     out=$(wrk -t2 -c"$conns" -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "$url")
+    read -r s1 d1 <<< "$(bench_cpu)"
     rps=$(echo "$out" | awk '/Requests\/sec/{print $2}')
-    echo "  service run $i: $(echo "$out" | grep -E "Requests/sec|50%|99%|Non-2xx" | tr -s ' ' | tr '\n' ' ')"
+    n=$(echo "$out" | awk '/requests in/{print $1}')
+    echo "  service run $i: $(echo "$out" | grep -E "Requests/sec|50%|99%|Non-2xx" | tr -s ' ' | tr '\n' ' ')" \
+      "CPU per request: server $(( (s1 - s0) * 10000 / n )) µs, database $(( (d1 - d0) * 10000 / n )) µs"
     rm -f "$tmp"/pgb.*
     tps=$(cd "$tmp" && pgbench -n -M prepared -h 127.0.0.1 -p "$pgport" -U postgres -c "$conns" -j 2 -T "$secs" -f "$sql" --log --log-prefix=pgb postgres 2>/dev/null | grep -E "^tps" | cut -d' ' -f3)
     echo "  pgbench run $i: tps $tps, p50 $(bench_percentile 50 "$tmp"/pgb.*) ms, p99 $(bench_percentile 99 "$tmp"/pgb.*) ms"

@@ -145,7 +145,7 @@ func (t *Table) copyQuery(eq *ExportQuery, cols []export.Column, where, order st
 		}
 		parts := make([]string, len(cols))
 		for i, c := range cols {
-			parts[i] = datasets.TextValue(t.cols[c.Name], pq.QuoteIdentifier(c.Name))
+			parts[i] = copyText(t.cols[c.Name], pq.QuoteIdentifier(c.Name))
 		}
 		if t.key != "" {
 			order = ` ORDER BY ` + t.Qualified() + `.` + pq.QuoteIdentifier(t.key)
@@ -158,6 +158,17 @@ func (t *Table) copyQuery(eq *ExportQuery, cols []export.Column, where, order st
 		return ""
 	}
 	return `COPY (SELECT ` + sel + `) TO STDOUT WITH (` + opts + `)`
+}
+
+// copyText is column c's value (ref) as COPY writes it into a csv cell: TextValue, but the
+// value itself where COPY's output of it is already that text (a cast to text made a copy of
+// every value of a large export for nothing).
+func copyText(c ingest.Column, ref string) string {
+	switch c.Type {
+	case ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.UUID, ingest.Text, ingest.JSONB:
+		return ref
+	}
+	return datasets.TextValue(c, ref)
 }
 
 // Write writes the file to w: csv quoted as COPY ... CSV quotes (NULL as nothing, an empty

@@ -28,6 +28,8 @@ func TestExportCopyOut(t *testing.T) {
 		{Name: "note", Type: ingest.Text, Nullable: true},
 		{Name: "other", Type: ingest.Text, Nullable: true},
 		{Name: "times", Type: ingest.ArrayOf(ingest.Timestamptz), Nullable: true},
+		{Name: "ref", Type: ingest.UUID, Nullable: true},
+		{Name: "n", Type: ingest.Integer, Nullable: true},
 	}
 	db, tbl := datasetTable(t, cols, true)
 	ctx := context.Background()
@@ -35,9 +37,10 @@ func TestExportCopyOut(t *testing.T) {
 		"ü€😀", " spaced ", `back\slash`, `{"j": 1}`, "\\", `"`, ","}
 	table := tbl.Qualified()
 	for i, n := range notes {
-		if _, err := db.ExecContext(ctx, `INSERT INTO `+table+` (amount, big, ok, day, at, meta, tags, note, other, times)
+		if _, err := db.ExecContext(ctx, `INSERT INTO `+table+` (amount, big, ok, day, at, meta, tags, note, other, times, ref, n)
 			VALUES ($1::numeric * 1.5, $1::bigint * 9007199254740993, $1::int % 2 = 0, DATE '2024-05-06' + $1::int, TIMESTAMPTZ '2024-05-06T19:30:00.25+02:00' + $1::int * interval '1 hour',
-			jsonb_build_object('n', $2::text, 'i', $1::int), ARRAY[$2::text, 'x,y'], $2::text, $3, ARRAY[TIMESTAMPTZ '2024-05-06T23:00:00+05:30', NULL])`,
+			jsonb_build_object('n', $2::text, 'i', $1::int), ARRAY[$2::text, 'x,y'], $2::text, $3, ARRAY[TIMESTAMPTZ '2024-05-06T23:00:00+05:30', NULL],
+			md5($2::text)::uuid, -$1::int)`,
 			i, n, notes[len(notes)-1-i]); err != nil {
 			t.Fatal(err)
 		}
