@@ -166,8 +166,8 @@ func (h *Records) Stream(c echo.Context) error {
 		}
 	}
 	access := h.streamAccess(ctx, rc)
-	wake, unsubscribe := h.Changes.Subscribe(rc.d.ID)
-	defer unsubscribe()
+	sub := h.Changes.Subscribe(rc.d.ID)
+	defer sub.Close()
 	openStreams.WithLabelValues("sse").Inc()
 	defer openStreams.WithLabelValues("sse").Dec()
 	res := c.Response()
@@ -208,7 +208,7 @@ func (h *Records) Stream(c echo.Context) error {
 		for _, ch := range batch {
 			last = ch.ID
 			ev := rendered(rc.desc.Table, ch)
-			if !matches(ev.record, filters) {
+			if len(filters) > 0 && !matches(ev.record, filters) {
 				continue
 			}
 			_, _ = w.Write(ev.sse)
@@ -221,10 +221,12 @@ func (h *Records) Stream(c echo.Context) error {
 				continue
 			}
 		}
+		sub.Handled()
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-wake:
+		case <-sub.C:
+			sub.Woken()
 		case <-poll.C:
 		case <-heartbeat.C:
 			_, _ = fmt.Fprintf(w, ": heartbeat %s\n\n", time.Now().UTC().Format(time.RFC3339))

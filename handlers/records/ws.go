@@ -57,8 +57,8 @@ func (h *Records) Socket(c echo.Context) error {
 		s.fields[f] = true
 	}
 	access := h.streamAccess(ctx, rc)
-	wake, unsubscribe := h.Changes.Subscribe(rc.d.ID)
-	defer unsubscribe()
+	sub := h.Changes.Subscribe(rc.d.ID)
+	defer sub.Close()
 	heartbeat := time.NewTicker(h.heartbeat())
 	defer heartbeat.Stop()
 	poll := time.NewTicker(streamPoll)
@@ -74,6 +74,7 @@ func (h *Records) Socket(c echo.Context) error {
 		if s.subscribed && !s.sendChanges(ctx) {
 			return nil
 		}
+		sub.Handled()
 		select {
 		case <-ctx.Done():
 			_ = conn.Close(websocket.StatusNormalClosure, "")
@@ -86,7 +87,8 @@ func (h *Records) Socket(c echo.Context) error {
 			if err := s.write(ctx, reply); err != nil {
 				return nil
 			}
-		case <-wake:
+		case <-sub.C:
+			sub.Woken()
 		case <-poll.C:
 		case <-heartbeat.C:
 			pctx, done := context.WithTimeout(ctx, 10*time.Second)

@@ -77,6 +77,10 @@ const (
 	feedEvery    = 100 * time.Millisecond
 	feedWrites   = 40_000
 	feedMaxEvery = 500 * time.Millisecond
+	// feedActive subscribers at work on a wake-up at once, or more when they take longer
+	// than feedActiveWait (wakeAll).
+	feedActive     = 64
+	feedActiveWait = 20 * time.Millisecond
 )
 
 // every is the least time between two wake-ups of the feed's subscribers (f.mu held).
@@ -95,19 +99,25 @@ type feed struct {
 	ready      bool
 	base, head int64
 	buf        []Change
-	reading    bool // a read is under way
-	again      bool // and another was asked for while it ran
+	waking     []chan struct{} // the subscribers being woken (reused; one refresh runs at a time)
+	handled    chan struct{}   // a subscriber woken has done its work (Subscription.Handled)
+	reading    bool            // a read is under way
+	again      bool            // and another was asked for while it ran
 	woke       time.Time
 }
 
 // Memo holds what a reader derives from a change once for all the subscribers sharing it (a
-// rendered event, say), keyed by what it was derived with.
+// rendered event, say), keyed by what it was derived with: a few keys (streams opened before
+// and after a schema change hold different tables), each made once.
 type Memo struct {
 	mu   sync.Mutex
 	last atomic.Pointer[memoed]
+	made []*memoed // at most memoKeys; a further key is derived each time it is asked for
 }
 
 type memoed struct{ key, val any }
+
+const memoKeys = 4
 
 // Get is the value derived under key, made by build when there is none yet for that key.
 func (m *Memo) Get(key any, build func() any) any {
@@ -119,10 +129,16 @@ func (m *Memo) Get(key any, build func() any) any {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if v := m.last.Load(); v != nil && v.key == key {
-		return v.val
+	for _, v := range m.made {
+		if v.key == key {
+			m.last.Store(v)
+			return v.val
+		}
 	}
 	v := &memoed{key, build()}
+	if len(m.made) < memoKeys {
+		m.made = append(m.made, v)
+	}
 	m.last.Store(v)
 	return v.val
 }
@@ -167,31 +183,65 @@ func (h *Hub) Start(ctx context.Context) {
 	}()
 }
 
-// Subscribe returns a channel that receives (at most one pending) wake-up when the dataset's
-// feed has read new changes (or without notifications, per notified change), and a function
-// to unsubscribe.
-func (h *Hub) Subscribe(datasetID string) (<-chan struct{}, func()) {
+// Subscription is a subscriber of a dataset's changes: C receives (at most one pending)
+// wake-up when the dataset's feed has read new changes (or, without notifications, never:
+// the subscriber polls). A subscriber calls Handled once it has written what a wake-up
+// brought, and Close when it ends.
+type Subscription struct {
+	C    <-chan struct{}
+	ch   chan struct{}
+	h    *Hub
+	f    *feed
+	woke bool
+}
+
+// Subscribe subscribes to the dataset's changes.
+func (h *Hub) Subscribe(datasetID string) *Subscription {
 	ch := make(chan struct{}, 1)
 	h.mu.Lock()
 	f := h.feeds[datasetID]
 	if f == nil {
-		f = &feed{ds: datasetID, subs: map[chan struct{}]struct{}{}}
+		f = &feed{ds: datasetID, subs: map[chan struct{}]struct{}{}, handled: make(chan struct{}, feedActive)}
 		h.feeds[datasetID] = f
 	}
 	f.mu.Lock()
 	f.subs[ch] = struct{}{}
 	f.mu.Unlock()
 	h.mu.Unlock()
-	return ch, func() {
-		h.mu.Lock()
-		f.mu.Lock()
-		delete(f.subs, ch)
-		if len(f.subs) == 0 && h.feeds[datasetID] == f {
-			delete(h.feeds, datasetID)
+	return &Subscription{C: ch, ch: ch, h: h, f: f}
+}
+
+// Woken marks a wake-up received from C; Handled says it has been dealt with.
+func (s *Subscription) Woken() { s.woke = true }
+
+// Handled tells the feed that this subscriber is done with its wake-up, so that it wakes
+// the next one (see feedActive).
+func (s *Subscription) Handled() {
+	if s.woke {
+		s.woke = false
+		select {
+		case s.f.handled <- struct{}{}:
+		default:
 		}
-		f.mu.Unlock()
-		h.mu.Unlock()
 	}
+}
+
+// Close unsubscribes.
+func (s *Subscription) Close() {
+	s.h.mu.Lock()
+	s.f.mu.Lock()
+	delete(s.f.subs, s.ch)
+	if len(s.f.subs) == 0 && s.h.feeds[s.f.ds] == s.f {
+		delete(s.h.feeds, s.f.ds)
+	}
+	s.f.mu.Unlock()
+	s.h.mu.Unlock()
+	select { // a wake-up sent and not taken counts as handled
+	case <-s.ch:
+		s.woke = true
+	default:
+	}
+	s.Handled()
 }
 
 // Since is changes.Since for a subscriber of the dataset: from its feed's memory when the
@@ -274,20 +324,60 @@ func (f *feed) refresh() {
 			}
 			f.mu.Unlock()
 		}
+		// The wake-ups are sent without the feed's lock: each subscriber woken reads the feed
+		// (RLock) at once, and would otherwise wait for every other one to be woken.
 		f.mu.Lock()
 		f.woke = time.Now()
+		f.waking = f.waking[:0]
 		for ch := range f.subs {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
+			f.waking = append(f.waking, ch)
 		}
+		waking := f.waking
+		f.mu.Unlock()
+		f.wakeAll(waking)
+		f.mu.Lock()
 		if !more && !f.again {
 			f.reading = false
 			f.mu.Unlock()
 			return
 		}
 		f.mu.Unlock()
+	}
+}
+
+// wakeAll wakes the subscribers, at most feedActive at work at once: when that many are, the
+// next ones are woken once half of them say they are done (Handled), or after feedActiveWait
+// when they do not. Thousands woken together would each queue for the processor, and every
+// other request of the process (the writes whose changes they await among them) behind them
+// all; the feed itself waits for a few answers at a time, not one by one.
+func (f *feed) wakeAll(subs []chan struct{}) {
+	for len(f.handled) > 0 { // late word of the previous round
+		<-f.handled
+	}
+	var t *time.Timer
+	active := 0
+	for _, ch := range subs {
+		if active >= feedActive {
+			if t == nil {
+				t = time.NewTimer(feedActiveWait)
+				defer t.Stop()
+			} else {
+				t.Reset(feedActiveWait)
+			}
+			for active > feedActive/2 {
+				select {
+				case <-f.handled:
+					active--
+				case <-t.C:
+					active = feedActive / 2 // some are slow to write to their clients: go on
+				}
+			}
+		}
+		select {
+		case ch <- struct{}{}:
+			active++
+		default: // a wake-up is pending there already
+		}
 	}
 }
 

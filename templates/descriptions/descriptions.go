@@ -23,6 +23,7 @@ import (
 	"dataplatform/templates/specgen"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"golang.org/x/sync/singleflight"
 )
 
 // Description is a dataset's rendered description with what serving it needs.
@@ -93,6 +94,10 @@ type Cache struct {
 	mu    sync.Mutex
 	cache map[string]*Description
 	bytes int // the cached descriptions' estimated cost
+	// building renders each description once however many requests ask for it at once (a
+	// dataset's first requests, or thousands of change streams opening together); they
+	// share the one made, and so its table.
+	building singleflight.Group
 }
 
 // URLs are the addresses a description names: the production and staging servers and the
@@ -172,6 +177,27 @@ func (ds *Cache) Describe(ctx context.Context, d *store.Dataset, table string) (
 	if cached != nil && cached.base == base {
 		cached.checked = time.Now()
 	}
+	ds.mu.Unlock()
+	// Made on a context no one caller's end cancels: the others wait for the same result.
+	v, err, _ := ds.building.Do(cacheKey+"|"+base, func() (any, error) {
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), describeWait)
+		defer cancel()
+		return ds.describe(bctx, d, table, cacheKey, base)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Description), nil
+}
+
+// describeWait bounds the rendering of a description that requests wait for together.
+const describeWait = 30 * time.Second
+
+// describe is Describe's rendering, or the cached description when its relationships have
+// not changed.
+func (ds *Cache) describe(ctx context.Context, d *store.Dataset, table, cacheKey, base string) (*Description, error) {
+	ds.mu.Lock()
+	cached := ds.cache[cacheKey]
 	ds.mu.Unlock()
 	tables, err := datasets.Tables(d)
 	if err != nil {
