@@ -118,7 +118,7 @@ func (h *Datasets) docsPage(ctx context.Context, id string, table *string, kind 
 		return docsPage{}, err
 	}
 	var spec any
-	if err := json.Unmarshal(desc.JSON, &spec); err != nil {
+	if err := json.Unmarshal(desc.JSON(), &spec); err != nil {
 		return docsPage{}, err
 	}
 	page := docsPage{kind: kind, title: desc.Doc.Info.Title, spec: spec}

@@ -31,7 +31,7 @@ func (h *Datasets) descriptionAt(ctx context.Context, id string, table, version 
 		return nil, "", nil, err
 	}
 	if version == nil || *version == desc.Current() {
-		return desc.JSON, desc.ETag, desc, nil
+		return desc.JSON(), desc.ETag, desc, nil
 	}
 	raw, ok, err := h.Descriptions.Past(ctx, desc, id, *version)
 	if !ok {

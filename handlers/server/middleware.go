@@ -450,28 +450,18 @@ func (s *Server) recordRoute(c echo.Context, rt *route) (*route, error) {
 
 // descRoute is the route a record request is validated at: the operation of the dataset's
 // description, made once per description, echo route and method (each request would
-// otherwise copy the operation).
+// otherwise copy the operation) and kept with the description, so that it goes when the
+// description leaves the cache (a route holds the whole document).
 func (s *Server) descRoute(desc *descriptions.Description, rt *route, item *openapi3.PathItem, op *openapi3.Operation, method string) *route {
-	k := descRouteKey{desc, rt, method}
-	if v, ok := s.descRoutes.Load(k); ok {
-		return v.(*route)
-	}
-	unsecured := *op
-	unsecured.Security = &openapi3.SecurityRequirements{}
-	r := &route{opID: op.OperationID, category: rt.category, bodyLimit: rt.bodyLimit, op: op, query: queryParamsOf(item, op),
-		kin: &routers.Route{Spec: desc.Doc, Path: rt.template, PathItem: item, Method: method, Operation: &unsecured}}
-	// Descriptions are replaced as schemas change: past a bound, start over rather than keep
-	// every description ever served alive.
-	if s.descRouteCount.Add(1) > 4096 {
-		s.descRoutes.Clear()
-		s.descRouteCount.Store(1)
-	}
-	s.descRoutes.Store(k, r)
-	return r
+	return desc.Derived(descRouteKey{rt, method}, func() any {
+		unsecured := *op
+		unsecured.Security = &openapi3.SecurityRequirements{}
+		return &route{opID: op.OperationID, category: rt.category, bodyLimit: rt.bodyLimit, op: op, query: queryParamsOf(item, op),
+			kin: &routers.Route{Spec: desc.Doc, Path: rt.template, PathItem: item, Method: method, Operation: &unsecured}}
+	}).(*route)
 }
 
 type descRouteKey struct {
-	desc   *descriptions.Description
 	rt     *route
 	method string
 }

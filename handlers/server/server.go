@@ -17,8 +17,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"dataplatform/gen/api"
@@ -74,9 +72,6 @@ type Server struct {
 	// recordSlots admits record API requests to the database a few at a time, in arrival
 	// order (a channel's waiters are served first come, first served).
 	recordSlots chan struct{}
-	// descRoutes are the validation routes of record requests, per description (descRoute).
-	descRoutes     sync.Map
-	descRouteCount atomic.Int64
 	records        []handlers.Route
 	agentsOf       handlers.AgentsFunc
 	agents         handlers.Agents

@@ -11,7 +11,7 @@ func TestCacheBounded(t *testing.T) {
 	ds := &Cache{cache: map[string]*Description{}}
 	big := make([]byte, maxDescriptionBytes/(1+parsedPerJSONByte)/10) // ten fit
 	for i := range 50 {
-		ds.remember("k"+strconv.Itoa(i), &Description{JSON: big})
+		ds.remember("k"+strconv.Itoa(i), &Description{size: len(big)})
 		if ds.bytes > maxDescriptionBytes || len(ds.cache) > 10 {
 			t.Fatalf("after %d: %d entries, %d bytes (budget %d)", i+1, len(ds.cache), ds.bytes, maxDescriptionBytes)
 		}
@@ -21,7 +21,7 @@ func TestCacheBounded(t *testing.T) {
 	}
 	ds = &Cache{cache: map[string]*Description{}}
 	for i := range maxDescriptions + 10 {
-		ds.remember("k"+strconv.Itoa(i%(maxDescriptions+5)), &Description{JSON: []byte("{}")})
+		ds.remember("k"+strconv.Itoa(i%(maxDescriptions+5)), &Description{size: 2})
 	}
 	sum := 0
 	for _, d := range ds.cache {

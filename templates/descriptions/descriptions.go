@@ -34,7 +34,9 @@ type Description struct {
 	checked  time.Time // when the relationships were last compared
 	Singular string    // the record schemas are <singular>, <singular>Create, ...
 	Doc      *openapi3.T
-	JSON     []byte
+	size     int // of the rendered text: the cache's measure (cost)
+	jsonOnce sync.Once
+	json     []byte
 	ETag     string
 	Table    *records.Table
 	Links    []records.Link
@@ -42,6 +44,17 @@ type Description struct {
 	inputs   map[string]specgen.Input // what renders each past version
 	pastMu   sync.Mutex
 	past     map[string][]byte // past versions rendered so far
+	derived  sync.Map          // what users make of the description (Derived)
+}
+
+// Derived is what build makes of the description, made once per key and kept as long as
+// the description is (the server's validation routes of its operations, say).
+func (d *Description) Derived(key any, build func() any) any {
+	if v, ok := d.derived.Load(key); ok {
+		return v
+	}
+	v, _ := d.derived.LoadOrStore(key, build())
+	return v
 }
 
 // connectedLinks are the links of a connected database's table: its foreign keys to the
@@ -84,7 +97,19 @@ const (
 )
 
 // cost is the estimated memory of a cached description.
-func (d *Description) cost() int { return len(d.JSON) * (1 + parsedPerJSONByte) }
+func (d *Description) cost() int { return d.size * (1 + parsedPerJSONByte) }
+
+// JSON is the description as JSON, encoded when first asked for: record requests, which
+// are validated against Doc, never ask.
+func (d *Description) JSON() []byte {
+	d.jsonOnce.Do(func() {
+		var err error
+		if d.json, err = json.Marshal(d.Doc); err != nil { // a validated document always encodes
+			panic(fmt.Sprintf("description of %s: %v", d.ETag, err))
+		}
+	})
+	return d.json
+}
 
 // Cache renders and caches datasets' descriptions, one per dataset and schema state.
 type Cache struct {
@@ -250,7 +275,7 @@ func (ds *Cache) describe(ctx context.Context, d *store.Dataset, table, cacheKey
 	// earlier one (Past): a released document never changes.
 	cur := desc.inputs[desc.Current()]
 	cur.APIVersions = ds.Listed(d.ID, apiversions.AsOf(desc.Versions, desc.Current()))
-	if desc.Doc, desc.JSON, err = specgen.Render(ctx, cur); err != nil {
+	if desc.Doc, desc.size, err = specgen.RenderDoc(ctx, cur); err != nil {
 		return nil, err
 	}
 	desc.ETag = fmt.Sprintf(`"%s-%d-%d"`, d.ID, d.SchemaVersion, d.UpdatedAt.UnixNano())
@@ -444,7 +469,7 @@ func renderStates(ctx context.Context, inputs []specgen.Input, released []store.
 	states := make([]apiversions.State, len(inputs))
 	for i, x := range inputs {
 		x.Version = "0.0.0" // the same in all: the number is what is being worked out
-		doc, _, err := specgen.Render(ctx, x)
+		doc, _, err := specgen.RenderDoc(ctx, x)
 		if err != nil {
 			return nil, err
 		}
@@ -646,7 +671,7 @@ func (ds *Cache) Past(ctx context.Context, desc *Description, datasetID, version
 // false when desc has no such version.
 func (ds *Cache) At(ctx context.Context, desc *Description, datasetID, version string) (*openapi3.T, []byte, bool, error) {
 	if version == desc.Current() {
-		return desc.Doc, desc.JSON, true, nil
+		return desc.Doc, desc.JSON(), true, nil
 	}
 	in, ok := desc.inputs[version]
 	if !ok {
@@ -662,6 +687,6 @@ func (ds *Cache) At(ctx context.Context, desc *Description, datasetID, version s
 func (d *Description) WithColumns(ctx context.Context, cols []ingest.Column) (*openapi3.T, error) {
 	in := d.inputs[d.Current()]
 	in.Table.Columns, in.Version, in.SchemaVersion = cols, "0.0.0", in.SchemaVersion+1
-	doc, _, err := specgen.Render(ctx, in)
+	doc, _, err := specgen.RenderDoc(ctx, in)
 	return doc, err
 }

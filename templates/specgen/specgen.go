@@ -183,8 +183,20 @@ func PatternError(ctx context.Context, pattern string) string {
 	return ""
 }
 
-// Render makes the description. It is validated before it is returned.
+// Render makes the description and its JSON. It is validated before it is returned.
 func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
+	doc, _, err := RenderDoc(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err := json.Marshal(doc)
+	return doc, j, err
+}
+
+// RenderDoc makes the description as a document, validated, and the size of its rendered
+// text, without its JSON (encoding kin-openapi's document is a large share of the work, and
+// validating requests needs only the document).
+func RenderDoc(ctx context.Context, in Input) (*openapi3.T, int, error) {
 	v := view{Input: in, Names: NamesOf(in.Name), Title: in.Name + " API", Version: in.Version,
 		GeneratedAt: in.GeneratedAt.UTC().Format(time.RFC3339)}
 	if v.Version == "" {
@@ -224,19 +236,18 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 	}
 	var buf bytes.Buffer
 	if err := tmpl.Execute(&buf, v); err != nil {
-		return nil, nil, err
+		return nil, 0, err
 	}
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(buf.Bytes())
 	if err != nil {
-		return nil, nil, &InvalidError{in.DatasetID, in.Table.Name, err}
+		return nil, 0, &InvalidError{in.DatasetID, in.Table.Name, err}
 	}
 	decorate(doc, in)
 	if err := doc.Validate(ctx); err != nil {
-		return nil, nil, &InvalidError{in.DatasetID, in.Table.Name, err}
+		return nil, 0, &InvalidError{in.DatasetID, in.Table.Name, err}
 	}
-	j, err := json.Marshal(doc)
-	return doc, j, err
+	return doc, buf.Len(), nil
 }
 
 // generatedKey reports whether c is an uploaded dataset's integer key, which a record created
