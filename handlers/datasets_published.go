@@ -117,8 +117,12 @@ func (h *Datasets) docsPage(ctx context.Context, id string, table *string, kind 
 	if err != nil {
 		return docsPage{}, err
 	}
+	raw, err := desc.JSON()
+	if err != nil {
+		return docsPage{}, err
+	}
 	var spec any
-	if err := json.Unmarshal(desc.JSON(), &spec); err != nil {
+	if err := json.Unmarshal(raw, &spec); err != nil {
 		return docsPage{}, err
 	}
 	page := docsPage{kind: kind, title: desc.Doc.Info.Title, spec: spec}

@@ -31,7 +31,8 @@ func (h *Datasets) descriptionAt(ctx context.Context, id string, table, version 
 		return nil, "", nil, err
 	}
 	if version == nil || *version == desc.Current() {
-		return desc.JSON(), desc.ETag, desc, nil
+		raw, err := desc.JSON()
+		return raw, desc.ETag, desc, err
 	}
 	raw, ok, err := h.Descriptions.Past(ctx, desc, id, *version)
 	if !ok {

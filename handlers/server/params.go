@@ -47,12 +47,8 @@ func malformedQuery(raw string) error {
 	return apierr.Validation(bad...)
 }
 
-// unknownQuery refuses query parameters the operation does not declare: a filter or a field
-// list the server would ignore answers with data that was not asked for. api_key (a
-// credential) is always known; filter[...] keys are known where the operation declares
-// filters (the handler checks their fields and operators).
 // queryParams are the query parameters an operation declares (and api_key), and whether
-// some are filters (filter[...]).
+// some are filters (filter[...]); made once per route.
 type queryParams struct {
 	names   map[string]bool
 	filters bool
@@ -71,6 +67,10 @@ func queryParamsOf(item *openapi3.PathItem, op *openapi3.Operation) *queryParams
 	return kp
 }
 
+// unknownQuery refuses query parameters the operation does not declare: a filter or a field
+// list the server would ignore answers with data that was not asked for. api_key (a
+// credential) is always known; filter[...] keys are known where the operation declares
+// filters (the handler checks their fields and operators).
 func unknownQuery(q url.Values, kp *queryParams) error {
 	if len(q) == 0 {
 		return nil

@@ -72,12 +72,12 @@ type Server struct {
 	// recordSlots admits record API requests to the database a few at a time, in arrival
 	// order (a channel's waiters are served first come, first served).
 	recordSlots chan struct{}
-	records        []handlers.Route
-	agentsOf       handlers.AgentsFunc
-	agents         handlers.Agents
-	exporter       *queries.Exporter
-	Keys           *auth.KeyStore
-	H              *handlers.Handlers
+	records     []handlers.Route
+	agentsOf    handlers.AgentsFunc
+	agents      handlers.Agents
+	exporter    *queries.Exporter
+	Keys        *auth.KeyStore
+	H           *handlers.Handlers
 	// Jobs runs background work (dataset ingestion); the caller starts and stops it.
 	Jobs *jobs.Runner
 	// Webhooks delivers events to webhook endpoints; the caller starts and stops it.

@@ -9,7 +9,7 @@ import (
 // their number under the cap, whatever their sizes, and counts a replaced entry once.
 func TestCacheBounded(t *testing.T) {
 	ds := &Cache{cache: map[string]*Description{}}
-	big := make([]byte, maxDescriptionBytes/(1+parsedPerJSONByte)/10) // ten fit
+	big := make([]byte, maxDescriptionBytes/(1+parsedPerByte)/10) // ten fit
 	for i := range 50 {
 		ds.remember("k"+strconv.Itoa(i), &Description{size: len(big)})
 		if ds.bytes > maxDescriptionBytes || len(ds.cache) > 10 {

@@ -37,6 +37,7 @@ type Description struct {
 	size     int // of the rendered text: the cache's measure (cost)
 	jsonOnce sync.Once
 	json     []byte
+	jsonErr  error
 	ETag     string
 	Table    *records.Table
 	Links    []records.Link
@@ -88,27 +89,22 @@ func connectedLinks(d *store.Dataset, served datasets.TableDef, tables []dataset
 const relCheck = 5 * time.Second
 
 // The descriptions kept in memory are bounded by count and by an estimate of their size: a
-// parsed document (kin-openapi's) holds about ten times the bytes of its JSON, so a few
-// hundred KB each; by count alone a busy process kept gigabytes.
+// parsed document (kin-openapi's) holds about ten times the bytes of the text it was parsed
+// from, so a few hundred KB each; by count alone a busy process kept gigabytes.
 const (
 	maxDescriptions     = 2000
 	maxDescriptionBytes = 256 << 20
-	parsedPerJSONByte   = 10
+	parsedPerByte       = 10
 )
 
 // cost is the estimated memory of a cached description.
-func (d *Description) cost() int { return d.size * (1 + parsedPerJSONByte) }
+func (d *Description) cost() int { return d.size * (1 + parsedPerByte) }
 
 // JSON is the description as JSON, encoded when first asked for: record requests, which
 // are validated against Doc, never ask.
-func (d *Description) JSON() []byte {
-	d.jsonOnce.Do(func() {
-		var err error
-		if d.json, err = json.Marshal(d.Doc); err != nil { // a validated document always encodes
-			panic(fmt.Sprintf("description of %s: %v", d.ETag, err))
-		}
-	})
-	return d.json
+func (d *Description) JSON() ([]byte, error) {
+	d.jsonOnce.Do(func() { d.json, d.jsonErr = json.Marshal(d.Doc) })
+	return d.json, d.jsonErr
 }
 
 // Cache renders and caches datasets' descriptions, one per dataset and schema state.
@@ -671,7 +667,8 @@ func (ds *Cache) Past(ctx context.Context, desc *Description, datasetID, version
 // false when desc has no such version.
 func (ds *Cache) At(ctx context.Context, desc *Description, datasetID, version string) (*openapi3.T, []byte, bool, error) {
 	if version == desc.Current() {
-		return desc.Doc, desc.JSON(), true, nil
+		raw, err := desc.JSON()
+		return desc.Doc, raw, true, err
 	}
 	in, ok := desc.inputs[version]
 	if !ok {
