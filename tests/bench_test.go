@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"dataplatform/cmd/dataplatform/config"
+	"dataplatform/store"
+	"dataplatform/templates/descriptions"
 )
 
 // BenchmarkGetProject runs an authenticated GET /api/v1/projects/{id} through the whole
@@ -158,5 +161,32 @@ func BenchmarkExport(b *testing.B) {
 			}
 			b.SetBytes(int64(n))
 		})
+	}
+}
+
+// BenchmarkDescribeCold renders a 10-column dataset's description as its first request
+// after a restart does (or after it left the cache): the store lookups, the versions and
+// the document.
+func BenchmarkDescribeCold(b *testing.B) {
+	e := newEnv(b)
+	var csv strings.Builder
+	csv.WriteString("order_id,customer,amount,placed_on,shipped,region,qty,note,score,code\n")
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&csv, "%d,c%d,%d.5,2024-01-%02d,%v,r%d,%d,n%d,%d.25,k%d\n", i+1, i%7, i, i%28+1, i%2 == 0, i%5, i%9, i, i%3, i)
+	}
+	id := e.uploadAndCreate(e.ownerToken, "Orders", "o.csv", csv.String())
+	e.waitDataset(e.ownerToken, id)
+	ctx := context.Background()
+	d, err := store.DatasetByID(ctx, e.st.DB, id, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c := descriptions.New(e.st, descriptions.URLs{Production: baseURL}, time.Now)
+		if _, err := c.Describe(ctx, d, ""); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -248,7 +248,7 @@ const SunsetAfter = 180 * 24 * time.Hour
 type State struct {
 	SchemaVersion int
 	ReleasedAt    time.Time
-	Doc           *openapi3.T
+	Doc           *openapi3.T // compared with its neighbours' (nil when there are none)
 	// Notes are changes the description does not show (the records' key moved, a
 	// relationship went), listed with the compared ones and weighed the same way.
 	Notes []Change

@@ -460,17 +460,22 @@ func namedThen(in specgen.Input, x *specgen.Input, later []store.SchemaChange) {
 }
 
 // renderStates renders each state of the description, released with its change, for
-// apiversions to number; a rename is a breaking change of its own.
+// apiversions to number; a rename is a breaking change of its own. A single state is
+// compared with nothing, so it is not rendered: most datasets have one, and a render is
+// most of a cold description's cost.
 func renderStates(ctx context.Context, inputs []specgen.Input, released []store.SchemaChange) ([]apiversions.State, error) {
 	states := make([]apiversions.State, len(inputs))
 	for i, x := range inputs {
-		x.Version = "0.0.0" // the same in all: the number is what is being worked out
-		doc, _, err := specgen.RenderDoc(ctx, x)
-		if err != nil {
-			return nil, err
-		}
-		states[i] = apiversions.State{SchemaVersion: released[i].SchemaVersion, ReleasedAt: released[i].CreatedAt, Doc: doc,
+		states[i] = apiversions.State{SchemaVersion: released[i].SchemaVersion, ReleasedAt: released[i].CreatedAt,
 			Notes: notes(released[i].Changes)}
+		if len(inputs) > 1 {
+			x.Version = "0.0.0" // the same in all: the number is what is being worked out
+			doc, _, err := specgen.RenderDoc(ctx, x)
+			if err != nil {
+				return nil, err
+			}
+			states[i].Doc = doc
+		}
 		if i > 0 && specgen.NamesOf(inputs[i-1].Name) != specgen.NamesOf(x.Name) {
 			states[i].Notes = append(states[i].Notes, apiversions.Change{Level: "breaking", ID: "dataset-renamed",
 				Text: "the dataset was renamed from " + inputs[i-1].Name + " to " + x.Name + ": operation ids and schema names follow the new name " +
