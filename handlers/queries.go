@@ -135,11 +135,12 @@ func (h *Queries) historyQuery(ctx context.Context, prj *store.Project, id strin
 }
 
 // UserSlot is a user's share of running queries (across replicas): project queries, their
-// streams, the record API's SQL, dashboard tiles and views draw on the same slots, and on
-// the database's share of user SQL (DP_QUERY_CONCURRENCY).
+// streams, the record API's SQL, dashboard tiles and views draw on the same slots, on their
+// organization's share of user SQL (DP_QUERY_CONCURRENCY_PER_ORG) and on the database's
+// (DP_QUERY_CONCURRENCY).
 func (h *Handlers) UserSlot(userID string) *usersql.Slot {
 	return &usersql.Slot{Key: "queries." + userID, Max: maxConcurrentQuery,
-		Shared: &usersql.SharedSlot{Max: h.Config.QueryConcurrency, Wait: h.Config.QueryQueueWait}}
+		Shared: &usersql.SharedSlot{Max: h.Config.QueryConcurrency, PerOrg: h.Config.OrgQueryShare(), Wait: h.Config.QueryQueueWait}}
 }
 
 // planFacts keeps what the planner said of a query's SQL for a minute, so that repeating a

@@ -49,12 +49,20 @@ func QueryError(err error, sqlText *string, timeout, took time.Duration) error {
 	var pe *pq.Error
 	var rte *usersql.RowTooLargeError
 	var be *queries.BrokenError
+	var ob *usersql.OrgBusyError
 	switch {
 	case errors.Is(err, usersql.ErrNoSlot):
 		// A sixth concurrent query of a user: the category's X-RateLimit headers are the rate
 		// limiter's, and it may retry in a second.
 		e := apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded, fmt.Sprintf("%d of your queries are running; wait for one to finish", maxConcurrentQuery)).
 			WithDetails(map[string]any{"concurrent_limit": maxConcurrentQuery})
+		e.Headers, e.Cause = map[string]string{"Retry-After": "1"}, err
+		return e
+	case errors.As(err, &ob):
+		// The tenant's own share of the database is taken by its other queries: like a user's
+		// sixth query, a 429 it may retry shortly.
+		e := apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitExceeded, "your organization is running as much SQL as it may at once (DP_QUERY_CONCURRENCY_PER_ORG); try again shortly").
+			WithDetails(map[string]any{"organization_concurrent_limit": ob.Max})
 		e.Headers, e.Cause = map[string]string{"Retry-After": "1"}, err
 		return e
 	case errors.Is(err, usersql.ErrBusy):

@@ -295,6 +295,25 @@ func TestUserSQLBounds(t *testing.T) {
 			}
 		}
 	}
+	// The organization's share (a quarter of 2: 1) taken by its other work: 429 after the
+	// wait, naming the share; the database's slots stay free for other tenants meanwhile.
+	tx, err := e.st.DB.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtext('platform.slot.org.' || $1), 0)`, e.orgID); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r := e.execute(map[string]any{"query": `SELECT 1`}, e.ownerToken).apiError(429, "RATE_LIMIT_EXCEEDED")
+	if r.Header.Get("Retry-After") != "1" || r.num("error.details.organization_concurrent_limit") != 1 || time.Since(start) < 300*time.Millisecond ||
+		!strings.Contains(r.str("error.message"), "organization") {
+		t.Fatalf("organization busy after %s: %v %s", time.Since(start), r.Header, r.Body)
+	}
+	e.do("POST", "/api/v1/datasets/"+customers+"/data/query", map[string]any{"sql": `SELECT count(*) FROM ${table}`}, own).
+		apiError(429, "RATE_LIMIT_EXCEEDED")
+	tx.Rollback()
 	if h := e.do("GET", "/api/v1/projects/"+e.projectID+"/queries", nil, own).status(200); h.num("pagination.total") != 4 {
 		t.Fatalf("history: want the two refused sizes, the forbidden call and the query that waited, got %s", h.Body)
 	}

@@ -50,12 +50,17 @@ type Settings struct {
 	// (DP_QUERY_QUEUE_WAIT, default 2s), then is refused with 503 and Retry-After.
 	QueryConcurrency int
 	QueryQueueWait   time.Duration
-	JobLease         time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
-	StreamHeartbeat  time.Duration // DP_STREAM_HEARTBEAT: the comment line change streams send when quiet; default 15s
-	SecretKey        string        // DP_SECRET_KEY: base64 AES-256 key for stored credentials; empty: DataDir/secret.key
-	LLMBaseURL       string        // DP_LLM_BASE_URL: an OpenAI-compatible API for natural language; empty: the built-in engine only
-	LLMAPIKey        string        // DP_LLM_API_KEY
-	LLMModel         string        // DP_LLM_MODEL
+	// QueryConcurrencyPerOrg: the part of QueryConcurrency one organization's SQL may hold at
+	// once (DP_QUERY_CONCURRENCY_PER_ORG; 0: a quarter of it, at least 1), so that one
+	// tenant's heavy SQL leaves the database's other cores to the rest. A query past it waits
+	// QueryQueueWait too, then is refused with 429 and Retry-After.
+	QueryConcurrencyPerOrg int
+	JobLease               time.Duration // DP_JOB_LEASE: how long a dead worker's job waits before another takes it
+	StreamHeartbeat        time.Duration // DP_STREAM_HEARTBEAT: the comment line change streams send when quiet; default 15s
+	SecretKey              string        // DP_SECRET_KEY: base64 AES-256 key for stored credentials; empty: DataDir/secret.key
+	LLMBaseURL             string        // DP_LLM_BASE_URL: an OpenAI-compatible API for natural language; empty: the built-in engine only
+	LLMAPIKey              string        // DP_LLM_API_KEY
+	LLMModel               string        // DP_LLM_MODEL
 	// DP_CONNECTION_NETWORKS: networks (CIDRs or addresses, "*" for any) beyond the public
 	// internet that connected databases may be in
 	ConnectionNetworks []netip.Prefix
@@ -110,6 +115,14 @@ func Defaults() Settings {
 		WebhookDisableFailures: 100,
 		DashboardVersionsKept:  50,
 	}
+}
+
+// OrgQueryShare is QueryConcurrencyPerOrg, its default worked out.
+func (s Settings) OrgQueryShare() int {
+	if s.QueryConcurrencyPerOrg > 0 {
+		return min(s.QueryConcurrencyPerOrg, s.QueryConcurrency)
+	}
+	return max(1, s.QueryConcurrency/4)
 }
 
 // OIDCEnabled reports whether an external identity provider is configured.

@@ -56,17 +56,20 @@ type QueryOptions struct {
 // held by the query's transaction (so every replica sees it, and a rollback or a dead
 // connection frees it). Shared, when set, is a second resource every caller draws on, such
 // as the database's running user SQL: a query that finds none of it free waits up to
-// Shared.Wait for one, then is refused with ErrBusy.
+// Shared.Wait for one, then is refused with ErrBusy. Of it, an organization holds at most
+// Shared.PerOrg at once (0: no share of its own): a query past its organization's share
+// waits the same, takes no shared slot while it waits, and is refused with ErrOrgBusy.
 type Slot struct {
 	Key    string
 	Max    int
 	Shared *SharedSlot
 }
 
-// SharedSlot bounds the user SQL running at once on the database, whoever runs it.
+// SharedSlot bounds the user SQL running at once on the database, whoever runs it, and
+// the part of it one organization may hold.
 type SharedSlot struct {
-	Max  int
-	Wait time.Duration
+	Max, PerOrg int
+	Wait        time.Duration
 }
 
 // ErrNoSlot is a query refused because every slot of its key is taken.
@@ -75,8 +78,19 @@ var ErrNoSlot = errors.New("every slot is taken")
 // ErrBusy is a query refused because every shared slot stayed taken for the wait.
 var ErrBusy = errors.New("the database runs as much user SQL as it may; try again shortly")
 
+// OrgBusyError is a query refused because its organization's share of the shared slots
+// (Max) stayed taken for the wait.
+type OrgBusyError struct{ Max int }
+
+func (e *OrgBusyError) Error() string {
+	return fmt.Sprintf("the organization runs as much user SQL as it may at once (%d); try again shortly", e.Max)
+}
+
 // NotRun says a query was refused for want of a slot, before it ran.
-func NotRun(err error) bool { return errors.Is(err, ErrNoSlot) || errors.Is(err, ErrBusy) }
+func NotRun(err error) bool {
+	var ob *OrgBusyError
+	return errors.Is(err, ErrNoSlot) || errors.Is(err, ErrBusy) || errors.As(err, &ob)
+}
 
 // SearchPath is user SQL's search path: sql_limits first, whose functions bound the sizes
 // that repeat, lpad, rpad, array_fill and generate_series make (see sized), then the
@@ -258,42 +272,57 @@ func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, o QueryOptions, 
 		conn.Close()
 		return nil, nil, err
 	}
-	slot, shared := `0`, `0`
+	// In FROM, so that the locks are taken before the role (which may not call them) is set.
+	// Each is taken only once the one before it is held (the user's, the organization's, the
+	// database's), and the settings apply only once all are: a query waiting for its
+	// organization's share holds none of the database's, and one waiting asks again only for
+	// what it lacks, keeping what it holds.
+	locks := [3]string{`0`, `0`, `0`}
 	if o.Slot != nil {
-		// In FROM, so that the locks are taken before the role (which may not call them) is set.
-		slot = slotSQL("platform.slot."+o.Slot.Key, o.Slot.Max)
-		if o.Slot.Shared != nil {
-			shared = slotSQL("platform.slot.user-sql", o.Slot.Shared.Max)
+		locks[0] = slotSQL("platform.slot."+o.Slot.Key, o.Slot.Max)
+		if sh := o.Slot.Shared; sh != nil {
+			if sh.PerOrg > 0 {
+				locks[1] = slotSQL("platform.slot.org."+orgID, sh.PerOrg)
+			}
+			locks[2] = slotSQL("platform.slot.user-sql", sh.Max)
 		}
 	}
-	// The settings apply only once both slots are held: a query waiting for a shared slot
-	// asks again for that one only, keeping its own.
-	begin := func(slot, shared string) string {
-		return `SELECT t.slot, t.shared FROM (SELECT ` + slot + ` AS slot, ` + shared + ` AS shared) t LEFT JOIN LATERAL (SELECT
+	begin := func() string {
+		return `SELECT a.l, b.l, c.l FROM (SELECT ` + locks[0] + ` AS l) a
+		LEFT JOIN LATERAL (SELECT ` + locks[1] + ` AS l WHERE a.l IS NOT NULL OFFSET 0) b ON true
+		LEFT JOIN LATERAL (SELECT ` + locks[2] + ` AS l WHERE b.l IS NOT NULL OFFSET 0) c ON true
+		LEFT JOIN LATERAL (SELECT
 		set_config('statement_timeout', '` + strconv.FormatInt(o.Timeout.Milliseconds(), 10) + `', true),
 		set_config('lock_timeout', '1000', true),
 		set_config('idle_in_transaction_session_timeout', '` + strconv.FormatInt(idle.Milliseconds(), 10) + `', true),
+		set_config('max_parallel_workers_per_gather', '0', true),
 		set_config('search_path', ` + pq.QuoteLiteral(SearchPath(orgID)) + `, true),
 		set_config('role', ` + pq.QuoteLiteral(datasets.QueryRole(orgID)) + `, true)
-		WHERE t.slot IS NOT NULL AND t.shared IS NOT NULL OFFSET 0) s ON true`
+		WHERE c.l IS NOT NULL OFFSET 0) s ON true`
 	}
-	q := begin(slot, shared)
 	var deadline time.Time
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
-		var got, gotShared sql.NullInt64
-		if err = tx.QueryRowContext(ctx, q).Scan(&got, &gotShared); err == nil && !got.Valid {
+		var got [3]sql.NullInt64
+		if err = tx.QueryRowContext(ctx, begin()).Scan(&got[0], &got[1], &got[2]); err == nil && !got[0].Valid {
 			err = ErrNoSlot
 		}
-		if err != nil || gotShared.Valid {
+		if err != nil || got[2].Valid {
 			break
+		}
+		for i := range got {
+			if got[i].Valid {
+				locks[i] = strconv.FormatInt(got[i].Int64, 10)
+			}
 		}
 		if deadline.IsZero() {
 			deadline = time.Now().Add(o.Slot.Shared.Wait)
-			q = begin(strconv.FormatInt(got.Int64, 10), shared)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
 			err = ErrBusy
+			if !got[1].Valid {
+				err = &OrgBusyError{Max: o.Slot.Shared.PerOrg}
+			}
 			break
 		}
 		select {

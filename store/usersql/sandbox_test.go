@@ -271,6 +271,71 @@ func TestSharedSlot(t *testing.T) {
 	}
 }
 
+// TestOrgShare: an organization's SQL holds at most its share of the database's slots; a
+// query past it waits, holding none of the database's slots meanwhile (another organization
+// still finds one), then is refused (OrgBusyError); one freed while it waits lets it run.
+// User SQL runs without parallel workers, one core a query.
+func TestOrgShare(t *testing.T) {
+	t.Parallel()
+	db, org, _ := sandbox(t)
+	ctx := context.Background()
+	other := store.NewID("org")
+	if err := datasets.EnsureSchema(ctx, db, other); err != nil {
+		t.Fatal(err)
+	}
+	big := datasets.Table(other, "big")
+	for _, q := range []string{`CREATE TABLE ` + big + ` (n integer, pad text, deleted_at timestamptz)`,
+		`INSERT INTO ` + big + ` SELECT g, 'padding padding padding', NULL FROM generate_series(1, 300000) g`, `ANALYZE ` + big} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := datasets.EnsureQueryRole(ctx, db, other); err != nil {
+		t.Fatal(err)
+	}
+	// The same plan is parallel outside user SQL.
+	var outside string
+	if err := db.Get(&outside, `EXPLAIN (FORMAT JSON) SELECT count(*) FROM `+big); err != nil || !strings.Contains(outside, "Gather") {
+		t.Fatalf("outside user SQL: %v %s, want a parallel plan", err, outside)
+	}
+	res, err := usersql.RunQuery(ctx, db, other, `SELECT count(*) FROM big`, nil, usersql.QueryOptions{Timeout: 10 * time.Second, MaxRows: 1, PlanOnly: true})
+	if err != nil || len(res.Plan) == 0 || strings.Contains(string(res.Plan), "Gather") {
+		t.Fatalf("user SQL's plan: %v %s, want no parallel workers", err, res.Plan)
+	}
+	shared := &usersql.SharedSlot{Max: 2, PerOrg: 1, Wait: 600 * time.Millisecond}
+	o := func(user string) usersql.QueryOptions {
+		return usersql.QueryOptions{Timeout: 10 * time.Second, MaxRows: 10,
+			Slot: &usersql.Slot{Key: "test." + user, Max: 2, Shared: shared}}
+	}
+	cur, err := usersql.OpenCursor(ctx, db, org, `SELECT 1`, nil, o("ann"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := usersql.RunQuery(ctx, db, org, `SELECT 1`, nil, o("bob"))
+		waited <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // bob waits for the organization's share
+	if _, err := usersql.RunQuery(ctx, db, other, `SELECT 1`, nil, o("cid")); err != nil {
+		t.Fatalf("another organization while one waits for its share: %v", err)
+	}
+	var ob *usersql.OrgBusyError
+	if err := <-waited; !errors.As(err, &ob) || ob.Max != 1 || !usersql.NotRun(err) || time.Since(start) < 500*time.Millisecond {
+		t.Fatalf("past the organization's share: %v after %s, want OrgBusyError after waiting", err, time.Since(start))
+	}
+	go func() {
+		_, err := usersql.RunQuery(ctx, db, org, `SELECT 1`, nil, o("bob"))
+		waited <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cur.Close()
+	if err := <-waited; err != nil {
+		t.Fatalf("a share freed while waiting: %v", err)
+	}
+}
+
 // TestSizedAttackMemory: five concurrent SELECT length(repeat('x', 400000000)) (an outside
 // audit's attack, which took ~1.8 GB of the database's memory each) are refused, and no
 // backend of the test's database grows: each one's peak resident memory (VmHWM) is read

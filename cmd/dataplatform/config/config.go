@@ -104,7 +104,7 @@ type rawEnv struct {
 	cors, maxUpload, maxBody, resultBytes, accessTTL, refreshTTL, bcryptCost, logReq, shutdown, lease string
 	readURLs, readLag, sessionAge, heartbeat, minRate, rateWindow                                     string
 	hookTimeout, hookDisableAfter, hookDisableFailures, versionsKept, mcpWrites                       string
-	queryConcurrency, queryWait                                                                       string
+	queryConcurrency, queryWait, orgQueries                                                           string
 }
 
 // readEnv reads the environment into c, and into r what is parsed later.
@@ -182,6 +182,7 @@ func readEnv(c *Config, r *rawEnv) error {
 	env("DP_WEBHOOK_DISABLE_FAILURES", &r.hookDisableFailures)
 	env("DP_DASHBOARD_VERSIONS_KEPT", &r.versionsKept)
 	env("DP_QUERY_CONCURRENCY", &r.queryConcurrency)
+	env("DP_QUERY_CONCURRENCY_PER_ORG", &r.orgQueries)
 	env("DP_QUERY_QUEUE_WAIT", &r.queryWait)
 	env("DP_MCP_WRITES", &r.mcpWrites)
 	return nil
@@ -243,6 +244,11 @@ func (c *Config) parseCounts(r *rawEnv) error {
 	if r.queryConcurrency != "" {
 		if c.QueryConcurrency, err = strconv.Atoi(r.queryConcurrency); err != nil || c.QueryConcurrency < 1 {
 			return fmt.Errorf("DP_QUERY_CONCURRENCY: want a number of queries, at least 1, got %q", r.queryConcurrency)
+		}
+	}
+	if r.orgQueries != "" {
+		if c.QueryConcurrencyPerOrg, err = strconv.Atoi(r.orgQueries); err != nil || c.QueryConcurrencyPerOrg < 1 {
+			return fmt.Errorf("DP_QUERY_CONCURRENCY_PER_ORG: want a number of queries, at least 1, got %q", r.orgQueries)
 		}
 	}
 	if r.versionsKept != "" {
