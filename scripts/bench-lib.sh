@@ -25,6 +25,13 @@ bench_start() {
   for _ in $(seq 1 100); do curl -sf "127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
 }
 
+# bench_restart [VAR=value...]: stops the server and starts it again on the same data, with
+# the variables given.
+bench_restart() {
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  bench_start "$@"
+}
+
 j() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 
 # bench_login: tok, org and prj of the first owner.

@@ -6,7 +6,8 @@
 # (POST /queries/execute), and reports per phase the p50/p99 over all tenants and the
 # median and worst per-tenant p99. DP_QUERY_CONCURRENCY and DP_RECORD_CONCURRENCY pass
 # through from the environment (run it with different values to compare), as does BENCH_SQL
-# (the heavy query).
+# (the heavy query). BENCH_THEN="VAR=value ..." runs the load again after restarting the server
+# with those variables (DP_DESCRIPTION_CACHE_BYTES=1073741824, say), on the same tenants.
 # Usage: scripts/bench-tenants.sh [tenants: 1000] [seconds: 20] [connections: 32] [heavy: 8]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,3 +42,13 @@ echo "$(wc -l < "$tmp/tenants.txt") tenants made in $(echo "$(date +%s.%N) - $t0
 bench_login
 "$tmp/tenantload" -base "http://127.0.0.1:$port" -token "$tok" -tenants "$tmp/tenants.txt" -c "$conns" -duration "${secs}s" -heavy "$heavy" \
   ${BENCH_SQL:+-sql "$BENCH_SQL"}
+echo "server RSS $(( $(awk '/VmRSS/{print $2}' /proc/$pid/status) / 1024 )) MB"
+if [ -n "${BENCH_THEN:-}" ]; then
+  echo "again, after a restart with $BENCH_THEN"
+  # shellcheck disable=SC2086
+  bench_restart DP_RATE_LIMITS="$limits" $BENCH_THEN
+  bench_login
+  "$tmp/tenantload" -base "http://127.0.0.1:$port" -token "$tok" -tenants "$tmp/tenants.txt" -c "$conns" -duration "${secs}s" -heavy "$heavy" \
+    ${BENCH_SQL:+-sql "$BENCH_SQL"}
+echo "server RSS $(( $(awk '/VmRSS/{print $2}' /proc/$pid/status) / 1024 )) MB"
+fi

@@ -145,7 +145,7 @@ func New(ctx context.Context, d Deps) (*Server, error) {
 		Tokens: tokens, Keys: keys, Passwords: auth.NewPasswords(d.Config.BcryptCost), Secrets: box,
 		Changes: changes.NewHub(d.DatabaseURL, d.Logger),
 		Descriptions: descriptions.New(d.Store, descriptions.URLs{Production: d.Config.BaseURL, Staging: d.Config.StagingURL,
-			Auth: d.Config.OIDCIssuer}, d.Clock),
+			Auth: d.Config.OIDCIssuer}, d.Clock, int(d.Config.DescriptionCacheBytes)),
 	}
 	if d.Config.SMTPURL != "" {
 		if h.Mail, err = auth.NewMailer(d.Config.SMTPURL, cmp.Or(d.Config.MailFrom, "dataplatform@localhost")); err != nil {

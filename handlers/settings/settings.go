@@ -44,6 +44,10 @@ type Settings struct {
 	// a warning), and the largest row user SQL may return anywhere; DP_QUERY_RESULT_BYTES,
 	// default 10 MiB.
 	QueryResultBytes int64
+	// DescriptionCacheBytes: the memory the datasets' parsed descriptions may take (estimated);
+	// DP_DESCRIPTION_CACHE_BYTES, default 256 MiB, a few hundred typical datasets. A request
+	// to a dataset whose description is not kept renders it (a few milliseconds of CPU).
+	DescriptionCacheBytes int64
 	// QueryConcurrency: user SQL (project queries, record SQL, dashboard tiles, views) running
 	// at once on the database, whoever runs it and across replicas; DP_QUERY_CONCURRENCY,
 	// default 2 per CPU (at least 4). A query past it waits up to QueryQueueWait
@@ -93,23 +97,24 @@ const DefaultAdminEmail = "admin@example.com"
 // Defaults returns the settings with nothing set.
 func Defaults() Settings {
 	return Settings{
-		DataDir:           "./data",
-		BaseURL:           "http://localhost:8080",
-		MaxUploadBytes:    1 << 30,
-		UploadMinRate:     8 << 10,
-		UploadRateWindow:  30 * time.Second,
-		MaxBodyBytes:      1 << 20,
-		AccessTokenTTL:    time.Hour,
-		RefreshTokenTTL:   30 * 24 * time.Hour,
-		SessionMaxAge:     14 * 24 * time.Hour,
-		BcryptCost:        12,
-		LogRequests:       true,
-		RecordConcurrency: 4 * runtime.NumCPU(),
-		QueryResultBytes:  10 << 20,
-		QueryConcurrency:  max(4, 2*runtime.NumCPU()),
-		QueryQueueWait:    2 * time.Second,
-		JobLease:          30 * time.Second,
-		WebhookTimeout:    10 * time.Second,
+		DataDir:               "./data",
+		BaseURL:               "http://localhost:8080",
+		MaxUploadBytes:        1 << 30,
+		UploadMinRate:         8 << 10,
+		UploadRateWindow:      30 * time.Second,
+		MaxBodyBytes:          1 << 20,
+		AccessTokenTTL:        time.Hour,
+		RefreshTokenTTL:       30 * 24 * time.Hour,
+		SessionMaxAge:         14 * 24 * time.Hour,
+		BcryptCost:            12,
+		LogRequests:           true,
+		RecordConcurrency:     4 * runtime.NumCPU(),
+		QueryResultBytes:      10 << 20,
+		DescriptionCacheBytes: 256 << 20,
+		QueryConcurrency:      max(4, 2*runtime.NumCPU()),
+		QueryQueueWait:        2 * time.Second,
+		JobLease:              30 * time.Second,
+		WebhookTimeout:        10 * time.Second,
 		// Svix disables after five days of failures.
 		WebhookDisableAfter:    5 * 24 * time.Hour,
 		WebhookDisableFailures: 100,

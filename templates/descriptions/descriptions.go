@@ -88,13 +88,13 @@ func connectedLinks(d *store.Dataset, served datasets.TableDef, tables []dataset
 // relCheck is how long a description's relationship links are trusted without a look.
 const relCheck = 5 * time.Second
 
-// The descriptions kept in memory are bounded by count and by an estimate of their size: a
-// parsed document (kin-openapi's) holds about ten times the bytes of the text it was parsed
-// from, so a few hundred KB each; by count alone a busy process kept gigabytes.
+// The descriptions kept in memory are bounded by an estimate of their size (DP_DESCRIPTION_CACHE_BYTES)
+// and by count: a parsed document (kin-openapi's) holds about ten times the bytes of the text
+// it was parsed from, so a few hundred KB each; by count alone a busy process kept gigabytes.
+// The count allows one per minDescriptionCost of the budget.
 const (
-	maxDescriptions     = 2000
-	maxDescriptionBytes = 256 << 20
-	parsedPerByte       = 10
+	parsedPerByte      = 10
+	minDescriptionCost = 128 << 10
 )
 
 // cost is the estimated memory of a cached description.
@@ -115,6 +115,7 @@ type Cache struct {
 	mu    sync.Mutex
 	cache map[string]*Description
 	bytes int // the cached descriptions' estimated cost
+	max   int // the budget of bytes
 	// building renders each description once however many requests ask for it at once (a
 	// dataset's first requests, or thousands of change streams opening together); they
 	// share the one made, and so its table.
@@ -125,12 +126,12 @@ type Cache struct {
 // identity provider's (OAuth flows; "" for none).
 type URLs struct{ Production, Staging, Auth string }
 
-// New is an empty cache over st.
-func New(st *store.Store, urls URLs, clock func() time.Time) *Cache {
+// New is an empty cache over st that keeps about maxBytes of descriptions.
+func New(st *store.Store, urls URLs, clock func() time.Time, maxBytes int) *Cache {
 	if urls.Staging == "" {
 		urls.Staging = urls.Production
 	}
-	return &Cache{store: st, urls: urls, clock: clock, cache: map[string]*Description{}}
+	return &Cache{store: st, urls: urls, clock: clock, cache: map[string]*Description{}, max: maxBytes}
 }
 
 // NotServed is the answer to a record API operation the description does not have: 405
@@ -331,7 +332,7 @@ func (ds *Cache) remember(key string, desc *Description) {
 		ds.bytes -= old.cost()
 		delete(ds.cache, key)
 	}
-	for len(ds.cache) > 0 && (len(ds.cache) >= maxDescriptions || ds.bytes+desc.cost() > maxDescriptionBytes) {
+	for len(ds.cache) > 0 && (len(ds.cache) >= ds.max/minDescriptionCost || ds.bytes+desc.cost() > ds.max) {
 		for k, d := range ds.cache {
 			ds.bytes -= d.cost()
 			delete(ds.cache, k)

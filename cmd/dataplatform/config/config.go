@@ -104,7 +104,7 @@ type rawEnv struct {
 	cors, maxUpload, maxBody, resultBytes, accessTTL, refreshTTL, bcryptCost, logReq, shutdown, lease string
 	readURLs, readLag, sessionAge, heartbeat, minRate, rateWindow                                     string
 	hookTimeout, hookDisableAfter, hookDisableFailures, versionsKept, mcpWrites                       string
-	queryConcurrency, queryWait, orgQueries                                                           string
+	queryConcurrency, queryWait, orgQueries, descCache                                                string
 }
 
 // readEnv reads the environment into c, and into r what is parsed later.
@@ -128,6 +128,7 @@ func readEnv(c *Config, r *rawEnv) error {
 	env("DP_MAX_UPLOAD_BYTES", &r.maxUpload)
 	env("DP_MAX_BODY_BYTES", &r.maxBody)
 	env("DP_QUERY_RESULT_BYTES", &r.resultBytes)
+	env("DP_DESCRIPTION_CACHE_BYTES", &r.descCache)
 	env("DP_ACCESS_TOKEN_TTL", &r.accessTTL)
 	env("DP_REFRESH_TOKEN_TTL", &r.refreshTTL)
 	env("DP_SESSION_MAX_AGE", &r.sessionAge)
@@ -207,7 +208,8 @@ func (c *Config) parseSizes(r *rawEnv) error {
 		dst     *int64
 		min     int64
 	}{{"DP_MAX_UPLOAD_BYTES", r.maxUpload, &c.MaxUploadBytes, 1}, {"DP_MAX_BODY_BYTES", r.maxBody, &c.MaxBodyBytes, 1},
-		{"DP_QUERY_RESULT_BYTES", r.resultBytes, &c.QueryResultBytes, 1024}, {"DP_UPLOAD_MIN_RATE", r.minRate, &c.UploadMinRate, 0}} {
+		{"DP_QUERY_RESULT_BYTES", r.resultBytes, &c.QueryResultBytes, 1024}, {"DP_UPLOAD_MIN_RATE", r.minRate, &c.UploadMinRate, 0},
+		{"DP_DESCRIPTION_CACHE_BYTES", r.descCache, &c.DescriptionCacheBytes, 1 << 20}} {
 		if n.v == "" {
 			continue
 		}
