@@ -26,11 +26,11 @@ printf 'item_id,name,amount\n1,a,1.5\n2,b,2.5\n3,c,3.5\n' > "$tmp/small.csv"
 auth=(-H "Authorization: Bearer $tok")
 create() { # create NAME: upload and create, no wait
   local fid
-  fid=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/upload" -H "Authorization: Bearer $tok" -F "file=@$tmp/small.csv" | j '["file_id"]')
+  fid=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/upload" -H "Authorization: Bearer $tok" -F "file=@$tmp/small.csv" | jfield file_id)
   curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$prj/datasets" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
     -d "{\"name\":\"$1\",\"source\":{\"file_id\":\"$fid\"}}" -o /dev/null || echo "create $1 failed" >&2
 }
-export -f create j; export port prj tmp tok
+export -f create jfield; export port prj tmp tok
 times() { # times N URL: curl's total time, N requests; prints "median max" in ms
   for _ in $(seq 1 "$1"); do curl -s -o /dev/null -w '%{time_total}\n' "${auth[@]}" "$2"; done |
     sort -n | awk '{a[NR]=$1*1000} END {printf "median %.1f ms, max %.1f ms", a[int((NR+1)/2)], a[NR]}'

@@ -27,13 +27,13 @@ bench_csv "$tmp/t.csv" 1000
 export port tok tmp
 tenant() { # tenant N: an organization, its project, a dataset; prints "dataset project"
   local o p f d
-  o=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/organizations" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' -d "{\"name\":\"tenant $1\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-  p=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/organizations/$o/projects" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' -d '{"name":"main"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-  f=$(curl -sf "127.0.0.1:$port/api/v1/projects/$p/datasets/upload" -H "Authorization: Bearer $tok" -F "file=@$tmp/t.csv" | python3 -c 'import json,sys; print(json.load(sys.stdin)["file_id"])')
-  d=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$p/datasets" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' -d "{\"name\":\"t$1\",\"source\":{\"file_id\":\"$f\"}}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  o=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/organizations" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' -d "{\"name\":\"tenant $1\"}" | jfield id)
+  p=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/organizations/$o/projects" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' -d '{"name":"main"}' | jfield id)
+  f=$(curl -sf "127.0.0.1:$port/api/v1/projects/$p/datasets/upload" -H "Authorization: Bearer $tok" -F "file=@$tmp/t.csv" | jfield file_id)
+  d=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$p/datasets" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' -d "{\"name\":\"t$1\",\"source\":{\"file_id\":\"$f\"}}" | jfield id)
   echo "$d $p"
 }
-export -f tenant
+export -f tenant jfield
 t0=$(date +%s.%N)
 seq 1 "$tenants" | xargs -P "$par" -I{} bash -c 'tenant {}' > "$tmp/tenants.txt"
 while [ "$(psqlc -At -c "SELECT count(*) FROM platform.jobs WHERE status IN ('queued', 'running')")" != 0 ]; do sleep 0.5; done
