@@ -93,15 +93,16 @@ func TestBackupRestore(t *testing.T) {
 		return out
 	}
 	// Background work (the search index after the schema change) settles first: the same
-	// answers twice in a row.
+	// answers for a second and a half, five looks in a row (on a busy machine a job can
+	// start more than one look after the last change).
 	before := snapshot(a, tok)
-	for i := 0; ; i++ {
-		time.Sleep(200 * time.Millisecond)
+	for i, same := 0, 0; same < 5; i++ {
+		time.Sleep(300 * time.Millisecond)
 		again := snapshot(a, tok)
-		if reflect.DeepEqual(before, again) {
-			break
+		if same++; !reflect.DeepEqual(before, again) {
+			same = 0
 		}
-		if i == 50 {
+		if i == 100 {
 			t.Fatal("the installation never settled")
 		}
 		before = again

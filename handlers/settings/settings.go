@@ -45,7 +45,7 @@ type Settings struct {
 	// default 10 MiB.
 	QueryResultBytes int64
 	// DescriptionCacheBytes: the memory the datasets' parsed descriptions may take (estimated);
-	// DP_DESCRIPTION_CACHE_BYTES, default 256 MiB, a few hundred typical datasets. A request
+	// DP_DESCRIPTION_CACHE_BYTES, default 256 MiB, several hundred typical datasets. A request
 	// to a dataset whose description is not kept renders it (a few milliseconds of CPU).
 	DescriptionCacheBytes int64
 	// QueryConcurrency: user SQL (project queries, record SQL, dashboard tiles, views) running

@@ -88,12 +88,13 @@ func connectedLinks(d *store.Dataset, served datasets.TableDef, tables []dataset
 // relCheck is how long a description's relationship links are trusted without a look.
 const relCheck = 5 * time.Second
 
-// The descriptions kept in memory are bounded by an estimate of their size (DP_DESCRIPTION_CACHE_BYTES)
-// and by count: a parsed document (kin-openapi's) holds about ten times the bytes of the text
-// it was parsed from, so a few hundred KB each; by count alone a busy process kept gigabytes.
-// The count allows one per minDescriptionCost of the budget.
+// The descriptions kept in memory are bounded by an estimate of their size
+// (DP_DESCRIPTION_CACHE_BYTES) and by count: a parsed document (kin-openapi's, its leaf
+// schemas shared with other documents) holds about five times the bytes of the text it was
+// parsed from, a few hundred KB each; by count alone a busy process kept gigabytes. The
+// count allows one per minDescriptionCost of the budget.
 const (
-	parsedPerByte      = 10
+	parsedPerByte      = 5
 	minDescriptionCost = 128 << 10
 )
 

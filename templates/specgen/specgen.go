@@ -197,6 +197,16 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 // text, without its JSON (encoding kin-openapi's document is a large share of the work, and
 // validating requests needs only the document).
 func RenderDoc(ctx context.Context, in Input) (*openapi3.T, int, error) {
+	doc, n, err := render(ctx, in)
+	if err != nil {
+		return nil, 0, err
+	}
+	shareSchemas(doc)
+	return doc, n, nil
+}
+
+// render is RenderDoc before the document's leaf schemas are shared.
+func render(ctx context.Context, in Input) (*openapi3.T, int, error) {
 	v := view{Input: in, Names: NamesOf(in.Name), Title: in.Name + " API", Version: in.Version,
 		GeneratedAt: in.GeneratedAt.UTC().Format(time.RFC3339)}
 	if v.Version == "" {

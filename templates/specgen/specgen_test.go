@@ -11,6 +11,8 @@ import (
 
 	"dataplatform/store/datasets"
 	"dataplatform/store/ingest"
+
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 func TestNames(t *testing.T) {
@@ -183,5 +185,49 @@ func TestPatternError(t *testing.T) {
 		if got := PatternError(context.Background(), p); (got != "") != bad {
 			t.Errorf("%s: %q", p, got)
 		}
+	}
+}
+
+// TestSharedSchemas: documents share their equal leaf schemas, and sharing changes nothing
+// a document says.
+func TestSharedSchemas(t *testing.T) {
+	ctx := context.Background()
+	in := func(name string, cols ...ingest.Column) Input {
+		return Input{DatasetID: "ds_" + strings.ToLower(strings.ReplaceAll(name, " ", "_")), Name: name, SchemaVersion: 1, Table: datasets.TableDef{Columns: cols},
+			ProductionURL: "https://api.example.com", StagingURL: "https://staging.example.com", GeneratedAt: time.Unix(0, 0)}
+	}
+	max := 40
+	a, _, err := render(ctx, in("parcels", ingest.Column{Name: "parcel_id", Type: ingest.Integer, Key: true},
+		ingest.Column{Name: "weight", Type: ingest.Numeric, Nullable: true},
+		ingest.Column{Name: "label", Type: ingest.Text, Constraints: &ingest.Constraints{MaxLength: &max}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := json.Marshal(a)
+	shareSchemas(a)
+	if after, _ := json.Marshal(a); string(after) != string(before) {
+		t.Fatal("sharing changed the document")
+	}
+	b, _, err := RenderDoc(ctx, in("Tide readings", ingest.Column{Name: "station", Type: ingest.Text},
+		ingest.Column{Name: "height_m", Type: ingest.Numeric, Nullable: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := func(d *openapi3.T) *openapi3.Schema {
+		for _, p := range d.Paths.Value("/api/v1/datasets/{dataset_id}/data").Get.Parameters {
+			if p.Value.Name == "limit" {
+				return p.Value.Schema.Value
+			}
+		}
+		t.Fatal("no limit parameter")
+		return nil
+	}
+	weight := a.Components.Schemas["Parcel"].Value.Properties["weight"].Value
+	height := b.Components.Schemas["TideReading"].Value.Properties["height_m"].Value
+	if limit(a) != limit(b) || weight != height {
+		t.Fatalf("equal leaves not shared: limit %p %p, numbers %p %p", limit(a), limit(b), weight, height)
+	}
+	if label := a.Components.Schemas["Parcel"].Value.Properties["label"].Value; label == height || label.MaxLength == nil || *label.MaxLength != 40 {
+		t.Fatalf("a different leaf shared: %+v", label)
 	}
 }
