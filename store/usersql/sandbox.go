@@ -58,7 +58,7 @@ type QueryOptions struct {
 // as the database's running user SQL: a query that finds none of it free waits up to
 // Shared.Wait for one, then is refused with ErrBusy. Of it, an organization holds at most
 // Shared.PerOrg at once (0: no share of its own): a query past its organization's share
-// waits the same, takes no shared slot while it waits, and is refused with ErrOrgBusy.
+// waits the same, takes no shared slot while it waits, and is refused with OrgBusyError.
 type Slot struct {
 	Key    string
 	Max    int
