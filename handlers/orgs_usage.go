@@ -27,7 +27,7 @@ func (o *Handlers) usageFigures(ctx context.Context, q sqlx.QueryerContext, org 
 	if u.Seats, err = store.CountMembers(ctx, q, org.ID, now); err != nil {
 		return u, err
 	}
-	if u.StorageBytes, err = store.StorageBytes(ctx, q, org.ID); err != nil {
+	if u.StorageBytes, err = o.Store.StorageBytes(ctx, q, org.ID); err != nil {
 		return u, err
 	}
 	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
@@ -279,7 +279,7 @@ func (h *Handlers) storageAllowance(ctx context.Context, q sqlx.QueryerContext, 
 	if err != nil {
 		return err
 	}
-	used, err := store.StorageBytes(ctx, q, orgID)
+	used, err := h.Store.StorageBytes(ctx, q, orgID)
 	if err != nil {
 		return err
 	}

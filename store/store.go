@@ -53,6 +53,8 @@ type Store struct {
 	security  genCache[OrgSecurity]
 	twoFactor genCache[bool]
 	apiKeys   genCache[liveKey] // by key hash (auth.go)
+	// tableSizes: organization id -> measured, its dataset tables' size (usage.go)
+	tableSizes sync.Map
 }
 
 // getter runs one query for one row.
