@@ -468,7 +468,11 @@ func targets(cols []ingest.Column) []ingest.Column {
 func linkTargets(c ingest.Column, fcols []ingest.Column, to store.Dataset, tcols []ingest.Column) []ingest.Column {
 	ref := refName(c.Name)
 	names := ref != "" && namesDataset(to.Name, ref)
-	if c.Name == "id" || (c.Key && !names) { // a dataset's own key points nowhere unless named after another
+	// A dataset's own key, or another column that identifies its rows, points nowhere unless
+	// it is named after the other dataset: two datasets identified by a column of the same
+	// name hold the same kind of thing (copies, or one period and the next), and linking
+	// each to every other would grow as their square.
+	if c.Name == "id" || ((c.Key || c.Constraints != nil && c.Constraints.Unique) && !names) {
 		return nil
 	}
 	var out []ingest.Column

@@ -211,6 +211,58 @@ func TestRelationshipsToUserKeys(t *testing.T) {
 	}
 }
 
+// TestSameIdentifiersNotLinked: datasets identified by a column of the same name (copies of
+// one file, one period and the next) are not linked to each other, however their values
+// overlap; a column named after a dataset still is, unique or not.
+func TestSameIdentifiersNotLinked(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	ctx := context.Background()
+	code := func() []ingest.Column {
+		return []ingest.Column{{Name: "sensor_code", Type: ingest.Text, Constraints: &ingest.Constraints{Unique: true}}, {Name: "reading", Type: ingest.Numeric}}
+	}
+	sensors := p.dataset(t, "Sensors", []ingest.Column{{Name: "sensor_code", Type: ingest.Text, Key: true}}, []any{"S-9"}, []any{"S-4"}, []any{"S-7"})
+	var copies []*store.Dataset
+	for _, name := range []string{"Readings 2023", "Readings 2024", "Readings copy"} {
+		copies = append(copies, p.dataset(t, name, code(), []any{"S-4", 1.5}, []any{"S-9", 2.5}))
+	}
+	for _, d := range copies {
+		tx := p.st.DB.MustBeginTx(ctx, nil)
+		if err := Analyze(ctx, tx, d, p.now); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range copies {
+		rels, err := store.Relationships(ctx, p.st.DB, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rels) != 0 {
+			t.Fatalf("%s: %+v, want no links between datasets identified alike", d.Name, rels)
+		}
+	}
+	// Named after Sensors: linked to its key though unique in its own dataset.
+	profiles := p.dataset(t, "Sensor profiles", []ingest.Column{{Name: "sensor_id", Type: ingest.Text, Constraints: &ingest.Constraints{Unique: true}}}, []any{"S-7"})
+	tx := p.st.DB.MustBeginTx(ctx, nil)
+	defer tx.Rollback()
+	if err := Analyze(ctx, tx, profiles, p.now); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	rels, err := store.Relationships(ctx, p.st.DB, profiles.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rels) != 1 || rels[0].ToDataset != sensors.ID || rels[0].ToColumn != "sensor_code" || rels[0].FromColumn != "sensor_id" {
+		t.Fatalf("profiles: %+v, want sensor_id → sensors.sensor_code", rels)
+	}
+}
+
 // TestRekey: datasets loaded before keys were chosen: a generated id that holds the file's
 // own ids becomes the key; relationships inferred to a generated id of load order go, and
 // both datasets record it as a schema change.
