@@ -194,8 +194,8 @@ func Render(ctx context.Context, in Input) (*openapi3.T, []byte, error) {
 }
 
 // RenderDoc makes the description as a document, validated, and the size of its rendered
-// text, without its JSON (encoding kin-openapi's document is a large share of the work, and
-// validating requests needs only the document).
+// text (with what decorate adds), without its JSON (encoding kin-openapi's document is a
+// large share of the work, and validating requests needs only the document).
 func RenderDoc(ctx context.Context, in Input) (*openapi3.T, int, error) {
 	doc, n, err := render(ctx, in)
 	if err != nil {
@@ -257,7 +257,9 @@ func render(ctx context.Context, in Input) (*openapi3.T, int, error) {
 	if err := doc.Validate(ctx); err != nil {
 		return nil, 0, &InvalidError{in.DatasetID, in.Table.Name, err}
 	}
-	return doc, buf.Len(), nil
+	// decorate adds to the document what the text does not hold, a relationship's entry
+	// (about the memory of 100 bytes of text) for each link.
+	return doc, buf.Len() + 100*(len(in.Links)+len(in.ManyToMany)), nil
 }
 
 // generatedKey reports whether c is an uploaded dataset's integer key, which a record created
