@@ -462,10 +462,11 @@ func targets(cols []ingest.Column) []ingest.Column {
 }
 
 // linkTargets are the columns of to that from's column c may refer to, in the order they
-// are tried: the one of the same name (visits.patient_id → patients.patient_id), then, when c
-// is named after to (customer_id → customers), to's key (or the unique column of its file's
-// id column).
-func linkTargets(c ingest.Column, fcols []ingest.Column, to store.Dataset, tcols []ingest.Column) []ingest.Column {
+// are tried: the one of the same name (visits.patient_id → patients.patient_id) when to is the
+// only dataset of the project that holds it (holders: how many hold each name as a key or
+// unique column; with several, which one c means is a guess), then, when c is named after to
+// (customer_id → customers), to's key (or the unique column of its file's id column).
+func linkTargets(c ingest.Column, to store.Dataset, tcols []ingest.Column, holders map[string]int) []ingest.Column {
 	ref := refName(c.Name)
 	names := ref != "" && namesDataset(to.Name, ref)
 	// A dataset's own key, or another column that identifies its rows, points nowhere unless
@@ -478,7 +479,7 @@ func linkTargets(c ingest.Column, fcols []ingest.Column, to store.Dataset, tcols
 	var out []ingest.Column
 	ts := targets(tcols)
 	for _, t := range ts {
-		if t.Name == c.Name && (t.Key || identifierLike(c.Name)) {
+		if t.Name == c.Name && (t.Key || identifierLike(c.Name)) && (names || holders[c.Name] == 1) {
 			out = append(out, t)
 		}
 	}
@@ -510,15 +511,24 @@ func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols
 		return err
 	}
 	self := store.Dataset{ID: d.ID, Name: d.Name, TableSchema: d.TableSchema}
-	for _, o := range others {
-		var ocols []ingest.Column
-		if err := json.Unmarshal([]byte(o.Columns), &ocols); err != nil {
+	ocols := make([][]ingest.Column, len(others))
+	holders := map[string]int{}
+	for _, c := range targets(cols) {
+		holders[c.Name]++
+	}
+	for i, o := range others {
+		if err := json.Unmarshal([]byte(o.Columns), &ocols[i]); err != nil {
 			return err
 		}
-		if err := link(ctx, tx, self, cols, o, ocols, now); err != nil {
+		for _, c := range targets(ocols[i]) {
+			holders[c.Name]++
+		}
+	}
+	for i, o := range others {
+		if err := link(ctx, tx, self, cols, o, ocols[i], holders, now); err != nil {
 			return err
 		}
-		if err := link(ctx, tx, o, ocols, self, cols, now); err != nil {
+		if err := link(ctx, tx, o, ocols[i], self, cols, holders, now); err != nil {
 			return err
 		}
 	}
@@ -527,9 +537,10 @@ func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols
 
 // link records from.col → to.target for each column of from that refers to to
 // (linkTargets) and whose every value is among target's.
-func link(ctx context.Context, tx *sqlx.Tx, from store.Dataset, fcols []ingest.Column, to store.Dataset, tcols []ingest.Column, now time.Time) error {
+func link(ctx context.Context, tx *sqlx.Tx, from store.Dataset, fcols []ingest.Column, to store.Dataset, tcols []ingest.Column,
+	holders map[string]int, now time.Time) error {
 	for _, c := range fcols {
-		for _, t := range linkTargets(c, fcols, to, tcols) {
+		for _, t := range linkTargets(c, to, tcols, holders) {
 			if !comparable(c.Type, t.Type) {
 				continue
 			}

@@ -213,7 +213,8 @@ func TestRelationshipsToUserKeys(t *testing.T) {
 
 // TestSameIdentifiersNotLinked: datasets identified by a column of the same name (copies of
 // one file, one period and the next) are not linked to each other, however their values
-// overlap; a column named after a dataset still is, unique or not.
+// overlap, and a reference by that name alone to one of them is not guessed; a column named
+// after a dataset still is linked, unique or not.
 func TestSameIdentifiersNotLinked(t *testing.T) {
 	t.Parallel()
 	p := newProject(t)
@@ -244,9 +245,22 @@ func TestSameIdentifiersNotLinked(t *testing.T) {
 			t.Fatalf("%s: %+v, want no links between datasets identified alike", d.Name, rels)
 		}
 	}
+	// A column of that name that repeats (a reference) has four datasets it may mean: none
+	// is guessed.
+	runs := p.dataset(t, "Calibration runs", []ingest.Column{{Name: "sensor_code", Type: ingest.Text}}, []any{"S-4"}, []any{"S-4"}, []any{"S-9"})
+	tx := p.st.DB.MustBeginTx(ctx, nil)
+	if err := Analyze(ctx, tx, runs, p.now); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if rels, err := store.Relationships(ctx, p.st.DB, runs.ID); err != nil || len(rels) != 0 {
+		t.Fatalf("calibration runs: %+v %v, want no guess among four datasets", rels, err)
+	}
 	// Named after Sensors: linked to its key though unique in its own dataset.
 	profiles := p.dataset(t, "Sensor profiles", []ingest.Column{{Name: "sensor_id", Type: ingest.Text, Constraints: &ingest.Constraints{Unique: true}}}, []any{"S-7"})
-	tx := p.st.DB.MustBeginTx(ctx, nil)
+	tx = p.st.DB.MustBeginTx(ctx, nil)
 	defer tx.Rollback()
 	if err := Analyze(ctx, tx, profiles, p.now); err != nil {
 		t.Fatal(err)
