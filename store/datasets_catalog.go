@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -94,15 +95,20 @@ func DatasetByID(ctx context.Context, q sqlx.QueryerContext, id string, lock boo
 
 // ListDatasets pages through a project's datasets, newest first.
 func ListDatasets(ctx context.Context, q sqlx.ExtContext, projectID, search, typ string, limit, offset int) ([]Dataset, int, error) {
-	cond := ` WHERE d.project_id = $1 AND ($2 = '' OR d.name ILIKE '%' || $2 || '%') AND ($3 = '' OR d.type = $3)`
-	search = escapeLike(search)
+	// The name condition is there only with a search, so that a search's plan can use the
+	// names' trigram index and the list's the project's order.
+	cond, args := ` WHERE d.project_id = $1 AND ($2 = '' OR d.type = $2)`, []any{projectID, typ}
+	if search != "" {
+		cond += ` AND d.name ILIKE '%' || $3 || '%'`
+		args = append(args, escapeLike(search))
+	}
 	var total int
-	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.datasets d`+cond, projectID, search, typ); err != nil {
+	if err := sqlx.GetContext(ctx, q, &total, `SELECT count(*) FROM platform.datasets d`+cond, args...); err != nil {
 		return nil, 0, fmt.Errorf("list datasets: %w", err)
 	}
 	var out []Dataset
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+datasetCols+` FROM platform.datasets d`+cond+
-		` ORDER BY d.created_at DESC, d.id LIMIT $4 OFFSET $5`, projectID, search, typ, limit, offset)
+	page := ` ORDER BY d.created_at DESC, d.id LIMIT $` + strconv.Itoa(len(args)+1) + ` OFFSET $` + strconv.Itoa(len(args)+2)
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT `+datasetCols+` FROM platform.datasets d`+cond+page, append(args, limit, offset)...)
 	return out, total, wrap("list datasets", err)
 }
 
