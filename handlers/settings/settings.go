@@ -45,7 +45,7 @@ type Settings struct {
 	// default 10 MiB.
 	QueryResultBytes int64
 	// DescriptionCacheBytes: the memory the datasets' parsed descriptions may take (estimated);
-	// DP_DESCRIPTION_CACHE_BYTES, default 256 MiB, several hundred typical datasets. A request
+	// DP_DESCRIPTION_CACHE_BYTES, default 512 MiB, about 1,600 typical datasets. A request
 	// to a dataset whose description is not kept renders it (a few milliseconds of CPU).
 	DescriptionCacheBytes int64
 	// QueryConcurrency: user SQL (project queries, record SQL, dashboard tiles, views) running
@@ -110,7 +110,7 @@ func Defaults() Settings {
 		LogRequests:           true,
 		RecordConcurrency:     4 * runtime.NumCPU(),
 		QueryResultBytes:      10 << 20,
-		DescriptionCacheBytes: 256 << 20,
+		DescriptionCacheBytes: 512 << 20,
 		QueryConcurrency:      max(4, 2*runtime.NumCPU()),
 		QueryQueueWait:        2 * time.Second,
 		JobLease:              30 * time.Second,
