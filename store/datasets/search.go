@@ -15,8 +15,8 @@ import (
 
 // KindSearchIndex is the job that builds a dataset table's indexes: the full-text search
 // index (GIN on SearchDocument) and a btree per filterable column, after the dataset is
-// active and after schema changes: CREATE INDEX CONCURRENTLY does not block writes, and the
-// load does not wait for it.
+// active and after schema changes; the load does not wait for it, and writes are not held
+// up by it (createIndex).
 const KindSearchIndex = "dataset.search_index"
 
 // EnqueueSearchIndex adds the job in tx.
@@ -76,11 +76,37 @@ func (x *Indexer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) err
 			return err
 		}
 	}
-	if _, err = x.Store.DB.ExecContext(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+pq.QuoteIdentifier(name)+` ON `+Table(d.TableSchema, d.ID)+
-		` USING gin ((`+doc+`))`); err != nil {
+	if err := x.createIndex(ctx, d, name, `USING gin ((`+doc+`))`); err != nil {
 		return err
 	}
 	return x.columnIndexes(ctx, d, tables[0], p)
+}
+
+// smallTable is the most rows a table may have for its indexes to be built in place.
+var smallTable int64 = 10000
+
+// createIndex builds an index of d's table. A small table's is built in place, under a lock
+// of its writes for the few milliseconds that takes: CONCURRENTLY first waits for every older
+// transaction of the database, other datasets' loads among them, so that while files load one
+// after another a new dataset's indexes waited for all of them. A small table whose lock is
+// not had within a second, and a larger one, are indexed CONCURRENTLY, writes going on.
+func (x *Indexer) createIndex(ctx context.Context, d *store.Dataset, name, def string) error {
+	index := `INDEX IF NOT EXISTS ` + pq.QuoteIdentifier(name) + ` ON ` + Table(d.TableSchema, d.ID) + ` ` + def
+	if d.RowCount != nil && *d.RowCount <= smallTable {
+		err := x.Store.Tx(ctx, func(tx *sqlx.Tx) error {
+			if _, err := tx.ExecContext(ctx, `SET LOCAL lock_timeout = '1s'`); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `CREATE `+index)
+			return err
+		})
+		var pe *pq.Error
+		if !errors.As(err, &pe) || pe.Code != "55P03" { // lock_not_available: concurrently, then
+			return err
+		}
+	}
+	_, err := x.Store.DB.ExecContext(ctx, `CREATE `+strings.Replace(index, "INDEX ", "INDEX CONCURRENTLY ", 1))
+	return err
 }
 
 // maxColumnIndexes bounds the column indexes of one table.
@@ -110,8 +136,7 @@ func (x *Indexer) columnIndexes(ctx context.Context, d *store.Dataset, t TableDe
 	var failed []string
 	for i, x2 := range list {
 		p.Set(ctx, "indexing", int64(i), int64(len(list)), "building column indexes")
-		_, err := x.Store.DB.ExecContext(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+pq.QuoteIdentifier(x2.name)+` ON `+
-			Table(d.TableSchema, d.ID)+` `+x2.def)
+		err := x.createIndex(ctx, d, x2.name, x2.def)
 		if err == nil {
 			continue
 		}
