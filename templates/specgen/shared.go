@@ -60,7 +60,7 @@ func shareSchemas(doc *openapi3.T) {
 			leafSchemas.m[string(b)] = s
 		}
 	}
-	each(doc, visit)
+	eachSchemaRef(doc, visit)
 }
 
 func leaf(s *openapi3.Schema) bool {
@@ -70,8 +70,8 @@ func leaf(s *openapi3.Schema) bool {
 		s.ContentSchema == nil && s.UnevaluatedItems.Schema == nil && s.UnevaluatedProperties.Schema == nil
 }
 
-// each calls visit with every schema reference of doc's components and operations.
-func each(doc *openapi3.T, visit func(*openapi3.SchemaRef)) {
+// eachSchemaRef calls visit with every schema reference of doc's components and operations.
+func eachSchemaRef(doc *openapi3.T, visit func(*openapi3.SchemaRef)) {
 	content := func(c openapi3.Content) {
 		for _, m := range c {
 			if m != nil {
