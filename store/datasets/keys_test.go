@@ -188,14 +188,7 @@ func TestRelationshipsToUserKeys(t *testing.T) {
 	cols := []ingest.Column{{Name: "patient_id", Type: ingest.BigInt}, {Name: "doctor_id", Type: ingest.Text}, {Name: "team_id", Type: ingest.BigInt},
 		{Name: "client_id", Type: ingest.Text}}
 	visits := p.dataset(t, "Visits", cols, []any{1, "D-2", 1, "C-2"}, []any{3, "D-1", 2, "C-1"}, []any{3, "D-2", 3, "C-1"})
-	tx := p.st.DB.MustBeginTx(ctx, nil)
-	defer tx.Rollback()
-	if err := Analyze(ctx, tx, visits, p.now); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	p.analyze(t, visits)
 	rels, err := store.Relationships(ctx, p.st.DB, visits.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -228,13 +221,7 @@ func TestSameIdentifiersNotLinked(t *testing.T) {
 		copies = append(copies, p.dataset(t, name, code(), []any{"S-4", 1.5}, []any{"S-9", 2.5}))
 	}
 	for _, d := range copies {
-		tx := p.st.DB.MustBeginTx(ctx, nil)
-		if err := Analyze(ctx, tx, d, p.now); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		p.analyze(t, d)
 	}
 	for _, d := range copies {
 		rels, err := store.Relationships(ctx, p.st.DB, d.ID)
@@ -248,32 +235,32 @@ func TestSameIdentifiersNotLinked(t *testing.T) {
 	// A column of that name that repeats (a reference) has four datasets it may mean: none
 	// is guessed.
 	runs := p.dataset(t, "Calibration runs", []ingest.Column{{Name: "sensor_code", Type: ingest.Text}}, []any{"S-4"}, []any{"S-4"}, []any{"S-9"})
-	tx := p.st.DB.MustBeginTx(ctx, nil)
-	if err := Analyze(ctx, tx, runs, p.now); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	p.analyze(t, runs)
 	if rels, err := store.Relationships(ctx, p.st.DB, runs.ID); err != nil || len(rels) != 0 {
 		t.Fatalf("calibration runs: %+v %v, want no guess among four datasets", rels, err)
 	}
 	// Named after Sensors: linked to its key though unique in its own dataset.
 	profiles := p.dataset(t, "Sensor profiles", []ingest.Column{{Name: "sensor_id", Type: ingest.Text, Constraints: &ingest.Constraints{Unique: true}}}, []any{"S-7"})
-	tx = p.st.DB.MustBeginTx(ctx, nil)
-	defer tx.Rollback()
-	if err := Analyze(ctx, tx, profiles, p.now); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	p.analyze(t, profiles)
 	rels, err := store.Relationships(ctx, p.st.DB, profiles.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rels) != 1 || rels[0].ToDataset != sensors.ID || rels[0].ToColumn != "sensor_code" || rels[0].FromColumn != "sensor_id" {
 		t.Fatalf("profiles: %+v, want sensor_id → sensors.sensor_code", rels)
+	}
+}
+
+// analyze runs the dataset's analysis (keys, relationships) in a transaction of its own.
+func (p *project) analyze(t *testing.T, d *store.Dataset) {
+	t.Helper()
+	tx := p.st.DB.MustBeginTx(context.Background(), nil)
+	defer tx.Rollback()
+	if err := Analyze(context.Background(), tx, d, p.now); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }
 
