@@ -83,7 +83,7 @@ func (x *Indexer) handle(ctx context.Context, j *jobs.Job, p *jobs.Progress) err
 }
 
 // smallTable is the most rows a table may have for its indexes to be built in place.
-var smallTable int64 = 10000
+const smallTable int64 = 10000
 
 // createIndex builds an index of d's table. A small table's is built in place, under a lock
 // of its writes for the few milliseconds that takes: CONCURRENTLY first waits for every older
