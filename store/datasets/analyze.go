@@ -464,16 +464,14 @@ func targets(cols []ingest.Column) []ingest.Column {
 // linkTargets are the columns of to that from's column c may refer to, in the order they
 // are tried: the one of the same name (visits.patient_id → patients.patient_id) when to is the
 // only dataset of the project that holds it (holders: how many hold each name as a key or
-// unique column; with several, which one c means is a guess), then, when c is named after to
-// (customer_id → customers), to's key (or the unique column of its file's id column).
+// unique column). With several, which one c means is a guess, and datasets identified alike
+// (copies, one period and the next) would each be linked to every other, as their square.
+// Then, when c is named after to (customer_id → customers), to's key (or the unique column
+// of its file's id column).
 func linkTargets(c ingest.Column, to store.Dataset, tcols []ingest.Column, holders map[string]int) []ingest.Column {
 	ref := refName(c.Name)
 	names := ref != "" && namesDataset(to.Name, ref)
-	// A dataset's own key, or another column that identifies its rows, points nowhere unless
-	// it is named after the other dataset: two datasets identified by a column of the same
-	// name hold the same kind of thing (copies, or one period and the next), and linking
-	// each to every other would grow as their square.
-	if c.Name == "id" || ((c.Key || c.Constraints != nil && c.Constraints.Unique) && !names) {
+	if c.Name == "id" || (c.Key && !names) { // a dataset's own key points nowhere unless named after another
 		return nil
 	}
 	var out []ingest.Column
