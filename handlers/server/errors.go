@@ -23,12 +23,16 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	if errors.Is(c.Request().Context().Err(), context.Canceled) {
-		// The client closed the connection before the answer (whatever failed then failed
-		// because of it): no one to answer and nothing wrong here. 499 in the metrics and the
-		// access log, as nginx counts it.
+		// The request's context ended: mostly its client closed the connection, and whatever
+		// failed then failed because of it; nothing wrong here, 499 in the metrics and the access
+		// log, as nginx counts it. The answer is still written (to no one, mostly): the context
+		// also ends when the server stops reading a refused upload, and a client still there
+		// must learn the status, not read an empty 200.
 		s.log.Info("client closed the request", "request_id", requestID(c), "error", err)
-		c.Response().Status = 499
-		return
+		if ae := (*apierr.Error)(nil); !errors.As(err, &ae) {
+			err = apierr.New(http.StatusServiceUnavailable, apierr.CodeServiceUnavailable, "the request ended before its answer was made; send it again")
+		}
+		defer func() { c.Response().Status = 499 }()
 	}
 	if rd := (*auth.Redirect)(nil); errors.As(err, &rd) {
 		_ = c.Redirect(http.StatusSeeOther, rd.Location)
