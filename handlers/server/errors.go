@@ -22,7 +22,8 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	if errors.Is(c.Request().Context().Err(), context.Canceled) {
+	gone := errors.Is(c.Request().Context().Err(), context.Canceled)
+	if gone {
 		// The request's context ended: mostly its client closed the connection, and whatever
 		// failed then failed because of it; nothing wrong here, 499 in the metrics and the access
 		// log, as nginx counts it. The answer is still written (to no one, mostly): the context
@@ -38,7 +39,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = c.Redirect(http.StatusSeeOther, rd.Location)
 		return
 	}
-	e := s.toAPIError(err, c)
+	var e *apierr.Error
+	if !gone || !errors.As(err, &e) { // a request given up on is not logged as a failure
+		e = s.toAPIError(err, c)
+	}
 	for k, v := range e.Headers {
 		c.Response().Header().Set(k, v)
 	}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,10 +15,11 @@ import (
 )
 
 // TestErrorAfterContextEnded: an error met once the request's context has ended is still
-// answered (a client still there must not read an empty 200), and counted as 499; an error
-// that is not the API's own is answered 503.
+// answered (a client still there must not read an empty 200), and counted as 499, not logged
+// as a failure; an error that is not the API's own is answered 503.
 func TestErrorAfterContextEnded(t *testing.T) {
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var logs strings.Builder
+	s := &Server{log: slog.New(slog.NewTextHandler(&logs, nil))}
 	e := echo.New()
 	for _, tc := range []struct {
 		err    error
@@ -38,5 +38,8 @@ func TestErrorAfterContextEnded(t *testing.T) {
 		if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.code) || c.Response().Status != 499 {
 			t.Fatalf("%v: answered %d %s, counted %d; want %d %s, counted 499", tc.err, rec.Code, rec.Body, c.Response().Status, tc.status, tc.code)
 		}
+	}
+	if strings.Contains(logs.String(), "request failed") || !strings.Contains(logs.String(), "client closed the request") {
+		t.Fatalf("logged: %s", logs.String())
 	}
 }
