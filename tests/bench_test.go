@@ -184,7 +184,7 @@ func BenchmarkDescribeCold(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c := descriptions.New(e.st, descriptions.URLs{Production: baseURL}, time.Now, 256<<20)
+		c := descriptions.New(e.st, descriptions.URLs{Production: baseURL}, time.Now, int(config.Defaults().DescriptionCacheBytes))
 		if _, err := c.Describe(ctx, d, ""); err != nil {
 			b.Fatal(err)
 		}
