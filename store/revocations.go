@@ -55,15 +55,22 @@ func (s *Store) AccessRevoked(list ...RevokedAccess) {
 // AccessTokenRevoked says whether the access token jti is on the deny-list: from memory
 // while listening, otherwise one primary-key lookup.
 func (s *Store) AccessTokenRevoked(ctx context.Context, jti string) (bool, error) {
-	r := &s.revoked
-	r.mu.RLock()
-	_, ok := r.m[jti]
-	r.mu.RUnlock()
-	if ok || r.listening.Load() > 0 {
+	ok, known := s.AccessTokenRevokedKnown(jti)
+	if known {
 		return ok, nil
 	}
 	err := sqlx.GetContext(ctx, s.DB, &ok, `SELECT EXISTS (SELECT 1 FROM platform.revoked_access_tokens WHERE jti = $1)`, jti)
 	return ok, wrap("check access token revocation", err)
+}
+
+// AccessTokenRevokedKnown is AccessTokenRevoked from memory alone: known is false when the
+// answer needs the database.
+func (s *Store) AccessTokenRevokedKnown(jti string) (revoked, known bool) {
+	r := &s.revoked
+	r.mu.RLock()
+	_, revoked = r.m[jti]
+	r.mu.RUnlock()
+	return revoked, revoked || r.listening.Load() > 0
 }
 
 // reload replaces the copy with the unexpired rows (expired ones are refused anyway).

@@ -39,6 +39,9 @@ func (h *Records) streamAccess(ctx context.Context, rc *recordCtx) *streamAccess
 // check is nil while the caller may read; an *apierr.Error saying why once not, or the
 // database's error.
 func (a *streamAccess) check(ctx context.Context) error {
+	if a.settled() {
+		return nil
+	}
 	// A stream opened with an access token ends when the token expires or is revoked: both
 	// checked on every turn of the stream's loop (a comparison and a map lookup).
 	if a.p != nil && a.p.Method == auth.MethodJWT {
@@ -76,6 +79,24 @@ func (a *streamAccess) check(ctx context.Context) error {
 		return nil, err
 	})
 	return err
+}
+
+// settled says, without asking the database, that the caller may still read: the last check
+// holds (the same control-plane generation, younger than accessRecheck) and an access token
+// has neither expired nor been revoked, as far as the server's copy of revocations tells.
+func (a *streamAccess) settled() bool {
+	if a.p == nil || a.at.IsZero() || a.gen != a.h.Store.ControlPlaneGeneration() || time.Since(a.at) >= accessRecheck {
+		return false
+	}
+	if a.p != nil && a.p.Method == auth.MethodJWT {
+		if !a.h.Now().Before(a.p.TokenExpires) {
+			return false
+		}
+		if revoked, known := a.h.Store.AccessTokenRevokedKnown(a.p.TokenID); revoked || !known {
+			return false
+		}
+	}
+	return true
 }
 
 // A verdictCache shares access checks among the streams of one caller and dataset: after a

@@ -1,13 +1,15 @@
 package records
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"dataplatform/handlers/apierr"
@@ -165,76 +167,190 @@ func (h *Records) Stream(c echo.Context) error {
 			return err
 		}
 	}
-	access := h.streamAccess(ctx, rc)
 	sub := h.Changes.Subscribe(rc.d.ID)
 	defer sub.Close()
 	openStreams.WithLabelValues("sse").Inc()
 	defer openStreams.WithLabelValues("sse").Dec()
 	res := c.Response()
-	_ = http.NewResponseController(res.Writer).SetWriteDeadline(time.Time{}) // a stream has no end
 	res.Header().Set("Content-Type", "text/event-stream")
 	res.Header().Set("Cache-Control", "no-cache")
 	res.Header().Set("X-Accel-Buffering", "no")
+	// Not chunked: the stream ends with its connection, so the body needs no framing, and
+	// what a delivery brings goes out in one write to the socket (chunked, a batch larger than
+	// the server's 4 KiB buffer took several, each a system call).
+	res.Header().Set("Transfer-Encoding", "identity")
 	res.WriteHeader(http.StatusOK)
-	w := bufio.NewWriter(res)
-	send := func() error {
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		res.Flush()
+	s := &sseStream{res: res, rc: http.NewResponseController(res.Writer), ds: rc.d.ID, t: rc.desc.Table, filters: filters,
+		access: h.streamAccess(ctx, rc), last: last}
+	s.mu.Lock()
+	_, _ = fmt.Fprintf(s, "retry: 2000\n: stream of %s from event %d\n\n", rc.d.ID, last)
+	err = s.flush()
+	s.mu.Unlock()
+	if err != nil {
 		return nil
 	}
-	_, _ = fmt.Fprintf(w, "retry: 2000\n: stream of %s from event %d\n\n", rc.d.ID, last)
-	if err := send(); err != nil {
-		return nil
-	}
+	defer s.end() // before the subscription's close: a delivery under way ends first
 	heartbeat := time.NewTicker(h.heartbeat())
 	defer heartbeat.Stop()
 	poll := time.NewTicker(streamPoll)
 	defer poll.Stop()
 	for {
-		if err := access.check(ctx); err != nil {
-			if m := ended(err); m != nil {
-				data, _ := json.Marshal(m)
-				_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
-				_ = send()
-			}
+		if !s.turn(ctx, h, sub) {
 			return nil
 		}
-		batch, err := h.Changes.Since(ctx, h.Store.DB, rc.d.ID, last, 500)
-		if err != nil {
-			return nil // the client went away, or the database did: the client reconnects
-		}
-		for _, ch := range batch {
-			last = ch.ID
-			ev := rendered(rc.desc.Table, ch)
-			if len(filters) > 0 && !matches(ev.record, filters) {
-				continue
-			}
-			_, _ = w.Write(ev.sse)
-		}
-		if len(batch) > 0 {
-			if err := send(); err != nil {
-				return nil
-			}
-			if len(batch) == 500 {
-				continue
-			}
-		}
 		sub.Handled()
+		// Attached, the feed looks at the change log for the stream, and at its access (Deliver
+		// of nothing new): thousands of idle streams waking every poll cost as much as their
+		// deliveries.
+		var polled <-chan time.Time
+		if !sub.Attached() {
+			polled = poll.C
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-sub.C:
 			sub.Woken()
-		case <-poll.C:
+		case <-polled:
 		case <-heartbeat.C:
-			_, _ = fmt.Fprintf(w, ": heartbeat %s\n\n", time.Now().UTC().Format(time.RFC3339))
-			if err := send(); err != nil {
+			s.mu.Lock()
+			_, _ = fmt.Fprintf(s, ": heartbeat %s\n\n", time.Now().UTC().Format(time.RFC3339))
+			err := s.flush()
+			s.mu.Unlock()
+			if err != nil {
 				return nil
 			}
 		}
 	}
+}
+
+// sseStream is one Server-Sent Events stream: where it is in the change log, what it may
+// send, and the bytes it is gathering. While attached to its dataset's feed, the feed's
+// goroutines deliver changes to it (Deliver); otherwise its own goroutine reads and writes
+// them (turn). mu orders the two.
+type sseStream struct {
+	mu      sync.Mutex
+	res     *echo.Response
+	rc      *http.ResponseController
+	ds      string
+	t       *recsql.Table
+	filters map[string]string
+	access  *streamAccess
+	last    int64         // the last change event gathered
+	b       *bytes.Buffer // what is gathered, from sseBufs: a buffer per stream at work, not per open stream
+	done    bool          // the handler returned, or a write failed: nothing more is written
+	// deadline is that of the client connection's writes.
+	deadline time.Time
+}
+
+// errStreamEnded refuses a write to a stream that has ended.
+var errStreamEnded = errors.New("the stream has ended")
+
+var sseBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// sseWriteWait bounds one write to a stream's client (it may have up to half of it again). A
+// write waits only when the client has left megabytes unread; such a stream ends, and its
+// client resumes with Last-Event-ID.
+const sseWriteWait = 2 * time.Second
+
+// Write gathers p (mu held).
+func (s *sseStream) Write(p []byte) (int, error) {
+	if s.b == nil {
+		s.b = sseBufs.Get().(*bytes.Buffer)
+	}
+	return s.b.Write(p)
+}
+
+// add gathers the changes of batch that pass the stream's filters (mu held).
+func (s *sseStream) add(batch []changes.Change) {
+	for _, ch := range batch {
+		s.last = ch.ID
+		ev := rendered(s.t, ch)
+		if len(s.filters) > 0 && !matches(ev.record, s.filters) {
+			continue
+		}
+		_, _ = s.Write(ev.sse)
+	}
+}
+
+// flush writes what was gathered to the client at once (mu held).
+func (s *sseStream) flush() error {
+	if s.b == nil {
+		return nil
+	}
+	if s.done {
+		return errStreamEnded
+	}
+	// The deadline is moved when half of it has passed, not at every write: setting it is
+	// a tenth of a delivery's work.
+	if now := time.Now(); s.deadline.Sub(now) < sseWriteWait/2 {
+		s.deadline = now.Add(sseWriteWait)
+		_ = s.rc.SetWriteDeadline(s.deadline)
+	}
+	_, err := s.res.Write(s.b.Bytes())
+	if err == nil {
+		err = s.rc.Flush()
+	}
+	s.b.Reset()
+	if s.b.Cap() <= 1<<20 {
+		sseBufs.Put(s.b)
+	}
+	s.b = nil
+	if err != nil {
+		s.done = true
+	}
+	return err
+}
+
+// end stops every write, waiting for one under way.
+func (s *sseStream) end() {
+	s.mu.Lock()
+	s.done = true
+	s.mu.Unlock()
+}
+
+// Deliver is the feed's delivery of the changes after the stream's last (changes.Sink): it
+// declines when the stream ended or its access needs re-checking (the database asked, or an
+// error event sent), which the stream's goroutine then does.
+func (s *sseStream) Deliver(batch []changes.Change) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || !s.access.settled() {
+		return false
+	}
+	s.add(batch)
+	return s.flush() == nil
+}
+
+// turn is a turn of the stream's own loop: it checks access (ending the stream with an error
+// event when it is gone) and, unless the feed delivers, writes the changes after the last
+// and hands delivery to the feed once caught up; false when the stream ends.
+func (s *sseStream) turn(ctx context.Context, h *Records, sub *changes.Subscription) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.access.check(ctx); err != nil {
+		if m := ended(err); m != nil {
+			data, _ := json.Marshal(m)
+			_, _ = fmt.Fprintf(s, "event: error\ndata: %s\n\n", data)
+			_ = s.flush()
+		}
+		return false
+	}
+	for !sub.Attached() {
+		batch, err := h.Changes.Since(ctx, h.Store.DB, s.ds, s.last, 500)
+		if err != nil {
+			return false // the client went away, or the database did: the client reconnects
+		}
+		s.add(batch)
+		if err := s.flush(); err != nil {
+			return false
+		}
+		if len(batch) < 500 {
+			sub.Attach(s, s.last)
+			break
+		}
+	}
+	return true
 }
 
 func (h *Records) heartbeat() time.Duration {

@@ -107,6 +107,7 @@ func main() {
 	// the rate; peak RSS sampled alongside.
 	peak, stopRSS := sampleRSS(*pid)
 	m0 := postBuckets(*metrics)
+	cpu0, sysw0 := procCost(*pid)
 	var werr, wlatSum atomic.Int64
 	var wlat []time.Duration
 	var wmu sync.Mutex
@@ -137,6 +138,7 @@ func main() {
 		fmt.Printf("server-side POST latency (its histogram, bucket upper bounds): p50 ≤%s p99 ≤%s\n", bucketPct(m0, m1, 50), bucketPct(m0, m1, 99))
 	}
 	drainAll(subs, int64(total)-werr.Load(), *drain)
+	cpu1, sysw1 := procCost(*pid)
 	close(stopRSS)
 	cancel()
 
@@ -144,6 +146,11 @@ func main() {
 	fmt.Printf("writes: %d of %d ok in %.1f s (%.0f/s); POST latency p50 %s p99 %s\n",
 		len(wlat), total, welapsed.Seconds(), float64(len(wlat))/welapsed.Seconds(), pct(wlat, 50), pct(wlat, 99))
 	summarize(subs, int64(len(wlat)))
+	if *pid != 0 {
+		events := float64(len(wlat)) * float64(connected.Load())
+		fmt.Printf("server cost from the first write to the last delivery: %.1f s CPU, %d write system calls (%.2f µs CPU and %.3f writes per event delivered)\n",
+			cpu1-cpu0, sysw1-sysw0, (cpu1-cpu0)*1e6/events, float64(sysw1-sysw0)/events)
+	}
 	fmt.Printf("server RSS: peak %d MB during the writes, %d MB now\n", peak.Load(), rssMB(*pid))
 }
 
@@ -386,6 +393,28 @@ func pct(d []time.Duration, p int) time.Duration {
 		return 0
 	}
 	return d[(len(d)-1)*p/100].Round(time.Millisecond)
+}
+
+// procCost is the process's CPU time so far (user and system, s) and its count of write
+// system calls.
+func procCost(pid int) (cpu float64, syscw int64) {
+	if pid == 0 {
+		return 0, 0
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		cpu = (ut + st) / 100 // clock ticks
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "syscw: "); ok {
+				syscw, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	return cpu, syscw
 }
 
 func rssMB(pid int) int {

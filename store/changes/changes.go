@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -63,13 +64,14 @@ type Hub struct {
 
 // feedKeep is how many of a dataset's newest changes its feed keeps; feedPoll how often a feed
 // reads the change log without a notification; feedBatch how many changes one read takes;
-// feedEvery the least time between two wake-ups of the subscribers: under a steady stream of
-// changes each subscriber then writes to its client once per feedEvery, with every change
-// since, rather than once per change (a first change after a quiet spell goes out at once).
-// Each wake-up costs a system call per subscriber: with many subscribers the wake-ups are
-// spaced so that a feed asks for at most feedWrites of them a second (up to feedMaxEvery
-// apart), and what would be late arrives a little later together rather than queued behind
-// writes the process cannot make in time.
+// feedEvery the least time from the end of one delivery to the subscribers to the next: under
+// a steady stream of changes each subscriber then is written to once per feedEvery, with
+// every change since, rather than once per change (a first change after a quiet spell goes
+// out at once). Each delivery costs a system call per subscriber: with many subscribers the
+// deliveries are spaced as if a feed made at most feedWrites of them a second (up to
+// feedMaxEvery apart), and what would be late arrives a little later together rather than
+// queued behind writes the process cannot make in time; the space after a delivery leaves
+// the processors to the process's other requests.
 const (
 	feedKeep     = 4096
 	feedPoll     = 2 * time.Second
@@ -93,16 +95,17 @@ func (f *feed) every() time.Duration {
 type feed struct {
 	ds   string
 	mu   sync.RWMutex
-	subs map[chan struct{}]struct{}
+	subs map[chan struct{}]*Subscription
 	q    sqlx.QueryerContext // the database subscribers read from (the feed reads with it too)
 	// buf holds every change with base < seq <= head, oldest first, when ready.
 	ready      bool
 	base, head int64
 	buf        []Change
-	waking     []chan struct{} // the subscribers being woken (reused; one refresh runs at a time)
-	handled    chan struct{}   // a subscriber woken has done its work (Subscription.Handled)
-	reading    bool            // a read is under way
-	again      bool            // and another was asked for while it ran
+	sinks      map[*Subscription]Sink // subscribers the feed writes to itself (Attach)
+	waking     []chan struct{}        // the subscribers being woken (reused; one refresh runs at a time)
+	handled    chan struct{}          // a subscriber woken has done its work (Subscription.Handled)
+	reading    bool                   // a read is under way
+	again      bool                   // and another was asked for while it ran
 	woke       time.Time
 }
 
@@ -193,6 +196,9 @@ type Subscription struct {
 	h    *Hub
 	f    *feed
 	woke bool
+	// last is the newest change given to the sink, while attached (the feed's own).
+	last     int64
+	attached atomic.Bool
 }
 
 // Subscribe subscribes to the dataset's changes.
@@ -201,14 +207,15 @@ func (h *Hub) Subscribe(datasetID string) *Subscription {
 	h.mu.Lock()
 	f := h.feeds[datasetID]
 	if f == nil {
-		f = &feed{ds: datasetID, subs: map[chan struct{}]struct{}{}, handled: make(chan struct{}, feedActive)}
+		f = &feed{ds: datasetID, subs: map[chan struct{}]*Subscription{}, sinks: map[*Subscription]Sink{}, handled: make(chan struct{}, feedActive)}
 		h.feeds[datasetID] = f
 	}
+	s := &Subscription{C: ch, ch: ch, h: h, f: f}
 	f.mu.Lock()
-	f.subs[ch] = struct{}{}
+	f.subs[ch] = s
 	f.mu.Unlock()
 	h.mu.Unlock()
-	return &Subscription{C: ch, ch: ch, h: h, f: f}
+	return s
 }
 
 // Woken marks a wake-up received from C; Handled says it has been dealt with.
@@ -231,6 +238,8 @@ func (s *Subscription) Close() {
 	s.h.mu.Lock()
 	s.f.mu.Lock()
 	delete(s.f.subs, s.ch)
+	delete(s.f.sinks, s)
+	s.attached.Store(false)
 	if len(s.f.subs) == 0 && s.h.feeds[s.f.ds] == s.f {
 		delete(s.h.feeds, s.f.ds)
 	}
@@ -318,19 +327,25 @@ func (f *feed) refresh() {
 			f.mu.Lock()
 			if err != nil { // subscribers read the change log themselves until one restarts the feed
 				f.ready, f.buf = false, nil
+				for sub := range f.sinks {
+					f.detach(sub)
+				}
 			} else if f.ready && f.head == after {
 				f.add(batch)
 				more = len(batch) == feedBatch
 			}
 			f.mu.Unlock()
 		}
+		f.deliver()
 		// The wake-ups are sent without the feed's lock: each subscriber woken reads the feed
 		// (RLock) at once, and would otherwise wait for every other one to be woken.
 		f.mu.Lock()
-		f.woke = time.Now()
+		f.woke = time.Now() // the next delivery leaves the processors this long for other work
 		f.waking = f.waking[:0]
-		for ch := range f.subs {
-			f.waking = append(f.waking, ch)
+		for ch, s := range f.subs {
+			if !s.attached.Load() { // the feed has delivered to it
+				f.waking = append(f.waking, ch)
+			}
 		}
 		waking := f.waking
 		f.mu.Unlock()
@@ -400,4 +415,106 @@ func (h *Hub) wakeAll() {
 	for _, f := range fs {
 		go f.refresh()
 	}
+}
+
+// A Sink is a subscriber the feed writes to itself: at every read of new changes, a few of
+// the feed's goroutines hand each attached sink the changes it has not had, instead of waking
+// a goroutine per subscriber to fetch them. With thousands of subscribers the wake-ups (a
+// channel, a scheduler's turn, a select) cost as much as the writes to the clients.
+type Sink interface {
+	// Deliver writes changes (the sink's next ones, oldest first) to the subscriber without
+	// waiting long: false when it did not, or could not without waiting (the subscriber's own
+	// goroutine then takes over, woken through C, from the last change it was given). The
+	// batch is empty when the feed looked and found nothing new (at least every feedPoll):
+	// false then asks the subscriber's goroutine to look at the subscription itself.
+	Deliver(batch []Change) bool
+}
+
+// feedWriters is how many goroutines of a feed deliver to its sinks at once, per processor.
+const feedWriters = 2
+
+// Attach hands the subscription's delivery to the feed, from change last on, when the feed
+// is live and last is its newest change (the subscriber has had every change it holds);
+// false otherwise, and the subscriber goes on reading itself. Attached, the sink is given
+// every change after last until Deliver says false, then the subscription is detached
+// (Attached false) and woken.
+func (s *Subscription) Attach(sink Sink, last int64) bool {
+	if !s.h.live.Load() {
+		return false
+	}
+	f := s.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.ready || last != f.head || !s.open() {
+		return false
+	}
+	s.last = last
+	f.sinks[s] = sink
+	s.attached.Store(true)
+	return true
+}
+
+// open says the subscription is still the feed's (f.mu held).
+func (s *Subscription) open() bool {
+	_, ok := s.f.subs[s.ch]
+	return ok
+}
+
+// Attached says the feed delivers to the subscription's sink.
+func (s *Subscription) Attached() bool { return s.attached.Load() }
+
+// detach takes delivery back from the feed and wakes the subscriber (f.mu held).
+func (f *feed) detach(s *Subscription) {
+	delete(f.sinks, s)
+	s.attached.Store(false)
+	select {
+	case s.ch <- struct{}{}:
+	default:
+	}
+}
+
+// deliver gives every attached sink the changes after its last (none, to one that has had
+// them all: it may decline to be looked at), feedWriters goroutines per processor at a time (a client slow to take its bytes holds up one of them, not the feed);
+// the sinks that decline are detached.
+func (f *feed) deliver() {
+	type job struct {
+		s     *Subscription
+		sink  Sink
+		batch []Change
+	}
+	f.mu.RLock()
+	jobs := make([]job, 0, len(f.sinks))
+	for s, sink := range f.sinks {
+		i := sort.Search(len(f.buf), func(i int) bool { return f.buf[i].ID > s.last })
+		jobs = append(jobs, job{s, sink, f.buf[i:]})
+	}
+	f.mu.RUnlock()
+	if len(jobs) == 0 {
+		return
+	}
+	var next atomic.Int64
+	declined := make([]bool, len(jobs))
+	var wg sync.WaitGroup
+	for range min(len(jobs), feedWriters*runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+				j := jobs[i]
+				if !j.sink.Deliver(j.batch) {
+					declined[i] = true
+				} else if len(j.batch) > 0 {
+					j.s.last = j.batch[len(j.batch)-1].ID
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	f.mu.Lock()
+	for i, j := range jobs {
+		if declined[i] && f.sinks[j.s] != nil {
+			f.detach(j.s)
+		}
+	}
+	f.mu.Unlock()
 }

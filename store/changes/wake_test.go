@@ -77,3 +77,98 @@ func TestSubscriptionClose(t *testing.T) {
 	}
 	s2.Close()
 }
+
+// sink records what a feed delivers to it; it declines when decline is set, and waits for
+// hold (when not nil) before taking a batch.
+type sink struct {
+	mu      sync.Mutex
+	got     []int64
+	decline bool
+	hold    chan struct{}
+}
+
+func (s *sink) Deliver(batch []Change) bool {
+	if s.hold != nil {
+		<-s.hold
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.decline {
+		return false
+	}
+	for _, c := range batch {
+		s.got = append(s.got, c.ID)
+	}
+	return true
+}
+
+func (s *sink) ids() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int64(nil), s.got...)
+}
+
+// TestDeliverToSinks: a feed gives each attached sink the changes after the last it had,
+// once; a sink is attached only when it has had every change the feed holds; one that
+// declines, a batch or being looked at with nothing new, is detached and its subscriber
+// woken; one slow to take its batch does not hold up the others.
+func TestDeliverToSinks(t *testing.T) {
+	h := NewHub("", nil)
+	h.live.Store(true)
+	subs := make([]*Subscription, 4)
+	for i := range subs {
+		subs[i] = h.Subscribe("ds_x")
+	}
+	f := subs[0].f
+	f.ready, f.base, f.head = true, 0, 0
+	f.add([]Change{{ID: 1}, {ID: 2}})
+	if subs[0].Attach(&sink{}, 1) {
+		t.Fatal("attached a subscriber that had not had change 2")
+	}
+	fast, declining, slow := &sink{}, &sink{decline: true}, &sink{hold: make(chan struct{})}
+	for i, s := range []Sink{fast, declining, slow} {
+		if !subs[i].Attach(s, 2) {
+			t.Fatalf("sink %d not attached at the feed's head", i)
+		}
+	}
+	f.add([]Change{{ID: 3}, {ID: 4}})
+	done := make(chan struct{})
+	go func() { f.deliver(); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(fast.ids()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := fast.ids(); len(got) != 2 || got[0] != 3 || got[1] != 4 {
+		t.Fatalf("while a slow sink held its batch, the fast one got %v, want [3 4]", got)
+	}
+	close(slow.hold)
+	<-done
+	if got := slow.ids(); len(got) != 2 || got[0] != 3 {
+		t.Fatalf("the slow sink got %v", got)
+	}
+	if subs[1].Attached() || len(subs[1].C) != 1 {
+		t.Fatal("a sink that declined stayed attached, or its subscriber was not woken")
+	}
+	if !subs[0].Attached() || len(subs[0].C) != 0 {
+		t.Fatal("a sink that took its batch was detached or woken")
+	}
+	f.deliver() // nothing new: nothing delivered again
+	f.add([]Change{{ID: 5}})
+	f.deliver()
+	if got := fast.ids(); len(got) != 3 || got[2] != 5 {
+		t.Fatalf("the fast sink got %v, want [3 4 5]", got)
+	}
+	fast.mu.Lock()
+	fast.decline = true // as a stream whose caller's access must be re-checked
+	fast.mu.Unlock()
+	f.deliver()
+	if subs[0].Attached() || len(subs[0].C) != 1 {
+		t.Fatal("a sink that declined with nothing new stayed attached, or its subscriber was not woken")
+	}
+	subs[2].Close()
+	f.add([]Change{{ID: 6}})
+	f.deliver()
+	if got := slow.ids(); len(got) != 3 {
+		t.Fatalf("a closed subscription's sink was delivered to: %v", got)
+	}
+}
