@@ -108,6 +108,7 @@ func main() {
 	peak, stopRSS := sampleRSS(*pid)
 	m0 := postBuckets(*metrics)
 	cpu0, sysw0 := procCost(*pid)
+	self0, _ := procCost(os.Getpid())
 	var werr, wlatSum atomic.Int64
 	var wlat []time.Duration
 	var wmu sync.Mutex
@@ -139,6 +140,7 @@ func main() {
 	}
 	drainAll(subs, int64(total)-werr.Load(), *drain)
 	cpu1, sysw1 := procCost(*pid)
+	self1, _ := procCost(os.Getpid())
 	close(stopRSS)
 	cancel()
 
@@ -150,6 +152,7 @@ func main() {
 		events := float64(len(wlat)) * float64(connected.Load())
 		fmt.Printf("server cost from the first write to the last delivery: %.1f s CPU, %d write system calls (%.2f µs CPU and %.3f writes per event delivered)\n",
 			cpu1-cpu0, sysw1-sysw0, (cpu1-cpu0)*1e6/events, float64(sysw1-sysw0)/events)
+		fmt.Printf("this load client, on the same machine: %.1f s CPU\n", self1-self0)
 	}
 	fmt.Printf("server RSS: peak %d MB during the writes, %d MB now\n", peak.Load(), rssMB(*pid))
 }
