@@ -64,7 +64,8 @@ func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 		order = ` ORDER BY ` + pq.QuoteIdentifier(t.key)
 	}
 	x := &Export{eq: eq, cols: t.exportColumns(eq.Fields)}
-	if err := sqlx.GetContext(ctx, q, &x.Total, `SELECT count(*) FROM `+t.Qualified()+where, b.args...); err != nil {
+	var err error
+	if x.Total, err = t.exactCount(ctx, q, where, b.args); err != nil {
 		return nil, err
 	}
 	if db, ok := q.(*sqlx.DB); ok && len(b.args) == 0 && x.Total >= CopyMinRows {
@@ -121,7 +122,6 @@ func (t *Table) OpenExport(ctx context.Context, q sqlx.QueryerContext, eq *Expor
 		}
 		sel = strings.Join(parts, ", ")
 	}
-	var err error
 	if x.rows, err = q.QueryContext(ctx, `SELECT `+sel+from, b.args...); err != nil {
 		return nil, err
 	}

@@ -350,7 +350,7 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 	where := ` WHERE ` + strings.Join(b.conds, " AND ")
 	var n int64
 	if mode == "exact" {
-		err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM `+t.Qualified()+where, b.args...)
+		n, err := t.exactCount(ctx, q, where, b.args)
 		return n, false, err
 	}
 	// A planned count known from a moment ago answers at once: the planner's estimate of the
@@ -374,7 +374,7 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 			tableSizes.put(t.Qualified(), rel)
 		}
 		if rel <= CountThreshold {
-			err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM `+t.Qualified()+where, b.args...)
+			n, err := t.exactCount(ctx, q, where, b.args)
 			return n, false, err
 		}
 	}
@@ -393,6 +393,76 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 	n = int64(p[0].Plan.Rows)
 	plannedCounts.put(key, n)
 	return n, true, nil
+}
+
+// exactCount is the number of rows of the table matching where (with its args). An uploaded
+// table's count is kept with the newest change of its dataset when it was counted: while its
+// change trigger is on, every change of its rows is in the change log (platform.record_changes, numbered at commit in
+// commit order), so while the newest change is the same the count is too. One statement, in
+// one snapshot, reads the newest change and counts only when it differs from the kept one: a
+// list page of a table that has not changed costs an index lookup instead of a scan.
+func (t *Table) exactCount(ctx context.Context, q sqlx.QueryerContext, where string, args []any) (int64, error) {
+	var n int64
+	if !t.System() { // a connected table or a view: changes made elsewhere are not logged
+		err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM `+t.Qualified()+where, args...)
+		return n, err
+	}
+	key := t.shape + where + fmt.Sprint(args...)
+	kept, ok := exactCounts.get(key)
+	if !ok {
+		kept = seqCount{seq: -2} // no newest change is -2
+	}
+	// The newest change is -1, and the rows are counted and the count not kept, when the
+	// table's change trigger is missing or disabled, or a change is not numbered yet (the
+	// caller's own transaction's: others' are invisible until their commit numbers them).
+	i := len(args)
+	ds, rel := `$`+strconv.Itoa(i+3), `$`+strconv.Itoa(i+4)
+	var got seqCount
+	err := q.QueryRowxContext(ctx, `SELECT s.seq, CASE WHEN s.seq = $`+strconv.Itoa(i+1)+` THEN $`+strconv.Itoa(i+2)+`::bigint
+		ELSE (SELECT count(*) FROM `+t.Qualified()+where+`) END
+		FROM (SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = `+rel+`::regclass AND tgname = 'dp_changes' AND tgenabled IN ('O', 'A'))
+			OR EXISTS (SELECT 1 FROM platform.record_changes WHERE dataset_id = `+ds+` AND seq IS NULL) THEN -1
+			ELSE (SELECT coalesce(max(seq), 0) FROM platform.record_changes WHERE dataset_id = `+ds+`) END AS seq) s`,
+		append(slices.Clip(args), kept.seq, kept.n, t.Relation, t.Qualified())...).Scan(&got.seq, &got.n)
+	if err != nil {
+		return 0, err
+	}
+	if got.seq >= 0 && got != kept {
+		exactCounts.put(key, got)
+	}
+	return got.n, nil
+}
+
+// seqCount is an exact count and the newest change of its dataset when it was made.
+type seqCount struct{ seq, n int64 }
+
+// exactCounts keeps exact counts by table definition, conditions and arguments, bounded.
+var exactCounts = &seqCounts{m: map[string]seqCount{}}
+
+type seqCounts struct {
+	mu sync.Mutex
+	m  map[string]seqCount
+}
+
+func (c *seqCounts) get(k string) (seqCount, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *seqCounts) put(k string, v seqCount) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= 10000 {
+		for x := range c.m {
+			delete(c.m, x)
+			if len(c.m) < 9000 {
+				break
+			}
+		}
+	}
+	c.m[k] = v
 }
 
 // countCache keeps planned counts for a few seconds (they are estimates anyway), bounded.

@@ -6,6 +6,7 @@ package records
 import (
 	"encoding/json"
 	"errors"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,9 @@ type Table struct {
 	// page builds it on every request), at most maxRowJSONs of them.
 	rowJSONs     sync.Map
 	rowJSONCount atomic.Int32
+	// shape names the table's definition (its relation and columns) in exact counts' keys:
+	// a count kept under one definition is not taken for another's.
+	shape string
 }
 
 const maxRowJSONs = 256
@@ -51,6 +55,10 @@ const maxRowJSONs = 256
 // memo makes all and getAll.
 func (t *Table) memo() *Table {
 	t.all = t.Fields()
+	def, _ := json.Marshal(t.TableDef)
+	h := fnv.New64a()
+	_, _ = h.Write(def)
+	t.shape = strconv.FormatUint(h.Sum64(), 36)
 	if t.key != "" {
 		t.getAll = [2]string{t.getSQL(t.all, false), t.getSQL(t.all, true)}
 	}
