@@ -107,8 +107,7 @@ func main() {
 	// the rate; peak RSS sampled alongside.
 	peak, stopRSS := sampleRSS(*pid)
 	m0 := postBuckets(*metrics)
-	cpu0, sysw0 := procCost(*pid)
-	self0, _ := procCost(os.Getpid())
+	c0 := costsNow(*pid)
 	var werr, wlatSum atomic.Int64
 	var wlat []time.Duration
 	var wmu sync.Mutex
@@ -139,8 +138,7 @@ func main() {
 		fmt.Printf("server-side POST latency (its histogram, bucket upper bounds): p50 ≤%s p99 ≤%s\n", bucketPct(m0, m1, 50), bucketPct(m0, m1, 99))
 	}
 	drainAll(subs, int64(total)-werr.Load(), *drain)
-	cpu1, sysw1 := procCost(*pid)
-	self1, _ := procCost(os.Getpid())
+	c1 := costsNow(*pid)
 	close(stopRSS)
 	cancel()
 
@@ -148,12 +146,7 @@ func main() {
 	fmt.Printf("writes: %d of %d ok in %.1f s (%.0f/s); POST latency p50 %s p99 %s\n",
 		len(wlat), total, welapsed.Seconds(), float64(len(wlat))/welapsed.Seconds(), pct(wlat, 50), pct(wlat, 99))
 	summarize(subs, int64(len(wlat)))
-	if *pid != 0 {
-		events := float64(len(wlat)) * float64(connected.Load())
-		fmt.Printf("server cost from the first write to the last delivery: %.1f s CPU, %d write system calls (%.2f µs CPU and %.3f writes per event delivered)\n",
-			cpu1-cpu0, sysw1-sysw0, (cpu1-cpu0)*1e6/events, float64(sysw1-sysw0)/events)
-		fmt.Printf("this load client, on the same machine: %.1f s CPU\n", self1-self0)
-	}
+	c1.report(c0, float64(len(wlat))*float64(connected.Load()))
 	fmt.Printf("server RSS: peak %d MB during the writes, %d MB now\n", peak.Load(), rssMB(*pid))
 }
 
@@ -396,6 +389,31 @@ func pct(d []time.Duration, p int) time.Duration {
 		return 0
 	}
 	return d[(len(d)-1)*p/100].Round(time.Millisecond)
+}
+
+// costs are the server's and this process's CPU time and the server's write calls so far.
+type costs struct {
+	pid             int
+	server, self    float64
+	serverWriteCall int64
+}
+
+func costsNow(pid int) costs {
+	c := costs{pid: pid}
+	c.server, c.serverWriteCall = procCost(pid)
+	c.self, _ = procCost(os.Getpid())
+	return c
+}
+
+// report prints what the server spent since c0 per event delivered, and this client's CPU.
+func (c costs) report(c0 costs, events float64) {
+	if c.pid == 0 {
+		return
+	}
+	cpu, w := c.server-c0.server, c.serverWriteCall-c0.serverWriteCall
+	fmt.Printf("server cost from the first write to the last delivery: %.1f s CPU, %d write system calls (%.2f µs CPU and %.3f writes per event delivered)\n",
+		cpu, w, cpu*1e6/events, float64(w)/events)
+	fmt.Printf("this load client, on the same machine: %.1f s CPU\n", c.self-c0.self)
 }
 
 // procCost is the process's CPU time so far (user and system, s) and its count of write
