@@ -437,21 +437,22 @@ func (t *Table) exactCount(ctx context.Context, q sqlx.QueryerContext, where str
 type seqCount struct{ seq, n int64 }
 
 // exactCounts keeps exact counts by table definition, conditions and arguments, bounded.
-var exactCounts = &seqCounts{m: map[string]seqCount{}}
+var exactCounts = &bounded[seqCount]{m: map[string]seqCount{}}
 
-type seqCounts struct {
+// bounded is a map of at most 10,000 entries; past that, a tenth of them (any) go.
+type bounded[V any] struct {
 	mu sync.Mutex
-	m  map[string]seqCount
+	m  map[string]V
 }
 
-func (c *seqCounts) get(k string) (seqCount, bool) {
+func (c *bounded[V]) get(k string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.m[k]
 	return v, ok
 }
 
-func (c *seqCounts) put(k string, v seqCount) {
+func (c *bounded[V]) put(k string, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= 10000 {
@@ -466,20 +467,17 @@ func (c *seqCounts) put(k string, v seqCount) {
 }
 
 // countCache keeps planned counts for a few seconds (they are estimates anyway), bounded.
-type countCache struct {
-	mu sync.Mutex
-	m  map[string]countEntry
-}
+type countCache struct{ bounded[countEntry] }
 
 type countEntry struct {
 	n       int64
 	expires time.Time
 }
 
-var plannedCounts = &countCache{m: map[string]countEntry{}}
+var plannedCounts = &countCache{bounded[countEntry]{m: map[string]countEntry{}}}
 
 // tableSizes keeps each table's reltuples (by qualified name) for countTTL.
-var tableSizes = &countCache{m: map[string]countEntry{}}
+var tableSizes = &countCache{bounded[countEntry]{m: map[string]countEntry{}}}
 
 // countTTL is how long a planned count is used before the planner is asked again.
 const countTTL = 5 * time.Second
@@ -502,15 +500,5 @@ func (c *countCache) get(k string) (int64, bool) {
 }
 
 func (c *countCache) put(k string, n int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= 10000 {
-		for x := range c.m {
-			delete(c.m, x)
-			if len(c.m) < 9000 {
-				break
-			}
-		}
-	}
-	c.m[k] = countEntry{n, time.Now().Add(countTTL)}
+	c.bounded.put(k, countEntry{n, time.Now().Add(countTTL)})
 }
