@@ -59,12 +59,14 @@ func eventOf(t *recsql.Table, ch changes.Change) (name string, payload any, reco
 }
 
 // event is a change rendered for streams: its name, its payload as JSON, the record after it
-// (for filters; read only, as it is shared), and the whole Server-Sent Event.
+// (for filters; read only, as it is shared), the whole Server-Sent Event and the WebSocket
+// message.
 type event struct {
 	name   string
 	data   json.RawMessage
 	record map[string]any
 	sse    []byte
+	ws     []byte // the WebSocket message
 }
 
 // rendered is the change as an event of table t, made once for all the streams of this
@@ -74,7 +76,8 @@ func rendered(t *recsql.Table, ch changes.Change) *event {
 		name, payload, record := eventOf(t, ch)
 		data, _ := json.Marshal(payload)
 		sse := fmt.Appendf(nil, "id: %d\nevent: %s\ndata: %s\n\n", ch.ID, name, data)
-		return &event{name: name, data: data, record: record, sse: sse}
+		ws, _ := json.Marshal(map[string]any{"type": name, "id": strconv.FormatInt(ch.ID, 10), "data": json.RawMessage(data)})
+		return &event{name: name, data: data, record: record, sse: sse, ws: ws}
 	}).(*event)
 }
 

@@ -135,6 +135,11 @@ type wsSession struct {
 // write sends v as a JSON text message.
 func (s *wsSession) write(ctx context.Context, v any) error {
 	b, _ := json.Marshal(v)
+	return s.send(ctx, b)
+}
+
+// send sends b, JSON, as a text message.
+func (s *wsSession) send(ctx context.Context, b []byte) error {
 	wctx, done := context.WithTimeout(ctx, 10*time.Second)
 	defer done()
 	return s.conn.Write(wctx, websocket.MessageText, b)
@@ -152,7 +157,7 @@ func (s *wsSession) sendChanges(ctx context.Context) bool {
 			s.last = ch.ID
 			ev := rendered(s.rc.desc.Table, ch)
 			if matches(ev.record, s.filters) {
-				if err := s.write(ctx, map[string]any{"type": ev.name, "id": strconv.FormatInt(ch.ID, 10), "data": ev.data}); err != nil {
+				if err := s.send(ctx, ev.ws); err != nil {
 					return false
 				}
 			}
