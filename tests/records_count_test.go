@@ -52,6 +52,14 @@ func TestExactCountKept(t *testing.T) {
 		}
 	}
 	check("as loaded")
+	// Two questions whose values run together into the same text are two questions.
+	both := func(depot, code string) int {
+		t.Helper()
+		return e.do("GET", base+"?filter[depot]="+depot+"&filter[parcel_code]="+code, nil, own).status(200).num("pagination.total")
+	}
+	if a, b := both("north", "PX-907"), both("northP", "X-907"); a != 1 || b != 0 {
+		t.Fatalf("north/PX-907 counted %d (want 1), northP/X-907 %d (want 0)", a, b)
+	}
 
 	// Behind the change log (as no path of the service writes): the kept count stands, a
 	// question not asked before is counted.

@@ -88,7 +88,7 @@ func (a *streamAccess) settled() bool {
 	if a.p == nil || a.at.IsZero() || a.gen != a.h.Store.ControlPlaneGeneration() || time.Since(a.at) >= accessRecheck {
 		return false
 	}
-	if a.p != nil && a.p.Method == auth.MethodJWT {
+	if a.p.Method == auth.MethodJWT {
 		if !a.h.Now().Before(a.p.TokenExpires) {
 			return false
 		}

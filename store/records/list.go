@@ -355,7 +355,7 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 	}
 	// A planned count known from a moment ago answers at once: the planner's estimate of the
 	// same question is asked again at most every few seconds.
-	key := t.Qualified() + where + fmt.Sprint(b.args...)
+	key := countKey(t.Qualified(), where, b.args)
 	if n, ok := plannedCounts.get(key); ok {
 		return n, true, nil
 	}
@@ -397,8 +397,8 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 
 // exactCount is the number of rows of the table matching where (with its args). An uploaded
 // table's count is kept with the newest change of its dataset when it was counted: while its
-// change trigger is on, every change of its rows is in the change log (platform.record_changes, numbered at commit in
-// commit order), so while the newest change is the same the count is too. One statement, in
+// change trigger is on, every change of its rows is in the change log (platform.record_changes,
+// numbered at commit in commit order), so while the newest change is the same the count is too. One statement, in
 // one snapshot, reads the newest change and counts only when it differs from the kept one: a
 // list page of a table that has not changed costs an index lookup instead of a scan.
 func (t *Table) exactCount(ctx context.Context, q sqlx.QueryerContext, where string, args []any) (int64, error) {
@@ -407,7 +407,7 @@ func (t *Table) exactCount(ctx context.Context, q sqlx.QueryerContext, where str
 		err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM `+t.Qualified()+where, args...)
 		return n, err
 	}
-	key := t.shape + where + fmt.Sprint(args...)
+	key := countKey(t.shape, where, args)
 	kept, ok := exactCounts.get(key)
 	if !ok {
 		kept = seqCount{seq: -2} // no newest change is -2
@@ -431,6 +431,13 @@ func (t *Table) exactCount(ctx context.Context, q sqlx.QueryerContext, where str
 		exactCounts.put(key, got)
 	}
 	return got.n, nil
+}
+
+// countKey names a count of table (its name or shape) under where and its arguments, each
+// in Go syntax: values are quoted and typed, so two lists of them never read alike (Sprint
+// ran "north", "PX-907" and "northP", "X-907" together into one key).
+func countKey(table, where string, args []any) string {
+	return table + where + fmt.Sprintf("%#v", args)
 }
 
 // seqCount is an exact count and the newest change of its dataset when it was made.
