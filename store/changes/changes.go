@@ -67,17 +67,17 @@ type Hub struct {
 // feedEvery the least time from the end of one delivery to the subscribers to the next: under
 // a steady stream of changes each subscriber then is written to once per feedEvery, with
 // every change since, rather than once per change (a first change after a quiet spell goes
-// out at once). Each delivery costs a system call per subscriber: with many subscribers the
-// deliveries are spaced as if a feed made at most feedWrites of them a second (up to
-// feedMaxEvery apart), and what would be late arrives a little later together rather than
-// queued behind writes the process cannot make in time; the space after a delivery leaves
-// the processors to the process's other requests.
+// out at once). Each delivery costs a system call per subscriber: when one takes longer than
+// feedEvery, the next waits as long as it took (up to feedMaxEvery), so that a feed delivers
+// at most half of the time on any machine and under any other load, what would be late
+// arrives a little later together rather than queued behind writes the process cannot make
+// in time, and the space after a delivery leaves the processors to the process's other
+// requests.
 const (
 	feedKeep     = 4096
 	feedPoll     = 2 * time.Second
 	feedBatch    = 1000
 	feedEvery    = 100 * time.Millisecond
-	feedWrites   = 40_000
 	feedMaxEvery = 500 * time.Millisecond
 	// feedActive subscribers at work on a wake-up at once, or more when they take longer
 	// than feedActiveWait (wakeAll).
@@ -87,8 +87,7 @@ const (
 
 // every is the least time between two wake-ups of the feed's subscribers (f.mu held).
 func (f *feed) every() time.Duration {
-	d := time.Duration(len(f.subs)) * time.Second / feedWrites
-	return min(max(d, feedEvery), feedMaxEvery)
+	return min(max(f.took, feedEvery), feedMaxEvery)
 }
 
 // feed is the shared reader of one dataset's changes.
@@ -107,6 +106,7 @@ type feed struct {
 	reading    bool                   // a read is under way
 	again      bool                   // and another was asked for while it ran
 	woke       time.Time
+	took       time.Duration // how long the last delivery took (deliver and wakeAll)
 }
 
 // Memo holds what a reader derives from a change once for all the subscribers sharing it (a
@@ -336,6 +336,7 @@ func (f *feed) refresh() {
 			}
 			f.mu.Unlock()
 		}
+		start := time.Now()
 		f.deliver()
 		// The wake-ups are sent without the feed's lock: each subscriber woken reads the feed
 		// (RLock) at once, and would otherwise wait for every other one to be woken.
@@ -351,6 +352,7 @@ func (f *feed) refresh() {
 		f.mu.Unlock()
 		f.wakeAll(waking)
 		f.mu.Lock()
+		f.took = time.Since(start)
 		if !more && !f.again {
 			f.reading = false
 			f.mu.Unlock()

@@ -78,19 +78,25 @@ func TestSubscriptionClose(t *testing.T) {
 	s2.Close()
 }
 
-// sink records what a feed delivers to it; it declines when decline is set, and waits for
-// hold (when not nil) before taking a batch.
+// sink records what a feed delivers to it and when; it declines when decline is set, waits
+// for hold (when not nil) before taking a batch, and takes delay over it.
 type sink struct {
 	mu      sync.Mutex
 	got     []int64
+	at      []time.Time
 	decline bool
 	hold    chan struct{}
+	delay   time.Duration
 }
 
 func (s *sink) Deliver(batch []Change) bool {
 	if s.hold != nil {
 		<-s.hold
 	}
+	s.mu.Lock()
+	s.at = append(s.at, time.Now())
+	s.mu.Unlock()
+	time.Sleep(s.delay)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.decline {
@@ -170,5 +176,34 @@ func TestDeliverToSinks(t *testing.T) {
 	f.deliver()
 	if got := slow.ids(); len(got) != 3 {
 		t.Fatalf("a closed subscription's sink was delivered to: %v", got)
+	}
+}
+
+// TestDeliverySpacing: after a delivery that took longer than feedEvery the next one waits
+// as long as it took, so that a feed writes to its subscribers at most half of the time.
+func TestDeliverySpacing(t *testing.T) {
+	h := NewHub("", nil)
+	h.live.Store(true)
+	sub := h.Subscribe("ds_y")
+	defer sub.Close()
+	f := sub.f
+	f.ready = true
+	const took = 3 * feedEvery
+	s := &sink{delay: took}
+	if !sub.Attach(s, 0) {
+		t.Fatal("not attached at the feed's head")
+	}
+	f.add([]Change{{ID: 1}})
+	f.refresh()
+	ended := time.Now()
+	f.add([]Change{{ID: 2}})
+	f.refresh()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.at) != 2 || len(s.got) != 2 {
+		t.Fatalf("deliveries %d, changes %v; want 2 and [1 2]", len(s.at), s.got)
+	}
+	if gap := s.at[1].Sub(ended); gap < took*9/10 {
+		t.Fatalf("the next delivery began %v after one that took %v", gap, took)
 	}
 }
