@@ -9,12 +9,14 @@
 # seq_scan + idx_scan). The load client is scripts/streamload (Go).
 # Usage: scripts/bench-stream.sh [subscriber counts, comma separated: 1000,10000] [seconds: 30] [rate: 100]
 # The open-file limit is raised to the hard limit for the server and the client (N + a few
-# hundred descriptors each); BENCH_PORT changes the port; DP_* settings pass through.
+# hundred descriptors each); BENCH_TRANSPORT=websocket subscribes over /data/ws instead;
+# BENCH_PORT changes the port; DP_* settings pass through.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 counts=${1:-1000,10000}
 secs=${2:-30}
 rate=${3:-100}
+transport=${BENCH_TRANSPORT:-sse}
 ulimit -n "$(ulimit -Hn)"
 source scripts/bench-lib.sh
 bench_init 18095
@@ -28,9 +30,9 @@ echo "dataset $ds; open-file limit $(ulimit -n); server pid $pid"
 scans() { psqlc -At -c "SELECT coalesce(seq_scan,0) + coalesce(idx_scan,0) FROM pg_stat_user_tables WHERE schemaname = 'platform' AND relname = 'record_changes'"; }
 IFS=, read -ra ns <<< "$counts"
 for n in "${ns[@]}"; do
-  echo "== $n subscribers, $rate records/s for ${secs}s"
+  echo "== $n $transport subscribers, $rate records/s for ${secs}s"
   before=$(scans)
-  "$tmp/streamload" -base "http://127.0.0.1:$port" -token "$tok" -dataset "$ds" -n "$n" -rate "$rate" -duration "${secs}s" -pid "$pid" -metrics "127.0.0.1:$mport"
+  "$tmp/streamload" -transport "$transport" -base "http://127.0.0.1:$port" -token "$tok" -dataset "$ds" -n "$n" -rate "$rate" -duration "${secs}s" -pid "$pid" -metrics "127.0.0.1:$mport"
   sleep 1 # pg_stat counters are flushed at intervals
   echo "change-log scans during the run: $(( $(scans) - before ))"
   sleep 3 # the closed streams end on the server

@@ -172,6 +172,37 @@ func TestRecordChangeSocket(t *testing.T) {
 	if m["type"] != "record.created" || m["data"].(map[string]any)["name"] != "Pen" || m["id"] == "" {
 		t.Fatalf("event: %v", m)
 	}
+	// Messages of every length (a frame's length takes 1, 2 or 8 bytes), and a subscription
+	// again from an event seen: the changes after it again, in order, then the new ones.
+	conn.SetReadLimit(1 << 20)
+	penID := m["id"]
+	long, huge := strings.Repeat("n", 200), strings.Repeat("h", 70000)
+	e.do("POST", base, map[string]any{"name": long, "email": "long@example.com"}, own).status(201)
+	e.do("POST", base, map[string]any{"name": "Huge", "email": "huge@example.com", "metadata": map[string]any{"blob": huge}}, own).status(201)
+	check := func(m map[string]any, name string) {
+		t.Helper()
+		d, _ := m["data"].(map[string]any)
+		if m["type"] != "record.created" || d["name"] != name {
+			t.Fatalf("want the creation of %.20q, got %.200v", name, m)
+		}
+		if name == "Huge" && d["metadata"].(map[string]any)["blob"] != huge {
+			t.Fatal("a 70,000-byte message came changed")
+		}
+	}
+	check(recv(), long)
+	check(recv(), "Huge")
+	send(map[string]any{"action": "subscribe", "last_event_id": "2x"})
+	if m := recv(); m["type"] != "error" || m["code"] != "VALIDATION_ERROR" || !strings.Contains(m["message"].(string), "last_event_id") {
+		t.Fatalf("a malformed last_event_id: %v", m)
+	}
+	send(map[string]any{"action": "subscribe", "filters": map[string]any{"status": "pending"}, "last_event_id": penID})
+	if m := recv(); m["type"] != "subscribed" || m["last_event_id"] != penID {
+		t.Fatalf("subscribe from %v: %v", penID, m)
+	}
+	check(recv(), long)
+	check(recv(), "Huge")
+	e.do("POST", base, map[string]any{"name": "After", "email": "after@example.com"}, own).status(201)
+	check(recv(), "After")
 	send(map[string]any{"action": "ping"})
 	if m := recv(); m["type"] != "pong" {
 		t.Fatalf("ping: %v", m)

@@ -60,13 +60,13 @@ func eventOf(t *recsql.Table, ch changes.Change) (name string, payload any, reco
 
 // event is a change rendered for streams: its name, its payload as JSON, the record after it
 // (for filters; read only, as it is shared), the whole Server-Sent Event and the WebSocket
-// message.
+// message as a frame.
 type event struct {
 	name   string
 	data   json.RawMessage
 	record map[string]any
 	sse    []byte
-	ws     []byte // the WebSocket message
+	ws     []byte // the WebSocket message's frame (wsFrame)
 }
 
 // rendered is the change as an event of table t, made once for all the streams of this
@@ -77,7 +77,7 @@ func rendered(t *recsql.Table, ch changes.Change) *event {
 		data, _ := json.Marshal(payload)
 		sse := fmt.Appendf(nil, "id: %d\nevent: %s\ndata: %s\n\n", ch.ID, name, data)
 		ws, _ := json.Marshal(map[string]any{"type": name, "id": strconv.FormatInt(ch.ID, 10), "data": json.RawMessage(data)})
-		return &event{name: name, data: data, record: record, sse: sse, ws: ws}
+		return &event{name: name, data: data, record: record, sse: sse, ws: wsFrame(ws)}
 	}).(*event)
 }
 
@@ -240,7 +240,7 @@ type sseStream struct {
 	filters map[string]string
 	access  *streamAccess
 	last    int64         // the last change event gathered
-	b       *bytes.Buffer // what is gathered, from sseBufs: a buffer per stream at work, not per open stream
+	b       *bytes.Buffer // what is gathered, from streamBufs: a buffer per stream at work, not per open stream
 	done    bool          // the handler returned, or a write failed: nothing more is written
 	// deadline is that of the client connection's writes.
 	deadline time.Time
@@ -249,17 +249,26 @@ type sseStream struct {
 // errStreamEnded refuses a write to a stream that has ended.
 var errStreamEnded = errors.New("the stream has ended")
 
-var sseBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// streamBufs hold what a stream gathers for one write to its client.
+var streamBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// sseWriteWait bounds one write to a stream's client (it may have up to half of it again). A
-// write waits only when the client has left megabytes unread; such a stream ends, and its
-// client resumes with Last-Event-ID.
-const sseWriteWait = 2 * time.Second
+// putStreamBuf gives b back to streamBufs, unless it grew large.
+func putStreamBuf(b *bytes.Buffer) {
+	b.Reset()
+	if b.Cap() <= 1<<20 {
+		streamBufs.Put(b)
+	}
+}
+
+// streamWriteWait bounds one write to a stream's client (it may have up to half of it
+// again). A write waits only when the client has left megabytes unread; such a stream ends,
+// and its client resumes from the last event it had (Last-Event-ID, last_event_id).
+const streamWriteWait = 2 * time.Second
 
 // Write gathers p (mu held).
 func (s *sseStream) Write(p []byte) (int, error) {
 	if s.b == nil {
-		s.b = sseBufs.Get().(*bytes.Buffer)
+		s.b = streamBufs.Get().(*bytes.Buffer)
 	}
 	return s.b.Write(p)
 }
@@ -286,18 +295,15 @@ func (s *sseStream) flush() error {
 	}
 	// The deadline is moved when half of it has passed, not at every write: setting it is
 	// a tenth of a delivery's work.
-	if now := time.Now(); s.deadline.Sub(now) < sseWriteWait/2 {
-		s.deadline = now.Add(sseWriteWait)
+	if now := time.Now(); s.deadline.Sub(now) < streamWriteWait/2 {
+		s.deadline = now.Add(streamWriteWait)
 		_ = s.rc.SetWriteDeadline(s.deadline)
 	}
 	_, err := s.res.Write(s.b.Bytes())
 	if err == nil {
 		err = s.rc.Flush()
 	}
-	s.b.Reset()
-	if s.b.Cap() <= 1<<20 {
-		sseBufs.Put(s.b)
-	}
+	putStreamBuf(s.b)
 	s.b = nil
 	if err != nil {
 		s.done = true

@@ -1,15 +1,21 @@
 package records
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"dataplatform/handlers/apierr"
@@ -23,7 +29,25 @@ import (
 type wsMessage struct {
 	Action      string            `json:"action"` // subscribe, unsubscribe, ping
 	Filters     map[string]string `json:"filters"`
-	LastEventID *int64            `json:"last_event_id"`
+	LastEventID *eventID          `json:"last_event_id"`
+}
+
+// eventID is a last_event_id as a client sends it: a number, or an event's "id" as the
+// server sent it (its digits, a string).
+type eventID int64
+
+var errEventID = errors.New("last_event_id is an event's id: a non-negative integer, or the digits of an event's \"id\"")
+
+func (e *eventID) UnmarshalJSON(b []byte) error {
+	if len(b) > 1 && b[0] == '"' && b[len(b)-1] == '"' {
+		b = b[1 : len(b)-1]
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || n < 0 {
+		return errEventID
+	}
+	*e = eventID(n)
+	return nil
 }
 
 // Socket is GET /api/v1/datasets/{id}/data/ws: the change stream over a WebSocket. The
@@ -41,7 +65,8 @@ func (h *Records) Socket(c echo.Context) error {
 	if err := handshake(c.Request(), h.Config.CORSOrigins); err != nil {
 		return err
 	}
-	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: h.Config.CORSOrigins})
+	hj := &corkingHijacker{ResponseWriter: c.Response()}
+	conn, err := websocket.Accept(hj, c.Request(), &websocket.AcceptOptions{OriginPatterns: h.Config.CORSOrigins})
 	if err != nil {
 		return nil // Accept has answered the client
 	}
@@ -52,44 +77,37 @@ func (h *Records) Socket(c echo.Context) error {
 	defer cancel()
 	cmds := make(chan wsMessage)
 	go readMessages(ctx, cancel, conn, cmds)
-	s := &wsSession{h: h, rc: rc, conn: conn, fields: map[string]bool{}}
+	s := &wsSession{h: h, rc: rc, conn: conn, out: hj.conn, ctx: ctx, fields: map[string]bool{}, access: h.streamAccess(ctx, rc)}
 	for _, f := range rc.desc.Table.Fields() {
 		s.fields[f] = true
 	}
-	access := h.streamAccess(ctx, rc)
-	sub := h.Changes.Subscribe(rc.d.ID)
-	defer sub.Close()
+	s.sub = h.Changes.Subscribe(rc.d.ID)
+	defer s.sub.Close()
+	defer s.end() // before the subscription's close: a delivery under way ends first
 	heartbeat := time.NewTicker(h.heartbeat())
 	defer heartbeat.Stop()
 	poll := time.NewTicker(streamPoll)
 	defer poll.Stop()
 	for {
-		if err := access.check(ctx); err != nil {
-			if m := ended(err); m != nil {
-				_ = s.write(ctx, m)
-				_ = conn.Close(websocket.StatusPolicyViolation, "access to the dataset ended")
-			}
+		if !s.turn() {
 			return nil
 		}
-		if s.subscribed && !s.sendChanges(ctx) {
-			return nil
+		s.sub.Handled()
+		var polled <-chan time.Time // attached, the feed looks at the change log and the access
+		if !s.sub.Attached() {
+			polled = poll.C
 		}
-		sub.Handled()
 		select {
 		case <-ctx.Done():
 			_ = conn.Close(websocket.StatusNormalClosure, "")
 			return nil
 		case m := <-cmds:
-			reply, ok := s.answer(ctx, m)
-			if !ok {
+			if !s.command(m) {
 				return nil
 			}
-			if err := s.write(ctx, reply); err != nil {
-				return nil
-			}
-		case <-sub.C:
-			sub.Woken()
-		case <-poll.C:
+		case <-s.sub.C:
+			s.sub.Woken()
+		case <-polled:
 		case <-heartbeat.C:
 			pctx, done := context.WithTimeout(ctx, 10*time.Second)
 			err := conn.Ping(pctx)
@@ -110,7 +128,9 @@ func readMessages(ctx context.Context, cancel context.CancelFunc, conn *websocke
 			return
 		}
 		var m wsMessage
-		if json.Unmarshal(b, &m) != nil {
+		if err := json.Unmarshal(b, &m); errors.Is(err, errEventID) {
+			m = wsMessage{Action: "invalid_event_id"}
+		} else if err != nil {
 			m = wsMessage{Action: "invalid"}
 		}
 		select {
@@ -121,51 +141,195 @@ func readMessages(ctx context.Context, cancel context.CancelFunc, conn *websocke
 	}
 }
 
-// wsSession is the state of one WebSocket client's subscription.
+// wsSession is the state of one WebSocket client's subscription. While attached to its
+// dataset's feed, the feed's goroutines deliver changes to it (Deliver); otherwise its own
+// goroutine reads and sends them (turn). mu orders the two, and the replies to commands.
 type wsSession struct {
-	h          *Records
-	rc         *recordCtx
-	conn       *websocket.Conn
-	fields     map[string]bool // the table's fields, which filters may name
+	h      *Records
+	rc     *recordCtx
+	conn   *websocket.Conn
+	out    *corkConn // conn's connection to the client
+	ctx    context.Context
+	fields map[string]bool // the table's fields, which filters may name
+	access *streamAccess
+	sub    *changes.Subscription
+
+	mu         sync.Mutex
 	subscribed bool
 	filters    map[string]string
 	last       int64 // the last change event seen
+	done       bool  // the handler returned, or a write failed: nothing more is written
 }
 
-// write sends v as a JSON text message.
-func (s *wsSession) write(ctx context.Context, v any) error {
+// write sends v as a JSON text message (mu held).
+func (s *wsSession) write(v any) error {
 	b, _ := json.Marshal(v)
-	return s.send(ctx, b)
+	return s.conn.Write(s.ctx, websocket.MessageText, b)
 }
 
-// send sends b, JSON, as a text message.
-func (s *wsSession) send(ctx context.Context, b []byte) error {
-	wctx, done := context.WithTimeout(ctx, 10*time.Second)
-	defer done()
-	return s.conn.Write(wctx, websocket.MessageText, b)
+// command acts on a client's message and answers it; false when the stream ends.
+func (s *wsSession) command(m wsMessage) bool {
+	if m.Action == "subscribe" || m.Action == "unsubscribe" {
+		s.sub.Detach() // what is sent, and from where, changes: turn catches up and attaches again
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reply, ok := s.answer(s.ctx, m)
+	return ok && s.write(reply) == nil
 }
 
-// sendChanges sends the changes since the last one that match the filters; false when the
-// stream ends.
-func (s *wsSession) sendChanges(ctx context.Context) bool {
-	for {
-		batch, err := s.h.Changes.Since(ctx, s.h.Store.DB, s.rc.d.ID, s.last, 500)
-		if err != nil {
+// turn is a turn of the session's own loop: it checks access (ending the stream with an
+// error message when it is gone) and, unless the feed delivers, sends the changes after the
+// last and hands delivery to the feed once caught up; false when the stream ends.
+func (s *wsSession) turn() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.access.check(s.ctx); err != nil {
+		if m := ended(err); m != nil {
+			_ = s.write(m)
+			_ = s.conn.Close(websocket.StatusPolicyViolation, "access to the dataset ended")
+		}
+		return false
+	}
+	for s.subscribed && !s.sub.Attached() {
+		batch, err := s.h.Changes.Since(s.ctx, s.h.Store.DB, s.rc.d.ID, s.last, 500)
+		if err != nil || !s.send(batch) {
 			return false
 		}
-		for _, ch := range batch {
-			s.last = ch.ID
-			ev := rendered(s.rc.desc.Table, ch)
-			if matches(ev.record, s.filters) {
-				if err := s.send(ctx, ev.ws); err != nil {
-					return false
-				}
-			}
-		}
 		if len(batch) < 500 {
-			return true
+			s.sub.Attach(s, s.last)
+			break
 		}
 	}
+	return true
+}
+
+// Deliver is the feed's delivery of the changes after the session's last (changes.Sink): it
+// declines when the stream ended or its access needs re-checking, which the session's
+// goroutine then does.
+func (s *wsSession) Deliver(batch []changes.Change) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || !s.access.settled() {
+		return false
+	}
+	if !s.subscribed || !s.sub.Attached() { // a delivery begun before a command detached it
+		return true
+	}
+	return s.send(batch)
+}
+
+// send sends the changes of batch after the last one sent that pass the filters, as one
+// message each and one write to the connection (mu held); false when the stream ends.
+func (s *wsSession) send(batch []changes.Change) bool {
+	if s.done {
+		return false
+	}
+	s.out.cork()
+	for _, ch := range batch {
+		if ch.ID <= s.last {
+			continue
+		}
+		s.last = ch.ID
+		if ev := rendered(s.rc.desc.Table, ch); matches(ev.record, s.filters) {
+			_, _ = s.out.Write(ev.ws) // corked: gathered
+		}
+	}
+	s.done = s.out.uncork() != nil
+	return !s.done
+}
+
+// wsFrame is msg as a WebSocket text frame from a server (final, unmasked, uncompressed:
+// what the WebSocket library writes for it), made once per change, not per subscriber. The
+// library writes every frame of its own (replies, pings, close) with one Write to the
+// connection, or under the session's mu, so frames written beside it never interleave.
+func wsFrame(msg []byte) []byte {
+	n := len(msg)
+	h := make([]byte, 0, 10+n)
+	switch {
+	case n < 126:
+		h = append(h, 0x81, byte(n))
+	case n <= 0xffff:
+		h = append(h, 0x81, 126, byte(n>>8), byte(n))
+	default:
+		h = binary.BigEndian.AppendUint64(append(h, 0x81, 127), uint64(n))
+	}
+	return append(h, msg...)
+}
+
+// end stops every write, waiting for one under way.
+func (s *wsSession) end() {
+	s.mu.Lock()
+	s.done = true
+	s.mu.Unlock()
+}
+
+// corkingHijacker hands websocket.Accept the client connection as a corkConn.
+type corkingHijacker struct {
+	http.ResponseWriter
+	conn *corkConn
+}
+
+func (w *corkingHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.conn = &corkConn{Conn: c}
+	return w.conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriter(w.conn)), nil
+}
+
+// corkConn is a WebSocket's connection to its client. The WebSocket library writes each
+// message out at once; corked, the connection gathers them, and uncork writes what a
+// delivery brought with one system call (a write per message per subscriber cost most of a
+// delivery). A write to the client waits at most streamWriteWait.
+type corkConn struct {
+	net.Conn
+	mu       sync.Mutex
+	b        *bytes.Buffer // gathered while corked, from streamBufs
+	deadline time.Time
+}
+
+func (c *corkConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.b != nil {
+		return c.b.Write(p)
+	}
+	return c.write(p)
+}
+
+// write writes p to the client (mu held), moving the deadline when half of it has passed.
+func (c *corkConn) write(p []byte) (int, error) {
+	if now := time.Now(); c.deadline.Sub(now) < streamWriteWait/2 {
+		c.deadline = now.Add(streamWriteWait)
+		_ = c.Conn.SetWriteDeadline(c.deadline)
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *corkConn) cork() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.b == nil {
+		c.b = streamBufs.Get().(*bytes.Buffer)
+	}
+}
+
+func (c *corkConn) uncork() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.b
+	if b == nil {
+		return nil
+	}
+	c.b = nil
+	var err error
+	if b.Len() > 0 {
+		_, err = c.write(b.Bytes())
+	}
+	putStreamBuf(b)
+	return err
 }
 
 // answer acts on a client's message and returns the reply; false when the stream ends.
@@ -182,7 +346,7 @@ func (s *wsSession) answer(ctx context.Context, m wsMessage) (any, bool) {
 			return map[string]any{"type": "error", "code": apierr.CodeValidationError, "message": fmt.Sprintf("no field %q to filter on", bad)}, true
 		}
 		if m.LastEventID != nil {
-			s.last = *m.LastEventID
+			s.last = int64(*m.LastEventID)
 		} else {
 			last, err := changes.Latest(ctx, s.h.Store.DB, s.rc.d.ID)
 			if err != nil {
@@ -197,6 +361,8 @@ func (s *wsSession) answer(ctx context.Context, m wsMessage) (any, bool) {
 		return map[string]any{"type": "unsubscribed"}, true
 	case "ping":
 		return map[string]any{"type": "pong"}, true
+	case "invalid_event_id":
+		return map[string]any{"type": "error", "code": apierr.CodeValidationError, "message": errEventID.Error()}, true
 	default:
 		return map[string]any{"type": "error", "code": apierr.CodeInvalidMessage, "message": "send {\"action\": \"subscribe\" | \"unsubscribe\" | \"ping\"}"}, true
 	}

@@ -1,5 +1,6 @@
 // Command streamload measures change-stream fan-out: it opens N Server-Sent Events
-// subscribers on one dataset (GET /api/v1/datasets/{id}/data/stream), then writes records
+// subscribers on one dataset (GET /api/v1/datasets/{id}/data/stream; with -transport
+// websocket, WebSocket subscribers of /data/ws), then writes records
 // through the record API at a fixed rate (POST /api/v1/datasets/{id}/data, each record
 // carrying seq_no and t_ns, the client's clock just before the POST), and reports the
 // delivery latency (event received − t_ns) p50/p90/p99/p99.9/max over every event every
@@ -19,6 +20,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"io"
@@ -66,6 +70,7 @@ func main() {
 	drain := flag.Duration("drain", 30*time.Second, "how long to wait after the writes for every subscriber to catch up")
 	pid := flag.Int("pid", 0, "the server's pid, for its RSS")
 	connConc := flag.Int("connect-concurrency", 32, "subscribers connecting at once")
+	transport := flag.String("transport", "sse", "sse (/data/stream) or websocket (/data/ws)")
 	metrics := flag.String("metrics", "", "the server's metrics address (DP_METRICS_ADDR), for its own view of the POST latency")
 	flag.Parse()
 
@@ -100,7 +105,12 @@ func main() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			subscribe(ctx, client, *base, *token, *dataset, s, total, func() { <-sem; ready.Done() })
+			done := func() { <-sem; ready.Done() }
+			if *transport == "websocket" {
+				subscribeWS(ctx, *base, *token, *dataset, s, total, done)
+			} else {
+				subscribe(ctx, client, *base, *token, *dataset, s, total, done)
+			}
 		}()
 	}
 	ready.Wait()
@@ -304,35 +314,128 @@ func subscribe(ctx context.Context, client *http.Client, base, token, ds string,
 			connected.Add(1)
 			once.Do(ready)
 		}
-		if !bytes.HasPrefix(line, []byte("data: ")) {
-			continue
+		if bytes.HasPrefix(line, []byte("data: ")) {
+			s.event(line, total)
 		}
-		now := time.Now().UnixNano()
-		tns, ok1 := field(line, `"t_ns":`)
-		seq, ok2 := field(line, `"seq_no":`)
-		if !ok1 || !ok2 || seq < 0 || seq >= int64(total) {
-			continue
-		}
-		ms := (now - tns) / int64(time.Millisecond)
-		if ms < 0 {
-			ms = 0
-		}
-		if ms > bucketMs {
-			ms = bucketMs
-		}
-		ack := int64(0)
-		if a := acked[seq].Load(); a != 0 && now > a {
-			ack = min((now-a)/int64(time.Millisecond), bucketMs)
-		}
-		s.lat, s.latAck = append(s.lat, uint16(ms)), append(s.latAck, uint16(ack))
-		w, b := seq/64, uint64(1)<<(seq%64)
-		if s.got[w]&b != 0 {
-			s.dups.Add(1)
-			continue
-		}
-		s.got[w] |= b
-		s.n.Add(1)
 	}
+}
+
+// subscribeWS is subscribe over the WebSocket endpoint (/data/ws): it subscribes from now on
+// and reads a message per event. It speaks the protocol itself (an upgrade, then frames): a
+// WebSocket library's cost per message made this client, not the server, the bottleneck.
+func subscribeWS(ctx context.Context, base, token, ds string, s *sub, total int, ready func()) {
+	once := sync.Once{}
+	defer once.Do(ready)
+	fail := func(err error) {
+		if failed.Add(1) <= 3 {
+			fmt.Fprintf(os.Stderr, "subscribe: %v\n", err)
+		}
+	}
+	conn, err := (&net.Dialer{Timeout: 30 * time.Second}).DialContext(ctx, "tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer func() { _ = conn.Close() }()
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	key := make([]byte, 16)
+	_, _ = rand.Read(key)
+	_, _ = fmt.Fprintf(conn, "GET /api/v1/datasets/%s/data/ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer %s\r\n\r\n",
+		ds, strings.TrimPrefix(base, "http://"), base64.StdEncoding.EncodeToString(key), token)
+	r := bufio.NewReaderSize(conn, 16<<10)
+	res, err := http.ReadResponse(r, nil)
+	if err == nil && res.StatusCode != http.StatusSwitchingProtocols {
+		err = fmt.Errorf("upgrade answered %d", res.StatusCode)
+	}
+	if err == nil {
+		err = writeFrame(conn, 0x1, []byte(`{"action":"subscribe"}`))
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	buf := make([]byte, 16<<10)
+	for {
+		op, msg, err := readFrame(r, buf)
+		if err == nil && op == 0x9 { // ping: the server ends a stream whose client does not answer
+			err = writeFrame(conn, 0xA, msg)
+		}
+		if err != nil || op == 0x8 {
+			if ctx.Err() == nil {
+				dropped.Add(1)
+			}
+			return
+		}
+		if op != 0x1 {
+			continue
+		}
+		if bytes.Contains(msg, []byte(`"type":"subscribed"`)) {
+			connected.Add(1)
+			once.Do(ready)
+			continue
+		}
+		s.event(msg, total)
+	}
+}
+
+// readFrame reads a server's frame (unmasked, whole): its opcode and payload, in buf when
+// it fits.
+func readFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
+	var h [8]byte
+	if _, err := io.ReadFull(r, h[:2]); err != nil {
+		return 0, nil, err
+	}
+	op, n := h[0]&0x0f, uint64(h[1]&0x7f)
+	switch n {
+	case 126:
+		if _, err := io.ReadFull(r, h[:2]); err != nil {
+			return 0, nil, err
+		}
+		n = uint64(binary.BigEndian.Uint16(h[:2]))
+	case 127:
+		if _, err := io.ReadFull(r, h[:8]); err != nil {
+			return 0, nil, err
+		}
+		n = binary.BigEndian.Uint64(h[:8])
+	}
+	p := buf
+	if n > uint64(len(buf)) {
+		p = make([]byte, n)
+	}
+	_, err := io.ReadFull(r, p[:n])
+	return op, p[:n], err
+}
+
+// writeFrame writes a client's frame (final, masked with a zero key: the bytes as they are)
+// of fewer than 126 bytes.
+func writeFrame(w io.Writer, op byte, p []byte) error {
+	_, err := w.Write(append([]byte{0x80 | op, 0x80 | byte(len(p)), 0, 0, 0, 0}, p...))
+	return err
+}
+
+// event counts an event received now, whose text (a line or a message) holds its record.
+func (s *sub) event(text []byte, total int) {
+	now := time.Now().UnixNano()
+	tns, ok1 := field(text, `"t_ns":`)
+	seq, ok2 := field(text, `"seq_no":`)
+	if !ok1 || !ok2 || seq < 0 || seq >= int64(total) {
+		return
+	}
+	ms := min(max((now-tns)/int64(time.Millisecond), 0), bucketMs)
+	ack := int64(0)
+	if a := acked[seq].Load(); a != 0 && now > a {
+		ack = min((now-a)/int64(time.Millisecond), bucketMs)
+	}
+	s.lat, s.latAck = append(s.lat, uint16(ms)), append(s.latAck, uint16(ack))
+	w, b := seq/64, uint64(1)<<(seq%64)
+	if s.got[w]&b != 0 {
+		s.dups.Add(1)
+		return
+	}
+	s.got[w] |= b
+	s.n.Add(1)
 }
 
 // field is the integer after key in a JSON line, without decoding the line.

@@ -465,6 +465,16 @@ func (s *Subscription) open() bool {
 // Attached says the feed delivers to the subscription's sink.
 func (s *Subscription) Attached() bool { return s.attached.Load() }
 
+// Detach takes delivery back from the feed, without a wake-up. A delivery already under way
+// may still reach the sink: it ignores changes it has had, and what comes while it is not
+// attached.
+func (s *Subscription) Detach() {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	delete(s.f.sinks, s)
+	s.attached.Store(false)
+}
+
 // detach takes delivery back from the feed and wakes the subscriber (f.mu held).
 func (f *feed) detach(s *Subscription) {
 	delete(f.sinks, s)
@@ -502,20 +512,19 @@ func (f *feed) deliver() {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
-				j := jobs[i]
-				if !j.sink.Deliver(j.batch) {
-					declined[i] = true
-				} else if len(j.batch) > 0 {
-					j.s.last = j.batch[len(j.batch)-1].ID
-				}
+				declined[i] = !jobs[i].sink.Deliver(jobs[i].batch)
 			}
 		}()
 	}
 	wg.Wait()
 	f.mu.Lock()
 	for i, j := range jobs {
-		if declined[i] && f.sinks[j.s] != nil {
+		switch {
+		case f.sinks[j.s] == nil: // detached meanwhile
+		case declined[i]:
 			f.detach(j.s)
+		case len(j.batch) > 0: // not below a last set by an Attach meanwhile
+			j.s.last = max(j.s.last, j.batch[len(j.batch)-1].ID)
 		}
 	}
 	f.mu.Unlock()
