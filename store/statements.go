@@ -19,9 +19,14 @@ import (
 // sort: never values, which are bound parameters), so the same few texts come again and again.
 // A text seen stmtAfter times on a pool is prepared there and kept: database/sql prepares it on
 // each connection the first time it runs there, and afterwards each execution is one
-// Bind/Execute round trip with no parsing or planning. At most stmtKeep texts are kept per pool;
-// the least recently used one beyond that is closed (after stmtCloseAfter, so a query that just
-// took it still runs). Through a transaction pooler (Pooled) nothing is prepared.
+// Bind/Execute round trip with no parsing or planning. At most stmtKeep texts are kept per pool
+// (each costs every backend that ran it tens of kilobytes). When that many are, a text is
+// prepared only when it has been used more often than the least recently used kept one, which
+// is then closed (after stmtCloseAfter, so a query that just took it still runs); uses count
+// half every stmtAge uses of the pool, so that what was busy once gives way. Without that
+// rule, traffic spread over more texts than are kept (a thousand tenants' datasets) closed and
+// prepared statements at nearly every request, which cost PostgreSQL more than preparing
+// nothing. Through a transaction pooler (Pooled) nothing is prepared.
 //
 // PostgreSQL keeps a prepared statement valid across schema changes by itself (it parses the
 // text again when a table it names is altered, renamed or dropped and created again), and every
@@ -31,6 +36,7 @@ import (
 const (
 	stmtKeep       = 128
 	stmtAfter      = 2
+	stmtAge        = 8 * stmtKeep
 	stmtCloseAfter = 10 * time.Second
 )
 
@@ -42,6 +48,7 @@ type stmtCache struct {
 	mu   sync.Mutex
 	tick uint64
 	m    map[string]*stmtEntry
+	kept int // entries with a statement
 }
 
 type stmtEntry struct {
@@ -86,11 +93,17 @@ func (p preparing) stmt(ctx context.Context, query string) *sqlx.Stmt {
 		e = &stmtEntry{}
 		c.m[query] = e
 	}
+	if c.tick%stmtAge == 0 {
+		for _, x := range c.m {
+			x.uses /= 2
+		}
+	}
 	e.uses++
 	e.last = c.tick
-	st, uses := e.st, e.uses
+	st := e.st
+	admit := st == nil && e.uses >= stmtAfter && c.admits(e)
 	c.mu.Unlock()
-	if st != nil || uses < stmtAfter {
+	if !admit {
 		return st
 	}
 	st, err := p.db.PreparexContext(ctx, query)
@@ -108,24 +121,38 @@ func (p preparing) stmt(ctx context.Context, query string) *sqlx.Stmt {
 		return nil
 	}
 	e.st = st
-	var kept []string
-	for k, x := range c.m {
-		if x.st != nil {
-			kept = append(kept, k)
+	c.kept++
+	if c.kept > stmtKeep {
+		if k, _ := c.victim(); k != "" {
+			old := c.m[k].st
+			delete(c.m, k)
+			c.kept--
+			time.AfterFunc(stmtCloseAfter, func() { _ = old.Close() }) // evicted: no caller to tell
 		}
-	}
-	if len(kept) > stmtKeep {
-		oldest := kept[0]
-		for _, k := range kept {
-			if c.m[k].last < c.m[oldest].last {
-				oldest = k
-			}
-		}
-		old := c.m[oldest].st
-		delete(c.m, oldest)
-		time.AfterFunc(stmtCloseAfter, func() { _ = old.Close() }) // evicted: no caller to tell
 	}
 	return st
+}
+
+// admits says whether e's text is to be prepared (mu held): while fewer than stmtKeep are
+// kept, or when it has been used more than the one it would displace.
+func (c *stmtCache) admits(e *stmtEntry) bool {
+	if c.kept < stmtKeep {
+		return true
+	}
+	_, v := c.victim()
+	return v != nil && e.uses > v.uses
+}
+
+// victim is the least recently used kept statement (mu held).
+func (c *stmtCache) victim() (string, *stmtEntry) {
+	var key string
+	var v *stmtEntry
+	for k, x := range c.m {
+		if x.st != nil && (v == nil || x.last < v.last) {
+			key, v = k, x
+		}
+	}
+	return key, v
 }
 
 // closed is the error of a statement closed under a query that had just taken it.
