@@ -99,6 +99,7 @@ func (h *Records) Socket(c echo.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			s.end() // no event after the close frame
 			_ = conn.Close(websocket.StatusNormalClosure, "")
 			return nil
 		case m := <-cmds:
@@ -183,14 +184,19 @@ func (s *wsSession) command(m wsMessage) bool {
 // last and hands delivery to the feed once caught up; false when the stream ends.
 func (s *wsSession) turn() bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.access.check(s.ctx); err != nil {
-		if m := ended(err); m != nil {
+		s.done = true // no event after the error and the close frame
+		m := ended(err)
+		if m != nil {
 			_ = s.write(m)
+		}
+		s.mu.Unlock()
+		if m != nil { // the closing handshake waits for the client: not with mu held
 			_ = s.conn.Close(websocket.StatusPolicyViolation, "access to the dataset ended")
 		}
 		return false
 	}
+	defer s.mu.Unlock()
 	for s.subscribed && !s.sub.Attached() {
 		batch, err := s.h.Changes.Since(s.ctx, s.h.Store.DB, s.rc.d.ID, s.last, 500)
 		if err != nil || !s.send(batch) {

@@ -82,12 +82,12 @@ func main() {
 	total := int(dur.Seconds() * float64(*rate))
 	words := (total + 63) / 64
 	acked = make([]atomic.Int64, total)
-	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: 256, DisableCompression: true,
-		ReadBufferSize: 16 << 10,
+	client := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 256, DisableCompression: true, ReadBufferSize: 16 << 10}}
+	subscribeOne := subscribe
+	if *transport == "websocket" {
+		subscribeOne = subscribeWS
 	}
-	client := &http.Client{Transport: tr}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -105,12 +105,7 @@ func main() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			done := func() { <-sem; ready.Done() }
-			if *transport == "websocket" {
-				subscribeWS(ctx, *base, *token, *dataset, s, total, done)
-			} else {
-				subscribe(ctx, client, *base, *token, *dataset, s, total, done)
-			}
+			subscribeOne(ctx, client, *base, *token, *dataset, s, total, func() { <-sem; ready.Done() })
 		}()
 	}
 	ready.Wait()
@@ -323,7 +318,7 @@ func subscribe(ctx context.Context, client *http.Client, base, token, ds string,
 // subscribeWS is subscribe over the WebSocket endpoint (/data/ws): it subscribes from now on
 // and reads a message per event. It speaks the protocol itself (an upgrade, then frames): a
 // WebSocket library's cost per message made this client, not the server, the bottleneck.
-func subscribeWS(ctx context.Context, base, token, ds string, s *sub, total int, ready func()) {
+func subscribeWS(ctx context.Context, _ *http.Client, base, token, ds string, s *sub, total int, ready func()) {
 	once := sync.Once{}
 	defer once.Do(ready)
 	fail := func(err error) {
