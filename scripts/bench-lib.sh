@@ -98,13 +98,13 @@ with open(path, "w") as f:
 PY
 }
 
-# bench_cpu: CPU time so far, in ticks (1/100 s), of the server process and of the embedded
+# bench_cpu [PID]: CPU time so far, in ticks (1/100 s), of the server process (or PID) and of the embedded
 # cluster's processes (its postmaster and every backend, living or ended: a process's
 # cutime counts its ended children), as "server database".
 bench_cpu() {
   local pm
   pm=$(head -1 "$tmp/d/postgres/postmaster.pid")
-  for f in /proc/[0-9]*/stat; do cat "$f" 2>/dev/null; echo; done | awk -v srv="$pid" -v pm="$pm" '
+  for f in /proc/[0-9]*/stat; do cat "$f" 2>/dev/null; echo; done | awk -v srv="${1:-$pid}" -v pm="$pm" '
     # /proc/PID/stat: the command may hold spaces; the fields after its ")" are counted.
     NF == 0 { next }
     { p = $1; sub(/^.*\) /, ""); ppid = $2; t = $12 + $13 }

@@ -4,8 +4,9 @@
 #  - csv, ndjson and parquet exports of every row vs psql's COPY (SELECT ...) TO STDOUT of
 #    the same rows and values (the service's expressions); the server's peak RSS during each.
 #  - a filtered, sorted list page and a read by key under wrk vs pgbench running the same
-#    SELECT prepared, as the service runs it (32 connections, 3 turns each; BENCH_CONNS and
-#    BENCH_RUNS change them; the server takes DP_* settings from the environment, e.g.
+#    SELECT prepared, as the service runs it, and vs scripts/readfloor, the least a Go server
+#    on the same stack spends on it (32 connections, 3 turns each; BENCH_CONNS and BENCH_RUNS
+#    change them; the server takes DP_* settings from the environment, e.g.
 #    DP_RECORD_CONCURRENCY).
 #  - a keyset (cursor) page near the end of the table vs the first page.
 # Usage: scripts/bench-records.sh [rows] [seconds]; BENCH_EXPORT_ONLY=1 stops after the exports.
@@ -78,11 +79,17 @@ for format in csv ndjson parquet; do
 done
 [ -n "${BENCH_EXPORT_ONLY:-}" ] && exit 0 # the exports alone
 
-# The list page and the read by key: the service under wrk against pgbench running the SELECT
-# the service sends (its parameters written in) as the service sends it, a statement prepared
-# once per connection (-M prepared), taking turns $runs times each; the ratio is taken turn by
-# turn (other work on the machine moves both), with the median and spread; and the CPU time
-# of a request in the server process and in PostgreSQL (which side more replicas relieve).
+# The list page and the read by key, taking turns $runs times each (other work on the machine
+# moves all; each ratio is taken turn by turn, with the median and spread), with the CPU time
+# of a request in the server process and in PostgreSQL (which side more replicas relieve):
+#  - the service under wrk;
+#  - pgbench running the SELECT the service sends, prepared once per connection (-M prepared)
+#    as the service prepares it: its values written in ("pgbench"), and bound as parameters
+#    as the service binds them ("pgbench, bound"; PostgreSQL plans a statement with parameters
+#    again at each execution when it expects that to pay, as for a filtered, sorted page);
+#  - scripts/readfloor under wrk: the least a Go server on the service's stack (net/http,
+#    lib/pq) spends on the same bound statement, with no authentication, validation or
+#    shaping ("floor"): service/floor is the service's own cost, floor/pgbench the stack's.
 q="filter%5Bcity%5D=city7&filter%5Bamount%5D%5Bgte%5D=500&sort=-amount&limit=20"
 cat > "$tmp/page.sql" <<SQL
 SELECT to_json(x), json_build_array(r."amount", r."id") FROM (SELECT $cols, json_strip_nulls(json_build_object('self', '/api/v1/datasets/$ds/data/' || "id")) AS _links
@@ -90,31 +97,74 @@ SELECT to_json(x), json_build_array(r."amount", r."id") FROM (SELECT $cols, json
   LATERAL (SELECT $(fmt r.), r._links) x;
 SQL
 echo "SELECT to_json(r) FROM (SELECT $(fmt) FROM $table WHERE id = 123456 AND deleted_at IS NULL) r;" > "$tmp/one.sql"
-# versus LABEL URL SQLFILE: $runs turns of wrk on URL and pgbench on SQLFILE.
+# The bound forms: pgbench's variables (-D), readfloor's parameters.
+for f in page one; do
+  sed -e "s/'500'::numeric/:amt::numeric/; s/'city7'::text/:city::text/; s/LIMIT 21 OFFSET 0/LIMIT :lim OFFSET :off/; s/id = 123456/id = :id/" \
+    "$tmp/$f.sql" > "$tmp/$f.bound"
+done
+floorsql() { sed -e 's/:amt/$1/; s/:city/$2/; s/:lim/$3/; s/:off/$4/; s/:id/$1/; s/;$//' "$1"; }
+go build -o "$tmp/readfloor" ./scripts/readfloor
+fport=$((port + 5))
+pgurl="postgres://postgres:$PGPASSWORD@127.0.0.1:$pgport/postgres?sslmode=disable"
+# load LABEL URL [AUTH]: wrk on URL for $secs; prints its figures and sets rps.
+load() {
+  local out n s0 d0 s1 d1 p=$pid
+  [ -n "${3:-}" ] && p=$3
+  read -r s0 d0 <<< "$(bench_cpu "$p")"
+  out=$(wrk -t2 -c"$conns" -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "$2")
+  read -r s1 d1 <<< "$(bench_cpu "$p")"
+  rps=$(echo "$out" | awk '/Requests\/sec/{print $2}')
+  n=$(echo "$out" | awk '/requests in/{print $1}')
+  echo "  $1: $(echo "$out" | grep -E "Requests/sec|50%|99%|Non-2xx" | tr -s ' ' | tr '\n' ' ')" \
+    "CPU per request: server $(( (s1 - s0) * 10000 / n )) µs, database $(( (d1 - d0) * 10000 / n )) µs"
+}
+# pgb LABEL FILE [-D...]: pgbench on FILE for $secs; prints its figures and sets tps.
+pgb() {
+  local label=$1 file=$2 s0 d0 s1 d1; shift 2
+  rm -f "$tmp"/pgb.*
+  read -r s0 d0 <<< "$(bench_cpu)"
+  tps=$(cd "$tmp" && pgbench -n -M prepared -h 127.0.0.1 -p "$pgport" -U postgres -c "$conns" -j 2 -T "$secs" "$@" -f "$file" --log --log-prefix=pgb postgres 2>/dev/null | grep -E "^tps" | cut -d' ' -f3)
+  read -r s1 d1 <<< "$(bench_cpu)"
+  echo "  $label: tps $tps, p50 $(bench_percentile 50 "$tmp"/pgb.*) ms, p99 $(bench_percentile 99 "$tmp"/pgb.*) ms," \
+    "database CPU per transaction $(( (d1 - d0) * 10000 / $(cat "$tmp"/pgb.* | wc -l) )) µs"
+}
+# spread NAME VALUES...: the median, min and max of the per-turn ratios.
+spread() {
+  local name=$1; shift
+  local sorted=($(printf '%s\n' "$@" | sort -n))
+  echo "  $name: median ${sorted[$(( ${#sorted[@]} / 2 ))]} (min ${sorted[0]}, max ${sorted[-1]}, $runs turns)"
+}
+# versus LABEL URL NAME FLOORARGS [-array]: $runs turns of the four on statement NAME.
 versus() {
-  local label=$1 url=$2 sql=$3 ratios=() out rps tps n s0 d0 s1 d1
+  local label=$1 url=$2 name=$3 fargs=$4 farray=${5:-} fpid svc=() bound=() floor=() own=() r_svc r_floor
+  "$tmp/readfloor" -addr "127.0.0.1:$fport" -db "$pgurl" -sql "$(floorsql "$tmp/$name.bound")" -args "$fargs" $farray &
+  fpid=$!
+  for _ in $(seq 1 50); do curl -sf "127.0.0.1:$fport/" >/dev/null && break; sleep 0.1; done
   curl -sf "$url" -H "Authorization: Bearer $tok" >/dev/null
   # Warm up first (pooled database connections, cached lookups): steady state is measured.
   wrk -t2 -c"$conns" -d3s -H "Authorization: Bearer $tok" "$url" >/dev/null
+  wrk -t2 -c"$conns" -d3s "http://127.0.0.1:$fport/" >/dev/null
   echo "$label, ${secs}s each, $conns connections:"
+  local dvars=(-D amt=500 -D city=city7 -D lim=21 -D off=0 -D id=123456)
   for i in $(seq 1 "$runs"); do
-    read -r s0 d0 <<< "$(bench_cpu)"
-    out=$(wrk -t2 -c"$conns" -d"${secs}s" --timeout 20s --latency -H "Authorization: Bearer $tok" "$url")
-    read -r s1 d1 <<< "$(bench_cpu)"
-    rps=$(echo "$out" | awk '/Requests\/sec/{print $2}')
-    n=$(echo "$out" | awk '/requests in/{print $1}')
-    echo "  service run $i: $(echo "$out" | grep -E "Requests/sec|50%|99%|Non-2xx" | tr -s ' ' | tr '\n' ' ')" \
-      "CPU per request: server $(( (s1 - s0) * 10000 / n )) µs, database $(( (d1 - d0) * 10000 / n )) µs"
-    rm -f "$tmp"/pgb.*
-    tps=$(cd "$tmp" && pgbench -n -M prepared -h 127.0.0.1 -p "$pgport" -U postgres -c "$conns" -j 2 -T "$secs" -f "$sql" --log --log-prefix=pgb postgres 2>/dev/null | grep -E "^tps" | cut -d' ' -f3)
-    echo "  pgbench run $i: tps $tps, p50 $(bench_percentile 50 "$tmp"/pgb.*) ms, p99 $(bench_percentile 99 "$tmp"/pgb.*) ms"
-    ratios+=("$(echo "scale=3; $rps / $tps" | bc)")
+    echo " turn $i"
+    load service "$url"; r_svc=$rps
+    load floor "http://127.0.0.1:$fport/" "$fpid"; r_floor=$rps
+    pgb pgbench "$tmp/$name.sql"
+    svc+=("$(echo "scale=3; $r_svc / $tps" | bc)"); floor+=("$(echo "scale=3; $r_floor / $tps" | bc)")
+    own+=("$(echo "scale=3; $r_svc / $r_floor" | bc)")
+    pgb "pgbench, bound" "$tmp/$name.bound" "${dvars[@]}"
+    bound+=("$(echo "scale=3; $r_svc / $tps" | bc)")
   done
-  local sorted=($(printf '%s\n' "${ratios[@]}" | sort -n))
-  echo "$label: service over pgbench, median ${sorted[$(( ${#sorted[@]} / 2 ))]} (min ${sorted[0]}, max ${sorted[-1]}, $runs turns)"
+  kill "$fpid"
+  echo "$label, ratios:"
+  spread "service/pgbench" "${svc[@]}"
+  spread "service/(pgbench, bound)" "${bound[@]}"
+  spread "floor/pgbench" "${floor[@]}"
+  spread "service/floor" "${own[@]}"
 }
-versus "list page (city = city7, amount >= 500, sort -amount, 20 rows)" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" "$tmp/page.sql"
-versus "GET one record by key" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" "$tmp/one.sql"
+versus "list page (city = city7, amount >= 500, sort -amount, 20 rows)" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" page "500,city7,21,0" -array
+versus "GET one record by key" "http://127.0.0.1:$port/api/v1/datasets/$ds/data/123456" one 123456
 
 # Cursor near the end vs the first page (sort by id).
 cur=$(python3 -c "import base64,json; print(base64.urlsafe_b64encode(json.dumps({'d':'$ds','s':'id','v':[$rows-30]}).encode()).decode().rstrip('='))")
