@@ -398,9 +398,11 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 // exactCount is the number of rows of the table matching where (with its args). An uploaded
 // table's count is kept with the newest change of its dataset when it was counted: while its
 // change trigger is on, every change of its rows is in the change log (platform.record_changes,
-// numbered at commit in commit order), so while the newest change is the same the count is too. One statement, in
-// one snapshot, reads the newest change and counts only when it differs from the kept one: a
-// list page of a table that has not changed costs an index lookup instead of a scan.
+// numbered at commit in commit order), so while the newest change is the same the count is too.
+// With a count kept, a statement the same for every dataset (prepared, so not planned again:
+// a count's statement is, with the table's indexes, at each execution) reads the newest
+// change; only when it differs does one statement, in one snapshot, read it again and count.
+// A list page of a table that has not changed costs an index lookup instead of a scan.
 func (t *Table) exactCount(ctx context.Context, q sqlx.QueryerContext, where string, args []any) (int64, error) {
 	var n int64
 	if !t.System() { // a connected table or a view: changes made elsewhere are not logged
@@ -412,17 +414,20 @@ func (t *Table) exactCount(ctx context.Context, q sqlx.QueryerContext, where str
 	if !ok {
 		kept = seqCount{seq: -2} // no newest change is -2
 	}
-	// The newest change is -1, and the rows are counted and the count not kept, when the
-	// table's change trigger is missing or disabled, or a change is not numbered yet (the
-	// caller's own transaction's: others' are invisible until their commit numbers them).
+	if ok {
+		var seq int64
+		if err := q.QueryRowxContext(ctx, `SELECT `+newestChange("$1", "$2"), t.Relation, t.Qualified()).Scan(&seq); err != nil {
+			return 0, err
+		}
+		if seq == kept.seq {
+			return kept.n, nil
+		}
+	}
 	i := len(args)
-	ds, rel := `$`+strconv.Itoa(i+3), `$`+strconv.Itoa(i+4)
 	var got seqCount
 	err := q.QueryRowxContext(ctx, `SELECT s.seq, CASE WHEN s.seq = $`+strconv.Itoa(i+1)+` THEN $`+strconv.Itoa(i+2)+`::bigint
 		ELSE (SELECT count(*) FROM `+t.Qualified()+where+`) END
-		FROM (SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = `+rel+`::regclass AND tgname = 'dp_changes' AND tgenabled IN ('O', 'A'))
-			OR EXISTS (SELECT 1 FROM platform.record_changes WHERE dataset_id = `+ds+` AND seq IS NULL) THEN -1
-			ELSE (SELECT coalesce(max(seq), 0) FROM platform.record_changes WHERE dataset_id = `+ds+`) END AS seq) s`,
+		FROM (SELECT `+newestChange(`$`+strconv.Itoa(i+3), `$`+strconv.Itoa(i+4))+` AS seq) s`,
 		append(slices.Clip(args), kept.seq, kept.n, t.Relation, t.Qualified())...).Scan(&got.seq, &got.n)
 	if err != nil {
 		return 0, err
@@ -431,6 +436,16 @@ func (t *Table) exactCount(ctx context.Context, q sqlx.QueryerContext, where str
 		exactCounts.put(key, got)
 	}
 	return got.n, nil
+}
+
+// newestChange is the SQL of the newest change of dataset ds (a parameter) whose table is rel
+// (a parameter, its qualified name): -1, so that the rows are counted and the count not
+// kept, when the table's change trigger is missing or disabled, or a change is not numbered
+// yet (the caller's own transaction's: others' are invisible until their commit numbers them).
+func newestChange(ds, rel string) string {
+	return `CASE WHEN NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = ` + rel + `::regclass AND tgname = 'dp_changes' AND tgenabled IN ('O', 'A'))
+		OR EXISTS (SELECT 1 FROM platform.record_changes WHERE dataset_id = ` + ds + ` AND seq IS NULL) THEN -1
+		ELSE (SELECT coalesce(max(seq), 0) FROM platform.record_changes WHERE dataset_id = ` + ds + `) END`
 }
 
 // countKey names a count of table (its name or shape) under where and its arguments, each
