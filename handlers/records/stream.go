@@ -232,18 +232,17 @@ func (h *Records) Stream(c echo.Context) error {
 // goroutines deliver changes to it (Deliver); otherwise its own goroutine reads and writes
 // them (turn). mu orders the two.
 type sseStream struct {
-	mu      sync.Mutex
-	res     *echo.Response
-	rc      *http.ResponseController
-	ds      string
-	t       *recsql.Table
-	filters map[string]string
-	access  *streamAccess
-	last    int64         // the last change event gathered
-	b       *bytes.Buffer // what is gathered, from streamBufs: a buffer per stream at work, not per open stream
-	done    bool          // the handler returned, or a write failed: nothing more is written
-	// deadline is that of the client connection's writes.
-	deadline time.Time
+	mu       sync.Mutex
+	res      *echo.Response
+	rc       *http.ResponseController
+	ds       string
+	t        *recsql.Table
+	filters  map[string]string
+	access   *streamAccess
+	last     int64         // the last change event gathered
+	b        *bytes.Buffer // what is gathered, from streamBufs: a buffer per stream at work, not per open stream
+	done     bool          // the handler returned, or a write failed: nothing more is written
+	deadline writeDeadline
 }
 
 // errStreamEnded refuses a write to a stream that has ended.
@@ -293,12 +292,7 @@ func (s *sseStream) flush() error {
 	if s.done {
 		return errStreamEnded
 	}
-	// The deadline is moved when half of it has passed, not at every write: setting it is
-	// a tenth of a delivery's work.
-	if now := time.Now(); s.deadline.Sub(now) < streamWriteWait/2 {
-		s.deadline = now.Add(streamWriteWait)
-		_ = s.rc.SetWriteDeadline(s.deadline)
-	}
+	s.deadline.move(s.rc.SetWriteDeadline)
 	_, err := s.res.Write(s.b.Bytes())
 	if err == nil {
 		err = s.rc.Flush()
@@ -345,21 +339,44 @@ func (s *sseStream) turn(ctx context.Context, h *Records, sub *changes.Subscript
 		}
 		return false
 	}
-	for !sub.Attached() {
-		batch, err := h.Changes.Since(ctx, h.Store.DB, s.ds, s.last, 500)
-		if err != nil {
-			return false // the client went away, or the database did: the client reconnects
-		}
+	return h.catchUp(ctx, sub, s.ds, s, func() int64 { return s.last }, func(batch []changes.Change) bool {
 		s.add(batch)
-		if err := s.flush(); err != nil {
+		return s.flush() == nil
+	})
+}
+
+// catchUp is a stream's own reading while the feed does not deliver to it: it sends the
+// changes of dataset ds after last() until the change log has no more, then hands delivery to the feed
+// (sink); false when a read or a send failed (the client went away, or the database did:
+// the client reconnects). The stream's lock is held.
+func (h *Records) catchUp(ctx context.Context, sub *changes.Subscription, ds string, sink changes.Sink,
+	last func() int64, send func([]changes.Change) bool) bool {
+	for !sub.Attached() {
+		batch, err := h.Changes.Since(ctx, h.Store.DB, ds, last(), catchUpBatch)
+		if err != nil || !send(batch) {
 			return false
 		}
-		if len(batch) < 500 {
-			sub.Attach(s, s.last)
+		if len(batch) < catchUpBatch {
+			sub.Attach(sink, last())
 			break
 		}
 	}
 	return true
+}
+
+// catchUpBatch is how many changes a stream reads from the change log at a time.
+const catchUpBatch = 500
+
+// writeDeadline is a client connection's write deadline, moved streamWriteWait ahead when
+// half of it has passed rather than at every write: setting it is a tenth of a delivery's
+// work.
+type writeDeadline time.Time
+
+func (d *writeDeadline) move(set func(time.Time) error) {
+	if now := time.Now(); time.Time(*d).Sub(now) < streamWriteWait/2 {
+		*d = writeDeadline(now.Add(streamWriteWait))
+		_ = set(time.Time(*d))
+	}
 }
 
 func (h *Records) heartbeat() time.Duration {

@@ -197,17 +197,7 @@ func (s *wsSession) turn() bool {
 		return false
 	}
 	defer s.mu.Unlock()
-	for s.subscribed && !s.sub.Attached() {
-		batch, err := s.h.Changes.Since(s.ctx, s.h.Store.DB, s.rc.d.ID, s.last, 500)
-		if err != nil || !s.send(batch) {
-			return false
-		}
-		if len(batch) < 500 {
-			s.sub.Attach(s, s.last)
-			break
-		}
-	}
-	return true
+	return !s.subscribed || s.h.catchUp(s.ctx, s.sub, s.rc.d.ID, s, func() int64 { return s.last }, s.send)
 }
 
 // Deliver is the feed's delivery of the changes after the session's last (changes.Sink): it
@@ -293,7 +283,7 @@ type corkConn struct {
 	net.Conn
 	mu       sync.Mutex
 	b        *bytes.Buffer // gathered while corked, from streamBufs
-	deadline time.Time
+	deadline writeDeadline
 }
 
 func (c *corkConn) Write(p []byte) (int, error) {
@@ -305,12 +295,9 @@ func (c *corkConn) Write(p []byte) (int, error) {
 	return c.write(p)
 }
 
-// write writes p to the client (mu held), moving the deadline when half of it has passed.
+// write writes p to the client (mu held).
 func (c *corkConn) write(p []byte) (int, error) {
-	if now := time.Now(); c.deadline.Sub(now) < streamWriteWait/2 {
-		c.deadline = now.Add(streamWriteWait)
-		_ = c.Conn.SetWriteDeadline(c.deadline)
-	}
+	c.deadline.move(c.Conn.SetWriteDeadline)
 	return c.Conn.Write(p)
 }
 
