@@ -198,6 +198,7 @@ func serve(args []string) error {
 	}
 	log := logger(cfg.LogLevel)
 	slog.SetDefault(log)
+	tuneGC(os.Getenv, cgroupMemoryMax(), log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
