@@ -48,13 +48,31 @@ type stmtCache struct {
 	mu   sync.Mutex
 	tick uint64
 	m    map[string]*stmtEntry
-	kept int // entries with a statement
+	kept int       // entries with a statement
+	lru  stmtEntry // the ring of kept entries: lru.next the most recently used, lru.prev the least
 }
 
 type stmtEntry struct {
-	st   *sqlx.Stmt // nil until used stmtAfter times
-	uses int
-	last uint64
+	st         *sqlx.Stmt // nil until used stmtAfter times
+	uses       int
+	key        string
+	prev, next *stmtEntry // in the ring of kept entries, while st is set
+}
+
+func newStmtCache() *stmtCache {
+	c := &stmtCache{m: map[string]*stmtEntry{}}
+	c.lru.prev, c.lru.next = &c.lru, &c.lru
+	return c
+}
+
+// front puts kept entry e first in the ring (mu held), taking it out of it first if it is in.
+func (c *stmtCache) front(e *stmtEntry) {
+	if e.next != nil {
+		e.prev.next, e.next.prev = e.next, e.prev
+	}
+	e.prev, e.next = &c.lru, c.lru.next
+	c.lru.next.prev = e
+	c.lru.next = e
 }
 
 // Preparing is db as a QueryerContext that runs the record API's repeated reads as prepared
@@ -66,7 +84,7 @@ func (s *Store) Preparing(db *sqlx.DB) sqlx.QueryerContext {
 	}
 	c, ok := stmtCaches.Load(db)
 	if !ok {
-		c, _ = stmtCaches.LoadOrStore(db, &stmtCache{m: map[string]*stmtEntry{}})
+		c, _ = stmtCaches.LoadOrStore(db, newStmtCache())
 	}
 	return preparing{db: db, c: c.(*stmtCache)}
 }
@@ -90,7 +108,7 @@ func (p preparing) stmt(ctx context.Context, query string) *sqlx.Stmt {
 				}
 			}
 		}
-		e = &stmtEntry{}
+		e = &stmtEntry{key: query}
 		c.m[query] = e
 	}
 	if c.tick%stmtAge == 0 {
@@ -99,8 +117,10 @@ func (p preparing) stmt(ctx context.Context, query string) *sqlx.Stmt {
 		}
 	}
 	e.uses++
-	e.last = c.tick
 	st := e.st
+	if st != nil {
+		c.front(e)
+	}
 	admit := st == nil && e.uses >= stmtAfter && c.admits(e)
 	c.mu.Unlock()
 	if !admit {
@@ -121,14 +141,14 @@ func (p preparing) stmt(ctx context.Context, query string) *sqlx.Stmt {
 		return nil
 	}
 	e.st = st
+	c.front(e)
 	c.kept++
-	if c.kept > stmtKeep {
-		if k, _ := c.victim(); k != "" {
-			old := c.m[k].st
-			delete(c.m, k)
-			c.kept--
-			time.AfterFunc(stmtCloseAfter, func() { _ = old.Close() }) // evicted: no caller to tell
-		}
+	if v := c.victim(); c.kept > stmtKeep && v != nil {
+		v.prev.next, v.next.prev = v.next, v.prev
+		delete(c.m, v.key)
+		c.kept--
+		old := v.st
+		time.AfterFunc(stmtCloseAfter, func() { _ = old.Close() }) // evicted: no caller to tell
 	}
 	return st
 }
@@ -139,20 +159,16 @@ func (c *stmtCache) admits(e *stmtEntry) bool {
 	if c.kept < stmtKeep {
 		return true
 	}
-	_, v := c.victim()
+	v := c.victim()
 	return v != nil && e.uses > v.uses
 }
 
-// victim is the least recently used kept statement (mu held).
-func (c *stmtCache) victim() (string, *stmtEntry) {
-	var key string
-	var v *stmtEntry
-	for k, x := range c.m {
-		if x.st != nil && (v == nil || x.last < v.last) {
-			key, v = k, x
-		}
+// victim is the least recently used kept statement, nil when none is (mu held).
+func (c *stmtCache) victim() *stmtEntry {
+	if c.lru.prev == &c.lru {
+		return nil
 	}
-	return key, v
+	return c.lru.prev
 }
 
 // closed is the error of a statement closed under a query that had just taken it.

@@ -12,14 +12,20 @@ import (
 // Without the rule, traffic spread over more texts than are kept closed and prepared a
 // statement at nearly every request.
 func TestStmtAdmission(t *testing.T) {
-	c := &stmtCache{m: map[string]*stmtEntry{}}
-	for i := range stmtKeep {
-		c.m[fmt.Sprint("kept ", i)] = &stmtEntry{st: new(sqlx.Stmt), uses: 3, last: uint64(stmtKeep - i)}
+	c := newStmtCache()
+	for i := range stmtKeep { // kept 0 used last
+		e := &stmtEntry{st: new(sqlx.Stmt), uses: 3, key: fmt.Sprint("kept ", stmtKeep-1-i)}
+		c.m[e.key] = e
+		c.front(e)
 	}
-	c.m["unprepared, older"] = &stmtEntry{uses: 9, last: 0}
+	c.m["unprepared, older"] = &stmtEntry{uses: 9}
 	c.kept = stmtKeep
-	if k, _ := c.victim(); k != fmt.Sprint("kept ", stmtKeep-1) {
-		t.Fatalf("victim %q, want the least recently used kept statement", k)
+	if v := c.victim(); v.key != fmt.Sprint("kept ", stmtKeep-1) {
+		t.Fatalf("victim %q, want the least recently used kept statement", v.key)
+	}
+	c.front(c.m[fmt.Sprint("kept ", stmtKeep-1)]) // used again: the next one is now the oldest
+	if v := c.victim(); v.key != fmt.Sprint("kept ", stmtKeep-2) {
+		t.Fatalf("victim %q after a use of the oldest, want the next oldest", v.key)
 	}
 	if c.admits(&stmtEntry{uses: 3}) {
 		t.Fatal("a text used as often as the kept one it would displace was admitted")
