@@ -2,10 +2,16 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -303,5 +309,109 @@ func TestStreamsEndWhenAccessEnds(t *testing.T) {
 	}
 	if err := wsjson.Read(ctx, conn, &m); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
 		t.Fatalf("socket not closed as a policy violation: %v %v", m, err)
+	}
+}
+
+// TestStreamWriteBound: a change-stream client that stops reading (SSE or WebSocket) has its
+// stream ended once a write to it has waited the bound, instead of holding the server's
+// delivery; what it had been sent is intact. The client's receive buffer is kept small so that
+// the server's writes block after a few hundred KB.
+func TestStreamWriteBound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
+	e.waitDataset(e.ownerToken, id)
+	base := "/api/v1/datasets/" + id + "/data"
+	dialer := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return errors.Join(err, serr)
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// SSE, on a raw connection: the request, the response's headers, then no more reading.
+	sse, err := dialer.DialContext(ctx, "tcp", strings.TrimPrefix(e.ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sse.Close()
+	fmt.Fprintf(sse, "GET %s/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", base, e.ownerToken)
+	head := make([]byte, 0, 1024)
+	for !bytes.Contains(head, []byte("\r\n\r\n")) {
+		b := make([]byte, 1)
+		if _, err := sse.Read(b); err != nil {
+			t.Fatalf("SSE headers: %v (%q)", err, head)
+		}
+		head = append(head, b[0])
+	}
+	if !bytes.HasPrefix(head, []byte("HTTP/1.1 200")) {
+		t.Fatalf("SSE: %q", head)
+	}
+
+	// WebSocket: subscribed, then no more reading.
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.ts.URL, "http")+base+"/ws", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + e.ownerToken}},
+		HTTPClient: &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(1 << 20)
+	if err := wsjson.Write(ctx, ws, map[string]any{"action": "subscribe"}); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := wsjson.Read(ctx, ws, &m); err != nil || m["type"] != "subscribed" {
+		t.Fatalf("subscribe: %v %v", m, err)
+	}
+
+	// 8 MB of changes (within the write rate limit): far more than the sockets' buffers hold.
+	blob := strings.Repeat("b", 96<<10)
+	const n = 90
+	for i := range n {
+		e.do("POST", base, map[string]any{"name": fmt.Sprint("Big ", i), "email": fmt.Sprintf("big%d@example.com", i), "metadata": map[string]any{"blob": blob}}, own).status(201)
+	}
+	time.Sleep(4 * time.Second) // the bound (2 s) and a delivery round past it
+
+	// Reading now gets what was sent, whole, then the end: within seconds, not at the next
+	// heartbeat (15 s) or never.
+	_ = sse.SetReadDeadline(time.Now().Add(10 * time.Second))
+	rest, err := io.ReadAll(sse)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the SSE stream of a client that stopped reading was not ended (%d bytes read)", len(rest))
+	}
+	events := bytes.Count(rest, []byte("event: record.created\n"))
+	if events == 0 || events == n {
+		t.Fatalf("SSE: %d of %d events before the end; want some, not all", events, n)
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer rcancel()
+	got := 0
+	for {
+		var m map[string]any
+		if err := wsjson.Read(rctx, ws, &m); err != nil {
+			if rctx.Err() != nil {
+				t.Fatalf("the WebSocket of a client that stopped reading was not ended (%d messages read)", got)
+			}
+			break
+		}
+		if d, _ := m["data"].(map[string]any); m["type"] != "record.created" || d["name"] != fmt.Sprint("Big ", got) {
+			t.Fatalf("message %d: %.200v", got, m)
+		}
+		got++
+	}
+	if got == 0 || got == n {
+		t.Fatalf("WebSocket: %d of %d events before the end; want some, not all", got, n)
+	}
+	// The server still serves streams.
+	events2, stop := e.openStream(base+"/stream", own)
+	defer stop()
+	e.do("POST", base, map[string]any{"name": "After", "email": "after@example.com"}, own).status(201)
+	if ev := next(t, events2, true); ev.name != "record.created" || ev.data["name"] != "After" {
+		t.Fatalf("after: %+v", ev)
 	}
 }
