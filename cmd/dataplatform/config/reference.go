@@ -105,9 +105,11 @@ database for such a read and store.Store.OnReader(ctx, fn) runs one there with t
 
 ## Memory (GOGC, GOMEMLIMIT)
 
-Go's runtime reads these itself. When GOGC is unset the server runs its garbage collector at
-200 rather than Go's 100: under load it then collects half as often, for about one more live
-heap of memory (tens of MB). When GOMEMLIMIT is unset and the process has a cgroup v2 memory
+Go's runtime reads these itself. When GOGC is unset the server sets it after each garbage
+collection so that the heap may grow by 128 MB before the next (between Go's default of 100%
+of the live heap and 400%): a server whose live heap is tens of MB then collects a few times
+less often under load, and one with a large live heap (many datasets' descriptions) keeps
+Go's default rather than holding that much memory again. When GOMEMLIMIT is unset and the process has a cgroup v2 memory
 limit (` + "`/sys/fs/cgroup/memory.max`" + `, as in a container with a memory limit), the soft limit
 is 90% of it, so the collector works harder near the limit instead of the process being
 killed. Set either variable to decide for yourself.
