@@ -16,7 +16,8 @@ import (
 // and for these statements that costs more than running them: a record by key through
 // pgbench runs 3× as many times a second prepared as sent as text, a 20-row list page 1.7×.
 // Their text depends only on the dataset's table and the request's shape (fields, filters,
-// sort: never values, which are bound parameters), so the same few texts come again and again.
+// sort, a page's limit: never a filter's value, which is a bound parameter), so the same few
+// texts come again and again.
 // A text seen stmtAfter times on a pool is prepared there and kept: database/sql prepares it on
 // each connection the first time it runs there, and afterwards each execution is one
 // Bind/Execute round trip with no parsing or planning. At most stmtKeep texts are kept per pool

@@ -50,7 +50,8 @@ func (h *Records) List(c echo.Context) error {
 	var page0 *recsql.Page
 	err = h.Store.OnReader(c.Request().Context(), func(db *sqlx.DB) (err error) {
 		// Prepared, as a record by key is (read.go): a list's statement depends on the
-		// request's shape (fields, filters, sort), never on its values.
+		// request's shape (fields, filters, sort, limit, first page or not), never on the
+		// filters' values.
 		page0, err = t.List(c.Request().Context(), h.Store.Preparing(db), recsql.ListQuery{Page: page, Limit: limit, Sort: q.Get("sort"),
 			Fields: read, Search: q.Get("search"), Filters: filters, Cursor: q.Get("cursor"), Count: q.Get("count"), Links: rc.desc.LinksSQL})
 		return err

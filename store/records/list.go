@@ -142,11 +142,15 @@ func DecodeCursor(s, dataset, sort string) (*Cursor, error) {
 
 // after is the condition "comes after the row with these key values" in the order of keys
 // (flipped: before it), NULL-aware, as a chain of (k1 > v1) OR (k1 = v1 AND (k2 > v2 OR ...)).
+// PostgreSQL cannot start an index scan from such a chain, so a page far into the order
+// would read every row before it: the chain goes with a bound on the first key alone
+// (k1 >= v1), which it can, wherever that bound holds for every row after (NULLs sort last
+// ascending, first descending).
 func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip bool) (string, error) {
 	if len(vals) != len(keys) {
 		return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
 	}
-	cond := "false"
+	cond, lead := "false", ""
 	for i := len(keys) - 1; i >= 0; i-- {
 		k := keys[i]
 		c := t.cols[k.field]
@@ -157,7 +161,7 @@ func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip b
 		if err := dec.Decode(&v); err != nil {
 			return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
 		}
-		var gt, eq string
+		var gt, eq, p string
 		if v == nil {
 			eq = q + " IS NULL"
 			if k.desc != flip { // NULLs first: anything non-null comes after
@@ -170,7 +174,7 @@ func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip b
 			if err != nil {
 				return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
 			}
-			p := b.arg(text) + "::" + datasets.SQLType(c)
+			p = b.arg(text) + "::" + datasets.SQLType(c)
 			eq = q + " = " + p
 			if k.desc != flip {
 				gt = q + " < " + p
@@ -179,6 +183,20 @@ func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip b
 			}
 		}
 		cond = "(" + gt + " OR (" + eq + " AND " + cond + "))"
+		if i > 0 {
+			continue
+		}
+		switch { // the first key's bound (see above)
+		case v == nil && k.desc == flip: // past a NULL, where NULLs come last: NULLs alone
+			lead = eq
+		case v != nil && k.desc != flip: // descending: NULLs came first
+			lead = q + " <= " + p
+		case v != nil && !c.Nullable: // ascending, and no NULLs to come last
+			lead = q + " >= " + p
+		}
+	}
+	if lead != "" {
+		cond = "(" + lead + " AND " + cond + ")"
 	}
 	return cond, nil
 }
@@ -251,14 +269,18 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 	// _links last. The sort keys ride along beside it for the cursors. (PostgreSQL folds x
 	// into r's projection: it costs no join.)
 	cols, record := t.pageColumns(lq, keys)
-	limit := b.arg(lq.Limit + 1)
-	offset := "0"
-	if cur == nil {
-		offset = b.arg((lq.Page - 1) * lq.Limit)
+	// The limit is written in (an integer checked here, and clients use few), and OFFSET only
+	// past the first page: with both known, PostgreSQL can keep one generic plan for a page
+	// statement whose plan does not depend on its values. A parameter in either makes it
+	// assume a tenth of the table is read, so a generic plan never looks good and it plans
+	// each execution anew.
+	limit, offset := strconv.Itoa(lq.Limit+1), ""
+	if cur == nil && lq.Page > 1 {
+		offset = ` OFFSET ` + b.arg((lq.Page-1)*lq.Limit)
 	}
 	rows, err := q.QueryxContext(ctx, `SELECT to_json(x), json_build_array(`+strings.Join(keyVals, ", ")+`)
 		FROM (SELECT `+strings.Join(cols, ", ")+` FROM `+t.Qualified()+` WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+orderSQL(keys, flip)+
-		` LIMIT `+limit+` OFFSET `+offset+`) r, LATERAL (SELECT `+strings.Join(record, ", ")+`) x`, b.args...)
+		` LIMIT `+limit+offset+`) r, LATERAL (SELECT `+strings.Join(record, ", ")+`) x`, b.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list records: %w", err)
 	}

@@ -676,3 +676,204 @@ func TestOneFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestPagePlannedOnce: a first page, or a page after a cursor, of a list whose plan does not
+// depend on its values (no filter) is run on a generic plan once PostgreSQL has tried a few:
+// planning it on every request cost about as much as running it. A later page by number
+// (OFFSET) is planned for its values.
+func TestPagePlannedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	f.db.SetMaxOpenConns(1) // one session, whose prepared statements are asked about below
+	if _, err := f.db.Exec(`INSERT INTO ` + f.tbl.Qualified() + ` (name, email, score)
+		SELECT 'n' || g, 'e' || g || '@example.com', g % 1000 FROM generate_series(1, 20000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(`CREATE INDEX ON ` + f.tbl.Qualified() + ` (score); ANALYZE ` + f.tbl.Qualified()); err != nil {
+		t.Fatal(err)
+	}
+	q := (&store.Store{}).Preparing(f.db)
+	var cursor string
+	for i := range 12 {
+		p, err := f.tbl.List(ctx, q, records.ListQuery{Page: 1, Limit: 20, Sort: "-score", Fields: f.fields, Count: "planned"})
+		if err != nil || len(p.Rows) != 20 {
+			t.Fatalf("page %d: %v", i, err)
+		}
+		if p, err = f.tbl.List(ctx, q, records.ListQuery{Limit: 20, Sort: "-score", Fields: f.fields, Count: "planned", Cursor: p.Next}); err != nil || len(p.Rows) != 20 {
+			t.Fatalf("page after a cursor %d: %v", i, err)
+		}
+		cursor = p.Next
+	}
+	if cursor == "" {
+		t.Fatal("no next cursor")
+	}
+	rows, err := f.db.Query(`SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%to_json(x)%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var st string
+		var generic, custom int
+		if err := rows.Scan(&st, &generic, &custom); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if generic < 5 || custom > 5 {
+			t.Errorf("planned %d times for its values, %d on the generic plan: %.300s", custom, generic, st)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d page statements prepared, want 2 (first page, after a cursor)", n)
+	}
+}
+
+// TestCursorWalks: walking every page of a list by its cursors, forwards and back, gives the
+// rows in the order worked out here independently (NULLs last ascending, first descending,
+// then the key), for sorts ascending and descending, on columns with NULLs and without, and
+// on two keys; and a page far into a sort on an indexed column reads a page's worth of rows,
+// not every row before it.
+func TestCursorWalks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	f.db.SetMaxOpenConns(1) // one session, whose statistics are read below
+	if _, err := f.db.Exec(`INSERT INTO ` + f.tbl.Qualified() + ` (name, email, score, joined)
+		SELECT 'n' || (g * 7919 % 37), 'e' || g || '@example.com', CASE WHEN g % 5 = 0 THEN NULL ELSE g * 31 % 11 END,
+		  CASE WHEN g % 7 = 0 THEN NULL ELSE date '2020-01-01' + g * 17 % 13 END
+		FROM generate_series(1, 240) g`); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		id     int64
+		name   string
+		score  *int64
+		joined *string
+	}
+	var all []row
+	rs, err := f.db.Query(`SELECT id, name, score, joined::text FROM ` + f.tbl.Qualified())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(&r.id, &r.name, &r.score, &r.joined); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, r)
+	}
+	rs.Close()
+	// cmpNull orders a and b (nil: NULL) ascending with NULLs last; desc reverses all of it.
+	cmpNull := func(a, b *string, desc bool) int {
+		c := 0
+		switch {
+		case a == nil && b == nil:
+		case a == nil:
+			c = 1
+		case b == nil:
+			c = -1
+		default:
+			c = strings.Compare(*a, *b)
+		}
+		if desc {
+			c = -c
+		}
+		return c
+	}
+	num := func(p *int64) *string {
+		if p == nil {
+			return nil
+		}
+		s := fmt.Sprintf("%020d", *p)
+		return &s
+	}
+	key := map[string]func(r row) *string{
+		"name": func(r row) *string { return &r.name }, "score": func(r row) *string { return num(r.score) },
+		"joined": func(r row) *string { return r.joined },
+	}
+	for _, sort := range []string{"score", "-score", "name", "-name", "joined,-score", "-joined,name"} {
+		want := slices.Clone(all)
+		slices.SortFunc(want, func(a, b row) int {
+			for _, k := range strings.Split(sort, ",") {
+				desc := strings.HasPrefix(k, "-")
+				if c := cmpNull(key[strings.TrimPrefix(k, "-")](a), key[strings.TrimPrefix(k, "-")](b), desc); c != 0 {
+					return c
+				}
+			}
+			return int(a.id - b.id)
+		})
+		var wantIDs, fwd, back []int64
+		for _, r := range want {
+			wantIDs = append(wantIDs, r.id)
+		}
+		ids := func(p *records.Page) []int64 {
+			var out []int64
+			for _, r := range p.Rows {
+				out = append(out, int64(record(t, r)["id"].(float64)))
+			}
+			return out
+		}
+		lq := records.ListQuery{Page: 1, Limit: 7, Sort: sort, Fields: f.fields, Count: "planned"}
+		p, err := f.tbl.List(ctx, f.db, lq)
+		for err == nil {
+			fwd = append(fwd, ids(p)...)
+			if p.Next == "" {
+				break
+			}
+			lq.Cursor = p.Next
+			p, err = f.tbl.List(ctx, f.db, lq)
+		}
+		for err == nil { // from the last page back to the first
+			back = append(ids(p), back...)
+			if p.Prev == "" {
+				break
+			}
+			lq.Cursor = p.Prev
+			p, err = f.tbl.List(ctx, f.db, lq)
+		}
+		if err != nil {
+			t.Fatalf("sort %s: %v", sort, err)
+		}
+		if !slices.Equal(fwd, wantIDs) || !slices.Equal(back, wantIDs) {
+			t.Errorf("sort %s:\n forwards %v\n back     %v\n want     %v", sort, fwd, back, wantIDs)
+		}
+	}
+
+	// A page far into a sort on an indexed column, each way.
+	if _, err := f.db.Exec(`INSERT INTO ` + f.tbl.Qualified() + ` (name, email, score)
+		SELECT 'm' || g, 'm' || g || '@example.com', g % 5000 FROM generate_series(1, 50000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(`CREATE INDEX ON ` + f.tbl.Qualified() + ` (score); CREATE INDEX ON ` + f.tbl.Qualified() + ` (name); ANALYZE ` + f.tbl.Qualified()); err != nil {
+		t.Fatal(err)
+	}
+	// read is the rows of the table read so far (index and sequential), as the statistics say.
+	read := func() int64 {
+		t.Helper()
+		if _, err := f.db.Exec(`SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := f.db.QueryRow(`SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_user_tables WHERE relid = $1::regclass`, f.tbl.Qualified()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for sort, near := range map[string]records.Filter{"-score": {Field: "score", Op: "eq", Value: "3"}, "name": {Field: "name", Op: "gte", Value: "m9998"}} {
+		lq := records.ListQuery{Page: 1, Limit: 1, Sort: sort, Fields: f.fields, Filters: []records.Filter{near}, Count: "planned"}
+		p, err := f.tbl.List(ctx, f.db, lq)
+		if err != nil || p.Next == "" {
+			t.Fatalf("%s: %v", sort, err)
+		}
+		lq.Filters, lq.Limit, lq.Cursor = nil, 20, p.Next
+		before := read()
+		if p, err = f.tbl.List(ctx, f.db, lq); err != nil || len(p.Rows) != 20 {
+			t.Fatalf("%s, after the cursor: %v", sort, err)
+		}
+		if n := read() - before; n > 1000 {
+			t.Errorf("sort %s: a page far into the order read %d rows", sort, n)
+		}
+	}
+}
