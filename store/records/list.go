@@ -234,6 +234,7 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 	if err := t.where(&b, lq.Filters, lq.Search); err != nil {
 		return nil, err
 	}
+	filtered := len(b.args) > 0
 	keys, names, err := t.sortKeys(lq.Sort)
 	if err != nil {
 		return nil, err
@@ -269,13 +270,17 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 	// _links last. The sort keys ride along beside it for the cursors. (PostgreSQL folds x
 	// into r's projection: it costs no join.)
 	cols, record := t.pageColumns(lq, keys)
-	// The limit is written in (an integer checked here, and clients use few), and OFFSET only
-	// past the first page: with both known, PostgreSQL can keep one generic plan for a page
-	// statement whose plan does not depend on its values. A parameter in either makes it
-	// assume a tenth of the table is read, so a generic plan never looks good and it plans
-	// each execution anew.
+	// Unfiltered, the limit is written in (an integer, and clients use few), and OFFSET only
+	// past the first page: with both known PostgreSQL keeps one generic plan for the statement,
+	// whose plan does not depend on its values (the cursor's bound is on the scan's own order).
+	// A parameter in either makes it assume a tenth of the table is read, so a generic plan
+	// never wins and it plans each execution anew: what a filtered page needs, as the best plan
+	// for a rare value is not the one for a common one.
 	limit, offset := strconv.Itoa(lq.Limit+1), ""
-	if cur == nil && lq.Page > 1 {
+	if filtered {
+		limit = b.arg(lq.Limit + 1)
+	}
+	if cur == nil && (lq.Page > 1 || filtered) {
 		offset = ` OFFSET ` + b.arg((lq.Page-1)*lq.Limit)
 	}
 	rows, err := q.QueryxContext(ctx, `SELECT to_json(x), json_build_array(`+strings.Join(keyVals, ", ")+`)
