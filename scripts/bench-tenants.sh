@@ -6,7 +6,10 @@
 # (POST /queries/execute), and reports per phase the p50/p99 over all tenants and the
 # median and worst per-tenant p99. DP_QUERY_CONCURRENCY and DP_RECORD_CONCURRENCY pass
 # through from the environment (run it with different values to compare), as does BENCH_SQL
-# (the heavy query). BENCH_THEN="VAR=value ..." runs the load again after restarting the server
+# (the heavy query), and BENCH_RATE: GETs a second sent on schedule (open loop, latency from
+# when each was due) instead of by the connections in turn, to see isolation below
+# saturation (a closed loop at saturation shows any CPU the heavy tenant takes as latency of
+# all). BENCH_THEN="VAR=value ..." runs the load again after restarting the server
 # with those variables (DP_DESCRIPTION_CACHE_BYTES=1073741824, say), on the same tenants.
 # Usage: scripts/bench-tenants.sh [tenants: 1000] [seconds: 20] [connections: 32] [heavy: 8]
 set -euo pipefail
@@ -41,7 +44,7 @@ echo "$(wc -l < "$tmp/tenants.txt") tenants made in $(echo "$(date +%s.%N) - $t0
 # The token was issued before the organizations existed: a fresh one carries them all.
 bench_login
 "$tmp/tenantload" -base "http://127.0.0.1:$port" -token "$tok" -tenants "$tmp/tenants.txt" -c "$conns" -duration "${secs}s" -heavy "$heavy" \
-  ${BENCH_SQL:+-sql "$BENCH_SQL"}
+  ${BENCH_SQL:+-sql "$BENCH_SQL"} ${BENCH_RATE:+-rate "$BENCH_RATE"}
 echo "server RSS $(( $(awk '/VmRSS/{print $2}' /proc/$pid/status) / 1024 )) MB"
 if [ -n "${BENCH_THEN:-}" ]; then
   echo "again, after a restart with $BENCH_THEN"
@@ -49,6 +52,6 @@ if [ -n "${BENCH_THEN:-}" ]; then
   bench_restart DP_RATE_LIMITS="$limits" $BENCH_THEN
   bench_login
   "$tmp/tenantload" -base "http://127.0.0.1:$port" -token "$tok" -tenants "$tmp/tenants.txt" -c "$conns" -duration "${secs}s" -heavy "$heavy" \
-    ${BENCH_SQL:+-sql "$BENCH_SQL"}
+    ${BENCH_SQL:+-sql "$BENCH_SQL"} ${BENCH_RATE:+-rate "$BENCH_RATE"}
 echo "server RSS $(( $(awk '/VmRSS/{print $2}' /proc/$pid/status) / 1024 )) MB"
 fi

@@ -1,6 +1,6 @@
 // Command tenantload measures tenant isolation: C connections send record GETs
-// (GET /api/v1/datasets/{id}/data?limit=20) spread evenly over the datasets of many tenants
-// for a while, first alone, then while one tenant runs H heavy SQL queries at once through
+// (GET /api/v1/datasets/{id}/data?limit=20), or with -rate R, R GETs a second on schedule,
+// spread evenly over the datasets of many tenants for a while, first alone, then while one tenant runs H heavy SQL queries at once through
 // POST /api/v1/projects/{id}/queries/execute in a loop; per phase it reports the record GETs'
 // p50/p99 over all tenants, the median and the worst of the per-tenant p99s (the heavy tenant
 // left out), the error count, and the heavy queries' outcomes (by status).
@@ -33,6 +33,7 @@ func main() {
 	dur := flag.Duration("duration", 20*time.Second, "length of each phase")
 	heavy := flag.Int("heavy", 8, "heavy queries at once in the second phase")
 	sql := flag.String("sql", "SELECT sum(length(md5(g::text))) FROM generate_series(1, 3000000) g", "the heavy query")
+	rate := flag.Float64("rate", 0, "GETs a second sent on schedule (open loop: latency counts from when a GET was due) instead of by -c connections each sending the next when answered")
 	flag.Parse()
 	b, err := os.ReadFile(*file)
 	if err != nil {
@@ -47,13 +48,17 @@ func main() {
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: *conns + *heavy + 8, MaxConnsPerHost: 0}
 	client := &http.Client{Transport: tr, Timeout: 120 * time.Second}
-	fmt.Printf("%d tenants, %d connections of record GETs, phases of %s\n", len(ds), *conns, *dur)
+	load := fmt.Sprintf("%d connections of record GETs", *conns)
+	if *rate > 0 {
+		load = fmt.Sprintf("%.0f record GETs a second (open loop)", *rate)
+	}
+	fmt.Printf("%d tenants, %s, phases of %s\n", len(ds), load, *dur)
 	warm(client, *base, *token, ds, *conns)
-	phase("record GETs alone", client, *base, *token, ds, *conns, *dur, 0, "", "")
-	phase(fmt.Sprintf("record GETs while tenant 0 runs %d heavy queries at once", *heavy), client, *base, *token, ds, *conns, *dur, *heavy, prj[0], *sql)
+	phase("record GETs alone", client, *base, *token, ds, *conns, *rate, *dur, 0, "", "")
+	phase(fmt.Sprintf("record GETs while tenant 0 runs %d heavy queries at once", *heavy), client, *base, *token, ds, *conns, *rate, *dur, *heavy, prj[0], *sql)
 }
 
-func phase(title string, client *http.Client, base, token string, ds []string, conns int, dur time.Duration, heavy int, heavyPrj, sql string) {
+func phase(title string, client *http.Client, base, token string, ds []string, conns int, rate float64, dur time.Duration, heavy int, heavyPrj, sql string) {
 	lat := make([][]time.Duration, len(ds))
 	var mu sync.Mutex
 	var errs, next atomic.Int64
@@ -100,34 +105,55 @@ func phase(title string, client *http.Client, base, token string, ds []string, c
 		time.Sleep(2 * time.Second) // the heavy queries are running before the measurement starts
 		stop = time.Now().Add(dur)
 	}
-	for c := 0; c < conns; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				i := int(next.Add(1)) % len(ds)
-				t := time.Now()
-				req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/datasets/"+ds[i]+"/data?limit=20", nil)
-				req.Header.Set("Authorization", "Bearer "+token)
-				res, err := client.Do(req)
-				if err != nil {
-					errs.Add(1)
-					continue
-				}
-				_, _ = io.Copy(io.Discard, res.Body)
-				_ = res.Body.Close()
-				if res.StatusCode != http.StatusOK {
-					if errs.Add(1) <= 3 {
-						fmt.Fprintf(os.Stderr, "GET %s: %d\n", ds[i], res.StatusCode)
-					}
-					continue
-				}
-				d := time.Since(t)
-				mu.Lock()
-				lat[i] = append(lat[i], d)
-				mu.Unlock()
+	// get sends one GET of tenant i's dataset and records its latency from t.
+	get := func(i int, t time.Time) {
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/datasets/"+ds[i]+"/data?limit=20", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := client.Do(req)
+		if err != nil {
+			errs.Add(1)
+			return
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			if errs.Add(1) <= 3 {
+				fmt.Fprintf(os.Stderr, "GET %s: %d\n", ds[i], res.StatusCode)
 			}
-		}()
+			return
+		}
+		d := time.Since(t)
+		mu.Lock()
+		lat[i] = append(lat[i], d)
+		mu.Unlock()
+	}
+	if rate > 0 {
+		// Open loop: a GET every 1/rate s whatever the answers do; its latency counts from
+		// when it was due, so a server that falls behind shows it (no coordinated omission).
+		every := time.Duration(float64(time.Second) / rate)
+		start := time.Now()
+		for k := 0; ; k++ {
+			due := start.Add(time.Duration(k) * every)
+			if !due.Before(stop) {
+				break
+			}
+			time.Sleep(time.Until(due))
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				get(i, due)
+			}(k % len(ds))
+		}
+	} else {
+		for c := 0; c < conns; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(stop) {
+					get(int(next.Add(1))%len(ds), time.Now())
+				}
+			}()
+		}
 	}
 	wg.Wait()
 	close(done)
