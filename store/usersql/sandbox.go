@@ -104,12 +104,12 @@ const FunctionPath = "sql_limits, pg_catalog"
 // RunQuery runs checked user SQL (a SELECT with $n parameters) in a read-only transaction,
 // under the organization's query role, with a statement timeout, and always rolls back.
 func RunQuery(ctx context.Context, db *sqlx.DB, orgID, query string, args []any, o QueryOptions) (*QueryResult, error) {
-	conn, tx, err := beginQuery(ctx, db, orgID, o, o.Timeout+5*time.Second)
+	s, err := beginQuery(ctx, db, orgID, o, o.Timeout+5*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	defer tx.Rollback()
+	defer s.end()
+	tx := s.tx
 	res := &QueryResult{Rows: [][]any{}}
 	if o.Plan || o.PlanOnly {
 		// Prepared too, and so one statement: EXPLAIN runs nothing (no ANALYZE).
@@ -258,19 +258,46 @@ func RowBytes(row []any) int64 {
 	return n
 }
 
+// session is the transaction user SQL runs in, on a connection of its own, and what it
+// holds of the process's gate.
+type session struct {
+	conn    *sqlx.Conn
+	tx      *sqlx.Tx
+	release func()
+}
+
+// end rolls the transaction back, returns the connection and gives back the gate's tokens.
+func (s *session) end() {
+	s.tx.Rollback()
+	s.conn.Close()
+	s.release()
+}
+
 // beginQuery opens the read-only transaction user SQL runs in: the organization's query
 // role and schema, a statement timeout, an idle timeout so that a stalled client cannot hold
-// it open, and the query's slot. One round trip: the settings are this service's own values
-// (never request text), so the statement goes as a simple query.
-func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, o QueryOptions, idle time.Duration) (*sqlx.Conn, *sqlx.Tx, error) {
+// it open, and the query's slot, once the process's gate has admitted it (see gate). One
+// round trip: the settings are this service's own values (never request text), so the
+// statement goes as a simple query.
+func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, o QueryOptions, idle time.Duration) (*session, error) {
+	release := func() {}
+	var deadline time.Time
+	if o.Slot != nil && o.Slot.Shared != nil {
+		deadline = time.Now().Add(o.Slot.Shared.Wait)
+		var err error
+		if release, err = gateOf(o.Slot.Shared).enter(ctx, o.Slot, orgID, deadline); err != nil {
+			return nil, err
+		}
+	}
 	conn, err := db.Connx(ctx)
 	if err != nil {
-		return nil, nil, err
+		release()
+		return nil, err
 	}
 	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		conn.Close()
-		return nil, nil, err
+		release()
+		return nil, err
 	}
 	// In FROM, so that the locks are taken before the role (which may not call them) is set.
 	// Each is taken only once the one before it is held (the user's, the organization's, the
@@ -300,7 +327,6 @@ func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, o QueryOptions, 
 		set_config('role', ` + pq.QuoteLiteral(datasets.QueryRole(orgID)) + `, true)
 		WHERE c.l IS NOT NULL OFFSET 0) s ON true`
 	}
-	var deadline time.Time
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
 		var got [3]sql.NullInt64
 		if err = tx.QueryRowContext(ctx, begin()).Scan(&got[0], &got[1], &got[2]); err == nil && !got[0].Valid {
@@ -314,10 +340,7 @@ func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, o QueryOptions, 
 				locks[i] = strconv.FormatInt(got[i].Int64, 10)
 			}
 		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(o.Slot.Shared.Wait)
-		}
-		left := time.Until(deadline)
+		left := time.Until(deadline) // another replica's queries hold the slots
 		if left <= 0 {
 			err = ErrBusy
 			if !got[1].Valid {
@@ -334,12 +357,12 @@ func beginQuery(ctx context.Context, db *sqlx.DB, orgID string, o QueryOptions, 
 			break
 		}
 	}
+	s := &session{conn: conn, tx: tx, release: release}
 	if err != nil {
-		tx.Rollback()
-		conn.Close()
-		return nil, nil, err
+		s.end()
+		return nil, err
 	}
-	return conn, tx, nil
+	return s, nil
 }
 
 // slotSQL is the first of max advisory locks of key that this transaction can take, or null.
@@ -388,8 +411,7 @@ const StreamBatch = 1000
 // fetch (a slow reader is not a slow query); the transaction may sit idle a minute between
 // fetches while the client catches up.
 type RowCursor struct {
-	conn        *sqlx.Conn
-	tx          *sqlx.Tx
+	*session
 	maxRows     int
 	maxRowBytes int64
 }
@@ -397,26 +419,22 @@ type RowCursor struct {
 // OpenCursor begins the transaction, takes the slot and declares the cursor: what the
 // database refuses up front (a missing column, a wrong type) is an error here.
 func OpenCursor(ctx context.Context, db *sqlx.DB, orgID, query string, args []any, o QueryOptions) (*RowCursor, error) {
-	conn, tx, err := beginQuery(ctx, db, orgID, o, time.Minute)
+	s, err := beginQuery(ctx, db, orgID, o, time.Minute)
 	if err != nil {
 		return nil, err
 	}
 	// Prepared (one statement); the cursor runs the checked SELECT with its parameters.
 	const declare = `DECLARE dp_stream NO SCROLL CURSOR FOR `
 	capped, shift := rowCapped(query, o.MaxRowBytes)
-	if _, err := tx.ExecContext(ctx, declare+capped, args...); err != nil {
-		tx.Rollback()
-		conn.Close()
+	if _, err := s.tx.ExecContext(ctx, declare+capped, args...); err != nil {
+		s.end()
 		return nil, rowError(err, o.MaxRowBytes, shift+len(declare))
 	}
-	return &RowCursor{conn: conn, tx: tx, maxRows: o.MaxRows, maxRowBytes: o.MaxRowBytes}, nil
+	return &RowCursor{session: s, maxRows: o.MaxRows, maxRowBytes: o.MaxRowBytes}, nil
 }
 
-// Close rolls the transaction back and returns the connection.
-func (c *RowCursor) Close() {
-	c.tx.Rollback()
-	c.conn.Close()
-}
+// Close rolls the transaction back, returns the connection and frees the query's slots.
+func (c *RowCursor) Close() { c.end() }
 
 // Each reads every row (at most MaxRows, when set), calling columns once before the first
 // and row for each; it reports the rows read and whether more were left unread.

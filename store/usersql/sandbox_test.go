@@ -336,6 +336,62 @@ func TestOrgShare(t *testing.T) {
 	}
 }
 
+// TestWaitingHoldsNoConnection: queries waiting for their organization's share wait in the
+// process, in turn, holding no database connection; a slot held elsewhere (another
+// replica's query: an advisory lock of the same key) is still waited for in the database.
+func TestWaitingHoldsNoConnection(t *testing.T) {
+	t.Parallel()
+	db, org, _ := sandbox(t)
+	ctx := context.Background()
+	shared := &usersql.SharedSlot{Max: 3, PerOrg: 1, Wait: 3 * time.Second}
+	o := func(user string) usersql.QueryOptions {
+		return usersql.QueryOptions{Timeout: 10 * time.Second, MaxRows: 10,
+			Slot: &usersql.Slot{Key: "wait." + org + "." + user, Max: 2, Shared: shared}}
+	}
+	cur, err := usersql.OpenCursor(ctx, db, org, `SELECT 1`, nil, o("ann"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := db.Stats().InUse
+	done := make(chan int, 5)
+	for i := range 5 {
+		go func() {
+			if _, err := usersql.RunQuery(ctx, db, org, `SELECT 1`, nil, o(fmt.Sprint("user", i))); err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+			}
+			done <- i
+		}()
+		time.Sleep(20 * time.Millisecond) // in this order
+	}
+	time.Sleep(200 * time.Millisecond)
+	if inUse := db.Stats().InUse; inUse != before {
+		t.Fatalf("%d connections in use while 5 queries wait, %d before they came", inUse, before)
+	}
+	cur.Close()
+	for want := range 5 {
+		if got := <-done; got != want {
+			t.Errorf("waiter %d ran %dth: not in turn", got, want)
+		}
+	}
+	// Another replica's query holds the organization's slot: admitted by this process's gate,
+	// the query waits for it in the database, and runs once it is free.
+	other, err := db.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exec(`SELECT pg_advisory_xact_lock(hashtext($1), 0)`, "platform.slot.org."+org); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = other.Rollback()
+	}()
+	start := time.Now()
+	if _, err := usersql.RunQuery(ctx, db, org, `SELECT 1`, nil, o("ann")); err != nil || time.Since(start) < 250*time.Millisecond {
+		t.Fatalf("behind another replica's query: %v after %s", err, time.Since(start))
+	}
+}
+
 // TestSizedAttackMemory: five concurrent SELECT length(repeat('x', 400000000)) (an outside
 // audit's attack, which took ~1.8 GB of the database's memory each) are refused, and no
 // backend of the test's database grows: each one's peak resident memory (VmHWM) is read
