@@ -64,43 +64,8 @@ func phase(title string, client *http.Client, base, token string, ds []string, c
 	var errs, next atomic.Int64
 	stop := time.Now().Add(dur)
 	var wg sync.WaitGroup
-	hstat := map[int]int{}
-	var hlat []time.Duration
-	var hmu sync.Mutex
 	done := make(chan struct{})
-	var hwg sync.WaitGroup
-	for i := 0; i < heavy; i++ {
-		hwg.Add(1)
-		go func() {
-			defer hwg.Done()
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				t := time.Now()
-				req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/projects/"+heavyPrj+"/queries/execute",
-					strings.NewReader(fmt.Sprintf(`{"type":"sql","query":%q}`, sql)))
-				req.Header.Set("Authorization", "Bearer "+token)
-				req.Header.Set("Content-Type", "application/json")
-				res, err := client.Do(req)
-				st := 0
-				if err == nil {
-					_, _ = io.Copy(io.Discard, res.Body)
-					_ = res.Body.Close()
-					st = res.StatusCode
-				}
-				hmu.Lock()
-				hstat[st]++
-				hlat = append(hlat, time.Since(t))
-				hmu.Unlock()
-				if st == http.StatusServiceUnavailable || st == http.StatusTooManyRequests {
-					time.Sleep(500 * time.Millisecond)
-				}
-			}
-		}()
-	}
+	hwait := heavyLoad(client, base, token, heavyPrj, sql, heavy, done)
 	if heavy > 0 {
 		time.Sleep(2 * time.Second) // the heavy queries are running before the measurement starts
 		stop = time.Now().Add(dur)
@@ -157,7 +122,7 @@ func phase(title string, client *http.Client, base, token string, ds []string, c
 	}
 	wg.Wait()
 	close(done)
-	hwg.Wait()
+	hstat, hlat := hwait()
 	var all []time.Duration
 	var p99s []time.Duration
 	for i, l := range lat {
@@ -177,6 +142,52 @@ func phase(title string, client *http.Client, base, token string, ds []string, c
 	if heavy > 0 {
 		sort.Slice(hlat, func(a, b int) bool { return hlat[a] < hlat[b] })
 		fmt.Printf("  heavy queries: %d, by status %v (0: no answer), p50 %s\n", len(hlat), hstat, pct(hlat, 50))
+	}
+}
+
+// heavyLoad runs heavy clients, each sending sql as a project query again and again (after
+// a refusal, half a second later) until done; the function it returns waits for them and
+// gives the answers' statuses (0: no answer) and latencies.
+func heavyLoad(client *http.Client, base, token, prj, sql string, heavy int, done <-chan struct{}) func() (map[int]int, []time.Duration) {
+	hstat := map[int]int{}
+	var hlat []time.Duration
+	var hmu sync.Mutex
+	var hwg sync.WaitGroup
+	for i := 0; i < heavy; i++ {
+		hwg.Add(1)
+		go func() {
+			defer hwg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				t := time.Now()
+				req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/projects/"+prj+"/queries/execute",
+					strings.NewReader(fmt.Sprintf(`{"type":"sql","query":%q}`, sql)))
+				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set("Content-Type", "application/json")
+				res, err := client.Do(req)
+				st := 0
+				if err == nil {
+					_, _ = io.Copy(io.Discard, res.Body)
+					_ = res.Body.Close()
+					st = res.StatusCode
+				}
+				hmu.Lock()
+				hstat[st]++
+				hlat = append(hlat, time.Since(t))
+				hmu.Unlock()
+				if st == http.StatusServiceUnavailable || st == http.StatusTooManyRequests {
+					time.Sleep(500 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	return func() (map[int]int, []time.Duration) {
+		hwg.Wait()
+		return hstat, hlat
 	}
 }
 
