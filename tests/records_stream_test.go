@@ -96,9 +96,7 @@ func TestRecordChangeStream(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(c *config.Config) { c.StreamHeartbeat = 300 * time.Millisecond })
 	own := bearer(e.ownerToken)
-	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
-	e.waitDataset(e.ownerToken, id)
-	base := "/api/v1/datasets/" + id + "/data"
+	_, base := e.customerRecords()
 	all, stopAll := e.openStream(base+"/stream", own)
 	active, stopActive := e.openStream(base+"/stream?filter[status]=active", own)
 	defer stopActive()
@@ -141,9 +139,7 @@ func TestRecordChangeSocket(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
-	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
-	e.waitDataset(e.ownerToken, id)
-	base := "/api/v1/datasets/" + id + "/data"
+	_, base := e.customerRecords()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.ts.URL, "http")+base+"/ws",
@@ -251,9 +247,7 @@ func TestStreamsEndWhenAccessEnds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
-	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
-	e.waitDataset(e.ownerToken, id)
-	base := "/api/v1/datasets/" + id + "/data"
+	_, base := e.customerRecords()
 	_, analyst := e.member(e.orgID, "developer")
 	userID := e.do("GET", "/api/v1/auth/me", nil, bearer(analyst)).status(200).str("id")
 	key := e.do("POST", "/api/v1/api-keys", map[string]any{"name": "stream", "permissions": []string{"datasets:read"}}, bearer(analyst)).status(201)
@@ -320,9 +314,7 @@ func TestStreamWriteBound(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
-	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
-	e.waitDataset(e.ownerToken, id)
-	base := "/api/v1/datasets/" + id + "/data"
+	_, base := e.customerRecords()
 	dialer := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })

@@ -19,6 +19,15 @@ const customersJSON = `[
  {"id": 3, "name": "Cid", "email": "cid@example.com", "status": "active", "score": 55, "tags": ["vip"]}
 ]`
 
+// customerRecords uploads customersJSON as a dataset with customerRecordSchema, waits until
+// it is ready and gives its id and its records' path.
+func (e *env) customerRecords() (id, base string) {
+	e.t.Helper()
+	id = e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
+	e.waitDataset(e.ownerToken, id)
+	return id, "/api/v1/datasets/" + id + "/data"
+}
+
 func customerRecordSchema() map[string]any {
 	return map[string]any{"columns": []any{
 		// unique: relationships point only at keys a constraint keeps unique.
@@ -425,9 +434,7 @@ func TestRecordBulk(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	own := bearer(e.ownerToken)
-	id := e.uploadAndCreateWith(e.ownerToken, "Customers", "customers.json", customersJSON, map[string]any{"schema": customerRecordSchema()})
-	e.waitDataset(e.ownerToken, id)
-	base := "/api/v1/datasets/" + id + "/data"
+	_, base := e.customerRecords()
 	count := func() int { return e.do("GET", base+"?count=exact", nil, own).status(200).num("pagination.total") }
 
 	// Atomic (the default): one bad operation and nothing is written.
