@@ -57,7 +57,7 @@ func tuneGC(env func(string) string, cgroupMax string, log *slog.Logger) {
 // afterGC sets the percent for the live heap after the next collection, and again after each
 // one while gcTuning is set: a finalizer runs once the collection found its object unreachable.
 func afterGC() {
-	s := &struct{ p *int }{}
+	s := &struct{ p *int }{} // a pointer in it: the tiny allocator would batch a pointer-free object with others, and its finalizer would wait for them
 	runtime.SetFinalizer(s, func(any) {
 		if !gcTuning.Load() {
 			return

@@ -20,6 +20,7 @@ type gate struct {
 }
 
 type tokens struct {
+	key   string        // in sets
 	c     chan struct{} // a token per slot
 	users int           // queries holding or waiting for a token
 }
@@ -45,14 +46,13 @@ func (g *gate) enter(ctx context.Context, slot *Slot, org string, deadline time.
 	select {
 	case own.c <- struct{}{}:
 	default:
-		g.leave("slot:"+slot.Key, own, false)
+		g.leave(own, false)
 		return nil, ErrNoSlot
 	}
 	held := []*tokens{own}
-	keys := []string{"slot:" + slot.Key}
 	giveBack := func() {
-		for i, t := range held {
-			g.leave(keys[i], t, true)
+		for _, t := range held {
+			g.leave(t, true)
 		}
 	}
 	timer := time.NewTimer(time.Until(deadline))
@@ -61,13 +61,13 @@ func (g *gate) enter(ctx context.Context, slot *Slot, org string, deadline time.
 		share := g.join("org:"+org, sh.PerOrg)
 		select {
 		case share.c <- struct{}{}:
-			held, keys = append(held, share), append(keys, "org:"+org)
+			held = append(held, share)
 		case <-timer.C:
-			g.leave("org:"+org, share, false)
+			g.leave(share, false)
 			giveBack()
 			return nil, &OrgBusyError{Max: sh.PerOrg}
 		case <-ctx.Done():
-			g.leave("org:"+org, share, false)
+			g.leave(share, false)
 			giveBack()
 			return nil, ctx.Err()
 		}
@@ -96,7 +96,7 @@ func (g *gate) join(key string, n int) *tokens {
 	defer g.mu.Unlock()
 	t := g.sets[key]
 	if t == nil {
-		t = &tokens{c: make(chan struct{}, max(n, 1))}
+		t = &tokens{key: key, c: make(chan struct{}, max(n, 1))}
 		g.sets[key] = t
 	}
 	t.users++
@@ -104,13 +104,13 @@ func (g *gate) join(key string, n int) *tokens {
 }
 
 // leave gives back t's token when held, and forgets t when no query holds or waits for one.
-func (g *gate) leave(key string, t *tokens, held bool) {
+func (g *gate) leave(t *tokens, held bool) {
 	if held {
 		<-t.c
 	}
 	g.mu.Lock()
 	if t.users--; t.users == 0 {
-		delete(g.sets, key)
+		delete(g.sets, t.key)
 	}
 	g.mu.Unlock()
 }

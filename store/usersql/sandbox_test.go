@@ -226,6 +226,15 @@ func detail(pe *pq.Error) string {
 	return pe.Detail
 }
 
+// userSlots gives the options of a user's query (the user named after prefix) with two slots
+// of its own, drawing on shared.
+func userSlots(shared *usersql.SharedSlot, prefix string) func(user string) usersql.QueryOptions {
+	return func(user string) usersql.QueryOptions {
+		return usersql.QueryOptions{Timeout: 10 * time.Second, MaxRows: 10,
+			Slot: &usersql.Slot{Key: prefix + user, Max: 2, Shared: shared}}
+	}
+}
+
 // TestSharedSlot: user SQL past the database's share waits for a slot, up to its wait, then
 // is refused (ErrBusy); a slot freed while it waits lets it run. The user's own slots are
 // counted apart.
@@ -234,10 +243,7 @@ func TestSharedSlot(t *testing.T) {
 	db, org, _ := sandbox(t)
 	ctx := context.Background()
 	shared := &usersql.SharedSlot{Max: 1, Wait: 400 * time.Millisecond}
-	o := func(user string) usersql.QueryOptions {
-		return usersql.QueryOptions{Timeout: 10 * time.Second, MaxRows: 10,
-			Slot: &usersql.Slot{Key: "test." + org + "." + user, Max: 2, Shared: shared}}
-	}
+	o := userSlots(shared, "test."+org+".")
 	// A cursor holds its slots until it is closed.
 	cur, err := usersql.OpenCursor(ctx, db, org, `SELECT 1`, nil, o("ann"))
 	if err != nil {
@@ -303,10 +309,7 @@ func TestOrgShare(t *testing.T) {
 		t.Fatalf("user SQL's plan: %v %s, want no parallel workers", err, res.Plan)
 	}
 	shared := &usersql.SharedSlot{Max: 2, PerOrg: 1, Wait: 600 * time.Millisecond}
-	o := func(user string) usersql.QueryOptions {
-		return usersql.QueryOptions{Timeout: 10 * time.Second, MaxRows: 10,
-			Slot: &usersql.Slot{Key: "test." + user, Max: 2, Shared: shared}}
-	}
+	o := userSlots(shared, "test.")
 	cur, err := usersql.OpenCursor(ctx, db, org, `SELECT 1`, nil, o("ann"))
 	if err != nil {
 		t.Fatal(err)
@@ -344,10 +347,7 @@ func TestWaitingHoldsNoConnection(t *testing.T) {
 	db, org, _ := sandbox(t)
 	ctx := context.Background()
 	shared := &usersql.SharedSlot{Max: 3, PerOrg: 1, Wait: 3 * time.Second}
-	o := func(user string) usersql.QueryOptions {
-		return usersql.QueryOptions{Timeout: 10 * time.Second, MaxRows: 10,
-			Slot: &usersql.Slot{Key: "wait." + org + "." + user, Max: 2, Shared: shared}}
-	}
+	o := userSlots(shared, "wait."+org+".")
 	cur, err := usersql.OpenCursor(ctx, db, org, `SELECT 1`, nil, o("ann"))
 	if err != nil {
 		t.Fatal(err)
