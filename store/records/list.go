@@ -144,13 +144,16 @@ func DecodeCursor(s, dataset, sort string) (*Cursor, error) {
 // (flipped: before it), NULL-aware, as a chain of (k1 > v1) OR (k1 = v1 AND (k2 > v2 OR ...)).
 // PostgreSQL cannot start an index scan from such a chain, so a page far into the order
 // would read every row before it: the chain goes with a bound on the first key alone
-// (k1 >= v1), which it can, wherever that bound holds for every row after (NULLs sort last
-// ascending, first descending).
-func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip bool) (string, error) {
+// (k1 >= v1), which it can. NULLs sort last ascending, so after a value of a column with
+// NULLs no one range holds every row that follows: the bound holds for the values, and nulls
+// ("k1 IS NULL", else "") selects the NULLs that come after them all, to be read apart.
+func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip bool) (cond, nulls string, err error) {
+	bad := &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
 	if len(vals) != len(keys) {
-		return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
+		return "", "", bad
 	}
-	cond, lead := "false", ""
+	cond = "false"
+	lead := ""
 	for i := len(keys) - 1; i >= 0; i-- {
 		k := keys[i]
 		c := t.cols[k.field]
@@ -158,8 +161,8 @@ func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip b
 		dec := json.NewDecoder(strings.NewReader(string(vals[i])))
 		dec.UseNumber()
 		var v any
-		if err := dec.Decode(&v); err != nil {
-			return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
+		if dec.Decode(&v) != nil {
+			return "", "", bad
 		}
 		var gt, eq, p string
 		if v == nil {
@@ -172,7 +175,7 @@ func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip b
 		} else {
 			text, _, err := c.Text(v)
 			if err != nil {
-				return "", &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
+				return "", "", bad
 			}
 			p = b.arg(text) + "::" + datasets.SQLType(c)
 			eq = q + " = " + p
@@ -191,14 +194,17 @@ func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip b
 			lead = eq
 		case v != nil && k.desc != flip: // descending: NULLs came first
 			lead = q + " <= " + p
-		case v != nil && !c.Nullable: // ascending, and no NULLs to come last
+		case v != nil: // ascending: the values, then any NULLs apart
 			lead = q + " >= " + p
+			if c.Nullable {
+				nulls = q + " IS NULL"
+			}
 		}
 	}
 	if lead != "" {
 		cond = "(" + lead + " AND " + cond + ")"
 	}
-	return cond, nil
+	return cond, nulls, nil
 }
 
 // Page is a page of a list.
@@ -245,6 +251,7 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 		return nil, err
 	}
 	conds := slices.Clone(b.conds)
+	var nullConds []string // the NULLs after a cursor, read apart (see after)
 	flip := false
 	var cur *Cursor
 	if lq.Cursor != "" && t.key == "" {
@@ -255,9 +262,12 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 			return nil, err
 		}
 		flip = cur.Before
-		c, err := t.after(&b, keys, cur.Values, flip)
+		c, nulls, err := t.after(&b, keys, cur.Values, flip)
 		if err != nil {
 			return nil, err
+		}
+		if nulls != "" {
+			nullConds = append(slices.Clone(conds), nulls)
 		}
 		conds = append(conds, c)
 	}
@@ -283,9 +293,19 @@ func (t *Table) List(ctx context.Context, q sqlx.QueryerContext, lq ListQuery) (
 	if cur == nil && (lq.Page > 1 || filtered) {
 		offset = ` OFFSET ` + b.arg((lq.Page-1)*lq.Limit)
 	}
+	sel := func(conds []string, keys []sortKey) string {
+		return `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + t.Qualified() + ` WHERE ` + strings.Join(conds, " AND ") +
+			` ORDER BY ` + orderSQL(keys, flip) + ` LIMIT ` + limit
+	}
+	page := sel(conds, keys) + offset
+	if nullConds != nil {
+		// A page's worth of each part, merged in order. The NULLs are ordered by the keys after
+		// the first: PostgreSQL does not know that the first is NULL throughout, and ordered by
+		// it would sort every NULL row to find a page's worth.
+		page = `(` + page + `) UNION ALL (` + sel(nullConds, keys[1:]) + `) ORDER BY ` + orderSQL(keys, flip) + ` LIMIT ` + limit
+	}
 	rows, err := q.QueryxContext(ctx, `SELECT to_json(x), json_build_array(`+strings.Join(keyVals, ", ")+`)
-		FROM (SELECT `+strings.Join(cols, ", ")+` FROM `+t.Qualified()+` WHERE `+strings.Join(conds, " AND ")+` ORDER BY `+orderSQL(keys, flip)+
-		` LIMIT `+limit+offset+`) r, LATERAL (SELECT `+strings.Join(record, ", ")+`) x`, b.args...)
+		FROM (`+page+`) r, LATERAL (SELECT `+strings.Join(record, ", ")+`) x`, b.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list records: %w", err)
 	}

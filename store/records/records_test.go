@@ -738,7 +738,7 @@ func TestPagePlannedOnce(t *testing.T) {
 // rows in the order worked out here independently (NULLs last ascending, first descending,
 // then the key), for sorts ascending and descending, on columns with NULLs and without, and
 // on two keys; and a page far into a sort on an indexed column reads a page's worth of rows,
-// not every row before it.
+// not every row before it (nor, ascending on a column with NULLs, every NULL after it).
 func TestCursorWalks(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -847,7 +847,7 @@ func TestCursorWalks(t *testing.T) {
 
 	// A page far into a sort on an indexed column, each way.
 	if _, err := f.db.Exec(`INSERT INTO ` + f.tbl.Qualified() + ` (name, email, score)
-		SELECT 'm' || g, 'm' || g || '@example.com', g % 5000 FROM generate_series(1, 50000) g`); err != nil {
+		SELECT 'm' || g, 'm' || g || '@example.com', CASE WHEN g % 10 = 0 THEN NULL ELSE g % 5000 END FROM generate_series(1, 50000) g`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.db.Exec(`CREATE INDEX ON ` + f.tbl.Qualified() + ` (score); CREATE INDEX ON ` + f.tbl.Qualified() + ` (name); ANALYZE ` + f.tbl.Qualified()); err != nil {
@@ -865,19 +865,42 @@ func TestCursorWalks(t *testing.T) {
 		}
 		return n
 	}
-	for sort, near := range map[string]records.Filter{"-score": {Field: "score", Op: "eq", Value: "3"}, "name": {Field: "name", Op: "gte", Value: "m9998"}} {
-		lq := records.ListQuery{Page: 1, Limit: 1, Sort: sort, Fields: f.fields, Filters: []records.Filter{near}, Count: "planned"}
+	// order is each sort's ORDER BY, to find the rows after the cursor apart from List.
+	for _, c := range []struct {
+		sort, order string
+		near        records.Filter
+	}{
+		{"-score", "score DESC NULLS FIRST, id", records.Filter{Field: "score", Op: "eq", Value: "3"}},
+		{"name", "name, id", records.Filter{Field: "name", Op: "gte", Value: "m9998"}},
+		// ascending on a column with NULLs: amid the values, and across into the NULLs
+		{"score", "score ASC NULLS LAST, id", records.Filter{Field: "score", Op: "eq", Value: "2501"}},
+		{"score", "score ASC NULLS LAST, id", records.Filter{Field: "score", Op: "eq", Value: "4999"}},
+	} {
+		lq := records.ListQuery{Page: 1, Limit: 1, Sort: c.sort, Fields: f.fields, Filters: []records.Filter{c.near}, Count: "planned"}
 		p, err := f.tbl.List(ctx, f.db, lq)
 		if err != nil || p.Next == "" {
-			t.Fatalf("%s: %v", sort, err)
+			t.Fatalf("%s: %v", c.sort, err)
+		}
+		var want []int64
+		if err := f.db.Select(&want, `SELECT id FROM (SELECT id, row_number() OVER (ORDER BY `+c.order+`) n FROM `+f.tbl.Qualified()+`) o
+			WHERE n > (SELECT n FROM (SELECT id, row_number() OVER (ORDER BY `+c.order+`) n FROM `+f.tbl.Qualified()+`) s WHERE id = $1)
+			ORDER BY n LIMIT 20`, int64(record(t, p.Rows[0])["id"].(float64))); err != nil {
+			t.Fatal(err)
 		}
 		lq.Filters, lq.Limit, lq.Cursor = nil, 20, p.Next
 		before := read()
-		if p, err = f.tbl.List(ctx, f.db, lq); err != nil || len(p.Rows) != 20 {
-			t.Fatalf("%s, after the cursor: %v", sort, err)
+		if p, err = f.tbl.List(ctx, f.db, lq); err != nil {
+			t.Fatalf("%s, after the cursor: %v", c.sort, err)
 		}
 		if n := read() - before; n > 1000 {
-			t.Errorf("sort %s: a page far into the order read %d rows", sort, n)
+			t.Errorf("sort %s near %s: a page far into the order read %d rows", c.sort, c.near.Value, n)
+		}
+		var got []int64
+		for _, r := range p.Rows {
+			got = append(got, int64(record(t, r)["id"].(float64)))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("sort %s near %s: page %v, want %v", c.sort, c.near.Value, got, want)
 		}
 	}
 }
