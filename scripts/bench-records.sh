@@ -89,9 +89,7 @@ done
 #    again at each execution when it expects that to pay, as for a filtered, sorted page);
 #  - scripts/readfloor under wrk: the least a Go server on the service's stack (net/http,
 #    lib/pq) spends on the same bound statement, with no authentication, validation or
-#    shaping ("floor"): service/floor is the service's own cost, floor/pgbench the stack's;
-#    and the same on pgx instead of database/sql and lib/pq ("floor, pgx"): what the driver
-#    takes of it.
+#    shaping ("floor"): service/floor is the service's own cost, floor/pgbench the stack's.
 q="filter%5Bcity%5D=city7&filter%5Bamount%5D%5Bgte%5D=500&sort=-amount&limit=20"
 cat > "$tmp/page.sql" <<SQL
 SELECT to_json(x), json_build_array(r."amount", r."id") FROM (SELECT $cols, json_strip_nulls(json_build_object('self', '/api/v1/datasets/$ds/data/' || "id")) AS _links
@@ -138,37 +136,31 @@ spread() {
 }
 # versus LABEL URL NAME FLOORARGS [-array]: $runs turns of the four on statement NAME.
 versus() {
-  local label=$1 url=$2 name=$3 fargs=$4 farray=${5:-} fpid xpid svc=() bound=() floor=() pgx=() own=() r_svc r_floor r_pgx
+  local label=$1 url=$2 name=$3 fargs=$4 farray=${5:-} fpid svc=() bound=() floor=() own=() r_svc r_floor
   "$tmp/readfloor" -addr "127.0.0.1:$fport" -db "$pgurl" -sql "$(floorsql "$tmp/$name.bound")" -args "$fargs" $farray &
   fpid=$!
-  "$tmp/readfloor" -driver pgx -addr "127.0.0.1:$((fport + 1))" -db "$pgurl" -sql "$(floorsql "$tmp/$name.bound")" -args "$fargs" $farray &
-  xpid=$!
-  for _ in $(seq 1 50); do curl -sf "127.0.0.1:$fport/" >/dev/null && curl -sf "127.0.0.1:$((fport + 1))/" >/dev/null && break; sleep 0.1; done
+  for _ in $(seq 1 50); do curl -sf "127.0.0.1:$fport/" >/dev/null && break; sleep 0.1; done
   curl -sf "$url" -H "Authorization: Bearer $tok" >/dev/null
   # Warm up first (pooled database connections, cached lookups): steady state is measured.
   wrk -t2 -c"$conns" -d3s -H "Authorization: Bearer $tok" "$url" >/dev/null
   wrk -t2 -c"$conns" -d3s "http://127.0.0.1:$fport/" >/dev/null
-  wrk -t2 -c"$conns" -d3s "http://127.0.0.1:$((fport + 1))/" >/dev/null
   echo "$label, ${secs}s each, $conns connections:"
   local dvars=(-D amt=500 -D city=city7 -D lim=21 -D off=0 -D id=123456)
   for i in $(seq 1 "$runs"); do
     echo " turn $i"
     load service "$url"; r_svc=$rps
     load floor "http://127.0.0.1:$fport/" "$fpid"; r_floor=$rps
-    load "floor, pgx" "http://127.0.0.1:$((fport + 1))/" "$xpid"; r_pgx=$rps
     pgb pgbench "$tmp/$name.sql"
     svc+=("$(echo "scale=3; $r_svc / $tps" | bc)"); floor+=("$(echo "scale=3; $r_floor / $tps" | bc)")
-    pgx+=("$(echo "scale=3; $r_pgx / $tps" | bc)")
     own+=("$(echo "scale=3; $r_svc / $r_floor" | bc)")
     pgb "pgbench, bound" "$tmp/$name.bound" "${dvars[@]}"
     bound+=("$(echo "scale=3; $r_svc / $tps" | bc)")
   done
-  kill "$fpid" "$xpid"
+  kill "$fpid"
   echo "$label, ratios:"
   spread "service/pgbench" "${svc[@]}"
   spread "service/(pgbench, bound)" "${bound[@]}"
   spread "floor/pgbench" "${floor[@]}"
-  spread "(floor, pgx)/pgbench" "${pgx[@]}"
   spread "service/floor" "${own[@]}"
 }
 versus "list page (city = city7, amount >= 500, sort -amount, 20 rows)" "http://127.0.0.1:$port/api/v1/datasets/$ds/data?$q" page "500,city7,21,0" -array

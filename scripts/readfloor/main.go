@@ -8,19 +8,16 @@
 //	    -sql 'SELECT to_json(r) FROM (SELECT * FROM t WHERE id = $1) r' -args 123456
 //
 // GET / answers the statement's first column: one value, or a JSON array of the values when
-// -array is set (a list page). -driver pgx runs it on pgx connections (a channel of 40 as
-// the pool) instead of database/sql and lib/pq: what another driver would change in the floor.
+// -array is set (a list page).
 package main
 
 import (
-	"context"
 	"database/sql"
 	"flag"
 	"log"
 	"net/http"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	_ "github.com/lib/pq"
 )
 
@@ -30,17 +27,7 @@ func main() {
 	query := flag.String("sql", "", "the statement, with $1... parameters")
 	argList := flag.String("args", "", "its parameters' values, comma separated")
 	array := flag.Bool("array", false, "answer every row's first column as a JSON array")
-	driver := flag.String("driver", "pq", "pq (database/sql, lib/pq) or pgx")
 	flag.Parse()
-	var args []any
-	if *argList != "" {
-		for _, a := range strings.Split(*argList, ",") {
-			args = append(args, a)
-		}
-	}
-	if *driver == "pgx" {
-		log.Fatal(http.ListenAndServe(*addr, pgxFloor(*dsn, *query, args, *array)))
-	}
 	sep := "?"
 	if strings.Contains(*dsn, "?") {
 		sep = "&"
@@ -54,6 +41,12 @@ func main() {
 	st, err := db.Prepare(*query)
 	if err != nil {
 		log.Fatal(err)
+	}
+	var args []any
+	if *argList != "" {
+		for _, a := range strings.Split(*argList, ",") {
+			args = append(args, a)
+		}
 	}
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		rows, err := st.QueryContext(r.Context(), args...)
@@ -87,43 +80,4 @@ func main() {
 		_, _ = w.Write(out)
 	})
 	log.Fatal(http.ListenAndServe(*addr, nil))
-}
-
-// pgxFloor is the same handler on pgx connections (statements prepared and kept per
-// connection, pgx's default), 40 of them handed out through a channel.
-func pgxFloor(dsn, query string, args []any, array bool) http.Handler {
-	pool := make(chan *pgx.Conn, 40)
-	for range cap(pool) {
-		c, err := pgx.Connect(context.Background(), dsn)
-		if err != nil {
-			log.Fatal(err)
-		}
-		pool <- c
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := <-pool
-		defer func() { pool <- c }()
-		rows, err := c.Query(r.Context(), query, args...)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		defer rows.Close()
-		var out []byte
-		for n := 0; rows.Next(); n++ {
-			if array && n > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, rows.RawValues()[0]...)
-		}
-		if err := rows.Err(); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		if array {
-			out = append(append([]byte{'['}, out...), ']')
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(out)
-	})
 }
