@@ -17,6 +17,11 @@ type object struct {
 	names []string // the keys, decoded
 	keys  [][]byte // the keys as written, quoted
 	vals  [][]byte // the values as written
+	// room for a record of up to 16 members (and its _links) in the object's own allocation:
+	// the slices above start in it, and grow out of it only for larger records.
+	nameRoom [17]string
+	keyRoom  [17][]byte
+	valRoom  [17][]byte
 }
 
 var errNotObject = errors.New("a record is a JSON object")
@@ -24,6 +29,7 @@ var errNotObject = errors.New("a record is a JSON object")
 // parseObject splits raw, a JSON object (PostgreSQL's to_json of a record), into its members.
 func parseObject(raw []byte) (*object, error) {
 	o := &object{}
+	o.names, o.keys, o.vals = o.nameRoom[:0], o.keyRoom[:0], o.valRoom[:0]
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, errNotObject

@@ -327,11 +327,12 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		if after < 0 {
 			after = 0
 		}
+		// Set directly under Go's canonical names (what Header.Set would make of
+		// "X-RateLimit-Limit", anew on each request), the four values in one array: every
+		// answer carries them.
 		h := c.Response().Header()
-		h.Set("X-RateLimit-Limit", strconv.FormatInt(r.Limit, 10))
-		h.Set("X-RateLimit-Remaining", strconv.FormatInt(r.Remaining, 10))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(r.Reset, 10))
-		h.Set("X-RateLimit-Reset-After", strconv.FormatInt(after, 10))
+		v := [4]string{strconv.FormatInt(r.Limit, 10), strconv.FormatInt(r.Remaining, 10), strconv.FormatInt(r.Reset, 10), strconv.FormatInt(after, 10)}
+		h["X-Ratelimit-Limit"], h["X-Ratelimit-Remaining"], h["X-Ratelimit-Reset"], h["X-Ratelimit-Reset-After"] = v[0:1:1], v[1:2:2], v[2:3:3], v[3:4:4]
 		if r.Reached {
 			h.Set("Retry-After", strconv.FormatInt(after, 10))
 			return (&apierr.Error{Status: http.StatusTooManyRequests, Code: apierr.CodeRateLimitExceeded,

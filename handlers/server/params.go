@@ -52,15 +52,19 @@ func malformedQuery(raw string) error {
 type queryParams struct {
 	names   map[string]bool
 	filters bool
+	// optional: none is required or has a default, so a request with no query string has
+	// nothing in it to validate (nor a default for the validator to fill in).
+	optional bool
 }
 
 func queryParamsOf(item *openapi3.PathItem, op *openapi3.Operation) *queryParams {
-	kp := &queryParams{names: map[string]bool{"api_key": true}}
+	kp := &queryParams{names: map[string]bool{"api_key": true}, optional: true}
 	for _, ps := range []openapi3.Parameters{item.Parameters, op.Parameters} {
 		for _, p := range ps {
 			if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
 				kp.names[p.Value.Name] = true
 				kp.filters = kp.filters || strings.HasPrefix(p.Value.Name, "filter[")
+				kp.optional = kp.optional && !p.Value.Required && (p.Value.Schema == nil || p.Value.Schema.Value == nil || p.Value.Schema.Value.Default == nil)
 			}
 		}
 	}

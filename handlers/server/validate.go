@@ -56,6 +56,8 @@ func (s *Server) validate(c echo.Context, rt *route) error {
 	opts := &openapi3filter.Options{
 		MultiError:         true,
 		KeepValidatedValue: true,
+		// The validator otherwise decodes every declared query parameter to find it absent.
+		ExcludeRequestQueryParams: req.URL.RawQuery == "" && rt.query.optional,
 	}
 	if rt.multipart {
 		// Uploads are streamed by the handler; kin-openapi would read the whole file into
