@@ -141,6 +141,7 @@ func ReachAccess(p *Principal, orgID string, r store.Reach) Access {
 		if p.KeyID != "" {
 			perms = slices.DeleteFunc(slices.Clone(perms), func(x string) bool { return !slices.Contains(p.KeyPermissions, x) })
 		}
+		a.Permissions = slices.Grow(a.Permissions, len(perms)+len(ops)) // one allocation: every record request makes this list
 		for _, x := range perms {
 			if !slices.Contains(a.Permissions, x) {
 				a.Permissions = append(a.Permissions, x)

@@ -30,6 +30,7 @@ var errNotObject = errors.New("a record is a JSON object")
 func parseObject(raw []byte) (*object, error) {
 	o := &object{}
 	o.names, o.keys, o.vals = o.nameRoom[:0], o.keyRoom[:0], o.valRoom[:0]
+	text := string(raw) // the names are cut from one copy, not copied one by one
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, errNotObject
@@ -46,7 +47,7 @@ func parseObject(raw []byte) (*object, error) {
 			return nil, errNotObject
 		}
 		key := raw[i:end]
-		name := string(key[1 : len(key)-1])
+		name := text[i+1 : end-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
 			if err := json.Unmarshal(key, &name); err != nil {
 				return nil, err
