@@ -558,9 +558,14 @@ func TestRecordSearchIndex(t *testing.T) {
 	tx := e.st.DB.MustBegin()
 	tx.MustExec(`SET LOCAL enable_seqscan = off`) // three rows: let the planner show it has the index
 	tx.Get(&plan, fmt.Sprintf(`EXPLAIN SELECT * FROM %q.%q WHERE score = 80`, e.orgID, id))
+	var sorted []string // a list's order by the column (then the key): the index alone gives it
+	tx.Select(&sorted, fmt.Sprintf(`EXPLAIN SELECT * FROM %q.%q ORDER BY score ASC NULLS LAST, id ASC NULLS LAST LIMIT 21`, e.orgID, id))
 	tx.Rollback()
 	if !strings.Contains(plan, "score_idx") {
 		t.Fatalf("plan: %s", plan)
+	}
+	if s := strings.Join(sorted, "\n"); !strings.Contains(s, "score_idx") || strings.Contains(s, "Sort") {
+		t.Fatalf("sorted plan: %s", s)
 	}
 	if r := e.do("GET", "/api/v1/datasets/"+id+"/data?search=oslo", nil, own).status(200); r.len("data") != 1 || r.str("data.0.name") != "Ann" {
 		t.Fatalf("search: %s", r.Body)

@@ -114,7 +114,10 @@ const maxColumnIndexes = 32
 
 // columnIndexes gives the columns lists filter and sort on a btree index each (and the
 // default sort, newest first, one of its own), so that a filtered, sorted page of a large
-// table reads a few index pages instead of the table. JSON and array columns (matched by
+// table reads a few index pages instead of the table. Each column's index ends with the key,
+// as a list's order does: an ascending sort on a column of many equal values then reads a
+// page of them in order (and a cursor starts among them), where an index of the column alone
+// made PostgreSQL read and sort every row of the value. JSON and array columns (matched by
 // containment) and booleans (two values) get none; a text column whose values are too long
 // for a btree keeps none, and the others are built anyway.
 func (x *Indexer) columnIndexes(ctx context.Context, d *store.Dataset, t TableDef, p *jobs.Progress) error {
@@ -129,7 +132,7 @@ func (x *Indexer) columnIndexes(ctx context.Context, d *store.Dataset, t TableDe
 		switch c.Type {
 		case ingest.Integer, ingest.BigInt, ingest.Numeric, ingest.Date, ingest.Timestamptz, ingest.UUID, ingest.Text:
 			if len(list) <= maxColumnIndexes {
-				list = append(list, ix{constraintName(d.ID + "_" + c.Name + "_idx"), `(` + pq.QuoteIdentifier(c.Name) + `)`})
+				list = append(list, ix{constraintName(d.ID + "_" + c.Name + "_idx"), `(` + pq.QuoteIdentifier(c.Name) + `, ` + pq.QuoteIdentifier(key) + `)`})
 			}
 		}
 	}

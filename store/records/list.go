@@ -144,9 +144,12 @@ func DecodeCursor(s, dataset, sort string) (*Cursor, error) {
 // (flipped: before it), NULL-aware, as a chain of (k1 > v1) OR (k1 = v1 AND (k2 > v2 OR ...)).
 // PostgreSQL cannot start an index scan from such a chain, so a page far into the order
 // would read every row before it: the chain goes with a bound on the first key alone
-// (k1 >= v1), which it can. NULLs sort last ascending, so after a value of a column with
-// NULLs no one range holds every row that follows: the bound holds for the values, and nulls
-// ("k1 IS NULL", else "") selects the NULLs that come after them all, to be read apart.
+// (k1 >= v1), which it can. Sorted by one field and the key, both the same way, the bound
+// is on both ((k1, key) > (v1, v2)): an index of the two (a column's, see columnIndexes)
+// then starts at the cursor itself, not at the first of the rows equal to it. NULLs sort
+// last ascending, so after a value of a column with NULLs no one range holds every row that
+// follows: the bound holds for the values, and nulls ("k1 IS NULL", else "") selects the
+// NULLs that come after them all, to be read apart.
 func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip bool) (cond, nulls string, err error) {
 	bad := &FieldError{"query.cursor", "invalid_cursor", "the cursor is not one this list gave"}
 	if len(vals) != len(keys) {
@@ -154,6 +157,7 @@ func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip b
 	}
 	cond = "false"
 	lead := ""
+	params := make([]string, len(keys)) // each key's value as a parameter ("" for NULL)
 	for i := len(keys) - 1; i >= 0; i-- {
 		k := keys[i]
 		c := t.cols[k.field]
@@ -178,6 +182,7 @@ func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip b
 				return "", "", bad
 			}
 			p = b.arg(text) + "::" + datasets.SQLType(c)
+			params[i] = p
 			eq = q + " = " + p
 			if k.desc != flip {
 				gt = q + " < " + p
@@ -200,6 +205,13 @@ func (t *Table) after(b *builder, keys []sortKey, vals []json.RawMessage, flip b
 				nulls = q + " IS NULL"
 			}
 		}
+	}
+	if len(keys) == 2 && keys[1].field == t.key && keys[0].desc == keys[1].desc && params[0] != "" && params[1] != "" {
+		op := " > "
+		if keys[0].desc != flip {
+			op = " < "
+		}
+		lead = "(" + pq.QuoteIdentifier(keys[0].field) + ", " + pq.QuoteIdentifier(t.key) + ")" + op + "(" + params[0] + ", " + params[1] + ")"
 	}
 	if lead != "" {
 		cond = "(" + lead + " AND " + cond + ")"

@@ -738,7 +738,8 @@ func TestPagePlannedOnce(t *testing.T) {
 // rows in the order worked out here independently (NULLs last ascending, first descending,
 // then the key), for sorts ascending and descending, on columns with NULLs and without, and
 // on two keys; and a page far into a sort on an indexed column reads a page's worth of rows,
-// not every row before it (nor, ascending on a column with NULLs, every NULL after it).
+// not every row before it (nor, ascending on a column with NULLs, every NULL after it, nor,
+// amid many rows of one value, every row of that value).
 func TestCursorWalks(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -796,8 +797,9 @@ func TestCursorWalks(t *testing.T) {
 	key := map[string]func(r row) *string{
 		"name": func(r row) *string { return &r.name }, "score": func(r row) *string { return num(r.score) },
 		"joined": func(r row) *string { return r.joined },
+		"id":     func(r row) *string { return num(&r.id) },
 	}
-	for _, sort := range []string{"score", "-score", "name", "-name", "joined,-score", "-joined,name"} {
+	for _, sort := range []string{"score", "-score", "name", "-name", "joined,-score", "-joined,name", "-score,-id", "score,-id"} {
 		want := slices.Clone(all)
 		slices.SortFunc(want, func(a, b row) int {
 			for _, k := range strings.Split(sort, ",") {
@@ -847,10 +849,11 @@ func TestCursorWalks(t *testing.T) {
 
 	// A page far into a sort on an indexed column, each way.
 	if _, err := f.db.Exec(`INSERT INTO ` + f.tbl.Qualified() + ` (name, email, score)
-		SELECT 'm' || g, 'm' || g || '@example.com', CASE WHEN g % 10 = 0 THEN NULL ELSE g % 5000 END FROM generate_series(1, 50000) g`); err != nil {
+		SELECT 'm' || g, 'm' || g || '@example.com', CASE WHEN g % 10 = 0 THEN NULL WHEN g % 10 = 1 THEN 2600 ELSE g % 5000 END FROM generate_series(1, 50000) g`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.Exec(`CREATE INDEX ON ` + f.tbl.Qualified() + ` (score); CREATE INDEX ON ` + f.tbl.Qualified() + ` (name); ANALYZE ` + f.tbl.Qualified()); err != nil {
+	// The indexes an uploaded dataset's columns get: the column, then the key.
+	if _, err := f.db.Exec(`CREATE INDEX ON ` + f.tbl.Qualified() + ` (score, id); CREATE INDEX ON ` + f.tbl.Qualified() + ` (name, id); ANALYZE ` + f.tbl.Qualified()); err != nil {
 		t.Fatal(err)
 	}
 	// read is the rows of the table read so far (index and sequential), as the statistics say.
@@ -869,14 +872,18 @@ func TestCursorWalks(t *testing.T) {
 	for _, c := range []struct {
 		sort, order string
 		near        records.Filter
+		also        []records.Filter // more filters to find the cursor's row by
 	}{
-		{"-score", "score DESC NULLS FIRST, id", records.Filter{Field: "score", Op: "eq", Value: "3"}},
-		{"name", "name, id", records.Filter{Field: "name", Op: "gte", Value: "m9998"}},
+		{"-score", "score DESC NULLS FIRST, id", records.Filter{Field: "score", Op: "eq", Value: "3"}, nil},
+		{"name", "name, id", records.Filter{Field: "name", Op: "gte", Value: "m9998"}, nil},
 		// ascending on a column with NULLs: amid the values, and across into the NULLs
-		{"score", "score ASC NULLS LAST, id", records.Filter{Field: "score", Op: "eq", Value: "2501"}},
-		{"score", "score ASC NULLS LAST, id", records.Filter{Field: "score", Op: "eq", Value: "4999"}},
+		{"score", "score ASC NULLS LAST, id", records.Filter{Field: "score", Op: "eq", Value: "2502"}, nil},
+		{"score", "score ASC NULLS LAST, id", records.Filter{Field: "score", Op: "eq", Value: "4999"}, nil},
+		// amid 5,000 rows of one value: the index of the value and the key starts at the cursor
+		{"score", "score ASC NULLS LAST, id", records.Filter{Field: "score", Op: "eq", Value: "2600"}, []records.Filter{{Field: "id", Op: "gte", Value: "30000"}}},
+		{"-score,-id", "score DESC NULLS FIRST, id DESC", records.Filter{Field: "score", Op: "eq", Value: "2600"}, []records.Filter{{Field: "id", Op: "lte", Value: "30000"}}},
 	} {
-		lq := records.ListQuery{Page: 1, Limit: 1, Sort: c.sort, Fields: f.fields, Filters: []records.Filter{c.near}, Count: "planned"}
+		lq := records.ListQuery{Page: 1, Limit: 1, Sort: c.sort, Fields: f.fields, Filters: append([]records.Filter{c.near}, c.also...), Count: "planned"}
 		p, err := f.tbl.List(ctx, f.db, lq)
 		if err != nil || p.Next == "" {
 			t.Fatalf("%s: %v", c.sort, err)
