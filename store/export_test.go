@@ -1,6 +1,13 @@
 package store
 
-import "github.com/jmoiron/sqlx"
+import (
+	"context"
+	"database/sql"
+	"io/fs"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
+)
 
 // StmtCacheState is what db's statement cache keeps: the entries with a statement, those in
 // the ring of kept entries (each checked to be a kept entry of the map, under its own text),
@@ -26,4 +33,18 @@ func StmtCacheState(db *sqlx.DB, text string) (kept, ring int, isKept bool) {
 	}
 	e := sc.m[text]
 	return kept, ring, e != nil && e.st != nil
+}
+
+// MigrateDownTo undoes the migrations after version (to run them again with Migrate).
+func MigrateDownTo(ctx context.Context, db *sql.DB, version int64) error {
+	fsys, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys)
+	if err != nil {
+		return err
+	}
+	_, err = p.DownTo(ctx, version)
+	return err
 }

@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"dataplatform/store"
@@ -136,10 +137,22 @@ func (x *Indexer) columnIndexes(ctx context.Context, d *store.Dataset, t TableDe
 			}
 		}
 	}
+	// A column's index of the column alone (made before indexes ended with the key) is
+	// built again under its name: the new one beside it, then the old one dropped.
+	var alone []string
+	if err := x.Store.DB.SelectContext(ctx, &alone, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE i.indrelid = $1::regclass AND i.indnatts = 1`, Table(d.TableSchema, d.ID)); err != nil {
+		return err
+	}
 	var failed []string
 	for i, x2 := range list {
 		p.Set(ctx, "indexing", int64(i), int64(len(list)), "building column indexes")
-		err := x.createIndex(ctx, d, x2.name, x2.def)
+		var err error
+		if slices.Contains(alone, x2.name) {
+			err = x.rebuildIndex(ctx, d, x2.name, x2.def)
+		} else {
+			err = x.createIndex(ctx, d, x2.name, x2.def)
+		}
 		if err == nil {
 			continue
 		}
@@ -155,4 +168,22 @@ func (x *Indexer) columnIndexes(ctx context.Context, d *store.Dataset, t TableDe
 		p.Set(ctx, "complete", int64(len(list)-len(failed)), int64(len(list)), "not indexed: "+strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// rebuildIndex replaces the index name of d's table by one of def under the same name: the
+// new one is built beside it (writes going on), then the old one dropped and the new renamed.
+func (x *Indexer) rebuildIndex(ctx context.Context, d *store.Dataset, name, def string) error {
+	next := constraintName(name + "_next")
+	// An interrupted rebuild's half-built index goes first.
+	if _, err := x.Store.DB.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+Table(d.TableSchema, next)); err != nil {
+		return err
+	}
+	if err := x.createIndex(ctx, d, next, def); err != nil {
+		return err
+	}
+	if _, err := x.Store.DB.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+Table(d.TableSchema, name)); err != nil {
+		return err
+	}
+	_, err := x.Store.DB.ExecContext(ctx, `ALTER INDEX `+Table(d.TableSchema, next)+` RENAME TO `+pq.QuoteIdentifier(name))
+	return err
 }
