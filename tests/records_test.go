@@ -589,6 +589,22 @@ func TestRecordSearchIndex(t *testing.T) {
 	if !strings.HasSuffix(scoreDef, "(score, id)") {
 		t.Fatalf("the score index was not built again: %q", scoreDef)
 	}
+	// A rebuild stopped after dropping the old index, before renaming the new one: the next
+	// build drops what it left and makes the index under its name.
+	e.st.DB.MustExec(`DROP INDEX ` + scoreIdx + `; CREATE INDEX ` + scoreIdx[strings.Index(scoreIdx, ".")+1:] + `_next` + fmt.Sprintf(` ON %q.%q (score)`, e.orgID, id))
+	e.do("PUT", "/api/v1/datasets/"+id+"/schema", map[string]any{"changes": []any{map[string]any{"op": "drop_column", "column": "metadata"}}}, own).status(200)
+	var scoreIdxs []string
+	for i := 0; i < 300; i++ {
+		scoreIdxs = nil
+		e.st.DB.Select(&scoreIdxs, `SELECT indexname || ' ' || indexdef FROM pg_indexes WHERE tablename = $1 AND indexname LIKE '%\_score\_%' ORDER BY 1`, id)
+		if len(scoreIdxs) == 1 && strings.HasSuffix(scoreIdxs[0], "(score, id)") && strings.Contains(scoreIdxs[0], "_score_idx ") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(scoreIdxs) != 1 || !strings.HasSuffix(scoreIdxs[0], "(score, id)") || !strings.Contains(scoreIdxs[0], "_score_idx ") {
+		t.Fatalf("after a stopped rebuild: %q", scoreIdxs)
+	}
 	if r := e.do("GET", "/api/v1/datasets/"+id+"/data?search=bob", nil, own).status(200); r.len("data") != 1 {
 		t.Fatalf("search after the change: %s", r.Body)
 	}

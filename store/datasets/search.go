@@ -3,7 +3,6 @@ package datasets
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 
 	"dataplatform/store"
@@ -138,19 +137,33 @@ func (x *Indexer) columnIndexes(ctx context.Context, d *store.Dataset, t TableDe
 		}
 	}
 	// A column's index of the column alone (made before indexes ended with the key) is
-	// built again under its name: the new one beside it, then the old one dropped.
-	var alone []string
-	if err := x.Store.DB.SelectContext(ctx, &alone, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-		WHERE i.indrelid = $1::regclass AND i.indnatts = 1`, Table(d.TableSchema, d.ID)); err != nil {
+	// built again under its name (rebuildIndex).
+	var present []struct {
+		Name    string `db:"relname"`
+		Columns int    `db:"indnatts"`
+	}
+	if err := x.Store.DB.SelectContext(ctx, &present, `SELECT c.relname, i.indnatts FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE i.indrelid = $1::regclass`, Table(d.TableSchema, d.ID)); err != nil {
 		return err
+	}
+	columns := map[string]int{} // of each index present, by name
+	for _, ix := range present {
+		columns[ix.Name] = ix.Columns
 	}
 	var failed []string
 	for i, x2 := range list {
 		p.Set(ctx, "indexing", int64(i), int64(len(list)), "building column indexes")
 		var err error
-		if slices.Contains(alone, x2.name) {
+		switch n, ok := columns[x2.name]; {
+		case ok && n == 1:
 			err = x.rebuildIndex(ctx, d, x2.name, x2.def)
-		} else {
+		case !ok && columns[nextName(x2.name)] > 0:
+			// A rebuild stopped between the drop and the rename: its new index goes (it may be
+			// half built), and the name's is built anew.
+			if _, err = x.Store.DB.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+Table(d.TableSchema, nextName(x2.name))); err == nil {
+				err = x.createIndex(ctx, d, x2.name, x2.def)
+			}
+		default:
 			err = x.createIndex(ctx, d, x2.name, x2.def)
 		}
 		if err == nil {
@@ -173,7 +186,7 @@ func (x *Indexer) columnIndexes(ctx context.Context, d *store.Dataset, t TableDe
 // rebuildIndex replaces the index name of d's table by one of def under the same name: the
 // new one is built beside it (writes going on), then the old one dropped and the new renamed.
 func (x *Indexer) rebuildIndex(ctx context.Context, d *store.Dataset, name, def string) error {
-	next := constraintName(name + "_next")
+	next := nextName(name)
 	// An interrupted rebuild's half-built index goes first.
 	if _, err := x.Store.DB.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+Table(d.TableSchema, next)); err != nil {
 		return err
@@ -187,3 +200,6 @@ func (x *Indexer) rebuildIndex(ctx context.Context, d *store.Dataset, name, def 
 	_, err := x.Store.DB.ExecContext(ctx, `ALTER INDEX `+Table(d.TableSchema, next)+` RENAME TO `+pq.QuoteIdentifier(name))
 	return err
 }
+
+// nextName is the name an index is rebuilt under before it takes name's place.
+func nextName(name string) string { return constraintName(name + "_next") }
