@@ -192,6 +192,12 @@ func (x *Indexer) rebuildIndex(ctx context.Context, d *store.Dataset, name, def 
 		return err
 	}
 	if err := x.createIndex(ctx, d, next, def); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// Values too long for a btree with the key beside them: the column keeps the index it
+		// has (the caller would drop it as failed).
+		_, err = x.Store.DB.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+Table(d.TableSchema, next))
 		return err
 	}
 	if _, err := x.Store.DB.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+Table(d.TableSchema, name)); err != nil {
