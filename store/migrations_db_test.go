@@ -19,16 +19,7 @@ func TestColumnIndexJobsMigration(t *testing.T) {
 	}
 	defer st.Close()
 	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
-	usr, org, prj := store.NewID("usr"), store.NewID("org"), store.NewID("prj")
-	if err := store.CreateUser(ctx, st.DB, &store.User{ID: usr, Email: usr + "@example.com", Name: "Owner", Status: "active", CreatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.CreateOrganization(ctx, st.DB, &store.Organization{ID: org, Name: "Org", Slug: org, PlanTier: "free", CreatedAt: now, UpdatedAt: now}, usr); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.CreateProject(ctx, st.DB, &store.Project{ID: prj, OrgID: org, Name: "P", CreatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
+	_, org, prj := pgtest.Tenant(t, st, now)
 	ids := map[string]string{}
 	for _, k := range []struct{ name, typ, status string }{{"uploaded", "file", "active"}, {"loading", "file", "processing"}, {"connected", "database", "active"}} {
 		d := &store.Dataset{ID: store.NewID("ds"), ProjectID: prj, OrgID: org, Name: k.name, Type: k.typ, Status: k.status, SourceType: "csv",

@@ -42,16 +42,8 @@ func newProject(t *testing.T) *project {
 	}
 	t.Cleanup(func() { st.Close() })
 	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
-	p := &project{st: st, org: store.NewID("org"), id: store.NewID("prj"), owner: store.NewID("usr"), now: now}
-	if err := store.CreateUser(ctx, st.DB, &store.User{ID: p.owner, Email: p.owner + "@example.com", Name: "Owner", Status: "active", CreatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.CreateOrganization(ctx, st.DB, &store.Organization{ID: p.org, Name: "Org", Slug: p.org, PlanTier: "free", CreatedAt: now, UpdatedAt: now}, p.owner); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.CreateProject(ctx, st.DB, &store.Project{ID: p.id, OrgID: p.org, Name: "P", CreatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
+	p := &project{st: st, now: now}
+	p.owner, p.org, p.id = pgtest.Tenant(t, st, now)
 	if err := EnsureSchema(ctx, st.DB, p.org); err != nil {
 		t.Fatal(err)
 	}

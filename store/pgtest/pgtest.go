@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"dataplatform/store"
 	"dataplatform/store/pgembed"
@@ -144,3 +145,21 @@ func NewDatabase(t testing.TB) string {
 
 // AdminURL is the URL of the cluster's maintenance database.
 func AdminURL() string { return adminURL }
+
+// Tenant makes, in st, an owner, their organization and a project in it, as at now, and
+// returns their ids: what a test of data in an organization starts from.
+func Tenant(t testing.TB, st *store.Store, now time.Time) (usr, org, prj string) {
+	t.Helper()
+	ctx := context.Background()
+	usr, org, prj = store.NewID("usr"), store.NewID("org"), store.NewID("prj")
+	if err := store.CreateUser(ctx, st.DB, &store.User{ID: usr, Email: usr + "@example.com", Name: "Owner", Status: "active", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateOrganization(ctx, st.DB, &store.Organization{ID: org, Name: "Org", Slug: org, PlanTier: "free", CreatedAt: now, UpdatedAt: now}, usr); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateProject(ctx, st.DB, &store.Project{ID: prj, OrgID: org, Name: "P", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	return usr, org, prj
+}

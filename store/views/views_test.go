@@ -26,16 +26,7 @@ func TestCheck(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
-	org, prj, usr := store.NewID("org"), store.NewID("prj"), store.NewID("usr")
-	if err := store.CreateUser(ctx, st.DB, &store.User{ID: usr, Email: usr + "@example.com", Name: "Owner", Status: "active", CreatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.CreateOrganization(ctx, st.DB, &store.Organization{ID: org, Name: "Org", Slug: org, PlanTier: "free", CreatedAt: now, UpdatedAt: now}, usr); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.CreateProject(ctx, st.DB, &store.Project{ID: prj, OrgID: org, Name: "P", CreatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
+	_, org, prj := pgtest.Tenant(t, st, now)
 	if err := datasets.EnsureSchema(ctx, st.DB, org); err != nil {
 		t.Fatal(err)
 	}
