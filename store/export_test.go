@@ -3,10 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
-	"io/fs"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/pressly/goose/v3"
 )
 
 // StmtCacheState is what db's statement cache keeps: the entries with a statement, those in
@@ -37,11 +35,7 @@ func StmtCacheState(db *sqlx.DB, text string) (kept, ring int, isKept bool) {
 
 // MigrateDownTo undoes the migrations after version (to run them again with Migrate).
 func MigrateDownTo(ctx context.Context, db *sql.DB, version int64) error {
-	fsys, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys)
+	p, err := migrator(db)
 	if err != nil {
 		return err
 	}

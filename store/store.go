@@ -139,22 +139,28 @@ func (s *Store) Close() error {
 	return s.DB.Close()
 }
 
-// Migrate applies every pending migration. A session lock keeps concurrent replicas in line.
+// Migrate applies every pending migration.
 func Migrate(ctx context.Context, db *sql.DB) error {
-	fsys, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return err
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
+	p, err := migrator(db)
 	if err != nil {
 		return err
 	}
 	_, err = p.Up(ctx)
 	return err
+}
+
+// migrator runs the embedded migrations on db. A session lock keeps concurrent replicas in
+// line.
+func migrator(db *sql.DB) (*goose.Provider, error) {
+	fsys, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
 }
 
 // Tx runs fn in a transaction, committing when it returns nil. A transaction PostgreSQL
