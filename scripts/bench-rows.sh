@@ -6,8 +6,8 @@
 #  - the filtered, sorted page of bench-records.sh (city = city7, amount >= 500, sort -amount);
 #  - a keyset (cursor) page near the end of the table: sort id, and sort -amount (two keys,
 #    amount then id; the cursor comes from a page filtered to the smallest amounts);
-#  - sorted by city (50 values, each shared by a fiftieth of the rows): the first page, and
-#    a cursor page amid the rows of one city;
+#  - sorted by city (50 values, each shared by a fiftieth of the rows), each way: the first
+#    page, and a cursor page amid the rows of one city;
 #  - offset pages: page 10,000 (limit 20) and a page 90% of the way into the table;
 #  - the list with count=exact (limit 1) next to the default (estimated) count;
 #  - GET .../data/aggregate: count and sum(amount) grouped by city (50 values);
@@ -50,6 +50,7 @@ q="filter%5Bcity%5D=city7&filter%5Bamount%5D%5Bgte%5D=500&sort=-amount&limit=20"
 cur=$(python3 -c "import base64,json; print(base64.urlsafe_b64encode(json.dumps({'d':'$ds','s':'id','v':[$rows-30]}).encode()).decode().rstrip('='))")
 cur2=$(curl -s "$base?sort=-amount&limit=1&filter%5Bamount%5D%5Blte%5D=2" -H "$auth" | python3 -c "import json,sys; print(json.load(sys.stdin)['pagination']['next_cursor'])")
 cur3=$(curl -s "$base?sort=city&limit=1&filter%5Bcity%5D=city25&filter%5Bid%5D%5Bgte%5D=$((rows / 2))" -H "$auth" | python3 -c "import json,sys; print(json.load(sys.stdin)['pagination']['next_cursor'])")
+cur4=$(curl -s "$base?sort=-city&limit=1&filter%5Bcity%5D=city25&filter%5Bid%5D%5Blte%5D=$((rows / 2))" -H "$auth" | python3 -c "import json,sys; print(json.load(sys.stdin)['pagination']['next_cursor'])")
 deep=$((rows * 9 / 10 / 20))
 agg="group_by=city&agg=count,sum(amount)"
 echo "answers:"
@@ -58,6 +59,7 @@ echo "  filtered page:     $(pagination "$base?$q")"
 echo "  cursor page:       $(pagination "$base?sort=id&limit=20&cursor=$cur")"
 echo "  cursor page -amount: $(pagination "$base?sort=-amount&limit=20&cursor=$cur2")"
 echo "  cursor page city:  $(pagination "$base?sort=city&limit=20&cursor=$cur3")"
+echo "  cursor page -city: $(pagination "$base?sort=-city&limit=20&cursor=$cur4")"
 echo "  page 10000:        $(pagination "$base?page=10000&limit=20")"
 echo "  page $deep:       $(pagination "$base?page=$deep&limit=20")"
 echo "  count=exact:       $(pagination "$base?count=exact&limit=1")"
@@ -71,6 +73,8 @@ timed "cursor page near the end (sort id)" "$base?sort=id&limit=20&cursor=$cur"
 timed "cursor page near the end (-amount)" "$base?sort=-amount&limit=20&cursor=$cur2"
 timed "first page (sort city)" "$base?sort=city&limit=20"
 timed "cursor page amid city25 (sort city)" "$base?sort=city&limit=20&cursor=$cur3"
+timed "first page (sort -city)" "$base?sort=-city&limit=20"
+timed "cursor page amid city25 (sort -city)" "$base?sort=-city&limit=20&cursor=$cur4"
 timed "page 10000 (limit 20)" "$base?page=10000&limit=20"
 [ "${BENCH_DEEP:-1}" = 0 ] || timed "page $deep (90%, limit 20)" "$base?page=$deep&limit=20"
 timed "count=exact (limit 1)" "$base?count=exact&limit=1"

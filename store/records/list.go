@@ -56,7 +56,10 @@ func (t *Table) DefaultSort() string {
 }
 
 // sortKeys parses sort (fields, - for descending; default DefaultSort) and ends it with the
-// key, which makes the order total (keyset pagination needs that).
+// key, which makes the order total (keyset pagination needs that). The key goes the way of
+// the last field: an index of a field and the key (see columnIndexes) then serves the order
+// either way, read backwards for a descending sort, where a key always ascending would have
+// every record of a shared value read and sorted to find a page of them.
 func (t *Table) sortKeys(sort string) ([]sortKey, []string, error) {
 	if strings.TrimSpace(sort) == "" {
 		sort = t.DefaultSort()
@@ -84,7 +87,7 @@ func (t *Table) sortKeys(sort string) ([]sortKey, []string, error) {
 		names = append(names, s)
 	}
 	if t.key != "" && !slices.ContainsFunc(keys, func(k sortKey) bool { return k.field == t.key }) {
-		keys = append(keys, sortKey{t.key, false})
+		keys = append(keys, sortKey{t.key, len(keys) > 0 && keys[len(keys)-1].desc})
 	}
 	return keys, names, nil
 }

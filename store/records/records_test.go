@@ -736,10 +736,10 @@ func TestPagePlannedOnce(t *testing.T) {
 
 // TestCursorWalks: walking every page of a list by its cursors, forwards and back, gives the
 // rows in the order worked out here independently (NULLs last ascending, first descending,
-// then the key), for sorts ascending and descending, on columns with NULLs and without, and
-// on two keys; and a page far into a sort on an indexed column reads a page's worth of rows,
+// then the key, the way of the last field), for sorts ascending and descending, on columns
+// with NULLs and without, and on two keys; and a page far into a sort on an indexed column reads a page's worth of rows,
 // not every row before it (nor, ascending on a column with NULLs, every NULL after it, nor,
-// amid many rows of one value, every row of that value).
+// amid many rows of one value, every row of that value, either way).
 func TestCursorWalks(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -808,6 +808,9 @@ func TestCursorWalks(t *testing.T) {
 					return c
 				}
 			}
+			if strings.HasPrefix(sort[strings.LastIndex(sort, ",")+1:], "-") { // the key goes the way of the last field
+				return int(b.id - a.id)
+			}
 			return int(a.id - b.id)
 		})
 		var wantIDs, fwd, back []int64
@@ -874,7 +877,7 @@ func TestCursorWalks(t *testing.T) {
 		near        records.Filter
 		also        []records.Filter // more filters to find the cursor's row by
 	}{
-		{"-score", "score DESC NULLS FIRST, id", records.Filter{Field: "score", Op: "eq", Value: "3"}, nil},
+		{"-score", "score DESC NULLS FIRST, id DESC", records.Filter{Field: "score", Op: "eq", Value: "3"}, nil},
 		{"name", "name, id", records.Filter{Field: "name", Op: "gte", Value: "m9998"}, nil},
 		// ascending on a column with NULLs: amid the values, and across into the NULLs
 		{"score", "score ASC NULLS LAST, id", records.Filter{Field: "score", Op: "eq", Value: "2502"}, nil},
@@ -882,6 +885,9 @@ func TestCursorWalks(t *testing.T) {
 		// amid 5,000 rows of one value: the index of the value and the key starts at the cursor
 		{"score", "score ASC NULLS LAST, id", records.Filter{Field: "score", Op: "eq", Value: "2600"}, []records.Filter{{Field: "id", Op: "gte", Value: "30000"}}},
 		{"-score,-id", "score DESC NULLS FIRST, id DESC", records.Filter{Field: "score", Op: "eq", Value: "2600"}, []records.Filter{{Field: "id", Op: "lte", Value: "30000"}}},
+		// descending, the key unnamed: it goes the way of the field, as the index is read backwards
+		{"-score", "score DESC NULLS FIRST, id DESC", records.Filter{Field: "score", Op: "eq", Value: "2600"}, []records.Filter{{Field: "id", Op: "lte", Value: "30000"}}},
+		{"-name", "name DESC NULLS FIRST, id DESC", records.Filter{Field: "name", Op: "lte", Value: "m5"}, nil},
 	} {
 		lq := records.ListQuery{Page: 1, Limit: 1, Sort: c.sort, Fields: f.fields, Filters: append([]records.Filter{c.near}, c.also...), Count: "planned"}
 		p, err := f.tbl.List(ctx, f.db, lq)
@@ -909,5 +915,26 @@ func TestCursorWalks(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("sort %s near %s: page %v, want %v", c.sort, c.near.Value, got, want)
 		}
+	}
+
+	// The first page of a descending sort starts at its 5,000 NULLs: it reads a page of them.
+	var want []int64
+	if err := f.db.Select(&want, `SELECT id FROM `+f.tbl.Qualified()+` ORDER BY score DESC NULLS FIRST, id DESC LIMIT 20`); err != nil {
+		t.Fatal(err)
+	}
+	before := read()
+	p, err := f.tbl.List(ctx, f.db, records.ListQuery{Page: 1, Limit: 20, Sort: "-score", Fields: f.fields, Count: "planned"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := read() - before; n > 1000 {
+		t.Errorf("sort -score: the first page read %d rows", n)
+	}
+	var got []int64
+	for _, r := range p.Rows {
+		got = append(got, int64(record(t, r)["id"].(float64)))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("sort -score, first page: %v, want %v", got, want)
 	}
 }
