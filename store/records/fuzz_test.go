@@ -81,7 +81,7 @@ func FuzzListQuery(f *testing.F) {
 		{"filter[name][startswith]=de_%25&search=ann%20OR%20-bob&count=exact", ""},
 		{"sort=joined&limit=1", `{"d":"@ds","s":"joined","v":["2024-01-05",1]}`},
 		{"sort=-seen,big&limit=1", `{"d":"@ds","s":"-seen,big","v":[null,null,3],"b":true}`},
-		{"limit=2", `{"d":"@ds","s":"-created_at","v":["2024-06-01T00:00:00Z",2]}`},
+		{"limit=2", `{"d":"@ds","s":"-created_at,id","v":["2024-06-01T00:00:00Z",2]}`},
 		{"sort=amount", `{"d":"@ds","s":"amount","v":[1e400,1]}`},
 	} {
 		f.Add(s.q, []byte(s.cursor))

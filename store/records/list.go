@@ -39,8 +39,13 @@ type sortKey struct {
 }
 
 // DefaultSort is the order of a list that names none: newest first for uploaded datasets,
-// by key (or the first column that sorts) for connected tables.
+// the key ascending among records made together (the rows of one file in its order; the
+// default-order index is of both so), by key (or the first column that sorts) for connected
+// tables.
 func (t *Table) DefaultSort() string {
+	if t.System() && t.key != "" {
+		return "-created_at," + t.key
+	}
 	if t.System() {
 		return "-created_at"
 	}
