@@ -93,7 +93,7 @@ done
 q="filter%5Bcity%5D=city7&filter%5Bamount%5D%5Bgte%5D=500&sort=-amount&limit=20"
 cat > "$tmp/page.sql" <<SQL
 SELECT to_json(x), json_build_array(r."amount", r."id") FROM (SELECT $cols, json_strip_nulls(json_build_object('self', '/api/v1/datasets/$ds/data/' || "id")) AS _links
-  FROM $table WHERE deleted_at IS NULL AND "amount" >= '500'::numeric AND "city" = 'city7'::text ORDER BY "amount" DESC NULLS FIRST, "id" ASC NULLS LAST LIMIT 21 OFFSET 0) r,
+  FROM $table WHERE deleted_at IS NULL AND "amount" >= '500'::numeric AND "city" = 'city7'::text ORDER BY "amount" DESC NULLS FIRST, "id" DESC NULLS FIRST LIMIT 21 OFFSET 0) r,
   LATERAL (SELECT $(fmt r.), r._links) x;
 SQL
 echo "SELECT to_json(r) FROM (SELECT $(fmt) FROM $table WHERE id = 123456 AND deleted_at IS NULL) r;" > "$tmp/one.sql"
