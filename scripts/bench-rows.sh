@@ -10,7 +10,8 @@
 #    page, and a cursor page amid the rows of one city;
 #  - offset pages: page 10,000 (limit 20) and a page 90% of the way into the table;
 #  - the list with count=exact (limit 1) next to the default (estimated) count;
-#  - GET .../data/aggregate: count and sum(amount) grouped by city (50 values);
+#  - GET .../data/aggregate: count and sum(amount) grouped by city (50 values), and by id
+#    (a group per row; the first 100);
 #  - GET one record by key, near the start and near the end of the table.
 # Run it at two sizes and compare: scripts/bench-rows.sh 1000000; scripts/bench-rows.sh 10000000.
 # Usage: scripts/bench-rows.sh [rows]; BENCH_CSV=FILE uploads FILE (made by bench_csv with
@@ -53,6 +54,7 @@ cur3=$(curl -s "$base?sort=city&limit=1&filter%5Bcity%5D=city25&filter%5Bid%5D%5
 cur4=$(curl -s "$base?sort=-city&limit=1&filter%5Bcity%5D=city25&filter%5Bid%5D%5Blte%5D=$((rows / 2))" -H "$auth" | python3 -c "import json,sys; print(json.load(sys.stdin)['pagination']['next_cursor'])")
 deep=$((rows * 9 / 10 / 20))
 agg="group_by=city&agg=count,sum(amount)"
+aggid="group_by=id&agg=count,sum(amount)&limit=100"
 echo "answers:"
 echo "  first page:        $(pagination "$base")"
 echo "  filtered page:     $(pagination "$base?$q")"
@@ -80,6 +82,7 @@ timed "page 10000 (limit 20)" "$base?page=10000&limit=20"
 timed "count=exact (limit 1)" "$base?count=exact&limit=1"
 timed "count default (limit 1)" "$base?limit=1"
 timed "aggregate count,sum by city" "$base/aggregate?$agg"
+timed "aggregate count,sum by id (100)" "$base/aggregate?$aggid"
 timed "GET record 123456" "$base/123456"
 timed "GET record $((rows - 100))" "$base/$((rows - 100))"
 [ -z "${BENCH_HOLD:-}" ] || { echo "holding: $tmp, psql port $pgport"; sleep "$BENCH_HOLD" || true; }

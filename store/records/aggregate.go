@@ -185,6 +185,7 @@ func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq Aggrega
 		return nil, err
 	}
 	where := " WHERE " + strings.Join(b.conds, " AND ")
+	whereArgs := len(b.args)
 	having, err := havingConds(&b, aq.Having, aggs, names)
 	if err != nil {
 		return nil, err
@@ -204,31 +205,99 @@ func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq Aggrega
 	if len(groups) > 0 {
 		query += ` ORDER BY ` + strings.Join(order, ", ")
 	}
-	query += ` LIMIT ` + b.arg(aq.Limit)
+	limit := b.arg(aq.Limit)
+	record := jsonSelect(append(slices.Clone(groups), aggs...))
+	var exprs []string
+	for _, g := range groups {
+		exprs = append(exprs, g.sql)
+	}
+	_, taken := names[totalMark]
+	oneScan := false
+	if len(groups) > 0 && len(groups) <= maxGroupingArgs && !taken {
+		n, err := t.plannedGroups(ctx, q, where, exprs, b.args[:whereArgs])
+		if err != nil {
+			return nil, err
+		}
+		oneScan = n <= maxOneScanGroups
+	}
 	// Values are formatted outside the query, whose order is by the values themselves.
-	rows, err := q.QueryxContext(ctx, `SELECT to_json(x) FROM (`+query+`) r, LATERAL (SELECT `+jsonSelect(append(slices.Clone(groups), aggs...))+`) x`, b.args...)
+	var rows *sqlx.Rows
+	if oneScan {
+		// The groups and the totals in one scan: GROUPING SETS adds the row of every matching
+		// record (its GROUPING() not 0), which HAVING keeps and ORDER BY puts first. With many
+		// groups this would aggregate and sort them all, where the groups' own page can stop
+		// early along an index: the totals are then read apart.
+		mark := `GROUPING(` + strings.Join(exprs, ", ") + `)`
+		one := `SELECT ` + strings.Join(sel, ", ") + `, ` + mark + ` AS ` + pq.QuoteIdentifier(totalMark) + ` FROM ` + t.Qualified() + where +
+			` GROUP BY GROUPING SETS ((` + strings.Join(keys, ", ") + `), ())`
+		if len(having) > 0 {
+			one += ` HAVING ` + mark + ` <> 0 OR (` + strings.Join(having, " AND ") + `)`
+		}
+		one += ` ORDER BY ` + mark + ` DESC, ` + strings.Join(order, ", ") + ` LIMIT ` + limit + ` + 1`
+		rows, err = q.QueryxContext(ctx, `SELECT r.`+pq.QuoteIdentifier(totalMark)+` <> 0, CASE WHEN r.`+pq.QuoteIdentifier(totalMark)+` <> 0 THEN to_json(y) ELSE to_json(x) END
+			FROM (`+one+`) r, LATERAL (SELECT `+record+`) x, LATERAL (SELECT `+jsonSelect(aggs)+`) y`, b.args...)
+	} else {
+		rows, err = q.QueryxContext(ctx, `SELECT false, to_json(x) FROM (`+query+` LIMIT `+limit+`) r, LATERAL (SELECT `+record+`) x`, b.args...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("aggregate records: %w", err)
 	}
 	defer rows.Close()
 	out := &Aggregation{Groups: []json.RawMessage{}}
 	for rows.Next() {
+		var total bool
 		var j []byte
-		if err := rows.Scan(&j); err != nil {
+		if err := rows.Scan(&total, &j); err != nil {
 			return nil, fmt.Errorf("aggregate records: %w", err)
 		}
-		out.Groups = append(out.Groups, j)
+		if total {
+			out.Totals = j
+		} else {
+			out.Groups = append(out.Groups, j)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("aggregate records: %w", err)
 	}
+	if out.Totals != nil {
+		return out, nil
+	}
 	var totals []byte
 	if err := sqlx.GetContext(ctx, q, &totals, `SELECT to_json(x) FROM (SELECT `+strings.Join(aggSel, ", ")+` FROM `+t.Qualified()+where+`) r, LATERAL (SELECT `+jsonSelect(aggs)+`) x`,
-		b.args[:len(b.args)-1-len(having)]...); err != nil {
+		b.args[:whereArgs]...); err != nil {
 		return nil, fmt.Errorf("aggregate records: %w", err)
 	}
 	out.Totals = totals
 	return out, nil
+}
+
+// totalMark names the column that tells the totals' row from the groups' in one scan (a group
+// or aggregate of the same name reads the totals apart).
+const totalMark = "grouping()"
+
+// maxOneScanGroups is the most groups (as the planner expects them) read with the totals in
+// one scan: at 1,000,000 rows, 50 or 1,200 groups and their totals take one scan's time (about
+// half of two), 1,000,000 groups four times the two statements'.
+const maxOneScanGroups = 10_000
+
+// maxGroupingArgs is the most arguments PostgreSQL's GROUPING() takes.
+const maxGroupingArgs = 31
+
+// plannedGroups is the planner's estimate of the groups of exprs among the rows matching where.
+func (t *Table) plannedGroups(ctx context.Context, q sqlx.QueryerContext, where string, exprs []string, args []any) (float64, error) {
+	var plan []byte
+	if err := sqlx.GetContext(ctx, q, &plan, `EXPLAIN (FORMAT JSON) SELECT 1 FROM `+t.Qualified()+where+` GROUP BY `+strings.Join(exprs, ", "), args...); err != nil {
+		return 0, fmt.Errorf("aggregate records: %w", err)
+	}
+	var p []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	if err := json.Unmarshal(plan, &p); err != nil || len(p) == 0 {
+		return 0, fmt.Errorf("aggregate records: the plan: %w", err)
+	}
+	return p[0].Plan.Rows, nil
 }
 
 // aggNames maps each group's and aggregate's name to its SQL. Each is a key of the answer's

@@ -2,6 +2,7 @@ package records_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -590,6 +591,134 @@ func TestAggregate(t *testing.T) {
 		tc.aq.Limit = 10
 		if _, err := f.tbl.Aggregate(ctx, f.db, tc.aq); !errors.As(err, new(*records.FieldError)) {
 			t.Fatalf("%+v: %v, want a field error", tc.aq, err)
+		}
+	}
+}
+
+// TestAggregateTotals: the groups and the totals of an aggregate are those plain SQL computes
+// apart, with few groups (read in one scan, with the totals) and with many (the totals read
+// apart), with NULL group keys, soft-deleted rows, HAVING, a limit that cuts the groups, and
+// filters that match nothing.
+func TestAggregateTotals(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	f.db.SetMaxOpenConns(1) // one session, whose statistics are read below
+	if _, err := f.db.Exec(`INSERT INTO ` + f.tbl.Qualified() + ` (name, email, score, status, joined, deleted_at)
+		SELECT 'n' || (g % 97), 'e' || g || '@example.org', CASE WHEN g % 7 = 0 THEN NULL ELSE g % 50 END,
+		  (ARRAY['pending', 'active', 'inactive'])[1 + g % 3], CASE WHEN g % 11 = 0 THEN NULL ELSE date '2021-01-01' + g % 400 END,
+		  CASE WHEN g % 13 = 0 THEN now() END
+		FROM generate_series(1, 12000) g; ANALYZE ` + f.tbl.Qualified()); err != nil {
+		t.Fatal(err)
+	}
+	read := func() int64 {
+		t.Helper()
+		var n int64
+		if err := f.db.QueryRow(`SELECT pg_stat_force_next_flush()`).Scan(new(any)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.db.QueryRow(`SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables WHERE relid = $1::regclass`, f.tbl.Qualified()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// rowsOf are the values of each row of query as text ("null" for NULL).
+	rowsOf := func(query string) [][]string {
+		t.Helper()
+		rs, err := f.db.Query(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Close()
+		cols, _ := rs.Columns()
+		var out [][]string
+		for rs.Next() {
+			vals := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rs.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			row := make([]string, len(cols))
+			for i, v := range vals {
+				row[i] = map[bool]string{true: v.String, false: "null"}[v.Valid]
+			}
+			out = append(out, row)
+		}
+		return out
+	}
+	// values are an answer object's values in the order of names, as text.
+	values := func(j json.RawMessage, names []string) []string {
+		t.Helper()
+		dec := json.NewDecoder(strings.NewReader(string(j)))
+		dec.UseNumber()
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil || len(m) != len(names) {
+			t.Fatalf("%s: %v, want the keys %v", j, err, names)
+		}
+		out := make([]string, len(names))
+		for i, n := range names {
+			v, ok := m[n]
+			if !ok {
+				t.Fatalf("%s has no %s", j, n)
+			}
+			out[i] = fmt.Sprint(v)
+			if v == nil {
+				out[i] = "null"
+			}
+		}
+		return out
+	}
+	tbl := f.tbl.Qualified()
+	for _, c := range []struct {
+		name          string
+		aq            records.AggregateQuery
+		groups, aggs  []string // the answer's keys
+		want, wantTot string   // the same by plain SQL
+	}{
+		{"few groups", records.AggregateQuery{GroupBy: "status", Agg: "count,sum(score),max(joined)", Sort: "-count", Limit: 10},
+			[]string{"status"}, []string{"count", "sum_score", "max_joined"},
+			`SELECT status, count(*), sum(score), max(joined)::text FROM ` + tbl + ` WHERE deleted_at IS NULL GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10`,
+			`SELECT count(*), sum(score), max(joined)::text FROM ` + tbl + ` WHERE deleted_at IS NULL`},
+		{"months, NULL among them, having, cut", records.AggregateQuery{GroupBy: "date_trunc(month, joined)", Agg: "count,avg(score),min(name)", Having: "count>100",
+			Filters: []records.Filter{{Field: "score", Op: "gte", Value: "10"}}, Sort: "-count", Limit: 4},
+			[]string{"joined_month"}, []string{"count", "avg_score", "min_name"},
+			`SELECT to_char(date_trunc('month', joined::timestamp), 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), count(*), round(avg(score), 6), min(name) FROM ` + tbl + ` WHERE deleted_at IS NULL AND score >= 10
+				GROUP BY 1 HAVING count(*) > 100 ORDER BY 2 DESC NULLS LAST, 1 LIMIT 4`,
+			`SELECT count(*), round(avg(score), 6), min(name) FROM ` + tbl + ` WHERE deleted_at IS NULL AND score >= 10`},
+		{"two keys, the smallest groups", records.AggregateQuery{GroupBy: "status,score", Agg: "count", Sort: "count", Limit: 7},
+			[]string{"status", "score"}, []string{"count"},
+			`SELECT status, score, count(*) FROM ` + tbl + ` WHERE deleted_at IS NULL GROUP BY 1, 2 ORDER BY 3, 1, 2 LIMIT 7`,
+			`SELECT count(*) FROM ` + tbl + ` WHERE deleted_at IS NULL`},
+		{"nothing matches", records.AggregateQuery{GroupBy: "status", Agg: "count,sum(score)", Filters: []records.Filter{{Field: "score", Op: "gt", Value: "1000"}}, Limit: 10},
+			[]string{"status"}, []string{"count", "sum_score"},
+			`SELECT status, count(*), sum(score) FROM ` + tbl + ` WHERE deleted_at IS NULL AND score > 1000 GROUP BY 1 ORDER BY 1 LIMIT 10`,
+			`SELECT count(*), sum(score) FROM ` + tbl + ` WHERE deleted_at IS NULL AND score > 1000`},
+		{"many groups", records.AggregateQuery{GroupBy: "email", Agg: "count,max(score)", Sort: "-max_score", Limit: 5},
+			[]string{"email"}, []string{"count", "max_score"},
+			`SELECT email, count(*), max(score) FROM ` + tbl + ` WHERE deleted_at IS NULL GROUP BY 1 ORDER BY 3 DESC NULLS LAST, 1 LIMIT 5`,
+			`SELECT count(*), max(score) FROM ` + tbl + ` WHERE deleted_at IS NULL`},
+	} {
+		before := read()
+		a, err := f.tbl.Aggregate(ctx, f.db, c.aq)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		n := read() - before
+		var got [][]string
+		for _, g := range a.Groups {
+			got = append(got, values(g, append(slices.Clone(c.groups), c.aggs...)))
+		}
+		if want := rowsOf(c.want); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: groups\n %v\nwant\n %v", c.name, got, want)
+		}
+		if got, want := values(a.Totals, c.aggs), rowsOf(c.wantTot)[0]; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: totals %v, want %v", c.name, got, want)
+		}
+		if c.name == "few groups" && n != 12000 {
+			t.Errorf("%s: read %d rows of 12,000 for groups and totals", c.name, n)
 		}
 	}
 }
