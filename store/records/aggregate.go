@@ -223,18 +223,9 @@ func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq Aggrega
 	// Values are formatted outside the query, whose order is by the values themselves.
 	var rows *sqlx.Rows
 	if oneScan {
-		// The groups and the totals in one scan: GROUPING SETS adds the row of every matching
-		// record (its GROUPING() not 0), which HAVING keeps and ORDER BY puts first. With many
-		// groups this would aggregate and sort them all, where the groups' own page can stop
-		// early along an index: the totals are then read apart.
-		mark := `GROUPING(` + strings.Join(exprs, ", ") + `)`
-		one := `SELECT ` + strings.Join(sel, ", ") + `, ` + mark + ` AS ` + pq.QuoteIdentifier(totalMark) + ` FROM ` + t.Qualified() + where +
-			` GROUP BY GROUPING SETS ((` + strings.Join(keys, ", ") + `), ())`
-		if len(having) > 0 {
-			one += ` HAVING ` + mark + ` <> 0 OR (` + strings.Join(having, " AND ") + `)`
-		}
-		one += ` ORDER BY ` + mark + ` DESC, ` + strings.Join(order, ", ") + ` LIMIT ` + limit + ` + 1`
-		rows, err = q.QueryxContext(ctx, `SELECT r.`+pq.QuoteIdentifier(totalMark)+` <> 0, CASE WHEN r.`+pq.QuoteIdentifier(totalMark)+` <> 0 THEN to_json(y) ELSE to_json(x) END
+		one := t.groupsAndTotals(sel, exprs, keys, where, having, order, limit)
+		mark := `r.` + pq.QuoteIdentifier(totalMark) + ` <> 0`
+		rows, err = q.QueryxContext(ctx, `SELECT `+mark+`, CASE WHEN `+mark+` THEN to_json(y) ELSE to_json(x) END
 			FROM (`+one+`) r, LATERAL (SELECT `+record+`) x, LATERAL (SELECT `+jsonSelect(aggs)+`) y`, b.args...)
 	} else {
 		rows, err = q.QueryxContext(ctx, `SELECT false, to_json(x) FROM (`+query+` LIMIT `+limit+`) r, LATERAL (SELECT `+record+`) x`, b.args...)
@@ -242,25 +233,9 @@ func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq Aggrega
 	if err != nil {
 		return nil, fmt.Errorf("aggregate records: %w", err)
 	}
-	defer rows.Close()
-	out := &Aggregation{Groups: []json.RawMessage{}}
-	for rows.Next() {
-		var total bool
-		var j []byte
-		if err := rows.Scan(&total, &j); err != nil {
-			return nil, fmt.Errorf("aggregate records: %w", err)
-		}
-		if total {
-			out.Totals = j
-		} else {
-			out.Groups = append(out.Groups, j)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("aggregate records: %w", err)
-	}
-	if out.Totals != nil {
-		return out, nil
+	out, err := readAggregation(rows)
+	if err != nil || out.Totals != nil {
+		return out, err
 	}
 	var totals []byte
 	if err := sqlx.GetContext(ctx, q, &totals, `SELECT to_json(x) FROM (SELECT `+strings.Join(aggSel, ", ")+` FROM `+t.Qualified()+where+`) r, LATERAL (SELECT `+jsonSelect(aggs)+`) x`,
@@ -282,6 +257,43 @@ const maxOneScanGroups = 10_000
 
 // maxGroupingArgs is the most arguments PostgreSQL's GROUPING() takes.
 const maxGroupingArgs = 31
+
+// readAggregation reads rows of (the totals' row?, its JSON) and closes them.
+func readAggregation(rows *sqlx.Rows) (*Aggregation, error) {
+	defer rows.Close()
+	out := &Aggregation{Groups: []json.RawMessage{}}
+	for rows.Next() {
+		var total bool
+		var j []byte
+		if err := rows.Scan(&total, &j); err != nil {
+			return nil, fmt.Errorf("aggregate records: %w", err)
+		}
+		if total {
+			out.Totals = j
+		} else {
+			out.Groups = append(out.Groups, j)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("aggregate records: %w", err)
+	}
+	return out, nil
+}
+
+// groupsAndTotals is the statement of the groups and the totals in one scan: GROUPING SETS
+// adds the row of every matching record (its GROUPING() not 0, named totalMark), which HAVING
+// keeps and ORDER BY puts first, before the limit's groups. With many groups this would
+// aggregate and sort them all, where the groups' own page can stop early along an index: the
+// totals are then read apart.
+func (t *Table) groupsAndTotals(sel, exprs, keys []string, where string, having, order []string, limit string) string {
+	mark := `GROUPING(` + strings.Join(exprs, ", ") + `)`
+	one := `SELECT ` + strings.Join(sel, ", ") + `, ` + mark + ` AS ` + pq.QuoteIdentifier(totalMark) + ` FROM ` + t.Qualified() + where +
+		` GROUP BY GROUPING SETS ((` + strings.Join(keys, ", ") + `), ())`
+	if len(having) > 0 {
+		one += ` HAVING ` + mark + ` <> 0 OR (` + strings.Join(having, " AND ") + `)`
+	}
+	return one + ` ORDER BY ` + mark + ` DESC, ` + strings.Join(order, ", ") + ` LIMIT ` + limit + ` + 1`
+}
 
 // plannedGroups is the planner's estimate of the groups of exprs among the rows matching where.
 func (t *Table) plannedGroups(ctx context.Context, q sqlx.QueryerContext, where string, exprs []string, args []any) (float64, error) {
