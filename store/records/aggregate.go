@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -306,8 +307,11 @@ func (t *Table) plannedGroups(ctx context.Context, q sqlx.QueryerContext, where 
 			Rows float64 `json:"Plan Rows"`
 		} `json:"Plan"`
 	}
-	if err := json.Unmarshal(plan, &p); err != nil || len(p) == 0 {
+	if err := json.Unmarshal(plan, &p); err != nil {
 		return 0, fmt.Errorf("aggregate records: the plan: %w", err)
+	}
+	if len(p) == 0 {
+		return 0, errors.New("aggregate records: an empty plan")
 	}
 	return p[0].Plan.Rows, nil
 }
