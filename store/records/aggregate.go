@@ -3,7 +3,6 @@ package records
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -215,9 +214,9 @@ func (t *Table) Aggregate(ctx context.Context, q sqlx.QueryerContext, aq Aggrega
 	_, taken := names[totalMark]
 	oneScan := false
 	if len(groups) > 0 && len(groups) <= maxGroupingArgs && !taken {
-		n, err := t.plannedGroups(ctx, q, where, exprs, b.args[:whereArgs])
+		n, err := plannedRows(ctx, q, `SELECT 1 FROM `+t.Qualified()+where+` GROUP BY `+strings.Join(exprs, ", "), b.args[:whereArgs])
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("aggregate records: %w", err)
 		}
 		oneScan = n <= maxOneScanGroups
 	}
@@ -294,26 +293,6 @@ func (t *Table) groupsAndTotals(sel, exprs, keys []string, where string, having,
 		one += ` HAVING ` + mark + ` <> 0 OR (` + strings.Join(having, " AND ") + `)`
 	}
 	return one + ` ORDER BY ` + mark + ` DESC, ` + strings.Join(order, ", ") + ` LIMIT ` + limit + ` + 1`
-}
-
-// plannedGroups is the planner's estimate of the groups of exprs among the rows matching where.
-func (t *Table) plannedGroups(ctx context.Context, q sqlx.QueryerContext, where string, exprs []string, args []any) (float64, error) {
-	var plan []byte
-	if err := sqlx.GetContext(ctx, q, &plan, `EXPLAIN (FORMAT JSON) SELECT 1 FROM `+t.Qualified()+where+` GROUP BY `+strings.Join(exprs, ", "), args...); err != nil {
-		return 0, fmt.Errorf("aggregate records: %w", err)
-	}
-	var p []struct {
-		Plan struct {
-			Rows float64 `json:"Plan Rows"`
-		} `json:"Plan"`
-	}
-	if err := json.Unmarshal(plan, &p); err != nil {
-		return 0, fmt.Errorf("aggregate records: the plan: %w", err)
-	}
-	if len(p) == 0 {
-		return 0, errors.New("aggregate records: an empty plan")
-	}
-	return p[0].Plan.Rows, nil
 }
 
 // aggNames maps each group's and aggregate's name to its SQL. Each is a key of the answer's

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -445,21 +446,33 @@ func (t *Table) count(ctx context.Context, q sqlx.QueryerContext, b *builder, mo
 			return n, false, err
 		}
 	}
-	var plan []byte
-	if err := sqlx.GetContext(ctx, q, &plan, `EXPLAIN (FORMAT JSON) SELECT 1 FROM `+t.Qualified()+where, b.args...); err != nil {
+	rows, err := plannedRows(ctx, q, `SELECT 1 FROM `+t.Qualified()+where, b.args)
+	if err != nil {
 		return 0, false, err
+	}
+	n = int64(rows)
+	plannedCounts.put(key, n)
+	return n, true, nil
+}
+
+// plannedRows is the planner's estimate of the rows query returns.
+func plannedRows(ctx context.Context, q sqlx.QueryerContext, query string, args []any) (float64, error) {
+	var plan []byte
+	if err := sqlx.GetContext(ctx, q, &plan, `EXPLAIN (FORMAT JSON) `+query, args...); err != nil {
+		return 0, err
 	}
 	var p []struct {
 		Plan struct {
 			Rows float64 `json:"Plan Rows"`
 		} `json:"Plan"`
 	}
-	if err := json.Unmarshal(plan, &p); err != nil || len(p) == 0 {
-		return 0, false, err
+	if err := json.Unmarshal(plan, &p); err != nil {
+		return 0, fmt.Errorf("the plan: %w", err)
 	}
-	n = int64(p[0].Plan.Rows)
-	plannedCounts.put(key, n)
-	return n, true, nil
+	if len(p) == 0 {
+		return 0, errors.New("an empty plan")
+	}
+	return p[0].Plan.Rows, nil
 }
 
 // exactCount is the number of rows of the table matching where (with its args). An uploaded

@@ -134,6 +134,20 @@ func (f *fixture) seed(t *testing.T) {
 	}
 }
 
+// rowsRead is the rows of the fixture's table read so far (index and sequential), as the
+// statistics of the session say: the fixture's pool must hold one connection.
+func (f *fixture) rowsRead(t *testing.T) int64 {
+	t.Helper()
+	if _, err := f.db.Exec(`SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := f.db.QueryRow(`SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_user_tables WHERE relid = $1::regclass`, f.tbl.Qualified()).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // record decodes a JSON record.
 func record(t *testing.T, j json.RawMessage) map[string]any {
 	t.Helper()
@@ -611,17 +625,7 @@ func TestAggregateTotals(t *testing.T) {
 		FROM generate_series(1, 12000) g; ANALYZE ` + f.tbl.Qualified()); err != nil {
 		t.Fatal(err)
 	}
-	read := func() int64 {
-		t.Helper()
-		var n int64
-		if err := f.db.QueryRow(`SELECT pg_stat_force_next_flush()`).Scan(new(any)); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.db.QueryRow(`SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables WHERE relid = $1::regclass`, f.tbl.Qualified()).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	read := func() int64 { return f.rowsRead(t) }
 	// rowsOf are the values of each row of query as text ("null" for NULL).
 	rowsOf := func(query string) [][]string {
 		t.Helper()
@@ -988,18 +992,7 @@ func TestCursorWalks(t *testing.T) {
 	if _, err := f.db.Exec(`CREATE INDEX ON ` + f.tbl.Qualified() + ` (score, id); CREATE INDEX ON ` + f.tbl.Qualified() + ` (name, id); ANALYZE ` + f.tbl.Qualified()); err != nil {
 		t.Fatal(err)
 	}
-	// read is the rows of the table read so far (index and sequential), as the statistics say.
-	read := func() int64 {
-		t.Helper()
-		if _, err := f.db.Exec(`SELECT pg_stat_force_next_flush()`); err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		if err := f.db.QueryRow(`SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_user_tables WHERE relid = $1::regclass`, f.tbl.Qualified()).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	read := func() int64 { return f.rowsRead(t) }
 	// order is each sort's ORDER BY, to find the rows after the cursor apart from List.
 	for _, c := range []struct {
 		sort, order string
