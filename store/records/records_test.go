@@ -727,6 +727,32 @@ func TestAggregateTotals(t *testing.T) {
 	}
 }
 
+// TestAggregateManyKeys: grouped by more fields than GROUPING() takes (31), an aggregate reads
+// its totals apart rather than fail.
+func TestAggregateManyKeys(t *testing.T) {
+	t.Parallel()
+	var cols []ingest.Column
+	var names []string
+	for i := 0; i < 33; i++ {
+		cols = append(cols, ingest.Column{Name: fmt.Sprintf("c%02d", i), Type: ingest.Integer, Nullable: true})
+		names = append(names, fmt.Sprintf("c%02d", i))
+	}
+	db, tbl := datasetTable(t, cols, false)
+	if _, err := db.Exec(`INSERT INTO ` + tbl.Qualified() + ` (` + strings.Join(names, ", ") + `)
+		SELECT ` + strings.Repeat("g % 2, ", 32) + `g FROM generate_series(1, 10) g`); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{31, 32} {
+		a, err := tbl.Aggregate(context.Background(), db, records.AggregateQuery{GroupBy: strings.Join(names[:n], ","), Agg: "count,sum(c32)", Limit: 10})
+		if err != nil {
+			t.Fatalf("%d keys: %v", n, err)
+		}
+		if len(a.Groups) != 2 || string(a.Totals) != `{"count":10,"sum_c32":55}` {
+			t.Fatalf("%d keys: groups %s, totals %s", n, a.Groups, a.Totals)
+		}
+	}
+}
+
 // User SQL runs under the organization's query role: it reads live rows of its own schema,
 // cannot write, and stops at its timeout and row limit.
 
