@@ -39,16 +39,15 @@ type sortKey struct {
 	desc  bool
 }
 
-// DefaultSort is the order of a list that names none: newest first for uploaded datasets,
-// the key ascending among records made together (the rows of one file in its order; the
-// default-order index is of both so), by key (or the first column that sorts) for connected
-// tables.
+// DefaultSort is the order of a list that names none: newest first for uploaded datasets, the
+// key named ascending after it (a file's rows in its order, as the default-order index has
+// them), by key (or the first column that sorts) for connected tables.
 func (t *Table) DefaultSort() string {
-	if t.System() && t.key != "" {
-		return "-created_at," + t.key
-	}
 	if t.System() {
-		return "-created_at"
+		if t.key == "" {
+			return "-created_at"
+		}
+		return "-created_at," + t.key
 	}
 	if t.key != "" {
 		return t.key
