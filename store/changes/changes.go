@@ -350,7 +350,7 @@ func (f *feed) refresh() {
 		}
 		waking := f.waking
 		f.mu.Unlock()
-		f.wakeAll(waking)
+		f.wakeAll(waking, feedActiveWait)
 		f.mu.Lock()
 		f.took = time.Since(start)
 		if !more && !f.again {
@@ -363,11 +363,11 @@ func (f *feed) refresh() {
 }
 
 // wakeAll wakes the subscribers, at most feedActive at work at once: when that many are, the
-// next ones are woken once half of them say they are done (Handled), or after feedActiveWait
-// when they do not. Thousands woken together would each queue for the processor, and every
+// next ones are woken once half of them say they are done (Handled), or after wait (the
+// feed's is feedActiveWait) when they do not. Thousands woken together would each queue for the processor, and every
 // other request of the process (the writes whose changes they await among them) behind them
 // all; the feed itself waits for a few answers at a time, not one by one.
-func (f *feed) wakeAll(subs []chan struct{}) {
+func (f *feed) wakeAll(subs []chan struct{}, wait time.Duration) {
 	for len(f.handled) > 0 { // late word of the previous round
 		<-f.handled
 	}
@@ -376,10 +376,10 @@ func (f *feed) wakeAll(subs []chan struct{}) {
 	for _, ch := range subs {
 		if active >= feedActive {
 			if t == nil {
-				t = time.NewTimer(feedActiveWait)
+				t = time.NewTimer(wait)
 				defer t.Stop()
 			} else {
-				t.Reset(feedActiveWait)
+				t.Reset(wait)
 			}
 			for active > feedActive/2 {
 				select {

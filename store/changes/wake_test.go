@@ -8,8 +8,8 @@ import (
 )
 
 // TestWakeAllBounded: a feed wakes every subscriber, never more than feedActive of them at
-// work at once while they say when they are done; subscribers that never say so do not stop
-// the others from being woken.
+// work at once while they say when they are done within its wait (a wait no loaded machine
+// outlasts here); subscribers that never say so do not stop the others from being woken.
 func TestWakeAllBounded(t *testing.T) {
 	f := &feed{handled: make(chan struct{}, feedActive)}
 	subs := make([]chan struct{}, 10*feedActive)
@@ -33,7 +33,7 @@ func TestWakeAllBounded(t *testing.T) {
 			}
 		}(subs[i])
 	}
-	f.wakeAll(subs)
+	f.wakeAll(subs, time.Minute)
 	wg.Wait()
 	if woken.Load() != int32(len(subs)) || most.Load() > feedActive {
 		t.Fatalf("%d of %d woken, at most %d at work at once (bound %d)", woken.Load(), len(subs), most.Load(), feedActive)
@@ -45,7 +45,7 @@ func TestWakeAllBounded(t *testing.T) {
 		silent[i] = make(chan struct{}, 1)
 	}
 	start := time.Now()
-	f.wakeAll(silent)
+	f.wakeAll(silent, feedActiveWait)
 	for i, ch := range silent {
 		if len(ch) != 1 {
 			t.Fatalf("subscriber %d not woken", i)

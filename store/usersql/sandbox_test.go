@@ -361,7 +361,12 @@ func TestWaitingHoldsNoConnection(t *testing.T) {
 			}
 			done <- i
 		}()
-		time.Sleep(20 * time.Millisecond) // in this order
+		// in this order: the next comes once this one is counted at the gate (and has had
+		// time to queue for the share)
+		for usersql.OrgQueued(shared, org) < i+2 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond)
 	if inUse := db.Stats().InUse; inUse != before {
