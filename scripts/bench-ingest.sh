@@ -17,20 +17,28 @@ size=$(stat -c %s "$tmp/data.csv"); size2=$(stat -c %s "$tmp/changed.csv"); [ "$
 bench_start DP_MAX_UPLOAD_BYTES=$((size + 1048576))
 bench_login
 echo "file: $rows rows, $size bytes"
+# wait_active ID: polls the dataset until it leaves processing; sets st, and peak to the
+# server's peak RSS in MB meanwhile (from the moment it is called).
+wait_active() {
+  local sample=
+  peak=0
+  bench_rss_reset || sample=1
+  while :; do
+    st=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$1" -H "Authorization: Bearer $tok" | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)
+    [ -z "$sample" ] || bench_rss_sample
+    [ "$st" != processing ] && break
+    sleep 0.02
+  done
+  if [ -z "$sample" ]; then peak=$(bench_rss_peak); else peak=$((peak / 1024)); fi
+}
 t0=$(date +%s.%N)
 fid=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/upload" -H "Authorization: Bearer $tok" -F "file=@$tmp/data.csv" | j '["file_id"]')
 t1=$(date +%s.%N)
 ds=$(curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$prj/datasets" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
   -d "{\"name\":\"bench\",\"primary_key\":\"id_num\",\"source\":{\"file_id\":\"$fid\"}}" | j '["id"]')
-peak=0
-while :; do
-  st=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$ds" -H "Authorization: Bearer $tok" | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)
-  rss=$(awk '/VmRSS/{print $2}' /proc/$pid/status); [ "$rss" -gt "$peak" ] && peak=$rss
-  [ "$st" != processing ] && break
-  sleep 0.02
-done
+wait_active "$ds"
 t2=$(date +%s.%N)
-echo "upload: $(echo "$t1 - $t0" | bc) s; create to $st: $(echo "$t2 - $t1" | bc) s; total $(echo "$t2 - $t0" | bc) s; server peak RSS $((peak/1024)) MB"
+echo "upload: $(echo "$t1 - $t0" | bc) s; create to $st: $(echo "$t2 - $t1" | bc) s; total $(echo "$t2 - $t0" | bc) s; server peak RSS $peak MB"
 curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$ds" -H "Authorization: Bearer $tok" | j '["metadata"]' | sed 's/^/job phases (ms): /' 
 # The load's own steps (infer, copy, key, trigger, analyze, finish, commit), from its log line.
 { grep '"dataset loaded"' "$tmp/server.log" || true; } | tail -1 | grep -o '"[a-z]*_ms":[0-9]*' | tr -d '"' | tr '\n' ' ' | sed 's/^/load steps (ms): /'; echo
@@ -50,16 +58,6 @@ echo "psql \\copy into the same typed table: $(echo "$t4 - $t3" | bc) s; create 
 # same ingest again, since other work on the machine moves both: each import is set against the
 # ingest before it and the one after.
 ingest=$(echo "$t2 - $t1" | bc)
-# wait_active ID: polls the dataset until it leaves processing, keeping the server's peak RSS in peak.
-wait_active() {
-  peak=0
-  while :; do
-    st=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$1" -H "Authorization: Bearer $tok" | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)
-    rss=$(awk '/VmRSS/{print $2}' /proc/$pid/status); [ "$rss" -gt "$peak" ] && peak=$rss
-    [ "$st" != processing ] && break
-    sleep 0.02
-  done
-}
 results=()
 bench_import() { # MODE FILE LABEL
   settle
@@ -71,7 +69,7 @@ bench_import() { # MODE FILE LABEL
   wait_active "$ds"
   t6=$(date +%s.%N)
   results+=("$3|$(echo "$t6 - $t5" | bc)")
-  echo "$3: import to $st: $(echo "$t6 - $t5" | bc) s; server peak RSS $((peak/1024)) MB;" \
+  echo "$3: import to $st: $(echo "$t6 - $t5" | bc) s; server peak RSS $peak MB;" \
     "$(curl -sf "127.0.0.1:$port/api/v1/jobs/$job" -H "Authorization: Bearer $tok" | j '["progress"]["message"]')"
   { grep '"import merged"' "$tmp/server.log" || true; } | tail -1 | grep -o '"[a-z]*_ms":[0-9]*' | tr -d '"' | tr '\n' ' ' | sed 's/^/  phases (ms): /'; echo
 }

@@ -41,10 +41,7 @@ echo "pgbench, the same SQL, ${secs}s, 1 client: median $(bench_median "$tmp"/pg
 
 echo "POST /queries/stream of 1,000,000 rows (SELECT g, md5(g::text), now() FROM generate_series(1, 1000000) g):"
 t0=$(date +%s.%N)
-curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$prj/queries/stream" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
-  -d '{"type":"sql","query":"SELECT g, md5(g::text), now() FROM generate_series(1, 1000000) g"}' -o "$tmp/stream.txt" &
-cpid=$!
-peak=$(bench_rss_while $cpid)
-wait $cpid
+bench_peak_rss curl -sf -XPOST "127.0.0.1:$port/api/v1/projects/$prj/queries/stream" -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
+  -d '{"type":"sql","query":"SELECT g, md5(g::text), now() FROM generate_series(1, 1000000) g"}' -o "$tmp/stream.txt"
 t1=$(date +%s.%N)
 echo "  $(echo "$t1 - $t0" | bc) s, $(stat -c %s "$tmp/stream.txt") bytes, $(grep -c '^event: row' "$tmp/stream.txt") row events, $(tail -c 200 "$tmp/stream.txt" | grep -o '"row_count":[0-9]*'); server peak RSS $peak MB"

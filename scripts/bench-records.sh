@@ -57,10 +57,7 @@ for format in csv ndjson parquet; do
   ratios=()
   for i in $(seq 1 "$runs"); do
     t0=$(now)
-    curl -sf "127.0.0.1:$port/api/v1/datasets/$ds/data/export?format=$format" -H "Authorization: Bearer $tok" -o "$tmp/export.$format" &
-    cpid=$!
-    peak=$(bench_rss_while $cpid)
-    wait $cpid
+    bench_peak_rss curl -sf "127.0.0.1:$port/api/v1/datasets/$ds/data/export?format=$format" -H "Authorization: Bearer $tok" -o "$tmp/export.$format"
     t1=$(now)
     psqlc -c "${ref[$format]}" > "$tmp/copy.$format"
     t2=$(now)
