@@ -727,8 +727,8 @@ func TestAggregateTotals(t *testing.T) {
 	}
 }
 
-// TestAggregateManyKeys: grouped by more fields than GROUPING() takes (31), an aggregate reads
-// its totals apart rather than fail.
+// TestAggregateManyKeys: grouped by more fields than GROUPING() takes (31), or by a field
+// named as the one scan's totals mark, an aggregate reads its totals apart rather than fail.
 func TestAggregateManyKeys(t *testing.T) {
 	t.Parallel()
 	var cols []ingest.Column
@@ -750,6 +750,20 @@ func TestAggregateManyKeys(t *testing.T) {
 		if len(a.Groups) != 2 || string(a.Totals) != `{"count":10,"sum_c32":55}` {
 			t.Fatalf("%d keys: groups %s, totals %s", n, a.Groups, a.Totals)
 		}
+	}
+
+	// A field named as the one scan's totals mark (a connected table may name a column so):
+	// the totals are read apart, and the answer is the same.
+	db, tbl = datasetTable(t, []ingest.Column{{Name: "grouping()", Type: ingest.Integer, Nullable: true}, {Name: "v", Type: ingest.Integer}}, false)
+	if _, err := db.Exec(`INSERT INTO ` + tbl.Qualified() + ` ("grouping()", v) SELECT g % 3, g FROM generate_series(1, 9) g`); err != nil {
+		t.Fatal(err)
+	}
+	a, err := tbl.Aggregate(context.Background(), db, records.AggregateQuery{GroupBy: "grouping()", Agg: "count,sum(v)", Limit: 10})
+	if err != nil {
+		t.Fatalf("grouped by a field named grouping(): %v", err)
+	}
+	if got := fmt.Sprintf("%s %s", a.Groups, a.Totals); got != `[{"grouping()":0,"count":3,"sum_v":18} {"grouping()":1,"count":3,"sum_v":12} {"grouping()":2,"count":3,"sum_v":15}] {"count":9,"sum_v":45}` {
+		t.Fatalf("grouped by a field named grouping(): %s", got)
 	}
 }
 
