@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,31 @@ func TestCreateIndexSmallInPlace(t *testing.T) {
 	start := time.Now()
 	if err := x.createIndex(ctx, d, "gauges_both_idx", `(station, height)`); err != nil || !valid("gauges_both_idx") || time.Since(start) < time.Second {
 		t.Fatalf("small table behind a write: %v after %s", err, time.Since(start))
+	}
+}
+
+// TestRebuildIndexTooLong: a column index of the column alone that cannot be built again with
+// the key beside it (values too long for a btree) stays as it is, and the half-built one goes.
+func TestRebuildIndexTooLong(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	ctx := context.Background()
+	d := p.dataset(t, "Manuscripts", []ingest.Column{{Name: "passage", Type: ingest.Text}}, []any{"short"})
+	table := Table(d.TableSchema, d.ID)
+	// About 3,200 bytes of random hex, which does not compress below btree's 2,704.
+	p.st.DB.MustExec(`INSERT INTO ` + table + ` (passage) SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 100)`)
+	name := constraintName(d.ID + "_passage_idx")
+	p.st.DB.MustExec(`CREATE INDEX ` + name + ` ON ` + table + ` (md5(passage))`) // one column, as an old index has
+	x := &Indexer{Store: p.st}
+	if err := x.rebuildIndex(ctx, d, name, `(passage, id)`); err != nil {
+		t.Fatalf("rebuilding an index that cannot be rebuilt: %v", err)
+	}
+	var defs []string
+	if err := p.st.DB.Select(&defs, `SELECT indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = $2 AND indexname LIKE '%passage%'`,
+		d.TableSchema, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) != 1 || !strings.HasPrefix(defs[0], name+" ") || !strings.Contains(defs[0], "md5(passage)") {
+		t.Fatalf("indexes of the column after a failed rebuild: %v", defs)
 	}
 }
