@@ -364,9 +364,10 @@ func (f *feed) refresh() {
 
 // wakeAll wakes the subscribers, at most feedActive at work at once: when that many are, the
 // next ones are woken once half of them say they are done (Handled), or after wait (the
-// feed's is feedActiveWait) when they do not. Thousands woken together would each queue for the processor, and every
-// other request of the process (the writes whose changes they await among them) behind them
-// all; the feed itself waits for a few answers at a time, not one by one.
+// feed's is feedActiveWait) when they do not. Thousands woken together would each queue for
+// the processor, and every other request of the process (the writes whose changes they await
+// among them) behind them all; the feed itself waits for a few answers at a time, not one by
+// one.
 func (f *feed) wakeAll(subs []chan struct{}, wait time.Duration) {
 	for len(f.handled) > 0 { // late word of the previous round
 		<-f.handled
