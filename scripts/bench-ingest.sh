@@ -20,16 +20,14 @@ echo "file: $rows rows, $size bytes"
 # wait_active ID: polls the dataset until it leaves processing; sets st, and peak to the
 # server's peak RSS in MB meanwhile (from the moment it is called).
 wait_active() {
-  local sample=
-  peak=0
-  bench_rss_reset || sample=1
+  bench_peak_begin
   while :; do
     st=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/$1" -H "Authorization: Bearer $tok" | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)
-    [ -z "$sample" ] || bench_rss_sample
+    bench_peak_tick
     [ "$st" != processing ] && break
     sleep 0.02
   done
-  if [ -z "$sample" ]; then peak=$(bench_rss_peak); else peak=$((peak / 1024)); fi
+  bench_peak_end
 }
 t0=$(date +%s.%N)
 fid=$(curl -sf "127.0.0.1:$port/api/v1/projects/$prj/datasets/upload" -H "Authorization: Bearer $tok" -F "file=@$tmp/data.csv" | j '["file_id"]')

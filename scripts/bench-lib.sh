@@ -64,29 +64,36 @@ bench_psql() {
 }
 psqlc() { psql -q -h 127.0.0.1 -p "$pgport" -U postgres -d postgres "$@"; }
 
-# The server's peak RSS: bench_rss_reset starts a new peak (the kernel's VmHWM, reset through
-# clear_refs; it fails where that cannot be written), bench_rss_peak prints it in MB, and
-# bench_rss_sample keeps the highest VmRSS seen in peak (KB) where the peak cannot be reset.
+# The server's peak RSS in MB over a step: bench_peak_begin starts it, bench_peak_tick is
+# called while the step runs, bench_peak_end sets peak. The peak is the kernel's own (VmHWM,
+# reset through clear_refs); where that cannot be reset, each tick samples VmRSS instead.
 # Sampling starts a process each time, and on two cores that load slows the server it
 # measures (an export by a fifth, with twice the server's CPU), so it is the fallback only.
-bench_rss_reset() { echo 5 2>/dev/null > /proc/$pid/clear_refs; }
-bench_rss_peak() { echo $(( $(awk '/VmHWM/{print $2}' /proc/$pid/status) / 1024 )); }
-bench_rss_sample() { local rss; rss=$(awk '/VmRSS/{print $2}' /proc/$pid/status); [ "$rss" -gt "$peak" ] && peak=$rss; return 0; }
+bench_peak_begin() {
+  peak=0 peak_sampled=
+  echo 5 2>/dev/null > /proc/$pid/clear_refs || peak_sampled=1
+}
+bench_peak_tick() {
+  [ -n "$peak_sampled" ] || return 0
+  local rss; rss=$(awk '/VmRSS/{print $2}' /proc/$pid/status); [ "$rss" -gt "$peak" ] && peak=$rss; return 0
+}
+bench_peak_end() {
+  if [ -n "$peak_sampled" ]; then peak=$((peak / 1024)); else peak=$(( $(awk '/VmHWM/{print $2}' /proc/$pid/status) / 1024 )); fi
+}
 
 # bench_peak_rss COMMAND...: runs COMMAND and sets peak to the server's peak RSS in MB while
 # it ran.
 bench_peak_rss() {
-  if bench_rss_reset; then
+  bench_peak_begin
+  if [ -z "$peak_sampled" ]; then
     "$@"
-    peak=$(bench_rss_peak)
-    return
+  else
+    "$@" &
+    local cpid=$!
+    while kill -0 $cpid 2>/dev/null; do bench_peak_tick; sleep 0.05; done
+    wait $cpid
   fi
-  "$@" &
-  local cpid=$!
-  peak=0
-  while kill -0 $cpid 2>/dev/null; do bench_rss_sample; sleep 0.05; done
-  wait $cpid
-  peak=$((peak / 1024))
+  bench_peak_end
 }
 
 # bench_percentile P FILE...: the P-th percentile of pgbench's per-transaction logs (latency
