@@ -431,22 +431,6 @@ func index(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, tables []TableDef
 	return int64(len(entries)), nil
 }
 
-// refName is how a column names the dataset it points to: customer_id, customerid → customer.
-func refName(col string) string {
-	for _, suffix := range []string{"_id", "id"} {
-		if s := strings.TrimSuffix(col, suffix); s != col && s != "" && s != "src" {
-			return strings.TrimSuffix(s, "_")
-		}
-	}
-	return ""
-}
-
-// namesDataset reports whether a dataset's name (as an identifier) is ref or a plural of it.
-func namesDataset(datasetName, ref string) bool {
-	n := ingest.Identifiers([]string{datasetName})[0]
-	return n == ref || ingest.Singular(n) == ref || n == ref+"s" || n == ref+"es"
-}
-
 // targets are the columns of a dataset that references may point at: its key and the other
 // columns a UNIQUE constraint keeps unique, all holding the user's own values. The generated
 // id is never one: its numbers are the order rows were loaded in, which another file's values
@@ -461,110 +445,8 @@ func targets(cols []ingest.Column) []ingest.Column {
 	return out
 }
 
-// linkTargets are the columns of to that from's column c may refer to, in the order they
-// are tried: the one of the same name (visits.patient_id → patients.patient_id) when to is the
-// only dataset of the project that holds it (holders: how many hold each name as a key or
-// unique column). With several, which one c means is a guess, and datasets identified alike
-// (copies, one period and the next) would each be linked to every other, as their square.
-// Then, when c is named after to (customer_id → customers), to's key (or the unique column
-// of its file's id column).
-func linkTargets(c ingest.Column, to store.Dataset, tcols []ingest.Column, holders map[string]int) []ingest.Column {
-	ref := refName(c.Name)
-	names := ref != "" && namesDataset(to.Name, ref)
-	if c.Name == "id" || (c.Key && !names) { // a dataset's own key points nowhere unless named after another
-		return nil
-	}
-	var out []ingest.Column
-	ts := targets(tcols)
-	for _, t := range ts {
-		if t.Name == c.Name && (t.Key || identifierLike(c.Name)) && (names || holders[c.Name] == 1) {
-			out = append(out, t)
-		}
-	}
-	if names { // to's key, or its unique column that holds the file's id column
-		for _, t := range ts {
-			if t.Name != c.Name && (t.Key || strings.EqualFold(t.Original, "id")) {
-				out = append(out, t)
-			}
-		}
-	}
-	return out
-}
-
 func comparable(a, b ingest.Type) bool {
 	return a == b || (numeric(a) && numeric(b) && a != ingest.Numeric && b != ingest.Numeric)
-}
-
-// inferRelationships finds links between this dataset and the other active datasets of its
-// project, in both directions: a column named after a dataset (customer_id → customers)
-// whose every value is a key of that dataset. They replace the inferred links found before;
-// declared and foreign-key links are kept.
-func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE origin = 'inferred' AND (from_dataset = $1 OR to_dataset = $1)`, d.ID); err != nil {
-		return err
-	}
-	var others []store.Dataset
-	if err := tx.SelectContext(ctx, &others, `SELECT id, name, table_schema, columns FROM platform.datasets
-		WHERE project_id = $1 AND id <> $2 AND status = 'active' AND type = 'file'`, d.ProjectID, d.ID); err != nil {
-		return err
-	}
-	self := store.Dataset{ID: d.ID, Name: d.Name, TableSchema: d.TableSchema}
-	ocols := make([][]ingest.Column, len(others))
-	holders := map[string]int{}
-	for _, c := range targets(cols) {
-		holders[c.Name]++
-	}
-	for i, o := range others {
-		if err := json.Unmarshal([]byte(o.Columns), &ocols[i]); err != nil {
-			return err
-		}
-		for _, c := range targets(ocols[i]) {
-			holders[c.Name]++
-		}
-	}
-	for i, o := range others {
-		if err := link(ctx, tx, self, cols, o, ocols[i], holders, now); err != nil {
-			return err
-		}
-		if err := link(ctx, tx, o, ocols[i], self, cols, holders, now); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// link records from.col → to.target for each column of from that refers to to
-// (linkTargets) and whose every value is among target's.
-func link(ctx context.Context, tx *sqlx.Tx, from store.Dataset, fcols []ingest.Column, to store.Dataset, tcols []ingest.Column,
-	holders map[string]int, now time.Time) error {
-	for _, c := range fcols {
-		for _, t := range linkTargets(c, to, tcols, holders) {
-			if !comparable(c.Type, t.Type) {
-				continue
-			}
-			q, k := pq.QuoteIdentifier(c.Name), pq.QuoteIdentifier(t.Name)
-			var used, orphan bool
-			err := tx.QueryRowxContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %[1]s WHERE %[2]s IS NOT NULL AND deleted_at IS NULL),
-				EXISTS (SELECT 1 FROM %[1]s a WHERE a.%[2]s IS NOT NULL AND a.deleted_at IS NULL
-					AND NOT EXISTS (SELECT 1 FROM %[3]s b WHERE b.%[4]s = a.%[2]s AND b.deleted_at IS NULL))`,
-				Table(from.TableSchema, from.ID), q, Table(to.TableSchema, to.ID), k)).Scan(&used, &orphan)
-			if err != nil {
-				return err
-			}
-			if !used || orphan {
-				continue
-			}
-			// A relationship the user declared for the column wins over any inferred one.
-			if _, err := tx.ExecContext(ctx, `INSERT INTO platform.dataset_relationships (from_dataset, from_table, from_column, to_dataset, to_table,
-				to_column, origin, created_at) SELECT $1, $1, $2, $3, $3, $4, 'inferred', $5
-				WHERE NOT EXISTS (SELECT 1 FROM platform.dataset_relationships WHERE from_dataset = $1 AND from_column = $2 AND origin IN ('declared', 'removed'))
-				ON CONFLICT DO NOTHING`, from.ID, c.Name, to.ID, t.Name, now); err != nil {
-				return err
-			}
-			break
-		}
-	}
-	return nil
 }
 
 // Analyzer runs refresh jobs.

@@ -214,11 +214,7 @@ func (in *Ingester) loadFile(ctx context.Context, conn *sqlx.Conn, tx *sqlx.Tx, 
 		}
 		cands = []keyCandidate{{i, "named at creation"}}
 	} else if len(pl.Schema) == 0 { // a declared schema says what the table is: its key too (primary_key)
-		referenced, err := referencedNames(ctx, tx, d.ProjectID, d.ID)
-		if err != nil {
-			return nil, err
-		}
-		cands = keyCandidates(d.Name, cols, referenced)
+		cands = keyCandidates(d.Name, cols)
 	}
 	lap(ctx, "copy")
 	p.Set(ctx, "indexing", 0, 0, "choosing the records' key")

@@ -27,26 +27,22 @@ func keyType(t ingest.Type) bool {
 	return t == ingest.Integer || t == ingest.BigInt || t == ingest.Text || t == ingest.UUID
 }
 
-// identifierLike reports whether a column's name says it identifies something (customer_id,
-// patientid, sku_code, order_no): only such columns are keys by reference.
-func identifierLike(name string) bool {
-	if refName(name) != "" || name == "id" || name == "src_id" {
-		return true
-	}
-	for _, s := range []string{"_key", "_code", "_number", "_no", "_uuid", "_ref"} {
-		if strings.HasSuffix(name, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// keyCandidates are the file's columns that may key its records, in the order they are
-// tried: the file's id column, the column named after the dataset (patients: patient_id,
-// patientid), then the columns other datasets of the project have by the same name
-// (referenced). Only columns of a key type without empty values in what inference read
-// qualify; uniqueness is the database's to check (keys).
-func keyCandidates(datasetName string, cols []ingest.Column, referenced map[string]bool) []keyCandidate {
+// keyCandidates are the file's columns that may key its records, judged on the file alone
+// (what else the project holds never changes a file's key), in the order they are tried:
+//
+//  1. the file's id column;
+//  2. an identifier named after the dataset (patients: patient_id, patientid, patient_no;
+//     stations: station_code), exactly before by one of its words (allergy_types:
+//     allergy_id) before by an abbreviation (students: stu_id);
+//  3. a column that identifies by itself (sku, isbn, code, ref, number, key, uuid, serial);
+//  4. a column named as the dataset is (allergy in allergy_types);
+//  5. the file's first column when it is shaped as an identifier (member_no, emp_ref).
+//
+// Only columns of a key type (integer, text, uuid) without empty values in what inference
+// read qualify; uniqueness is the database's to check (chooseKey), and the first unique one
+// wins; the candidates after it that are unique get a UNIQUE constraint. Other columns
+// become unique when a relationship is found to point at them (promote).
+func keyCandidates(datasetName string, cols []ingest.Column) []keyCandidate {
 	var out []keyCandidate
 	add := func(i int, reason string) {
 		for _, k := range out {
@@ -54,8 +50,7 @@ func keyCandidates(datasetName string, cols []ingest.Column, referenced map[stri
 				return
 			}
 		}
-		c := cols[i]
-		if keyType(c.Type) && c.NullCount == 0 {
+		if c := cols[i]; keyType(c.Type) && c.NullCount == 0 {
 			out = append(out, keyCandidate{i, reason})
 		}
 	}
@@ -64,14 +59,26 @@ func keyCandidates(datasetName string, cols []ingest.Column, referenced map[stri
 			add(i, "the file's id column")
 		}
 	}
-	for i, c := range cols {
-		if ref := refName(c.Name); ref != "" && namesDataset(datasetName, ref) {
-			add(i, "the column named after the dataset")
+	for _, strength := range []int{namesExact, namesWord, namesAbbrev} {
+		for i, c := range cols {
+			if stem, ok := idStem(c.Name); ok && stem != "" && names(datasetName, stem) == strength {
+				add(i, "the identifier named after the dataset")
+			}
 		}
 	}
 	for i, c := range cols {
-		if referenced[c.Name] && identifierLike(c.Name) {
-			add(i, "the column other datasets of the project refer to by name")
+		if stem, ok := idStem(c.Name); ok && stem == "" {
+			add(i, "the column that identifies by its name")
+		}
+	}
+	for i, c := range cols {
+		if names(datasetName, c.Name) == namesExact || names(datasetName, c.Name) == namesWord {
+			add(i, "the column named as the dataset")
+		}
+	}
+	if len(cols) > 0 {
+		if _, ok := idStem(cols[0].Name); ok {
+			add(0, "the file's first column, shaped as an identifier")
 		}
 	}
 	return out
@@ -186,19 +193,6 @@ func mergeUnique(k *ingest.Constraints) *ingest.Constraints {
 	c := *k
 	c.Unique = true
 	return &c
-}
-
-// referencedNames are the column names of the project's other active uploaded datasets: a
-// column of a new file named like one of them may be what they refer to.
-func referencedNames(ctx context.Context, q sqlx.QueryerContext, projectID, datasetID string) (map[string]bool, error) {
-	var names []string
-	err := sqlx.SelectContext(ctx, q, &names, `SELECT DISTINCT c->>'name' FROM platform.datasets d, jsonb_array_elements(d.columns) c
-		WHERE d.project_id = $1 AND d.id <> $2 AND d.status = 'active' AND d.type = 'file' AND jsonb_typeof(d.columns) = 'array'`, projectID, datasetID)
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
-	}
-	return out, err
 }
 
 // keyTrigger points the table's change trigger at its key column key.

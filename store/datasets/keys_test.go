@@ -26,29 +26,36 @@ func TestKeyCandidates(t *testing.T) {
 		return ingest.Column{Name: name, Original: orig, Type: typ, NullCount: nulls}
 	}
 	for _, tc := range []struct {
-		dataset    string
-		cols       []ingest.Column
-		referenced []string
-		want       string // candidate names in order
+		dataset string
+		cols    []ingest.Column
+		want    string // candidate names in order
 	}{
-		{"Patients", []ingest.Column{col("name", "name", ingest.Text, 0), col("patient_id", "patient_id", ingest.BigInt, 0)}, nil, "patient_id"},
-		{"patients", []ingest.Column{col("patientid", "PatientID", ingest.Integer, 0)}, nil, "patientid"},
-		{"People", []ingest.Column{col("person_id", "person_id", ingest.Text, 0)}, nil, "person_id"},
-		{"Categories", []ingest.Column{col("category_id", "category_id", ingest.UUID, 0)}, nil, "category_id"},
+		{"Patients", []ingest.Column{col("name", "name", ingest.Text, 0), col("patient_id", "patient_id", ingest.BigInt, 0)}, "patient_id"},
+		{"patients", []ingest.Column{col("patientid", "PatientID", ingest.Integer, 0)}, "patientid"},
+		{"People", []ingest.Column{col("person_id", "person_id", ingest.Text, 0)}, "person_id"},
+		{"Categories", []ingest.Column{col("category_id", "category_id", ingest.UUID, 0)}, "category_id"},
 		// The file's id first, then the column named after the dataset.
-		{"Orders", []ingest.Column{col("order_id", "order_id", ingest.BigInt, 0), col("src_id", "id", ingest.BigInt, 0)}, nil, "src_id,order_id"},
-		// A column other datasets have by name, only when its name says it identifies.
-		{"Staff", []ingest.Column{col("city", "city", ingest.Text, 0), col("badge_no", "badge_no", ingest.Text, 0)}, []string{"city", "badge_no"}, "badge_no"},
+		{"Orders", []ingest.Column{col("order_id", "order_id", ingest.BigInt, 0), col("src_id", "id", ingest.BigInt, 0)}, "src_id,order_id"},
+		// The file's first column when it is shaped as an identifier; not one further on.
+		{"Staff", []ingest.Column{col("badge_no", "badge_no", ingest.Text, 0), col("city", "city", ingest.Text, 0)}, "badge_no"},
+		{"Staff", []ingest.Column{col("city", "city", ingest.Text, 0), col("badge_no", "badge_no", ingest.Text, 0)}, ""},
+		// Codes, serials, references and numbers named after the dataset, whatever their place.
+		{"stations", []ingest.Column{col("name", "name", ingest.Text, 0), col("station_code", "station_code", ingest.Text, 0)}, "station_code"},
+		{"Bikes", []ingest.Column{col("model", "model", ingest.Text, 0), col("bike_serial", "bike_serial", ingest.Text, 0)}, "bike_serial"},
+		{"rentals", []ingest.Column{col("bike_serial", "bike_serial", ingest.Text, 0), col("rental_ref", "rental_ref", ingest.Text, 0)}, "rental_ref,bike_serial"},
+		{"Enrolled students", []ingest.Column{col("name", "name", ingest.Text, 0), col("student_number", "Student Number", ingest.BigInt, 0)}, "student_number"},
+		// By one of the dataset's words, then by an abbreviation (stu_id in students).
+		{"Course catalog", []ingest.Column{col("title", "title", ingest.Text, 0), col("course_code", "course_code", ingest.Text, 0)}, "course_code"},
+		{"Students", []ingest.Column{col("lname", "LName", ingest.Text, 0), col("stuid", "StuID", ingest.Integer, 0)}, "stuid"},
+		// Names that identify by themselves; a column named as the dataset.
+		{"Library", []ingest.Column{col("title", "title", ingest.Text, 0), col("isbn", "ISBN", ingest.Text, 0)}, "isbn"},
+		{"Allergy_Type", []ingest.Column{col("allergytype", "AllergyType", ingest.Text, 0), col("allergy", "Allergy", ingest.Text, 0)}, "allergytype,allergy"},
 		// Empty values, or a type that cannot key records, are no candidates.
-		{"Readings", []ingest.Column{col("reading_id", "reading_id", ingest.BigInt, 1), col("src_id", "id", ingest.Numeric, 0)}, nil, ""},
-		{"Visits", []ingest.Column{col("patient_id", "patient_id", ingest.BigInt, 0)}, nil, ""},
+		{"Readings", []ingest.Column{col("reading_id", "reading_id", ingest.BigInt, 1), col("src_id", "id", ingest.Numeric, 0)}, ""},
+		{"Visits", []ingest.Column{col("notes", "notes", ingest.Text, 0), col("patient_id", "patient_id", ingest.BigInt, 0)}, ""},
 	} {
-		ref := map[string]bool{}
-		for _, r := range tc.referenced {
-			ref[r] = true
-		}
 		var got []string
-		for _, k := range keyCandidates(tc.dataset, tc.cols, ref) {
+		for _, k := range keyCandidates(tc.dataset, tc.cols) {
 			got = append(got, tc.cols[k.index].Name)
 		}
 		if strings.Join(got, ",") != tc.want {
@@ -97,7 +104,7 @@ func TestChooseKey(t *testing.T) {
 	choose := func(d *store.Dataset, cols []ingest.Column, declared bool) ([]ingest.Column, error) {
 		tx := p.st.DB.MustBeginTx(ctx, nil)
 		defer tx.Rollback()
-		cands := keyCandidates(d.Name, cols, nil)
+		cands := keyCandidates(d.Name, cols)
 		if declared {
 			cands = []keyCandidate{{0, "named at creation"}}
 		}
@@ -204,21 +211,22 @@ func TestRelationshipsToUserKeys(t *testing.T) {
 	}
 }
 
-// TestSameIdentifiersNotLinked: datasets identified by a column of the same name (copies of
-// one file, one period and the next) are not linked to each other, however their values
-// overlap, and a reference by that name alone to one of them is not guessed; a column named
-// after a dataset still is linked, unique or not.
+// TestSameIdentifiersNotLinked: datasets identified by a column of the same name that names
+// none of them (copies of one file, one period and the next) are not linked to each other,
+// however their values overlap, and a reference by that name alone to one of them is not
+// guessed; a column named after a dataset is linked, unique or not.
 func TestSameIdentifiersNotLinked(t *testing.T) {
 	t.Parallel()
 	p := newProject(t)
 	ctx := context.Background()
 	code := func() []ingest.Column {
-		return []ingest.Column{{Name: "sensor_code", Type: ingest.Text, Constraints: &ingest.Constraints{Unique: true}}, {Name: "reading", Type: ingest.Numeric}}
+		return []ingest.Column{{Name: "batch_code", Type: ingest.Text, Constraints: &ingest.Constraints{Unique: true}},
+			{Name: "sensor_code", Type: ingest.Text}, {Name: "reading", Type: ingest.Numeric}}
 	}
 	sensors := p.dataset(t, "Sensors", []ingest.Column{{Name: "sensor_code", Type: ingest.Text, Key: true}}, []any{"S-9"}, []any{"S-4"}, []any{"S-7"})
 	var copies []*store.Dataset
 	for _, name := range []string{"Readings 2023", "Readings 2024", "Readings copy"} {
-		copies = append(copies, p.dataset(t, name, code(), []any{"S-4", 1.5}, []any{"S-9", 2.5}))
+		copies = append(copies, p.dataset(t, name, code(), []any{"B-4", "S-4", 1.5}, []any{"B-9", "S-9", 2.5}))
 	}
 	for _, d := range copies {
 		p.analyze(t, d)
@@ -228,16 +236,16 @@ func TestSameIdentifiersNotLinked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rels) != 0 {
-			t.Fatalf("%s: %+v, want no links between datasets identified alike", d.Name, rels)
+		if len(rels) != 1 || rels[0].FromColumn != "sensor_code" || rels[0].ToDataset != sensors.ID {
+			t.Fatalf("%s: %+v, want only sensor_code → sensors, no links between datasets identified alike", d.Name, rels)
 		}
 	}
-	// A column of that name that repeats (a reference) has four datasets it may mean: none
+	// A column of that name that repeats (a reference) has three datasets it may mean: none
 	// is guessed.
-	runs := p.dataset(t, "Calibration runs", []ingest.Column{{Name: "sensor_code", Type: ingest.Text}}, []any{"S-4"}, []any{"S-4"}, []any{"S-9"})
+	runs := p.dataset(t, "Calibration runs", []ingest.Column{{Name: "batch_code", Type: ingest.Text}}, []any{"B-4"}, []any{"B-4"}, []any{"B-9"})
 	p.analyze(t, runs)
 	if rels, err := store.Relationships(ctx, p.st.DB, runs.ID); err != nil || len(rels) != 0 {
-		t.Fatalf("calibration runs: %+v %v, want no guess among four datasets", rels, err)
+		t.Fatalf("calibration runs: %+v %v, want no guess among three datasets", rels, err)
 	}
 	// Named after Sensors: linked to its key though unique in its own dataset.
 	profiles := p.dataset(t, "Sensor profiles", []ingest.Column{{Name: "sensor_id", Type: ingest.Text, Constraints: &ingest.Constraints{Unique: true}}}, []any{"S-7"})

@@ -1,0 +1,281 @@
+package datasets
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"dataplatform/store"
+	"dataplatform/store/ingest"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Relationship inference. Whenever a dataset arrives, is re-imported or changes schema, the
+// links among all the active uploaded datasets of its project are found again from the
+// start, so that the outcome never depends on the order the files came in. A column refers to
+// a column of another dataset when
+//
+//   - the names make it plausible: the column is named after the dataset (customer_id →
+//     customers; start_station, end_station → stations; stu_id → students), or it has the
+//     other column's name (bike_serial → bikes.bike_serial), or ends with it
+//     (home_station_code → stations.station_code);
+//   - the other column identifies its records: the key, a unique column, or an identifier-
+//     shaped column whose values turn out unique and present (it is then promoted: made the
+//     key of a dataset that had only the generated id, or given a UNIQUE constraint);
+//   - every non-empty value of the column is among the other column's values, and the types
+//     agree.
+//
+// Names alone never link a column of numbers that is not shaped as an identifier (a count
+// of stations fits a key of 1…N by chance), and values alone never link anything. When the
+// best-named candidates of a column are several and the values fit more than one, none is
+// guessed. Declared relationships, and relationships a person dropped, are kept as they are.
+
+// Link strengths, from the names: the best that the values confirm wins.
+const (
+	linkNone = iota
+	linkAbbrev
+	linkSuffix
+	linkSameName
+	linkNamed
+)
+
+// member is a dataset of the project as inference sees it.
+type member struct {
+	d    *store.Dataset
+	cols []ingest.Column
+}
+
+// linkCandidate is a column that may refer to a column of another dataset.
+type linkCandidate struct {
+	to       int // index in the members
+	target   ingest.Column
+	strength int
+}
+
+func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column, now time.Time) error {
+	var others []store.Dataset
+	if err := tx.SelectContext(ctx, &others, `SELECT `+datasetColumns+` FROM platform.datasets
+		WHERE project_id = $1 AND id <> $2 AND status = 'active' AND type = 'file' ORDER BY id`, d.ProjectID, d.ID); err != nil {
+		return err
+	}
+	ms := []member{{d, cols}}
+	ids := []string{d.ID}
+	for i := range others {
+		var oc []ingest.Column
+		if err := json.Unmarshal([]byte(others[i].Columns), &oc); err != nil {
+			return err
+		}
+		ms = append(ms, member{&others[i], oc})
+		ids = append(ids, others[i].ID)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE origin = 'inferred'
+		AND (from_dataset = ANY($1) OR to_dataset = ANY($1))`, pq.Array(ids)); err != nil {
+		return err
+	}
+	var held []string
+	if err := tx.SelectContext(ctx, &held, `SELECT from_dataset || '.' || from_column FROM platform.dataset_relationships
+		WHERE from_dataset = ANY($1) AND origin <> 'inferred'`, pq.Array(ids)); err != nil {
+		return err
+	}
+	promote := map[[2]string]bool{}
+	for f, m := range ms {
+		for _, c := range m.cols {
+			if slices.Contains(held, m.d.ID+"."+c.Name) {
+				continue
+			}
+			to, target, err := resolve(ctx, tx, ms, f, c)
+			if err != nil || to < 0 {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if !isTarget(target) {
+				promote[[2]string{ms[to].d.ID, target.Name}] = true
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO platform.dataset_relationships (from_dataset, from_table, from_column, to_dataset, to_table,
+				to_column, origin, created_at) VALUES ($1, $1, $2, $3, $3, $4, 'inferred', $5) ON CONFLICT DO NOTHING`,
+				m.d.ID, c.Name, ms[to].d.ID, target.Name, now); err != nil {
+				return err
+			}
+		}
+	}
+	for i, m := range ms {
+		for _, c := range m.cols {
+			if promote[[2]string{m.d.ID, c.Name}] {
+				if err := promoteColumn(ctx, tx, m, c.Name, i == 0, now); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// datasetColumns are the dataset fields inference reads and promotion writes.
+const datasetColumns = `id, organization_id, project_id, name, type, status, table_schema, columns, schema_version, analyzed_at, created_at, updated_at`
+
+// isTarget reports whether a column already identifies its dataset's records.
+func isTarget(c ingest.Column) bool { return c.Key || (c.Constraints != nil && c.Constraints.Unique) }
+
+// resolve is the column of another member that column c of member f refers to, or -1: the
+// candidates of the best naming strength whose values confirm them, when exactly one does.
+func resolve(ctx context.Context, tx *sqlx.Tx, ms []member, f int, c ingest.Column) (int, ingest.Column, error) {
+	var cands []linkCandidate
+	for t := range ms {
+		if t != f {
+			cands = append(cands, linkCandidates(ms[f], c, t, ms[t])...)
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b linkCandidate) int { return b.strength - a.strength })
+	for len(cands) > 0 {
+		s := cands[0].strength
+		var ok []linkCandidate
+		for len(cands) > 0 && cands[0].strength == s {
+			fits, err := valuesFit(ctx, tx, ms[f].d, c, ms[cands[0].to].d, cands[0].target)
+			if err != nil {
+				return -1, ingest.Column{}, err
+			}
+			if fits {
+				ok = append(ok, cands[0])
+			}
+			cands = cands[1:]
+		}
+		switch len(ok) {
+		case 0:
+			continue
+		case 1:
+			return ok[0].to, ok[0].target, nil
+		default:
+			return -1, ingest.Column{}, nil // several readings: none is guessed
+		}
+	}
+	return -1, ingest.Column{}, nil
+}
+
+// linkCandidates are the columns of member to that column c of member from may refer to,
+// by their names, with how strongly the names say so.
+func linkCandidates(from member, c ingest.Column, t int, to member) []linkCandidate {
+	if !keyType(c.Type) || c.Name == "src_id" {
+		return nil
+	}
+	_, idLike := idStem(c.Name)
+	named := referredName(to.d.Name, c.Name)
+	if c.Key && named < namesWord { // a dataset's own key points nowhere unless named after the other
+		return nil
+	}
+	_, toKeyed := UserKey(to.cols)
+	var out []linkCandidate
+	for _, tc := range to.cols {
+		if !comparable(c.Type, tc.Type) || !keyType(tc.Type) {
+			continue
+		}
+		_, tIDLike := idStem(tc.Name)
+		tNamed := names(to.d.Name, tc.Name) >= namesWord
+		if !isTarget(tc) && !tIDLike && !tNamed {
+			continue // the other column does not identify anything
+		}
+		// Columns identifying their own datasets alike (copies of a file, one period and
+		// the next) are not each other's references.
+		if c.Name == tc.Name && isTarget(c) && named < namesWord {
+			continue
+		}
+		s := linkNone
+		switch {
+		case c.Name == tc.Name && (idLike || tc.Key || tNamed):
+			s = linkSameName
+			if named >= namesWord {
+				s = linkNamed
+			}
+		case named >= namesWord && (tc.Key || (!toKeyed && tIDLike && referredName(to.d.Name, tc.Name) >= namesWord)):
+			s = linkNamed
+		case tc.Key && strings.HasSuffix(c.Name, "_"+tc.Name) && names(to.d.Name, strings.TrimSuffix(c.Name, "_"+tc.Name)) >= namesWord:
+			s = linkNamed // squad_label → squads.label
+		case named == namesAbbrev && tc.Key:
+			s = linkAbbrev
+		case tIDLike && strings.HasSuffix(c.Name, "_"+tc.Name):
+			s = linkSuffix
+		}
+		if s == linkNone {
+			continue
+		}
+		// A number that is not shaped as an identifier (a count, an amount) is only ever
+		// the same column by name.
+		if !idLike && c.Type != ingest.Text && c.Type != ingest.UUID && c.Name != tc.Name {
+			continue
+		}
+		out = append(out, linkCandidate{t, tc, s})
+	}
+	return out
+}
+
+// valuesFit reports whether every value of from's column c is among the values of to's
+// column target (and there is at least one), and whether target, when not yet a key or
+// unique, is unique and present in every row.
+func valuesFit(ctx context.Context, tx *sqlx.Tx, from *store.Dataset, c ingest.Column, to *store.Dataset, target ingest.Column) (bool, error) {
+	ft, tt := Table(from.TableSchema, from.ID), Table(to.TableSchema, to.ID)
+	q, k := pq.QuoteIdentifier(c.Name), pq.QuoteIdentifier(target.Name)
+	var used, orphan bool
+	err := tx.QueryRowxContext(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %[1]s WHERE %[2]s IS NOT NULL AND deleted_at IS NULL),
+		EXISTS (SELECT 1 FROM %[1]s a WHERE a.%[2]s IS NOT NULL AND a.deleted_at IS NULL
+			AND NOT EXISTS (SELECT 1 FROM %[3]s b WHERE b.%[4]s = a.%[2]s AND b.deleted_at IS NULL))`, ft, q, tt, k)).Scan(&used, &orphan)
+	if err != nil || !used || orphan {
+		return false, err
+	}
+	if isTarget(target) {
+		return true, nil
+	}
+	var unique bool
+	err = tx.GetContext(ctx, &unique, fmt.Sprintf(`SELECT count(%[1]s) = count(*) AND count(DISTINCT %[1]s) = count(*) FROM %[2]s`, k, tt))
+	return unique, err
+}
+
+// promoteColumn makes a column that a relationship points at identify its dataset's records:
+// the key of a dataset that had only the generated id, a UNIQUE column otherwise. It is a
+// schema change of that dataset with its own version, except for a dataset being loaded for
+// the first time (self), whose first version already has it.
+func promoteColumn(ctx context.Context, tx *sqlx.Tx, m member, column string, self bool, now time.Time) error {
+	d := m.d
+	if !self {
+		var err error
+		if d, err = store.DatasetByID(ctx, tx, d.ID, true); err != nil {
+			return err
+		}
+	}
+	var before []ingest.Column
+	if err := json.Unmarshal([]byte(d.Columns), &before); err != nil {
+		return err
+	}
+	ch := Change{Op: "set_primary_key", Column: column}
+	reason := "other datasets refer to its values"
+	if _, keyed := UserKey(before); keyed {
+		ch = Change{Op: "alter_column", Column: column, Alter: func(c *ingest.Column) { c.Constraints.Unique = true }}
+	}
+	after, err := Alter(ctx, tx, d, before, []Change{ch}, func(int, ingest.Column) error { return nil })
+	if err != nil {
+		return err
+	}
+	for i := range after {
+		if after[i].Name == column && after[i].Key {
+			after[i].Description = "The records' key (" + reason + ")."
+		}
+	}
+	b, _ := json.Marshal(after)
+	d.Columns = string(b)
+	if self && d.AnalyzedAt == nil { // its first load: the first version has it
+		return nil
+	}
+	changes, _ := json.Marshal([]map[string]any{{"op": ch.Op, "column": column, "reason": reason}})
+	if err := record(ctx, tx, d, before, after, string(changes), now); err != nil {
+		return err
+	}
+	if self {
+		return nil
+	}
+	return EnqueueSearchIndex(ctx, tx, d)
+}
