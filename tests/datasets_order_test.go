@@ -176,6 +176,24 @@ func TestKeysAndRelationshipsInAnyOrder(t *testing.T) {
 				if strings.Join(links, "; ") != strings.Join(ex.links, "; ") {
 					t.Errorf("relationships %v, want %v", links, ex.links)
 				}
+				if name != "rentals" {
+					return
+				}
+				// Two relationships to stations, each with its role: a rental links to both
+				// of its stations, a station to the rentals starting and ending there.
+				r := e.do("GET", "/api/v1/datasets/"+ids["rentals"]+"/data?limit=1", nil, own).status(200)
+				for _, role := range []string{"start_station", "end_station"} {
+					want := "/api/v1/datasets/" + ids["stations"] + "/data/" + r.str("data.0."+role)
+					if got := r.str("data.0._links." + role + "_ref"); got != want {
+						t.Errorf("rental's %s link %q, want %q: %s", role, got, want, r.Body)
+					}
+				}
+				st := e.do("GET", "/api/v1/datasets/"+ids["stations"]+"/data/"+r.str("data.0.start_station"), nil, own).status(200)
+				for _, role := range []string{"start_station", "end_station"} {
+					if !strings.Contains(st.str("_links.rentals_by_"+role), ids["rentals"]) {
+						t.Errorf("station's rentals by %s: %s", role, st.Body)
+					}
+				}
 			})
 		}
 	}

@@ -170,7 +170,7 @@ func (q *query) entityGroup(ref string) error {
 			return p.refuse(fmt.Sprintf("it asks for %s per %s, but one %s row has many %s rows", alias(q.main), singular(alias(ref)), singular(alias(q.main)), alias(ref)),
 				fmt.Sprintf("Number of %s per %s", alias(ref), singular(alias(q.main))))
 		}
-		return p.refuse(fmt.Sprintf("%s and %s have no known relationship", p.s.table(q.main).Dataset, t.Dataset))
+		return q.unrelated(q.main, ref)
 	}
 	if err := q.reach(ref); err != nil {
 		return err

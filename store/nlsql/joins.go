@@ -3,6 +3,7 @@ package nlsql
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 func (q *query) joinedRefs() []string {
@@ -26,17 +27,65 @@ func (q *query) reach(ref string) error {
 	if q.relation(ref, q.main) != nil {
 		return q.p.refuse(fmt.Sprintf("it would need each %s row once per %s row; ask about %s instead", alias(q.main), alias(ref), alias(ref)))
 	}
-	return q.p.refuse(fmt.Sprintf("%s and %s have no known relationship", q.p.s.table(q.main).Dataset, q.p.s.table(ref).Dataset))
+	return q.unrelated(q.main, ref)
 }
 
-// relation is the foreign key from → to, or nil.
+// relation is the foreign key from → to, or nil. When several columns of from point at to
+// (rentals.start_station and rentals.end_station → stations), it is the one whose column the
+// question names; with none or more named, the two tables are related in several ways and
+// none is taken (q.ambiguous keeps them, and the refusal names each reading).
 func (q *query) relation(from, to string) *Relation {
+	var found []*Relation
 	for i, r := range q.p.s.Relations {
 		if r.From == from && r.To == to {
-			return &q.p.s.Relations[i]
+			found = append(found, &q.p.s.Relations[i])
 		}
 	}
+	if len(found) <= 1 {
+		if len(found) == 0 {
+			return nil
+		}
+		return found[0]
+	}
+	var named []*Relation
+	for _, r := range found {
+		if slices.ContainsFunc(q.ms, func(m mention) bool { return m.table == from && m.column == r.FromColumn && m.value == "" }) {
+			named = append(named, r)
+		}
+	}
+	if len(named) == 1 {
+		if q.usedCols == nil {
+			q.usedCols = map[colRef]bool{}
+		}
+		q.usedCols[colRef{from, named[0].FromColumn}] = true
+		return named[0]
+	}
+	if q.ambiguous == nil {
+		q.ambiguous = map[[2]string][]*Relation{}
+	}
+	q.ambiguous[[2]string{from, to}] = found
 	return nil
+}
+
+// unrelated is the refusal of a question that needs tables a and b together: they have no
+// relationship, or several that the question does not choose among (then each reading is
+// offered, as the question naming its column).
+func (q *query) unrelated(a, b string) error {
+	for _, pair := range [][2]string{{a, b}, {b, a}} {
+		rs := q.ambiguous[pair]
+		if len(rs) == 0 {
+			continue
+		}
+		var roles, sug []string
+		for _, r := range rs {
+			role := strings.Join(words(r.FromColumn), " ")
+			roles = append(roles, r.FromColumn)
+			sug = append(sug, strings.Join(q.p.toks, " ")+" ("+role+")")
+		}
+		return q.p.refuse(fmt.Sprintf("%s refers to %s in %d ways (%s) and the question does not say which; name one",
+			q.p.s.table(pair[0]).Dataset, q.p.s.table(pair[1]).Dataset, len(rs), strings.Join(roles, ", ")), sug...)
+	}
+	return q.p.refuse(fmt.Sprintf("%s and %s have no known relationship", q.p.s.table(a).Dataset, q.p.s.table(b).Dataset))
 }
 
 // cond adds a condition on table ref: in WHERE when the main table reaches it by a join, in
@@ -59,7 +108,7 @@ func (q *query) cond(ref, c string) error {
 		q.exists[ref] = append(q.exists[ref], c)
 		return nil
 	}
-	return q.p.refuse(fmt.Sprintf("%s and %s have no known relationship", q.p.s.table(q.main).Dataset, q.p.s.table(ref).Dataset))
+	return q.unrelated(q.main, ref)
 }
 
 // link is a many-to-many relationship of two tables through a junction table that refers

@@ -69,6 +69,9 @@ type query struct {
 	compared  []colRef // columns compared with numbers
 
 	usedCols  map[colRef]bool     // the columns the SQL reads
+	// ambiguous are the table pairs related by several relationships the question did not
+	// choose among (relation)
+	ambiguous map[[2]string][]*Relation
 	whereOn   []string            // the table each condition of where is on
 	countRefs map[string]bool     // many-side tables counted per main row ("more than 2 orders")
 	notExists map[string][]string // many-side table → conditions no row of it may meet

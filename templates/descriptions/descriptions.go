@@ -285,9 +285,17 @@ func (ds *Cache) describe(ctx context.Context, d *store.Dataset, table, cacheKey
 }
 
 // uploadedLinks are the links of an uploaded dataset's relationships: this.col → other.key,
-// the one record it points at; other.col → this.key, the records pointing here.
+// the one record it points at; other.col → this.key, the records pointing here, named after
+// the other dataset, and by the role (its column) too when several of its columns point here
+// (rentals_by_start_station, rentals_by_end_station).
 func uploadedLinks(datasetID string, rels []store.Relationship) []records.Link {
 	var links []records.Link
+	pointing := map[string]int{}
+	for _, r := range rels {
+		if r.FromDataset != datasetID {
+			pointing[r.FromDataset]++
+		}
+	}
 	for _, r := range rels {
 		if r.FromDataset == datasetID {
 			l := records.Link{Name: strings.TrimSuffix(strings.TrimSuffix(r.FromColumn, "_id"), "id"), Dataset: r.ToDataset, Column: r.FromColumn, Target: r.ToColumn, ToKey: r.ToKey}
@@ -296,7 +304,11 @@ func uploadedLinks(datasetID string, rels []store.Relationship) []records.Link {
 			}
 			links = append(links, l)
 		} else {
-			links = append(links, records.Link{Name: ingest.Identifiers([]string{r.FromName})[0], Dataset: r.FromDataset, Column: r.ToColumn, Target: r.FromColumn, Many: true})
+			name := ingest.Identifiers([]string{r.FromName})[0]
+			if pointing[r.FromDataset] > 1 {
+				name += "_by_" + r.FromColumn
+			}
+			links = append(links, records.Link{Name: name, Dataset: r.FromDataset, Column: r.ToColumn, Target: r.FromColumn, Many: true})
 		}
 	}
 	return links
