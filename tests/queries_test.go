@@ -131,7 +131,7 @@ func TestProjectSQLQuery(t *testing.T) {
 
 	// Soft-deleted records are invisible (row-level security).
 	rec := e.do("GET", "/api/v1/datasets/"+customers+"/data?filter[name]=Dee", nil, bearer(e.ownerToken)).status(200)
-	e.do("DELETE", fmt.Sprintf("/api/v1/datasets/%s/data/%d", customers, rec.num("data.0.id")), nil, bearer(e.ownerToken)).status(200)
+	e.do("DELETE", fmt.Sprintf("/api/v1/datasets/%s/data/%d", customers, rec.num("data.0.customer_no")), nil, bearer(e.ownerToken)).status(200)
 	if r := e.execute(map[string]any{"query": `SELECT count(*) FROM customers`}, e.ownerToken).status(200); rows(r) != "3" {
 		t.Fatalf("soft-deleted rows counted: %s", rows(r))
 	}

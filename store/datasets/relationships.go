@@ -176,6 +176,7 @@ func linkCandidates(from member, c ingest.Column, t int, to member) []linkCandid
 			continue
 		}
 		_, tIDLike := idStem(tc.Name)
+		fileID := isTarget(tc) && strings.EqualFold(tc.Original, "id") // the file's id column, kept unique beside a generated id
 		tNamed := names(to.d.Name, tc.Name) >= namesWord
 		if !isTarget(tc) && !tIDLike && !tNamed {
 			continue // the other column does not identify anything
@@ -192,7 +193,7 @@ func linkCandidates(from member, c ingest.Column, t int, to member) []linkCandid
 			if named >= namesWord {
 				s = linkNamed
 			}
-		case named >= namesWord && (tc.Key || (!toKeyed && tIDLike && referredName(to.d.Name, tc.Name) >= namesWord)):
+		case named >= namesWord && (tc.Key || (!toKeyed && (fileID || tIDLike && referredName(to.d.Name, tc.Name) >= namesWord))):
 			s = linkNamed
 		case tc.Key && strings.HasSuffix(c.Name, "_"+tc.Name) && names(to.d.Name, strings.TrimSuffix(c.Name, "_"+tc.Name)) >= namesWord:
 			s = linkNamed // squad_label → squads.label
