@@ -166,7 +166,9 @@ func linkCandidates(from member, c ingest.Column, t int, to member) []linkCandid
 	}
 	_, idLike := idStem(c.Name)
 	named := referredName(to.d.Name, c.Name)
-	if c.Key && named < namesWord { // a dataset's own key points nowhere unless named after the other
+	// A dataset's own key points nowhere unless named after the other dataset more surely
+	// than after its own (customers.customer_id is not a reference to customer_orders).
+	if c.Key && (named < namesWord || referredName(from.d.Name, c.Name) >= named) {
 		return nil
 	}
 	_, toKeyed := UserKey(to.cols)
