@@ -68,7 +68,7 @@ type query struct {
 	byMeasure bool
 	compared  []colRef // columns compared with numbers
 
-	usedCols  map[colRef]bool     // the columns the SQL reads
+	usedCols map[colRef]bool // the columns the SQL reads
 	// ambiguous are the table pairs related by several relationships the question did not
 	// choose among (relation)
 	ambiguous map[[2]string][]*Relation
