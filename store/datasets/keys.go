@@ -33,7 +33,8 @@ func keyType(t ingest.Type) bool {
 //  1. the file's id column;
 //  2. an identifier named after the dataset (patients: patient_id, patientid, patient_no;
 //     stations: station_code), exactly before by one of its words (allergy_types:
-//     allergy_id) before by an abbreviation (students: stu_id);
+//     allergy_id) before by an abbreviation (students: stu_id), then a short name of its
+//     first letters run together with id, no or number (aircraft: aid; flights: flno);
 //  3. a column that identifies by itself (sku, isbn, code, ref, number, key, uuid, serial);
 //  4. a column named as the dataset is (allergy in allergy_types);
 //  5. the file's first column when it is shaped as an identifier (member_no, emp_ref).
@@ -64,6 +65,11 @@ func keyCandidates(datasetName string, cols []ingest.Column) []keyCandidate {
 			if stem, ok := idStem(c.Name); ok && stem != "" && names(datasetName, stem) == strength {
 				add(i, "the identifier named after the dataset")
 			}
+		}
+	}
+	for i, c := range cols {
+		if initialed(datasetName, c.Name) {
+			add(i, "the identifier named by the dataset's initials")
 		}
 	}
 	for i, c := range cols {

@@ -49,6 +49,10 @@ func TestKeyCandidates(t *testing.T) {
 		{"Students", []ingest.Column{col("lname", "LName", ingest.Text, 0), col("stuid", "StuID", ingest.Integer, 0)}, "stuid"},
 		// Names that identify by themselves; a column named as the dataset.
 		{"Library", []ingest.Column{col("title", "title", ingest.Text, 0), col("isbn", "ISBN", ingest.Text, 0)}, "isbn"},
+		// A short name of the dataset's first letters with id or no; a social security number.
+		{"Aircraft", []ingest.Column{col("name", "name", ingest.Text, 0), col("aid", "aid", ingest.Integer, 0)}, "aid"},
+		{"flights", []ingest.Column{col("origin", "origin", ingest.Text, 0), col("flno", "flno", ingest.Integer, 0), col("aid", "aid", ingest.Integer, 0)}, "flno"},
+		{"Patients", []ingest.Column{col("name", "name", ingest.Text, 0), col("ssn", "SSN", ingest.Text, 0)}, "ssn"},
 		{"Allergy_Type", []ingest.Column{col("allergytype", "AllergyType", ingest.Text, 0), col("allergy", "Allergy", ingest.Text, 0)}, "allergytype,allergy"},
 		// Empty values, or a type that cannot key records, are no candidates.
 		{"Readings", []ingest.Column{col("reading_id", "reading_id", ingest.BigInt, 1), col("src_id", "id", ingest.Numeric, 0)}, ""},
@@ -333,5 +337,43 @@ func TestRekey(t *testing.T) {
 		if len(changes) != 1 || !strings.Contains(changes[0], "drop_relationship") || !strings.Contains(changes[0], "load") {
 			t.Fatalf("%s's changes: %v", id, changes)
 		}
+	}
+}
+
+// TestReferencesNamedByRoleAndOneToOne: a column named as a dataset points at its key (a
+// number too, when its whole name names it: campus → campuses), several columns may point at
+// one dataset each by its role, and a dataset keyed by a reference named after another
+// (one invoice per order) points at it; a count named after a dataset does not, whatever its
+// values.
+func TestReferencesNamedByRoleAndOneToOne(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	ctx := context.Background()
+	campuses := p.dataset(t, "Campuses", []ingest.Column{{Name: "id", Type: ingest.BigInt, Key: true}, {Name: "town", Type: ingest.Text}},
+		[]any{1, "a"}, []any{2, "b"}, []any{3, "c"})
+	orders := p.dataset(t, "Orders", []ingest.Column{{Name: "order_id", Type: ingest.Text, Key: true}}, []any{"O-1"}, []any{"O-2"})
+	fees := p.dataset(t, "Fees", []ingest.Column{{Name: "campus", Type: ingest.BigInt}, {Name: "campus_count", Type: ingest.BigInt}, {Name: "fee", Type: ingest.Numeric}},
+		[]any{1, 2, 10.5}, []any{3, 1, 7})
+	invoices := p.dataset(t, "Invoices", []ingest.Column{{Name: "order_id", Type: ingest.Text, Key: true}, {Name: "total", Type: ingest.Numeric}},
+		[]any{"O-2", 5})
+	moves := p.dataset(t, "Moves", []ingest.Column{{Name: "from_campus_id", Type: ingest.BigInt}, {Name: "to_campus_id", Type: ingest.BigInt}},
+		[]any{1, 2}, []any{2, 3})
+	p.analyze(t, moves)
+	got := map[string]string{}
+	for _, d := range []*store.Dataset{fees, invoices, moves} {
+		rels, err := store.Relationships(ctx, p.st.DB, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rels {
+			if r.FromDataset == d.ID {
+				got[d.Name+"."+r.FromColumn] = r.ToDataset + "." + r.ToColumn
+			}
+		}
+	}
+	want := map[string]string{"Fees.campus": campuses.ID + ".id", "Invoices.order_id": orders.ID + ".order_id",
+		"Moves.from_campus_id": campuses.ID + ".id", "Moves.to_campus_id": campuses.ID + ".id"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("relationships %v, want %v", got, want)
 	}
 }

@@ -10,43 +10,17 @@ import (
 // which dataset it names. Both keys (judged on one file) and relationships (judged across the
 // project) read names through these, so one vocabulary decides what looks like an identifier.
 
-// idSuffixes end names that identify things: customer_id, station_code, order_no,
-// rental_ref, bike_serial, member_number, asset_uuid.
-var idSuffixes = []string{"id", "code", "no", "num", "nbr", "number", "ref", "serial", "key", "uuid", "guid"}
+// idStem is what an identifier-shaped column name identifies (ingest.IDStem).
+func idStem(name string) (string, bool) { return ingest.IDStem(name) }
 
-// idNames identify a record by themselves, wherever they are.
-var idNames = map[string]bool{"id": true, "sku": true, "isbn": true, "code": true, "ref": true, "number": true, "key": true,
-	"uuid": true, "guid": true, "serial": true, "slug": true, "ean": true, "upc": true}
-
-// idStem is what an identifier-shaped column name identifies (customer_id, customerid,
-// customer_code → customer; start_station_id → start_station) and whether the name is
-// shaped as an identifier at all. A name that identifies by itself (sku, isbn, code) has no
-// stem. The file's id column, kept beside a generated id as src_id, is "id".
-func idStem(name string) (string, bool) {
-	if name == "src_id" || idNames[name] {
-		return "", true
-	}
-	for _, s := range idSuffixes {
-		if st, ok := strings.CutSuffix(name, "_"+s); ok && st != "" {
-			return st, true
-		}
-	}
-	// Run together only with id (customerid, stuid): "postcode", "casino" are words.
-	if st, ok := strings.CutSuffix(name, "id"); ok && len(st) >= 2 {
-		return st, true
-	}
-	return "", false
-}
-
-// entityForms are the words a dataset's name may be referred to by: the name as an
-// identifier, its singular, its last word and that word's singular (bike_rentals: bike_rentals,
-// bike_rental, rentals, rental).
+// entityForms are the forms of a dataset's name a word may refer to it by: the name as an
+// identifier, its singular, and without a plural's "es" (campuses: campuses, campuse,
+// campus; the suffix rules cannot tell campuses from houses).
 func entityForms(datasetName string) []string {
 	n := ingest.Identifiers([]string{datasetName})[0]
 	forms := []string{n, ingest.Singular(n)}
-	if i := strings.LastIndexByte(n, '_'); i >= 0 {
-		last := n[i+1:]
-		forms = append(forms, last, ingest.Singular(last))
+	if st, ok := strings.CutSuffix(n, "es"); ok {
+		forms = append(forms, st)
 	}
 	return forms
 }
@@ -71,13 +45,13 @@ func names(datasetName, word string) int {
 	}
 	w := strings.ReplaceAll(word, "_", "")
 	forms := entityForms(datasetName)
-	for _, f := range forms[:2] {
+	for _, f := range forms {
 		if strings.ReplaceAll(f, "_", "") == w {
 			return namesExact
 		}
 	}
 	for _, part := range strings.Split(forms[0], "_") {
-		if !qualifiers[part] && (part == word || ingest.Singular(part) == word) {
+		if !qualifiers[part] && (part == word || ingest.Singular(part) == word || strings.TrimSuffix(part, "es") == word) {
 			return namesWord
 		}
 	}
@@ -102,4 +76,17 @@ func referredName(datasetName, column string) int {
 		}
 	}
 	return best
+}
+
+// initialed reports whether a column's name is the dataset's first letters run together
+// with id, no, num or number (aircraft: aid; employees: eid; flights: flno; departments:
+// dnumber): too short to name anything by itself, it names the dataset it is in.
+func initialed(datasetName, column string) bool {
+	n := strings.ReplaceAll(entityForms(datasetName)[1], "_", "")
+	for _, s := range []string{"id", "no", "num", "number"} {
+		if st, ok := strings.CutSuffix(column, s); ok && st != "" && len(st) <= 2 && strings.HasPrefix(n, st) {
+			return true
+		}
+	}
+	return false
 }

@@ -167,8 +167,10 @@ func linkCandidates(from member, c ingest.Column, t int, to member) []linkCandid
 	_, idLike := idStem(c.Name)
 	named := referredName(to.d.Name, c.Name)
 	// A dataset's own key points nowhere unless named after the other dataset more surely
-	// than after its own (customers.customer_id is not a reference to customer_orders).
-	if c.Key && (named < namesWord || referredName(from.d.Name, c.Name) >= named) {
+	// than after its own: invoices.order_id → orders (one invoice per order), but
+	// customers.customer_id is no reference to customer_orders, and copies of one file keyed
+	// alike point at none of each other.
+	if c.Key && (named == namesNot || referredName(from.d.Name, c.Name) >= named) {
 		return nil
 	}
 	_, toKeyed := UserKey(to.cols)
@@ -208,9 +210,9 @@ func linkCandidates(from member, c ingest.Column, t int, to member) []linkCandid
 			continue
 		}
 		// A number that is not shaped as an identifier (a count, an amount) is only ever
-		// the same column by name.
-		if !idLike && c.Type != ingest.Text && c.Type != ingest.UUID && c.Name != tc.Name {
-			continue
+		// the same column by name, or named as the dataset is.
+		if !idLike && c.Type != ingest.Text && c.Type != ingest.UUID && c.Name != tc.Name && names(to.d.Name, c.Name) < namesWord {
+			continue // campus → campuses is a reference; station_count → stations is not
 		}
 		out = append(out, linkCandidate{t, tc, s})
 	}
