@@ -336,8 +336,10 @@ func datasetSources(d *store.Dataset, ranks map[string]float64, intent []string,
 				src.Rank++
 			}
 		}
-		for _, c := range t.Columns {
-			col := dashboards.Column{Name: c.Name, Label: c.Original, Type: c.Type, Key: slices.Contains(t.PrimaryKey, c.Name)}
+		// the roles the schema API shows (relate marks the ends of relationships as keys)
+		roles := datasets.ColumnRoles(t, ts, nil)
+		for i, c := range t.Columns {
+			col := dashboards.Column{Name: c.Name, Label: c.Original, Type: c.Type, Key: slices.Contains(t.PrimaryKey, c.Name), Role: roles[i]}
 			if c.Semantics != nil {
 				col.DefaultAgg = c.Semantics.DefaultAggregation
 			}

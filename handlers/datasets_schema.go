@@ -61,6 +61,10 @@ func checkColumn(ctx context.Context, q sqlx.QueryerContext, c ingest.Column, fi
 	if slices.Contains(systemColumns, c.Name) {
 		bad(".name", "reserved", c.Name+" is a system column of every dataset")
 	}
+	if s := c.Semantics; s != nil && s.Role != "" && !ingest.Role(s.Role).Fits(c.Type) {
+		bad(".role", "not_applicable", fmt.Sprintf("a %s column cannot have the role %s (amount, value and count are numbers, time a date or a timestamp, text text)",
+			c.Type, s.Role))
+	}
 	k := c.Constraints
 	if k == nil {
 		return errs, nil
@@ -171,6 +175,10 @@ func (h *Datasets) GetDatasetSchema(ctx context.Context, req api.GetDatasetSchem
 	out := api.GetDatasetSchema200JSONResponse{DatasetId: d.ID, SchemaVersion: &d.SchemaVersion,
 		Relationships: []api.Relationship{}, Tables: []api.SchemaTable{}}
 	out.Metadata.LastAnalyzed, out.Metadata.AnalysisVersion, out.Metadata.VectorCount = d.AnalyzedAt, d.AnalysisVersion, &d.VectorCount
+	rels, err := store.Relationships(ctx, h.Store.DB, d.ID)
+	if err != nil {
+		return nil, err
+	}
 	for _, t := range tables {
 		ts := st.Tables[t.Name]
 		if ts == nil {
@@ -201,9 +209,11 @@ func (h *Datasets) GetDatasetSchema(ctx context.Context, req api.GetDatasetSchem
 		if t.GeneratedID() {
 			id := column("id", "bigint", false)
 			id.System = ptr(true)
+			id.Role, id.RoleSource = api.ColumnRoleIdentifier, api.SchemaColumnRoleSourceInferred
 			table.Columns = append(table.Columns, id)
 		}
-		for _, c := range t.Columns {
+		roles := datasets.ColumnRoles(t, st.Tables[t.Name], datasets.RelationshipEnds(d.ID, t.Name, rels))
+		for i, c := range t.Columns {
 			sc := column(c.Name, datasets.SQLType(c), c.Nullable)
 			sc.OriginalName = ptr(c.Original)
 			if c.Description != "" {
@@ -211,13 +221,13 @@ func (h *Datasets) GetDatasetSchema(ctx context.Context, req api.GetDatasetSchem
 			}
 			sc.Constraints = constraintsOut(c.Constraints)
 			sc.Semantics = semanticsOut(c.Semantics)
+			sc.Role, sc.RoleSource = api.ColumnRole(roles[i]), api.SchemaColumnRoleSourceInferred
+			if datasets.RoleSet(c) {
+				sc.RoleSource = api.SchemaColumnRoleSourceSet
+			}
 			table.Columns = append(table.Columns, sc)
 		}
 		out.Tables = append(out.Tables, table)
-	}
-	rels, err := store.Relationships(ctx, h.Store.DB, d.ID)
-	if err != nil {
-		return nil, err
 	}
 	for _, r := range rels {
 		x := api.Relationship{Type: api.ManyToOne, FromTable: r.FromTable, FromColumn: r.FromColumn, ToTable: r.ToTable,
@@ -534,7 +544,7 @@ func alteration(r api.SchemaChange) func(c *ingest.Column) {
 		if r.Description != nil {
 			c.Description = *r.Description
 		}
-		if r.Aliases != nil || r.Unit != nil || r.DefaultAggregation != nil {
+		if r.Aliases != nil || r.Unit != nil || r.DefaultAggregation != nil || r.Role != nil {
 			c.Semantics = semanticsChange(c.Semantics, r)
 		}
 		if r.Unique != nil {
@@ -567,8 +577,9 @@ func alteration(r api.SchemaChange) func(c *ingest.Column) {
 	}
 }
 
-// semanticsChange is a column's semantics with alter_column's aliases, unit and default
-// aggregation applied (an empty list or unit removes them); nil when nothing is left.
+// semanticsChange is a column's semantics with alter_column's aliases, unit, default
+// aggregation and role applied (an empty list or unit removes them, role "inferred" the role
+// set before); nil when nothing is left.
 func semanticsChange(cur *ingest.Semantics, r api.SchemaChange) *ingest.Semantics {
 	s := ingest.Semantics{}
 	if cur != nil {
@@ -587,6 +598,12 @@ func semanticsChange(cur *ingest.Semantics, r api.SchemaChange) *ingest.Semantic
 	}
 	if r.DefaultAggregation != nil {
 		s.DefaultAggregation = string(*r.DefaultAggregation)
+	}
+	if r.Role != nil {
+		s.Role = string(*r.Role)
+		if *r.Role == api.SchemaChangeRoleInferred {
+			s.Role = ""
+		}
 	}
 	if s.Empty() {
 		return nil
@@ -607,6 +624,9 @@ func semanticsOut(s *ingest.Semantics) *api.ColumnSemantics {
 	}
 	if s.DefaultAggregation != "" {
 		out.DefaultAggregation = ptr(api.DefaultAggregation(s.DefaultAggregation))
+	}
+	if s.Role != "" {
+		out.Role = ptr(api.ColumnRole(s.Role))
 	}
 	return out
 }

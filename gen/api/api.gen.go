@@ -176,6 +176,39 @@ func (e ColumnDefinitionFormat) Valid() bool {
 	}
 }
 
+// Defines values for ColumnRole.
+const (
+	ColumnRoleAmount     ColumnRole = "amount"
+	ColumnRoleCategory   ColumnRole = "category"
+	ColumnRoleCount      ColumnRole = "count"
+	ColumnRoleIdentifier ColumnRole = "identifier"
+	ColumnRoleText       ColumnRole = "text"
+	ColumnRoleTime       ColumnRole = "time"
+	ColumnRoleValue      ColumnRole = "value"
+)
+
+// Valid indicates whether the value is a known member of the ColumnRole enum.
+func (e ColumnRole) Valid() bool {
+	switch e {
+	case ColumnRoleAmount:
+		return true
+	case ColumnRoleCategory:
+		return true
+	case ColumnRoleCount:
+		return true
+	case ColumnRoleIdentifier:
+		return true
+	case ColumnRoleText:
+		return true
+	case ColumnRoleTime:
+		return true
+	case ColumnRoleValue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ColumnType.
 const (
 	ColumnTypeBigint       ColumnType = "bigint"
@@ -1408,19 +1441,19 @@ func (e RefreshResponseTokenType) Valid() bool {
 
 // Defines values for RelationshipOrigin.
 const (
-	Declared   RelationshipOrigin = "declared"
-	ForeignKey RelationshipOrigin = "foreign_key"
-	Inferred   RelationshipOrigin = "inferred"
+	RelationshipOriginDeclared   RelationshipOrigin = "declared"
+	RelationshipOriginForeignKey RelationshipOrigin = "foreign_key"
+	RelationshipOriginInferred   RelationshipOrigin = "inferred"
 )
 
 // Valid indicates whether the value is a known member of the RelationshipOrigin enum.
 func (e RelationshipOrigin) Valid() bool {
 	switch e {
-	case Declared:
+	case RelationshipOriginDeclared:
 		return true
-	case ForeignKey:
+	case RelationshipOriginForeignKey:
 		return true
-	case Inferred:
+	case RelationshipOriginInferred:
 		return true
 	default:
 		return false
@@ -1601,6 +1634,60 @@ func (e SchemaChangeOp) Valid() bool {
 	case RenameColumn:
 		return true
 	case SetPrimaryKey:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SchemaChangeRole.
+const (
+	SchemaChangeRoleAmount     SchemaChangeRole = "amount"
+	SchemaChangeRoleCategory   SchemaChangeRole = "category"
+	SchemaChangeRoleCount      SchemaChangeRole = "count"
+	SchemaChangeRoleIdentifier SchemaChangeRole = "identifier"
+	SchemaChangeRoleInferred   SchemaChangeRole = "inferred"
+	SchemaChangeRoleText       SchemaChangeRole = "text"
+	SchemaChangeRoleTime       SchemaChangeRole = "time"
+	SchemaChangeRoleValue      SchemaChangeRole = "value"
+)
+
+// Valid indicates whether the value is a known member of the SchemaChangeRole enum.
+func (e SchemaChangeRole) Valid() bool {
+	switch e {
+	case SchemaChangeRoleAmount:
+		return true
+	case SchemaChangeRoleCategory:
+		return true
+	case SchemaChangeRoleCount:
+		return true
+	case SchemaChangeRoleIdentifier:
+		return true
+	case SchemaChangeRoleInferred:
+		return true
+	case SchemaChangeRoleText:
+		return true
+	case SchemaChangeRoleTime:
+		return true
+	case SchemaChangeRoleValue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SchemaColumnRoleSource.
+const (
+	SchemaColumnRoleSourceInferred SchemaColumnRoleSource = "inferred"
+	SchemaColumnRoleSourceSet      SchemaColumnRoleSource = "set"
+)
+
+// Valid indicates whether the value is a known member of the SchemaColumnRoleSource enum.
+func (e SchemaColumnRoleSource) Valid() bool {
+	switch e {
+	case SchemaColumnRoleSourceInferred:
+		return true
+	case SchemaColumnRoleSourceSet:
 		return true
 	default:
 		return false
@@ -2671,16 +2758,94 @@ type ColumnDefinitionFormat string
 // ColumnName A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
 type ColumnName = string
 
-// ColumnSemantics What the owner taught about the column (`alter_column`); plain-English questions and generated dashboards use it.
+// ColumnRole What a column is for, to plain-English questions, generated dashboards, MCP's
+// `describe_dataset` and the dataset's description (`x-role` of each property). Every
+// column has one: set by a person (`alter_column` with `role`) or inferred from its name,
+// its type, the other columns of its dataset and, where the last analysis found them, its
+// values and relationships. A dataset's description is released once per schema version
+// and never changes after, so its `x-role` is inferred from the schema alone (names,
+// types, the key, declared values, roles set): where the data says more (a number
+// unique on every row, a text of few values), the schema endpoint's `role` may be more
+// precise.
+//
+//   - `identifier`: keys and references (the key, an end of a relationship, `*_id`,
+//     `*_code`, `*_no`, `*_ref`, `sku`, a phone number); never added up.
+//   - `category`: a few distinct values that group the rows (`status`, `region`, a yes/no
+//     column, a declared `enum`).
+//   - `time`: a date or a timestamp.
+//   - `amount`: a number that adds up over records, what each one earned, cost or took: a
+//     rental's `price`, an order's `total`, a `salary`, a `fine`, `revenue`, `cost`, a
+//     `fee`, a weight, a duration.
+//   - `value`: a number that does not add up: a unit price beside a quantity, a rate, a
+//     percentage, a score, a rating, an age, a temperature, a latitude or longitude, a
+//     year. Questions average it and refuse to total it; tiles show its average.
+//   - `count`: a number of things per record: `quantity`, `qty`, `units`, `seats`,
+//     `count`, `num_*`, `number_of_*`.
+//   - `text`: free text (names, notes, descriptions).
+//
+// The rule for prices: a column named like a price (`price`, `cost`, `fare`, `fee`,
+// `charge`, `rent`, `value`) is an `amount` — what the record earned — unless its
+// dataset also has a count column (`quantity`, `qty`, `units`, `count`,
+// `number_of_…`), when it is the price of one unit, a `value`; a name that says per unit
+// (`unit_price`, `price_per_night`, `rate`) is a `value` whatever else the dataset has,
+// and one that says the whole record's (`total_price`, `line_cost`, `shipping_fee`) an
+// `amount`. A number no name says anything of is a `value` when its values are years
+// or fractions between 0 and 1, an `identifier` when it is a whole number different on
+// every one of many rows, and an `amount` otherwise. A `default_aggregation` the owner
+// set wins over the role.
+type ColumnRole string
+
+// ColumnSemantics What the owner taught about the column (`alter_column`); plain-English questions and
+// generated dashboards use it. `role` is here when a person set it; the column's role,
+// set or inferred, is the schema column's `role` (with `role_source`).
 type ColumnSemantics struct {
 	Aliases *[]string `json:"aliases,omitempty"`
 
 	// DefaultAggregation How a number column combines when a question or a dashboard tile names it without
 	// saying: `sum` adds it up (amounts, quantities), `avg` averages it (prices, rates,
 	// readings), `min` and `max` take an extreme, `none` never combines it (an identifier, a
-	// code). Unset, the engine decides by the column's name and refuses what it cannot.
+	// code). It wins over the column's role. Unset, the role decides (ColumnRole): amounts
+	// and counts are totalled, values averaged; a total of a value or of an identifier is
+	// refused.
 	DefaultAggregation *DefaultAggregation `json:"default_aggregation,omitempty"`
-	Unit               *string             `json:"unit,omitempty"`
+
+	// Role What a column is for, to plain-English questions, generated dashboards, MCP's
+	// `describe_dataset` and the dataset's description (`x-role` of each property). Every
+	// column has one: set by a person (`alter_column` with `role`) or inferred from its name,
+	// its type, the other columns of its dataset and, where the last analysis found them, its
+	// values and relationships. A dataset's description is released once per schema version
+	// and never changes after, so its `x-role` is inferred from the schema alone (names,
+	// types, the key, declared values, roles set): where the data says more (a number
+	// unique on every row, a text of few values), the schema endpoint's `role` may be more
+	// precise.
+	//
+	// - `identifier`: keys and references (the key, an end of a relationship, `*_id`,
+	//   `*_code`, `*_no`, `*_ref`, `sku`, a phone number); never added up.
+	// - `category`: a few distinct values that group the rows (`status`, `region`, a yes/no
+	//   column, a declared `enum`).
+	// - `time`: a date or a timestamp.
+	// - `amount`: a number that adds up over records, what each one earned, cost or took: a
+	//   rental's `price`, an order's `total`, a `salary`, a `fine`, `revenue`, `cost`, a
+	//   `fee`, a weight, a duration.
+	// - `value`: a number that does not add up: a unit price beside a quantity, a rate, a
+	//   percentage, a score, a rating, an age, a temperature, a latitude or longitude, a
+	//   year. Questions average it and refuse to total it; tiles show its average.
+	// - `count`: a number of things per record: `quantity`, `qty`, `units`, `seats`,
+	//   `count`, `num_*`, `number_of_*`.
+	// - `text`: free text (names, notes, descriptions).
+	//
+	// The rule for prices: a column named like a price (`price`, `cost`, `fare`, `fee`,
+	// `charge`, `rent`, `value`) is an `amount` — what the record earned — unless its
+	// dataset also has a count column (`quantity`, `qty`, `units`, `count`,
+	// `number_of_…`), when it is the price of one unit, a `value`; a name that says per unit
+	// (`unit_price`, `price_per_night`, `rate`) is a `value` whatever else the dataset has,
+	// and one that says the whole record's (`total_price`, `line_cost`, `shipping_fee`) an
+	// `amount`. A number no name says anything of is a `value` when its values are years
+	// or fractions between 0 and 1, an `identifier` when it is a whole number different on
+	// every one of many rows, and an `amount` otherwise. A `default_aggregation` the owner
+	// set wins over the role.
+	Role *ColumnRole `json:"role,omitempty"`
+	Unit *string     `json:"unit,omitempty"`
 }
 
 // ColumnStatistics defines model for ColumnStatistics.
@@ -3244,7 +3409,9 @@ type DatasetTable struct {
 // DefaultAggregation How a number column combines when a question or a dashboard tile names it without
 // saying: `sum` adds it up (amounts, quantities), `avg` averages it (prices, rates,
 // readings), `min` and `max` take an extreme, `none` never combines it (an identifier, a
-// code). Unset, the engine decides by the column's name and refuses what it cannot.
+// code). It wins over the column's role. Unset, the role decides (ColumnRole): amounts
+// and counts are totalled, values averaged; a total of a value or of an identifier is
+// refused.
 type DefaultAggregation string
 
 // DeleteOrganizationRequest defines model for DeleteOrganizationRequest.
@@ -4153,9 +4320,11 @@ type SavedQueryParameterType string
 // `required`, `unique`, `enum`, `default`, `format`, `pattern`, `minimum`, `maximum`,
 // `min_length`, `max_length`, `description`, and `drop_constraints` to remove some.
 // It also takes what the column means to plain-English questions and generated
-// dashboards, changing no data: `aliases` (other names people use for it), `unit` and
+// dashboards, changing no data: `aliases` (other names people use for it), `unit`,
 // `default_aggregation` (how its values combine when a question or a tile does not say;
-// `none`: they do not add up). An empty `aliases` list or `unit` removes them.
+// `none`: they do not add up) and `role` (what the column is for, ColumnRole: it
+// replaces the inferred one; `inferred` goes back to inference). An empty `aliases` list
+// or `unit` removes them.
 //
 // `set_primary_key` takes `column`: it becomes the records' key (their address), checked
 // first (values that repeat or are missing are reported); the generated `id` of data
@@ -4187,7 +4356,9 @@ type SchemaChange struct {
 	// DefaultAggregation How a number column combines when a question or a dashboard tile names it without
 	// saying: `sum` adds it up (amounts, quantities), `avg` averages it (prices, rates,
 	// readings), `min` and `max` take an extreme, `none` never combines it (an identifier, a
-	// code). Unset, the engine decides by the column's name and refuses what it cannot.
+	// code). It wins over the column's role. Unset, the role decides (ColumnRole): amounts
+	// and counts are totalled, values averaged; a total of a value or of an identifier is
+	// refused.
 	DefaultAggregation *DefaultAggregation            `json:"default_aggregation,omitempty"`
 	Description        *string                        `json:"description,omitempty"`
 	DropConstraints    *[]SchemaChangeDropConstraints `json:"drop_constraints,omitempty"`
@@ -4207,9 +4378,12 @@ type SchemaChange struct {
 		Column    *ColumnName `json:"column,omitempty"`
 		DatasetId string      `json:"dataset_id"`
 	} `json:"references,omitempty"`
-	Required *bool       `json:"required,omitempty"`
-	Type     *ColumnType `json:"type,omitempty"`
-	Unique   *bool       `json:"unique,omitempty"`
+	Required *bool `json:"required,omitempty"`
+
+	// Role What the column is for (ColumnRole), set by a person in place of the inferred one; `inferred` removes a role set before (inference decides again).
+	Role   *SchemaChangeRole `json:"role,omitempty"`
+	Type   *ColumnType       `json:"type,omitempty"`
+	Unique *bool             `json:"unique,omitempty"`
 
 	// Unit The unit of its values ("USD", "kg", "minutes").
 	Unit *string `json:"unit,omitempty"`
@@ -4228,6 +4402,9 @@ type SchemaChangeFormat string
 
 // SchemaChangeOp defines model for SchemaChange.Op.
 type SchemaChangeOp string
+
+// SchemaChangeRole What the column is for (ColumnRole), set by a person in place of the inferred one; `inferred` removes a role set before (inference decides again).
+type SchemaChangeRole string
 
 // SchemaChangeRequest defines model for SchemaChangeRequest.
 type SchemaChangeRequest struct {
@@ -4255,9 +4432,51 @@ type SchemaColumn struct {
 	Name         string             `json:"name"`
 	Nullable     bool               `json:"nullable"`
 	OriginalName *string            `json:"original_name,omitempty"`
-	SampleValues []interface{}      `json:"sample_values"`
 
-	// Semantics What the owner taught about the column (`alter_column`); plain-English questions and generated dashboards use it.
+	// Role What a column is for, to plain-English questions, generated dashboards, MCP's
+	// `describe_dataset` and the dataset's description (`x-role` of each property). Every
+	// column has one: set by a person (`alter_column` with `role`) or inferred from its name,
+	// its type, the other columns of its dataset and, where the last analysis found them, its
+	// values and relationships. A dataset's description is released once per schema version
+	// and never changes after, so its `x-role` is inferred from the schema alone (names,
+	// types, the key, declared values, roles set): where the data says more (a number
+	// unique on every row, a text of few values), the schema endpoint's `role` may be more
+	// precise.
+	//
+	// - `identifier`: keys and references (the key, an end of a relationship, `*_id`,
+	//   `*_code`, `*_no`, `*_ref`, `sku`, a phone number); never added up.
+	// - `category`: a few distinct values that group the rows (`status`, `region`, a yes/no
+	//   column, a declared `enum`).
+	// - `time`: a date or a timestamp.
+	// - `amount`: a number that adds up over records, what each one earned, cost or took: a
+	//   rental's `price`, an order's `total`, a `salary`, a `fine`, `revenue`, `cost`, a
+	//   `fee`, a weight, a duration.
+	// - `value`: a number that does not add up: a unit price beside a quantity, a rate, a
+	//   percentage, a score, a rating, an age, a temperature, a latitude or longitude, a
+	//   year. Questions average it and refuse to total it; tiles show its average.
+	// - `count`: a number of things per record: `quantity`, `qty`, `units`, `seats`,
+	//   `count`, `num_*`, `number_of_*`.
+	// - `text`: free text (names, notes, descriptions).
+	//
+	// The rule for prices: a column named like a price (`price`, `cost`, `fare`, `fee`,
+	// `charge`, `rent`, `value`) is an `amount` — what the record earned — unless its
+	// dataset also has a count column (`quantity`, `qty`, `units`, `count`,
+	// `number_of_…`), when it is the price of one unit, a `value`; a name that says per unit
+	// (`unit_price`, `price_per_night`, `rate`) is a `value` whatever else the dataset has,
+	// and one that says the whole record's (`total_price`, `line_cost`, `shipping_fee`) an
+	// `amount`. A number no name says anything of is a `value` when its values are years
+	// or fractions between 0 and 1, an `identifier` when it is a whole number different on
+	// every one of many rows, and an `amount` otherwise. A `default_aggregation` the owner
+	// set wins over the role.
+	Role ColumnRole `json:"role"`
+
+	// RoleSource `set`: a person set the role (`alter_column`); `inferred`: the platform inferred it (ColumnRole says how).
+	RoleSource   SchemaColumnRoleSource `json:"role_source"`
+	SampleValues []interface{}          `json:"sample_values"`
+
+	// Semantics What the owner taught about the column (`alter_column`); plain-English questions and
+	// generated dashboards use it. `role` is here when a person set it; the column's role,
+	// set or inferred, is the schema column's `role` (with `role_source`).
 	Semantics  *ColumnSemantics  `json:"semantics,omitempty"`
 	Statistics *ColumnStatistics `json:"statistics,omitempty"`
 
@@ -4267,6 +4486,9 @@ type SchemaColumn struct {
 	// Type PostgreSQL type of the column.
 	Type string `json:"type"`
 }
+
+// SchemaColumnRoleSource `set`: a person set the role (`alter_column`); `inferred`: the platform inferred it (ColumnRole says how).
+type SchemaColumnRoleSource string
 
 // SchemaTable defines model for SchemaTable.
 type SchemaTable struct {

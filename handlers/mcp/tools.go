@@ -122,7 +122,7 @@ type describeIn struct {
 
 type describeOut struct {
 	Dataset    map[string]any `json:"dataset" jsonschema:"the dataset: name, description, status, source, row and column counts, tables"`
-	Schema     map[string]any `json:"schema" jsonschema:"columns with types, the key, statistics and relationships"`
+	Schema     map[string]any `json:"schema" jsonschema:"columns with types, roles (role, role_source), the key, statistics and relationships"`
 	DocsURL    string         `json:"docs_url" jsonschema:"the dataset's API reference page"`
 	OpenAPIURL string         `json:"openapi_url" jsonschema:"the dataset's OpenAPI description (also the resource of that URI)"`
 	RecordsURL string         `json:"records_url" jsonschema:"the dataset's record API"`
@@ -375,7 +375,11 @@ func (s *Server) catalogTools(srv *sdk.Server, ro *sdk.ToolAnnotations) {
 
 	addTool(s, srv, &sdk.Tool{Name: "describe_dataset", Annotations: ro, InputSchema: schemaFor[describeIn](nil),
 		Description: "Describe a dataset before querying it: its columns with types, its key, column statistics, " +
-			"relationships to other datasets, its description, and the URLs of its API docs and OpenAPI description."},
+			"relationships to other datasets, its description, and the URLs of its API docs and OpenAPI description. " +
+			"Each column has a role: identifier (keys, references), category (few values that group rows), time, " +
+			"amount (a number that adds up over rows: sum it), value (a number that does not add up, such as a unit price " +
+			"beside a quantity, a rate or a score: average it, never sum it), count (a number of things per row: sum it) " +
+			"or text; role_source says whether a person set it or it was inferred."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in describeIn) (describeOut, error) {
 			base := "/api/v1/projects/" + esc(in.ProjectID) + "/datasets/" + esc(in.DatasetID)
 			out := describeOut{DocsURL: s.d.BaseURL + "/api/v1/datasets/" + esc(in.DatasetID) + "/docs",

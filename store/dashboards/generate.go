@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"dataplatform/store/ingest"
-	"dataplatform/store/nlsql"
 
 	"github.com/lib/pq"
 )
@@ -27,8 +26,12 @@ type Column struct {
 	Key      bool            // a primary key or one end of a relationship
 	Values   []any           // a few known values (for a filter's options)
 	// DefaultAgg is how its owner said its values combine (sum, avg, min, max; none: never),
-	// or "" for the generator to decide by its name
+	// or "" for the generator to decide by its role
 	DefaultAgg string
+	// Role is what the column is for (ingest.InferRoles, or set by a person): amounts and
+	// counts are totalled, values averaged, identifiers never measured. Empty: inferred from
+	// the source's columns when it is analysed.
+	Role ingest.Role
 }
 
 // Source is a dataset (or one table of a connected one, or a view) the dashboard reads.
@@ -76,12 +79,9 @@ const (
 )
 
 var (
-	keyWords      = []string{"id", "uuid", "key", "code", "zip", "zipcode", "postal", "postcode", "phone", "sku", "isbn", "ean", "upc", "ssn", "iban", "number", "no", "num"}
 	calendarWords = []string{"year", "month", "day", "week", "quarter", "hour", "minute", "weekday", "dow", "yr"}
-	additiveWords = []string{"amount", "revenue", "sales", "total", "cost", "price", "quantity", "qty", "units", "count", "profit", "spend",
-		"spent", "fee", "fees", "tax", "discount", "income", "expense", "expenses", "balance", "budget", "payment", "paid", "sold", "volume", "orders", "items"}
-	geoWords  = []string{"country", "state", "region", "city", "province", "continent", "county", "territory", "location", "market"}
-	timeWords = []string{"date", "time", "created", "ordered", "order", "timestamp", "at", "day", "when", "started", "occurred", "purchased", "signup"}
+	geoWords      = []string{"country", "state", "region", "city", "province", "continent", "county", "territory", "location", "market"}
+	timeWords     = []string{"date", "time", "created", "ordered", "order", "timestamp", "at", "day", "when", "started", "occurred", "purchased", "signup"}
 	// Dates that describe an entity rather than when something happened.
 	attributeDates = []string{"birth", "dob", "birthday", "expiry", "expires", "expiration", "deleted", "updated", "modified"}
 )
@@ -96,14 +96,31 @@ func hasWord(name string, set []string) bool {
 			return true
 		}
 	}
-	// "customerid", "zipcode": a known word glued at the end of an identifier.
-	n := strings.ToLower(name)
-	for _, w := range set {
-		if len(w) >= 2 && strings.HasSuffix(n, w) && len(n) > len(w)+2 && slices.Contains(keyWords, w) && w != "no" && w != "num" && w != "number" {
-			return true
+	return false
+}
+
+// withRoles is cols with a role on each (ingest.InferRoles over the source's columns with
+// what the analysis found of their values); the roles they have are kept.
+func withRoles(cols []Column, rows int64) []Column {
+	if !slices.ContainsFunc(cols, func(c Column) bool { return c.Role == "" }) {
+		return cols
+	}
+	in := make([]ingest.RoleColumn, len(cols))
+	for i, c := range cols {
+		in[i] = ingest.RoleColumn{Name: c.Name, Type: c.Type, Key: c.Key, Set: c.Role, Rows: rows, Distinct: c.Distinct, Nulls: c.Nulls}
+		if lo, ok := number(c.Min); ok {
+			in[i].Min = &lo
+		}
+		if hi, ok := number(c.Max); ok {
+			in[i].Max = &hi
 		}
 	}
-	return false
+	roles := ingest.InferRoles(in)
+	out := slices.Clone(cols)
+	for i := range out {
+		out[i].Role = roles[i]
+	}
+	return out
 }
 
 func numericType(t ingest.Type) bool {
@@ -136,24 +153,25 @@ func instant(raw json.RawMessage) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// role is what a column is for on a dashboard: ids, keys, codes and calendar numbers are
-// never summed; measures are numbers that vary; categories are texts with few values.
+// role is what a column is for on a dashboard: identifiers (keys, codes, numbers different
+// on every row) and calendar numbers are never summed; measures are numbers that vary;
+// categories are texts with few values. Without a role, c's is inferred from it alone.
 func role(c Column, rows int64) string {
+	if c.Role == "" {
+		c.Role = withRoles([]Column{c}, rows)[0].Role
+	}
 	switch {
-	case c.Key || c.Type == ingest.UUID || hasWord(c.Name, keyWords):
+	case c.Key || c.Type == ingest.UUID || c.Role == ingest.RoleIdentifier:
 		return roleKey
 	case numericType(c.Type):
-		if hasWord(c.Name, calendarWords) || c.Distinct < 2 || c.DefaultAgg == "none" {
+		if hasWord(c.Name, calendarWords) || c.Distinct < 2 || c.DefaultAgg == "none" || c.Role == ingest.RoleCategory || c.Role == ingest.RoleText {
 			return roleOther
 		}
-		if c.Type != ingest.Numeric {
+		if c.Type != ingest.Numeric && !c.Role.Adds() {
 			lo, okL := number(c.Min)
 			hi, okH := number(c.Max)
-			if okL && okH && lo >= 1800 && hi <= 2100 && c.Distinct <= 300 && !hasWord(c.Name, additiveWords) {
+			if okL && okH && lo >= 1800 && hi <= 2100 && c.Distinct <= 300 {
 				return roleOther // year-like
-			}
-			if rows > 50 && c.Distinct == rows-c.Nulls && !hasWord(c.Name, additiveWords) {
-				return roleKey // every value different: a number that identifies
 			}
 		}
 		return roleMeasure
@@ -233,10 +251,12 @@ func (in *Input) intentBoost(name string) float64 {
 }
 
 func analyse(in *Input, s *Source) *analysed {
-	a := &analysed{Source: s}
+	src := *s
+	src.Columns = withRoles(s.Columns, s.Rows)
+	a := &analysed{Source: &src}
 	var times []Column
-	for _, c := range s.Columns {
-		switch role(c, s.Rows) {
+	for _, c := range a.Columns {
+		switch role(c, a.Rows) {
 		case roleMeasure:
 			a.measures = append(a.measures, c)
 		case roleCategory:
@@ -249,7 +269,7 @@ func analyse(in *Input, s *Source) *analysed {
 	}
 	measureScore := func(c Column) float64 {
 		v := in.intentBoost(c.Name) + float64(c.Distinct)/float64(max(s.Rows, 1))
-		if hasWord(c.Name, additiveWords) {
+		if c.Role.Adds() {
 			v += 10
 		}
 		return v - float64(c.Nulls)/float64(max(s.Rows, 1))*5
@@ -322,7 +342,9 @@ func (a *analysed) where(alias string, filter *Filter, filterCol string, extra .
 	return "\nWHERE " + strings.Join(conds, "\n  AND ")
 }
 
-// aggregate is how a measure adds up: totals for amounts, averages for ratings and ages.
+// aggregate is how a measure combines: what its owner said, else by its role — totals for
+// amounts and counts (a rental's price, a quantity), averages for values (a unit price
+// beside a quantity, a rate, a rating, an age).
 func aggregate(c Column) (fn, title, alias string) {
 	switch c.DefaultAgg {
 	case "avg":
@@ -332,8 +354,10 @@ func aggregate(c Column) (fn, title, alias string) {
 	case "max":
 		return "max", "Highest " + label(c), "highest_" + c.Name
 	}
-	// a unit price or a rate never adds up, whatever other words its name has
-	if c.DefaultAgg == "sum" || hasWord(c.Name, additiveWords) && !nlsql.PerUnit(c.Name) {
+	if c.Role == "" {
+		c.Role = withRoles([]Column{c}, 0)[0].Role // a column alone
+	}
+	if c.DefaultAgg == "sum" || c.Role.Adds() {
 		if l := label(c); strings.HasPrefix(strings.ToLower(l), "total") {
 			return "sum", capital(l), "total_" + c.Name // not "Total total"
 		}

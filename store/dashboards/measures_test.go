@@ -33,3 +33,31 @@ func TestMeasureAggregates(t *testing.T) {
 		t.Errorf("a number its owner said does not combine is a measure")
 	}
 }
+
+// TestMeasureAggregatesByRole: tiles total a rental's price (an amount: nothing beside it
+// counts units) and average a price beside a quantity (per unit); a role set by a person wins.
+func TestMeasureAggregatesByRole(t *testing.T) {
+	kpis := func(cols ...Column) map[string]string {
+		out := map[string]string{}
+		cands, _ := Propose(Input{Sources: []Source{{Ref: "s", Label: "Things", Rows: 100, Columns: cols}}})
+		for _, c := range cands {
+			if c.Group == "kpi" {
+				out[c.Tile.ID] = c.Tile.Title
+			}
+		}
+		return out
+	}
+	price := Column{Name: "price", Type: ingest.Numeric, Distinct: 40, Min: raw(2), Max: raw(90)}
+	qty := Column{Name: "quantity", Type: ingest.Integer, Distinct: 9, Min: raw(1), Max: raw(9)}
+	if k := kpis(price); k["sum_price"] != "Total price" {
+		t.Errorf("a price with no quantity beside it: %v", k)
+	}
+	if k := kpis(price, qty); k["avg_price"] != "Average price" || k["sum_quantity"] != "Total quantity" || k["sum_price"] != "" {
+		t.Errorf("a price beside a quantity: %v", k)
+	}
+	set := price
+	set.Role = ingest.RoleValue
+	if k := kpis(set); k["avg_price"] != "Average price" {
+		t.Errorf("a price set as a value: %v", k)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	"dataplatform/store/ingest"
 	"dataplatform/store/nlsql"
 	"dataplatform/store/nlsql/lexicon"
 )
@@ -506,7 +507,7 @@ func chartMeasure(in *Input, what string) (src *analysed, measure *Column, fn st
 		if fn == "" || fn == "count" {
 			fn, _, _ = aggregate(*c)
 		}
-		if fn == "sum" && nlsql.PerUnit(c.Name) && c.DefaultAgg != "sum" {
+		if fn == "sum" && c.Role == ingest.RoleValue && c.DefaultAgg != "sum" {
 			return nil, nil, "", notUnderstood(fmt.Sprintf("%s is a value per unit or a rate: its total means nothing; chart its average", label(*c)))
 		}
 		return a, c, fn, nil

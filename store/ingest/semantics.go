@@ -1,16 +1,17 @@
 package ingest
 
 // Semantics is what a dataset's owner taught about a column for plain-English questions and
-// generated dashboards: other names people use for it, the unit of its values, and how its
+// generated dashboards: other names people use for it, the unit of its values, how its
 // values combine when a question or a tile does not say ("sum", "avg", "min", "max", or
-// "none": never). It changes no data.
+// "none": never), and its role (Role; empty: inferred, InferRoles). It changes no data.
 type Semantics struct {
 	Aliases            []string `json:"aliases,omitempty"`
 	Unit               string   `json:"unit,omitempty"`
 	DefaultAggregation string   `json:"default_aggregation,omitempty"`
+	Role               string   `json:"role,omitempty"`
 }
 
 // Empty reports whether nothing is taught.
 func (s *Semantics) Empty() bool {
-	return s == nil || len(s.Aliases) == 0 && s.Unit == "" && s.DefaultAggregation == ""
+	return s == nil || len(s.Aliases) == 0 && s.Unit == "" && s.DefaultAggregation == "" && s.Role == ""
 }

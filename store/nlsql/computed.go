@@ -32,7 +32,7 @@ func withComputedValues(s Schema) Schema {
 			tables = slices.Clone(s.Tables)
 		}
 		cols := slices.Clip(slices.Clone(t.Columns))
-		cols = append(cols, Column{Name: computedValue, Label: "value (" + price + " × " + qty + ")", Type: ingest.Numeric, product: []string{price, qty}})
+		cols = append(cols, Column{Name: computedValue, Label: "value (" + price + " × " + qty + ")", Type: ingest.Numeric, Role: ingest.RoleAmount, product: []string{price, qty}})
 		tables[i].Columns = cols
 	}
 	if tables != nil {
@@ -51,7 +51,7 @@ func parentHasValue(s Schema, ref string) bool {
 		}
 		if t := s.table(r.To); t != nil {
 			if _, _, ok := pricePair(t); !ok && slices.ContainsFunc(t.Columns, func(c Column) bool {
-				return c.numeric() && !perUnit(c.Name) && slices.ContainsFunc(words(c.Name), func(w string) bool {
+				return c.numeric() && !c.perUnit() && slices.ContainsFunc(words(c.Name), func(w string) bool {
 					return w == "amount" || w == "total" || w == "subtotal" || w == "revenue" || w == "value"
 				})
 			}) {
@@ -73,9 +73,9 @@ func pricePair(t *Table) (price, qty string, ok bool) {
 			return slices.ContainsFunc(ws, func(x string) bool { return slices.Contains(w, x) })
 		}
 		switch {
-		case c.Name == computedValue || !perUnit(c.Name) && has("amount", "total", "subtotal", "revenue", "value", "sales"):
+		case c.Name == computedValue || !c.perUnit() && has("amount", "total", "subtotal", "revenue", "value", "sales"):
 			return "", "", false // the rows have a value of their own
-		case perUnit(c.Name) && (has("price") || has("unit") && has("cost", "value", "price", "fee")):
+		case c.perUnit() && (has("price") || has("unit") && has("cost", "value", "price", "fee")):
 			if price != "" {
 				return "", "", false
 			}

@@ -162,7 +162,7 @@ func (q *query) defaultNumber(ref string) *colRef {
 	// percentage, a unit price or a count that happens to be the table's only number.
 	var found *colRef
 	for _, c := range q.p.s.table(ref).Columns {
-		if c.numeric() && !keyLike(c.Name) && !perUnit(c.Name) && slices.ContainsFunc(words(c.Name), func(w string) bool {
+		if c.numeric() && !keyLike(c.Name) && !c.perUnit() && slices.ContainsFunc(words(c.Name), func(w string) bool {
 			switch w {
 			case "amount", "total", "revenue", "value", "cost", "fee", "fees", "sales", "spend", "spent", "paid", "payment", "subtotal", "balance",
 				"budget", "salary", "charge", "charges", "price":
@@ -209,7 +209,7 @@ func (q *query) additive(c colRef) bool {
 	if col := q.column(c); col != nil && col.DefaultAgg != "" {
 		return col.DefaultAgg == string(Sum) // as its owner said
 	}
-	if perUnit(c.column) {
+	if q.column(c).perUnit() {
 		return false
 	}
 	for _, w := range words(c.column) {
@@ -357,7 +357,7 @@ func (q *query) perRowCompare(c colRef, v float64) error {
 	}
 	t := q.p.s.table(c.table)
 	together := "all of them together"
-	if perUnit(c.column) {
+	if q.column(c).perUnit() {
 		together = "their average" // a temperature, a rate: never added up
 	}
 	return q.p.refuse(fmt.Sprintf("it compares %s of %s with %s without saying whether one of a %s's %s or %s", q.label(c), t.Dataset,

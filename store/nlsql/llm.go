@@ -27,6 +27,7 @@ const modelTimeout = 20 * time.Second
 const systemPrompt = `You translate questions about a project's data into one PostgreSQL SELECT statement.
 Use only the tables and columns listed, written exactly as listed (a table name may contain a dot: write it as given).
 Join tables only along the relationships listed. Never write anything but a single SELECT (no other statements, no comments).
+A column's role says how it combines: sum an amount or a count; never sum a value (a unit price beside a quantity, a rate, a score) or an identifier.
 Answer with the SQL alone.`
 
 // Prompt is the user message: the schema with known values and relationships, then the
@@ -40,6 +41,9 @@ func Prompt(question string, s Schema) string {
 			fmt.Fprintf(&b, "    %s %s", c.Name, c.Type)
 			if c.Label != "" && c.Label != c.Name {
 				fmt.Fprintf(&b, " (%q)", c.Label)
+			}
+			if c.Role != "" {
+				fmt.Fprintf(&b, " role: %s", c.Role)
 			}
 			if len(c.Values) > 0 {
 				vs := c.Values

@@ -4,32 +4,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"dataplatform/store/ingest"
 )
 
-// PerUnit reports whether a number is a value per something (a unit price, a rate, a
-// percentage, an average, a reading): adding it up over rows gives a number that means
-// nothing, so it is never summed (by questions or by generated dashboards) and never stands
-// for the value of what its rows make up.
-func PerUnit(name string) bool { return perUnit(name) }
-
-func perUnit(name string) bool {
-	ws := words(name)
-	for _, w := range ws {
-		switch singular(w) {
-		case "price", "rate", "ratio", "percent", "percentage", "pct", "avg", "average", "mean", "per", "unit", "score", "rating", "age",
-			"temperature", "temp", "humidity", "latitude", "lat", "longitude", "lon", "lng", "battery", "reading":
-			// "units" (a count) adds up; "unit_price", "unit_cost" do not
-			if w == "units" {
-				continue
-			}
-			return true
-		}
-	}
-	return false
-}
-
-// checkMeasure refuses a reading that would add up a per-unit number, or an identifier: a
-// total of unit prices or of rates looks like an answer and is not one.
+// checkMeasure refuses a reading that would add up a number whose role says it does not (a
+// value: a unit price beside a quantity, a rate), or an identifier: a total of unit prices or
+// of rates looks like an answer and is not one. A price that is what each row earned (a
+// rental's price, with no quantity beside it) is an amount, and adds up. The owner's default
+// aggregation wins over the role.
 func (q *query) checkMeasure() error {
 	if q.measure == nil || !q.agg.OfNumber() {
 		return nil
@@ -44,11 +27,16 @@ func (q *query) checkMeasure() error {
 	case q.agg != Sum, col != nil && col.DefaultAgg == string(Sum):
 		return nil // the owner said it adds up
 	}
-	if keyLike(c.column) {
+	col := q.column(c)
+	if col.identifies() {
 		return q.p.refuse(fmt.Sprintf("it asks for a total of %s, which identifies %s rather than measuring them", l, t.Dataset),
 			"How many "+strings.ToLower(t.Dataset)+" are there?")
 	}
-	if perUnit(c.column) {
+	if col != nil && col.numeric() && (col.Role == ingest.RoleCategory || col.Role == ingest.RoleText) {
+		return q.p.refuse(fmt.Sprintf("it asks for a total of %s of %s, which its owner set as a %s rather than a number that adds up", l, t.Dataset, col.Role),
+			"How many "+strings.ToLower(t.Dataset)+" by "+l)
+	}
+	if col.perUnit() {
 		sug := []string{strings.TrimSpace("Average " + l + " " + q.groupPhrase())}
 		if o := q.additiveOf(c.table); o != nil {
 			sug = append(sug, strings.TrimSpace("Total "+q.label(*o)+" "+q.groupPhrase()))
@@ -61,7 +49,7 @@ func (q *query) checkMeasure() error {
 // additiveOf is a number of table ref that adds up (a quantity, an amount), or nil.
 func (q *query) additiveOf(ref string) *colRef {
 	for _, c := range q.p.s.table(ref).Columns {
-		if c.numeric() && !keyLike(c.Name) && !perUnit(c.Name) && q.additive(colRef{ref, c.Name}) {
+		if c.numeric() && c.Role.Adds() && q.additive(colRef{ref, c.Name}) {
 			return &colRef{ref, c.Name}
 		}
 	}
@@ -76,7 +64,7 @@ func (q *query) checkSynonymMeasure() error {
 		return nil
 	}
 	for _, m := range q.ms {
-		if m.table != q.measure.table || m.column != q.measure.column || m.synonym == "" || m.alias || !perUnit(m.column) ||
+		if m.table != q.measure.table || m.column != q.measure.column || m.synonym == "" || m.alias || !q.column(colRef{m.table, m.column}).perUnit() ||
 			q.column(*q.measure).DefaultAgg != "" {
 			continue
 		}

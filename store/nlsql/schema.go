@@ -18,6 +18,7 @@
 package nlsql
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,7 +38,11 @@ type Column struct {
 	Aliases    []string
 	Unit       string
 	DefaultAgg string
-	product    []string // a computed value's price and quantity columns (computed.go)
+	// Role is what the column is for (ingest.InferRoles, or set by a person): only a number
+	// whose role is a value (a unit price, a rate) is never summed. Empty: inferred here
+	// from the table's columns (withRoles).
+	Role    ingest.Role
+	product []string // a computed value's price and quantity columns (computed.go)
 }
 
 // Table is a table the engine may read.
@@ -90,6 +95,57 @@ func (c *Column) numeric() bool {
 }
 
 func (c *Column) temporal() bool { return c.Type == ingest.Date || c.Type == ingest.Timestamptz }
+
+// perUnit reports whether a number is a value that does not add up (its role is value: a
+// unit price beside a quantity, a rate, a percentage, a score, a reading): adding it up over
+// rows gives a number that means nothing, so it is never summed (by questions or by
+// generated dashboards) and never stands for the value of what its rows make up.
+func (c *Column) perUnit() bool { return c != nil && c.Role == ingest.RoleValue }
+
+// identifies reports whether a column's role is an identifier (a key, a reference, a code):
+// it names rows rather than measuring them.
+func (c *Column) identifies() bool { return c != nil && c.Role == ingest.RoleIdentifier }
+
+// perUnit reports whether column col of table ref is a value that does not add up.
+func (s *Schema) perUnit(ref, col string) bool {
+	if t := s.table(ref); t != nil {
+		return t.column(col).perUnit()
+	}
+	return false
+}
+
+// withRoles is s with a role on every column (ingest.InferRoles over each table's columns,
+// the ends of relationships as keys, the columns with known values as categories); the roles
+// it has (the caller's, inferred with the data's statistics or set by a person) are kept. It
+// copies what it changes: the caller's schema is not modified.
+func withRoles(s Schema) Schema {
+	var tables []Table
+	for i, t := range s.Tables {
+		if !slices.ContainsFunc(t.Columns, func(c Column) bool { return c.Role == "" }) {
+			continue
+		}
+		in := make([]ingest.RoleColumn, len(t.Columns))
+		for j, c := range t.Columns {
+			in[j] = ingest.RoleColumn{Name: c.Name, Type: c.Type, Enum: len(c.Values) > 0, Set: c.Role,
+				Key: slices.ContainsFunc(s.Relations, func(r Relation) bool {
+					return r.From == t.Ref && r.FromColumn == c.Name || r.To == t.Ref && r.ToColumn == c.Name
+				})}
+		}
+		roles := ingest.InferRoles(in)
+		if tables == nil {
+			tables = slices.Clone(s.Tables)
+		}
+		cols := slices.Clone(t.Columns)
+		for j := range cols {
+			cols[j].Role = roles[j]
+		}
+		tables[i].Columns = cols
+	}
+	if tables != nil {
+		s.Tables = tables
+	}
+	return s
+}
 
 // words are the words a name is written with: "signup_date" and "Signup Date" → signup, date.
 // Names come from schemas, so the answers are kept (up to maxCachedNames); callers must not

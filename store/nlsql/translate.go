@@ -170,7 +170,7 @@ func answerable(nu *NotUnderstood, s Schema, now time.Time) []string {
 }
 
 func translate(question string, s Schema, now time.Time) (*Answer, error) {
-	s = withComputedValues(s)
+	s = withComputedValues(withRoles(s))
 	p := &parser{s: &s, toks: tokenize(question), now: now.UTC(), params: map[string]any{}}
 	p.used = make([]bool, len(p.toks))
 	p.inMention = make([]bool, len(p.toks))
@@ -547,9 +547,9 @@ func (f *mentionFinder) columnWords() {
 			f.taken[i] = true
 			continue
 		}
-		if len(found) > 1 && slices.ContainsFunc(found, func(m mention) bool { return m.synonym != "" && !perUnit(m.column) }) {
+		if len(found) > 1 && slices.ContainsFunc(found, func(m mention) bool { return m.synonym != "" && !p.s.perUnit(m.table, m.column) }) {
 			// "order value" with a total and a unit price: the value of the whole row
-			found = slices.DeleteFunc(found, func(m mention) bool { return m.synonym != "" && perUnit(m.column) })
+			found = slices.DeleteFunc(found, func(m mention) bool { return m.synonym != "" && p.s.perUnit(m.table, m.column) })
 		}
 		if len(found) == 0 && lexicalCandidate(tok) && !p.namesSomething(tok) {
 			// a synonym in the lexicon of a column's name or of its last word ("sold" for

@@ -44,6 +44,16 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 	if err != nil {
 		return s, fmt.Errorf("read schema for questions: %w", err)
 	}
+	relsOf := map[string][]store.Relationship{} // source id → its relationships
+	for _, src := range sources {
+		if relsOf[src.ID], err = store.Relationships(ctx, db, src.ID); err != nil {
+			return s, fmt.Errorf("read schema for questions: %w", err)
+		}
+	}
+	stats, err := roleStatistics(ctx, db, sources)
+	if err != nil {
+		return s, fmt.Errorf("read schema for questions: %w", err)
+	}
 	refs := map[string]string{} // dataset id + "." + table name → ref
 	for _, src := range sources {
 		if src.Broken != "" {
@@ -57,30 +67,28 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 			refs[src.ID+"."+t.Name] = ref
 			nt := nlsql.Table{Ref: ref, DatasetID: src.ID, Dataset: src.Name, Name: t.Name, System: t.System(), GeneratedID: t.GeneratedID(), Rank: rank[src.ID],
 				Matched: matched[src.ID]}
-			for _, c := range t.Columns {
+			// the roles the schema API shows: set by people, or inferred with the statistics
+			roles := datasets.ColumnRoles(t, stats[src.ID+"."+t.Name], datasets.RelationshipEnds(src.ID, t.Name, relsOf[src.ID]))
+			for i, c := range t.Columns {
 				label := c.Original
 				if label == "" {
 					label = c.Name
 				}
-				nc := nlsql.Column{Name: c.Name, Label: label, Type: c.Type, Values: values[src.ID+"."+c.Name]}
+				nc := nlsql.Column{Name: c.Name, Label: label, Type: c.Type, Values: values[src.ID+"."+c.Name], Role: roles[i]}
 				if m := c.Semantics; m != nil {
 					nc.Aliases, nc.Unit, nc.DefaultAgg = m.Aliases, m.Unit, m.DefaultAggregation
 				}
 				nt.Columns = append(nt.Columns, nc)
 			}
 			if t.System() {
-				nt.Columns = append(nt.Columns, nlsql.Column{Name: "created_at", Label: "created at", Type: ingest.Timestamptz})
+				nt.Columns = append(nt.Columns, nlsql.Column{Name: "created_at", Label: "created at", Type: ingest.Timestamptz, Role: ingest.RoleTime})
 			}
 			s.Tables = append(s.Tables, nt)
 		}
 	}
 	seen := map[string]bool{}
 	for _, src := range sources {
-		rels, err := store.Relationships(ctx, db, src.ID)
-		if err != nil {
-			return s, fmt.Errorf("read schema for questions: %w", err)
-		}
-		for _, r := range rels {
+		for _, r := range relsOf[src.ID] {
 			from, okF := refs[r.FromDataset+"."+r.FromTable]
 			to, okT := refs[r.ToDataset+"."+r.ToTable]
 			key := from + "." + r.FromColumn + ">" + to + "." + r.ToColumn
@@ -91,6 +99,47 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 		}
 	}
 	return s, nil
+}
+
+// roleStatistics are what the last analyses of the sources found of their columns' values
+// that role inference reads (rows, distinct and empty values, ranges; not the samples), by
+// dataset id + "." + table name.
+func roleStatistics(ctx context.Context, db *sqlx.DB, sources []Source) (map[string]*datasets.TableStats, error) {
+	ids := make([]string, 0, len(sources))
+	for _, src := range sources {
+		ids = append(ids, src.ID)
+	}
+	var rows []struct {
+		Dataset  string `db:"dataset_id"`
+		Table    string `db:"table_name"`
+		Rows     int64  `db:"row_count"`
+		Column   string `db:"column_name"`
+		Distinct int64  `db:"distinct_count"`
+		Nulls    int64  `db:"null_count"`
+		Min, Max []byte
+	}
+	if err := sqlx.SelectContext(ctx, db, &rows, `SELECT d.id AS dataset_id, t.key AS table_name,
+			coalesce((t.value->>'row_count')::bigint, 0) AS row_count, c.key AS column_name,
+			coalesce((c.value->>'distinct_count')::bigint, 0) AS distinct_count, coalesce((c.value->>'null_count')::bigint, 0) AS null_count,
+			c.value->'min' AS min, c.value->'max' AS max
+		FROM platform.datasets d,
+			jsonb_each(CASE WHEN jsonb_typeof(d.statistics->'tables') = 'object' THEN d.statistics->'tables' END) t,
+			jsonb_each(CASE WHEN jsonb_typeof(t.value->'columns') = 'object' THEN t.value->'columns' END) c
+		WHERE d.id = ANY($1)`,
+		pq.Array(ids)); err != nil {
+		return nil, err
+	}
+	out := map[string]*datasets.TableStats{}
+	for _, r := range rows {
+		k := r.Dataset + "." + r.Table
+		ts := out[k]
+		if ts == nil {
+			ts = &datasets.TableStats{RowCount: r.Rows, Columns: map[string]*datasets.ColumnStats{}}
+			out[k] = ts
+		}
+		ts.Columns[r.Column] = &datasets.ColumnStats{DistinctCount: r.Distinct, NullCount: r.Nulls, Min: r.Min, Max: r.Max}
+	}
+	return out, nil
 }
 
 // RankDatasets scores the project's datasets against the question with their search

@@ -288,6 +288,7 @@ func column(c ingest.Column) map[string]any {
 	}
 	if m := c.Semantics; !m.Empty() {
 		// what the owner taught about the column, for clients and for plain-English questions
+		// (its role, set or inferred, is x-role: schemas)
 		if len(m.Aliases) > 0 {
 			s["x-aliases"] = m.Aliases
 		}
@@ -379,13 +380,15 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 	props := map[string]any{}
 	computed := map[string]any{} // columns a connected database fills: read-only
 	var createRequired []string
-	for _, c := range in.Table.Columns {
+	roles := columnRoles(in)
+	for i, c := range in.Table.Columns {
+		s := column(c)
+		s["x-role"] = string(roles[i])
 		if c.Computed {
-			s := column(c)
 			s["readOnly"] = true
 			computed[c.Name] = s
 		} else {
-			props[c.Name] = column(c)
+			props[c.Name] = s
 		}
 		if !c.Nullable && c.DefaultValue() == nil && !c.Computed && c.DefaultExpression == "" && !generatedKey(c) {
 			createRequired = append(createRequired, c.Name)
@@ -418,6 +421,14 @@ func schemas(in Input) (record, create, update, patch map[string]any) {
 	patch = patchSchema(in, pp)
 	record = recordSchema(in, writable(), computed)
 	return record, create, update, patch
+}
+
+// columnRoles are the roles of the table's columns from its schema alone (names, types, the
+// key, declared values and the roles people set): a released description never changes, so
+// it cannot say what the data's statistics or relationships found since; the schema API
+// states those.
+func columnRoles(in Input) []ingest.Role {
+	return datasets.ColumnRoles(in.Table, nil, nil)
 }
 
 // patchSchema is the schema of a patch, of the writable properties pp (and the version): the

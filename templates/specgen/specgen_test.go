@@ -209,7 +209,7 @@ func TestSharedSchemas(t *testing.T) {
 		t.Fatal("sharing changed the document")
 	}
 	b, _, err := RenderDoc(ctx, in("Tide readings", ingest.Column{Name: "station", Type: ingest.Text},
-		ingest.Column{Name: "height_m", Type: ingest.Numeric, Nullable: true}))
+		ingest.Column{Name: "rainfall_mm", Type: ingest.Numeric, Nullable: true})) // an amount, as weight is (x-role)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestSharedSchemas(t *testing.T) {
 		return nil
 	}
 	weight := a.Components.Schemas["Parcel"].Value.Properties["weight"].Value
-	height := b.Components.Schemas["TideReading"].Value.Properties["height_m"].Value
+	height := b.Components.Schemas["TideReading"].Value.Properties["rainfall_mm"].Value
 	if limit(a) != limit(b) || weight != height {
 		t.Fatalf("equal leaves not shared: limit %p %p, numbers %p %p", limit(a), limit(b), weight, height)
 	}
