@@ -187,7 +187,7 @@ func linkCandidates(from member, c ingest.Column, t int, to member) []linkCandid
 		}
 		// Columns identifying their own datasets alike (copies of a file, one period and
 		// the next) are not each other's references.
-		if c.Name == tc.Name && isTarget(c) && named < namesWord {
+		if c.Name == tc.Name && isTarget(c) && named == namesNot {
 			continue
 		}
 		s := linkNone
