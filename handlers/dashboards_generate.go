@@ -341,7 +341,7 @@ func datasetSources(d *store.Dataset, ranks map[string]float64, intent []string,
 		for i, c := range t.Columns {
 			col := dashboards.Column{Name: c.Name, Label: c.Original, Type: c.Type, Key: slices.Contains(t.PrimaryKey, c.Name), Role: roles[i]}
 			if c.Semantics != nil {
-				col.DefaultAgg = c.Semantics.DefaultAggregation
+				col.DefaultAgg, col.Aliases = c.Semantics.DefaultAggregation, c.Semantics.Aliases
 			}
 			if ts != nil {
 				if cs := ts.Columns[c.Name]; cs != nil {
@@ -349,6 +349,10 @@ func datasetSources(d *store.Dataset, ranks map[string]float64, intent []string,
 				}
 			}
 			src.Columns = append(src.Columns, col)
+		}
+		for _, m := range ingest.Measures(t.Columns) {
+			src.Measures = append(src.Measures, dashboards.Column{Name: m.Name, Label: m.Name, Type: ingest.Numeric, DefaultAgg: m.Aggregation, Role: m.Role(),
+				Expr: ingest.MeasureValue(m, m.OfTimes(t.Columns), "")})
 		}
 		out = append(out, src)
 	}

@@ -228,6 +228,9 @@ func (h *Datasets) GetDatasetSchema(ctx context.Context, req api.GetDatasetSchem
 			table.Columns = append(table.Columns, sc)
 		}
 		out.Tables = append(out.Tables, table)
+		if ms := measuresOut(t.Columns); len(ms) > 0 {
+			out.Measures = &ms
+		}
 	}
 	for _, r := range rels {
 		x := api.Relationship{Type: api.ManyToOne, FromTable: r.FromTable, FromColumn: r.FromColumn, ToTable: r.ToTable,
@@ -471,6 +474,15 @@ func (h *Datasets) applyChanges(ctx context.Context, tx *sqlx.Tx, d *store.Datas
 		case "set_primary_key":
 			err = need(name != "", "column", "set_primary_key takes the column's name")
 			ch.Column = name
+		case "add_measure", "drop_measure":
+			if err = need(r.Measure != nil, "measure", string(r.Op)+" takes measure"); err == nil && r.Op == "add_measure" {
+				if err = need(r.Measure.Column != nil, "measure.column", "add_measure takes the column it is built on"); err == nil {
+					err = need(r.Measure.Aggregation != nil, "measure.aggregation", "add_measure takes how its values combine (sum, avg, min, max)")
+				}
+			}
+			if err == nil {
+				ch.Measure = measureOf(*r.Measure)
+			}
 		case "add_relationship", "drop_relationship":
 			err = need(name != "", "column", string(r.Op)+" takes the column's name")
 			if err == nil && r.Op == "add_relationship" {
@@ -505,6 +517,24 @@ func (h *Datasets) applyChanges(ctx context.Context, tx *sqlx.Tx, d *store.Datas
 			fmt.Sprintf("existing rows violate %d of the changes; nothing was changed", len(vs))).WithDetails(map[string]any{"violations": vs})
 	}
 	return after, err
+}
+
+// measureOf is a measure of a schema change request.
+func measureOf(m api.Measure) *ingest.Measure {
+	out := &ingest.Measure{Name: m.Name, Description: deref(m.Description)}
+	if m.Aggregation != nil {
+		out.Aggregation = string(*m.Aggregation)
+	}
+	if m.Column != nil {
+		out.Column = *m.Column
+	}
+	if m.Minus != nil {
+		out.Minus = *m.Minus
+	}
+	if m.Unit != nil {
+		out.Unit = string(*m.Unit)
+	}
+	return out
 }
 
 // alteration is alter_column's settings as a change to a column.
@@ -609,6 +639,26 @@ func semanticsChange(cur *ingest.Semantics, r api.SchemaChange) *ingest.Semantic
 		return nil
 	}
 	return &s
+}
+
+// measuresOut are the named measures of a table's columns, each with how it is computed.
+func measuresOut(cols []ingest.Column) []api.MeasureRead {
+	var out []api.MeasureRead
+	for _, m := range ingest.Measures(cols) {
+		r := api.MeasureRead{Name: m.Name, Aggregation: api.MeasureReadAggregation(m.Aggregation), Column: m.Column,
+			Expression: ingest.MeasureExpression(m)}
+		if m.Minus != "" {
+			r.Minus = ptr(m.Minus)
+		}
+		if u := ingest.MeasureUnit(m, cols); u != "" {
+			r.Unit = ptr(u)
+		}
+		if m.Description != "" {
+			r.Description = ptr(m.Description)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func semanticsOut(s *ingest.Semantics) *api.ColumnSemantics {

@@ -631,25 +631,25 @@ func (e DatasetSourceType) Valid() bool {
 
 // Defines values for DefaultAggregation.
 const (
-	Avg  DefaultAggregation = "avg"
-	Max  DefaultAggregation = "max"
-	Min  DefaultAggregation = "min"
-	None DefaultAggregation = "none"
-	Sum  DefaultAggregation = "sum"
+	DefaultAggregationAvg  DefaultAggregation = "avg"
+	DefaultAggregationMax  DefaultAggregation = "max"
+	DefaultAggregationMin  DefaultAggregation = "min"
+	DefaultAggregationNone DefaultAggregation = "none"
+	DefaultAggregationSum  DefaultAggregation = "sum"
 )
 
 // Valid indicates whether the value is a known member of the DefaultAggregation enum.
 func (e DefaultAggregation) Valid() bool {
 	switch e {
-	case Avg:
+	case DefaultAggregationAvg:
 		return true
-	case Max:
+	case DefaultAggregationMax:
 		return true
-	case Min:
+	case DefaultAggregationMin:
 		return true
-	case None:
+	case DefaultAggregationNone:
 		return true
-	case Sum:
+	case DefaultAggregationSum:
 		return true
 	default:
 		return false
@@ -917,6 +917,78 @@ func (e JobStatus) Valid() bool {
 	case JobStatusRunning:
 		return true
 	case JobStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MeasureAggregation.
+const (
+	MeasureAggregationAvg MeasureAggregation = "avg"
+	MeasureAggregationMax MeasureAggregation = "max"
+	MeasureAggregationMin MeasureAggregation = "min"
+	MeasureAggregationSum MeasureAggregation = "sum"
+)
+
+// Valid indicates whether the value is a known member of the MeasureAggregation enum.
+func (e MeasureAggregation) Valid() bool {
+	switch e {
+	case MeasureAggregationAvg:
+		return true
+	case MeasureAggregationMax:
+		return true
+	case MeasureAggregationMin:
+		return true
+	case MeasureAggregationSum:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MeasureUnit.
+const (
+	Days    MeasureUnit = "days"
+	Hours   MeasureUnit = "hours"
+	Minutes MeasureUnit = "minutes"
+	Seconds MeasureUnit = "seconds"
+)
+
+// Valid indicates whether the value is a known member of the MeasureUnit enum.
+func (e MeasureUnit) Valid() bool {
+	switch e {
+	case Days:
+		return true
+	case Hours:
+		return true
+	case Minutes:
+		return true
+	case Seconds:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MeasureReadAggregation.
+const (
+	MeasureReadAggregationAvg MeasureReadAggregation = "avg"
+	MeasureReadAggregationMax MeasureReadAggregation = "max"
+	MeasureReadAggregationMin MeasureReadAggregation = "min"
+	MeasureReadAggregationSum MeasureReadAggregation = "sum"
+)
+
+// Valid indicates whether the value is a known member of the MeasureReadAggregation enum.
+func (e MeasureReadAggregation) Valid() bool {
+	switch e {
+	case MeasureReadAggregationAvg:
+		return true
+	case MeasureReadAggregationMax:
+		return true
+	case MeasureReadAggregationMin:
+		return true
+	case MeasureReadAggregationSum:
 		return true
 	default:
 		return false
@@ -1610,9 +1682,11 @@ func (e SchemaChangeFormat) Valid() bool {
 // Defines values for SchemaChangeOp.
 const (
 	AddColumn        SchemaChangeOp = "add_column"
+	AddMeasure       SchemaChangeOp = "add_measure"
 	AddRelationship  SchemaChangeOp = "add_relationship"
 	AlterColumn      SchemaChangeOp = "alter_column"
 	DropColumn       SchemaChangeOp = "drop_column"
+	DropMeasure      SchemaChangeOp = "drop_measure"
 	DropRelationship SchemaChangeOp = "drop_relationship"
 	RenameColumn     SchemaChangeOp = "rename_column"
 	SetPrimaryKey    SchemaChangeOp = "set_primary_key"
@@ -1623,11 +1697,15 @@ func (e SchemaChangeOp) Valid() bool {
 	switch e {
 	case AddColumn:
 		return true
+	case AddMeasure:
+		return true
 	case AddRelationship:
 		return true
 	case AlterColumn:
 		return true
 	case DropColumn:
+		return true
+	case DropMeasure:
 		return true
 	case DropRelationship:
 		return true
@@ -3367,7 +3445,10 @@ type DatasetSchema struct {
 // DatasetSchemaRead defines model for DatasetSchemaRead.
 type DatasetSchemaRead struct {
 	DatasetId string `json:"dataset_id"`
-	Metadata  struct {
+
+	// Measures The dataset's named measures (`add_measure`), each with how it is computed.
+	Measures *[]MeasureRead `json:"measures,omitempty"`
+	Metadata struct {
 		AnalysisVersion int        `json:"analysis_version"`
 		LastAnalyzed    *time.Time `json:"last_analyzed"`
 		VectorCount     *int64     `json:"vector_count,omitempty"`
@@ -3743,6 +3824,53 @@ type LoginRequest struct {
 	// TwoFactorCode For an account with two-factor sign-in, the authenticator's current code or an unused recovery code.
 	TwoFactorCode *string `json:"two_factor_code,omitempty"`
 }
+
+// Measure A named measure of the dataset (`add_measure`; `drop_measure` takes only `name`):
+// `revenue` = `sum(price)`, `duration` = `avg(ended_at - started_at)` in minutes. Its
+// value per record is its `column`'s, or that column `minus` another (two numbers; two
+// dates, in days; two timestamps, in `unit`: seconds, minutes — the default —, hours or
+// days), combined over records by `aggregation`. Its name is its own (no column or other
+// measure has it). Plain-English questions read it by name ("total revenue by
+// station", "average duration per month"), dashboards refine charts it ("add a chart
+// of revenue by month"), and the record aggregate API takes it as an aggregate
+// (`agg=revenue`). A column a measure is built on cannot be dropped (drop the measure
+// first); renamed, the measure follows it.
+type Measure struct {
+	Aggregation *MeasureAggregation `json:"aggregation,omitempty"`
+
+	// Column A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
+	Column      *ColumnName `json:"column,omitempty"`
+	Description *string     `json:"description,omitempty"`
+
+	// Minus A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
+	Minus *ColumnName  `json:"minus,omitempty"`
+	Name  string       `json:"name"`
+	Unit  *MeasureUnit `json:"unit,omitempty"`
+}
+
+// MeasureAggregation defines model for Measure.Aggregation.
+type MeasureAggregation string
+
+// MeasureUnit defines model for Measure.Unit.
+type MeasureUnit string
+
+// MeasureRead defines model for MeasureRead.
+type MeasureRead struct {
+	Aggregation MeasureReadAggregation `json:"aggregation"`
+	Column      string                 `json:"column"`
+	Description *string                `json:"description,omitempty"`
+
+	// Expression How it is computed, for people: sum(price), avg(ended_at - started_at).
+	Expression string  `json:"expression"`
+	Minus      *string `json:"minus,omitempty"`
+	Name       string  `json:"name"`
+
+	// Unit The unit of its values: of a difference of times, or its column's taught unit.
+	Unit *string `json:"unit,omitempty"`
+}
+
+// MeasureReadAggregation defines model for MeasureRead.Aggregation.
+type MeasureReadAggregation string
 
 // MemberProject A project as its member sees it in the list across organizations.
 type MemberProject struct {
@@ -4339,6 +4467,9 @@ type SavedQueryParameterType string
 // declared: every value must be present there (the offending rows are reported
 // otherwise); it is not a database foreign key, so later writes are not refused. It
 // replaces what inference found for the column, and inference does not override it.
+// `add_measure` takes `measure` (Measure) and defines a named measure; `drop_measure`
+// takes `measure.name` and removes it.
+//
 // `drop_relationship` takes `column` (and optionally `references.dataset_id`) and
 // removes the relationships from that column, declared or inferred; inference does not
 // bring a dropped one back (until `add_relationship` declares one). Relationships are followed by `_links`, `include`/`expand`,
@@ -4366,8 +4497,20 @@ type SchemaChange struct {
 	Format             *SchemaChangeFormat            `json:"format,omitempty"`
 	MaxLength          *int                           `json:"max_length,omitempty"`
 	Maximum            *float64                       `json:"maximum,omitempty"`
-	MinLength          *int                           `json:"min_length,omitempty"`
-	Minimum            *float64                       `json:"minimum,omitempty"`
+
+	// Measure A named measure of the dataset (`add_measure`; `drop_measure` takes only `name`):
+	// `revenue` = `sum(price)`, `duration` = `avg(ended_at - started_at)` in minutes. Its
+	// value per record is its `column`'s, or that column `minus` another (two numbers; two
+	// dates, in days; two timestamps, in `unit`: seconds, minutes — the default —, hours or
+	// days), combined over records by `aggregation`. Its name is its own (no column or other
+	// measure has it). Plain-English questions read it by name ("total revenue by
+	// station", "average duration per month"), dashboards refine charts it ("add a chart
+	// of revenue by month"), and the record aggregate API takes it as an aggregate
+	// (`agg=revenue`). A column a measure is built on cannot be dropped (drop the measure
+	// first); renamed, the measure follows it.
+	Measure   *Measure `json:"measure,omitempty"`
+	MinLength *int     `json:"min_length,omitempty"`
+	Minimum   *float64 `json:"minimum,omitempty"`
 
 	// NewName A column identifier; not one of the system columns id, created_at, updated_at, deleted_at, version.
 	NewName    *ColumnName    `json:"new_name,omitempty"`

@@ -379,7 +379,8 @@ func (s *Server) catalogTools(srv *sdk.Server, ro *sdk.ToolAnnotations) {
 			"Each column has a role: identifier (keys, references), category (few values that group rows), time, " +
 			"amount (a number that adds up over rows: sum it), value (a number that does not add up, such as a unit price " +
 			"beside a quantity, a rate or a score: average it, never sum it), count (a number of things per row: sum it) " +
-			"or text; role_source says whether a person set it or it was inferred."},
+			"or text; role_source says whether a person set it or it was inferred. Named measures (revenue = sum(price), " +
+			"a duration of two times) are listed with how they are computed; ask and the aggregate API take them by name."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in describeIn) (describeOut, error) {
 			base := "/api/v1/projects/" + esc(in.ProjectID) + "/datasets/" + esc(in.DatasetID)
 			out := describeOut{DocsURL: s.d.BaseURL + "/api/v1/datasets/" + esc(in.DatasetID) + "/docs",

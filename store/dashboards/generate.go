@@ -32,6 +32,11 @@ type Column struct {
 	// counts are totalled, values averaged, identifiers never measured. Empty: inferred from
 	// the source's columns when it is analysed.
 	Role ingest.Role
+	// Aliases are other names its owner gave it ("revenue" for price): refine reads them.
+	Aliases []string
+	// Expr is the SQL of a named measure's value per row (ingest.MeasureValue); "" for a
+	// column of the table.
+	Expr string
 }
 
 // Source is a dataset (or one table of a connected one, or a view) the dashboard reads.
@@ -41,7 +46,10 @@ type Source struct {
 	Label   string // its display name
 	Rows    int64
 	Columns []Column
-	Rank    float64 // how well it matches the intent (project form)
+	// Measures are its named measures (ingest.Measure), as numbers refine can chart by name;
+	// the generator does not pick them itself.
+	Measures []Column
+	Rank     float64 // how well it matches the intent (project form)
 }
 
 // Relation is a relationship between two sources: From.FromColumn → To.ToColumn.

@@ -400,19 +400,29 @@ func changeType(t *Tile, typ string, r *Refinement) error {
 	return nil
 }
 
-// column finds the column a phrase names in the sources: by name or label, singular or
-// plural; nil if none or several in different sources.
+// column finds the column a phrase names in the sources: by name, label or an alias its
+// owner gave it, singular or plural, or a named measure; nil if none.
 func column(in Input, phrase string) (*analysed, *Column) {
 	phrase = strings.TrimSpace(phrase)
 	want := strings.Join(words(phrase), " ")
+	names := func(c Column) bool {
+		for _, n := range append([]string{c.Name, label(c)}, c.Aliases...) {
+			if n = strings.Join(words(n), " "); n == want || Singular(n) == Singular(want) {
+				return true
+			}
+		}
+		return false
+	}
 	for i := range in.Sources {
 		a := analyse(&in, &in.Sources[i])
 		for j := range a.Columns {
-			c := a.Columns[j]
-			for _, n := range []string{strings.Join(words(c.Name), " "), strings.Join(words(label(c)), " ")} {
-				if n == want || Singular(n) == Singular(want) {
-					return a, &a.Columns[j]
-				}
+			if names(a.Columns[j]) {
+				return a, &a.Columns[j]
+			}
+		}
+		for j := range a.Measures {
+			if names(a.Measures[j]) {
+				return a, &a.Measures[j]
 			}
 		}
 	}
@@ -432,7 +442,11 @@ func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 	}
 	value, alias, title := "count(*)", "count", capital(src.Label)
 	if measure != nil {
-		value = fn + "(" + q(measure.Name) + ")" // alias and title are the function's, below
+		v := q(measure.Name)
+		if measure.Expr != "" { // a named measure: its value per row
+			v = measure.Expr
+		}
+		value = fn + "(" + v + ")" // alias and title are the function's, below
 		if fn != "sum" && fn != "avg" {
 			alias, title = fn+"_"+measure.Name, capital(map[string]string{"max": "largest ", "min": "smallest "}[fn]+label(*measure))
 		} else if fn == "avg" {

@@ -25,6 +25,8 @@ type Change struct {
 	Alter func(c *ingest.Column)
 	// References is the other side of add_relationship (and optionally drop_relationship).
 	References *Reference
+	// Measure is add_measure's definition (drop_measure: its name).
+	Measure *ingest.Measure
 }
 
 // Reference is a column of another dataset that a relationship points at.
@@ -171,6 +173,9 @@ func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, ch
 		if ch.Column == a.key {
 			return nil, &ChangeError{i, "column", "primary_key", ch.Column + " keys the records and cannot be dropped; make another column the key first (set_primary_key)"}
 		}
+		if ms := cs.measuresOf(ch.Column); len(ms) > 0 {
+			return nil, &ChangeError{i, "column", "measure", "the measures " + strings.Join(ms, ", ") + " are built on " + ch.Column + "; drop them first (drop_measure)"}
+		}
 		if _, err := a.tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE (from_dataset = $1 AND from_column = $2)
 			OR (to_dataset = $1 AND to_column = $2)`, a.id, ch.Column); err != nil {
 			return nil, err
@@ -188,8 +193,81 @@ func (a *alterer) steps(ctx context.Context, cs *columnSet, i int, ch Change, ch
 			return nil, err
 		}
 		return nil, a.dropRelationship(ctx, i, ch)
+	case "add_measure":
+		return nil, cs.addMeasure(i, *ch.Measure)
+	case "drop_measure":
+		return nil, cs.dropMeasure(i, ch.Measure.Name)
 	}
 	return nil, nil
+}
+
+// addMeasure keeps a named measure with the column it is built on.
+func (cs *columnSet) addMeasure(i int, m ingest.Measure) error {
+	if err := ingest.CheckMeasure(m, cs.cols); err != nil {
+		var me *ingest.MeasureError
+		if errors.As(err, &me) {
+			return &ChangeError{i, "measure." + me.Field, "invalid", me.Message}
+		}
+		return err
+	}
+	j := slices.IndexFunc(cs.cols, func(c ingest.Column) bool { return c.Name == m.Column })
+	sem := ingest.Semantics{}
+	if cs.cols[j].Semantics != nil {
+		sem = *cs.cols[j].Semantics
+	}
+	sem.Measures = append(slices.Clone(sem.Measures), m)
+	cs.cols[j].Semantics = &sem
+	return nil
+}
+
+// dropMeasure removes the named measure.
+func (cs *columnSet) dropMeasure(i int, name string) error {
+	for j, c := range cs.cols {
+		if c.Semantics == nil {
+			continue
+		}
+		if k := slices.IndexFunc(c.Semantics.Measures, func(m ingest.Measure) bool { return m.Name == name }); k >= 0 {
+			sem := *c.Semantics
+			sem.Measures = slices.Delete(slices.Clone(sem.Measures), k, k+1)
+			cs.cols[j].Semantics = &sem
+			if sem.Empty() {
+				cs.cols[j].Semantics = nil
+			}
+			return nil
+		}
+	}
+	return &ChangeError{i, "measure.name", "not_found", "the dataset has no measure " + name}
+}
+
+// measuresOf are the names of the measures built on column name (its own, or as minus).
+func (cs *columnSet) measuresOf(name string) []string {
+	var out []string
+	for _, m := range ingest.Measures(cs.cols) {
+		if m.Column == name || m.Minus == name {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// renameInMeasures points the measures built on column from at its new name.
+func (cs *columnSet) renameInMeasures(from, to string) {
+	for j, c := range cs.cols {
+		if c.Semantics == nil || len(c.Semantics.Measures) == 0 {
+			continue
+		}
+		sem := *c.Semantics
+		sem.Measures = slices.Clone(sem.Measures)
+		for k := range sem.Measures {
+			if sem.Measures[k].Column == from {
+				sem.Measures[k].Column = to
+			}
+			if sem.Measures[k].Minus == from {
+				sem.Measures[k].Minus = to
+			}
+		}
+		cs.cols[j].Semantics = &sem
+	}
 }
 
 // addColumn is the step of adding ch's column, and its constraints.
@@ -246,6 +324,7 @@ func (a *alterer) renameColumn(ctx context.Context, cs *columnSet, i int, ch Cha
 		return nil, err
 	}
 	cs.cols[j] = n
+	cs.renameInMeasures(o.Name, n.Name)
 	return steps, nil
 }
 
@@ -278,6 +357,11 @@ func (a *alterer) changeColumn(cs *columnSet, i int, ch Change, check func(i int
 		return nil, &ChangeError{i, "default", "type", err.Error()}
 	}
 	cs.cols[j] = n
+	for _, m := range ingest.Measures(cs.cols) {
+		if err := ingest.CheckMeasureColumns(m, cs.cols); err != nil && (m.Column == n.Name || m.Minus == n.Name) {
+			return nil, &ChangeError{i, "type", "measure", "the measure " + m.Name + " is built on " + n.Name + ": " + err.Error()}
+		}
+	}
 	return steps, nil
 }
 

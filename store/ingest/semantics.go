@@ -9,9 +9,12 @@ type Semantics struct {
 	Unit               string   `json:"unit,omitempty"`
 	DefaultAggregation string   `json:"default_aggregation,omitempty"`
 	Role               string   `json:"role,omitempty"`
+	// Measures are the dataset's named measures built on this column (kept with the column,
+	// so that they follow its schema versions; the schema API lists them per dataset).
+	Measures []Measure `json:"measures,omitempty"`
 }
 
 // Empty reports whether nothing is taught.
 func (s *Semantics) Empty() bool {
-	return s == nil || len(s.Aliases) == 0 && s.Unit == "" && s.DefaultAggregation == "" && s.Role == ""
+	return s == nil || len(s.Aliases) == 0 && s.Unit == "" && s.DefaultAggregation == "" && s.Role == "" && len(s.Measures) == 0
 }

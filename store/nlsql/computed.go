@@ -93,6 +93,9 @@ func pricePair(t *Table) (price, qty string, ok bool) {
 // computedExpr is the SQL of a computed column of table ref, or "".
 func (q *query) computedExpr(c colRef) string {
 	col := q.column(c)
+	if col != nil && col.Measure != nil {
+		return ingest.MeasureValue(*col.Measure, col.MeasureOfTimes, quote(alias(c.table))+".")
+	}
 	if col == nil || len(col.product) != 2 {
 		return ""
 	}

@@ -41,8 +41,12 @@ type Column struct {
 	// Role is what the column is for (ingest.InferRoles, or set by a person): only a number
 	// whose role is a value (a unit price, a rate) is never summed. Empty: inferred here
 	// from the table's columns (withRoles).
-	Role    ingest.Role
-	product []string // a computed value's price and quantity columns (computed.go)
+	Role ingest.Role
+	// Measure: the column is a named measure of its dataset (its value per row is the
+	// measure's, computedExpr), MeasureOfTimes: a difference of two timestamps.
+	Measure        *ingest.Measure
+	MeasureOfTimes bool
+	product        []string // a computed value's price and quantity columns (computed.go)
 }
 
 // Table is a table the engine may read.

@@ -80,6 +80,11 @@ func NLSchema(ctx context.Context, db *sqlx.DB, projectID, question string, sour
 				}
 				nt.Columns = append(nt.Columns, nc)
 			}
+			for _, m := range ingest.Measures(t.Columns) {
+				// a named measure: a number of its own, combined as defined when a question does not say
+				nt.Columns = append(nt.Columns, nlsql.Column{Name: m.Name, Label: m.Name, Type: ingest.Numeric, DefaultAgg: m.Aggregation, Role: m.Role(),
+					Unit: ingest.MeasureUnit(m, t.Columns), Measure: &m, MeasureOfTimes: m.OfTimes(t.Columns)})
+			}
 			if t.System() {
 				nt.Columns = append(nt.Columns, nlsql.Column{Name: "created_at", Label: "created at", Type: ingest.Timestamptz, Role: ingest.RoleTime})
 			}

@@ -110,10 +110,23 @@ func (t *Table) groupExprs(groupBy string) ([]expr, error) {
 
 func (t *Table) aggExprs(agg string) ([]expr, error) {
 	var out []expr
+	measures := ingest.Measures(t.Columns)
 	for _, a := range splitTop(agg) {
+		if k := slices.IndexFunc(measures, func(m ingest.Measure) bool { return m.Name == a }); k >= 0 {
+			// a named measure of the dataset: its aggregate of its value per record
+			m := measures[k]
+			v := ingest.MeasureValue(m, m.OfTimes(t.Columns), "")
+			if m.Aggregation == "avg" {
+				v = "round(avg(" + v + ")::numeric, 6)"
+			} else {
+				v = m.Aggregation + "(" + v + ")"
+			}
+			out = append(out, expr{m.Name, v, ""})
+			continue
+		}
 		m := aggRe.FindStringSubmatch(a)
 		if m == nil {
-			return nil, &FieldError{"query.agg", "invalid_aggregate", "aggregates are count, count(field), count_distinct(field), sum(field), avg(field), min(field), max(field)"}
+			return nil, &FieldError{"query.agg", "invalid_aggregate", "aggregates are count, count(field), count_distinct(field), sum(field), avg(field), min(field), max(field), or a named measure of the dataset"}
 		}
 		fn, field := m[1], m[2]
 		if fn == "count" && (field == "" || field == "*") {

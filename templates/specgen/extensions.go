@@ -265,6 +265,17 @@ func addDescriptionExtensions(doc *openapi3.T, in Input, base string, pii map[st
 		"credentials": "connected databases' passwords: AES-256-GCM (DP_SECRET_KEY)",
 	}
 	doc.Extensions["x-dataset-config"] = map[string]any{"soft_delete": in.Table.System(), "audit_trail": true, "row_level_security": true, "encryption_at_rest": false}
+	if ms := ingest.Measures(in.Table.Columns); len(ms) > 0 {
+		// the named measures, which the aggregate operation takes by name
+		list := make([]map[string]any, len(ms))
+		for i, m := range ms {
+			list[i] = map[string]any{"name": m.Name, "expression": ingest.MeasureExpression(m)}
+			if u := ingest.MeasureUnit(m, in.Table.Columns); u != "" {
+				list[i]["unit"] = u
+			}
+		}
+		doc.Extensions["x-measures"] = list
+	}
 	if in.Table.Foreign {
 		doc.Extensions["x-dataset-config"].(map[string]any)["connected_table"] = map[string]any{"name": in.Table.Name, "remote": in.Table.Remote,
 			"tables": in.Tables, "primary_key": in.Table.PrimaryKey, "writable": in.Table.Writable}
