@@ -627,9 +627,15 @@ func (s *sourceTiles) latest() {
 }
 
 // acrossRelations: a measure (or the count) of the many side by a category of the one side —
-// "total amount by customer segment".
+// "total amount by customer segment". When several columns of the many side point at the
+// one side (start_station, end_station), each tile names the role it joined by ("rentals by
+// start station neighborhood").
 func (p *proposer) acrossRelations(byRef map[string]*analysed) {
 	in := p.in
+	roles := map[[2]string]int{}
+	for _, r := range in.Relations {
+		roles[[2]string{r.From, r.To}]++
+	}
 	for _, r := range in.Relations {
 		from, to := byRef[r.From], byRef[r.To]
 		if from == nil || to == nil || from == to || len(to.categories) == 0 {
@@ -637,16 +643,19 @@ func (p *proposer) acrossRelations(byRef map[string]*analysed) {
 		}
 		c := to.categories[0]
 		on := "\nJOIN " + to.Ref + " t ON t." + q(r.ToColumn) + " = f." + q(r.FromColumn)
-		by := strings.ToLower(Singular(to.Label)) + " " + label(c)
+		by, id := strings.ToLower(Singular(to.Label))+" "+label(c), from.Ref+"_by_"+to.Ref+"_"+c.Name
+		if roles[[2]string{r.From, r.To}] > 1 {
+			by, id = strings.Join(words(r.FromColumn), " ")+" "+label(c), from.Ref+"_by_"+r.FromColumn+"_"+c.Name
+		}
 		base := 75 + in.intentBoost(c.Name) + from.Rank + to.Rank
-		p.add("breakdown", base, Tile{ID: from.Ref + "_by_" + to.Ref + "_" + c.Name, Title: capital(from.Label) + " by " + by, Type: "bar",
+		p.add("breakdown", base, Tile{ID: id, Title: capital(from.Label) + " by " + by, Type: "bar",
 			Description: topNote(c),
 			Query:       Query{SQL: topN("t."+q(c.Name), "count(*)", "count", c.Name, from.Ref+" f"+on+from.where("f", nil, ""))},
 			Encoding:    Encoding{X: c.Name, Y: []string{"count"}, TopN: 10, Format: "integer", Sort: &Sort{Field: "count", Direction: "desc"}}})
 		if len(from.measures) > 0 {
 			m := from.measures[0]
 			fn, title, alias := aggregate(m)
-			p.add("breakdown", base+1+in.intentBoost(m.Name), Tile{ID: alias + "_by_" + to.Ref + "_" + c.Name, Title: capital(title) + " by " + by,
+			p.add("breakdown", base+1+in.intentBoost(m.Name), Tile{ID: alias + strings.TrimPrefix(id, from.Ref), Title: capital(title) + " by " + by,
 				Type: "bar", Description: topNote(c),
 				Query:    Query{SQL: topN("t."+q(c.Name), fn+"(f."+q(m.Name)+")", alias, c.Name, from.Ref+" f"+on+from.where("f", nil, ""))},
 				Encoding: Encoding{X: c.Name, Y: []string{alias}, TopN: 10, Format: "number", Sort: &Sort{Field: alias, Direction: "desc"}}})

@@ -1,6 +1,8 @@
 package dashboards
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"dataplatform/store/ingest"
@@ -59,5 +61,41 @@ func TestMeasureAggregatesByRole(t *testing.T) {
 	set.Role = ingest.RoleValue
 	if k := kpis(set); k["avg_price"] != "Average price" {
 		t.Errorf("a price set as a value: %v", k)
+	}
+}
+
+// TestTilesNameTheRoleTheyJoinBy: with two relationships from trips to depots (origin and
+// destination), each breakdown by a depot's category names the role it joined by, on its own
+// tile; with one, the tile is named after the dataset.
+func TestTilesNameTheRoleTheyJoinBy(t *testing.T) {
+	depots := Source{Ref: "depots", Label: "Depots", Rows: 6, Columns: []Column{{Name: "depot_code", Type: ingest.Text, Key: true, Distinct: 6},
+		{Name: "district", Type: ingest.Text, Distinct: 3, Values: []any{"Hill", "Port", "Mill"}}}}
+	trips := Source{Ref: "trips", Label: "Trips", Rows: 300, Columns: []Column{{Name: "trip_no", Type: ingest.Text, Key: true, Distinct: 300},
+		{Name: "origin_depot", Type: ingest.Text, Distinct: 6}, {Name: "destination_depot", Type: ingest.Text, Distinct: 6},
+		{Name: "fare", Type: ingest.Numeric, Distinct: 120, Min: raw(2), Max: raw(40)}}}
+	titles := func(rels ...Relation) map[string]string {
+		out := map[string]string{}
+		cands, _ := Propose(Input{Sources: []Source{trips, depots}, Relations: rels})
+		for _, c := range cands {
+			if strings.Contains(c.Tile.Title, "district") {
+				if _, dup := out[c.Tile.ID]; dup {
+					t.Errorf("two tiles %s", c.Tile.ID)
+				}
+				out[c.Tile.ID] = c.Tile.Title
+			}
+		}
+		return out
+	}
+	origin := Relation{From: "trips", FromColumn: "origin_depot", To: "depots", ToColumn: "depot_code"}
+	dest := Relation{From: "trips", FromColumn: "destination_depot", To: "depots", ToColumn: "depot_code"}
+	got := titles(origin, dest)
+	want := map[string]string{"trips_by_origin_depot_district": "Trips by origin depot district", "trips_by_destination_depot_district": "Trips by destination depot district",
+		"total_fare_by_origin_depot_district": "Total fare by origin depot district", "total_fare_by_destination_depot_district": "Total fare by destination depot district",
+		"depots_count_by_district": "Depots by district"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("two roles: %v, want %v", got, want)
+	}
+	if got := titles(origin); got["trips_by_depots_district"] != "Trips by depot district" {
+		t.Errorf("one relationship: %v", got)
 	}
 }
