@@ -179,6 +179,10 @@ func TestConsoleSchemaTab(t *testing.T) {
 	if v := fmt.Sprint(b.run(`document.querySelector('#column-meaning tr[data-col="tariff"]').textContent`)); !strings.Contains(v, "revenue, haul price") || !strings.Contains(v, "NOK") || !strings.Contains(v, "What the haul was billed") {
 		t.Fatalf("tariff's meaning shown: %s", v)
 	}
+	// The next question reads the name it was taught.
+	if q := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "total revenue of hauls"}, own).status(200); q.get("results.rows.0.0") != 1205.75 {
+		t.Fatalf("total revenue after teaching it: %s", q.Body)
+	}
 	// A refused alias (longer than the API allows): the reason in words in the dialog, nothing saved.
 	b.run(`document.querySelector('#column-meaning tr[data-col="tariff"] button[data-action="edit-column"]').click(); true`)
 	b.waitFor("the column form again", `!!document.getElementById("column-form")`)
