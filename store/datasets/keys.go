@@ -35,9 +35,9 @@ func keyType(t ingest.Type) bool {
 //     stations: station_code), exactly before by one of its words (allergy_types:
 //     allergy_id) before by an abbreviation (students: stu_id), then a short name of its
 //     first letters run together with id, no or number (aircraft: aid; flights: flno);
-//  3. a column that identifies by itself (sku, isbn, code, ref, number, key, uuid, serial);
-//  4. a column named as the dataset is (allergy in allergy_types);
-//  5. the file's first column when it is shaped as an identifier (member_no, emp_ref).
+//  3. the file's first column when it is shaped as an identifier (member_no, emp_ref);
+//  4. a column that identifies by itself (sku, isbn, code, ref, number, key, uuid, serial, ssn);
+//  5. a column named as the dataset is (allergy in allergy_types).
 //
 // Only columns of a key type (integer, text, uuid) without empty values in what inference
 // read qualify; uniqueness is the database's to check (chooseKey), and the first unique one
@@ -72,6 +72,11 @@ func keyCandidates(datasetName string, cols []ingest.Column) []keyCandidate {
 			add(i, "the identifier named by the dataset's initials")
 		}
 	}
+	if len(cols) > 0 {
+		if _, ok := idStem(cols[0].Name); ok {
+			add(0, "the file's first column, shaped as an identifier")
+		}
+	}
 	for i, c := range cols {
 		if stem, ok := idStem(c.Name); ok && stem == "" {
 			add(i, "the column that identifies by its name")
@@ -80,11 +85,6 @@ func keyCandidates(datasetName string, cols []ingest.Column) []keyCandidate {
 	for i, c := range cols {
 		if names(datasetName, c.Name) == namesExact || names(datasetName, c.Name) == namesWord {
 			add(i, "the column named as the dataset")
-		}
-	}
-	if len(cols) > 0 {
-		if _, ok := idStem(cols[0].Name); ok {
-			add(0, "the file's first column, shaped as an identifier")
 		}
 	}
 	return out

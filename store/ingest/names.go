@@ -134,8 +134,12 @@ func IDStem(name string) (string, bool) {
 			return st, true
 		}
 	}
-	// Run together only with id (customerid, stuid): "postcode", "casino" are words.
+	// Run together only with id and number (customerid, stuid, roomnumber): "postcode",
+	// "casino" are words.
 	if st, ok := strings.CutSuffix(name, "id"); ok && len(st) >= 3 && !notGluedID[name] {
+		return st, true
+	}
+	if st, ok := strings.CutSuffix(name, "number"); ok && len(st) >= 2 {
 		return st, true
 	}
 	return "", false
