@@ -31,9 +31,9 @@ func (q *query) reach(ref string) error {
 }
 
 // relation is the foreign key from → to, or nil. When several columns of from point at to
-// (rentals.start_station and rentals.end_station → stations), it is the one whose column the
-// question names; with none or more named, the two tables are related in several ways and
-// none is taken (q.ambiguous keeps them, and the refusal names each reading).
+// (rentals.start_station and rentals.end_station → stations), it is the one the question
+// chose (pickRoles); without a choice the two tables are related in several ways and none is
+// taken (q.ambiguous keeps them, and the refusal names each reading).
 func (q *query) relation(from, to string) *Relation {
 	var found []*Relation
 	for i, r := range q.p.s.Relations {
@@ -41,29 +41,65 @@ func (q *query) relation(from, to string) *Relation {
 			found = append(found, &q.p.s.Relations[i])
 		}
 	}
-	if len(found) <= 1 {
-		if len(found) == 0 {
-			return nil
-		}
+	switch {
+	case len(found) == 0:
+		return nil
+	case len(found) == 1:
 		return found[0]
 	}
-	var named []*Relation
 	for _, r := range found {
-		if slices.ContainsFunc(q.ms, func(m mention) bool { return m.table == from && m.column == r.FromColumn && m.value == "" }) {
-			named = append(named, r)
+		if q.roles[[2]string{from, to}] == r.FromColumn {
+			return r
 		}
-	}
-	if len(named) == 1 {
-		if q.usedCols == nil {
-			q.usedCols = map[colRef]bool{}
-		}
-		q.usedCols[colRef{from, named[0].FromColumn}] = true
-		return named[0]
 	}
 	if q.ambiguous == nil {
 		q.ambiguous = map[[2]string][]*Relation{}
 	}
 	q.ambiguous[[2]string{from, to}] = found
+	return nil
+}
+
+// pickRoles reads the mention of a relationship's column as the choice of that relationship,
+// when several join the same two tables and the question is about the other table too:
+// "trips in Hilltop by destination depot", "which depot has the most trips (origin depot)".
+// The mention is then the join's, not a column the answer shows or groups by.
+func (q *query) pickRoles(ms []mention) []mention {
+	pairs := map[[2]string][]string{}
+	for _, r := range q.p.s.Relations {
+		k := [2]string{r.From, r.To}
+		pairs[k] = append(pairs[k], r.FromColumn)
+	}
+	for pair, cols := range pairs {
+		if len(cols) < 2 || !slices.ContainsFunc(ms, func(m mention) bool { return m.table == pair[1] }) {
+			continue
+		}
+		var at []int
+		for i, m := range ms {
+			if m.table == pair[0] && m.value == "" && slices.Contains(cols, m.column) {
+				at = append(at, i)
+			}
+		}
+		if len(at) != 1 {
+			continue
+		}
+		m := ms[at[0]]
+		if q.roles == nil {
+			q.roles = map[[2]string]string{}
+		}
+		q.roles[pair] = m.column
+		q.p.mark(m.pos, m.end)
+		q.p.step("Joined %s to %s by %s", q.p.s.table(pair[0]).Dataset, q.p.s.table(pair[1]).Dataset, m.column)
+		ms = slices.Delete(slices.Clone(ms), at[0], at[0]+1)
+	}
+	return ms
+}
+
+// ambiguity is the refusal of a reading that needed two tables related in several ways the
+// question did not choose among, or nil.
+func (q *query) ambiguity() error {
+	for pair := range q.ambiguous {
+		return q.unrelated(pair[0], pair[1])
+	}
 	return nil
 }
 

@@ -72,6 +72,8 @@ type query struct {
 	// ambiguous are the table pairs related by several relationships the question did not
 	// choose among (relation)
 	ambiguous map[[2]string][]*Relation
+	// roles are the relationships the question chose, by table pair: the column (pickRoles)
+	roles     map[[2]string]string
 	whereOn   []string            // the table each condition of where is on
 	countRefs map[string]bool     // many-side tables counted per main row ("more than 2 orders")
 	notExists map[string][]string // many-side table → conditions no row of it may meet

@@ -25,7 +25,7 @@ func depotTrips() Schema {
 // along its own column; a question that names one is answered along it.
 func TestTwoRelationshipsToOneTable(t *testing.T) {
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
-	for _, q := range []string{"how many trips in Riverside", "number of trips per depot"} {
+	for _, q := range []string{"how many trips in Riverside", "number of trips per depot", "which depot has the most trips"} {
 		a, err := Translate(q, depotTrips(), now)
 		nu, ok := err.(*NotUnderstood)
 		if !ok || !strings.Contains(nu.Reason, "origin_depot, destination_depot") {

@@ -83,6 +83,9 @@ func (q *query) applySuperlative(in intent) error {
 				q.measure = q.superlativeMeasure(supAt)
 			}
 			if q.measure == nil {
+				if err := q.ambiguity(); err != nil {
+					return err // "which depot has the most trips", trips by origin or by destination
+				}
 				return p.refuse("it asks for the " + p.toks[supAt] + " but names no number to order by")
 			}
 			q.agg, q.rows = "", true

@@ -184,6 +184,7 @@ func translate(question string, s Schema, now time.Time) (*Answer, error) {
 		}
 	}
 	q := &query{p: p}
+	ms = q.pickRoles(ms)
 	if err := q.read(ms); err != nil {
 		return nil, q.unknown(err)
 	}
