@@ -358,7 +358,9 @@ func TestReferencesNamedByRoleAndOneToOne(t *testing.T) {
 		[]any{"O-2", 5})
 	moves := p.dataset(t, "Moves", []ingest.Column{{Name: "from_campus_id", Type: ingest.BigInt}, {Name: "to_campus_id", Type: ingest.BigInt}},
 		[]any{1, 2}, []any{2, 3})
-	p.analyze(t, moves)
+	for _, d := range []*store.Dataset{campuses, orders, fees, invoices, moves} { // as each arrives
+		p.analyze(t, d)
+	}
 	got := map[string]string{}
 	for _, d := range []*store.Dataset{fees, invoices, moves} {
 		rels, err := store.Relationships(ctx, p.st.DB, d.ID)
@@ -375,5 +377,44 @@ func TestReferencesNamedByRoleAndOneToOne(t *testing.T) {
 		"Moves.from_campus_id": campuses.ID + ".id", "Moves.to_campus_id": campuses.ID + ".id"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("relationships %v, want %v", got, want)
+	}
+}
+
+// TestArrivalChangesAnEarlierReading: a reference found when one dataset could be meant is
+// withdrawn when a second that fits as well arrives (as if both had come first), and comes
+// back when that one is no longer active and the first is analysed again.
+func TestArrivalChangesAnEarlierReading(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	ctx := context.Background()
+	lot := func() []ingest.Column {
+		return []ingest.Column{{Name: "batch_code", Type: ingest.Text, Constraints: &ingest.Constraints{Unique: true}}}
+	}
+	runs := p.dataset(t, "Runs", []ingest.Column{{Name: "batch_code", Type: ingest.Text}, {Name: "minutes", Type: ingest.BigInt}},
+		[]any{"B-4", 3}, []any{"B-4", 5}, []any{"B-9", 2})
+	p.analyze(t, runs)
+	links := func() int {
+		rels, err := store.Relationships(ctx, p.st.DB, runs.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rels)
+	}
+	a := p.dataset(t, "Lot A", lot(), []any{"B-4"}, []any{"B-9"})
+	p.analyze(t, a)
+	if links() != 1 {
+		t.Fatal("runs.batch_code is not linked to the one lot that fits")
+	}
+	b := p.dataset(t, "Lot B", lot(), []any{"B-9"}, []any{"B-4"}, []any{"B-7"})
+	p.analyze(t, b)
+	if links() != 0 {
+		t.Fatal("runs.batch_code still names one of two lots that fit")
+	}
+	if _, err := p.st.DB.Exec(`UPDATE platform.datasets SET status = 'failed' WHERE id = $1`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	p.analyze(t, a)
+	if links() != 1 {
+		t.Fatal("runs.batch_code is not linked again once the other lot is gone")
 	}
 }

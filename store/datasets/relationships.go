@@ -16,9 +16,10 @@ import (
 )
 
 // Relationship inference. Whenever a dataset arrives, is re-imported or changes schema, the
-// links among all the active uploaded datasets of its project are found again from the
-// start, so that the outcome never depends on the order the files came in. A column refers to
-// a column of another dataset when
+// links of its columns, and of every column of the project it may be what they refer to, are
+// found again against all the active uploaded datasets of the project, so that the outcome
+// never depends on the order the files came in. A column refers to a column of another
+// dataset when
 //
 //   - the names make it plausible: the column is named after the dataset (customer_id →
 //     customers; start_station, end_station → stations; stu_id → students), or it has the
@@ -64,57 +65,111 @@ func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols
 		return err
 	}
 	ms := []member{{d, cols}}
-	ids := []string{d.ID}
 	for i := range others {
 		var oc []ingest.Column
 		if err := json.Unmarshal([]byte(others[i].Columns), &oc); err != nil {
 			return err
 		}
 		ms = append(ms, member{&others[i], oc})
-		ids = append(ids, others[i].ID)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE origin = 'inferred'
-		AND (from_dataset = ANY($1) OR to_dataset = ANY($1))`, pq.Array(ids)); err != nil {
+	// The columns whose reference is found again: every column of d, each column of the
+	// others that d's columns may be what it refers to (d's arrival may add a reading of it,
+	// or change one), and each that pointed at d. A column d offers nothing is resolved as
+	// before: the datasets it may refer to are the same, so the outcome does not depend on
+	// the order the files came in, and an arrival costs a pass over the project's columns,
+	// not over every pair of them.
+	redo := map[[2]string]bool{}
+	for _, c := range cols {
+		redo[[2]string{d.ID, c.Name}] = true
+	}
+	var pointing [][2]string
+	rows, err := tx.QueryContext(ctx, `SELECT from_dataset, from_column FROM platform.dataset_relationships WHERE to_dataset = $1 AND origin = 'inferred'`, d.ID)
+	if err != nil {
 		return err
+	}
+	for rows.Next() {
+		var k [2]string
+		if err := rows.Scan(&k[0], &k[1]); err != nil {
+			rows.Close()
+			return err
+		}
+		pointing = append(pointing, k)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, k := range pointing {
+		redo[k] = true
+	}
+	offered(ms, 0, redo)
+	promote, err := relink(ctx, tx, ms, redo, now)
+	if err != nil {
+		return err
+	}
+	for _, k := range promote {
+		i := slices.IndexFunc(ms, func(m member) bool { return m.d.ID == k[0] })
+		if err := promoteColumn(ctx, tx, ms[i], k[1], i == 0, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// offered adds to redo the columns of the other members that member t's columns may be what
+// they refer to.
+func offered(ms []member, t int, redo map[[2]string]bool) {
+	for f, m := range ms {
+		if f == t {
+			continue
+		}
+		for _, c := range m.cols {
+			if !redo[[2]string{m.d.ID, c.Name}] && len(linkCandidates(m, c, t, ms[t])) > 0 {
+				redo[[2]string{m.d.ID, c.Name}] = true
+			}
+		}
+	}
+}
+
+// relink finds again the references of the columns in redo (a person's declared or dropped
+// relationship stays as it is) and answers the targets to promote (not yet a key or unique).
+func relink(ctx context.Context, tx *sqlx.Tx, ms []member, redo map[[2]string]bool, now time.Time) ([][2]string, error) {
+	var from, col []string
+	for k := range redo {
+		from, col = append(from, k[0]), append(col, k[1])
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships r USING unnest($1::text[], $2::text[]) AS x(ds, col)
+		WHERE r.origin = 'inferred' AND r.from_dataset = x.ds AND r.from_column = x.col`, pq.Array(from), pq.Array(col)); err != nil {
+		return nil, err
 	}
 	var held []string
-	if err := tx.SelectContext(ctx, &held, `SELECT from_dataset || '.' || from_column FROM platform.dataset_relationships
-		WHERE from_dataset = ANY($1) AND origin <> 'inferred'`, pq.Array(ids)); err != nil {
-		return err
+	if err := tx.SelectContext(ctx, &held, `SELECT r.from_dataset || '.' || r.from_column FROM platform.dataset_relationships r
+		JOIN unnest($1::text[], $2::text[]) AS x(ds, col) ON r.from_dataset = x.ds AND r.from_column = x.col`, pq.Array(from), pq.Array(col)); err != nil {
+		return nil, err
 	}
-	promote := map[[2]string]bool{}
+	var promote [][2]string
 	for f, m := range ms {
 		for _, c := range m.cols {
-			if slices.Contains(held, m.d.ID+"."+c.Name) {
+			if !redo[[2]string{m.d.ID, c.Name}] || slices.Contains(held, m.d.ID+"."+c.Name) {
 				continue
 			}
 			to, target, err := resolve(ctx, tx, ms, f, c)
-			if err != nil || to < 0 {
-				if err != nil {
-					return err
-				}
+			if err != nil {
+				return nil, err
+			}
+			if to < 0 {
 				continue
 			}
-			if !isTarget(target) {
-				promote[[2]string{ms[to].d.ID, target.Name}] = true
+			if k := [2]string{ms[to].d.ID, target.Name}; !isTarget(target) && !slices.Contains(promote, k) {
+				promote = append(promote, k)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO platform.dataset_relationships (from_dataset, from_table, from_column, to_dataset, to_table,
 				to_column, origin, created_at) VALUES ($1, $1, $2, $3, $3, $4, 'inferred', $5) ON CONFLICT DO NOTHING`,
 				m.d.ID, c.Name, ms[to].d.ID, target.Name, now); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	for i, m := range ms {
-		for _, c := range m.cols {
-			if promote[[2]string{m.d.ID, c.Name}] {
-				if err := promoteColumn(ctx, tx, m, c.Name, i == 0, now); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
+	return promote, nil
 }
 
 // datasetColumns are the dataset fields inference reads and promotion writes.
