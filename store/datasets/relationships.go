@@ -106,13 +106,20 @@ func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols
 	if err != nil {
 		return err
 	}
+	// A promoted column is a key or unique now: columns it may be what they refer to are
+	// found again, once (a promotion this finds waits for the next arrival).
+	again := map[[2]string]bool{}
 	for _, k := range promote {
 		i := slices.IndexFunc(ms, func(m member) bool { return m.d.ID == k[0] })
-		if err := promoteColumn(ctx, tx, ms[i], k[1], i == 0, now); err != nil {
+		if ms[i].cols, err = promoteColumn(ctx, tx, ms[i], k[1], i == 0, now); err != nil {
 			return err
 		}
+		offered(ms, i, again)
 	}
-	return nil
+	if len(again) > 0 {
+		_, err = relink(ctx, tx, ms, again, now)
+	}
+	return err
 }
 
 // offered adds to redo the columns of the other members that member t's columns may be what
@@ -299,17 +306,17 @@ func valuesFit(ctx context.Context, tx *sqlx.Tx, from *store.Dataset, c ingest.C
 // the key of a dataset that had only the generated id, a UNIQUE column otherwise. It is a
 // schema change of that dataset with its own version, except for a dataset being loaded for
 // the first time (self), whose first version already has it.
-func promoteColumn(ctx context.Context, tx *sqlx.Tx, m member, column string, self bool, now time.Time) error {
+func promoteColumn(ctx context.Context, tx *sqlx.Tx, m member, column string, self bool, now time.Time) ([]ingest.Column, error) {
 	d := m.d
 	if !self {
 		var err error
 		if d, err = store.DatasetByID(ctx, tx, d.ID, true); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var before []ingest.Column
 	if err := json.Unmarshal([]byte(d.Columns), &before); err != nil {
-		return err
+		return nil, err
 	}
 	ch := Change{Op: "set_primary_key", Column: column}
 	reason := "other datasets refer to its values"
@@ -318,7 +325,7 @@ func promoteColumn(ctx context.Context, tx *sqlx.Tx, m member, column string, se
 	}
 	after, err := Alter(ctx, tx, d, before, []Change{ch}, func(int, ingest.Column) error { return nil })
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i := range after {
 		if after[i].Name == column && after[i].Key {
@@ -328,14 +335,14 @@ func promoteColumn(ctx context.Context, tx *sqlx.Tx, m member, column string, se
 	b, _ := json.Marshal(after)
 	d.Columns = string(b)
 	if self && d.AnalyzedAt == nil { // its first load: the first version has it
-		return nil
+		return after, nil
 	}
 	changes, _ := json.Marshal([]map[string]any{{"op": ch.Op, "column": column, "reason": reason}})
 	if err := record(ctx, tx, d, before, after, string(changes), now); err != nil {
-		return err
+		return nil, err
 	}
 	if self {
-		return nil
+		return after, nil
 	}
-	return EnqueueSearchIndex(ctx, tx, d)
+	return after, EnqueueSearchIndex(ctx, tx, d)
 }
