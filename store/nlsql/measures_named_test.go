@@ -21,7 +21,8 @@ func ferries() Schema {
 }
 
 // TestNamedMeasures: a named measure is read by its name, combined as defined when the
-// question does not say, and written as its value per row wherever the SQL needs it.
+// question does not say, and written as its value per row wherever the SQL needs it; a
+// column named in the plural without a grouping is listed, not totalled.
 func TestNamedMeasures(t *testing.T) {
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	crossing := `(extract(epoch FROM ("sailings"."docked_at" - "sailings"."departed_at")) / 60)`
@@ -31,6 +32,8 @@ func TestNamedMeasures(t *testing.T) {
 		{"takings of North sailings", `SELECT sum("sailings"."fare") AS "sum_takings" FROM sailings WHERE "sailings"."route" = {{p1}}`},
 		{"crossing per month", `SELECT date_trunc('month', "sailings"."departed_at")::date AS "month", avg(` + crossing + `) AS "avg_crossing" FROM sailings GROUP BY 1 ORDER BY 1`},
 		{"the sailing with the longest crossing", `SELECT "sailings".* FROM sailings ORDER BY ` + crossing + ` DESC NULLS LAST LIMIT 1`},
+		// a number named in the plural with nothing to group by: its values, listed, not a total
+		{"what are the fares of North sailings", `SELECT "sailings".* FROM sailings WHERE "sailings"."route" = {{p1}} LIMIT 100`},
 		{"sailings with a crossing above 90", `SELECT "sailings".* FROM sailings WHERE ` + crossing + ` > {{p1}} LIMIT 100`},
 	} {
 		a, err := Translate(tc.q, ferries(), now)

@@ -349,14 +349,29 @@ func (q *query) pickBySearchIndex() {
 	}
 }
 
+// pluralOf reports whether a word of the question is the plural of a column name's last word
+// (ranges of price_range, salaries of salary).
+func pluralOf(w, column string) bool {
+	ws := words(column)
+	return len(ws) > 0 && w != ws[len(ws)-1] && singular(w) == ws[len(ws)-1]
+}
+
 // settleMeasure decides what is computed where the question left it open, or refuses.
 func (q *query) settleMeasure() error {
 	p := q.p
 	// A number named without an aggregate ("revenue by month", "revenue in March") is summed,
-	// unless it is compared or ordered by.
+	// unless it is compared or ordered by, or named in the plural with nothing to group by
+	// ("what are the price ranges of hotels": the rows' values, listed).
 	if q.agg == "" && !q.rows && q.orderBy == nil && !q.byMeasure {
 		for _, m := range q.ms {
 			c := colRef{m.table, m.column}
+			if len(q.groups) == 0 && m.column != "" && m.value == "" && pluralOf(p.toks[m.end-1], m.column) {
+				if q.usedCols == nil {
+					q.usedCols = map[colRef]bool{}
+				}
+				q.usedCols[c] = true // the listing shows it
+				continue
+			}
 			if col := q.column(c); m.column != "" && m.value == "" && col != nil && col.numeric() && !keyLike(c.column) &&
 				!slices.Contains(q.compared, c) {
 				if err := q.reach(c.table); err != nil {
