@@ -2,6 +2,8 @@ package datasets
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"dataplatform/store/ingest"
 )
@@ -17,6 +19,26 @@ func idStem(name string) (string, bool) { return ingest.IDStem(name) }
 // identifier, its singular, and without a plural's "es" (campuses: campuses, campuse,
 // campus; the suffix rules cannot tell campuses from houses).
 func entityForms(datasetName string) []string {
+	if f, ok := formCache.Load(datasetName); ok {
+		return f.([]string)
+	}
+	f := makeForms(datasetName)
+	if cachedForms.Add(1) <= maxCachedForms {
+		formCache.Store(datasetName, f)
+	}
+	return f
+}
+
+// Inference asks for the forms of every dataset of a project on every arrival: they are kept
+// by name (up to maxCachedForms names; the slices are shared, callers do not change them).
+var (
+	formCache   sync.Map
+	cachedForms atomic.Int64
+)
+
+const maxCachedForms = 100_000
+
+func makeForms(datasetName string) []string {
 	n := ingest.Identifiers([]string{datasetName})[0]
 	forms := []string{n, ingest.Singular(n)}
 	if st, ok := strings.CutSuffix(n, "es"); ok {
