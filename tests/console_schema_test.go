@@ -183,6 +183,26 @@ func TestConsoleSchemaTab(t *testing.T) {
 	if q := e.do("POST", "/api/v1/projects/"+e.projectID+"/queries/execute", map[string]any{"query": "total revenue of hauls"}, own).status(200); q.get("results.rows.0.0") != 1205.75 {
 		t.Fatalf("total revenue after teaching it: %s", q.Body)
 	}
+	// And the next dashboard refine: a chart of revenue by where hauls were loaded.
+	dsh := e.do("POST", "/api/v1/datasets/"+hauls+"/dashboard/generate?use_ai=false", nil, own).status(201).str("id")
+	e.do("POST", "/api/v1/dashboards/"+dsh+"/refine", map[string]any{"user_prompt": "add a chart of revenue by loaded at"}, own).status(200)
+	want := map[string]float64{"NRV": 530.5, "BDO": 380, "TOS": 295.25}
+	data, charted := e.do("GET", "/api/v1/dashboards/"+dsh+"/data", nil, own).status(200), false
+	for i := 0; i < data.len("tiles"); i++ {
+		p := fmt.Sprintf("tiles.%d.", i)
+		if data.str(p+"columns.0.name") != "loaded_at" || !strings.Contains(data.str(p+"columns.1.name"), "tariff") {
+			continue
+		}
+		charted = true
+		for j := 0; j < data.len(p+"rows"); j++ {
+			if v := data.get(fmt.Sprintf("%srows.%d.1", p, j)); v != want[data.str(fmt.Sprintf("%srows.%d.0", p, j))] {
+				t.Errorf("revenue by loaded at: %s", data.Body)
+			}
+		}
+	}
+	if !charted {
+		t.Fatalf("no tile of revenue by loaded at: %s", data.Body)
+	}
 	// A refused alias (longer than the API allows): the reason in words in the dialog, nothing saved.
 	b.run(`document.querySelector('#column-meaning tr[data-col="tariff"] button[data-action="edit-column"]').click(); true`)
 	b.waitFor("the column form again", `!!document.getElementById("column-form")`)
