@@ -328,6 +328,9 @@ func (h *Datasets) DeleteDataset(ctx context.Context, req api.DeleteDatasetReque
 			return err
 		}
 		err = views.Around(ctx, tx, now, []views.Subject{subject}, func() error {
+			if err := datasets.Unlink(ctx, tx, d, now); err != nil {
+				return err
+			}
 			if err := datasets.Drop(ctx, tx, d); err != nil {
 				return err
 			}

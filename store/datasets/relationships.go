@@ -59,18 +59,9 @@ type linkCandidate struct {
 }
 
 func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column, now time.Time) error {
-	var others []store.Dataset
-	if err := tx.SelectContext(ctx, &others, `SELECT `+datasetColumns+` FROM platform.datasets
-		WHERE project_id = $1 AND id <> $2 AND status = 'active' AND type = 'file' ORDER BY id`, d.ProjectID, d.ID); err != nil {
+	ms, err := members(ctx, tx, d, cols)
+	if err != nil {
 		return err
-	}
-	ms := []member{{d, cols}}
-	for i := range others {
-		var oc []ingest.Column
-		if err := json.Unmarshal([]byte(others[i].Columns), &oc); err != nil {
-			return err
-		}
-		ms = append(ms, member{&others[i], oc})
 	}
 	// The columns whose reference is found again: every column of d, each column of the
 	// others that d's columns may be what it refers to (d's arrival may add a reading of it,
@@ -102,6 +93,53 @@ func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols
 		redo[k] = true
 	}
 	offered(ms, 0, redo)
+	return relinkAndPromote(ctx, tx, ms, redo, true, now)
+}
+
+// members are d (with cols) and the other active uploaded datasets of its project.
+func members(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols []ingest.Column) ([]member, error) {
+	var others []store.Dataset
+	if err := tx.SelectContext(ctx, &others, `SELECT `+datasetColumns+` FROM platform.datasets
+		WHERE project_id = $1 AND id <> $2 AND status = 'active' AND type = 'file' ORDER BY id`, d.ProjectID, d.ID); err != nil {
+		return nil, err
+	}
+	ms := []member{{d, cols}}
+	for i := range others {
+		var oc []ingest.Column
+		if err := json.Unmarshal([]byte(others[i].Columns), &oc); err != nil {
+			return nil, err
+		}
+		ms = append(ms, member{&others[i], oc})
+	}
+	return ms, nil
+}
+
+// Unlink is inference's part of a dataset leaving its project: its relationships go, and the
+// columns of the others it may have been what they referred to are resolved again without it
+// (one that was ambiguous because of it may now be found).
+func Unlink(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, now time.Time) error {
+	if d.Type != "file" {
+		return nil
+	}
+	var cols []ingest.Column
+	if err := json.Unmarshal([]byte(d.Columns), &cols); err != nil || len(cols) == 0 {
+		return nil // never loaded
+	}
+	ms, err := members(ctx, tx, d, cols)
+	if err != nil {
+		return err
+	}
+	redo := map[[2]string]bool{}
+	offered(ms, 0, redo)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE from_dataset = $1 OR to_dataset = $1`, d.ID); err != nil {
+		return err
+	}
+	return relinkAndPromote(ctx, tx, ms[1:], redo, false, now)
+}
+
+// relinkAndPromote finds again the references of the columns in redo among ms and promotes
+// what they point at; self: ms[0] is the dataset being analysed (its caller saves it).
+func relinkAndPromote(ctx context.Context, tx *sqlx.Tx, ms []member, redo map[[2]string]bool, self bool, now time.Time) error {
 	promote, err := relink(ctx, tx, ms, redo, now)
 	if err != nil {
 		return err
@@ -111,7 +149,7 @@ func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols
 	again := map[[2]string]bool{}
 	for _, k := range promote {
 		i := slices.IndexFunc(ms, func(m member) bool { return m.d.ID == k[0] })
-		if ms[i].cols, err = promoteColumn(ctx, tx, ms[i], k[1], i == 0, now); err != nil {
+		if ms[i].cols, err = promoteColumn(ctx, tx, ms[i], k[1], self && i == 0, now); err != nil {
 			return err
 		}
 		offered(ms, i, again)
