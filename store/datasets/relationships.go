@@ -314,6 +314,12 @@ func linkCandidates(from member, c ingest.Column, t int, to member) []linkCandid
 		if !idLike && c.Type != ingest.Text && c.Type != ingest.UUID && c.Name != tc.Name && names(to.d.Name, c.Name) < namesWord {
 			continue // campus → campuses is a reference; station_count → stations is not
 		}
+		// Within a kind, a dataset the name names more surely, then its key, comes first:
+		// customer_id means customers.customer_id before customer_orders.customer_id.
+		s = s*10 + named*2
+		if tc.Key {
+			s++
+		}
 		out = append(out, linkCandidate{t, tc, s})
 	}
 	return out
