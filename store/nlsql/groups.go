@@ -202,6 +202,8 @@ func displayColumn(t *Table) string {
 			r = 5
 		case ws[len(ws)-1] == "name" && !slices.Contains(ws, "first") && !slices.Contains(ws, "last"):
 			r = 4
+		case gluedName(ws[len(ws)-1]):
+			r = 4 // roomname, cname: a name run together with what it names
 		case c.Name == "title" || ws[len(ws)-1] == "title":
 			r = 3
 		case c.Name == "email" || ws[len(ws)-1] == "email" || c.Name == "username" || c.Name == "label":
@@ -212,6 +214,16 @@ func displayColumn(t *Table) string {
 		}
 	}
 	return best
+}
+
+// gluedName reports whether a word is a name run together with what it names (roomname,
+// productname), not one of the words that end so and name something else.
+func gluedName(w string) bool {
+	switch w {
+	case "firstname", "lastname", "surname", "username", "filename", "hostname", "nickname", "pathname", "rename":
+		return false
+	}
+	return len(w) > 4 && strings.HasSuffix(w, "name")
 }
 
 // readTopGroups groups by the column after "top N" when it is not a number and nothing groups.
