@@ -548,13 +548,13 @@ func (s *sourceTiles) breakdowns() {
 		}
 		s.add("breakdown", (70-float64(i)*5)*s.weight+in.intentBoost(c.Name), Tile{ID: s.prefix + "count_by_" + c.Name,
 			Title: capital(s.name) + " by " + label(c), Type: typ, Description: topNote(c),
-			Query: Query{SQL: topN(q(c.Name), "count(*)", "count", c.Name, a.Ref+s.w())}, Encoding: enc})
+			Query: Query{SQL: topN(q(c.Name), "count", "", "count", c.Name, a.Ref+s.w())}, Encoding: enc})
 		if len(a.measures) > 0 && i < 2 {
 			m := a.measures[0]
 			fn, title, alias := aggregate(m)
 			s.add("breakdown", (66-float64(i)*5)*s.weight+in.intentBoost(m.Name)+in.intentBoost(c.Name), Tile{ID: s.prefix + alias + "_by_" + c.Name,
 				Title: capital(title) + " by " + label(c), Type: "bar", Description: topNote(c),
-				Query:    Query{SQL: topN(q(c.Name), fn+"("+q(m.Name)+")", alias, c.Name, a.Ref+s.w())},
+				Query:    Query{SQL: topN(q(c.Name), fn, q(m.Name), alias, c.Name, a.Ref+s.w())},
 				Encoding: Encoding{X: c.Name, Y: []string{alias}, TopN: 10, Format: "number", Sort: &Sort{Field: alias, Direction: "desc"}}})
 		}
 	}
@@ -650,14 +650,14 @@ func (p *proposer) acrossRelations(byRef map[string]*analysed) {
 		base := 75 + in.intentBoost(c.Name) + from.Rank + to.Rank
 		p.add("breakdown", base, Tile{ID: id, Title: capital(from.Label) + " by " + by, Type: "bar",
 			Description: topNote(c),
-			Query:       Query{SQL: topN("t."+q(c.Name), "count(*)", "count", c.Name, from.Ref+" f"+on+from.where("f", nil, ""))},
+			Query:       Query{SQL: topN("t."+q(c.Name), "count", "", "count", c.Name, from.Ref+" f"+on+from.where("f", nil, ""))},
 			Encoding:    Encoding{X: c.Name, Y: []string{"count"}, TopN: 10, Format: "integer", Sort: &Sort{Field: "count", Direction: "desc"}}})
 		if len(from.measures) > 0 {
 			m := from.measures[0]
 			fn, title, alias := aggregate(m)
 			p.add("breakdown", base+1+in.intentBoost(m.Name), Tile{ID: alias + strings.TrimPrefix(id, from.Ref), Title: capital(title) + " by " + by,
 				Type: "bar", Description: topNote(c),
-				Query:    Query{SQL: topN("t."+q(c.Name), fn+"(f."+q(m.Name)+")", alias, c.Name, from.Ref+" f"+on+from.where("f", nil, ""))},
+				Query:    Query{SQL: topN("t."+q(c.Name), fn, "f."+q(m.Name), alias, c.Name, from.Ref+" f"+on+from.where("f", nil, ""))},
 				Encoding: Encoding{X: c.Name, Y: []string{alias}, TopN: 10, Format: "number", Sort: &Sort{Field: alias, Direction: "desc"}}})
 		}
 	}
@@ -670,11 +670,26 @@ func topNote(c Column) string {
 	return ""
 }
 
-// topN is SQL for value by category, the 10 largest and the rest as Other, largest first.
-func topN(expr, value, alias, name, from string) string {
+// topN is SQL for fn(arg) by category (fn count, sum, avg, min or max; arg "" for count(*)),
+// the 10 largest and the rest as Other, largest first. Every bucket's value is computed from
+// its rows' partial aggregates — a sum of sums and of counts, the smallest of minima — so that
+// Other's average is the average of its rows, not a sum of the groups' averages.
+func topN(expr, fn, arg, alias, name, from string) string {
 	label := "coalesce(" + expr + "::text, '(empty)')"
-	return "SELECT CASE WHEN rank <= 10 THEN label ELSE 'Other' END AS " + q(name) + ", sum(value) AS " + q(alias) + "\nFROM (\n" +
-		"  SELECT " + label + " AS label, " + value + " AS value, row_number() OVER (ORDER BY " + value + " DESC NULLS LAST, " + label + ") AS rank\n" +
+	value := fn + "(" + arg + ")"
+	parts, outer := "", "sum(value)"
+	switch fn {
+	case "count":
+		if arg == "" {
+			value = "count(*)"
+		}
+	case "avg":
+		parts, outer = ", sum("+arg+") AS part_sum, count("+arg+") AS part_count", "sum(part_sum) / nullif(sum(part_count), 0)"
+	case "min", "max":
+		outer = fn + "(value)"
+	}
+	return "SELECT CASE WHEN rank <= 10 THEN label ELSE 'Other' END AS " + q(name) + ", " + outer + " AS " + q(alias) + "\nFROM (\n" +
+		"  SELECT " + label + " AS label, " + value + " AS value" + parts + ", row_number() OVER (ORDER BY " + value + " DESC NULLS LAST, " + label + ") AS rank\n" +
 		"  FROM " + strings.ReplaceAll(from, "\n", "\n  ") + "\n  GROUP BY 1\n) g\nGROUP BY 1\nORDER BY min(rank)"
 }
 

@@ -441,12 +441,13 @@ func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 		return err
 	}
 	value, alias, title := "count(*)", "count", capital(src.Label)
+	aggFn, arg := "count", ""
 	if measure != nil {
-		v := q(measure.Name)
+		arg = q(measure.Name)
 		if measure.Expr != "" { // a named measure: its value per row
-			v = measure.Expr
+			arg = measure.Expr
 		}
-		value = fn + "(" + v + ")" // alias and title are the function's, below
+		aggFn, value = fn, fn+"("+arg+")" // alias and title are the function's, below
 		if fn != "sum" && fn != "avg" {
 			alias, title = fn+"_"+measure.Name, capital(map[string]string{"max": "largest ", "min": "smallest "}[fn]+label(*measure))
 		} else if fn == "avg" {
@@ -478,7 +479,7 @@ func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 		t.Encoding = Encoding{X: "period", Y: []string{alias}, TimeGrain: grain, Latest: "latest"}
 	default:
 		t.Type, t.Title = cmpOr(typ, "bar"), title+" by "+label(*dim)
-		t.Query.SQL = topN(q(dim.Name), value, alias, dim.Name, src.Ref+src.where("", nil, ""))
+		t.Query.SQL = topN(q(dim.Name), aggFn, arg, alias, dim.Name, src.Ref+src.where("", nil, ""))
 		t.Encoding = Encoding{X: dim.Name, Y: []string{alias}, TopN: 10, Sort: &Sort{Field: alias, Direction: "desc"}}
 		if t.Type == "pie" || t.Type == "donut" {
 			t.Encoding.Value, t.Encoding.Y = alias, nil

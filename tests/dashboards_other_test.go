@@ -1,0 +1,109 @@
+package tests
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestDashboardOtherBucket: a generated breakdown of a long tail of categories puts the
+// categories past the tenth in Other, and Other's number is computed from those rows — an
+// average of their values, a total of their amounts — not by adding up the groups' numbers;
+// checked against values computed here from the file.
+func TestDashboardOtherBucket(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	r := rand.New(rand.NewPCG(21, 4))
+	type line struct {
+		shop      string
+		unitPrice float64
+		qty       int
+	}
+	var lines []line
+	var b strings.Builder
+	b.WriteString("line_no,shop,unit_price,quantity\n")
+	for i := range 600 {
+		shop := fmt.Sprintf("Shop %02d", int(math.Floor(math.Pow(r.Float64(), 2)*24))) // skewed: many of a few, few of many
+		l := line{shop, float64(100+r.IntN(9000)) / 100, 1 + r.IntN(6)}
+		lines = append(lines, l)
+		fmt.Fprintf(&b, "L%04d,%s,%.2f,%d\n", 7000+i*7, l.shop, l.unitPrice, l.qty)
+	}
+	id := e.uploadAndCreate(e.ownerToken, "Order lines", "lines.csv", b.String())
+	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+		t.Fatalf("lines: %s", d.Body)
+	}
+	// What each tile of shop must show: the 10 largest by the tile's number, then Other.
+	expect := func(value func(ls []line) float64) map[string]float64 {
+		by := map[string][]line{}
+		for _, l := range lines {
+			by[l.shop] = append(by[l.shop], l)
+		}
+		var shops []string
+		for s := range by {
+			shops = append(shops, s)
+		}
+		sort.Slice(shops, func(i, j int) bool {
+			vi, vj := value(by[shops[i]]), value(by[shops[j]])
+			return vi > vj || vi == vj && shops[i] < shops[j]
+		})
+		out := map[string]float64{}
+		var rest []line
+		for i, s := range shops {
+			if i < 10 {
+				out[s] = value(by[s])
+			} else {
+				rest = append(rest, by[s]...)
+			}
+		}
+		out["Other"] = value(rest)
+		return out
+	}
+	avg := expect(func(ls []line) float64 {
+		var s float64
+		for _, l := range ls {
+			s += l.unitPrice
+		}
+		return s / float64(len(ls))
+	})
+	total := expect(func(ls []line) float64 {
+		var s float64
+		for _, l := range ls {
+			s += float64(l.qty)
+		}
+		return s
+	})
+	dsh := e.do("POST", "/api/v1/datasets/"+id+"/dashboard/generate?use_ai=false", nil, own).status(201).str("id")
+	e.do("POST", "/api/v1/dashboards/"+dsh+"/refine", map[string]any{"user_prompt": "add a chart of average unit price by shop"}, own).status(200)
+	e.do("POST", "/api/v1/dashboards/"+dsh+"/refine", map[string]any{"user_prompt": "add a chart of total quantity by shop"}, own).status(200)
+	data := e.do("GET", "/api/v1/dashboards/"+dsh+"/data", nil, own).status(200)
+	checked := map[string]bool{}
+	for i := 0; i < data.len("tiles"); i++ {
+		p := fmt.Sprintf("tiles.%d.", i)
+		if data.str(p+"columns.0.name") != "shop" || data.len(p+"columns") != 2 {
+			continue
+		}
+		col := data.str(p + "columns.1.name")
+		want := map[string]map[string]float64{"average_unit_price": avg, "total_quantity": total}[col]
+		if want == nil {
+			continue
+		}
+		checked[col] = true
+		if data.len(p+"rows") != 11 {
+			t.Errorf("%s: %d rows, want the 10 largest and Other", col, data.len(p+"rows"))
+		}
+		for j := 0; j < data.len(p+"rows"); j++ {
+			shop := data.str(fmt.Sprintf("%srows.%d.0", p, j))
+			got, ok := data.get(fmt.Sprintf("%srows.%d.1", p, j)).(float64)
+			if w, known := want[shop]; !ok || !known || math.Abs(got-w) > 1e-6*math.Max(1, math.Abs(w)) {
+				t.Errorf("%s of %s: %v, want %v", col, shop, data.get(fmt.Sprintf("%srows.%d.1", p, j)), want[shop])
+			}
+		}
+	}
+	if !checked["average_unit_price"] || !checked["total_quantity"] {
+		t.Fatalf("tiles checked %v: %s", checked, data.Body)
+	}
+}
