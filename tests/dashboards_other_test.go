@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -105,5 +106,61 @@ func TestDashboardOtherBucket(t *testing.T) {
 	}
 	if !checked["average_unit_price"] || !checked["total_quantity"] {
 		t.Fatalf("tiles checked %v: %s", checked, data.Body)
+	}
+}
+
+// TestRefinedTileTakesTheFilter: a tile refine adds takes the dashboard's category filter as
+// the generated tiles do, and says so (filters_applied).
+func TestRefinedTileTakesTheFilter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	own := bearer(e.ownerToken)
+	r := rand.New(rand.NewPCG(8, 3))
+	want := map[string]map[string]float64{} // channel → depot → kilos
+	var b strings.Builder
+	b.WriteString("parcel_no,channel,depot,kilos\n")
+	for i := range 300 {
+		ch, depot, kg := []string{"courier", "locker", "counter"}[r.IntN(3)], fmt.Sprintf("Depot %d", r.IntN(5)), 1+r.IntN(30)
+		if want[ch] == nil {
+			want[ch] = map[string]float64{}
+		}
+		want[ch][depot] += float64(kg)
+		fmt.Fprintf(&b, "P%05d,%s,%s,%d\n", 40000+i*3, ch, depot, kg)
+	}
+	id := e.uploadAndCreate(e.ownerToken, "Parcels", "parcels.csv", b.String())
+	if d := e.waitDataset(e.ownerToken, id); d.str("status") != "active" {
+		t.Fatalf("parcels: %s", d.Body)
+	}
+	d := e.do("POST", "/api/v1/datasets/"+id+"/dashboard/generate?use_ai=false", nil, own).status(201)
+	filter := ""
+	for i := 0; i < d.len("spec.filters"); i++ {
+		if strings.HasSuffix(d.str(fmt.Sprintf("spec.filters.%d.column", i)), ".channel") {
+			filter = d.str(fmt.Sprintf("spec.filters.%d.id", i))
+		}
+	}
+	if filter == "" {
+		t.Fatalf("no filter on channel: %s", d.Body)
+	}
+	e.do("POST", "/api/v1/dashboards/"+d.str("id")+"/refine", map[string]any{"user_prompt": "add a chart of total kilos by depot"}, own).status(200)
+	data := e.do("GET", "/api/v1/dashboards/"+d.str("id")+"/data?filters="+url.QueryEscape(`{"`+filter+`":"locker"}`), nil, own).status(200)
+	found := false
+	for i := 0; i < data.len("tiles"); i++ {
+		p := fmt.Sprintf("tiles.%d.", i)
+		if data.str(p+"columns.0.name") != "depot" || data.str(p+"columns.1.name") != "total_kilos" {
+			continue
+		}
+		found = true
+		if !strings.Contains(fmt.Sprint(data.get(p+"filters_applied")), filter) {
+			t.Errorf("the refined tile does not say it took the filter: %v", data.get(p+"filters_applied"))
+		}
+		for j := 0; j < data.len(p+"rows"); j++ {
+			depot := data.str(fmt.Sprintf("%srows.%d.0", p, j))
+			if got := data.get(fmt.Sprintf("%srows.%d.1", p, j)); got != want["locker"][depot] {
+				t.Errorf("kilos of %s by locker: %v, want %v", depot, got, want["locker"][depot])
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no refined tile: %s", data.Body)
 	}
 }

@@ -456,6 +456,8 @@ func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 			alias, title = "total_"+measure.Name, "Total "+label(*measure)
 		}
 	}
+	// The dashboard's filter on this source applies to the new tile as to the generated ones.
+	filter, filterCol := sourceFilter(spec, src.Ref)
 	t := Tile{Width: 12, Height: 2}
 	switch {
 	case dim != nil && (dim.Type == "date" || dim.Type == "timestamptz") || grain != "":
@@ -475,11 +477,11 @@ func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 		period := "date_trunc('" + grain + "', " + q(col.Name) + ")"
 		t.Type, t.Title = cmpOr(typ, "line"), title+" per "+grain
 		t.Query.SQL = "SELECT " + period + " AS period, " + value + " AS " + q(alias) + ", max(" + q(col.Name) + ") AS latest\nFROM " + src.Ref +
-			src.where("", nil, "", q(col.Name)+" IS NOT NULL") + "\nGROUP BY 1\nORDER BY 1"
+			src.where("", filter, filterCol, q(col.Name)+" IS NOT NULL") + "\nGROUP BY 1\nORDER BY 1"
 		t.Encoding = Encoding{X: "period", Y: []string{alias}, TimeGrain: grain, Latest: "latest"}
 	default:
 		t.Type, t.Title = cmpOr(typ, "bar"), title+" by "+label(*dim)
-		t.Query.SQL = topN(q(dim.Name), aggFn, arg, alias, dim.Name, src.Ref+src.where("", nil, ""))
+		t.Query.SQL = topN(q(dim.Name), aggFn, arg, alias, dim.Name, src.Ref+src.where("", filter, filterCol))
 		t.Encoding = Encoding{X: dim.Name, Y: []string{alias}, TopN: 10, Sort: &Sort{Field: alias, Direction: "desc"}}
 		if t.Type == "pie" || t.Type == "donut" {
 			t.Encoding.Value, t.Encoding.Y = alias, nil
@@ -492,6 +494,17 @@ func addChart(spec *Spec, in Input, typ, what, by string, r *Refinement) error {
 	spec.Rows = append(spec.Rows, Row{Items: []Tile{t}})
 	r.Changes = append(r.Changes, fmt.Sprintf("added %q (%s)", t.Title, strings.ReplaceAll(t.Type, "_", " ")))
 	return nil
+}
+
+// sourceFilter is the dashboard's category filter on a column of source ref and the column,
+// or nil.
+func sourceFilter(spec *Spec, ref string) (*Filter, string) {
+	for i, f := range spec.Filters {
+		if col, ok := strings.CutPrefix(f.Column, ref+"."); ok && f.Type == "category" && !strings.Contains(col, ".") {
+			return &spec.Filters[i], col
+		}
+	}
+	return nil, ""
 }
 
 // chartMeasure reads what a new chart shows: an aggregate word and a numeric column ("total
