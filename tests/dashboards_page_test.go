@@ -113,6 +113,28 @@ func TestDashboardPageInBrowser(t *testing.T) {
 	if v, err := b.eval(`document.querySelector('section.tile .kpi').textContent`); err != nil || v != fmt.Sprint(north) {
 		t.Fatalf("the count for North: %v %v (want %d)", v, err, north)
 	}
+	// A time range with no data: each chart says so in its tile, none fails with a script
+	// error; Enter in a filter box applies it (the page is not reloaded, the value stays).
+	if _, err := b.eval(`(function () { var s = document.getElementById("time-range"); s.value = "last_30_days";
+		document.body.removeAttribute("data-ready"); s.dispatchEvent(new Event("change")); return true; })()`); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor("the dashboard drawn for a range with no data", `document.body.getAttribute("data-ready") === "true"`)
+	if v, err := b.eval(`(function () { var out = {problems: document.querySelectorAll("section.tile .problem").length, empty: 0, charts: 0};
+		document.querySelectorAll("section.tile").forEach(function (b) { if (!b.querySelector(".kpi") && !b.querySelector("table")) { out.charts++;
+		if (b.querySelector(".note.empty") && /No data in this range/.test(b.textContent)) out.empty++; } }); return out; })()`); err != nil ||
+		v.(map[string]any)["problems"] != float64(0) || v.(map[string]any)["empty"] != v.(map[string]any)["charts"] || v.(map[string]any)["charts"] == float64(0) {
+		t.Fatalf("a range with no data: %v %v", v, err)
+	}
+	if _, err := b.eval(`(function () { var s = document.getElementById("time-range"); s.value = "all"; var f = document.querySelector('input[data-filter="region"]');
+		f.value = "Nowhere"; document.body.removeAttribute("data-ready"); window.dpNotReloaded = true;
+		f.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", bubbles: true, cancelable: true})); return true; })()`); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor("the dashboard drawn after Enter in the filter box", `document.body.getAttribute("data-ready") === "true"`)
+	if v, err := b.eval(`window.dpNotReloaded === true && document.querySelector('input[data-filter="region"]').value === "Nowhere" && document.querySelector('section.tile .kpi').textContent === "0"`); err != nil || v != true {
+		t.Fatalf("Enter in the filter box: %v %v", v, err)
+	}
 	if p := b.Problems(); len(p) > 0 {
 		t.Fatalf("the page went wrong: %v", p)
 	}

@@ -156,6 +156,12 @@
       box.appendChild(el('p', 'problem', 'This tile could not be drawn: ' + data.error.message));
       return;
     }
+    data.rows = data.rows || []; // an answer without rows leaves them out
+    if (!data.rows.length && tile.type !== 'kpi') {
+      box.appendChild(el('p', 'note empty', 'No data in this range' + (Object.keys(picked()).length ? ' with these filters.' : '.')));
+      box.setAttribute('data-drawn', 'true');
+      return;
+    }
     try {
       if (tile.type === 'kpi') {
         var v = data.rows.length ? data.rows[0][column(data, tile.encoding.value)] : null;
@@ -217,6 +223,9 @@
       });
       input.setAttribute('list', list.id);
       input.addEventListener('change', load);
+      input.addEventListener('keydown', function (e) {
+        if (e.key === 'Enter') { e.preventDefault(); load(); } // apply, not submit the form (a reload)
+      });
       label.appendChild(input);
       label.appendChild(list);
       holder.appendChild(label);
@@ -230,16 +239,22 @@
     return hit.length ? hit[0] : text;
   }
 
+  // picked are the filters' values in their boxes, by filter id.
+  function picked() {
+    var out = {};
+    (spec.filters || []).forEach(function (f) {
+      var box = document.querySelector('input[data-filter="' + f.id + '"]');
+      if (box && box.value.trim()) out[f.id] = filterValue(f, box.value.trim());
+    });
+    return out;
+  }
+
   function load() {
     var q = new URLSearchParams();
     var tr = document.getElementById('time-range').value;
     if (tr) q.set('time_range', tr);
-    var picked = {};
-    (spec.filters || []).forEach(function (f) {
-      var box = document.querySelector('input[data-filter="' + f.id + '"]');
-      if (box && box.value.trim()) picked[f.id] = filterValue(f, box.value.trim());
-    });
-    if (Object.keys(picked).length) q.set('filters', JSON.stringify(picked));
+    var chosen = picked();
+    if (Object.keys(chosen).length) q.set('filters', JSON.stringify(chosen));
     charts.forEach(function (c) { c.dispose(); });
     charts = [];
     var boxes = layout();
@@ -264,6 +279,7 @@
     var tr = document.getElementById('time-range');
     tr.options[0].textContent = 'as saved (' + ((spec.time_range && spec.time_range.default) || 'all') + ')';
     tr.addEventListener('change', load);
+    document.getElementById('controls').addEventListener('submit', function (e) { e.preventDefault(); load(); });
     filterControls();
     return load();
   }).catch(function (e) { status(e.message, true); body.setAttribute('data-ready', 'error'); });
