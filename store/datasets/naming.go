@@ -57,8 +57,7 @@ const (
 
 // qualifiers are the words of dataset names that say what kind of table it is, not what it
 // holds (allergy_type, customer_details, order_log): a column is not named after them.
-var qualifiers = map[string]bool{"type": true, "types": true, "info": true, "details": true, "detail": true, "data": true, "list": true,
-	"ref": true, "record": true, "records": true, "table": true, "log": true, "logs": true, "master": true, "lookup": true, "map": true, "has": true}
+var qualifiers = ingest.Words("dataset-qualifier")
 
 // names is how surely word (an identifier) refers to the dataset called datasetName.
 func names(datasetName, word string) int {

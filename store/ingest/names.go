@@ -101,24 +101,13 @@ func Singular(w string) string {
 	return w
 }
 
-// idSuffixes end names that identify things: customer_id, station_code, order_no,
-// rental_ref, bike_serial, member_number, asset_uuid.
-var idSuffixes = []string{"id", "code", "no", "nr", "num", "nbr", "number", "ref", "serial", "key", "uuid", "guid"}
-
-// idNames identify a record by themselves, wherever they are.
-var idNames = map[string]bool{"id": true, "sku": true, "isbn": true, "code": true, "ref": true, "number": true, "no": true, "nr": true,
-	"num": true, "key": true, "uuid": true, "guid": true, "serial": true, "slug": true, "ean": true, "upc": true, "ssn": true}
-
-// notGluedID are words that end in "id" without naming an identifier.
-var notGluedID = map[string]bool{}
-
-func init() {
-	for _, w := range strings.Fields(`prepaid unpaid overpaid invalid valid hybrid liquid candid pyramid orchid android humanoid
-		asteroid steroid thyroid rapid solid fluid humid vivid timid lipid squid acid druid david covid cupid stupid tabloid
-		braid mermaid avoid`) {
-		notGluedID[w] = true
-	}
-}
+// The classes of words.txt that make names identifiers: endings (customer_id, station_code,
+// order_no), whole names (sku, isbn) and words ending in id that are no identifiers (paid).
+var (
+	idSuffixes = wordsOf("id-suffix").list
+	idNames    = Words("id-name")
+	notGluedID = Words("not-glued-id")
+)
 
 // IDStem is what an identifier-shaped column name identifies (customer_id, customerid,
 // customer_code → customer; start_station_id → start_station) and whether the name is

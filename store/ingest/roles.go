@@ -144,48 +144,22 @@ func numberRole(c RoleColumn, ws []string, counted bool) Role {
 	return RoleAmount
 }
 
-// Words of names that say what a number is. Each word is matched as written and in the
-// singular (quantities → quantity).
+// The classes of words.txt that say what a number or a text is. Each word is matched as
+// written and in the singular (quantities → quantity), calendar words as written.
 var (
-	// a value per something or one that does not add up
-	valueWords = wordSet("per avg average mean median rate ratio percent percentage pct score rating rank ranking grade age " +
-		"temperature temp humidity pressure latitude lat longitude lon lng long altitude elevation battery reading " +
-		"height width depth speed velocity bmi index probability likelihood accuracy efficiency density ph voltage " +
-		"frequency latency each")
-	// calendar numbers (a year, a month of it): as written, not in the singular ("hours" adds up)
-	calendarWords = wordSet("year yr month day week weekday dow quarter hour minute")
-	// numbers of things
-	countWords = wordSet("quantity qty units count cnt pieces pcs seats headcount capacity items passengers guests attendees " +
-		"visitors tickets visits clicks views impressions downloads orders")
-	// what a record is priced at: a total, or the price of one of its units
-	priceWords = wordSet("price cost fare fee charge rent tariff premium value")
-	// a price-like name that is a whole record's: total_price, line_cost, shipping_fee (a
-	// charge per record, not per unit)
-	wholeWords = wordSet("total subtotal amount amt sum line extended gross shipping delivery handling freight service late " +
-		"booking processing transaction cleaning setup installation tax")
-	// money and other amounts that add up
-	amountWords = wordSet("amount amt total subtotal sum revenue sales sale income profit earnings spend spent expense payment paid " +
-		"payout salary wage pay bonus commission tip tax vat discount refund fine penalty budget balance credit debit deposit " +
-		"gmv turnover proceeds donation loss savings duration hours minutes seconds days weight volume distance mileage miles " +
-		"km kg kwh calories energy consumption usage")
-	// words that name identifiers anywhere in a name
-	identifierWords = wordSet("id ids uuid uid guid sku isbn ean upc ssn iban zip zipcode postcode postal phone barcode serial")
-	// text: free text whatever its values
-	freeTextWords = wordSet("description desc notes note comment comments remarks remark message body summary instructions " +
-		"details bio text content address url link")
-	// text: a grouping, when nothing is known of its values
-	categoryWords = wordSet("status state type kind category class segment tier level grade channel region country city " +
-		"department dept gender sex mode method priority stage group brand vendor currency language color colour size " +
-		"source zone specialty industry sector plan role team platform device service")
+	valueWords      = Words("value")
+	calendarWords   = Words("calendar")
+	countWords      = Words("count")
+	countPrefixes   = Words("count-prefix")
+	numberPrefixes  = Words("number-prefix")
+	perUnitWords    = Words("per-unit")
+	priceWords      = Words("price")
+	wholeWords      = Words("whole")
+	amountWords     = Words("amount")
+	identifierWords = Words("identifier")
+	freeTextWords   = Words("free-text")
+	categoryWords   = Words("category")
 )
-
-func wordSet(s string) map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(s) {
-		m[w] = true
-	}
-	return m
-}
 
 // hasWord reports whether one of ws is in set, as written or in the singular.
 func hasWord(ws []string, set map[string]bool) bool {
@@ -200,11 +174,11 @@ func hasWord(ws []string, set map[string]bool) bool {
 // numberCue is what a number's name says it is: RoleValue, RoleCount, priceLike, RoleAmount
 // or "" (nothing).
 func numberCue(ws []string) Role {
-	unit := slices.Contains(ws, "unit") // unit_price, unit_cost (but "units" is a count)
+	unit := slices.ContainsFunc(ws, func(w string) bool { return perUnitWords[w] }) // unit_price, unit_cost (but "units" is a count)
 	switch {
 	case hasWord(ws, valueWords) || slices.ContainsFunc(ws, func(w string) bool { return calendarWords[w] }):
 		return RoleValue
-	case hasWord(ws, countWords) || len(ws) > 1 && (ws[0] == "num" || ws[0] == "number" || ws[0] == "no" || ws[0] == "n" || ws[0] == "nb"):
+	case hasWord(ws, countWords) || len(ws) > 1 && countPrefixes[ws[0]]:
 		return RoleCount // quantity, unit_count, num_items, number_of_guests
 	case unit:
 		return RoleValue
@@ -220,7 +194,7 @@ func numberCue(ws []string) Role {
 // order_no, station_code, customerid (IDStem), a phone number, a zip code; not number_of_...
 // (a count).
 func identifierName(name string, ws []string) bool {
-	if len(ws) == 0 || len(ws) > 1 && (ws[0] == "num" || ws[0] == "number" || ws[0] == "no") {
+	if len(ws) == 0 || len(ws) > 1 && numberPrefixes[ws[0]] {
 		return false
 	}
 	if name == "version" || hasWord(ws, identifierWords) {

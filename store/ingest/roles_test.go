@@ -118,3 +118,16 @@ func TestInferRolesCountSetByAPerson(t *testing.T) {
 		t.Errorf("price beside a count set by a person: got %s, want value", got[0])
 	}
 }
+
+// TestWordClasses: words.txt parses into the classes the code reads, each with words.
+func TestWordClasses(t *testing.T) {
+	for _, class := range []string{"id-suffix", "id-name", "not-glued-id", "dataset-qualifier", "value", "calendar", "count", "count-prefix",
+		"number-prefix", "per-unit", "price", "whole", "amount", "identifier", "free-text", "category"} {
+		if len(Words(class)) == 0 {
+			t.Errorf("class %s has no words", class)
+		}
+	}
+	if len(wordClasses) != 16 {
+		t.Errorf("words.txt has %d classes; the code reads 16", len(wordClasses))
+	}
+}

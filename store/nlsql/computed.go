@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"dataplatform/store/ingest"
+
+	"dataplatform/store/nlsql/lexicon"
 )
 
 // A table with a price per unit and a quantity but no amount of its own (line items with a
@@ -69,18 +71,19 @@ func pricePair(t *Table) (price, qty string, ok bool) {
 			continue
 		}
 		ws := words(c.Name)
-		has := func(w ...string) bool {
-			return slices.ContainsFunc(ws, func(x string) bool { return slices.Contains(w, x) })
+		has := func(class string) bool {
+			set := lexicon.Class(class)
+			return slices.ContainsFunc(ws, func(x string) bool { return set[x] })
 		}
 		switch {
-		case c.Name == computedValue || !c.perUnit() && has("amount", "total", "subtotal", "revenue", "value", "sales"):
+		case c.Name == computedValue || !c.perUnit() && has("whole-value"):
 			return "", "", false // the rows have a value of their own
-		case c.perUnit() && (has("price") || has("unit") && has("cost", "value", "price", "fee")):
+		case c.perUnit() && (has("unit-price") || has("unit-word") && has("unit-cost")):
 			if price != "" {
 				return "", "", false
 			}
 			price = c.Name
-		case has("quantity", "qty", "units", "pieces"):
+		case has("unit-count"):
 			if qty != "" {
 				return "", "", false
 			}

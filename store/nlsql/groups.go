@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"dataplatform/store/nlsql/lexicon"
 )
 
 // readGroups reads the groups: "by X", "per X", "for each X", "in each X", "for every X",
@@ -217,13 +219,17 @@ func displayColumn(t *Table) string {
 }
 
 // gluedName reports whether a word is a name run together with what it names (roomname,
-// productname), not one of the words that end so and name something else.
+// productname), not one of the words that end so and name something else (username).
 func gluedName(w string) bool {
-	switch w {
-	case "firstname", "lastname", "surname", "username", "filename", "hostname", "nickname", "pathname", "rename":
+	if lexicon.Class("not-a-name")[w] {
 		return false
 	}
-	return len(w) > 4 && strings.HasSuffix(w, "name")
+	for end := range lexicon.Class("name-ending") {
+		if len(w) > len(end)+1 && strings.HasSuffix(w, end) {
+			return true
+		}
+	}
+	return false
 }
 
 // readTopGroups groups by the column after "top N" when it is not a number and nothing groups.

@@ -229,7 +229,7 @@ func (q *query) readAlso() error {
 			return p.refuse(fmt.Sprintf("it asks for %s of %s of %s together with an aggregate of %s: ask for each on its own", a.agg.Article(), q.label(*a.measure),
 				p.s.table(a.measure.table).Dataset, p.s.table(q.main).Dataset))
 		}
-		if col := q.column(*a.measure); a.agg == Sum && (col.identifies() || col.perUnit() && col.DefaultAgg != string(Sum)) || col.DefaultAgg == "none" {
+		if col := q.column(*a.measure); a.agg == Sum && (col.identifies() || col.perUnit() && col.DefaultAgg != string(Sum)) || col.DefaultAgg == neverCombined {
 			return p.refuse(fmt.Sprintf("it asks for %s of %s, which does not combine that way", a.agg.Article(), q.label(*a.measure)),
 				strings.TrimSpace("Average "+q.label(*a.measure)+" "+q.groupPhrase()))
 		}

@@ -8,6 +8,9 @@ import (
 	"dataplatform/store/ingest"
 )
 
+// neverCombined is the default aggregation of a column its owner said never combines.
+const neverCombined = "none"
+
 // checkMeasure refuses a reading that would add up a number whose role says it does not (a
 // value: a unit price beside a quantity, a rate), or an identifier: a total of unit prices or
 // of rates looks like an answer and is not one. A price that is what each row earned (a
@@ -21,7 +24,7 @@ func (q *query) checkMeasure() error {
 	l := q.label(c)
 	t := q.p.s.table(c.table)
 	switch col := q.column(c); {
-	case col != nil && col.DefaultAgg == "none":
+	case col != nil && col.DefaultAgg == neverCombined:
 		return q.p.refuse(fmt.Sprintf("its owner marked %s of %s as a number that does not combine (a code, an identifier)", l, t.Dataset),
 			"How many "+strings.ToLower(t.Dataset)+" are there?")
 	case q.agg != Sum, col != nil && col.DefaultAgg == string(Sum):

@@ -18,6 +18,35 @@ import (
 //go:embed wordnet.txt
 var data string
 
+//go:embed classes.txt
+var classData string
+
+// classes are classes.txt's word classes.
+var classes = func() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, line := range strings.Split(classData, "\n") {
+		name, words, ok := strings.Cut(line, ":")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out[name] = map[string]bool{}
+		for _, w := range strings.Fields(words) {
+			out[name][w] = true
+		}
+	}
+	return out
+}()
+
+// Class is the set of words of a class of classes.txt (an unknown class is a mistake in the
+// code: it panics).
+func Class(name string) map[string]bool {
+	c, ok := classes[name]
+	if !ok {
+		panic("classes.txt has no class " + name)
+	}
+	return c
+}
+
 var (
 	once   sync.Once
 	sets   [][]string          // synonym sets, words with _ for spaces

@@ -1,6 +1,9 @@
 package lexicon
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestLexicon(t *testing.T) {
 	for _, p := range [][2]string{{"client", "customer"}, {"physician", "doctor"}, {"pay", "salary"}} {
@@ -21,5 +24,24 @@ func TestLexicon(t *testing.T) {
 	}
 	if Stem("shipping") != Stem("ship") || Stem("payments") != Stem("payment") {
 		t.Errorf("stems: %s %s", Stem("shipping"), Stem("payments"))
+	}
+}
+
+// TestClasses: every line of classes.txt is a comment or a class with words, and a word the
+// engine reads as a unit's price is not also one of a whole row's value.
+func TestClasses(t *testing.T) {
+	for _, line := range strings.Split(classData, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, words, ok := strings.Cut(line, ":")
+		if !ok || len(strings.Fields(words)) == 0 || len(Class(name)) == 0 {
+			t.Errorf("classes.txt: %q is no class with words", line)
+		}
+	}
+	for w := range Class("unit-price") {
+		if Class("whole-value")[w] {
+			t.Errorf("%q is a unit's price and a whole row's value", w)
+		}
 	}
 }
