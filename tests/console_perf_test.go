@@ -42,13 +42,7 @@ func TestConsolePerformance(t *testing.T) {
 	}
 	t.Logf("loaded %d rows in %v", n, time.Since(start).Round(time.Millisecond))
 
-	b := newBrowser(t)
-	b.call(b.session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}, nil)
-	b.open(e.ts.URL + "/")
-	b.waitFor("the sign-in page", `location.pathname === "/sign-in" && document.readyState === "complete"`)
-	b.run(fmt.Sprintf(`document.getElementById("email").value = %s; document.getElementById("password").value = %s;
-		document.getElementById("sign-in").requestSubmit(); true`, js(adminEmail), js(adminPassword)))
-	b.waitFor("the console", `location.pathname === "/" && document.body.dataset.ready === "true"`)
+	b := signedInConsole(t, e)
 
 	median := func(xs []float64) float64 { sort.Float64s(xs); return xs[len(xs)/2] }
 	measure := func(url, mark string) (float64, float64) {

@@ -79,13 +79,7 @@ func TestConsoleSchemaTab(t *testing.T) {
 		t.Fatalf("hauls start with relationships: %v", before.rels())
 	}
 
-	b := newBrowser(t)
-	b.call(b.session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}, nil)
-	b.open(e.ts.URL + "/")
-	b.waitFor("the sign-in page", `location.pathname === "/sign-in" && document.readyState === "complete"`)
-	b.run(fmt.Sprintf(`document.getElementById("email").value = %s; document.getElementById("password").value = %s;
-		document.getElementById("sign-in").requestSubmit(); true`, js(adminEmail), js(adminPassword)))
-	b.waitFor("the console", `location.pathname === "/" && document.body.dataset.ready === "true" && !!document.getElementById("datasets")`)
+	b := signedInConsole(t, e)
 	b.run(`location.hash = "#/datasets/` + hauls + `/schema"; true`)
 	b.waitFor("the schema tab", `document.body.dataset.ready === "true" && !!document.getElementById("relationship-form") &&
 		!!document.querySelector('#column-meaning tr[data-col="tariff"] button[data-action="edit-column"]')`)

@@ -137,13 +137,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}))
 	t.Cleanup(hook.Close)
 
-	b := newBrowser(t)
-	b.call(b.session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}, nil)
-	b.open(e.ts.URL + "/")
-	b.waitFor("the sign-in page", `location.pathname === "/sign-in" && document.readyState === "complete"`)
-	b.run(fmt.Sprintf(`document.getElementById("email").value = %s; document.getElementById("password").value = %s;
-		document.getElementById("sign-in").requestSubmit(); true`, js(adminEmail), js(adminPassword)))
-	b.waitFor("the console", `location.pathname === "/" && document.body.dataset.ready === "true" && !!document.getElementById("datasets")`)
+	b := signedInConsole(t, e)
 	if v := b.run(`document.getElementById("project").value`); v != e.projectID {
 		t.Fatalf("the project switcher shows %v, want %s", v, e.projectID)
 	}
@@ -637,4 +631,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	if p := b.Problems(); len(p) > 0 {
 		t.Fatalf("the console went wrong: %v", p)
 	}
+}
+
+// signedInConsole is a browser at 1280×800 signed in to the console as the first owner, with
+// the console drawn.
+func signedInConsole(t *testing.T, e *env) *browser {
+	t.Helper()
+	b := newBrowser(t)
+	b.call(b.session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}, nil)
+	b.open(e.ts.URL + "/")
+	b.waitFor("the sign-in page", `location.pathname === "/sign-in" && document.readyState === "complete"`)
+	b.run(fmt.Sprintf(`document.getElementById("email").value = %s; document.getElementById("password").value = %s;
+		document.getElementById("sign-in").requestSubmit(); true`, js(adminEmail), js(adminPassword)))
+	b.waitFor("the console", `location.pathname === "/" && document.body.dataset.ready === "true" && !!document.getElementById("datasets")`)
+	return b
 }

@@ -98,8 +98,7 @@ func TestDashboardOtherBucket(t *testing.T) {
 		}
 		for j := 0; j < data.len(p+"rows"); j++ {
 			shop := data.str(fmt.Sprintf("%srows.%d.0", p, j))
-			got, ok := data.get(fmt.Sprintf("%srows.%d.1", p, j)).(float64)
-			if w, known := want[shop]; !ok || !known || math.Abs(got-w) > 1e-6*math.Max(1, math.Abs(w)) {
+			if w, known := want[shop]; !known || !near(data.get(fmt.Sprintf("%srows.%d.1", p, j)), w) {
 				t.Errorf("%s of %s: %v, want %v", col, shop, data.get(fmt.Sprintf("%srows.%d.1", p, j)), want[shop])
 			}
 		}

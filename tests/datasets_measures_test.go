@@ -67,10 +67,6 @@ func TestNamedMeasures(t *testing.T) {
 		t.Fatalf("after a rename: %s", s.Body)
 	}
 
-	near := func(got any, want float64) bool {
-		f, ok := got.(float64)
-		return ok && math.Abs(f-want) < 1e-6*math.Max(1, math.Abs(want))
-	}
 	// The record aggregate API takes them by name.
 	a := e.do("GET", "/api/v1/datasets/"+id+"/data/aggregate?group_by=route&agg=takings,crossing,count", nil, own).status(200)
 	if a.len("data") != len(routes) {
@@ -117,4 +113,11 @@ func TestNamedMeasures(t *testing.T) {
 	if !found {
 		t.Fatalf("no tile of crossing by route: %s", data.Body)
 	}
+}
+
+// near reports whether a JSON number is want, to a millionth of it (numbers the service
+// rounds to 6 decimals, or adds up in another order).
+func near(got any, want float64) bool {
+	f, ok := got.(float64)
+	return ok && math.Abs(f-want) < 1e-6*math.Max(1, math.Abs(want))
 }
