@@ -423,3 +423,40 @@ func TestArrivalChangesAnEarlierReading(t *testing.T) {
 		t.Fatal("runs.batch_code is not linked again once the other lot is deleted")
 	}
 }
+
+// TestPromotionTheRowsNoLongerAllow: a column whose values repeat by the time it would be
+// promoted (written since they were read) is not made the key; the analysis goes on and the
+// relationships found to it go.
+func TestPromotionTheRowsNoLongerAllow(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	ctx := context.Background()
+	sites := p.dataset(t, "Warehouses", []ingest.Column{{Name: "city", Type: ingest.Text}, {Name: "site_code", Type: ingest.Text}},
+		[]any{"a", "S1"}, []any{"b", "S1"})
+	ships := p.dataset(t, "Shipments", []ingest.Column{{Name: "site_code", Type: ingest.Text}}, []any{"S1"})
+	if _, err := p.st.DB.Exec(`INSERT INTO platform.dataset_relationships (from_dataset, from_table, from_column, to_dataset, to_table, to_column, origin, created_at)
+		VALUES ($1, $1, 'site_code', $2, $2, 'site_code', 'inferred', now())`, ships.ID, sites.ID); err != nil {
+		t.Fatal(err)
+	}
+	var cols []ingest.Column
+	_ = json.Unmarshal([]byte(sites.Columns), &cols)
+	before, err := store.DatasetByID(ctx, p.st.DB, sites.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.st.Tx(ctx, func(tx *sqlx.Tx) error {
+		got, err := promoteSafely(ctx, tx, member{sites, cols}, "site_code", false, p.now)
+		if got != nil {
+			t.Errorf("promoted over repeating values: %+v", got)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rels, err := store.Relationships(ctx, p.st.DB, ships.ID)
+	d, derr := store.DatasetByID(ctx, p.st.DB, sites.ID, false)
+	if err != nil || derr != nil || len(rels) != 0 || strings.Contains(d.Columns, `"key": true`) || d.SchemaVersion != before.SchemaVersion {
+		t.Fatalf("after: %+v %v %s %v", rels, err, d.Columns, derr)
+	}
+}

@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,24 +74,14 @@ func inferRelationships(ctx context.Context, tx *sqlx.Tx, d *store.Dataset, cols
 	for _, c := range cols {
 		redo[[2]string{d.ID, c.Name}] = true
 	}
-	var pointing [][2]string
-	rows, err := tx.QueryContext(ctx, `SELECT from_dataset, from_column FROM platform.dataset_relationships WHERE to_dataset = $1 AND origin = 'inferred'`, d.ID)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var k [2]string
-		if err := rows.Scan(&k[0], &k[1]); err != nil {
-			rows.Close()
-			return err
-		}
-		pointing = append(pointing, k)
-	}
-	if err := rows.Close(); err != nil {
+	var pointing []string
+	if err := tx.SelectContext(ctx, &pointing, `SELECT from_dataset || '.' || from_column FROM platform.dataset_relationships
+		WHERE to_dataset = $1 AND origin = 'inferred'`, d.ID); err != nil {
 		return err
 	}
 	for _, k := range pointing {
-		redo[k] = true
+		ds, col, _ := strings.Cut(k, ".")
+		redo[[2]string{ds, col}] = true
 	}
 	offered(ms, 0, redo)
 	return relinkAndPromote(ctx, tx, ms, redo, true, now)
@@ -149,15 +140,39 @@ func relinkAndPromote(ctx context.Context, tx *sqlx.Tx, ms []member, redo map[[2
 	again := map[[2]string]bool{}
 	for _, k := range promote {
 		i := slices.IndexFunc(ms, func(m member) bool { return m.d.ID == k[0] })
-		if ms[i].cols, err = promoteColumn(ctx, tx, ms[i], k[1], self && i == 0, now); err != nil {
+		cols, err := promoteSafely(ctx, tx, ms[i], k[1], self && i == 0, now)
+		if err != nil {
 			return err
 		}
-		offered(ms, i, again)
+		if cols != nil {
+			ms[i].cols = cols
+			offered(ms, i, again)
+		}
 	}
 	if len(again) > 0 {
 		_, err = relink(ctx, tx, ms, again, now)
 	}
 	return err
+}
+
+// promoteSafely promotes a column (promoteColumn) inside a savepoint: when the rows no longer
+// allow it (a write since its values were read made them repeat), the relationships found to
+// it go instead of failing the analysis, and the columns are nil.
+func promoteSafely(ctx context.Context, tx *sqlx.Tx, m member, column string, self bool, now time.Time) ([]ingest.Column, error) {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT promote`); err != nil {
+		return nil, err
+	}
+	cols, err := promoteColumn(ctx, tx, m, column, self, now)
+	var vs Violations
+	var ce *ChangeError
+	if errors.As(err, &vs) || errors.As(err, &ce) {
+		if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT promote`); err != nil {
+			return nil, err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM platform.dataset_relationships WHERE to_dataset = $1 AND to_column = $2 AND origin = 'inferred'`, m.d.ID, column)
+		return nil, err
+	}
+	return cols, err
 }
 
 // offered adds to redo the columns of the other members that member t's columns may be what
