@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"dataplatform/store/nlsql/lexicon"
 )
 
 // readGroups reads the groups: "by X", "per X", "for each X", "in each X", "for every X",
@@ -204,8 +202,6 @@ func displayColumn(t *Table) string {
 			r = 5
 		case ws[len(ws)-1] == "name" && !slices.Contains(ws, "first") && !slices.Contains(ws, "last"):
 			r = 4
-		case gluedName(ws[len(ws)-1]):
-			r = 4 // roomname, cname: a name run together with what it names
 		case c.Name == "title" || ws[len(ws)-1] == "title":
 			r = 3
 		case c.Name == "email" || ws[len(ws)-1] == "email" || c.Name == "username" || c.Name == "label":
@@ -216,20 +212,6 @@ func displayColumn(t *Table) string {
 		}
 	}
 	return best
-}
-
-// gluedName reports whether a word is a name run together with what it names (roomname,
-// productname), not one of the words that end so and name something else (username).
-func gluedName(w string) bool {
-	if lexicon.Class("not-a-name")[w] {
-		return false
-	}
-	for end := range lexicon.Class("name-ending") {
-		if len(w) > len(end)+1 && strings.HasSuffix(w, end) {
-			return true
-		}
-	}
-	return false
 }
 
 // readTopGroups groups by the column after "top N" when it is not a number and nothing groups.

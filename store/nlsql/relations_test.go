@@ -52,16 +52,3 @@ func TestTwoRelationshipsToOneTable(t *testing.T) {
 		t.Fatalf("named relationship: %+v %v", a, err)
 	}
 }
-
-// TestEntityNamedByARunTogetherName: a group of another table's rows shows the column that
-// names them when its name runs "name" together with what it names (roomname).
-func TestEntityNamedByARunTogetherName(t *testing.T) {
-	s := Schema{Tables: []Table{
-		{Ref: "suites", Dataset: "Suites", Columns: []Column{{Name: "suiteid", Type: ingest.Text}, {Name: "suitename", Type: ingest.Text}, {Name: "beds", Type: ingest.Integer}}},
-		{Ref: "stays", Dataset: "Stays", Columns: []Column{{Name: "stay_no", Type: ingest.Text}, {Name: "suite", Type: ingest.Text}, {Name: "nights", Type: ingest.Integer}}},
-	}, Relations: []Relation{{From: "stays", FromColumn: "suite", To: "suites", ToColumn: "suiteid"}}}
-	a, err := Translate("which suite has the most stays", s, time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC))
-	if err != nil || !strings.Contains(a.SQL, `"suites"."suitename" AS "suitename"`) {
-		t.Fatalf("%+v %v", a, err)
-	}
-}
