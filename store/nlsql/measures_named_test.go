@@ -45,4 +45,9 @@ func TestNamedMeasures(t *testing.T) {
 			t.Errorf("%q:\n got %s\nwant %s", tc.q, a.SQL, tc.sql)
 		}
 	}
+	// Without the table the plural asks for the set of values, which a listing of rows is
+	// not: refused as before.
+	if a, err := Translate("what are the fares", ferries(), now); err == nil {
+		t.Errorf("what are the fares: %s", a.SQL)
+	}
 }

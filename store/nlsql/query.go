@@ -361,12 +361,13 @@ func (q *query) settleMeasure() error {
 	p := q.p
 	// A number named without an aggregate ("revenue by month", "revenue in March") is summed,
 	// unless it is compared or ordered by, or is a number of the main table named in the
-	// plural with nothing to group by ("what are the price ranges of hotels": the rows'
-	// values, listed with them).
+	// plural, with the table, and nothing to group by ("what are the price ranges of
+	// hotels": the rows' values, listed with them).
 	if q.agg == "" && !q.rows && q.orderBy == nil && !q.byMeasure {
 		for _, m := range q.ms {
 			c := colRef{m.table, m.column}
-			if col := q.column(c); len(q.groups) == 0 && m.table == q.main && m.value == "" && col != nil && col.numeric() && pluralOf(p.toks[m.end-1], m.column) {
+			if col := q.column(c); len(q.groups) == 0 && m.table == q.main && m.value == "" && col != nil && col.numeric() && pluralOf(p.toks[m.end-1], m.column) &&
+				q.namesTable(q.main) {
 				if q.usedCols == nil {
 					q.usedCols = map[colRef]bool{}
 				}
